@@ -1,0 +1,57 @@
+# cellvm top-level build. Each component keeps its rules in its own build.mk;
+# this file holds what they share. `make` builds the host-side binaries,
+# `make test` runs every test (C unit tests under ASan/UBSan, then pytest).
+
+PYTHON      ?= /usr/bin/python3
+PY_CONFIG   ?= /usr/bin/python3-config
+CC          ?= gcc
+SAN         ?= 0
+
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -fno-strict-aliasing \
+               -Iprotocol
+ifeq ($(SAN),1)
+B           := build/san
+CFLAGS_OPT  := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined
+LDFLAGS_SAN := -fsanitize=address,undefined
+else
+B           := build
+CFLAGS_OPT  := -O2
+LDFLAGS_SAN :=
+endif
+CFLAGS      := $(CFLAGS_BASE) $(CFLAGS_OPT) $(EXTRA_CFLAGS)
+LDFLAGS     := $(LDFLAGS_SAN) $(EXTRA_LDFLAGS)
+
+.PHONY: all deps demo test check-c fuzz format clean
+all: $(B)/cellvm-agent $(B)/cellvm-executor $(B)/cellvm
+
+include protocol/build.mk
+include agent/build.mk
+include python-embed/build.mk
+include client/c/build.mk
+include fuzz/build.mk
+-include init/build.mk
+-include image-build/build.mk
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CFLAGS_$(subst /,_,$(dir $<))) -MMD -MP -c -o $@ $<
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+deps:
+	.ci/install-deps
+
+# The sales-CSV chart example in dev mode (agent on a Unix socket).
+demo: deps
+	$(MAKE) all
+	$(PYTHON) client/python/examples/sales_chart.py --out build/demo/sales_chart.png
+
+test: deps
+	tests/run
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build

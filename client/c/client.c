@@ -1,0 +1,336 @@
+/* libcellvm connection: handshake, request/terminal matching, execution. */
+#include "cellvm.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cbor_util.h"
+#include "connect.h"
+#include "frame.h"
+#include "msgtypes.h"
+#include "reader.h"
+#include "writer.h"
+
+struct cvc {
+        int fd;
+        struct cv_reader reader;
+        struct cv_buf out;
+        uint32_t next_id;
+        cbor_item_t *hello;
+        char err[512];
+};
+
+static int fail(struct cvc *c, int rc, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->err, sizeof(c->err), fmt, ap);
+        va_end(ap);
+        return rc;
+}
+
+const char *cvc_errmsg(const struct cvc *c)
+{
+        return c->err;
+}
+
+const cbor_item_t *cvc_hello(const struct cvc *c)
+{
+        return c->hello;
+}
+
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Appends a message and writes the whole output buffer (blocking fd). */
+static int send_msg(struct cvc *c, uint16_t type, uint32_t id, const uint8_t *body, size_t len)
+{
+        int rc = cv_out_msg(&c->out, type, 0, id, body, len);
+        if (rc < 0)
+                return fail(c, rc, "encode %s: %s", cv_msg_type_name(type), strerror(-rc));
+        while (cv_buf_pending(&c->out)) {
+                rc = cv_buf_flush(&c->out, c->fd);
+                if (rc < 0)
+                        return fail(c, rc, "send %s: %s", cv_msg_type_name(type), strerror(-rc));
+        }
+        return 0;
+}
+
+static uint32_t new_id(struct cvc *c)
+{
+        if (++c->next_id == 0)
+                c->next_id = 1;
+        return c->next_id;
+}
+
+/*
+ * Waits for the next message; `timeout_ms` < 0 waits forever. Returns 1 with
+ * `*ev` decoded, 0 on timeout, or a negative errno.
+ */
+static int next_event(struct cvc *c, int timeout_ms, struct cvc_event *ev)
+{
+        for (;;) {
+                struct cv_msg msg;
+                int rc;
+                if (cv_reader_buffered(&c->reader) == 0 && timeout_ms >= 0) {
+                        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+                        rc = poll(&p, 1, timeout_ms);
+                        if (rc < 0 && errno == EINTR)
+                                return 0;
+                        if (rc < 0)
+                                return fail(c, -errno, "poll: %s", strerror(errno));
+                        if (rc == 0)
+                                return 0;
+                }
+                rc = cv_reader_read(&c->reader, c->fd, &msg);
+                if (rc == -EINTR)
+                        return 0;
+                if (rc == CV_READ_NEED)
+                        continue;
+                if (rc == CV_READ_EOF)
+                        return fail(c, -ECONNRESET, "agent closed the connection%s",
+                                    cv_reader_mid_message(&c->reader) ? " mid-frame" : "");
+                if (rc < 0)
+                        return fail(c, -EPROTO, "bad data from agent: %s", strerror(-rc));
+                if (msg.type < CV_MSG_FROM_AGENT)
+                        return fail(c, -EPROTO, "agent sent a request type %#x", msg.type);
+                rc = cvc_event_decode(msg.type, msg.id, msg.body, msg.len, ev);
+                if (rc < 0)
+                        return fail(c, -EPROTO, "malformed %s body from agent",
+                                    cv_msg_type_name(msg.type));
+                return 1;
+        }
+}
+
+/* Turns an agent ERROR into -EREMOTEIO with "code: message" as the error text. */
+static int remote_error(struct cvc *c, const struct cvc_event *ev)
+{
+        return fail(c, -EREMOTEIO, "%.*s: %.*s", (int)ev->u.fail.code_len, ev->u.fail.code,
+                    (int)ev->u.fail.message_len, ev->u.fail.message);
+}
+
+int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor_item_t **reply)
+{
+        uint32_t id = new_id(c);
+        int rc = send_msg(c, type, id, body, len);
+        if (rc < 0)
+                return rc;
+        for (;;) {
+                struct cvc_event ev;
+                rc = next_event(c, -1, &ev);
+                if (rc < 0)
+                        return rc;
+                if (rc == 0)
+                        continue;
+                if (ev.id != id || !cv_msg_is_terminal(ev.type)) {
+                        cvc_event_free(&ev); /* not ours (e.g. a late reply): skip */
+                        continue;
+                }
+                if (ev.type == CV_MSG_ERROR) {
+                        rc = remote_error(c, &ev);
+                        cvc_event_free(&ev);
+                        return rc;
+                }
+                if (reply)
+                        *reply = cbor_incref(ev.root);
+                cvc_event_free(&ev);
+                return 0;
+        }
+}
+
+int cvc_call_buf(struct cvc *c, uint16_t type, struct cv_buf *b, cbor_item_t **reply)
+{
+        if (b->err)
+                return fail(c, b->err, "encode %s: %s", cv_msg_type_name(type),
+                            strerror(-b->err));
+        return cvc_call(c, type, cv_buf_head(b), cv_buf_pending(b), reply);
+}
+
+int cvc_connect(const char *addr, struct cvc **out)
+{
+        struct cvc *c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        cv_reader_init(&c->reader, 0);
+        cv_buf_init(&c->out);
+        c->fd = cvc_open_stream(addr, c->err, sizeof(c->err));
+        if (c->fd < 0) {
+                int rc = c->fd;
+                *out = c; /* so the caller can read the error */
+                return rc;
+        }
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 2);
+        cv_enc_cstr(&b, "protocol");
+        cv_enc_uint(&b, CV_PROTOCOL_VERSION);
+        cv_enc_cstr(&b, "client");
+        cv_enc_cstr(&b, "libcellvm/" CVC_VERSION);
+        int rc = cvc_call_buf(c, CV_MSG_HELLO, &b, &c->hello);
+        cv_buf_free(&b);
+        *out = c;
+        return rc;
+}
+
+void cvc_close(struct cvc *c)
+{
+        if (!c)
+                return;
+        if (c->fd >= 0)
+                close(c->fd);
+        cv_reader_free(&c->reader);
+        cv_buf_free(&c->out);
+        if (c->hello)
+                cbor_decref(&c->hello);
+        free(c);
+}
+
+int cvc_ping(struct cvc *c, uint64_t *rtt_ns)
+{
+        uint64_t t0 = now_ns();
+        int rc = cvc_call(c, CV_MSG_PING, NULL, 0, NULL);
+        if (rc == 0 && rtt_ns)
+                *rtt_ns = now_ns() - t0;
+        return rc;
+}
+
+static int encode_execute(struct cv_buf *b, const struct cvc_exec_opts *o)
+{
+        size_t nenv = 0;
+        for (const char *const *e = o->envs; e && *e; e++)
+                nenv++;
+        cv_enc_map(b, 1 + (o->context != NULL) + (nenv > 0) + (o->timeout_ms > 0));
+        cv_enc_cstr(b, "code");
+        cv_enc_cstr(b, o->code);
+        if (o->context) {
+                cv_enc_cstr(b, "context");
+                cv_enc_cstr(b, o->context);
+        }
+        if (nenv) {
+                cv_enc_cstr(b, "envs");
+                cv_enc_map(b, nenv);
+                for (const char *const *e = o->envs; *e; e++) {
+                        const char *eq = strchr(*e, '=');
+                        if (!eq || eq == *e)
+                                return -EINVAL;
+                        cv_enc_text(b, *e, (size_t)(eq - *e));
+                        cv_enc_cstr(b, eq + 1);
+                }
+        }
+        if (o->timeout_ms) {
+                cv_enc_cstr(b, "timeout_ms");
+                cv_enc_uint(b, o->timeout_ms);
+        }
+        return b->err;
+}
+
+/* Sends INTERRUPT for the execution's context; its own terminal reply is skipped. */
+static int send_interrupt(struct cvc *c, const char *context)
+{
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, context ? 1 : 0);
+        if (context) {
+                cv_enc_cstr(&b, "context");
+                cv_enc_cstr(&b, context);
+        }
+        int rc = b.err ? b.err
+                       : send_msg(c, CV_MSG_INTERRUPT, new_id(c), cv_buf_head(&b),
+                                  cv_buf_pending(&b));
+        cv_buf_free(&b);
+        return rc;
+}
+
+static int send_cancel(struct cvc *c, uint32_t target)
+{
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "id");
+        cv_enc_uint(&b, target);
+        int rc = b.err ? b.err
+                       : send_msg(c, CV_MSG_CANCEL, new_id(c), cv_buf_head(&b),
+                                  cv_buf_pending(&b));
+        cv_buf_free(&b);
+        return rc;
+}
+
+int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on_event,
+                void *ud, struct cvc_exec_status *st)
+{
+        memset(st, 0, sizeof(*st));
+        struct cv_buf b;
+        cv_buf_init(&b);
+        int rc = encode_execute(&b, opts);
+        if (rc < 0) {
+                cv_buf_free(&b);
+                return fail(c, rc, "encode EXECUTE: %s", rc == -EINVAL ? "env entries must be KEY=VALUE" : strerror(-rc));
+        }
+        uint32_t id = new_id(c);
+        rc = send_msg(c, CV_MSG_EXECUTE, id, cv_buf_head(&b), cv_buf_pending(&b));
+        cv_buf_free(&b);
+        if (rc < 0)
+                return rc;
+        bool interrupted = false, cancelled = false;
+        for (;;) {
+                if (opts->interrupt && *opts->interrupt && !interrupted) {
+                        interrupted = true;
+                        rc = send_interrupt(c, opts->context);
+                        if (rc < 0)
+                                return rc;
+                }
+                struct cvc_event ev;
+                rc = next_event(c, opts->interrupt ? 100 : -1, &ev);
+                if (rc < 0)
+                        return rc;
+                if (rc == 0)
+                        continue;
+                if (ev.id != id) {
+                        cvc_event_free(&ev); /* the INTERRUPT's / CANCEL's own reply */
+                        continue;
+                }
+                if (ev.type == CV_MSG_OK) {
+                        const char *s;
+                        size_t len;
+                        if (cv_map_get_str(ev.root, "status", &s, &len) == 0)
+                                st->error = len == 5 && memcmp(s, "error", 5) == 0;
+                        (void)cv_map_get_uint(ev.root, "execution_count", &st->execution_count);
+                        cvc_event_free(&ev);
+                        return 0;
+                }
+                if (ev.type == CV_MSG_ERROR) {
+                        if (ev.u.fail.code_len == 7 && memcmp(ev.u.fail.code, "timeout", 7) == 0) {
+                                st->timed_out = true;
+                                cvc_event_free(&ev);
+                                return 0;
+                        }
+                        rc = remote_error(c, &ev);
+                        cvc_event_free(&ev);
+                        return rc;
+                }
+                if (ev.type == CV_MSG_EXEC_ERROR)
+                        st->error = true;
+                if (ev.type == CV_MSG_RESULT)
+                        st->execution_count = ev.u.display.execution_count;
+                if (on_event && on_event(&ev, ud) != 0 && !cancelled) {
+                        cancelled = true;
+                        rc = send_cancel(c, id);
+                        if (rc < 0) {
+                                cvc_event_free(&ev);
+                                return rc;
+                        }
+                }
+                cvc_event_free(&ev);
+        }
+}

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""The sales-CSV chart example, in dev mode.
+
+Starts a cellvm-agent on a private Unix socket (or connects to --connect ADDR),
+uploads a sales CSV into the sandbox, runs pandas + matplotlib there, and
+writes the chart the sandbox returns as a PNG file on the host. The code sent
+is what an AI agent would generate; the host only sees results.
+"""
+
+import argparse
+import base64
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+
+from cellvm import Sandbox  # noqa: E402
+
+ANALYSIS = r"""
+import pandas as pd
+import matplotlib.pyplot as plt
+
+df = pd.read_csv("vendas.csv", parse_dates=["data"])
+df["mes"] = df["data"].dt.to_period("M")
+monthly = df.pivot_table(index="mes", columns="produto", values="valor", aggfunc="sum").fillna(0)
+print(f"{len(df)} sales, {df['produto'].nunique()} products, "
+      f"{df['data'].min():%Y-%m-%d} to {df['data'].max():%Y-%m-%d}")
+print("Revenue by product (R$):")
+print(df.groupby("produto")["valor"].sum().sort_values(ascending=False).round(2).to_string())
+
+fig, ax = plt.subplots(figsize=(10, 5.5))
+(monthly / 1000).plot(ax=ax, marker="o")
+ax.set_title("Monthly revenue by product, 2026")
+ax.set_xlabel("month")
+ax.set_ylabel("revenue (thousand R$)")
+ax.grid(True, alpha=0.3)
+ax.legend(title="product", ncols=2, fontsize="small")
+plt.show()
+monthly.sum(axis=1).round(2)
+"""
+
+
+def start_agent(build_dir, tmpdir):
+    agent = os.path.join(build_dir, "cellvm-agent")
+    if not os.access(agent, os.X_OK):
+        sys.exit(f"{agent} not found: run `make` first")
+    sock = os.path.join(tmpdir, "agent.sock")
+    work = os.path.join(tmpdir, "work")
+    os.mkdir(work)
+    log = open(os.path.join(tmpdir, "agent.log"), "wb")
+    proc = subprocess.Popen([agent, "--listen", "unix:" + sock, "--workdir", work],
+                            stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while not os.path.exists(sock):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            log.close()
+            with open(log.name) as f:
+                sys.exit("cellvm-agent did not start:\n" + f.read())
+        time.sleep(0.01)
+    return proc, "unix:" + sock
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--csv", default=os.path.join(os.path.dirname(ROOT), "shared", "fixtures", "vendas.csv"),
+                    help="sales CSV to upload (default: ../shared/fixtures/vendas.csv)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "demo", "sales_chart.png"),
+                    help="where to write the chart PNG (default: build/demo/sales_chart.png)")
+    ap.add_argument("--connect", metavar="ADDR", help="use a running agent (unix:PATH or tcp:127.0.0.1:PORT)")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory with cellvm-agent")
+    args = ap.parse_args()
+
+    with open(args.csv, "rb") as f:
+        csv_bytes = f.read()
+
+    tmpdir = tempfile.mkdtemp(prefix="cellvm-demo-")
+    proc = None
+    try:
+        addr = args.connect
+        if addr is None:
+            proc, addr = start_agent(args.build, tmpdir)
+        t0 = time.monotonic()
+        with Sandbox.connect(addr) as sbx:
+            # Upload: the files service (sandbox.files) comes with the next
+            # protocol revision; until then the bytes travel inside a cell.
+            up = sbx.run_code(f"open('vendas.csv', 'wb').write({csv_bytes!r})")
+            if up.error:
+                sys.exit(f"upload failed: {up.error.name}: {up.error.value}")
+            print(f"uploaded {args.csv} ({len(csv_bytes)} bytes)")
+            execution = sbx.run_code(ANALYSIS, on_stdout=lambda m: print(getattr(m, "line", m), end=""))
+            if execution.error:
+                print("\n".join([execution.error.name + ": " + execution.error.value]), file=sys.stderr)
+                sys.exit(1)
+            pngs = [r for r in execution.results if r.png]
+            if not pngs:
+                sys.exit("the sandbox returned no chart")
+            os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+            with open(args.out, "wb") as f:
+                f.write(base64.b64decode(pngs[0].png))
+            print(f"monthly totals (R$):\n{execution.text}")
+        print(f"chart written to {args.out} ({os.path.getsize(args.out)} bytes) in {time.monotonic() - t0:.2f} s")
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

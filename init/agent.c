@@ -1,0 +1,122 @@
+#include "agent.h"
+
+#include "cgroup.h"
+#include "log.h"
+#include "stamps.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define AGENT_PATH_ENV "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* Appends a copy of s to strbuf and argv; returns 0 or -E2BIG. */
+static int push(char **argv, size_t max, size_t *argc, char *strbuf, size_t bufsz, size_t *used,
+                const char *s, size_t len)
+{
+        if (*argc + 1 >= max || *used + len + 1 > bufsz)
+                return -E2BIG;
+        memcpy(strbuf + *used, s, len);
+        strbuf[*used + len] = '\0';
+        argv[(*argc)++] = strbuf + *used;
+        argv[*argc] = NULL;
+        *used += len + 1;
+        return 0;
+}
+
+int agent_argv(const struct init_config *c, char **argv, size_t max, char *strbuf, size_t bufsz)
+{
+        size_t argc = 0, used = 0;
+        char tmp[320];
+        int r;
+
+#define PUSH(s) push(argv, max, &argc, strbuf, bufsz, &used, (s), strlen(s))
+        if ((r = PUSH(c->agent)) < 0)
+                return r;
+        if (c->vsock_port != 0) {
+                snprintf(tmp, sizeof(tmp), "vsock:%u", c->vsock_port);
+                if ((r = PUSH("--listen")) < 0 || (r = PUSH(tmp)) < 0)
+                        return r;
+        }
+        if (c->serial[0] != '\0') {
+                snprintf(tmp, sizeof(tmp), "serial:/dev/virtio-ports/%s", c->serial);
+                if ((r = PUSH("--listen")) < 0 || (r = PUSH(tmp)) < 0)
+                        return r;
+        }
+        if (c->workdir[0] != '\0' && ((r = PUSH("--workdir")) < 0 || (r = PUSH(c->workdir)) < 0))
+                return r;
+#undef PUSH
+        /* Extra arguments: whitespace-separated (quote the whole value on the
+         * kernel command line). */
+        for (const char *p = c->agent_args; *p != '\0';) {
+                p += strspn(p, " \t");
+                size_t len = strcspn(p, " \t");
+                if (len == 0)
+                        break;
+                if ((r = push(argv, max, &argc, strbuf, bufsz, &used, p, len)) < 0)
+                        return r;
+                p += len;
+        }
+        return (int)argc;
+}
+
+static void ensure_dir(const char *path)
+{
+        if (path[0] == '/' && mkdir(path, 0755) != 0 && errno != EEXIST)
+                log_warn("mkdir %s: %s", path, strerror(errno));
+}
+
+pid_t agent_start(const struct init_config *c, bool user_cgroup)
+{
+        char *argv[AGENT_MAX_ARGS];
+        char argbuf[2048];
+        char *envp[8 + STAMPS_MAX + 1];
+        char stampbuf[STAMPS_MAX * 64];
+        size_t envc = 0;
+        int r;
+
+        if ((r = agent_argv(c, argv, AGENT_MAX_ARGS, argbuf, sizeof(argbuf))) < 0)
+                return r;
+        ensure_dir(c->workdir);
+        if (c->serial[0] != '\0' && access(argv[0], X_OK) == 0) {
+                char port[128];
+                snprintf(port, sizeof(port), "/dev/virtio-ports/%s", c->serial);
+                if (access(port, F_OK) != 0)
+                        log_warn("serial port %s missing (no virtio-console device?)", port);
+        }
+        envp[envc++] = AGENT_PATH_ENV;
+        envp[envc++] = "HOME=/root";
+        envp[envc++] = "LANG=C.UTF-8";
+        envp[envc++] = "CELLVM_INIT=1";
+        if (user_cgroup)
+                envp[envc++] = "CELLVM_USER_CGROUP=" CGROUP_USER_PATH;
+        stamp_record("agent_exec");
+        r = stamps_to_env(envp + envc, STAMPS_MAX, stampbuf, sizeof(stampbuf));
+        if (r < 0)
+                return r;
+        envc += (size_t)r;
+        envp[envc] = NULL;
+
+        pid_t pid = fork();
+        if (pid < 0)
+                return -errno;
+        if (pid == 0) {
+                sigset_t all;
+                /* PID 1 blocks every signal; the agent starts with none blocked. */
+                sigemptyset(&all);
+                sigprocmask(SIG_SETMASK, &all, NULL);
+                /* Its own session and process group: a kill of the agent's group
+                 * never reaches init. */
+                setsid();
+                if (chdir("/") != 0)
+                        _exit(126);
+                execve(argv[0], argv, envp);
+                log_error("exec %s: %s", argv[0], strerror(errno));
+                _exit(127);
+        }
+        log_info("agent %s started, pid %d", argv[0], (int)pid);
+        return pid;
+}

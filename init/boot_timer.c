@@ -1,0 +1,64 @@
+#include "boot_timer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <sys/io.h>
+#endif
+
+#define BOOT_TIMER_MAGIC 123
+#define BOOT_TIMER_PORT 0x3f0
+
+static int signal_mmio(uint64_t addr)
+{
+        long page = sysconf(_SC_PAGESIZE);
+        int r = 0;
+
+        if (page <= 0)
+                return -EINVAL;
+        int fd = open("/dev/mem", O_RDWR | O_SYNC | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        uint64_t base = addr & ~((uint64_t)page - 1);
+        void *map = mmap(NULL, (size_t)page, PROT_WRITE, MAP_SHARED, fd, (off_t)base);
+        if (map == MAP_FAILED) {
+                r = -errno;
+                close(fd);
+                return r;
+        }
+        *((volatile uint8_t *)map + (addr - base)) = BOOT_TIMER_MAGIC;
+        if (munmap(map, (size_t)page) != 0)
+                r = -errno;
+        close(fd);
+        return r;
+}
+
+static int signal_pio(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+        if (ioperm(BOOT_TIMER_PORT, 1, 1) != 0)
+                return -errno;
+        outb(BOOT_TIMER_MAGIC, BOOT_TIMER_PORT);
+        /* Drop the port again: the agent inherits nothing it does not need. */
+        if (ioperm(BOOT_TIMER_PORT, 1, 0) != 0)
+                return -errno;
+        return 0;
+#else
+        return -EOPNOTSUPP;
+#endif
+}
+
+int boot_timer_signal(enum boot_timer_mode mode, uint64_t mmio_addr)
+{
+        switch (mode) {
+        case BOOT_TIMER_MMIO:
+                return signal_mmio(mmio_addr);
+        case BOOT_TIMER_PIO:
+                return signal_pio();
+        case BOOT_TIMER_OFF:
+                break;
+        }
+        return 0;
+}

@@ -1,0 +1,10 @@
+/* Firecracker's boot timer: a magic byte (123) written to a device the VMM
+ * watches makes it log "Guest-boot-time = N us" (needs --boot-timer). */
+#ifndef CELLVM_INIT_BOOT_TIMER_H
+#define CELLVM_INIT_BOOT_TIMER_H
+
+#include "config.h"
+
+int boot_timer_signal(enum boot_timer_mode mode, uint64_t mmio_addr);
+
+#endif

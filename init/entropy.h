@@ -1,0 +1,16 @@
+/* Seeds the kernel's CRNG from cellvm.entropy=<hex> so getrandom() does not
+ * block or start predictable in a freshly cloned VM. */
+#ifndef CELLVM_INIT_ENTROPY_H
+#define CELLVM_INIT_ENTROPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENTROPY_MAX_BYTES 512
+
+int hex_decode(const char *hex, uint8_t *out, size_t outsz, size_t *outlen);
+/* Credits the bytes to the pool (RNDADDENTROPY) and forces a reseed
+ * (RNDRESEEDCRNG). Needs CAP_SYS_ADMIN. */
+int entropy_seed_hex(const char *hex);
+
+#endif

@@ -1,0 +1,129 @@
+/* cellvm-init: PID 1 of the cellvm micro-VM.
+ *
+ * Gets the machine from kernel hand-off to a serving agent, then supervises
+ * it: early mounts, configuration from the kernel command line, modules and
+ * switch_root when booted from an initramfs, network, entropy, the boot
+ * timer, and finally the agent, restarted when it dies. Every orphan is
+ * reaped here and every step is stamped with CLOCK_BOOTTIME (docs/INIT.md).
+ * It never exits: PID 1 exiting panics the kernel. */
+#include "boot_timer.h"
+#include "cgroup.h"
+#include "cmdline.h"
+#include "config.h"
+#include "devices.h"
+#include "entropy.h"
+#include "log.h"
+#include "modules.h"
+#include "mounts.h"
+#include "network.h"
+#include "rootfs.h"
+#include "shutdown.h"
+#include "stamps.h"
+#include "supervisor.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/reboot.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char cmdline[CMDLINE_MAX];
+
+static void warn_key(void *ctx, const char *key, const char *why)
+{
+        (void)ctx;
+        log_warn("kernel command line: %s: %s", key, why);
+}
+
+static void read_config(struct init_config *c, int proc_err)
+{
+        config_defaults(c);
+        int r = cmdline_read(cmdline, sizeof(cmdline));
+        if (r < 0) {
+                log_error("read kernel command line: %s%s; using defaults", strerror(-r),
+                          proc_err ? " (/proc not mounted)" : "");
+                cmdline[0] = '\0';
+        }
+        config_parse(c, cmdline, warn_key, NULL);
+        log_set_debug(c->debug);
+        log_debug("cellvm-init started as pid %d", (int)getpid());
+        log_debug("command line: %s", cmdline);
+}
+
+static void mount_cgroup_late(void)
+{
+        mounts_cgroup();
+        stamp_record("cgroup_mounted");
+}
+
+int main(int argc, char **argv)
+{
+        struct init_config cfg;
+        int r;
+
+        (void)argc;
+        (void)argv;
+        uint64_t start = stamp_record("init_start");
+        /* CLOCK_BOOTTIME starts with the kernel, so our first stamp is also the
+         * kernel's share of the boot. */
+        stamp_set("kernel_to_init", start);
+        if ((r = supervisor_block_signals()) < 0)
+                log_error("block signals: %s", strerror(-r));
+        /* Recognisable as PID 1 whatever the file is called (/init in an initramfs). */
+        if (prctl(PR_SET_NAME, "cellvm-init", 0, 0, 0) != 0)
+                log_warn("PR_SET_NAME: %s", strerror(errno));
+        umask(022);
+
+        int proc_err = mounts_proc();
+        read_config(&cfg, proc_err);
+        if (proc_err < 0)
+                log_warn("mount proc on /proc: %s", strerror(-proc_err));
+        if (getpid() != 1)
+                log_warn("running as pid %d, not 1: orphans are not ours to reap", (int)getpid());
+        /* Ctrl-Alt-Del becomes SIGINT to us, handled as a shutdown. */
+        if (reboot(RB_DISABLE_CAD) != 0)
+                log_debug("RB_DISABLE_CAD: %s", strerror(errno));
+
+        if ((r = mounts_early(cfg.test)) < 0)
+                shutdown_machine(&cfg, cfg.shutdown, "essential mounts failed");
+        if ((r = devices_console()) < 0)
+                log_warn("console on fds 0-2: %s", strerror(-r));
+        mounts_dev_links();
+        stamp_record("mounts_done");
+
+        bool initramfs = rootfs_in_initramfs(&cfg);
+        if (!cfg.test) {
+                r = modules_load_listed(MODULES_LIST, cmdline);
+                if (r < 0)
+                        log_error("loading modules from %s: %s", MODULES_LIST, strerror(-r));
+                else if (r > 0)
+                        stamp_record("modules_loaded");
+        }
+        if (initramfs) {
+                if (rootfs_mount_and_switch(&cfg) < 0)
+                        shutdown_machine(&cfg, cfg.shutdown, "no root filesystem");
+                stamp_record("root_mounted");
+                /* The new root's files differ; the name must not. */
+                prctl(PR_SET_NAME, "cellvm-init", 0, 0, 0);
+        }
+        if ((r = devices_virtio_ports()) < 0)
+                log_warn("virtio port links: %s", strerror(-r));
+
+        network_setup(&cfg);
+        if (cfg.entropy[0] != '\0' && (r = entropy_seed_hex(cfg.entropy)) < 0)
+                log_warn("entropy seed from command line: %s", strerror(-r));
+        explicit_bzero(cfg.entropy, sizeof(cfg.entropy));
+        bool limits = cfg.mem_limit != 0 || cfg.pids_limit != 0;
+        if (limits)
+                mounts_cgroup();
+        r = cgroup_user_setup(cfg.mem_limit, cfg.pids_limit);
+        bool user_cgroup = r > 0;
+        if (r < 0)
+                log_warn("user code limits (cgroup %s): %s", CGROUP_USER_PATH, strerror(-r));
+        stamp_record("system_ready");
+        if ((r = boot_timer_signal(cfg.boot_timer, cfg.boot_timer_addr)) < 0)
+                log_warn("boot timer: %s", strerror(-r));
+
+        supervise(&cfg, user_cgroup, limits ? NULL : mount_cgroup_late);
+}

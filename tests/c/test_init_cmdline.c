@@ -1,0 +1,235 @@
+/* Unit tests for cellvm-init's kernel command line tokenizer and the
+ * cellvm.* configuration keys it feeds. */
+#include "../../init/cmdline.h"
+#include "../../init/config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+        do {                                                                                       \
+                if (!(cond)) {                                                                     \
+                        fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
+                                __func__, #cond);                                                  \
+                        failures++;                                                                \
+                }                                                                                  \
+        } while (0)
+
+struct warnings {
+        int n;
+        char last_key[CMDLINE_KEY_MAX];
+};
+
+static void collect(void *ctx, const char *key, const char *why)
+{
+        struct warnings *w = ctx;
+        (void)why;
+        w->n++;
+        snprintf(w->last_key, sizeof(w->last_key), "%s", key);
+}
+
+static void test_tokens_split_on_whitespace(void)
+{
+        const char *cur = "  console=ttyS0\tquiet  reboot=k\n";
+        struct cmdline_arg a;
+
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(strcmp(a.key, "console") == 0 && a.has_value && strcmp(a.value, "ttyS0") == 0);
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(strcmp(a.key, "quiet") == 0 && !a.has_value && a.value[0] == '\0');
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(strcmp(a.key, "reboot") == 0 && strcmp(a.value, "k") == 0);
+        CHECK(cmdline_next(&cur, &a) == 0);
+        CHECK(cmdline_next(&cur, &a) == 0);
+}
+
+static void test_quotes_group_spaces_and_are_removed(void)
+{
+        const char *cur = "cellvm.agent_args=\"--listen unix:/a b\" \"x=y z\" e=";
+        struct cmdline_arg a;
+
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(strcmp(a.key, "cellvm.agent_args") == 0);
+        CHECK(strcmp(a.value, "--listen unix:/a b") == 0);
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(strcmp(a.key, "x") == 0 && strcmp(a.value, "y z") == 0);
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(strcmp(a.key, "e") == 0 && a.has_value && a.value[0] == '\0');
+        CHECK(cmdline_next(&cur, &a) == 0);
+}
+
+static void test_value_keeps_later_equals(void)
+{
+        const char *cur = "a=b=c";
+        struct cmdline_arg a;
+
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(strcmp(a.key, "a") == 0 && strcmp(a.value, "b=c") == 0);
+}
+
+static void test_double_dash_ends_kernel_part(void)
+{
+        const char *cur = "quiet -- cellvm.debug=1";
+        struct cmdline_arg a;
+
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(cmdline_next(&cur, &a) == 0);
+}
+
+static void test_overlong_value_is_skipped_not_truncated(void)
+{
+        size_t len = CMDLINE_VALUE_MAX + 10;
+        char *line = malloc(len + 32);
+        struct cmdline_arg a;
+
+        CHECK(line != NULL);
+        if (line == NULL)
+                return;
+        strcpy(line, "k=");
+        memset(line + 2, 'v', len);
+        strcpy(line + 2 + len, " next=1");
+        const char *cur = line;
+        CHECK(cmdline_next(&cur, &a) == -E2BIG);
+        CHECK(cmdline_next(&cur, &a) == 1);
+        CHECK(strcmp(a.key, "next") == 0);
+        free(line);
+}
+
+static void test_defaults(void)
+{
+        struct init_config c;
+
+        config_defaults(&c);
+        CHECK(strcmp(c.agent, "/usr/bin/cellvm-agent") == 0);
+        CHECK(c.vsock_port == 1024);
+        CHECK(strcmp(c.serial, "cellvm") == 0);
+        CHECK(strcmp(c.workdir, "/home/user") == 0);
+        CHECK(c.net == NET_LOOPBACK);
+        CHECK(!c.debug && !c.test && c.boot_timer == BOOT_TIMER_OFF);
+        CHECK(c.shutdown == SHUTDOWN_REBOOT);
+        CHECK(strcmp(c.root, "/dev/vda") == 0);
+}
+
+static void test_every_key(void)
+{
+        struct init_config c;
+        struct warnings w = {0};
+        const char *line =
+            "console=ttyS0 root=/dev/vdb rootfstype=erofs cellvm.agent=/sbin/agent "
+            "cellvm.agent_args=\"--preload numpy\" cellvm.vsock_port=52 cellvm.serial=none "
+            "cellvm.workdir=/w cellvm.hostname=box cellvm.net=static cellvm.ip=10.0.0.2/24 "
+            "cellvm.gateway=10.0.0.1 cellvm.dns=1.1.1.1,8.8.8.8 cellvm.mem_limit=512M "
+            "cellvm.pids_limit=256 cellvm.entropy=00ff cellvm.debug cellvm.boot_timer=1 "
+            "cellvm.boot_timer_addr=0x40000000 cellvm.test=1 cellvm.root_timeout_ms=100 "
+            "cellvm.shutdown=poweroff cellvm.shutdown_timeout_ms=50 cellvm.restart_max_ms=9";
+
+        config_defaults(&c);
+        CHECK(config_parse(&c, line, collect, &w) == 0);
+        CHECK(w.n == 0);
+        CHECK(strcmp(c.root, "/dev/vdb") == 0 && strcmp(c.rootfstype, "erofs") == 0);
+        CHECK(strcmp(c.agent, "/sbin/agent") == 0);
+        CHECK(strcmp(c.agent_args, "--preload numpy") == 0);
+        CHECK(c.vsock_port == 52 && c.serial[0] == '\0' && strcmp(c.workdir, "/w") == 0);
+        CHECK(strcmp(c.hostname, "box") == 0 && c.net == NET_STATIC);
+        CHECK(strcmp(c.ip, "10.0.0.2/24") == 0 && strcmp(c.gateway, "10.0.0.1") == 0);
+        CHECK(strcmp(c.dns, "1.1.1.1,8.8.8.8") == 0);
+        CHECK(c.mem_limit == 512ull << 20 && c.pids_limit == 256);
+        CHECK(strcmp(c.entropy, "00ff") == 0);
+        CHECK(c.debug && c.test && c.boot_timer == BOOT_TIMER_MMIO);
+        CHECK(c.boot_timer_addr == 0x40000000ull);
+        CHECK(c.root_timeout_ms == 100 && c.shutdown == SHUTDOWN_POWEROFF);
+        CHECK(c.shutdown_timeout_ms == 50 && c.restart_max_ms == 9);
+}
+
+static void test_bad_values_keep_defaults_and_warn(void)
+{
+        struct init_config c;
+        struct warnings w = {0};
+
+        config_defaults(&c);
+        CHECK(config_parse(&c, "cellvm.vsock_port=abc cellvm.debug=maybe", collect, &w) == 2);
+        CHECK(c.vsock_port == 1024 && !c.debug);
+        CHECK(strcmp(w.last_key, "cellvm.debug") == 0);
+
+        config_defaults(&c);
+        w.n = 0;
+        CHECK(config_parse(&c, "cellvm.vsock_port=4294967296", collect, &w) == 1);
+        CHECK(c.vsock_port == 1024);
+
+        config_defaults(&c);
+        w.n = 0;
+        CHECK(config_parse(&c, "cellvm.entropy=abc cellvm.entropy=zz", collect, &w) == 2);
+        CHECK(c.entropy[0] == '\0');
+}
+
+static void test_unknown_cellvm_key_warns_others_ignored(void)
+{
+        struct init_config c;
+        struct warnings w = {0};
+
+        config_defaults(&c);
+        CHECK(config_parse(&c, "foo.bar=1 quiet cellvm.nope=1", collect, &w) == 1);
+        CHECK(strcmp(w.last_key, "cellvm.nope") == 0);
+}
+
+static void test_static_net_without_ip_falls_back(void)
+{
+        struct init_config c;
+        struct warnings w = {0};
+
+        config_defaults(&c);
+        CHECK(config_parse(&c, "cellvm.net=static", collect, &w) == 1);
+        CHECK(c.net == NET_LOOPBACK);
+        config_defaults(&c);
+        CHECK(config_parse(&c, "cellvm.ip=10.0.0.2", collect, &w) == 1);
+}
+
+static void test_last_occurrence_wins(void)
+{
+        struct init_config c;
+        struct warnings w = {0};
+
+        config_defaults(&c);
+        CHECK(config_parse(&c, "cellvm.debug=1 cellvm.debug=0", collect, &w) == 0);
+        CHECK(!c.debug);
+}
+
+static void test_parse_size(void)
+{
+        uint64_t v;
+
+        CHECK(parse_size("123", &v) == 0 && v == 123);
+        CHECK(parse_size("4k", &v) == 0 && v == 4096);
+        CHECK(parse_size("2G", &v) == 0 && v == 2ull << 30);
+        CHECK(parse_size("", &v) == -EINVAL);
+        CHECK(parse_size("M", &v) == -EINVAL);
+        CHECK(parse_size("1.5G", &v) == -EINVAL);
+        CHECK(parse_size("99999999999999999999", &v) == -ERANGE);
+        CHECK(parse_size("17179869184G", &v) == -ERANGE);
+}
+
+int main(void)
+{
+        test_tokens_split_on_whitespace();
+        test_quotes_group_spaces_and_are_removed();
+        test_value_keeps_later_equals();
+        test_double_dash_ends_kernel_part();
+        test_overlong_value_is_skipped_not_truncated();
+        test_defaults();
+        test_every_key();
+        test_bad_values_keep_defaults_and_warn();
+        test_unknown_cellvm_key_warns_others_ignored();
+        test_static_net_without_ip_falls_back();
+        test_last_occurrence_wins();
+        test_parse_size();
+        if (failures != 0) {
+                fprintf(stderr, "test_init_cmdline: %d failure(s)\n", failures);
+                return 1;
+        }
+        printf("test_init_cmdline: ok\n");
+        return 0;
+}

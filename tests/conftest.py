@@ -1,0 +1,83 @@
+"""Shared fixtures: a real cellvm-agent process listening on a Unix socket.
+
+CELLVM_BUILD selects the build directory (default build/; build/san for the
+sanitizer build). The agent runs with the real executor and Debian's CPython.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+
+BUILD = os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build"))
+AGENT = os.path.join(BUILD, "cellvm-agent")
+FIXTURES = os.path.join(os.path.dirname(ROOT), "shared", "fixtures")
+
+
+class AgentProcess:
+    """A cellvm-agent serving on unix:<tmp>/agent.sock until stop()."""
+
+    def __init__(self, *extra_args, preload=None):
+        self.dir = tempfile.mkdtemp(prefix="cellvm-test-")
+        self.sock = os.path.join(self.dir, "agent.sock")
+        self.workdir = os.path.join(self.dir, "work")
+        os.mkdir(self.workdir)
+        self.addr = "unix:" + self.sock
+        self.log_path = os.path.join(self.dir, "agent.log")
+        args = [AGENT, "--listen", self.addr, "--workdir", self.workdir]
+        if preload is not None:
+            args += ["--preload", preload]
+        args += list(extra_args)
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.sock):
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"agent exited with {self.proc.returncode}: {self.read_log()}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("agent did not listen within 30 s: " + self.read_log())
+            time.sleep(0.01)
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+@pytest.fixture(scope="session")
+def agent():
+    """One agent for the session, with the default preloads (numpy, pandas, matplotlib)."""
+    a = AgentProcess()
+    yield a
+    a.stop()
+
+
+@pytest.fixture
+def fresh_agent():
+    """A private agent for tests that hurt it or need a clean state; no preloads."""
+    a = AgentProcess(preload="")
+    yield a
+    a.stop()
+
+
+@pytest.fixture
+def fixtures_dir():
+    return FIXTURES

@@ -1,0 +1,376 @@
+"""cellvm-init as PID 1 in a fresh PID, mount, UTS and network namespace.
+
+The agent here is a small Python *test agent* (written below) that stands in
+for the real cellvm-agent so each init behaviour can be provoked on its own:
+it reports what it sees, dies on demand, leaves orphans, ignores SIGTERM.
+One test at the end starts the real build/cellvm-agent under init.
+
+The namespace is not a VM: the configuration comes from $CELLVM_CMDLINE and
+cellvm.test=1 makes mount failures non-fatal (docs/INIT.md). reboot(2) from a
+PID namespace's init ends that init with SIGHUP (restart) or SIGINT (power
+off), which is what a clean shutdown looks like from outside.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build"))
+# The init is always the musl build in build/ (no sanitizer build of it).
+INIT = os.path.join(ROOT, "build", "cellvm-init")
+AGENT = os.path.join(BUILD, "cellvm-agent")
+
+pytestmark = [
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root for unshare --pid --mount"),
+    pytest.mark.skipif(shutil.which("unshare") is None, reason="util-linux unshare missing"),
+]
+
+TEST_AGENT = r'''#!/usr/bin/python3
+# Test agent: stands in for cellvm-agent under cellvm-init (tests/test_init.py).
+import json, os, signal, socket, sys, time
+
+path = sys.argv[sys.argv.index("--listen") + 1].removeprefix("unix:")
+ready = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+
+
+def zombies():
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def status_field(pid, field):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return line.split()[1]
+    except OSError:
+        return None
+
+
+def orphan():
+    r, w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        grandchild = os.fork()
+        if grandchild == 0:
+            time.sleep(0.5)
+            os._exit(0)
+        os.write(w, str(grandchild).encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    os.close(w)
+    gpid = int(os.read(r, 32))
+    os.close(r)
+    return gpid
+
+
+def info():
+    with open("/proc/1/comm") as f:
+        comm1 = f.read().strip()
+    with open("/proc/self/mounts") as f:
+        mounts = {l.split()[1]: l.split()[2] for l in f}
+    with open("/sys/class/net/lo/flags") as f:
+        lo_flags = int(f.read(), 16)
+    return {"pid": os.getpid(), "ppid": os.getppid(), "comm1": comm1, "env": dict(os.environ),
+            "mounts": mounts, "hostname": socket.gethostname(), "lo_up": bool(lo_flags & 1),
+            "argv": sys.argv, "cwd": os.getcwd(), "ready": ready,
+            "sigmask": status_field("self", "SigBlk"), "devfd": os.readlink("/dev/fd")}
+
+
+def handle(cmd):
+    word, _, arg = cmd.partition(" ")
+    if word == "info":
+        return info()
+    if word == "orphan":
+        return orphan()
+    if word == "ppid":
+        return status_field(int(arg), "PPid")
+    if word == "zombies":
+        return zombies()
+    if word == "exists":
+        return os.path.exists(f"/proc/{int(arg)}")
+    if word == "ignore_term":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        return "ok"
+    if word == "shutdown":
+        return "ok"  # sent after the reply: init's SIGTERM to us would cut it off
+    if word == "die":
+        return "dying"
+    return "unknown"
+
+
+if os.path.exists(path):
+    os.unlink(path)
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path + ".new")
+srv.listen(8)
+os.rename(path + ".new", path)  # the path appears only once we listen
+while True:
+    conn, _ = srv.accept()
+    with conn:
+        cmd = conn.makefile().readline().strip()
+        conn.sendall((json.dumps(handle(cmd)) + "\n").encode())
+    if cmd == "die":
+        os._exit(3)
+    if cmd == "shutdown":
+        os.kill(1, signal.SIGTERM)
+'''
+
+
+class InitNamespace:
+    """cellvm-init as PID 1 of new PID/mount/UTS/net namespaces."""
+
+    def __init__(self, agent=None, agent_args=None, extra=""):
+        # Not under /tmp or /run: init mounts tmpfs over those inside.
+        self.dir = tempfile.mkdtemp(prefix="cellvm-init-", dir="/var/tmp")
+        self.sock = os.path.join(self.dir, "agent.sock")
+        if agent is None:
+            agent = os.path.join(self.dir, "test-agent")
+            with open(agent, "w") as f:
+                f.write(TEST_AGENT)
+            os.chmod(agent, 0o755)
+        if agent_args is None:
+            agent_args = f"--listen unix:{self.sock}"
+        self.cmdline = (f"console=ttyS0 cellvm.test=1 cellvm.debug=1 cellvm.vsock_port=0 "
+                        f"cellvm.serial=none cellvm.workdir= cellvm.hostname=cellvm-test "
+                        f'cellvm.agent={agent} cellvm.agent_args="{agent_args}" {extra}')
+        self.log_path = os.path.join(self.dir, "init.log")
+        self.log = open(self.log_path, "wb")
+        env = {"CELLVM_CMDLINE": self.cmdline, "PATH": "/usr/bin:/bin", "SECRET_HOST_VAR": "x"}
+        self.proc = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--mount", "--uts", "--net", INIT],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
+
+    def read_log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def init_pid(self):
+        """Host pid of the namespace's PID 1 (unshare's only child)."""
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children") as f:
+                    kids = f.read().split()
+                if kids:
+                    return int(kids[0])
+            except FileNotFoundError:
+                pass
+            time.sleep(0.01)
+        raise AssertionError("init did not start: " + self.read_log())
+
+    def ask(self, cmd, timeout=15):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                    s.settimeout(timeout)
+                    s.connect(self.sock)
+                    s.sendall(cmd.encode() + b"\n")
+                    return json.loads(s.makefile().readline())
+            except (FileNotFoundError, ConnectionError, json.JSONDecodeError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"no agent answered {cmd!r}: " + self.read_log())
+                time.sleep(0.02)
+
+    def wait(self, timeout=15):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("init did not shut down: " + self.read_log())
+
+    def close(self):
+        if self.proc.poll() is None:
+            # Killing the namespace's PID 1 kills everything in it; find it
+            # before unshare goes, since it is found through unshare.
+            try:
+                os.kill(self.init_pid(), signal.SIGKILL)
+            except (AssertionError, ProcessLookupError):
+                pass
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture
+def init_ns(request):
+    made = []
+
+    def start(**kw):
+        ns = InitNamespace(**kw)
+        made.append(ns)
+        return ns
+
+    yield start
+    for ns in made:
+        ns.close()
+
+
+def test_init_binary_is_static_musl_and_small():
+    out = subprocess.run(["file", INIT], capture_output=True, text=True).stdout
+    assert "statically linked" in out or "static-pie linked" in out, out
+    stripped = os.path.join(ROOT, "build", "cellvm-init.stripped")
+    assert os.path.getsize(stripped) < 100 * 1024
+    # no dynamic section: nothing for a loader to do
+    dyn = subprocess.run(["readelf", "-d", INIT], capture_output=True, text=True).stdout
+    assert "NEEDED" not in dyn
+
+
+def test_runs_as_pid1_mounts_and_starts_agent(init_ns):
+    ns = init_ns()
+    info = ns.ask("info")
+    assert info["ppid"] == 1
+    assert info["comm1"] == "cellvm-init"
+    m = info["mounts"]
+    assert m["/proc"] == "proc"  # a fresh proc of the new PID namespace
+    assert m["/run"] == "tmpfs" and m["/tmp"] == "tmpfs"
+    # cgroup2 is mounted while the agent starts (docs/INIT.md); wait for it.
+    deadline = time.monotonic() + 5
+    while "stamp cgroup_mounted" not in ns.read_log():
+        assert time.monotonic() < deadline, ns.read_log()
+        time.sleep(0.02)
+    assert ns.ask("info")["mounts"]["/sys/fs/cgroup"] == "cgroup2"
+    assert info["devfd"] == "/proc/self/fd"
+    assert info["hostname"] == "cellvm-test"
+    assert info["lo_up"]  # a new net namespace starts with lo down
+    assert info["argv"][1:] == ["--listen", "unix:" + ns.sock]
+    assert info["cwd"] == "/"
+    assert info["sigmask"] == "0000000000000000"  # init's blocked signals are not inherited
+    log = ns.read_log()
+    assert "started as pid 1" in log and "stamp agent_exec" in log
+
+
+def test_agent_environment_is_clean_and_carries_stamps(init_ns):
+    env = init_ns().ask("info")["env"]
+    assert "SECRET_HOST_VAR" not in env and "CELLVM_CMDLINE" not in env
+    assert env["CELLVM_INIT"] == "1"
+    assert env["PATH"].startswith("/usr/local/sbin:")
+    stamps = {k[len("CELLVM_STAMP_"):].lower(): int(v)
+              for k, v in env.items() if k.startswith("CELLVM_STAMP_")}
+    assert {"init_start", "kernel_to_init", "mounts_done", "system_ready",
+            "agent_exec"} <= set(stamps)
+    assert stamps["kernel_to_init"] == stamps["init_start"]
+    assert stamps["init_start"] <= stamps["mounts_done"] <= stamps["system_ready"] \
+        <= stamps["agent_exec"] <= time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+
+
+def test_reaps_double_forked_orphan(init_ns):
+    ns = init_ns()
+    gpid = ns.ask("orphan")
+    # The middle process exited at once, so the grandchild now belongs to PID 1.
+    assert ns.ask(f"ppid {gpid}") == "1"
+    deadline = time.monotonic() + 5
+    while ns.ask(f"exists {gpid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not ns.ask(f"exists {gpid}"), "orphan left as a zombie"
+    assert ns.ask("zombies") == []
+    assert f"reaped orphan {gpid}" in ns.read_log()
+
+
+def test_restarts_dying_agent_with_backoff(init_ns):
+    ns = init_ns()
+    first = ns.ask("info")
+    assert ns.ask("die") == "dying"
+    t0 = time.monotonic()
+    while True:
+        info = ns.ask("info")
+        if info["pid"] != first["pid"]:
+            break
+        assert time.monotonic() - t0 < 10
+    assert info["ppid"] == 1
+    assert info["env"]["CELLVM_STAMP_AGENT_EXEC"] > first["env"]["CELLVM_STAMP_AGENT_EXEC"]
+    ns.ask("die")
+    while ns.ask("info")["pid"] == info["pid"]:
+        pass
+    log = ns.read_log()
+    assert "exited with status 3" in log
+    # backoff doubles while the agent keeps dying young
+    assert "restarting in 100 ms" in log and "restarting in 200 ms" in log
+
+
+def test_sigterm_shuts_down_cleanly(init_ns):
+    ns = init_ns()
+    ns.ask("info")
+    os.kill(ns.init_pid(), signal.SIGTERM)
+    rc = ns.wait()
+    # reboot(RB_AUTOBOOT) in a PID namespace: its init dies of SIGHUP.
+    assert rc == -signal.SIGHUP, (rc, ns.read_log())
+    log = ns.read_log()
+    assert "shutdown (reboot): SIGTERM" in log
+    assert "sync and unmount done" in log
+    assert "SIGKILL" not in log  # the agent obeyed SIGTERM
+
+
+def test_agent_requested_poweroff(init_ns):
+    ns = init_ns(extra="cellvm.shutdown=poweroff")
+    assert ns.ask("shutdown") == "ok"
+    rc = ns.wait()
+    assert rc == -signal.SIGINT, (rc, ns.read_log())  # RB_POWER_OFF in a PID namespace
+
+
+def test_shutdown_kills_what_ignores_sigterm_after_deadline(init_ns):
+    ns = init_ns(extra="cellvm.shutdown_timeout_ms=300")
+    assert ns.ask("ignore_term") == "ok"
+    t0 = time.monotonic()
+    os.kill(ns.init_pid(), signal.SIGTERM)
+    rc = ns.wait()
+    assert rc == -signal.SIGHUP
+    assert time.monotonic() - t0 >= 0.3
+    assert "sending SIGKILL" in ns.read_log()
+
+
+def test_missing_agent_is_retried_not_fatal(init_ns):
+    ns = init_ns(agent="/nonexistent/agent")
+    deadline = time.monotonic() + 5
+    while ns.read_log().count("exec /nonexistent/agent") < 2:
+        assert time.monotonic() < deadline, ns.read_log()
+        time.sleep(0.05)
+    assert ns.proc.poll() is None  # PID 1 never gives up
+    os.kill(ns.init_pid(), signal.SIGTERM)
+    assert ns.wait() == -signal.SIGHUP
+
+
+def test_bad_command_line_values_are_reported(init_ns):
+    ns = init_ns(extra="cellvm.vsock_port=lots cellvm.bogus=1")
+    ns.ask("info")
+    log = ns.read_log()
+    assert "cellvm.vsock_port: bad value" in log
+    assert "cellvm.bogus: unknown key" in log
+
+
+@pytest.mark.skipif(not os.path.exists(AGENT), reason="build/cellvm-agent not built yet")
+def test_real_agent_under_init_reports_boot_stamps(init_ns):
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+    from cellvm._wire import Connection
+
+    ns = init_ns(agent=AGENT, agent_args=None)
+    ns.cmdline  # agent args: --listen unix:<dir>/agent.sock
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ns.sock):
+        assert ns.proc.poll() is None and time.monotonic() < deadline, ns.read_log()
+        time.sleep(0.02)
+    conn = Connection.connect("unix:" + ns.sock)
+    hello = conn.call(0x0001, {"protocol": 1})
+    boot = hello["boot"]
+    assert boot["init_start"] <= boot["agent_exec"] <= boot["agent_start"] <= boot["agent_ready"]
+    assert hello["pid"] != 1
+    os.kill(ns.init_pid(), signal.SIGTERM)
+    assert ns.wait(timeout=30) == -signal.SIGHUP
