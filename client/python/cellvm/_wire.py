@@ -128,7 +128,12 @@ class Connection:
             raise
         sock.settimeout(None)
         conn = cls(sock)
-        conn.hello = conn.call(HELLO, {"protocol": PROTOCOL_VERSION, "client": "cellvm-python"})
+        try:
+            conn.hello = conn.call(HELLO, {"protocol": PROTOCOL_VERSION, "client": "cellvm-python"},
+                                   timeout=timeout)
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def request(self, mtype, body=None):

@@ -1,0 +1,187 @@
+#!/usr/bin/python3
+"""cellvm vs ipykernel, side by side, same cells, same machine.
+
+Starts its own cellvm-agent (build/cellvm-agent, default preloads) on a
+temporary Unix socket and its own ipykernel through jupyter_client, runs each
+case on both, and prints medians, the ratio and whether the target is met.
+Nothing is asserted: this is a measurement, not a test.
+
+    /usr/bin/python3 bench/ipykernel_compare.py [--runs N] [--build DIR]
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+
+from cellvm import Sandbox  # noqa: E402
+
+PLOT = ("import matplotlib.pyplot as plt\nimport numpy as np\n"
+        "plt.plot(np.linspace(0, 1, 1000), np.random.rand(1000))\nplt.show()")
+PRINTS = "for i in range(10000):\n    print(i)"
+IMPORTS = "import numpy, pandas, matplotlib.pyplot"
+PRINTS_LEN = sum(len(f"{i}\n") for i in range(10000))
+
+
+class Agent:
+    def __init__(self, build):
+        self.dir = tempfile.mkdtemp(prefix="cellvm-bench-")
+        sock = os.path.join(self.dir, "agent.sock")
+        work = os.path.join(self.dir, "work")
+        os.mkdir(work)
+        self.addr = "unix:" + sock
+        self.log = open(os.path.join(self.dir, "agent.log"), "wb")
+        binary = os.path.join(build, "cellvm-agent")
+        if not os.access(binary, os.X_OK):
+            sys.exit(f"{binary} not found: run `make` first")
+        self.proc = subprocess.Popen([binary, "--listen", self.addr, "--workdir", work],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(sock):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                with open(self.log.name) as f:
+                    sys.exit("cellvm-agent did not start:\n" + f.read())
+            time.sleep(0.01)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def kernel_env():
+    # Silences pydevd's frozen-modules warning on the kernel's stderr.
+    return dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+
+
+def start_kernel():
+    from jupyter_client.manager import start_new_kernel
+
+    return start_new_kernel(kernel_name="python3", env=kernel_env())
+
+
+def kernel_run(kc, code):
+    """Execute on ipykernel and gather what an E2B client would: streams,
+    display data, result. Returns (stdout_len, png_count)."""
+    state = {"out": 0, "png": 0}
+
+    def hook(msg):
+        kind, c = msg["msg_type"], msg["content"]
+        if kind == "stream":
+            state["out"] += len(c["text"])
+        elif kind in ("display_data", "execute_result") and "image/png" in c["data"]:
+            state["png"] += 1
+
+    reply = kc.execute_interactive(code, output_hook=hook, timeout=300, stop_on_error=False)
+    if reply["content"]["status"] != "ok":
+        raise RuntimeError(f"ipykernel failed on {code!r}: {reply['content']}")
+    return state["out"], state["png"]
+
+
+def cellvm_run(sbx, code, context=None):
+    ex = sbx.run_code(code, context=context)
+    if ex.error:
+        raise RuntimeError(f"cellvm failed on {code!r}: {ex.error.name}: {ex.error.value}")
+    return sum(len(s) for s in ex.logs.stdout), sum(1 for r in ex.results if r.png)
+
+
+def timed(fn, runs, warmup=1):
+    for _ in range(warmup):
+        fn()
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
+
+
+def check(got, want_out=None, want_png=None):
+    out, png = got
+    if want_out is not None and out != want_out:
+        raise RuntimeError(f"expected {want_out} bytes of stdout, got {out}")
+    if want_png is not None and png != want_png:
+        raise RuntimeError(f"expected {want_png} PNG(s), got {png}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=20, help="runs per case (kernel starts: max(3, runs/4))")
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="directory with cellvm-agent")
+    args = ap.parse_args()
+    runs = max(1, args.runs)
+    start_runs = max(3, runs // 4)
+
+    agent = Agent(args.build)
+    km, kc = start_kernel()
+    rows = []
+    try:
+        with Sandbox.connect(agent.addr) as sbx:
+            kernel_run(kc, IMPORTS)
+            cellvm_run(sbx, IMPORTS)
+
+            rows.append(("trivial cell `1+1` round trip",
+                         timed(lambda: cellvm_run(sbx, "1+1"), runs * 5),
+                         timed(lambda: kernel_run(kc, "1+1"), runs * 5), 50))
+            rows.append(("1000-point line plot, PNG delivered",
+                         timed(lambda: check(cellvm_run(sbx, PLOT), want_png=1), runs),
+                         timed(lambda: check(kernel_run(kc, PLOT), want_png=1), runs), 2.5))
+            rows.append(("10,000 prints",
+                         timed(lambda: check(cellvm_run(sbx, PRINTS), want_out=PRINTS_LEN), runs),
+                         timed(lambda: check(kernel_run(kc, PRINTS), want_out=PRINTS_LEN), runs), 5))
+
+            def cellvm_new_context():
+                ctx = sbx.create_code_context()
+                cellvm_run(sbx, IMPORTS, context=ctx)
+                created.append(ctx)
+
+            created = []
+            t_cellvm = timed(cellvm_new_context, runs)
+            for ctx in created:
+                sbx.remove_code_context(ctx)
+
+            def kernel_new():
+                t0 = time.perf_counter()
+                km2, kc2 = start_kernel()
+                try:
+                    kernel_run(kc2, IMPORTS)
+                    return time.perf_counter() - t0
+                finally:
+                    kc2.stop_channels()
+                    km2.shutdown_kernel(now=True)
+
+            t_kernel = statistics.median([kernel_new() for _ in range(start_runs)])
+            rows.append(("new context, numpy+pandas+matplotlib ready", t_cellvm, t_kernel, 100))
+            boot = sbx.boot_report
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        agent.stop()
+
+    print(f"cellvm vs ipykernel, medians ({runs} runs; `1+1` x{runs * 5}; kernel starts x{start_runs})")
+    print(f"{'case':<44} {'cellvm':>11} {'ipykernel':>11} {'ratio':>9} {'target':>8}  met")
+    for name, a, b, target in rows:
+        ratio = b / a if a > 0 else float("inf")
+        print(f"{name:<44} {a * 1000:9.3f}ms {b * 1000:9.1f}ms {ratio:8.1f}x {target:>7}x  "
+              f"{'yes' if ratio >= target else 'NO'}")
+    print("\nagent boot stages (from the handshake):")
+    print(boot)
+
+
+if __name__ == "__main__":
+    main()

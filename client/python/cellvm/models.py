@@ -1,0 +1,309 @@
+"""Result objects, shaped like e2b_code_interpreter.models so E2B code runs unchanged.
+
+Field names, __repr__/__str__, to_json() and formats() follow E2B's SDK. The
+conversion from a wire MIME bundle follows what E2B's in-sandbox server does
+with ipykernel's bundle (template/server/api/models/result.py): text/plain
+loses the quotes of a str repr, binary formats become base64 text, and MIME
+types without a field of their own go to `extra`.
+"""
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, TypeVar, Union
+
+T = TypeVar("T")
+OutputHandler = Union[Callable[[T], Any], Callable[[T], Awaitable[Any]]]
+
+# MIME type -> Result attribute. Binary ones arrive as raw bytes on the wire.
+_FIELDS = {
+    "text/plain": "text",
+    "text/html": "html",
+    "text/markdown": "markdown",
+    "image/svg+xml": "svg",
+    "image/png": "png",
+    "image/jpeg": "jpeg",
+    "application/pdf": "pdf",
+    "text/latex": "latex",
+    "application/json": "json",
+    "application/javascript": "javascript",
+    "e2b/data": "data",
+}
+
+
+def _as_text(value):
+    """Bytes become base64 text as Jupyter (and so E2B) carries them."""
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    return value
+
+
+@dataclass
+class OutputMessage:
+    """One chunk of stdout or stderr, as E2B passes it to on_stdout/on_stderr."""
+
+    line: str
+    timestamp: int
+    """Unix epoch in nanoseconds (when the client received the chunk)."""
+    error: bool = False
+    """True for stderr."""
+
+    def __str__(self):
+        return self.line
+
+
+@dataclass
+class ExecutionError:
+    """The exception a cell raised: name, value and the traceback text."""
+
+    name: str
+    value: str
+    traceback: str
+
+    def __init__(self, name: str, value: str, traceback: str, **kwargs):
+        self.name = name
+        self.value = value
+        self.traceback = traceback
+        # cellvm extension: the traceback as the list of entries ipykernel sends.
+        self.traceback_lines = kwargs.get("traceback_lines", [traceback] if traceback else [])
+
+    def to_json(self) -> str:
+        return json.dumps({"name": self.name, "value": self.value, "traceback": self.traceback})
+
+
+class MIMEType(str):
+    """A MIME type."""
+
+
+@dataclass
+class Result:
+    """Data the cell displayed, or (is_main_result) the value of its last expression."""
+
+    def __getitem__(self, item):
+        return getattr(self, item)
+
+    text: Optional[str] = None
+    html: Optional[str] = None
+    markdown: Optional[str] = None
+    svg: Optional[str] = None
+    png: Optional[str] = None
+    jpeg: Optional[str] = None
+    pdf: Optional[str] = None
+    latex: Optional[str] = None
+    json: Optional[dict] = None
+    javascript: Optional[str] = None
+    data: Optional[dict] = None
+    chart: Optional[Any] = None
+    is_main_result: bool = False
+    extra: Optional[dict] = None
+
+    def __init__(
+        self,
+        text: Optional[str] = None,
+        html: Optional[str] = None,
+        markdown: Optional[str] = None,
+        svg: Optional[str] = None,
+        png: Optional[str] = None,
+        jpeg: Optional[str] = None,
+        pdf: Optional[str] = None,
+        latex: Optional[str] = None,
+        json: Optional[dict] = None,
+        javascript: Optional[str] = None,
+        data: Optional[dict] = None,
+        chart: Optional[dict] = None,
+        is_main_result: bool = False,
+        extra: Optional[dict] = None,
+        **kwargs,
+    ):
+        self.text = text
+        self.html = html
+        self.markdown = markdown
+        self.svg = svg
+        self.png = png
+        self.jpeg = jpeg
+        self.pdf = pdf
+        self.latex = latex
+        self.json = json
+        self.javascript = javascript
+        self.data = data
+        self.chart = chart
+        self.is_main_result = is_main_result
+        self.extra = extra
+        self.raw = kwargs.get("raw", {})
+
+    @classmethod
+    def from_bundle(cls, bundle: Dict[str, Any], is_main_result: bool) -> "Result":
+        """Build a Result from a wire `data` map (MIME type -> value)."""
+        fields = {}
+        extra = {}
+        for mime, value in bundle.items():
+            name = _FIELDS.get(mime)
+            if name is None:
+                extra[mime] = _as_text(value)
+            elif name in ("png", "jpeg", "pdf"):
+                fields[name] = _as_text(value)
+            else:
+                fields[name] = value
+        text = fields.get("text")
+        # E2B's server strips the quotes of a str's repr ('abc' -> abc).
+        if isinstance(text, str) and len(text) >= 2 and text.startswith("'") and text.endswith("'"):
+            fields["text"] = text[1:-1]
+        return cls(is_main_result=is_main_result, extra=extra, raw=dict(bundle), **fields)
+
+    @property
+    def png_bytes(self) -> Optional[bytes]:
+        """The PNG as raw bytes (png is base64 text, as in E2B)."""
+        return self._binary("image/png", self.png)
+
+    @property
+    def jpeg_bytes(self) -> Optional[bytes]:
+        return self._binary("image/jpeg", self.jpeg)
+
+    @property
+    def pdf_bytes(self) -> Optional[bytes]:
+        return self._binary("application/pdf", self.pdf)
+
+    def _binary(self, mime, b64):
+        value = self.raw.get(mime)
+        if isinstance(value, (bytes, bytearray)):
+            return bytes(value)
+        return base64.b64decode(b64) if b64 else None
+
+    def formats(self) -> Iterable[str]:
+        """Names of the formats present, as in E2B (extra MIME types last)."""
+        formats = []
+        for key in ("text", "html", "markdown", "svg", "png", "jpeg", "pdf", "latex",
+                    "json", "javascript", "data", "chart"):
+            if getattr(self, key):
+                formats.append(key)
+        if self.extra:
+            formats.extend(self.extra)
+        return formats
+
+    def __str__(self) -> str:
+        return self.__repr__()
+
+    def __repr__(self) -> str:
+        if self.text:
+            return f"Result({self.text})"
+        return "Result(Formats: " + ", ".join(self.formats()) + ")"
+
+    def _repr_html_(self):
+        return self.html
+
+    def _repr_markdown_(self):
+        return self.markdown
+
+    def _repr_svg_(self):
+        return self.svg
+
+    def _repr_png_(self):
+        return self.png
+
+    def _repr_jpeg_(self):
+        return self.jpeg
+
+    def _repr_pdf_(self):
+        return self.pdf
+
+    def _repr_latex_(self):
+        return self.latex
+
+    def _repr_json_(self):
+        return self.json
+
+    def _repr_javascript_(self):
+        return self.javascript
+
+
+@dataclass(repr=False)
+class Logs:
+    """What the cell wrote to stdout and stderr, chunk by chunk as it arrived."""
+
+    stdout: List[str] = field(default_factory=list)
+    stderr: List[str] = field(default_factory=list)
+
+    def __init__(self, stdout: Optional[List[str]] = None, stderr: Optional[List[str]] = None, **kwargs):
+        self.stdout = stdout or []
+        self.stderr = stderr or []
+
+    def __repr__(self):
+        return f"Logs(stdout: {self.stdout}, stderr: {self.stderr})"
+
+    def to_json(self) -> str:
+        return json.dumps({"stdout": self.stdout, "stderr": self.stderr})
+
+
+def serialize_results(results: List[Result]) -> List[Dict[str, Any]]:
+    serialized = []
+    for result in results:
+        item = {}
+        for key in result.formats():
+            if key == "chart" and hasattr(result.chart, "to_dict"):
+                item[key] = result.chart.to_dict()
+            elif key in (result.extra or {}):
+                item[key] = result.extra[key]
+            else:
+                item[key] = result[key]
+        item["text"] = result.text
+        serialized.append(item)
+    return serialized
+
+
+@dataclass(repr=False)
+class Execution:
+    """Everything one run_code produced."""
+
+    results: List[Result] = field(default_factory=list)
+    logs: Logs = field(default_factory=Logs)
+    error: Optional[ExecutionError] = None
+    execution_count: Optional[int] = None
+
+    def __init__(
+        self,
+        results: Optional[List[Result]] = None,
+        logs: Optional[Logs] = None,
+        error: Optional[ExecutionError] = None,
+        execution_count: Optional[int] = None,
+        **kwargs,
+    ):
+        self.results = results or []
+        self.logs = logs or Logs()
+        self.error = error
+        self.execution_count = execution_count
+
+    def __repr__(self):
+        return f"Execution(Results: {self.results}, Logs: {self.logs}, Error: {self.error})"
+
+    @property
+    def text(self) -> Optional[str]:
+        """Text of the main result (the cell's value), None if there is none."""
+        for r in self.results:
+            if r.is_main_result:
+                return r.text
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "results": serialize_results(self.results),
+            "logs": self.logs.to_json(),
+            "error": self.error.to_json() if self.error else None,
+        })
+
+
+@dataclass
+class Context:
+    """A namespace (its own Python process) code runs in."""
+
+    id: str
+    language: str
+    cwd: str
+
+    def __init__(self, context_id: str, language: str, cwd: str, **kwargs):
+        self.id = context_id
+        self.language = language
+        self.cwd = cwd
+
+    @classmethod
+    def from_json(cls, data: Dict[str, str]) -> "Context":
+        return cls(context_id=data.get("id"), language=data.get("language"), cwd=data.get("cwd"))

@@ -1,0 +1,356 @@
+"""Sandbox: the E2B code-interpreter API over the cellvm wire protocol.
+
+Mirrors e2b_code_interpreter.Sandbox (sync): run_code with streaming
+callbacks, code contexts, timeouts. One Sandbox holds one connection to the
+agent; several threads may call it at once (requests are multiplexed).
+"""
+
+import os
+import time
+from typing import Dict, List, Optional, Union
+
+from . import _wire
+from .boot import BootReport
+from .exceptions import (
+    InvalidArgumentException,
+    SandboxException,
+    format_request_timeout_error,
+    from_agent_error,
+)
+from .models import Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds an execution may run when run_code gets no timeout (E2B's default)."""
+DEFAULT_REQUEST_TIMEOUT = 30.0
+"""Seconds to wait for a reply to a non-execution request (E2B's default)."""
+ADDR_ENV = "CELLVM_ADDR"
+# How often a waiting run_code wakes up, so Ctrl-C and the client-side guard
+# are noticed even when no message arrives.
+_POLL_S = 0.2
+# After a cancel, how long to wait for the request's terminal message.
+_DRAIN_S = 5.0
+
+
+def _context_id(context: Union[Context, str, None]) -> Optional[str]:
+    if context is None:
+        return None
+    if isinstance(context, Context):
+        return context.id
+    if isinstance(context, str):
+        return context
+    raise InvalidArgumentException(f"context must be a Context or a context id, not {type(context).__name__}")
+
+
+def _open_connection(addr: str, timeout: float) -> "_wire.Connection":
+    """Connect and handshake, both bounded by `timeout` seconds."""
+    try:
+        _wire.parse_address(addr)
+    except ValueError as e:
+        raise InvalidArgumentException(str(e)) from None
+    try:
+        return _wire.Connection.connect(addr, timeout=timeout)
+    except _wire.AgentError as e:
+        raise from_agent_error(e) from None
+    except TimeoutError:
+        raise format_request_timeout_error() from None
+    except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
+        raise SandboxException(f"handshake with the agent at {addr} failed: {e}") from None
+    except OSError as e:
+        raise SandboxException(f"cannot connect to the agent at {addr}: {e}") from None
+
+
+class _Messages:
+    """A request's messages one at a time; TimeoutError after _POLL_S without one.
+
+    Keeps one generator while messages flow (cheap per message) and starts a
+    new one after a timeout, which ends the old generator."""
+
+    def __init__(self, req):
+        self._req = req
+        self._gen = None
+
+    def next(self):
+        if self._gen is None:
+            self._gen = self._req.messages(timeout=_POLL_S)
+        try:
+            return next(self._gen)
+        except TimeoutError:
+            self._gen = None
+            raise
+        except StopIteration:
+            self._gen = None
+            raise SandboxException("request ended without a terminal message") from None
+        except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
+            self._gen = None
+            raise SandboxException(f"connection to the agent failed: {e}") from None
+
+
+class Sandbox:
+    """A connection to one cellvm agent (one micro-VM, or a local dev agent).
+
+    `Sandbox.connect("unix:/path/agent.sock")` (or `tcp:127.0.0.1:PORT`) is
+    the usual way in. `Sandbox()` connects to $CELLVM_ADDR, so E2B programs
+    written as `with Sandbox() as sbx:` run unchanged. E2B's creation options
+    (template, timeout, metadata, api_key, ...) have no meaning for an agent
+    that is already running and are accepted and ignored; `envs` is applied to
+    every execution.
+    """
+
+    default_template = None
+
+    def __init__(
+        self,
+        template: Optional[str] = None,
+        timeout: Optional[int] = None,
+        metadata: Optional[Dict[str, str]] = None,
+        envs: Optional[Dict[str, str]] = None,
+        *,
+        addr: Optional[str] = None,
+        request_timeout: Optional[float] = None,
+        **e2b_options,
+    ):
+        addr = addr or os.environ.get(ADDR_ENV)
+        if not addr:
+            raise SandboxException(
+                f"no agent address: use Sandbox.connect('unix:PATH' or 'tcp:HOST:PORT') or set {ADDR_ENV}"
+            )
+        self._addr = addr
+        self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
+        self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
+        self._conn = _open_connection(addr, self._request_timeout)
+        self._closed = False
+
+    @classmethod
+    def connect(cls, addr: str, request_timeout: Optional[float] = None,
+                envs: Optional[Dict[str, str]] = None) -> "Sandbox":
+        """Connect to the agent at `addr` ('unix:PATH' or 'tcp:HOST:PORT')."""
+        return cls(addr=addr, request_timeout=request_timeout, envs=envs)
+
+    # --- lifecycle -----------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection. In-flight requests are cancelled by the agent;
+        contexts outlive the connection."""
+        if not self._closed:
+            self._closed = True
+            self._conn.close()
+
+    def kill(self) -> None:
+        """E2B name for ending the sandbox. The VM's lifetime belongs to whoever
+        launched it, so this closes the connection (same as close())."""
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def is_running(self) -> bool:
+        """True while the agent answers a ping."""
+        try:
+            self.ping()
+            return True
+        except (SandboxException, _wire.ConnectionClosed):
+            return False
+
+    # --- introspection -------------------------------------------------------
+
+    @property
+    def sandbox_id(self) -> str:
+        return self._addr
+
+    @property
+    def hello(self) -> dict:
+        """The agent's HELLO reply: version, capabilities, pid, boot stamps, ..."""
+        return self._conn.hello
+
+    @property
+    def boot_report(self) -> BootReport:
+        """The handshake's boot stamps as per-stage durations."""
+        return BootReport(self._conn.hello.get("boot"))
+
+    def ping(self, payload=None, request_timeout: Optional[float] = None) -> dict:
+        """Round trip to the agent; returns {payload?, time_ns}."""
+        body = {} if payload is None else {"payload": payload}
+        return self._call(_wire.PING, body, request_timeout)
+
+    @property
+    def files(self):
+        raise NotImplementedError("sandbox.files: the files service is not in protocol version 1 yet")
+
+    @property
+    def commands(self):
+        raise NotImplementedError("sandbox.commands: the commands service is not in protocol version 1 yet")
+
+    # --- execution -----------------------------------------------------------
+
+    def run_code(
+        self,
+        code: str,
+        language: Optional[str] = None,
+        context: Optional[Union[Context, str]] = None,
+        on_stdout: Optional[OutputHandler[OutputMessage]] = None,
+        on_stderr: Optional[OutputHandler[OutputMessage]] = None,
+        on_result: Optional[OutputHandler[Result]] = None,
+        on_error: Optional[OutputHandler[ExecutionError]] = None,
+        envs: Optional[Dict[str, str]] = None,
+        timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
+    ) -> Execution:
+        """Run `code` in `context` (default: the default context) and return
+        everything it produced. Callbacks run in the calling thread as output
+        arrives. `timeout` (seconds, default 300, 0 = none) interrupts the cell
+        and raises TimeoutException. Ctrl-C (KeyboardInterrupt) cancels the
+        execution in the sandbox and propagates."""
+        if language and context:
+            raise InvalidArgumentException("You can provide context or language, but not both at the same time.")
+        if language is not None and language.lower() not in ("python", "python3"):
+            raise InvalidArgumentException(f"language {language!r} is not supported: cellvm runs Python only")
+        timeout = None if timeout == 0 else (timeout or DEFAULT_TIMEOUT)
+        request_timeout = request_timeout or self._request_timeout
+
+        body = {"code": code}
+        ctx = _context_id(context)
+        if ctx is not None:
+            body["context"] = ctx
+        all_envs = {**self._envs, **{str(k): str(v) for k, v in (envs or {}).items()}}
+        if all_envs:
+            body["envs"] = all_envs
+        if timeout:
+            body["timeout_ms"] = max(1, int(timeout * 1000))
+
+        req = self._request(_wire.EXECUTE, body)
+        execution = Execution()
+        done = False
+        try:
+            done = self._collect(req, execution, on_stdout, on_stderr, on_result, on_error,
+                                 timeout, request_timeout)
+        finally:
+            if not done:  # Ctrl-C, a callback raised, or the guard fired
+                self._cancel(req, request_timeout)
+        return execution
+
+    def _collect(self, req, execution, on_stdout, on_stderr, on_result, on_error,
+                 timeout, request_timeout) -> bool:
+        """Turn the request's messages into `execution`; True once terminal."""
+        started = None  # monotonic time of the last message once the cell runs
+        stream = _Messages(req)
+        while True:
+            try:
+                mtype, msg = stream.next()
+            except TimeoutError:
+                # The agent enforces `timeout`; this only catches an agent that
+                # stopped answering.
+                if started is not None and timeout and time.monotonic() - started > timeout + request_timeout:
+                    raise format_request_timeout_error() from None
+                continue
+            if started is not None or mtype == _wire.EXEC_INPUT:
+                started = time.monotonic()
+
+            if mtype == _wire.EXEC_INPUT:
+                execution.execution_count = msg.get("execution_count")
+            elif mtype == _wire.STREAM:
+                text = msg.get("text", "")
+                is_err = msg.get("name") == "stderr"
+                (execution.logs.stderr if is_err else execution.logs.stdout).append(text)
+                handler = on_stderr if is_err else on_stdout
+                if handler:
+                    handler(OutputMessage(text, time.time_ns(), is_err))
+            elif mtype in (_wire.DISPLAY, _wire.RESULT):
+                result = Result.from_bundle(msg.get("data") or {}, is_main_result=mtype == _wire.RESULT)
+                execution.results.append(result)
+                if on_result:
+                    on_result(result)
+            elif mtype == _wire.EXEC_ERROR:
+                if execution.error is None:
+                    tb = msg.get("traceback") or []
+                    lines = [str(x) for x in tb] if isinstance(tb, list) else [str(tb)]
+                    # E2B's server joins ipykernel's entries with "".
+                    execution.error = ExecutionError(msg.get("name", ""), msg.get("value", ""),
+                                                     "".join(lines), traceback_lines=lines)
+                    if on_error:
+                        on_error(execution.error)
+            elif mtype == _wire.OK:
+                if execution.execution_count is None:
+                    execution.execution_count = msg.get("execution_count")
+                return True
+            elif mtype == _wire.ERROR:
+                exc = from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")))
+                exc.execution = execution  # what the cell produced before it ended
+                raise exc
+            # Unknown message types are ignored (forward compatibility).
+
+    def _cancel(self, req, request_timeout):
+        """Cancel an execution we stopped waiting for and let it wind down."""
+        try:
+            self._conn.call(_wire.CANCEL, {"id": req.id}, timeout=request_timeout)
+        except (_wire.AgentError, _wire.ConnectionClosed, _wire.ProtocolError, TimeoutError):
+            return  # already finished, or the connection is gone
+        deadline = time.monotonic() + _DRAIN_S
+        stream = _Messages(req)
+        while time.monotonic() < deadline:
+            try:
+                mtype, _ = stream.next()
+            except TimeoutError:
+                continue
+            except SandboxException:  # connection gone: nothing to drain
+                return
+            if mtype in _wire.TERMINAL:
+                return
+
+    def interrupt(self, context: Optional[Union[Context, str]] = None,
+                  request_timeout: Optional[float] = None) -> None:
+        """Raise KeyboardInterrupt in the cell running in `context` (default
+        context if None). The running run_code returns with that error."""
+        ctx = _context_id(context)
+        self._call(_wire.INTERRUPT, {} if ctx is None else {"context": ctx}, request_timeout)
+
+    # --- contexts ------------------------------------------------------------
+
+    def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None,
+                            request_timeout: Optional[float] = None) -> Context:
+        """A new, empty namespace in its own process."""
+        body = {}
+        if language:
+            body["language"] = language
+        if cwd:
+            body["cwd"] = cwd
+        return Context.from_json(self._call(_wire.CONTEXT_CREATE, body, request_timeout))
+
+    def list_code_contexts(self, request_timeout: Optional[float] = None) -> List[Context]:
+        reply = self._call(_wire.CONTEXT_LIST, {}, request_timeout)
+        return [Context.from_json(c) for c in reply.get("contexts", [])]
+
+    def restart_code_context(self, context: Union[Context, str],
+                             request_timeout: Optional[float] = None) -> None:
+        """Fresh process and namespace under the same id."""
+        self._call(_wire.CONTEXT_RESTART, {"context": _context_id(context)}, request_timeout)
+
+    def remove_code_context(self, context: Union[Context, str],
+                            request_timeout: Optional[float] = None) -> None:
+        self._call(_wire.CONTEXT_REMOVE, {"context": _context_id(context)}, request_timeout)
+
+    delete_code_context = remove_code_context
+
+    # --- plumbing ------------------------------------------------------------
+
+    def _request(self, mtype, body):
+        try:
+            return self._conn.request(mtype, body)
+        except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
+            raise SandboxException(f"connection to the agent failed: {e}") from None
+
+    def _call(self, mtype, body, request_timeout=None):
+        req = self._request(mtype, body)
+        try:
+            for t, b in req.messages(timeout=request_timeout or self._request_timeout):
+                if t == _wire.OK:
+                    return b
+                if t == _wire.ERROR:
+                    raise from_agent_error(_wire.AgentError(b.get("code", "internal"), b.get("message", "")))
+        except TimeoutError:
+            raise format_request_timeout_error() from None
+        except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
+            raise SandboxException(f"connection to the agent failed: {e}") from None
+        raise SandboxException("request ended without a terminal message")

@@ -1,0 +1,43 @@
+"""Cloud Hypervisor: its command line, and the agent connection over hybrid vsock.
+
+    from cellvm.vmm_cloud_hypervisor import cloud_hypervisor_argv
+    from cellvm.vmm_firecracker import hybrid_vsock_connect
+
+    argv = cloud_hypervisor_argv("build/image", workdir, memory_mb=1024, vcpus=1)
+    # spawn argv; then
+    sock = hybrid_vsock_connect(workdir + "/vsock.sock", port=1024)
+
+Cloud Hypervisor's devices are virtio-pci (the image's initramfs loads
+virtio_pci); it describes them and the CPUs through ACPI, and boots the ELF
+`vmlinux` directly (PVH entry). Its `--vsock cid=N,socket=PATH` is the same
+hybrid vsock as Firecracker's (`CONNECT <port>\\n` -> `OK <n>\\n`).
+"""
+
+import os
+
+from .vmm_qemu import kernel_cmdline, load_manifest
+
+GUEST_CID = 3
+
+
+def cloud_hypervisor_argv(image, workdir, memory_mb=1024, vcpus=1, extra_cmdline="",
+                          guest_cid=GUEST_CID, tap=None, binary="cloud-hypervisor"):
+    """argv booting `image`; the vsock socket and console log go in `workdir`."""
+    image = os.path.abspath(image)
+    manifest = load_manifest(image)
+    # Cloud Hypervisor needs KVM (or MSHV): no TCG variant of the command line.
+    cmdline = kernel_cmdline(manifest, "cloud-hypervisor", False, extra_cmdline)
+    argv = [binary,
+            "--kernel", os.path.join(image, "vmlinux"),
+            "--initramfs", os.path.join(image, "initramfs.cpio.gz"),
+            "--cmdline", cmdline,
+            "--disk", f"path={os.path.join(image, 'rootfs.ext4')},readonly=on",
+            "--cpus", f"boot={int(vcpus)}",
+            "--memory", f"size={int(memory_mb)}M",
+            "--rng", "src=/dev/urandom",
+            "--vsock", f"cid={guest_cid},socket={os.path.join(workdir, 'vsock.sock')}",
+            "--serial", f"file={os.path.join(workdir, 'console.log')}",
+            "--console", "off"]
+    if tap:
+        argv += ["--net", f"tap={tap}"]
+    return argv

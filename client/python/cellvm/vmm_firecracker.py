@@ -1,0 +1,141 @@
+"""Firecracker: its configuration file, and the host side of hybrid vsock.
+
+    from cellvm.vmm_firecracker import firecracker_config, hybrid_vsock_connect
+
+    cfg = firecracker_config("build/image", workdir, memory_mb=1024, vcpus=1)
+    # write it, then: firecracker --no-api --config-file <workdir>/firecracker.json
+    sock = hybrid_vsock_connect(cfg["vsock"]["uds_path"], port=1024, timeout=30)
+    conn = cellvm._wire.Connection(sock)   # then HELLO as usual
+
+Hybrid vsock (Firecracker and Cloud Hypervisor): the guest's AF_VSOCK is
+bridged to a Unix socket of the VMM (`uds_path`). A host client connects to
+that socket, writes `CONNECT <port>\\n` and reads `OK <host-side port>\\n`;
+after that the stream is the guest listener's. Until the guest listens on
+the port the VMM closes the connection (Firecracker) or answers something
+else, so hybrid_vsock_connect() retries until `timeout`.
+
+Firecracker describes virtio-mmio devices to the guest through ACPI since
+v1.8.0 (x86_64); earlier versions only through `virtio_mmio.device=` on the
+command line, which Debian's cloud kernel cannot parse
+(CONFIG_VIRTIO_MMIO_CMDLINE_DEVICES is off). docs/VMM.md has the commands.
+"""
+
+import json
+import os
+import socket
+import time
+
+from .vmm_qemu import load_manifest, kernel_cmdline
+
+AGENT_VSOCK_PORT = 1024
+GUEST_CID = 3
+# "OK 1073741824\n": the reply line is short; anything longer is not a VMM.
+MAX_REPLY_LINE = 64
+
+
+class HandshakeError(Exception):
+    """The hybrid-vsock peer did not accept the connection in time."""
+
+
+def _read_line(sock, deadline):
+    """Read one '\\n'-terminated line byte by byte (nothing past it may be consumed:
+    the protocol's first frame follows on the same stream)."""
+    line = bytearray()
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("no handshake reply")
+        sock.settimeout(remaining)
+        b = sock.recv(1)
+        if not b:
+            raise ConnectionResetError("closed during the handshake")
+        if b == b"\n":
+            return line.decode("ascii", errors="replace")
+        line += b
+        if len(line) > MAX_REPLY_LINE:
+            raise HandshakeError(f"handshake reply too long: {bytes(line[:MAX_REPLY_LINE])!r}")
+
+
+def hybrid_vsock_try(uds_path, port, timeout):
+    """One attempt: a connected socket past the handshake, or an exception."""
+    deadline = time.monotonic() + timeout
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(uds_path)
+        sock.sendall(f"CONNECT {int(port)}\n".encode())
+        reply = _read_line(sock, deadline)
+        if not reply.startswith("OK "):
+            raise HandshakeError(f"VMM answered {reply!r}")
+        sock.settimeout(None)
+        return sock
+    except BaseException:
+        sock.close()
+        raise
+
+
+def hybrid_vsock_connect(uds_path, port=AGENT_VSOCK_PORT, timeout=30.0, retry_interval=0.02):
+    """Connect to guest vsock `port` through the VMM's Unix socket `uds_path`.
+
+    Retries (the socket may not exist yet, the VMM may refuse while the guest
+    is not listening) until `timeout` seconds; returns a blocking socket whose
+    stream is the guest's. Raises HandshakeError with the last failure.
+    """
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise HandshakeError(f"vsock port {port} via {uds_path}: not accepted within "
+                                 f"{timeout} s (last: {last})")
+        try:
+            return hybrid_vsock_try(uds_path, port, min(remaining, 5.0))
+        except (OSError, TimeoutError, HandshakeError) as e:
+            last = e
+        time.sleep(min(retry_interval, max(0.0, deadline - time.monotonic())))
+
+
+def firecracker_config(image, workdir, memory_mb=1024, vcpus=1, kvm=True, extra_cmdline="",
+                       guest_cid=GUEST_CID, tap=None, boot_timer=False):
+    """The --config-file dict for booting `image`; sockets/logs go in `workdir`.
+
+    `tap`: host tap device name for a NIC (static address via the kernel
+    command line is then up to the caller's extra_cmdline).
+    """
+    image = os.path.abspath(image)
+    manifest = load_manifest(image)
+    extra = extra_cmdline
+    if boot_timer:
+        extra = f"cellvm.boot_timer=1 {extra}"
+    cfg = {
+        "boot-source": {
+            "kernel_image_path": os.path.join(image, "vmlinux"),
+            "initrd_path": os.path.join(image, "initramfs.cpio.gz"),
+            "boot_args": kernel_cmdline(manifest, "firecracker", not kvm, extra.strip()),
+        },
+        "drives": [{
+            "drive_id": "root",
+            "path_on_host": os.path.join(image, "rootfs.ext4"),
+            "is_root_device": False,  # the initramfs mounts it (root=/dev/vda)
+            "is_read_only": True,
+        }],
+        "machine-config": {"vcpu_count": int(vcpus), "mem_size_mib": int(memory_mb), "smt": False},
+        "vsock": {"guest_cid": guest_cid, "uds_path": os.path.join(workdir, "vsock.sock")},
+        "entropy": {},
+    }
+    if tap:
+        cfg["network-interfaces"] = [{"iface_id": "eth0", "host_dev_name": tap}]
+    return cfg
+
+
+def write_firecracker_config(image, workdir, **kw):
+    """Write workdir/firecracker.json; return (path, config dict)."""
+    cfg = firecracker_config(image, workdir, **kw)
+    path = os.path.join(workdir, "firecracker.json")
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2)
+    return path, cfg
+
+
+def firecracker_argv(config_path, firecracker="firecracker"):
+    return [firecracker, "--no-api", "--config-file", config_path]

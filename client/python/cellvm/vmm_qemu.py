@@ -1,0 +1,293 @@
+"""Boot the cellvm guest image in a QEMU micro-VM (`-M microvm`).
+
+    from cellvm.vmm_qemu import QemuVM
+
+    vm = QemuVM("build/image", memory_mb=1024, vcpus=1, network="none")
+    vm.start()                  # returns once QEMU runs; the guest boots on
+    vm.address                  # "unix:<tmp>/agent.sock": give it to Sandbox.connect
+    vm.pid                      # QEMU's pid
+    vm.accel                    # "kvm" or "tcg"
+    vm.console()                # the guest console (kernel + cellvm-init log) so far
+    vm.kill()                   # stop QEMU, remove every temp file; idempotent
+    with QemuVM(...) as vm: ... # start() ... kill()
+
+The host <-> agent channel is a virtio-serial port named `cellvm` whose host
+end is a Unix socket QEMU listens on (`-chardev socket,server=on,wait=off`).
+The agent opens its end (/dev/virtio-ports/cellvm) once it runs; bytes the
+host sends before that wait in the socket, so a client may connect and send
+HELLO right after start(): the reply comes when the agent is up. There is one
+stream per VM: a new client connection is a new peer for the agent, which
+takes a fresh HELLO (docs/PROTOCOL.md, section 3).
+
+When /dev/vhost-vsock is usable a vhost-vsock device is added as well
+(`vm.vsock_cid`, agent on port 1024); `address` stays the serial socket.
+
+Acceleration: KVM when /dev/kvm can be opened, else TCG with `-cpu max` (the
+default TCG CPU lacks instructions numpy's wheels use) and
+`tsc_early_khz=2000000` on the command line (TSC calibration otherwise stalls
+the boot). `accel="tcg"` forces TCG.
+
+Network: "none" (no NIC; the guest has loopback only) or "user" (QEMU's
+user-mode NAT: guest 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3).
+
+The kernel command line comes from the image's manifest.json (base + the
+qemu entry), plus `extra_cmdline`.
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+QEMU = "qemu-system-x86_64"
+AGENT_VSOCK_PORT = 1024
+SERIAL_PORT_NAME = "cellvm"
+USER_NET_CMDLINE = "cellvm.net=static cellvm.ip=10.0.2.15/24 cellvm.gateway=10.0.2.2 cellvm.dns=10.0.2.3"
+# Guest CIDs 0-2 are reserved; pick ours from the pid so parallel VMs differ.
+_VSOCK_CID_BASE = 1000
+
+
+class VMError(Exception):
+    """The VMM could not be started, or exited early."""
+
+
+def kvm_usable():
+    """/dev/kvm opens and the CPU has hardware virtualisation (vmx/svm).
+
+    The flag check matters: some cloud hosts expose a paravirtual KVM
+    (kvm-pvm) whose /dev/kvm opens fine but runs only PVM-aware guest
+    kernels; Debian's hangs right after the boot loader there.
+    $CELLVM_ACCEL=kvm|tcg overrides the probe.
+    """
+    forced = os.environ.get("CELLVM_ACCEL")
+    if forced in ("kvm", "tcg"):
+        return forced == "kvm"
+    if os.path.exists("/sys/module/kvm_pvm"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    if "vmx" not in flags and "svm" not in flags:
+        return False
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def vhost_vsock_usable():
+    try:
+        fd = os.open("/dev/vhost-vsock", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def load_manifest(image):
+    path = os.path.join(image, "manifest.json")
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise VMError(f"{path} not found: build the image with `make image`") from None
+
+
+def kernel_cmdline(manifest, vmm, tcg, extra=""):
+    """The command line for `vmm` ("qemu", "firecracker", "cloud-hypervisor")."""
+    c = manifest["cmdline"]
+    parts = [c["base"], c["vmm"].get(vmm, "")]
+    if tcg:
+        parts.append(c["tcg"])
+    parts.append(extra)
+    return " ".join(p for p in parts if p)
+
+
+class QemuVM:
+    def __init__(self, image="build/image", memory_mb=1024, vcpus=1, network="none",
+                 accel="auto", extra_cmdline="", qemu=QEMU, vsock="auto"):
+        if network not in ("none", "user"):
+            raise ValueError(f"network must be 'none' or 'user', not {network!r}")
+        if accel not in ("auto", "kvm", "tcg"):
+            raise ValueError(f"accel must be 'auto', 'kvm' or 'tcg', not {accel!r}")
+        self.image = os.path.abspath(image)
+        self.manifest = load_manifest(self.image)
+        self.memory_mb = int(memory_mb)
+        self.vcpus = int(vcpus)
+        self.network = network
+        self.accel = ("kvm" if kvm_usable() else "tcg") if accel == "auto" else accel
+        self.extra_cmdline = extra_cmdline
+        self.qemu = qemu
+        self.vsock_cid = None
+        if vsock == "auto" and vhost_vsock_usable() or vsock is True:
+            self.vsock_cid = _VSOCK_CID_BASE + os.getpid() % 100000
+        self.dir = None
+        self.proc = None
+        self.started_at = None  # time.monotonic() just before QEMU was spawned
+
+    # --- the API ---------------------------------------------------------
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    @property
+    def serial_socket(self):
+        return os.path.join(self.dir, "agent.sock") if self.dir else None
+
+    @property
+    def address(self):
+        """The agent's address for cellvm's clients (Sandbox.connect, _wire)."""
+        return "unix:" + self.serial_socket if self.dir else None
+
+    @property
+    def console_path(self):
+        return os.path.join(self.dir, "console.log") if self.dir else None
+
+    def cmdline(self):
+        extra = self.extra_cmdline
+        if self.network == "user":
+            extra = f"{USER_NET_CMDLINE} {extra}"
+        return kernel_cmdline(self.manifest, "qemu", self.accel == "tcg", extra.strip())
+
+    def argv(self):
+        img = self.image
+        args = [self.qemu, "-M", "microvm,x-option-roms=off,acpi=on",
+                "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+                "-m", str(self.memory_mb), "-smp", str(self.vcpus)]
+        if self.accel == "kvm":
+            args += ["-accel", "kvm", "-cpu", "host"]
+        else:
+            args += ["-accel", "tcg", "-cpu", "max"]
+        args += ["-kernel", os.path.join(img, "vmlinuz"),
+                 "-initrd", os.path.join(img, "initramfs.cpio.gz"),
+                 "-append", self.cmdline(),
+                 "-chardev", f"file,id=console,path={self.console_path}",
+                 "-serial", "chardev:console",
+                 "-drive", f"id=root,file={os.path.join(img, 'rootfs.ext4')},format=raw,if=none,readonly=on",
+                 "-device", "virtio-blk-device,drive=root",
+                 "-device", "virtio-rng-device",
+                 "-device", "virtio-serial-device",
+                 "-chardev", f"socket,id=agent,path={self.serial_socket},server=on,wait=off",
+                 "-device", f"virtserialport,chardev=agent,name={SERIAL_PORT_NAME}"]
+        if self.network == "user":
+            args += ["-netdev", "user,id=net0", "-device", "virtio-net-device,netdev=net0"]
+        if self.vsock_cid is not None:
+            args += ["-device", f"vhost-vsock-device,guest-cid={self.vsock_cid}"]
+        return args
+
+    def start(self, timeout=10.0):
+        """Spawn QEMU; return once its serial socket exists (the guest boots on)."""
+        if self.proc is not None:
+            raise VMError("already started")
+        self.dir = tempfile.mkdtemp(prefix="cellvm-qemu-")
+        try:
+            self.started_at = time.monotonic()
+            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL,
+                                         stderr=open(os.path.join(self.dir, "qemu.err"), "wb"),
+                                         start_new_session=True)
+            deadline = time.monotonic() + timeout
+            while not os.path.exists(self.serial_socket):
+                if self.proc.poll() is not None:
+                    raise VMError(f"qemu exited with {self.proc.returncode}: {self._qemu_err()}")
+                if time.monotonic() > deadline:
+                    raise VMError(f"qemu did not create {self.serial_socket} within {timeout} s")
+                time.sleep(0.005)
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def connect(self, timeout=120.0):
+        """Connect to the agent and complete HELLO: a cellvm._wire.Connection.
+
+        Waits for the guest to boot (up to `timeout` s). Raises VMError with
+        the console's tail if QEMU dies or the agent does not answer.
+        """
+        from . import _wire
+
+        deadline = time.monotonic() + timeout
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        try:
+            sock.settimeout(max(0.1, deadline - time.monotonic()))
+            sock.connect(self.serial_socket)
+            sock.settimeout(None)
+        except OSError as e:
+            sock.close()
+            raise VMError(f"cannot connect to {self.serial_socket}: {e}") from None
+        conn = _wire.Connection(sock)
+        req = conn.request(_wire.HELLO, {"protocol": _wire.PROTOCOL_VERSION, "client": "cellvm-vmm"})
+        while True:
+            try:
+                for t, body in req.messages(timeout=0.25):
+                    if t == _wire.OK:
+                        conn.hello = body
+                        return conn
+                    conn.close()
+                    raise VMError(f"HELLO failed: {body}")
+            except TimeoutError:
+                pass
+            if not self.alive():
+                conn.close()
+                raise VMError(f"qemu exited with {self.proc.returncode} during boot:\n"
+                              f"{self.console()[-3000:]}{self._qemu_err()}")
+            if time.monotonic() > deadline:
+                conn.close()
+                raise VMError(f"no HELLO reply within {timeout} s; console:\n{self.console()[-3000:]}")
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def console(self):
+        """The guest's console output so far ("" before start / after kill)."""
+        try:
+            with open(self.console_path, "rb") as f:
+                return f.read().decode(errors="replace")
+        except (OSError, TypeError):
+            return ""
+
+    def wait(self, timeout=None):
+        """Wait for QEMU to exit (a guest power-off or reboot); its status."""
+        return self.proc.wait(timeout)
+
+    def kill(self):
+        """Stop QEMU (SIGKILL: the root is read-only, nothing to flush) and remove
+        the temp directory. Safe to call more than once."""
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            self.proc.wait()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def __enter__(self):
+        if self.proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.kill()
+
+    def __del__(self):
+        if getattr(self, "proc", None) is not None and self.proc.poll() is None:
+            self.kill()
+
+    def _qemu_err(self):
+        try:
+            with open(os.path.join(self.dir, "qemu.err"), "rb") as f:
+                return f.read().decode(errors="replace")[-2000:]
+        except (OSError, TypeError):
+            return ""

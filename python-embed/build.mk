@@ -1,0 +1,26 @@
+# python-embed/: the executor binary $(B)/cellvm-executor (zygote + notebook kernel).
+# kernel.py and cellvm_pretty.py are compiled into the binary as C arrays.
+
+EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_proc.c \
+             python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
+             python-embed/png_write.c
+EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o
+EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py)
+
+PY_EMBED_CFLAGS := $(shell $(PY_CONFIG) --includes)
+PY_EMBED_LIBS   := $(shell $(PY_CONFIG) --embed --ldflags)
+
+# Python's headers must come first and use no -Werror-unfriendly flags of python3-config --cflags.
+CFLAGS_python-embed_ := $(PY_EMBED_CFLAGS) -Ipython-embed -DCELLVM_PYTHON='"$(PYTHON)"'
+CFLAGS_$(B)_python-embed_ := $(CFLAGS_python-embed_)
+
+$(B)/python-embed/embedded_py.c: python-embed/embed_sources.py $(EXEC_PY)
+	@mkdir -p $(dir $@)
+	$(PYTHON) python-embed/embed_sources.py $@ _cellvm_kernel=python-embed/kernel.py \
+		cellvm_pretty=python-embed/cellvm_pretty.py
+
+$(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
+	$(CC) $(CFLAGS) -Ipython-embed -c -o $@ $<
+
+$(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB)
+	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(PY_EMBED_LIBS) -lpng -lz $(PROTO_LIBS)

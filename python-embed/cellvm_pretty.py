@@ -1,0 +1,745 @@
+"""text/plain rendering of values, byte-identical to IPython 8.5.
+
+cellvm is compared against ipykernel, whose text/plain comes from
+IPython.core.formatters.PlainTextFormatter with its defaults (pprint on,
+width 79, at most 1000 items per collection, "\\n" newlines).  The guest image
+has no IPython, so this module re-implements that printer with the standard
+library only.
+
+The layout engine is the Oppen-style printer IPython inherited from Ruby's
+prettyprint: text and breakable separators are buffered per group, and when a
+line overflows the outermost group that still has separators is broken.  Which
+group breaks depends on the exact sequence of begin/end group calls (every
+nested `pretty()` call opens a group of its own), so each printer below makes
+the same calls, in the same order, as IPython's; two quirks of IPython's group
+queue are reproduced on purpose and marked as such.
+
+Objects may define `_repr_pretty_(p, cycle)`; `p` offers the IPython printer
+API (text, breakable, break_, begin_group, end_group, group, indent, pretty).
+
+Importing this module must stay cheap (it is loaded into every executor):
+nothing beyond modules the interpreter has already loaded is imported until
+something needs it.
+"""
+
+import io
+import os
+import sys
+
+__all__ = ["pretty", "PrettyPrinter", "MAX_SEQ_LENGTH"]
+
+MAX_SEQ_LENGTH = 1000
+
+# Modules whose names IPython leaves off qualified names.
+_BUILTIN_MODULES = ("__builtin__", "builtins", "exceptions")
+
+
+def pretty(obj, max_width=79, max_seq_length=MAX_SEQ_LENGTH, newline="\n", verbose=False):
+    """Return the text/plain IPython would show for `obj`.
+
+    Exceptions raised by the object's own repr / _repr_pretty_ propagate;
+    the caller decides how to report a failing formatter.
+    """
+    printer = PrettyPrinter(max_width, newline, max_seq_length, verbose)
+    printer.pretty(obj)
+    printer.flush()
+    return printer.output.getvalue()
+
+
+def _safe_getattr(obj, name, default=None):
+    """getattr that treats any exception from a property as absent."""
+    try:
+        return getattr(obj, name, default)
+    except Exception:
+        return default
+
+
+# ---------------------------------------------------------------------------
+# Layout engine
+
+
+class _Group:
+    """A run of output whose breakables break together."""
+
+    __slots__ = ("depth", "breakables", "want_break")
+
+    def __init__(self, depth, deque):
+        self.depth = depth
+        self.breakables = deque()
+        self.want_break = False
+
+
+class _Text:
+    """Consecutive literal text waiting in the buffer."""
+
+    __slots__ = ("parts", "width")
+
+    def __init__(self):
+        self.parts = []
+        self.width = 0
+
+    def emit(self, printer, column):
+        printer.output.write("".join(self.parts))
+        return column + self.width
+
+
+class _Breakable:
+    """A separator that becomes a newline if its group is broken."""
+
+    __slots__ = ("sep", "width", "indentation", "group")
+
+    def __init__(self, sep, indentation, group):
+        self.sep = sep
+        self.width = len(sep)
+        self.indentation = indentation
+        self.group = group
+        group.breakables.append(self)
+
+    def emit(self, printer, column):
+        group = self.group
+        group.breakables.popleft()
+        if group.want_break:
+            printer.output.write(printer.newline + " " * self.indentation)
+            return self.indentation
+        if not group.breakables:
+            printer._unqueue(group)
+        printer.output.write(self.sep)
+        return column + self.width
+
+
+class _Indented:
+    """Context manager behind `PrettyPrinter.indent`."""
+
+    __slots__ = ("printer", "amount")
+
+    def __init__(self, printer, amount):
+        self.printer = printer
+        self.amount = amount
+
+    def __enter__(self):
+        self.printer.indentation += self.amount
+
+    def __exit__(self, *exc):
+        self.printer.indentation -= self.amount
+        return False
+
+
+class _Grouped:
+    """Context manager behind `PrettyPrinter.group`."""
+
+    __slots__ = ("printer", "indent", "open", "close")
+
+    def __init__(self, printer, indent, open, close):
+        self.printer = printer
+        self.indent = indent
+        self.open = open
+        self.close = close
+
+    def __enter__(self):
+        self.printer.begin_group(self.indent, self.open)
+
+    def __exit__(self, *exc):
+        self.printer.end_group(self.indent, self.close)
+        return False
+
+
+class PrettyPrinter:
+    """Pretty printer with the API of IPython.lib.pretty.RepresentationPrinter."""
+
+    def __init__(self, max_width=79, newline="\n", max_seq_length=MAX_SEQ_LENGTH, verbose=False):
+        from collections import deque
+
+        self._deque = deque
+        self.output = io.StringIO()
+        self.max_width = max_width
+        self.newline = newline
+        self.max_seq_length = max_seq_length
+        self.verbose = verbose
+        self.output_width = 0
+        self.buffer_width = 0
+        self.buffer = deque()
+        self.indentation = 0
+        # ids of the objects being printed, innermost last: detects cycles.
+        self.stack = []
+        root = _Group(0, deque)
+        self.group_stack = [root]
+        # Groups that may still be broken, one list per nesting depth.
+        self._levels = [[root]]
+        self.type_pprinters = dict(_type_printers())
+        self.deferred_pprinters = dict(_DEFERRED_PRINTERS)
+
+    # -- group queue --------------------------------------------------------
+
+    def _enqueue(self, group):
+        while group.depth >= len(self._levels):
+            self._levels.append([])
+        self._levels[group.depth].append(group)
+
+    def _unqueue(self, group):
+        try:
+            self._levels[group.depth].remove(group)
+        except ValueError:
+            pass
+
+    def _next_group_to_break(self):
+        """Pick the outermost group that has separators and mark it broken.
+
+        Levels passed over without such a group are marked broken and
+        dropped.  IPython scans a level newest-first but then deletes the
+        entry at that same index counted from the front; the entry it drops
+        (not always the one returned) decides later choices, so that exact
+        behaviour is kept here.
+        """
+        for level in self._levels:
+            count = len(level)
+            for offset in range(count):
+                group = level[count - 1 - offset]
+                if group.breakables:
+                    del level[offset]
+                    group.want_break = True
+                    return group
+            for group in level:
+                group.want_break = True
+            level.clear()
+        return None
+
+    # -- buffer -------------------------------------------------------------
+
+    def _emit_head(self):
+        item = self.buffer.popleft()
+        self.output_width = item.emit(self, self.output_width)
+        self.buffer_width -= item.width
+
+    def _break_group(self, group):
+        while group.breakables:
+            self._emit_head()
+        while self.buffer and isinstance(self.buffer[0], _Text):
+            self._emit_head()
+
+    def _fit_line(self):
+        while self.max_width < self.output_width + self.buffer_width:
+            group = self._next_group_to_break()
+            if group is None:
+                return
+            self._break_group(group)
+
+    def _newline(self):
+        self.output.write(self.newline + " " * self.indentation)
+        self.output_width = self.indentation
+        self.buffer_width = 0
+
+    # -- public printer API (same names and semantics as IPython's) ---------
+
+    def text(self, obj):
+        """Append literal text."""
+        width = len(obj)
+        if not self.buffer:
+            self.output.write(obj)
+            self.output_width += width
+            return
+        last = self.buffer[-1]
+        if not isinstance(last, _Text):
+            last = _Text()
+            self.buffer.append(last)
+        last.parts.append(obj)
+        last.width += width
+        self.buffer_width += width
+        self._fit_line()
+
+    def breakable(self, sep=" "):
+        """Append `sep`, or a newline if the enclosing group gets broken."""
+        group = self.group_stack[-1]
+        if group.want_break:
+            self.flush()
+            self._newline()
+            return
+        self.buffer.append(_Breakable(sep, self.indentation, group))
+        self.buffer_width += len(sep)
+        self._fit_line()
+
+    def break_(self):
+        """Force a newline at the current indentation."""
+        group = self._next_group_to_break()
+        if group is not None:
+            self._break_group(group)
+        self.flush()
+        self._newline()
+
+    def begin_group(self, indent=0, open=""):
+        """Open a group; lines it breaks are indented by `indent` more."""
+        if open:
+            self.text(open)
+        group = _Group(self.group_stack[-1].depth + 1, self._deque)
+        self.group_stack.append(group)
+        self._enqueue(group)
+        self.indentation += indent
+
+    def end_group(self, dedent=0, close=""):
+        """Close the innermost group."""
+        self.indentation -= dedent
+        group = self.group_stack.pop()
+        if not group.breakables:
+            self._unqueue(group)
+        if close:
+            self.text(close)
+
+    def group(self, indent=0, open="", close=""):
+        """`with p.group(...)`: begin_group/end_group around a block."""
+        return _Grouped(self, indent, open, close)
+
+    def indent(self, indent):
+        """`with p.indent(n)`: indent lines broken inside the block."""
+        return _Indented(self, indent)
+
+    def flush(self):
+        """Write out everything still buffered."""
+        while self.buffer:
+            item = self.buffer.popleft()
+            # IPython adds the returned column instead of assigning it; every
+            # caller resets the width afterwards, but a _repr_pretty_ calling
+            # flush() itself sees the same (odd) width as under IPython.
+            self.output_width += item.emit(self, self.output_width)
+        self.buffer_width = 0
+
+    def _enumerate(self, seq):
+        """enumerate(seq), ending in ", ..." after max_seq_length items."""
+        limit = self.max_seq_length
+        for index, item in enumerate(seq):
+            if limit and index >= limit:
+                self.text(",")
+                self.breakable()
+                self.text("...")
+                return
+            yield index, item
+
+    def pretty(self, obj):
+        """Print `obj` with the printer IPython would choose for it."""
+        obj_id = id(obj)
+        cycle = obj_id in self.stack
+        self.stack.append(obj_id)
+        self.begin_group()
+        try:
+            _choose_printer(self, obj)(obj, self, cycle)
+        finally:
+            self.end_group()
+            self.stack.pop()
+
+
+# ---------------------------------------------------------------------------
+# Choosing a printer
+
+
+def _mro(cls):
+    mro = _safe_getattr(cls, "__mro__")
+    if mro is not None:
+        return mro
+    # Not a real class (odd __class__ attribute): mix in object to get one.
+    try:
+        return type(cls.__name__, (cls, object), {}).__mro__[1:-1]
+    except TypeError:
+        return (cls,)
+
+
+_SINGLETON_IDS = frozenset(map(id, (None, True, False, Ellipsis, NotImplemented)))
+
+
+def _choose_printer(printer, obj):
+    """IPython's lookup: singletons, then per class along the MRO: registered
+    printer, printer registered by name, _repr_pretty_, own __repr__."""
+    if id(obj) in _SINGLETON_IDS:
+        return _print_repr
+    cls = _safe_getattr(obj, "__class__", None) or type(obj)
+    for klass in _mro(cls):
+        found = printer.type_pprinters.get(klass)
+        if found is not None:
+            return found
+        key = (_safe_getattr(klass, "__module__"), _safe_getattr(klass, "__name__"))
+        try:
+            found = printer.deferred_pprinters.pop(key, None)
+        except TypeError:  # unhashable __module__/__name__
+            found = None
+        if found is not None:
+            printer.type_pprinters[klass] = found
+            return found
+        own = klass.__dict__
+        if "_repr_pretty_" in own:
+            method = klass._repr_pretty_
+            if callable(method):
+                return method
+        if klass is not object and callable(own.get("__repr__")):
+            return _print_repr
+    return _print_default
+
+
+# ---------------------------------------------------------------------------
+# Helper objects printed through the normal machinery
+
+
+class _Call:
+    """Prints as `name(arg, ..., key=value)`, wrapping like a sequence."""
+
+    def __init__(self, name, args=(), kwargs=None):
+        self.name = name
+        self.args = args
+        self.kwargs = kwargs or {}
+
+    def _repr_pretty_(self, p, cycle):
+        prefix = self.name + "("
+        first = True
+        with p.group(len(prefix), prefix, ")"):
+            for arg in self.args:
+                if not first:
+                    p.text(",")
+                    p.breakable()
+                first = False
+                p.pretty(arg)
+            for key, arg in self.kwargs.items():
+                if not first:
+                    p.text(",")
+                    p.breakable()
+                first = False
+                label = key + "="
+                with p.group(len(label), label):
+                    p.pretty(arg)
+
+
+class _Raw:
+    """Prints its text verbatim."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def _repr_pretty_(self, p, cycle):
+        p.text(self.text)
+
+
+def _raw_literal(value):
+    """repr(value) with an r prefix, as IPython shows re patterns."""
+    text = repr(value)
+    prefix = "r"
+    if text[:1] in "uU":
+        text = text[1:]
+        prefix = "ur"
+    return _Raw(prefix + text.replace("\\\\", "\\"))
+
+
+class _ReFlags:
+    """Prints re flags as re.A|re.B in IPython's fixed order."""
+
+    _NAMES = ("TEMPLATE", "IGNORECASE", "LOCALE", "MULTILINE", "DOTALL", "UNICODE", "VERBOSE", "DEBUG")
+
+    def __init__(self, value):
+        self.value = value
+
+    def _repr_pretty_(self, p, cycle):
+        import re
+
+        first = True
+        for name in self._NAMES:
+            if self.value & getattr(re, name, 0):
+                if not first:
+                    p.text("|")
+                p.text("re." + name)
+                first = False
+
+
+# ---------------------------------------------------------------------------
+# Printers: fn(obj, p, cycle)
+
+
+def _print_repr(obj, p, cycle):
+    """repr(obj), keeping its own line breaks at the current indentation."""
+    lines = repr(obj).splitlines()
+    with p.group():
+        for index, line in enumerate(lines):
+            if index:
+                p.break_()
+            p.text(line)
+
+
+def _print_float(obj, p, cycle):
+    p.text("%r" % obj)
+
+
+def _print_default(obj, p, cycle):
+    """Objects with object.__repr__: <module.Class at 0x...>."""
+    cls = _safe_getattr(obj, "__class__", None) or type(obj)
+    if _safe_getattr(cls, "__repr__", None) is not object.__repr__:
+        _print_repr(obj, p, cycle)
+        return
+    p.begin_group(1, "<")
+    p.pretty(cls)
+    p.text(" at 0x%x" % id(obj))
+    if cycle:
+        p.text(" ...")
+    elif p.verbose:
+        _print_attributes(obj, p)
+    p.end_group(1, ">")
+
+
+def _print_attributes(obj, p):
+    """Verbose mode of the default printer: public non-method attributes."""
+    method_type = type(_Raw("")._repr_pretty_)
+    first = True
+    for key in dir(obj):
+        if key.startswith("_"):
+            continue
+        try:
+            value = getattr(obj, key)
+        except AttributeError:
+            continue
+        if isinstance(value, method_type):
+            continue
+        if not first:
+            p.text(",")
+        p.breakable()
+        p.text(key + "=")
+        step = len(key) + 1
+        p.indentation += step
+        p.pretty(value)
+        p.indentation -= step
+        first = False
+
+
+def _sequence_printer(open, close):
+    def print_sequence(obj, p, cycle):
+        if cycle:
+            p.text(open + "..." + close)
+            return
+        step = len(open)
+        p.begin_group(step, open)
+        for index, item in p._enumerate(obj):
+            if index:
+                p.text(",")
+                p.breakable()
+            p.pretty(item)
+        if len(obj) == 1 and isinstance(obj, tuple):
+            p.text(",")
+        p.end_group(step, close)
+
+    return print_sequence
+
+
+def _sorted_if_possible(items):
+    """Sorted items; by str() if they don't compare; as given otherwise."""
+    items = list(items)
+    try:
+        return sorted(items)
+    except Exception:
+        try:
+            return sorted(items, key=str)
+        except Exception:
+            return items
+
+
+def _set_printer(open, close):
+    def print_set(obj, p, cycle):
+        if cycle:
+            p.text(open + "..." + close)
+            return
+        if len(obj) == 0:
+            p.text(type(obj).__name__ + "()")
+            return
+        step = len(open)
+        p.begin_group(step, open)
+        items = obj
+        if not (p.max_seq_length and len(obj) >= p.max_seq_length):
+            items = _sorted_if_possible(obj)
+        for index, item in p._enumerate(items):
+            if index:
+                p.text(",")
+                p.breakable()
+            p.pretty(item)
+        p.end_group(step, close)
+
+    return print_set
+
+
+def _mapping_printer(open, close):
+    def print_mapping(obj, p, cycle):
+        if cycle:
+            p.text("{...}")
+            return
+        step = len(open)
+        p.begin_group(step, open)
+        for index, key in p._enumerate(obj.keys()):
+            if index:
+                p.text(",")
+                p.breakable()
+            p.pretty(key)
+            p.text(": ")
+            p.pretty(obj[key])
+        p.end_group(step, close)
+
+    return print_mapping
+
+
+def _print_super(obj, p, cycle):
+    p.begin_group(8, "<super: ")
+    p.pretty(obj.__thisclass__)
+    p.text(",")
+    p.breakable()
+    p.pretty(obj.__self__)
+    p.end_group(8, ">")
+
+
+def _print_re_pattern(obj, p, cycle):
+    args = (_raw_literal(obj.pattern),)
+    if obj.flags:
+        args += (_ReFlags(obj.flags),)
+    p.pretty(_Call("re.compile", args))
+
+
+def _print_namespace(obj, p, cycle):
+    if cycle:
+        p.pretty(_Call("namespace", (_Raw("..."),)))
+    else:
+        p.pretty(_Call("namespace", (), dict(obj.__dict__)))
+
+
+def _print_type(obj, p, cycle):
+    """Classes print as module.QualName (builtins without module)."""
+    # A metaclass with its own __repr__ (Enum, ...) decides for itself.
+    owners = [m for m in _mro(type(obj)) if "__repr__" in vars(m)]
+    if owners[:1] != [type]:
+        _print_repr(obj, p, cycle)
+        return
+    module = _safe_getattr(obj, "__module__", None)
+    try:
+        name = obj.__qualname__
+        if not isinstance(name, str):
+            raise TypeError("__qualname__ is not a str")
+    except Exception:
+        name = obj.__name__
+        if not isinstance(name, str):
+            name = "<unknown type>"
+    if module in (None,) + _BUILTIN_MODULES:
+        p.text(name)
+    else:
+        p.text(module + "." + name)
+
+
+def _print_function(obj, p, cycle):
+    """Functions print as <function module.qualname(signature)>."""
+    from inspect import signature
+
+    name = _safe_getattr(obj, "__qualname__", obj.__name__)
+    module = obj.__module__
+    if module and module not in _BUILTIN_MODULES:
+        name = module + "." + name
+    try:
+        name += str(signature(obj))
+    except ValueError:
+        pass
+    p.text("<function %s>" % name)
+
+
+def _print_exception(obj, p, cycle):
+    cls = obj.__class__
+    name = getattr(cls, "__qualname__", cls.__name__)
+    if cls.__module__ not in ("exceptions", "builtins"):
+        name = "%s.%s" % (cls.__module__, name)
+    p.pretty(_Call(name, tuple(getattr(obj, "args", ()))))
+
+
+def _print_defaultdict(obj, p, cycle):
+    name = obj.__class__.__name__
+    if cycle:
+        p.pretty(_Call(name, (_Raw("..."),)))
+    else:
+        p.pretty(_Call(name, (obj.default_factory, dict(obj))))
+
+
+def _print_ordereddict(obj, p, cycle):
+    name = obj.__class__.__name__
+    if cycle:
+        p.pretty(_Call(name, (_Raw("..."),)))
+    elif len(obj):
+        p.pretty(_Call(name, (list(obj.items()),)))
+    else:
+        p.pretty(_Call(name))
+
+
+def _print_deque(obj, p, cycle):
+    name = obj.__class__.__name__
+    if cycle:
+        p.pretty(_Call(name, (_Raw("..."),)))
+    elif obj.maxlen is not None:
+        p.pretty(_Call(name, (list(obj),), {"maxlen": obj.maxlen}))
+    else:
+        p.pretty(_Call(name, (list(obj),)))
+
+
+def _print_counter(obj, p, cycle):
+    name = obj.__class__.__name__
+    if cycle:
+        p.pretty(_Call(name, (_Raw("..."),)))
+    elif len(obj):
+        p.pretty(_Call(name, (dict(obj),)))
+    else:
+        p.pretty(_Call(name))
+
+
+def _print_userlist(obj, p, cycle):
+    name = obj.__class__.__name__
+    if cycle:
+        p.pretty(_Call(name, (_Raw("..."),)))
+    else:
+        p.pretty(_Call(name, (obj.data,)))
+
+
+# Printers for classes matched by (module, name) anywhere in the MRO, so the
+# modules defining them need not be imported.  numpy.float64 is here because
+# PlainTextFormatter registers it (with the float format) once numpy is loaded.
+_DEFERRED_PRINTERS = {
+    ("collections", "defaultdict"): _print_defaultdict,
+    ("collections", "OrderedDict"): _print_ordereddict,
+    ("collections", "deque"): _print_deque,
+    ("collections", "Counter"): _print_counter,
+    ("collections", "UserList"): _print_userlist,
+    ("datetime", "datetime"): _print_repr,
+    ("datetime", "timedelta"): _print_repr,
+    ("re", "Pattern"): _print_re_pattern,
+    ("numpy", "float64"): _print_float,
+}
+
+_TYPE_PRINTERS = None
+
+
+def _type_printers():
+    """Printers keyed by class, built on first use."""
+    global _TYPE_PRINTERS
+    if _TYPE_PRINTERS is None:
+
+        class _Probe:
+            def method(self):
+                pass
+
+        function_type = type(_type_printers)
+        builtin_function_type = type(len)
+        method_type = type(_Probe().method)
+        table = {
+            int: _print_repr,
+            float: _print_float,
+            str: _print_repr,
+            bytes: _print_repr,
+            tuple: _sequence_printer("(", ")"),
+            list: _sequence_printer("[", "]"),
+            dict: _mapping_printer("{", "}"),
+            set: _set_printer("{", "}"),
+            frozenset: _set_printer("frozenset({", "})"),
+            super: _print_super,
+            type: _print_type,
+            function_type: _print_function,
+            builtin_function_type: _print_function,
+            method_type: _print_repr,
+            type(sys.implementation): _print_namespace,
+            type(type.__dict__): _mapping_printer("mappingproxy({", "})"),
+            slice: _print_repr,
+            range: _print_repr,
+            BaseException: _print_exception,
+        }
+        if type(os.environ) is not dict:
+            table[type(os.environ)] = _mapping_printer("environ{", "}")
+        _TYPE_PRINTERS = table
+    return _TYPE_PRINTERS

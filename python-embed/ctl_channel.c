@@ -1,0 +1,130 @@
+/* Blocking framed messages with fd passing on a control socket (see ctl_channel.h). */
+#include "ctl_channel.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "writer.h"
+
+int ctl_channel_init(struct ctl_channel *c, int fd)
+{
+        memset(c, 0, sizeof(*c));
+        c->fd = fd;
+        cv_reader_init(&c->reader, 0);
+        c->in = malloc(CV_READER_CHUNK);
+        if (c->in == NULL) {
+                cv_reader_free(&c->reader);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void ctl_channel_free(struct ctl_channel *c)
+{
+        for (size_t i = 0; i < c->nfds; i++)
+                close(c->fds[i]);
+        c->nfds = 0;
+        cv_reader_free(&c->reader);
+        free(c->in);
+        c->in = NULL;
+}
+
+static void queue_fds(struct ctl_channel *c, struct msghdr *mh)
+{
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm != NULL; cm = CMSG_NXTHDR(mh, cm)) {
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                const unsigned char *data = CMSG_DATA(cm);
+                for (size_t i = 0; i < n; i++) {
+                        int fd;
+                        memcpy(&fd, data + i * sizeof(int), sizeof(int));
+                        if (c->nfds < CTL_MAX_FDS)
+                                c->fds[c->nfds++] = fd;
+                        else
+                                close(fd);
+                }
+        }
+}
+
+static int fill(struct ctl_channel *c)
+{
+        union {
+                struct cmsghdr align;
+                char buf[CMSG_SPACE(sizeof(int) * CTL_MAX_FDS)];
+        } control;
+        struct iovec iov = {.iov_base = c->in, .iov_len = CV_READER_CHUNK};
+        struct msghdr mh = {
+            .msg_iov = &iov,
+            .msg_iovlen = 1,
+            .msg_control = control.buf,
+            .msg_controllen = sizeof(control.buf),
+        };
+        ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+
+        if (n < 0)
+                return -errno;
+        queue_fds(c, &mh);
+        c->in_off = 0;
+        c->in_len = (size_t)n;
+        return n == 0 ? CV_READ_EOF : CV_READ_NEED;
+}
+
+int ctl_channel_recv(struct ctl_channel *c, struct cv_msg *msg)
+{
+        for (;;) {
+                if (c->in_off < c->in_len) {
+                        size_t used = 0;
+                        int rc = cv_reader_feed(&c->reader, c->in + c->in_off,
+                                                c->in_len - c->in_off, &used, msg);
+                        c->in_off += used;
+                        if (rc != CV_READ_NEED)
+                                return rc;
+                }
+                int rc = fill(c);
+                if (rc != CV_READ_NEED)
+                        return rc;
+        }
+}
+
+int ctl_channel_take_fd(struct ctl_channel *c)
+{
+        if (c->nfds == 0)
+                return -ENOENT;
+        int fd = c->fds[0];
+        memmove(c->fds, c->fds + 1, (c->nfds - 1) * sizeof(int));
+        c->nfds--;
+        return fd;
+}
+
+int ctl_write_all(int fd, const uint8_t *p, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+                if (n < 0 && errno == ENOTSOCK)
+                        n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+int ctl_send(int fd, uint16_t type, uint32_t id, const uint8_t *body, size_t len)
+{
+        struct cv_buf out;
+        cv_buf_init(&out);
+        int rc = cv_out_msg(&out, type, 0, id, body, len);
+        if (rc == 0)
+                rc = ctl_write_all(fd, cv_buf_head(&out), cv_buf_pending(&out));
+        cv_buf_free(&out);
+        return rc;
+}

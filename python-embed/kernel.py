@@ -1,0 +1,1092 @@
+"""The notebook kernel of cellvm-executor (docs/PROTOCOL.md section 8).
+
+Embedded into the executor binary and run as module `_cellvm_kernel`. The C
+side calls zygote_preload() once in the zygote, then executor_main() in each
+forked executor. Semantics follow ipykernel 6 / IPython 8.5: persistent
+namespace, __future__ flags carried across cells, the trailing expression as the
+execute result, In/Out/_/_N/_iN, rich display, !shell lines and a few line
+magics, matplotlib figures shown once per cell.
+"""
+
+import ast
+import builtins
+import importlib.abc
+import importlib.util
+import io
+import linecache
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tokenize
+import types
+import warnings
+
+import _cellvm
+
+KERNEL_FILE = "<cellvm kernel>"
+# Our own source lines in tracebacks of kernel bugs.
+linecache.cache[KERNEL_FILE] = (0, None, _cellvm.sources.get("_cellvm_kernel", "").splitlines(True),
+                                KERNEL_FILE)
+
+# Internal message types (docs/PROTOCOL.md section 8) and client types.
+Z_READY = 0x4001
+X_READY = 0x4010
+X_EXECUTE = 0x4011
+X_END = 0x4012
+EXEC_INPUT = 0x8010
+DISPLAY = 0x8012
+RESULT = 0x8013
+EXEC_ERROR = 0x8014
+
+MPL_BACKEND = "module://_cellvm_mpl"
+PNG_FORMAT = "cellvmpng"  # savefig format served by our canvas: PNG via _cellvm.png_encode
+
+# Bits of compile() flags that come from `from __future__ import ...`.
+import __future__  # noqa: E402
+
+FUTURE_FLAGS = 0
+for _name in __future__.all_feature_names:
+        FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
+del _name
+
+
+def _flush_std():
+        for stream in (sys.stdout, sys.stderr):
+                try:
+                        stream.flush()
+                except Exception:  # a user-replaced stream may be broken; never fail the kernel
+                        pass
+
+
+# ---------------------------------------------------------------- post-import hooks
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+        """Runs a callback right after selected modules finish importing.
+
+        Used to select our matplotlib backend as soon as matplotlib is imported
+        (preloaded or not) and to route IPython.display.display to ours.
+        """
+
+        def __init__(self):
+                self.hooks = {}
+                self._busy = set()
+
+        def find_spec(self, fullname, path=None, target=None):
+                if fullname not in self.hooks or fullname in self._busy:
+                        return None
+                self._busy.add(fullname)
+                try:
+                        spec = importlib.util.find_spec(fullname)
+                finally:
+                        self._busy.discard(fullname)
+                if spec is None or spec.loader is None:
+                        return spec
+                loader = spec.loader
+                hook = self.hooks[fullname]
+                real_exec = loader.exec_module
+
+                def exec_module(module):
+                        real_exec(module)
+                        try:
+                                hook(module)
+                        except Exception as e:  # a hook must not break the user's import
+                                print(f"cellvm: import hook for {fullname} failed: {e!r}",
+                                      file=sys.stderr)
+
+                spec.loader = types.SimpleNamespace(
+                    create_module=loader.create_module, exec_module=exec_module)
+                return spec
+
+        def add(self, modname, hook):
+                if modname in sys.modules:
+                        hook(sys.modules[modname])
+                else:
+                        self.hooks[modname] = hook
+
+
+class _EmbeddedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        """Serves Python modules compiled into the executor (cellvm_pretty)."""
+
+        def find_spec(self, fullname, path=None, target=None):
+                if path is None and fullname in _cellvm.sources and _cellvm.sources[fullname]:
+                        return importlib.util.spec_from_loader(fullname, self, origin=f"<cellvm {fullname}>")
+                return None
+
+        def create_module(self, spec):
+                return None
+
+        def exec_module(self, module):
+                src = _cellvm.sources[module.__name__]
+                exec(compile(src, f"<cellvm {module.__name__}>", "exec"), module.__dict__)
+
+
+_post_import = _PostImportFinder()
+
+
+def _install_finders():
+        if _post_import not in sys.meta_path:
+                sys.meta_path.insert(0, _post_import)
+                sys.meta_path.append(_EmbeddedFinder())
+        _post_import.add("matplotlib", _on_matplotlib_import)
+        _post_import.add("IPython.core.display_functions", _on_ipython_display_import)
+
+
+# ---------------------------------------------------------------- matplotlib
+
+
+def _on_matplotlib_import(matplotlib):
+        if "MPLBACKEND" not in os.environ:
+                matplotlib.rcParams["backend"] = MPL_BACKEND
+        matplotlib.interactive(True)  # IPython's activate_matplotlib does this too
+
+
+class _MplBackend(types.ModuleType):
+        """module://_cellvm_mpl: Agg with ipykernel's inline show() behaviour."""
+
+
+def _make_mpl_backend():
+        mod = _MplBackend("_cellvm_mpl")
+
+        def load():
+                import matplotlib
+                from matplotlib.backends import backend_agg
+                from matplotlib.backends.backend_agg import FigureCanvasAgg
+                from matplotlib.figure import Figure
+
+                class FigureCanvasCellvm(FigureCanvasAgg):
+                        def print_cellvmpng(self, filename_or_obj, *args, **kwargs):
+                                # Same render as print_png; only the PNG encoder differs.
+                                FigureCanvasAgg.draw(self)
+                                buf = self.buffer_rgba()
+                                h, w = buf.shape[0], buf.shape[1]
+                                data = _cellvm.png_encode(buf, w, h, self.figure.dpi)
+                                if hasattr(filename_or_obj, "write"):
+                                        filename_or_obj.write(data)
+                                else:
+                                        with open(filename_or_obj, "wb") as f:
+                                                f.write(data)
+
+                from matplotlib import backend_bases
+                backend_bases.register_backend(PNG_FORMAT, "_cellvm_mpl")
+
+                def new_figure_manager(num, *args, FigureClass=Figure, **kwargs):
+                        return new_figure_manager_given_figure(num, FigureClass(*args, **kwargs))
+
+                def new_figure_manager_given_figure(num, figure):
+                        manager = backend_agg.new_figure_manager_given_figure(num, figure)
+                        if not hasattr(figure, "show"):
+                                figure.show = lambda *a: display(
+                                    figure, metadata=_figure_metadata(figure))
+                        if not matplotlib.is_interactive():
+                                return manager
+                        if figure in show._to_draw:
+                                show._to_draw.remove(figure)
+                        show._to_draw.append(figure)
+                        show._draw_called = True
+                        return manager
+
+                def show(close=None, block=None):
+                        from matplotlib._pylab_helpers import Gcf
+                        try:
+                                for fm in Gcf.get_all_fig_managers():
+                                        fig = fm.canvas.figure
+                                        display(fig, metadata=_figure_metadata(fig))
+                        finally:
+                                show._to_draw = []
+                                if close is not False and Gcf.get_all_fig_managers():
+                                        matplotlib.pyplot.close("all")
+
+                show._draw_called = False
+                show._to_draw = []
+                mod.FigureCanvas = FigureCanvasCellvm
+                mod.FigureCanvasCellvm = FigureCanvasCellvm
+                mod.new_figure_manager = new_figure_manager
+                mod.new_figure_manager_given_figure = new_figure_manager_given_figure
+                mod.show = show
+
+        def __getattr__(name):
+                if "FigureCanvas" not in mod.__dict__:
+                        load()
+                        return getattr(mod, name)
+                raise AttributeError(name)
+
+        mod.__getattr__ = __getattr__
+        return mod
+
+
+def _figure_metadata(fig):
+        """matplotlib_inline's _fetch_figure_metadata: background hint for transparent figures."""
+        from matplotlib import colors
+        if colors.to_rgba(fig.get_facecolor())[3] < 0.5:
+                labels = [label.get_color() for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                          for label in axis.get_ticklabels()]
+                if labels:
+                        rgba = colors.to_rgba_array(labels)
+                        light = rgba[:, :3].dot((.299, .587, .114)) > .5
+                        if (light == light[0]).all():
+                                return {"needs_background": "dark" if light[0] else "light"}
+        return None
+
+
+def _figure_png(fig):
+        """IPython's print_figure(fig, 'png', bbox_inches='tight'), encoded by _cellvm."""
+        if not fig.axes and not fig.lines:
+                return None
+        if fig.canvas is None:
+                from matplotlib.backend_bases import FigureCanvasBase
+                FigureCanvasBase(fig)
+        buf = io.BytesIO()
+        fig.canvas.print_figure(buf, format=PNG_FORMAT, facecolor=fig.get_facecolor(),
+                                edgecolor=fig.get_edgecolor(), dpi=fig.dpi, bbox_inches="tight")
+        return buf.getvalue()
+
+
+def _flush_figures():
+        """ipykernel's post-execute flush_figures with close_figures=True."""
+        mpl = sys.modules.get("_cellvm_mpl")
+        if mpl is None or "show" not in mpl.__dict__ or not mpl.show._draw_called:
+                return
+        try:
+                mpl.show(True)
+        finally:
+                mpl.show._to_draw = []
+                mpl.show._draw_called = False
+
+
+# ---------------------------------------------------------------- rich display
+
+# IPython's DisplayFormatter order.
+_REPR_METHODS = [
+    ("text/plain", None),
+    ("text/html", "_repr_html_"),
+    ("text/markdown", "_repr_markdown_"),
+    ("image/svg+xml", "_repr_svg_"),
+    ("image/png", "_repr_png_"),
+    ("application/pdf", "_repr_pdf_"),
+    ("image/jpeg", "_repr_jpeg_"),
+    ("text/latex", "_repr_latex_"),
+    ("application/json", "_repr_json_"),
+    ("application/javascript", "_repr_javascript_"),
+]
+_TEXT_MIMES = {"text/plain", "text/html", "text/markdown", "image/svg+xml", "text/latex",
+               "application/javascript"}
+_BINARY_MIMES = {"image/png", "image/jpeg", "application/pdf"}
+
+_pretty = None
+
+
+def pretty_text(obj):
+        """text/plain as IPython's pretty printer makes it (cellvm_pretty), else repr()."""
+        global _pretty
+        if _pretty is None:
+                try:
+                        import cellvm_pretty
+                        _pretty = cellvm_pretty.pretty
+                except Exception:
+                        _pretty = repr
+        return _pretty(obj)
+
+
+def _real_method(obj, name):
+        """IPython's get_real_method: skip classes and proxies that claim every attribute."""
+        try:
+                if getattr(obj, "_ipython_canary_method_should_not_exist_", None) is not None:
+                        return None
+                m = getattr(obj, name, None)
+        except Exception:
+                return None
+        if isinstance(obj, type) and not isinstance(m, types.MethodType):
+                return None
+        return m if callable(m) else None
+
+
+def _formatter_warning(mime, obj, exc=None, value=None):
+        if exc is not None:
+                import traceback
+                text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        else:
+                text = (f"FormatterWarning: {mime} formatter returned invalid type "
+                        f"{type(value)} (expected str) for object: {pretty_text(obj)}\n")
+        sys.stderr.write(text)
+
+
+def _check_value(mime, value):
+        """Normalise a formatter's value to what the wire carries, or None if invalid."""
+        if mime in _BINARY_MIMES:
+                if isinstance(value, str):
+                        import base64
+                        return base64.b64decode(value)
+                return bytes(value) if isinstance(value, (bytes, bytearray, memoryview)) else None
+        if mime == "application/json":
+                if isinstance(value, str):
+                        import json
+                        return json.loads(value)
+                return value if isinstance(value, (dict, list)) else None
+        if mime in _TEXT_MIMES:
+                return value if isinstance(value, str) else None
+        return value
+
+
+def _e2b_data(df):
+        """E2B code-interpreter's `_repr_e2b_data_` for a DataFrame: to_dict(orient='list'), JSON-safe."""
+        import math
+        out = {}
+        for key, column in df.to_dict(orient="list").items():
+                vals = []
+                for v in column:
+                        if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+                                try:
+                                        v = v.item()
+                                except Exception:
+                                        pass
+                        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+                                v = None
+                        elif v is not None and not isinstance(v, (str, int, float, bool)):
+                                v = v.isoformat() if hasattr(v, "isoformat") else str(v)
+                        vals.append(v)
+                out[str(key)] = vals
+        return out
+
+
+def _type_formatters(obj):
+        """Formatters IPython registers by type: matplotlib figures (PNG), DataFrames (e2b/data)."""
+        fig_mod = sys.modules.get("matplotlib.figure")
+        if fig_mod is not None and isinstance(obj, fig_mod.Figure):
+                return {"image/png": _figure_png}
+        pd = sys.modules.get("pandas")
+        if pd is not None and isinstance(obj, pd.DataFrame):
+                return {"e2b/data": _e2b_data}
+        return {}
+
+
+def format_bundle(obj, include=None, exclude=None):
+        """IPython's DisplayFormatter.format: (data, metadata), ({}, {}) if handled elsewhere."""
+        m = _real_method(obj, "_ipython_display_")
+        if m is not None:
+                m()
+                return {}, {}
+        data, md = {}, {}
+        m = _real_method(obj, "_repr_mimebundle_")
+        if m is not None:
+                try:
+                        r = m(include=include, exclude=exclude)
+                except Exception as e:
+                        _formatter_warning("mimebundle", obj, exc=e)
+                        r = None
+                if isinstance(r, tuple):
+                        r, rmd = r
+                        md.update(rmd or {})
+                if r:
+                        for k, v in dict(r).items():
+                                v = _check_value(k, v)
+                                if v is not None:
+                                        data[k] = v
+        by_type = _type_formatters(obj)
+        for mime, meth in _REPR_METHODS + [("e2b/data", None)]:
+                if include and mime not in include or exclude and mime in exclude:
+                        continue
+                if mime in data:
+                        continue
+                try:
+                        if mime == "text/plain":
+                                value = pretty_text(obj)
+                        elif mime in by_type:
+                                value = by_type[mime](obj)
+                        elif meth is None:
+                                continue
+                        else:
+                                f = _real_method(obj, meth)
+                                if f is None:
+                                        continue
+                                value = f()
+                except Exception as e:
+                        _formatter_warning(mime, obj, exc=e)
+                        continue
+                if value is None:
+                        continue
+                if isinstance(value, tuple) and len(value) == 2:
+                        value, vmd = value
+                        if vmd:
+                                md[mime] = vmd
+                checked = _check_value(mime, value)
+                if checked is None:
+                        _formatter_warning(mime, obj, value=value)
+                        continue
+                data[mime] = checked
+        return data, md
+
+
+# Longest wait for the agent to read output written before a message.
+OUTPUT_DRAIN_TIMEOUT = 0.05
+
+
+def _send(mtype, body):
+        _flush_std()
+        _cellvm.wait_output_drained(OUTPUT_DRAIN_TIMEOUT)
+        _cellvm.send(_state.fd, mtype, _state.req_id, body)
+
+
+def publish_display_data(data, metadata=None, **_ignored):
+        body = {"data": dict(data)}
+        if metadata:
+                body["metadata"] = dict(metadata)
+        _send(DISPLAY, body)
+
+
+def display(*objs, include=None, exclude=None, metadata=None, transient=None, display_id=None,
+            raw=False, clear=False, **kwargs):
+        """IPython.display.display, publishing DISPLAY messages."""
+        if not objs and display_id is None:
+                return None
+        for obj in objs:
+                if raw:
+                        publish_display_data(obj, metadata=metadata)
+                        continue
+                data, md = format_bundle(obj, include=include, exclude=exclude)
+                if not data:
+                        continue
+                if metadata:
+                        md.update(metadata)
+                publish_display_data(data, md)
+        return None
+
+
+def _on_ipython_display_import(mod):
+        # Route IPython.display.display & co. to our DISPLAY messages.
+        mod.display = display
+        mod.publish_display_data = publish_display_data
+
+
+# ---------------------------------------------------------------- shell commands and magics
+
+
+class SList(list):
+        """IPython's SList, the result of `x = !cmd`: a list of lines with .s/.n/.l."""
+
+        @property
+        def s(self):
+                return " ".join(self)
+
+        @property
+        def n(self):
+                return "\n".join(self)
+
+        @property
+        def l(self):  # noqa: E743 - IPython's name
+                return list(self)
+
+        p = property(lambda self: [os.path.abspath(x) for x in self])
+
+
+class UsageError(Exception):
+        """IPython's UsageError: a magic was misused or does not exist."""
+
+
+def _format_time(seconds):
+        """IPython's _format_time."""
+        if seconds >= 60:
+                minutes, s = divmod(seconds, 60)
+                h, m = divmod(minutes, 60)
+                parts = []
+                for n, suffix in ((h, "h"), (m, "min"), (s, "s")):
+                        if n:
+                                parts.append(f"{n:.0f}{suffix}")
+                return " ".join(parts)
+        units = ["s", "ms", "\xb5s", "ns"]
+        scaling = [1, 1e3, 1e6, 1e9]
+        order = min(-int(__import__("math").floor(__import__("math").log10(seconds)) // 3), 3) \
+            if seconds > 0.0 else 3
+        return "%.*g %s" % (3, seconds * scaling[order], units[order])
+
+
+class Shell:
+        """What `get_ipython()` returns: enough of InteractiveShell for transformed cells."""
+
+        def __init__(self, kernel):
+                self.kernel = kernel
+                self.user_ns = kernel.ns
+
+        def var_expand(self, cmd):
+                """$name and {expr} expansion as IPython does for ! lines (best effort)."""
+                ns = self.user_ns
+
+                def brace(m):
+                        try:
+                                return str(eval(m.group(1), ns))
+                        except Exception:
+                                return m.group(0)
+
+                cmd = re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", brace, cmd)
+                cmd = re.sub(r"(?<!\$)\$([A-Za-z_]\w*)",
+                             lambda m: str(ns[m.group(1)]) if m.group(1) in ns else m.group(0), cmd)
+                return cmd.replace("$$", "$")
+
+        def system(self, cmd):
+                _flush_std()
+                rc = subprocess.call(["/bin/sh", "-c", self.var_expand(cmd)])
+                self.user_ns["_exit_code"] = rc
+
+        def getoutput(self, cmd, split=True):
+                _flush_std()
+                p = subprocess.run(["/bin/sh", "-c", self.var_expand(cmd)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT)
+                text = p.stdout.decode(errors="replace")
+                return SList(text.splitlines()) if split else text
+
+        def run_line_magic(self, name, line):
+                fn = getattr(self, "magic_" + name, None)
+                if fn is None:
+                        raise UsageError(f"Line magic function `%{name}` not found.")
+                return fn(line.strip())
+
+        def run_cell_magic(self, name, line, cell):
+                fn = getattr(self, "cell_magic_" + name, None)
+                if fn is None:
+                        raise UsageError(f"Cell magic `%%{name}` not found.")
+                return fn(line.strip(), cell)
+
+        # line magics
+        def magic_matplotlib(self, line):
+                return None
+
+        def magic_config(self, line):
+                return None
+
+        def magic_pwd(self, line):
+                return os.getcwd()
+
+        def magic_cd(self, line):
+                target = os.path.expanduser(line or "~")
+                if target == "-":
+                        target = self.kernel.oldpwd or os.getcwd()
+                old = os.getcwd()
+                try:
+                        os.chdir(target)
+                except OSError as e:
+                        print(f"[Errno {e.errno}] {e.strerror}: {target!r}")
+                        return None
+                self.kernel.oldpwd = old
+                self.user_ns.setdefault("_dh", []).append(os.getcwd())
+                print(os.getcwd())
+
+        def magic_env(self, line):
+                if not line:
+                        return dict(os.environ)
+                if "=" in line or " " in line:
+                        sep = "=" if "=" in line else " "
+                        k, v = line.split(sep, 1)
+                        k, v = k.strip(), self.var_expand(v.strip())
+                        os.environ[k] = v
+                        print(f"env: {k}={v}")
+                        return None
+                return os.environ.get(line)
+
+        def _pip(self, tool, line):
+                self.system(f"{sys.executable} -m {tool} {line}")
+                print("Note: you may need to restart the kernel to use updated packages.")
+
+        def magic_pip(self, line):
+                self._pip("pip", line)
+
+        def magic_time(self, line, cell=None):
+                src = cell if cell is not None else line
+                if not src.strip():
+                        return None
+                ns = self.user_ns
+                tree = ast.parse(src)
+                last = None
+                if tree.body and isinstance(tree.body[-1], ast.Expr):
+                        last = ast.Expression(tree.body.pop().value)
+                code = compile(tree, "<timed exec>", "exec")
+                ecode = compile(last, "<timed eval>", "eval") if last is not None else None
+                t0, w0 = time.process_time(), time.time()
+                r0 = os.times()
+                out = None
+                try:
+                        exec(code, ns)
+                        if ecode is not None:
+                                out = eval(ecode, ns)
+                finally:
+                        wall = time.time() - w0
+                        r1 = os.times()
+                        user, sys_ = r1.user - r0.user, r1.system - r0.system
+                        del t0
+                        print(f"CPU times: user {_format_time(user)}, sys: {_format_time(sys_)}, "
+                              f"total: {_format_time(user + sys_)}")
+                        print(f"Wall time: {_format_time(wall)}")
+                return out
+
+        # cell magics
+        def cell_magic_time(self, line, cell):
+                return self.magic_time("", cell)
+
+        def cell_magic_bash(self, line, cell):
+                _flush_std()
+                subprocess.run(["/bin/bash"], input=cell.encode())
+
+        def cell_magic_sh(self, line, cell):
+                _flush_std()
+                subprocess.run(["/bin/sh"], input=cell.encode())
+
+        def cell_magic_writefile(self, line, cell):
+                args = line.split()
+                append = "-a" in args or "--append" in args
+                path = os.path.expanduser([a for a in args if not a.startswith("-")][0])
+                exists = os.path.exists(path)
+                with open(path, "a" if append else "w") as f:
+                        f.write(cell)
+                verb = "Appending to" if append else ("Overwriting" if exists else "Writing")
+                print(f"{verb} {path}")
+
+
+# Cell transformation. Line-based: only lines that start a logical line are
+# looked at (not continuation lines of brackets, backslashes or multi-line
+# strings), and only these forms, as IPython transforms them:
+#   !cmd            -> get_ipython().system('cmd')
+#   x = !cmd        -> x = get_ipython().getoutput('cmd')
+#   %magic args     -> get_ipython().run_line_magic('magic', 'args')
+#   x = %magic args -> x = get_ipython().run_line_magic('magic', 'args')
+#   %%magic (first line) -> get_ipython().run_cell_magic('magic', 'args', body)
+_ASSIGN_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*([!%])(.*)$")
+_MAGIC_RE = re.compile(r"^(\s*)%([A-Za-z_]\w*)\s?(.*)$")
+_SHELL_RE = re.compile(r"^(\s*)!(.*)$")
+
+
+def _protected_rows(cell):
+        """Rows (1-based) that continue a logical line: inside brackets, strings, after '\\'."""
+        rows = set()
+        try:
+                depth = 0
+                for tok in tokenize.generate_tokens(io.StringIO(cell).readline):
+                        if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                                rows.update(range(tok.start[0] + 1, tok.end[0] + 1))
+                        elif tok.type == tokenize.OP and tok.string in "([{":
+                                if depth == 0:
+                                        open_row = tok.start[0]
+                                depth += 1
+                        elif tok.type == tokenize.OP and tok.string in ")]}":
+                                depth = max(depth - 1, 0)
+                                if depth == 0:
+                                        rows.update(range(open_row + 1, tok.end[0] + 1))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+                pass
+        lines = cell.split("\n")
+        for i, line in enumerate(lines[:-1]):
+                if line.endswith("\\"):
+                        rows.add(i + 2)
+        return rows
+
+
+def transform_cell(cell):
+        lines = cell.split("\n")
+        m = re.match(r"^%%([A-Za-z_]\w*)\s?(.*)$", lines[0]) if lines else None
+        if m:
+                body = "\n".join(lines[1:])
+                return f"get_ipython().run_cell_magic({m.group(1)!r}, {m.group(2)!r}, {body!r})\n"
+        if "!" not in cell and "%" not in cell:
+                return cell
+        protected = _protected_rows(cell)
+        out = []
+        for row, line in enumerate(lines, 1):
+                if row in protected:
+                        out.append(line)
+                        continue
+                m = _ASSIGN_RE.match(line)
+                if m and not line.lstrip().startswith(("!=",)) and not m.group(4).startswith("="):
+                        indent, target, kind, rest = m.groups()
+                        if kind == "!":
+                                out.append(f"{indent}{target} = get_ipython().getoutput({rest!r})")
+                                continue
+                        mm = re.match(r"^([A-Za-z_]\w*)\s?(.*)$", rest)
+                        if mm:
+                                out.append(f"{indent}{target} = get_ipython().run_line_magic("
+                                           f"{mm.group(1)!r}, {mm.group(2)!r})")
+                                continue
+                m = _SHELL_RE.match(line)
+                if m:
+                        out.append(f"{m.group(1)}get_ipython().system({m.group(2)!r})")
+                        continue
+                m = _MAGIC_RE.match(line)
+                if m:
+                        out.append(f"{m.group(1)}get_ipython().run_line_magic("
+                                   f"{m.group(2)!r}, {m.group(3)!r})")
+                        continue
+                out.append(line)
+        return "\n".join(out)
+
+
+def _ends_with_semicolon(cell):
+        """IPython's DisplayHook.quiet(): the last token of the cell is ';'."""
+        try:
+                tokens = list(tokenize.generate_tokens(io.StringIO(cell).readline))
+        except (tokenize.TokenError, SyntaxError, IndentationError):
+                return False
+        for tok in reversed(tokens):
+                if tok.type in (tokenize.ENDMARKER, tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+                        continue
+                return tok.type == tokenize.OP and tok.string == ";"
+        return False
+
+
+# ---------------------------------------------------------------- tracebacks
+
+
+def _source_lines(filename, lineno, before=2, after=2):
+        """IPython's context lines: '      1 code' and '----> 2 code' for the failing one."""
+        lines = linecache.getlines(filename)
+        if not lines or lineno < 1 or lineno > len(lines):
+                return ""
+        out = []
+        for n in range(max(lineno - before, 1), min(lineno + after, len(lines)) + 1):
+                text = lines[n - 1].rstrip("\n")
+                num = str(n)
+                mark = ("-" * (5 - len(num)) + "> " + num) if n == lineno else num.rjust(7)
+                out.append(f"{mark} {text}")
+        return "\n".join(out) + "\n"
+
+
+class _State:
+        fd = -1
+        req_id = 0
+
+
+_state = _State()
+
+
+class Kernel:
+        def __init__(self, fd):
+                self.fd = fd
+                self.count = 1
+                self.flags = 0
+                self.serial = 0
+                self.oldpwd = None
+                self.cell_files = {}
+                self.cell_dir = os.path.join(tempfile.gettempdir(), f"cellvm_{os.getpid()}")
+                main = types.ModuleType("__main__")
+                main.__dict__.update({"__builtins__": builtins, "__builtin__": builtins})
+                sys.modules["__main__"] = main
+                self.ns = main.__dict__
+                self.shell = Shell(self)
+                self.In = [""]
+                self.Out = {}
+                self.ns.update({"_ih": self.In, "_oh": self.Out, "In": self.In, "Out": self.Out,
+                                "_dh": [os.getcwd()], "_": "", "__": "", "___": "",
+                                "_i": "", "_ii": "", "_iii": ""})
+                self.under = ["", "", ""]  # _, __, ___ as the kernel last set them
+                self.inputs = ["", "", "", ""]  # _iii, _ii, _i, _i00
+                builtins.display = display
+                builtins.get_ipython = lambda: self.shell
+                self.loop = None
+
+        # --- tracebacks
+        def _frame_header(self, filename, lineno, func):
+                n = self.cell_files.get(filename)
+                where = f"Cell In[{n}], line {lineno}" if n is not None else f"File {filename}:{lineno}"
+                if func != "<module>":
+                        where += f", in {func}()"
+                return where
+
+        def format_traceback(self, exc):
+                name = type(exc).__name__
+                tb = exc.__traceback__
+                while tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
+                        tb = tb.tb_next
+                entries = []
+                while tb is not None:
+                        code = tb.tb_frame.f_code
+                        entries.append(self._frame_header(code.co_filename, tb.tb_lineno, code.co_name)
+                                       + "\n" + _source_lines(code.co_filename, tb.tb_lineno))
+                        tb = tb.tb_next
+                head = ["-" * 75, f"{name:<42}Traceback (most recent call last)"]
+                return head + entries + [self._exc_only(exc)]
+
+        def _exc_only(self, exc):
+                s = str(exc)
+                return f"{type(exc).__name__}: {s}" if s else type(exc).__name__
+
+        def syntax_error_traceback(self, exc):
+                lines = []
+                if exc.filename:
+                        lines.append("  " + self._frame_header(exc.filename, exc.lineno or 0, "<module>"))
+                if exc.text is not None:
+                        text = exc.text.rstrip("\n")
+                        stripped = text.lstrip()
+                        lines.append("    " + stripped)
+                        if exc.offset:
+                                caret = max(exc.offset - 1 - (len(text) - len(stripped)), 0)
+                                lines.append("    " + " " * caret + "^")
+                lines.append(f"{type(exc).__name__}: {exc.msg}")
+                return ["\n".join(lines) + "\n"]
+
+        # --- one execution
+        def _register_source(self, source):
+                self.serial += 1
+                filename = os.path.join(self.cell_dir, f"{self.serial}.py")
+                lines = source.splitlines(keepends=True)
+                linecache.cache[filename] = (len(source), None, lines, filename)
+                self.cell_files[filename] = self.count
+                return filename
+
+        def _store_inputs(self, raw, transformed):
+                n = self.count
+                self.In.append(transformed)
+                self.inputs = self.inputs[1:] + [raw]
+                _iii, _ii, _i, _i00 = self.inputs
+                self.ns.update({"_i": _i, "_ii": _ii, "_iii": _iii, f"_i{n}": _i00})
+
+        def _displayhook(self, value, cell):
+                if value is None or _ends_with_semicolon(cell):
+                        return
+                n = self.count
+                if value is not self.Out:
+                        update = all(self.ns.get(u, None) is mine for u, mine in
+                                     zip(("_", "__", "___"), self.under) if u in self.ns)
+                        self.under = [value, self.under[0], self.under[1]]
+                        if update and "_" not in builtins.__dict__:
+                                self.ns.update(zip(("_", "__", "___"), self.under))
+                        self.ns[f"_{n}"] = value
+                        self.Out[n] = value
+                data, md = format_bundle(value)
+                if data:
+                        body = {"execution_count": n, "data": data}
+                        if md:
+                                body["metadata"] = md
+                        _send(RESULT, body)
+
+        def _run_code(self, code):
+                result = eval(code, self.ns)
+                if code.co_flags & 0x80 and result is not None:  # CO_COROUTINE: top-level await
+                        import asyncio
+                        if self.loop is None:
+                                self.loop = asyncio.new_event_loop()
+                        result = self.loop.run_until_complete(result)
+                return result
+
+        def run_cell(self, raw):
+                """Runs one cell; returns the exception it raised (or None)."""
+                if not raw or raw.isspace():
+                        return None
+                cell = transform_cell(raw)
+                self._store_inputs(raw, cell)
+                filename = self._register_source(cell)
+                flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                try:
+                        tree = compile(cell, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+                        last = None
+                        if tree.body and isinstance(tree.body[-1], ast.Expr):
+                                last = ast.Expression(tree.body.pop().value)
+                        codes = [compile(tree, filename, "exec", flags, dont_inherit=True)]
+                        self.flags |= codes[0].co_flags & FUTURE_FLAGS
+                        if last is not None:
+                                codes.append(compile(last, filename, "eval", self.flags
+                                                     | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True))
+                except (OverflowError, SyntaxError, ValueError, TypeError, MemoryError) as e:
+                        self.error = e
+                        self._send_error(e)
+                        return e
+                err = None
+                try:
+                        _set_sigint(True)
+                        try:
+                                self._run_code(codes[0])
+                                if len(codes) > 1:
+                                        self._displayhook(self._run_code(codes[1]), cell)
+                        finally:
+                                _set_sigint(False)
+                except BaseException as e:  # noqa: BLE001 - every cell error is reported
+                        err = e
+                try:
+                        _set_sigint(True)
+                        try:
+                                _flush_figures()
+                        finally:
+                                _set_sigint(False)
+                except BaseException as e:  # noqa: BLE001
+                        err = err or e
+                if err is not None:
+                        self._send_error(err)
+                return err
+
+        def _send_error(self, e):
+                if isinstance(e, SyntaxError):
+                        tb = self.syntax_error_traceback(e)
+                elif isinstance(e, UsageError):
+                        tb = [f"UsageError: {e}"]
+                elif isinstance(e, SystemExit):
+                        tb = ["An exception has occurred, use %tb to see the full traceback.\n",
+                              self._exc_only(e) + "\n"]
+                        sys.stderr.write("UserWarning: To exit: use 'exit', 'quit', or Ctrl-D.\n")
+                else:
+                        tb = self.format_traceback(e)
+                _send(EXEC_ERROR, {"name": type(e).__name__, "value": str(e), "traceback": tb})
+                e.__traceback__ = None
+
+        def execute(self, req_id, body):
+                _state.req_id = req_id
+                code = body.get("code", "")
+                envs = body.get("envs") or {}
+                saved = {k: os.environ.get(k) for k in envs}
+                count = self.count
+                ended = False
+                try:
+                        for k, v in envs.items():
+                                os.environ[str(k)] = str(v)
+                        _send(EXEC_INPUT, {"execution_count": count})
+                        err = self.run_cell(code if isinstance(code, str) else "")
+                        if code and not code.isspace():
+                                self.count += 1
+                finally:
+                        for k, v in saved.items():
+                                if v is None:
+                                        os.environ.pop(k, None)
+                                else:
+                                        os.environ[k] = v
+                        _flush_std()
+                ended = True
+                _send(X_END, {"status": "ok" if err is None else "error", "execution_count": count})
+                return ended
+
+        def serve(self):
+                while True:
+                        try:
+                                msg = _cellvm.recv(self.fd)
+                        except KeyboardInterrupt:
+                                continue
+                        if msg is None:
+                                return
+                        mtype, req_id, body = msg
+                        if mtype != X_EXECUTE:
+                                print(f"cellvm-executor: ignoring message type {mtype:#x}", file=sys.stderr)
+                                continue
+                        self._execute_guarded(req_id, body)
+
+        def _execute_guarded(self, req_id, body):
+                # A SIGINT landing in kernel code right at a cell's edge must still
+                # end the request with exactly one X_END.
+                try:
+                        self.execute(req_id, body)
+                except KeyboardInterrupt as e:
+                        _state.req_id = req_id
+                        _send(EXEC_ERROR, {"name": "KeyboardInterrupt", "value": "",
+                                           "traceback": self.format_traceback(e)})
+                        _send(X_END, {"status": "error", "execution_count": self.count - 1})
+
+
+def _set_sigint(running):
+        # ipykernel: SIGINT raises KeyboardInterrupt only while a cell runs.
+        signal.signal(signal.SIGINT, signal.default_int_handler if running else signal.SIG_IGN)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def _default_mplconfigdir():
+        if "MPLCONFIGDIR" in os.environ:
+                return
+        home = os.environ.get("HOME")
+        if home:
+                cfg = os.path.join(home, ".config", "matplotlib")
+                try:
+                        os.makedirs(cfg, exist_ok=True)
+                        if os.access(cfg, os.W_OK):
+                                return
+                except OSError:
+                        pass
+        path = os.path.join(tempfile.gettempdir(), f"cellvm-matplotlib-{os.getuid()}")
+        try:
+                os.makedirs(path, mode=0o700, exist_ok=True)
+                os.environ["MPLCONFIGDIR"] = path
+        except OSError:
+                pass
+
+
+def zygote_preload(modules):
+        """Imports the preloads in the zygote; returns (preloaded, errors)."""
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        sys.modules["_cellvm_mpl"] = _make_mpl_backend()
+        _default_mplconfigdir()
+        _install_finders()
+        preloaded, errors = [], []
+        for name in modules:
+                if not name:
+                        continue
+                try:
+                        importlib.import_module(name)
+                        preloaded.append(name)
+                except BaseException as e:  # noqa: BLE001 - report, never die
+                        errors.append(f"{name}: {type(e).__name__}: {e}")
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is not None:
+                try:
+                        _warm_matplotlib(plt)
+                except Exception as e:
+                        errors.append(f"matplotlib warm-up: {type(e).__name__}: {e}")
+        for name in ("cellvm_pretty",):
+                try:
+                        importlib.import_module(name)
+                except Exception:
+                        pass
+        return preloaded, errors
+
+
+def _warm_matplotlib(plt):
+        """Select the backend and render text once so contexts start with fonts loaded."""
+        plt.switch_backend(plt.rcParams["backend"])
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        fig = Figure()
+        FigureCanvasAgg(fig)
+        fig.add_subplot().set_title("cellvm")
+        fig.canvas.draw()
+        mpl = sys.modules.get("_cellvm_mpl")
+        if mpl is not None and "show" in mpl.__dict__:
+                mpl.show._draw_called = False
+                mpl.show._to_draw = []
+
+
+def _reset_after_fork():
+        for sig in signal.valid_signals():
+                if sig in (signal.SIGKILL, signal.SIGSTOP):
+                        continue
+                handler = signal.SIG_DFL
+                if sig in (signal.SIGPIPE, getattr(signal, "SIGXFSZ", None)):
+                        handler = signal.SIG_IGN  # what Python's startup sets
+                if sig == signal.SIGINT:
+                        handler = signal.SIG_IGN  # until a cell runs (ipykernel)
+                try:
+                        signal.signal(sig, handler)
+                except (OSError, ValueError, RuntimeError):
+                        pass
+        np = sys.modules.get("numpy")
+        if np is not None:
+                try:
+                        np.random.seed()  # the zygote's global RandomState is shared otherwise
+                except Exception:
+                        pass
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
+                                      errors="backslashreplace", write_through=True)
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
+                                      errors="backslashreplace", write_through=True)
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+        sys.argv = [""]
+        warnings.resetwarnings()
+        # IPython shows DeprecationWarnings raised by code in the cells.
+        warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+
+
+def executor_main(fd):
+        """Runs in a forked executor: X_READY, then one X_EXECUTE at a time until EOF."""
+        _reset_after_fork()
+        _install_finders()
+        kernel = Kernel(fd)
+        _state.fd = fd
+        _state.req_id = 0
+        _cellvm.send(fd, X_READY, 0, {"pid": os.getpid()})
+        kernel.serve()
+        _flush_std()

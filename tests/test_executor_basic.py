@@ -1,0 +1,155 @@
+"""Notebook semantics of a real cellvm-executor: namespace, results, output, errors, envs."""
+
+import os
+import time
+
+from test_executor_harness import (DISPLAY, EXEC_ERROR, EXEC_INPUT, RESULT, STREAM,  # noqa: F401
+                                   ex, zygote)
+
+
+def test_namespace_persists_and_counts(ex):
+    r = ex.ok("x = 41")
+    assert r.events[0] == (EXEC_INPUT, {"execution_count": 1})
+    assert r.result is None and r.end["execution_count"] == 1
+    r = ex.ok("x + 1")
+    assert r.result == {"execution_count": 2, "data": {"text/plain": "42"}}
+    assert ex.ok("__name__").text == "'__main__'"
+    assert ex.ok("import builtins; __builtins__ is builtins").text == "True"
+
+
+def test_count_increments_on_error_and_syntax_error(ex):
+    assert ex.run("1/0").end == {"status": "error", "execution_count": 1}
+    assert ex.run("x = (").end == {"status": "error", "execution_count": 2}
+    assert ex.ok("3").result["execution_count"] == 3
+
+
+def test_future_flags_carry_across_cells(ex):
+    ex.ok("from __future__ import annotations")
+    r = ex.ok("def f(a: UndefinedName) -> None: pass\nf.__annotations__['a']")
+    assert r.text == "'UndefinedName'"
+
+
+def test_semicolon_none_and_underscores(ex):
+    assert ex.ok("1;").result is None
+    assert ex.ok("1; # comment").result is None
+    assert ex.ok("None").result is None
+    ex.ok("10")
+    ex.ok("20")
+    ex.ok("30")
+    assert ex.ok("(_, __, ___)").text == "(30, 20, 10)"
+    assert ex.ok("Out[5], _5, type(Out).__name__").text == "(20, 20, 'dict')"
+    assert ex.ok("In[5], _i5, _i").text == "('20', '20', 'Out[5], _5, type(Out).__name__')"
+
+
+def test_stream_order_print_display_print(ex):
+    r = ex.ok("print('a')\ndisplay('b')\nprint('c')")
+    kinds = []
+    for t, b in r.events[1:]:
+        if t == STREAM and kinds and kinds[-1][0] == STREAM:
+            kinds[-1] = (STREAM, kinds[-1][1] + b["text"])
+        else:
+            kinds.append((t, b["text"] if t == STREAM else b["data"]["text/plain"]))
+    assert kinds == [(STREAM, "a\n"), (DISPLAY, "'b'"), (STREAM, "c\n")]
+
+
+def test_fd_level_output(ex):
+    r = ex.ok("import os, subprocess, ctypes\n"
+              "os.write(1, b'fd1\\n')\n"
+              "subprocess.run(['echo', 'sub'])\n"
+              "libc = ctypes.CDLL(None); libc.printf(b'libc\\n'); libc.fflush(None)\n"
+              "os.write(2, b'fd2\\n')\n"
+              "print('py');")
+    assert r.stdout == "fd1\nsub\nlibc\npy\n"
+    assert r.stderr == "fd2\n"
+
+
+def test_error_name_value_and_traceback_shows_cell_source(ex):
+    r = ex.run("def f():\n    raise ValueError('bad thing')\nf()")
+    e = r.error
+    assert (e["name"], e["value"]) == ("ValueError", "bad thing")
+    tb = "\n".join(e["traceback"])
+    assert "raise ValueError('bad thing')" in tb and "----> 3 f()" in tb
+    assert "cellvm kernel" not in tb
+    assert r.end["status"] == "error"
+
+
+def test_syntax_and_indentation_errors(ex):
+    e = ex.run("x = (").error
+    assert e["name"] == "SyntaxError" and "never closed" in e["value"]
+    assert "x = (" in e["traceback"][0]
+    assert ex.run("if 1:\nprint(1)").error["name"] == "IndentationError"
+
+
+def test_system_exit_is_an_error_and_kernel_survives(ex):
+    e = ex.run("import sys; sys.exit(3)").error
+    assert (e["name"], e["value"]) == ("SystemExit", "3")
+    assert ex.ok("1+1").text == "2"
+
+
+def test_os_exit_kills_only_the_executor(zygote):
+    a, b = zygote.spawn(), zygote.spawn()
+    r = a.run("import os; os._exit(7)")
+    assert r.end is None and a.dead
+    deadline = time.monotonic() + 5
+    while a.alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not a.alive()
+    assert b.ok("2*3").text == "6"
+    assert zygote.spawn().ok("1").text == "1"
+
+
+def test_envs_set_for_one_execution_and_restored(ex):
+    os.environ.pop("CELLVM_T_NEW", None)
+    ex.ok("import os; os.environ['CELLVM_T_OLD'] = 'old'")
+    r = ex.ok("os.environ.get('CELLVM_T_NEW'), os.environ['CELLVM_T_OLD']",
+              envs={"CELLVM_T_NEW": "new", "CELLVM_T_OLD": "changed"})
+    assert r.text == "('new', 'changed')"
+    assert ex.ok("!echo $CELLVM_T_NEW-x", envs={"CELLVM_T_NEW": "sh"}).stdout == "sh-x\n"
+    assert ex.ok("'CELLVM_T_NEW' in os.environ, os.environ['CELLVM_T_OLD']").text == \
+        "(False, 'old')"
+
+
+def test_shell_lines_and_capture(ex):
+    r = ex.ok("for i in range(2):\n    !echo loop{i}\nx = !printf 'a\\nb\\n'\nx")
+    assert r.stdout == "loop0\nloop1\n"
+    assert r.text == "['a', 'b']"
+    s = ex.ok("s = '''\n!not a command\n'''\ns")
+    assert s.text == "'\\n!not a command\\n'"
+
+
+def test_magics(ex, tmp_path):
+    assert ex.ok("%matplotlib inline").events[1:] == []
+    assert ex.ok("%cd " + str(tmp_path)).stdout == str(tmp_path) + "\n"
+    assert ex.ok("%pwd").text == repr(str(tmp_path))
+    assert ex.ok("%env CELLVM_T_MAGIC=1").stdout == "env: CELLVM_T_MAGIC=1\n"
+    assert ex.ok("%env CELLVM_T_MAGIC").text == "'1'"
+    r = ex.ok("%time sum(range(10))")
+    assert r.text == "45"
+    assert r.stdout.startswith("CPU times: user ") and "\nWall time: " in r.stdout
+    e = ex.run("%nosuchmagic").error
+    assert (e["name"], e["value"]) == ("UsageError", "Line magic function `%nosuchmagic` not found.")
+
+
+def test_top_level_await(ex):
+    assert ex.ok("import asyncio\nawait asyncio.sleep(0)\n5").text == "5"
+
+
+def test_contexts_are_forked_with_preloads(zygote):
+    e = zygote.spawn()
+    r = e.ok("import sys; all(m in sys.modules for m in "
+             "('numpy', 'pandas', 'matplotlib', 'matplotlib.pyplot'))")
+    assert r.text == "True"
+    # numpy works after fork (OpenBLAS threads) and random state differs per context
+    a = e.ok("import numpy as np; (np.ones((64, 64)) @ np.ones((64, 64)))[0, 0]").text
+    assert a == "64.0"
+    r1 = e.ok("np.random.rand()").text
+    r2 = zygote.spawn().ok("import numpy as np; np.random.rand()").text
+    assert r1 != r2
+
+
+def test_cwd_and_isolated_fds(zygote, tmp_path):
+    e = zygote.spawn(cwd=str(tmp_path))
+    assert e.ok("import os; os.getcwd()").text == repr(str(tmp_path))
+    assert e.ok("sorted(os.listdir('/proc/self/fd'))").text in ("['0', '1', '2', '3', '4']",
+                                                                "['0', '1', '2', '3']")
+    assert e.ok("os.getsid(0) == os.getpid()").text == "True"
