@@ -1,0 +1,236 @@
+/*
+ * cellvm-agent: the state shared by its parts. One single-threaded epoll loop
+ * (loop.c) drives connections (conn.c, requests.c), contexts with their
+ * executor processes (context.c, execution.c) and the zygote (zygote.c).
+ */
+#ifndef CELLVM_AGENT_H
+#define CELLVM_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <signal.h>
+#include <sys/types.h>
+
+#include "buf.h"
+#include "reader.h"
+#include "utf8_stream.h"
+#include "uuid.h"
+
+#define AGENT_VERSION "0.1.0"
+
+/* Output queued for a connection past which the agent stops reading what feeds it. */
+#define CONN_HIGH_WATER (4u * 1024u * 1024u)
+/* Requests one connection may have in flight (queued or running executions). */
+#define CONN_MAX_INFLIGHT 1024u
+#define AGENT_MAX_CONTEXTS 64u
+/* Between the interrupt of a cell and the kill of its process (spec section 4). */
+#define INTERRUPT_GRACE_NS (2000000000ull)
+/* Time an executor gets from Z_SPAWN to X_READY. */
+#define EXECUTOR_START_TIMEOUT_NS (60000000000ull)
+/* Consecutive failed starts after which queued executions are failed. */
+#define CONTEXT_MAX_START_FAILURES 3u
+
+struct agent;
+
+/* An fd in the epoll set; `fn` handles its events. Embedded in its owner. */
+struct watch {
+        int fd;
+        uint32_t events; /* registered interest, 0 = not in the epoll set */
+        void (*fn)(struct agent *a, struct watch *w, uint32_t events);
+};
+
+enum transport { TR_UNIX, TR_VSOCK, TR_TCP, TR_SERIAL };
+
+struct listener {
+        struct listener *next;
+        enum transport kind;
+        char *addr;      /* as given on the command line */
+        char *unix_path; /* removed at exit */
+        struct watch w;
+        struct conn *serial_conn; /* TR_SERIAL: the one connection, NULL while reopening */
+        uint64_t reopen_at;       /* TR_SERIAL: monotonic ns of the next open attempt, 0 = none */
+};
+
+struct conn {
+        struct conn *next;
+        unsigned num; /* for logs */
+        enum transport kind;
+        struct listener *serial; /* set for the serial port's connection */
+        struct watch w;
+        struct cv_reader rd;
+        struct cv_buf out;
+        bool hello_done;
+        bool dirty;         /* output appended since the last flush */
+        bool closing;       /* flush what can be flushed, then close */
+        struct exec *execs; /* in flight, linked by conn_next */
+        unsigned ninflight;
+};
+
+enum exec_end { END_NORMAL, END_TIMEOUT, END_CANCELLED };
+
+/* One EXECUTE request. */
+struct exec {
+        struct exec *queue_next; /* in its context's queue */
+        struct exec *conn_next;  /* in its connection's in-flight list */
+        struct conn *conn;       /* NULL once the client is gone: output is dropped */
+        struct context *ctx;
+        uint32_t client_id;
+        uint32_t internal_id;
+        struct cv_buf xbody; /* the X_EXECUTE body */
+        uint64_t timeout_ns; /* 0 = none */
+        uint64_t deadline;   /* monotonic ns, while running */
+        enum exec_end end;
+        bool running;
+        bool input_seen;          /* EXEC_INPUT relayed: output from now on is the cell's */
+        uint64_t execution_count; /* from EXEC_INPUT */
+};
+
+enum ctx_state {
+        CTX_WAIT_ZYGOTE, /* no process; spawn when the zygote is ready */
+        CTX_STARTING,    /* Z_SPAWN sent, waiting for X_READY */
+        CTX_READY,       /* executor idle or running `running` */
+        CTX_DYING,       /* control socket closed, waiting to reap the executor */
+        CTX_BACKOFF,     /* failed to start; respawn at `respawn_at` */
+};
+
+struct context {
+        struct context *next;
+        char id[UUID_TEXT_LEN + 1];
+        char *cwd;
+        enum ctx_state state;
+        bool removed;        /* gone from the list; freed once its process is */
+        bool restarting;     /* CONTEXT_RESTART: the death is expected */
+        bool executor_ready; /* the current executor sent X_READY */
+        pid_t pid;           /* executor pid, 0 if unknown */
+        uint32_t spawn_id;
+        unsigned start_failures;
+        uint64_t start_deadline; /* CTX_STARTING: kill if not ready by then */
+        uint64_t kill_at;        /* monotonic ns of the SIGKILL after an interrupt, 0 = none */
+        uint64_t respawn_at;
+        struct watch ctl, out, err; /* control socket, stdout and stderr pipes */
+        struct cv_reader ctl_rd;
+        struct cv_buf ctl_out;
+        struct utf8_stream dec_out, dec_err;
+        bool paused; /* the running execution's client is over its high water */
+        struct exec *queue_head, *queue_tail; /* waiting executions */
+        struct exec *running;
+        char *death_reason; /* why the last executor ended, for ContextRestarted */
+};
+
+struct zygote {
+        pid_t pid;
+        bool ready;
+        struct watch w;
+        struct cv_reader rd;
+        struct cv_buf out;
+        uint64_t started_at;
+        uint64_t restart_at; /* monotonic ns, 0 = none */
+};
+
+#define BOOT_MAX_STAMPS 32
+
+struct boot_stamp {
+        char name[64];
+        uint64_t ns;
+};
+
+struct agent {
+        int epfd;
+        struct watch sig;
+        struct listener *listeners;
+        struct conn *conns;
+        unsigned next_conn_num;
+        struct context *contexts; /* includes removed ones still dying */
+        unsigned ncontexts;       /* not removed */
+        char default_ctx[UUID_TEXT_LEN + 1];
+        struct zygote zyg;
+        const char *executor;
+        const char *preload;
+        const char *workdir;
+        uint32_t next_internal_id;
+        uint32_t next_spawn_id;
+        struct boot_stamp boot[BOOT_MAX_STAMPS];
+        size_t nboot;
+        bool stopping;
+        struct cv_buf scratch; /* reusable encoding space */
+};
+
+/* --- loop.c --- */
+uint64_t now_mono(void);
+uint64_t now_boottime(void);
+/* Sets the epoll interest of `w` (0 removes it from the set). Returns 0 or -errno. */
+int watch_set(struct agent *a, struct watch *w, uint32_t events);
+/* Removes `w` from the epoll set and closes its fd. */
+void watch_close(struct agent *a, struct watch *w);
+int loop_run(struct agent *a);
+/* The signals the loop reads from its signalfd (blocked in the agent; children unblock them). */
+int loop_signals(sigset_t *set);
+
+/* --- boot.c --- */
+void boot_stamp(struct agent *a, const char *name, uint64_t ns);
+void boot_stamps_from_env(struct agent *a);
+
+/* --- listen.c --- */
+int listener_add(struct agent *a, const char *addr);
+void listeners_close(struct agent *a);
+void serial_reopen_due(struct agent *a, uint64_t now);
+/* The serial port's connection closed: reopen the port shortly. */
+void serial_hung_up(struct listener *l);
+
+/* --- conn.c --- */
+struct conn *conn_new(struct agent *a, int fd, enum transport kind);
+void conn_close(struct agent *a, struct conn *c, const char *why);
+/* Flushes connections with new output and parses requests left in read buffers.
+ * Returns true if work remains (poll without sleeping). */
+bool conn_flush_dirty(struct agent *a);
+/* Marks output appended to `c` so the loop flushes it. */
+void conn_touch(struct conn *c);
+bool conn_over_high_water(const struct conn *c);
+/* Cancels every in-flight request of `c` without sending anything (disconnect). */
+void conn_drop_inflight(struct agent *a, struct conn *c);
+void conn_send_error(struct agent *a, struct conn *c, uint32_t id, const char *code,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/* --- requests.c --- */
+void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
+                      const uint8_t *body, size_t len);
+
+/* --- context.c --- */
+struct context *context_new(struct agent *a, const char *cwd, int *err);
+struct context *context_find(struct agent *a, const char *id, size_t len);
+void context_spawn(struct agent *a, struct context *ctx);
+void context_restart(struct agent *a, struct context *ctx);
+void context_remove(struct agent *a, struct context *ctx);
+/* The executor with `pid` was reaped; returns true if it belonged to a context. */
+bool context_reaped(struct agent *a, pid_t pid, int status);
+void contexts_timers(struct agent *a, uint64_t now, uint64_t *next);
+void context_update_interest(struct agent *a, struct context *ctx);
+void contexts_kill_all(struct agent *a);
+/* Handles executor messages left in read buffers; true if some remain (poll again at once). */
+bool contexts_pending_work(struct agent *a);
+
+/* --- execution.c --- */
+void exec_enqueue(struct agent *a, struct context *ctx, struct exec *e);
+void exec_start_next(struct agent *a, struct context *ctx);
+void exec_cancel(struct agent *a, struct exec *e, bool notify);
+void exec_interrupt(struct agent *a, struct context *ctx);
+void exec_finish(struct agent *a, struct exec *e, const uint8_t *xend_body, size_t len);
+void exec_died(struct agent *a, struct exec *e, const char *why);
+void exec_free(struct exec *e);
+void exec_relay(struct agent *a, struct exec *e, uint16_t type, const uint8_t *body, size_t len);
+void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t *p, size_t n,
+                 bool final);
+void exec_detach_conn(struct exec *e);
+
+/* --- zygote.c --- */
+int zygote_start(struct agent *a);
+int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, int err_fd);
+bool zygote_reaped(struct agent *a, pid_t pid, int status);
+void zygote_timers(struct agent *a, uint64_t now, uint64_t *next);
+void zygote_stop(struct agent *a);
+
+/* Formats a wait status as "exited with status N" / "killed by signal N (NAME)". */
+void describe_status(int status, char *out, size_t size);
+
+#endif

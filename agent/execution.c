@@ -1,0 +1,291 @@
+/* EXECUTE requests: queueing per context, relaying executor output, the terminal reply. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent.h"
+#include "cbor_util.h"
+#include "log.h"
+#include "msgtypes.h"
+#include "writer.h"
+
+/* Bytes of dropped output shown in the log. */
+#define DROPPED_SHOWN 200
+
+void exec_free(struct exec *e)
+{
+        cv_buf_free(&e->xbody);
+        free(e);
+}
+
+void exec_detach_conn(struct exec *e)
+{
+        struct conn *c = e->conn;
+        if (!c)
+                return;
+        for (struct exec **pp = &c->execs; *pp; pp = &(*pp)->conn_next) {
+                if (*pp == e) {
+                        *pp = e->conn_next;
+                        break;
+                }
+        }
+        c->ninflight--;
+        e->conn = NULL;
+        e->conn_next = NULL;
+}
+
+void exec_enqueue(struct agent *a, struct context *ctx, struct exec *e)
+{
+        e->ctx = ctx;
+        e->conn_next = e->conn->execs;
+        e->conn->execs = e;
+        e->conn->ninflight++;
+        if (ctx->queue_tail)
+                ctx->queue_tail->queue_next = e;
+        else
+                ctx->queue_head = e;
+        ctx->queue_tail = e;
+        exec_start_next(a, ctx);
+}
+
+void exec_start_next(struct agent *a, struct context *ctx)
+{
+        if (ctx->state != CTX_READY || ctx->running || !ctx->queue_head)
+                return;
+        struct exec *e = ctx->queue_head;
+        ctx->queue_head = e->queue_next;
+        if (!ctx->queue_head)
+                ctx->queue_tail = NULL;
+        e->queue_next = NULL;
+        e->running = true;
+        e->internal_id = ++a->next_internal_id;
+        if (e->internal_id == 0)
+                e->internal_id = ++a->next_internal_id;
+        ctx->running = e;
+        ctx->dec_out.npending = ctx->dec_err.npending = 0;
+        int rc = cv_out_msg(&ctx->ctl_out, CV_MSG_X_EXECUTE, 0, e->internal_id,
+                            cv_buf_head(&e->xbody), cv_buf_pending(&e->xbody));
+        cv_buf_free(&e->xbody);
+        if (rc == 0)
+                rc = cv_buf_flush(&ctx->ctl_out, ctx->ctl.fd);
+        if (rc < 0)
+                /* The control socket's EOF or the reaping settles the execution. */
+                log_error("context %s: sending X_EXECUTE: %s", ctx->id, strerror(-rc));
+        e->deadline = e->timeout_ns ? now_mono() + e->timeout_ns : 0;
+        log_debug("context %s: running execution %u (conn %u id %u)", ctx->id, e->internal_id,
+                  e->conn ? e->conn->num : 0, e->client_id);
+        context_update_interest(a, ctx);
+}
+
+void exec_cancel(struct agent *a, struct exec *e, bool notify)
+{
+        struct context *ctx = e->ctx;
+        if (!e->running) {
+                struct exec *prev = NULL;
+                for (struct exec *q = ctx->queue_head; q; prev = q, q = q->queue_next) {
+                        if (q != e)
+                                continue;
+                        if (prev)
+                                prev->queue_next = e->queue_next;
+                        else
+                                ctx->queue_head = e->queue_next;
+                        if (ctx->queue_tail == e)
+                                ctx->queue_tail = prev;
+                        break;
+                }
+                if (notify && e->conn)
+                        conn_send_error(a, e->conn, e->client_id, CV_ERR_CANCELLED,
+                                        "cancelled before it started");
+                exec_detach_conn(e);
+                exec_free(e);
+                return;
+        }
+        e->end = END_CANCELLED;
+        if (!notify) {
+                exec_detach_conn(e);
+                /* No client to slow us down any more. */
+                context_update_interest(a, ctx);
+        }
+        exec_interrupt(a, ctx);
+}
+
+/* Queues a message for the execution's client, and pauses the context if that fills it up. */
+static void send_to_client(struct agent *a, struct exec *e, uint16_t type, const uint8_t *body,
+                           size_t len)
+{
+        struct conn *c = e->conn;
+        if (!c)
+                return;
+        int rc = cv_out_msg(&c->out, type, 0, e->client_id, body, len);
+        if (rc < 0)
+                log_error("conn %u: id %u: queueing %s (%zu bytes): %s", c->num, e->client_id,
+                          cv_msg_type_name(type), len, strerror(-rc));
+        conn_touch(c);
+        if (conn_over_high_water(c) && !e->ctx->paused)
+                context_update_interest(a, e->ctx);
+}
+
+void exec_relay(struct agent *a, struct exec *e, uint16_t type, const uint8_t *body, size_t len)
+{
+        if (type == CV_MSG_EXEC_INPUT) {
+                cbor_item_t *item;
+                if (cv_body_parse(body, len, &item) == 0) {
+                        uint64_t n;
+                        if (cv_map_get_uint(item, "execution_count", &n) == 0)
+                                e->execution_count = n;
+                        cbor_decref(&item);
+                }
+        }
+        send_to_client(a, e, type, body, len);
+}
+
+static void log_dropped(struct context *ctx, int which, const uint8_t *p, size_t n)
+{
+        char shown[DROPPED_SHOWN * 4 + 1];
+        size_t k = 0;
+        for (size_t i = 0; i < n && i < DROPPED_SHOWN; i++) {
+                uint8_t ch = p[i];
+                if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+                        shown[k++] = (char)ch;
+                else
+                        k += (size_t)snprintf(shown + k, sizeof(shown) - k, "\\x%02x", ch);
+        }
+        shown[k] = 0;
+        log_info("context %s: %zu bytes of %s with no execution running, dropped: %s%s", ctx->id, n,
+                 which == 1 ? "stdout" : "stderr", shown, n > DROPPED_SHOWN ? "..." : "");
+}
+
+void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t *p, size_t n,
+                 bool final)
+{
+        struct exec *e = ctx->running;
+        struct utf8_stream *dec = which == 1 ? &ctx->dec_out : &ctx->dec_err;
+        /* Before EXEC_INPUT the cell has not started: this output is not its. */
+        if (!e || !e->input_seen) {
+                if (n)
+                        log_dropped(ctx, which, p, n);
+                dec->npending = 0;
+                return;
+        }
+        if (!e->conn) {
+                dec->npending = 0;
+                return;
+        }
+        struct cv_buf *text = &a->scratch;
+        cv_buf_reset(text);
+        utf8_stream_decode(dec, p, n, final, text);
+        if (text->err) {
+                log_error("context %s: decoding output: %s", ctx->id, strerror(-text->err));
+                return;
+        }
+        if (cv_buf_pending(text) == 0)
+                return;
+        struct cv_buf *b = &e->conn->out;
+        size_t mark;
+        cv_out_begin(b, &mark);
+        cv_enc_map(b, 2);
+        cv_enc_cstr(b, "name");
+        cv_enc_cstr(b, which == 1 ? "stdout" : "stderr");
+        cv_enc_cstr(b, "text");
+        cv_enc_text(b, (const char *)cv_buf_head(text), cv_buf_pending(text));
+        int rc = cv_out_end(b, mark, CV_MSG_STREAM, e->client_id);
+        if (rc < 0)
+                log_error("conn %u: id %u: queueing STREAM: %s", e->conn->num, e->client_id,
+                          strerror(-rc));
+        conn_touch(e->conn);
+        if (conn_over_high_water(e->conn) && !ctx->paused)
+                context_update_interest(a, ctx);
+}
+
+/* Flushes cut UTF-8 sequences as U+FFFD: nothing more of this execution's output follows. */
+static void flush_streams(struct agent *a, struct context *ctx)
+{
+        if (ctx->dec_out.npending)
+                exec_stream(a, ctx, 1, NULL, 0, true);
+        if (ctx->dec_err.npending)
+                exec_stream(a, ctx, 2, NULL, 0, true);
+}
+
+/* Sends the terminal message for how `e` ended, then forgets it. */
+static void send_terminal(struct agent *a, struct exec *e, const char *status, uint64_t count)
+{
+        struct conn *c = e->conn;
+        if (c) {
+                if (e->end == END_TIMEOUT) {
+                        conn_send_error(a, c, e->client_id, CV_ERR_TIMEOUT,
+                                        "the execution exceeded its timeout of %llu ms",
+                                        (unsigned long long)(e->timeout_ns / 1000000ull));
+                } else if (e->end == END_CANCELLED) {
+                        conn_send_error(a, c, e->client_id, CV_ERR_CANCELLED,
+                                        "the execution was cancelled");
+                } else {
+                        struct cv_buf *b = &c->out;
+                        size_t mark;
+                        cv_out_begin(b, &mark);
+                        cv_enc_map(b, 2);
+                        cv_enc_cstr(b, "status");
+                        cv_enc_cstr(b, status);
+                        cv_enc_cstr(b, "execution_count");
+                        cv_enc_uint(b, count);
+                        int rc = cv_out_end(b, mark, CV_MSG_OK, e->client_id);
+                        if (rc < 0)
+                                conn_send_error(a, c, e->client_id, CV_ERR_INTERNAL,
+                                                "encoding the reply: %s", strerror(-rc));
+                        conn_touch(c);
+                }
+        }
+        exec_detach_conn(e);
+        exec_free(e);
+}
+
+void exec_finish(struct agent *a, struct exec *e, const uint8_t *body, size_t len)
+{
+        /* ctx->running is already cleared; flush as if it still ran. */
+        e->ctx->running = e;
+        flush_streams(a, e->ctx);
+        e->ctx->running = NULL;
+        const char *status = "error";
+        uint64_t count = e->execution_count;
+        cbor_item_t *item;
+        if (cv_body_parse(body, len, &item) == 0) {
+                const char *s;
+                size_t n;
+                if (cv_map_get_str(item, "status", &s, &n) == 0 && n == 2 &&
+                    memcmp(s, "ok", 2) == 0)
+                        status = "ok";
+                uint64_t c;
+                if (cv_map_get_uint(item, "execution_count", &c) == 0)
+                        count = c;
+                cbor_decref(&item);
+        } else {
+                log_error("context %s: X_END body is not a CBOR map", e->ctx->id);
+        }
+        log_debug("context %s: execution %u ended: %s", e->ctx->id, e->internal_id, status);
+        send_terminal(a, e, status, count);
+}
+
+void exec_died(struct agent *a, struct exec *e, const char *why)
+{
+        struct context *ctx = e->ctx;
+        /* ctx->running is already cleared; flush as if it still ran. */
+        ctx->running = e;
+        flush_streams(a, ctx);
+        ctx->running = NULL;
+        if (e->conn) {
+                struct cv_buf *b = &e->conn->out;
+                size_t mark;
+                cv_out_begin(b, &mark);
+                cv_enc_map(b, 3);
+                cv_enc_cstr(b, "name");
+                cv_enc_cstr(b, "ContextRestarted");
+                cv_enc_cstr(b, "value");
+                cv_enc_cstr(b, why);
+                cv_enc_cstr(b, "traceback");
+                cv_enc_array(b, 0);
+                int rc = cv_out_end(b, mark, CV_MSG_EXEC_ERROR, e->client_id);
+                if (rc < 0)
+                        log_error("conn %u: queueing EXEC_ERROR: %s", e->conn->num, strerror(-rc));
+        }
+        send_terminal(a, e, "error", e->execution_count);
+}

@@ -1,0 +1,219 @@
+/* cellvm-agent: serves the cellvm protocol (docs/PROTOCOL.md) to host clients. */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+
+#define DEFAULT_PRELOAD "numpy,pandas,matplotlib,matplotlib.pyplot"
+#define MAX_LISTEN 16
+
+static void usage(FILE *f)
+{
+        fprintf(
+            f,
+            "usage: cellvm-agent --listen ADDR [--listen ADDR ...] --workdir DIR\n"
+            "                    [--executor PATH] [--preload LIST] [--log-level LEVEL]\n"
+            "\n"
+            "Serves the cellvm protocol (docs/PROTOCOL.md) until SIGTERM or SIGINT.\n"
+            "\n"
+            "  --listen ADDR      unix:PATH              Unix stream socket (created; removed at "
+            "exit)\n"
+            "                     vsock:PORT             AF_VSOCK stream socket, any CID\n"
+            "                     tcp:127.0.0.1:PORT     loopback TCP, development only\n"
+            "                                            (other addresses are refused)\n"
+            "                     serial:PATH            a virtio-serial port: one stream, "
+            "reopened\n"
+            "                                            after a hang-up\n"
+            "  --workdir DIR      working directory of new contexts (default: the current one)\n"
+            "  --executor PATH    the executor binary (default: cellvm-executor next to this one)\n"
+            "  --preload LIST     modules the zygote imports, comma-separated; \"\" for none\n"
+            "                     (default: " DEFAULT_PRELOAD ")\n"
+            "  --log-level LEVEL  error, warn, info (default) or debug\n"
+            "  --help             this text\n");
+}
+
+static char *default_executor(void)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n < 0) {
+                log_error("readlink /proc/self/exe: %s", strerror(errno));
+                return NULL;
+        }
+        self[n] = 0;
+        const char *dir = dirname(self);
+        size_t len = strlen(dir) + sizeof("/cellvm-executor");
+        char *path = malloc(len);
+        if (path)
+                snprintf(path, len, "%s/cellvm-executor", dir);
+        return path;
+}
+
+static void shutdown_agent(struct agent *a)
+{
+        a->stopping = true;
+        while (a->conns)
+                conn_close(a, a->conns, "agent shutting down");
+        contexts_kill_all(a);
+        zygote_stop(a);
+        listeners_close(a);
+        /* Reap what the subreaper inherited, without waiting forever for daemons. */
+        for (int i = 0; i < 100; i++) {
+                pid_t pid = waitpid(-1, NULL, WNOHANG);
+                if (pid < 0)
+                        break;
+                if (pid == 0) {
+                        struct timespec ts = {0, 10000000};
+                        nanosleep(&ts, NULL);
+                }
+        }
+        cv_buf_free(&a->scratch);
+        if (close(a->sig.fd) < 0 || close(a->epfd) < 0)
+                log_warn("close: %s", strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+        static struct agent agent;
+        struct agent *a = &agent;
+        uint64_t start = now_boottime();
+        const char *listen_addrs[MAX_LISTEN];
+        size_t nlisten = 0;
+        char *executor_alloc = NULL;
+        a->preload = DEFAULT_PRELOAD;
+        a->workdir = NULL;
+        a->sig.fd = -1;
+        a->zyg.w.fd = -1;
+
+        static const struct option opts[] = {
+            {"listen", required_argument, NULL, 'l'},
+            {"workdir", required_argument, NULL, 'w'},
+            {"executor", required_argument, NULL, 'e'},
+            {"preload", required_argument, NULL, 'p'},
+            {"log-level", required_argument, NULL, 'v'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        int opt;
+        while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'l':
+                        if (nlisten == MAX_LISTEN) {
+                                fprintf(stderr, "cellvm-agent: at most %d --listen\n", MAX_LISTEN);
+                                return 2;
+                        }
+                        listen_addrs[nlisten++] = optarg;
+                        break;
+                case 'w':
+                        a->workdir = optarg;
+                        break;
+                case 'e':
+                        a->executor = optarg;
+                        break;
+                case 'p':
+                        a->preload = optarg;
+                        break;
+                case 'v':
+                        if (log_level_parse(optarg, &log_threshold) < 0) {
+                                fprintf(stderr, "cellvm-agent: unknown log level %s\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind != argc || nlisten == 0) {
+                usage(stderr);
+                return 2;
+        }
+        static char cwd[PATH_MAX];
+        if (!a->workdir) {
+                if (!getcwd(cwd, sizeof(cwd))) {
+                        log_error("getcwd: %s", strerror(errno));
+                        return 1;
+                }
+                a->workdir = cwd;
+        }
+        if (!a->executor) {
+                executor_alloc = default_executor();
+                if (!executor_alloc)
+                        return 1;
+                a->executor = executor_alloc;
+        }
+        if (access(a->executor, X_OK) < 0) {
+                log_error("executor %s: %s", a->executor, strerror(errno));
+                return 1;
+        }
+
+        boot_stamp(a, "agent_start", start);
+        boot_stamps_from_env(a);
+        cv_buf_init(&a->scratch);
+        signal(SIGPIPE, SIG_IGN);
+        /* Executors are grandchildren of the zygote; adopt them to see their exits. */
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+                log_error("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
+                return 1;
+        }
+        /* Block the loop's signals before the first fork so none is lost. */
+        sigset_t set;
+        loop_signals(&set);
+        if (sigprocmask(SIG_BLOCK, &set, NULL) < 0) {
+                log_error("sigprocmask: %s", strerror(errno));
+                return 1;
+        }
+        a->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (a->epfd < 0) {
+                log_error("epoll_create1: %s", strerror(errno));
+                return 1;
+        }
+        int rc = zygote_start(a);
+        if (rc < 0) {
+                log_error("starting the zygote (%s): %s", a->executor, strerror(-rc));
+                return 1;
+        }
+        int err = 0;
+        struct context *def = context_new(a, a->workdir, &err);
+        if (!def) {
+                log_error("creating the default context: %s", strerror(-err));
+                zygote_stop(a);
+                return 1;
+        }
+        memcpy(a->default_ctx, def->id, sizeof(a->default_ctx));
+        for (size_t i = 0; i < nlisten; i++) {
+                rc = listener_add(a, listen_addrs[i]);
+                if (rc < 0) {
+                        log_error("--listen %s: %s", listen_addrs[i],
+                                  rc == -EADDRNOTAVAIL ? "tcp is for loopback addresses only"
+                                  : rc == -EINVAL      ? "not an address this agent understands"
+                                                       : strerror(-rc));
+                        shutdown_agent(a);
+                        free(executor_alloc);
+                        return 1;
+                }
+        }
+        boot_stamp(a, "agent_ready", now_boottime());
+        log_info("ready: pid %d, default context %s, workdir %s", (int)getpid(), a->default_ctx,
+                 a->workdir);
+        rc = loop_run(a);
+        shutdown_agent(a);
+        free(executor_alloc);
+        log_info("stopped");
+        return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,407 @@
+/* Client requests (docs/PROTOCOL.md sections 3-4): validation and replies. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "cbor_util.h"
+#include "frame.h"
+#include "log.h"
+#include "msgtypes.h"
+#include "writer.h"
+
+static const char *const capabilities[] = {"execute", "contexts", "interrupt", "cancel",
+                                           "chunking"};
+
+static void reply_ok_empty(struct conn *c, uint32_t id)
+{
+        int rc = cv_out_msg(&c->out, CV_MSG_OK, 0, id, NULL, 0);
+        if (rc < 0)
+                log_error("conn %u: id %u: queueing OK: %s", c->num, id, strerror(-rc));
+        conn_touch(c);
+}
+
+/* Ends a reply encoded since `mark`; on failure answers `internal` instead. */
+static void reply_end(struct agent *a, struct conn *c, size_t mark, uint32_t id)
+{
+        int rc = cv_out_end(&c->out, mark, CV_MSG_OK, id);
+        if (rc < 0)
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "encoding the reply: %s", strerror(-rc));
+        conn_touch(c);
+}
+
+static struct exec *find_inflight(struct conn *c, uint64_t id)
+{
+        for (struct exec *e = c->execs; e; e = e->conn_next)
+                if (e->client_id == id)
+                        return e;
+        return NULL;
+}
+
+/* The context named by text key `key`, or the default one if the key is absent. */
+static struct context *lookup_context(struct agent *a, struct conn *c, uint32_t id,
+                                      const cbor_item_t *body, const char *key, bool optional)
+{
+        const char *name;
+        size_t len;
+        int rc = cv_map_get_str(body, key, &name, &len);
+        if (rc == -ENOENT && optional) {
+                name = a->default_ctx;
+                len = strlen(name);
+        } else if (rc < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`%s` must be %s text", key,
+                                optional ? "a" : "present, as");
+                return NULL;
+        }
+        struct context *ctx = context_find(a, name, len);
+        if (!ctx)
+                conn_send_error(a, c, id, CV_ERR_NOT_FOUND, "no context %.*s",
+                                (int)(len > 64 ? 64 : len), name);
+        return ctx;
+}
+
+static void do_hello(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        uint64_t version;
+        if (cv_map_get_uint(body, "protocol", &version) < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`protocol` must be an unsigned integer");
+                return;
+        }
+        if (version != CV_PROTOCOL_VERSION) {
+                conn_send_error(a, c, id, CV_ERR_UNSUPPORTED_VERSION,
+                                "protocol %llu requested, this agent speaks %u",
+                                (unsigned long long)version, CV_PROTOCOL_VERSION);
+                return;
+        }
+        if (c->hello_done && c->kind == TR_SERIAL) {
+                /* A new peer on a stream that cannot tell us: forget the old one's requests. */
+                log_info(
+                    "conn %u: HELLO again on the serial port: new peer, cancelling %u requests",
+                    c->num, c->ninflight);
+                conn_drop_inflight(a, c);
+        }
+        const char *client = "";
+        size_t client_len = 0;
+        if (cv_map_get_str(body, "client", &client, &client_len) < 0)
+                client = "", client_len = 0;
+        log_info("conn %u: HELLO from %.*s", c->num, (int)(client_len > 64 ? 64 : client_len),
+                 client);
+        c->hello_done = true;
+
+        struct cv_buf *b = &c->out;
+        size_t mark;
+        cv_out_begin(b, &mark);
+        cv_enc_map(b, 7);
+        cv_enc_cstr(b, "protocol");
+        cv_enc_uint(b, CV_PROTOCOL_VERSION);
+        cv_enc_cstr(b, "agent_version");
+        cv_enc_cstr(b, AGENT_VERSION);
+        cv_enc_cstr(b, "capabilities");
+        size_t ncap = sizeof(capabilities) / sizeof(capabilities[0]);
+        cv_enc_array(b, ncap);
+        for (size_t i = 0; i < ncap; i++)
+                cv_enc_cstr(b, capabilities[i]);
+        cv_enc_cstr(b, "max_message");
+        cv_enc_uint(b, CV_DEFAULT_MAX_MESSAGE);
+        cv_enc_cstr(b, "pid");
+        cv_enc_uint(b, (uint64_t)getpid());
+        cv_enc_cstr(b, "default_context");
+        cv_enc_cstr(b, a->default_ctx);
+        cv_enc_cstr(b, "boot");
+        cv_enc_map(b, a->nboot);
+        for (size_t i = 0; i < a->nboot; i++) {
+                cv_enc_cstr(b, a->boot[i].name);
+                cv_enc_uint(b, a->boot[i].ns);
+        }
+        reply_end(a, c, mark, id);
+}
+
+static void do_ping(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        const cbor_item_t *payload = cv_map_get(body, "payload");
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        struct cv_buf *b = &c->out;
+        size_t mark;
+        cv_out_begin(b, &mark);
+        cv_enc_map(b, payload ? 2 : 1);
+        if (payload) {
+                cv_enc_cstr(b, "payload");
+                cv_enc_item(b, payload);
+        }
+        cv_enc_cstr(b, "time_ns");
+        cv_enc_uint(b, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+        reply_end(a, c, mark, id);
+}
+
+static void do_cancel(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        uint64_t target;
+        if (cv_map_get_uint(body, "id", &target) < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`id` must be an unsigned integer");
+                return;
+        }
+        struct exec *e = find_inflight(c, target);
+        if (!e) {
+                conn_send_error(a, c, id, CV_ERR_NOT_FOUND, "request %llu is not in flight",
+                                (unsigned long long)target);
+                return;
+        }
+        log_info("conn %u: CANCEL of request %u (%s)", c->num, e->client_id,
+                 e->running ? "running" : "queued");
+        exec_cancel(a, e, true);
+        reply_ok_empty(c, id);
+}
+
+/* envs: a map of text to text, copied as is into X_EXECUTE. */
+static bool envs_valid(const cbor_item_t *envs)
+{
+        struct cbor_pair *pairs = cbor_map_handle(envs);
+        for (size_t i = 0; i < cbor_map_size(envs); i++) {
+                const char *p;
+                size_t n;
+                if (cv_item_str(pairs[i].key, &p, &n) < 0 ||
+                    cv_item_str(pairs[i].value, &p, &n) < 0)
+                        return false;
+        }
+        return true;
+}
+
+static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        const char *code;
+        size_t code_len;
+        if (cv_map_get_str(body, "code", &code, &code_len) < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`code` must be present, as text");
+                return;
+        }
+        cbor_item_t *envs = NULL;
+        int rc = cv_map_get_map(body, "envs", &envs);
+        if ((rc < 0 && rc != -ENOENT) || (envs && !envs_valid(envs))) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`envs` must map text to text");
+                return;
+        }
+        uint64_t timeout_ms = 0;
+        rc = cv_map_get_uint(body, "timeout_ms", &timeout_ms);
+        if (rc < 0 && rc != -ENOENT) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`timeout_ms` must be an unsigned integer");
+                return;
+        }
+        if (timeout_ms > UINT64_MAX / 1000000ull)
+                timeout_ms = UINT64_MAX / 1000000ull;
+        struct context *ctx = lookup_context(a, c, id, body, "context", true);
+        if (!ctx)
+                return;
+        if (c->ninflight >= CONN_MAX_INFLIGHT) {
+                conn_send_error(a, c, id, CV_ERR_BUSY,
+                                "%u requests already in flight on this connection", c->ninflight);
+                return;
+        }
+        struct exec *e = calloc(1, sizeof(*e));
+        if (!e) {
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
+                return;
+        }
+        e->client_id = id;
+        e->timeout_ns = timeout_ms * 1000000ull;
+        cv_buf_init(&e->xbody);
+        cv_enc_map(&e->xbody, envs ? 2 : 1);
+        cv_enc_cstr(&e->xbody, "code");
+        cv_enc_text(&e->xbody, code, code_len);
+        if (envs) {
+                cv_enc_cstr(&e->xbody, "envs");
+                cv_enc_item(&e->xbody, envs);
+        }
+        if (e->xbody.err) {
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "encoding X_EXECUTE: %s",
+                                strerror(-e->xbody.err));
+                exec_free(e);
+                return;
+        }
+        e->conn = c;
+        log_debug("conn %u: EXECUTE id %u in context %s (%zu bytes of code)", c->num, id, ctx->id,
+                  code_len);
+        exec_enqueue(a, ctx, e);
+}
+
+static void do_interrupt(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct context *ctx = lookup_context(a, c, id, body, "context", true);
+        if (!ctx)
+                return;
+        log_info("conn %u: INTERRUPT of context %s (%s)", c->num, ctx->id,
+                 ctx->running ? "running" : "idle");
+        exec_interrupt(a, ctx);
+        reply_ok_empty(c, id);
+}
+
+static void encode_context(struct cv_buf *b, const struct context *ctx)
+{
+        cv_enc_map(b, 3);
+        cv_enc_cstr(b, "id");
+        cv_enc_cstr(b, ctx->id);
+        cv_enc_cstr(b, "language");
+        cv_enc_cstr(b, "python");
+        cv_enc_cstr(b, "cwd");
+        cv_enc_cstr(b, ctx->cwd);
+}
+
+static void do_context_create(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        const char *lang;
+        size_t lang_len;
+        int rc = cv_map_get_str(body, "language", &lang, &lang_len);
+        if (rc == -EINVAL || (rc == 0 && !(lang_len == 6 && memcmp(lang, "python", 6) == 0))) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`language` must be \"python\"");
+                return;
+        }
+        char *cwd = NULL;
+        rc = cv_map_dup_str(body, "cwd", &cwd);
+        if (rc == -ENOENT) {
+                cwd = strdup(a->workdir);
+                rc = cwd ? 0 : -ENOMEM;
+        }
+        if (rc < 0) {
+                conn_send_error(a, c, id, rc == -ENOMEM ? CV_ERR_INTERNAL : CV_ERR_BAD_REQUEST,
+                                "`cwd` must be text without NUL");
+                return;
+        }
+        struct stat st;
+        if (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "cwd %.200s is not a directory", cwd);
+                free(cwd);
+                return;
+        }
+        if (a->ncontexts >= AGENT_MAX_CONTEXTS) {
+                conn_send_error(a, c, id, CV_ERR_BUSY, "%u contexts exist already", a->ncontexts);
+                free(cwd);
+                return;
+        }
+        int err = 0;
+        struct context *ctx = context_new(a, cwd, &err);
+        free(cwd);
+        if (!ctx) {
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "creating a context: %s",
+                                strerror(-err));
+                return;
+        }
+        log_info("conn %u: created context %s (cwd %s)", c->num, ctx->id, ctx->cwd);
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        encode_context(&c->out, ctx);
+        reply_end(a, c, mark, id);
+}
+
+static void do_context_list(struct agent *a, struct conn *c, uint32_t id)
+{
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        cv_enc_map(&c->out, 1);
+        cv_enc_cstr(&c->out, "contexts");
+        cv_enc_array(&c->out, a->ncontexts);
+        for (struct context *ctx = a->contexts; ctx; ctx = ctx->next)
+                if (!ctx->removed)
+                        encode_context(&c->out, ctx);
+        reply_end(a, c, mark, id);
+}
+
+static void do_context_restart_or_remove(struct agent *a, struct conn *c, uint32_t id,
+                                         const cbor_item_t *body, bool remove)
+{
+        struct context *ctx = lookup_context(a, c, id, body, "context", false);
+        if (!ctx)
+                return;
+        log_info("conn %u: %s context %s", c->num, remove ? "removing" : "restarting", ctx->id);
+        if (remove)
+                context_remove(a, ctx);
+        else
+                context_restart(a, ctx);
+        reply_ok_empty(c, id);
+}
+
+static bool is_known_request(uint16_t type)
+{
+        switch (type) {
+        case CV_MSG_HELLO:
+        case CV_MSG_PING:
+        case CV_MSG_CANCEL:
+        case CV_MSG_EXECUTE:
+        case CV_MSG_INTERRUPT:
+        case CV_MSG_CONTEXT_CREATE:
+        case CV_MSG_CONTEXT_LIST:
+        case CV_MSG_CONTEXT_RESTART:
+        case CV_MSG_CONTEXT_REMOVE:
+                return true;
+        }
+        return false;
+}
+
+void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
+                      const uint8_t *body, size_t len)
+{
+        log_debug("conn %u: %s (%#x) id %u, %zu body bytes", c->num, cv_msg_type_name(type), type,
+                  id, len);
+        if (!c->hello_done && type != CV_MSG_HELLO) {
+                conn_send_error(a, c, id, CV_ERR_HANDSHAKE_REQUIRED,
+                                "the first request must be HELLO");
+                return;
+        }
+        if (id == 0) {
+                conn_send_error(a, c, 0, CV_ERR_BAD_REQUEST, "request id 0 is reserved");
+                return;
+        }
+        if (find_inflight(c, id)) {
+                conn_send_error(a, c, id, CV_ERR_DUPLICATE_ID, "request %u is already in flight",
+                                id);
+                return;
+        }
+        if (!is_known_request(type)) {
+                conn_send_error(a, c, id, CV_ERR_UNKNOWN_TYPE, "message type %#x is not a request",
+                                type);
+                return;
+        }
+        cbor_item_t *item = NULL;
+        int rc = cv_body_parse(body, len, &item);
+        if (rc < 0) {
+                conn_send_error(a, c, id, rc == -ENOMEM ? CV_ERR_INTERNAL : CV_ERR_BAD_REQUEST,
+                                rc == -EPROTOTYPE ? "the body is not a CBOR map"
+                                : rc == -ENOMEM   ? "out of memory decoding the body"
+                                                  : "the body is not one well-formed CBOR item");
+                return;
+        }
+        switch (type) {
+        case CV_MSG_HELLO:
+                do_hello(a, c, id, item);
+                break;
+        case CV_MSG_PING:
+                do_ping(a, c, id, item);
+                break;
+        case CV_MSG_CANCEL:
+                do_cancel(a, c, id, item);
+                break;
+        case CV_MSG_EXECUTE:
+                do_execute(a, c, id, item);
+                break;
+        case CV_MSG_INTERRUPT:
+                do_interrupt(a, c, id, item);
+                break;
+        case CV_MSG_CONTEXT_CREATE:
+                do_context_create(a, c, id, item);
+                break;
+        case CV_MSG_CONTEXT_LIST:
+                do_context_list(a, c, id);
+                break;
+        case CV_MSG_CONTEXT_RESTART:
+                do_context_restart_or_remove(a, c, id, item, false);
+                break;
+        case CV_MSG_CONTEXT_REMOVE:
+                do_context_restart_or_remove(a, c, id, item, true);
+                break;
+        }
+        cbor_decref(&item);
+}

@@ -1,0 +1,337 @@
+/* The zygote: a pre-initialised executor that forks a process per context (spec section 8). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "cbor_util.h"
+#include "log.h"
+#include "msgtypes.h"
+#include "writer.h"
+
+/* The fd number the zygote finds its control socket on (`--fd 3`). */
+#define ZYGOTE_FD 3
+/* Pause before restarting a zygote that died. */
+#define ZYGOTE_RESTART_NS (500000000ull)
+
+static void on_zygote(struct agent *a, struct watch *w, uint32_t events);
+
+/* In the forked child: never returns. Only async-signal-safe calls. */
+static void exec_zygote(struct agent *a, int fd)
+{
+        sigset_t set;
+        loop_signals(&set);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        signal(SIGPIPE, SIG_DFL);
+        /* A zygote must not outlive the agent that serves its children. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* Executors read no input: keep whatever the agent's stdin is (a console) from them. */
+        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0)
+                _exit(126);
+        if (fd == ZYGOTE_FD) {
+                int fl = fcntl(fd, F_GETFD);
+                if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
+                        _exit(126);
+        } else if (dup2(fd, ZYGOTE_FD) < 0) {
+                _exit(126);
+        }
+        char *argv[] = {(char *)a->executor, "--zygote",         "--fd", "3",
+                        "--preload",         (char *)a->preload, NULL};
+        execv(a->executor, argv);
+        static const char msg[] = "cellvm-agent: error: cannot execute the executor binary\n";
+        if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+                _exit(127);
+        _exit(127);
+}
+
+int zygote_start(struct agent *a)
+{
+        struct zygote *z = &a->zyg;
+        z->restart_at = 0;
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int err = -errno;
+                close(sv[0]);
+                close(sv[1]);
+                return err;
+        }
+        if (pid == 0)
+                exec_zygote(a, sv[1]);
+        if (close(sv[1]) < 0)
+                log_warn("close(zygote's socket end): %s", strerror(errno));
+        int fl = fcntl(sv[0], F_GETFL);
+        if (fl < 0 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) < 0) {
+                int err = -errno;
+                close(sv[0]);
+                kill(pid, SIGKILL);
+                return err;
+        }
+        z->pid = pid;
+        z->ready = false;
+        z->started_at = now_mono();
+        cv_reader_free(&z->rd);
+        cv_reader_init(&z->rd, CV_DEFAULT_MAX_MESSAGE);
+        cv_buf_reset(&z->out);
+        z->w = (struct watch){.fd = sv[0], .fn = on_zygote};
+        int rc = watch_set(a, &z->w, EPOLLIN);
+        if (rc < 0) {
+                close(sv[0]);
+                z->w.fd = -1;
+                kill(pid, SIGKILL);
+                return rc;
+        }
+        log_info("zygote pid %d started: %s --zygote --fd 3 --preload '%s'", (int)pid, a->executor,
+                 a->preload);
+        return 0;
+}
+
+static void schedule_restart(struct agent *a)
+{
+        if (!a->stopping && !a->zyg.restart_at)
+                a->zyg.restart_at = now_mono() + ZYGOTE_RESTART_NS;
+}
+
+static void handle_ready(struct agent *a, const struct cv_msg *m)
+{
+        cbor_item_t *body;
+        if (cv_body_parse(m->body, m->len, &body) < 0) {
+                log_error("zygote: Z_READY body is not a CBOR map");
+                return;
+        }
+        cbor_item_t *arr;
+        char list[512] = "";
+        size_t k = 0;
+        if (cv_map_get_array(body, "preloaded", &arr) == 0) {
+                for (size_t i = 0; i < cbor_array_size(arr); i++) {
+                        const char *s;
+                        size_t n;
+                        if (cv_item_str(cbor_array_handle(arr)[i], &s, &n) == 0 && k < sizeof(list))
+                                k += (size_t)snprintf(list + k, sizeof(list) - k, "%s%.*s",
+                                                      k ? "," : "", (int)(n > 64 ? 64 : n), s);
+                }
+        }
+        log_info("zygote pid %d ready, preloaded: %s", (int)a->zyg.pid, k ? list : "(none)");
+        if (cv_map_get_array(body, "errors", &arr) == 0) {
+                for (size_t i = 0; i < cbor_array_size(arr); i++) {
+                        const char *s;
+                        size_t n;
+                        if (cv_item_str(cbor_array_handle(arr)[i], &s, &n) == 0)
+                                log_warn("zygote preload error: %.*s", (int)(n > 300 ? 300 : n), s);
+                }
+        }
+        cbor_decref(&body);
+        a->zyg.ready = true;
+        /* The first readiness is the boot stage; later ones are restarts. */
+        bool seen = false;
+        for (size_t i = 0; i < a->nboot; i++)
+                seen = seen || strcmp(a->boot[i].name, "executor_ready") == 0;
+        if (!seen)
+                boot_stamp(a, "executor_ready", now_boottime());
+        struct context *next;
+        for (struct context *ctx = a->contexts; ctx; ctx = next) {
+                next = ctx->next;
+                if (ctx->state == CTX_WAIT_ZYGOTE)
+                        context_spawn(a, ctx);
+        }
+}
+
+static void handle_spawned(struct agent *a, const struct cv_msg *m)
+{
+        cbor_item_t *body;
+        if (cv_body_parse(m->body, m->len, &body) < 0) {
+                log_error("zygote: Z_SPAWNED body is not a CBOR map");
+                return;
+        }
+        const char *id;
+        size_t len;
+        uint64_t pid = 0;
+        if (cv_map_get_str(body, "context", &id, &len) < 0 ||
+            cv_map_get_uint(body, "pid", &pid) < 0) {
+                log_error("zygote: Z_SPAWNED without context or pid");
+                cbor_decref(&body);
+                return;
+        }
+        const char *err;
+        size_t errlen;
+        for (struct context *ctx = a->contexts; ctx; ctx = ctx->next) {
+                if (strlen(ctx->id) != len || memcmp(ctx->id, id, len) != 0)
+                        continue;
+                if (m->id != ctx->spawn_id || ctx->state != CTX_STARTING)
+                        break; /* an earlier spawn's late answer */
+                if (pid == 0 || pid > INT32_MAX) {
+                        if (cv_map_get_str(body, "error", &err, &errlen) < 0)
+                                err = "unknown error", errlen = 13;
+                        log_error("context %s: the zygote could not spawn an executor: %.*s",
+                                  ctx->id, (int)(errlen > 200 ? 200 : errlen), err);
+                } else if (ctx->pid == 0) {
+                        ctx->pid = (pid_t)pid;
+                        log_debug("context %s: executor pid %d spawned", ctx->id, (int)ctx->pid);
+                }
+                break;
+        }
+        cbor_decref(&body);
+}
+
+static void zygote_lost(struct agent *a, const char *why)
+{
+        struct zygote *z = &a->zyg;
+        log_error("zygote pid %d: %s", (int)z->pid, why);
+        watch_close(a, &z->w);
+        z->ready = false;
+        if (z->pid > 0 && kill(z->pid, SIGKILL) < 0 && errno != ESRCH)
+                log_error("kill(zygote %d): %s", (int)z->pid, strerror(errno));
+        /* The restart is scheduled when it is reaped. */
+}
+
+static void on_zygote(struct agent *a, struct watch *w, uint32_t events)
+{
+        struct zygote *z = &a->zyg;
+        if (events & EPOLLOUT) {
+                int rc = cv_buf_flush(&z->out, w->fd);
+                if (rc < 0) {
+                        zygote_lost(a, "write to its socket failed");
+                        return;
+                }
+                if (cv_buf_pending(&z->out) == 0 && watch_set(a, w, EPOLLIN) < 0)
+                        log_error("zygote: epoll_ctl: %s", strerror(errno));
+        }
+        while (w->fd >= 0) {
+                struct cv_msg m;
+                int rc = cv_reader_read(&z->rd, w->fd, &m);
+                if (rc == CV_READ_NEED)
+                        return;
+                if (rc == CV_READ_EOF) {
+                        zygote_lost(a, "closed its socket");
+                        return;
+                }
+                if (rc < 0) {
+                        char why[96];
+                        snprintf(why, sizeof(why), "reading its socket: %s", strerror(-rc));
+                        zygote_lost(a, why);
+                        return;
+                }
+                if (m.type == CV_MSG_Z_READY)
+                        handle_ready(a, &m);
+                else if (m.type == CV_MSG_Z_SPAWNED)
+                        handle_spawned(a, &m);
+                else
+                        log_warn("zygote: unexpected message %s (%#x)", cv_msg_type_name(m.type),
+                                 m.type);
+        }
+}
+
+int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, int err_fd)
+{
+        struct zygote *z = &a->zyg;
+        if (!z->ready || z->w.fd < 0)
+                return -EAGAIN;
+        if (cv_buf_pending(&z->out) > 0)
+                return -EAGAIN; /* fds must ride with the first byte of their message */
+        struct cv_buf *b = &a->scratch;
+        cv_buf_reset(b);
+        size_t mark;
+        cv_out_begin(b, &mark);
+        cv_enc_map(b, 2);
+        cv_enc_cstr(b, "context");
+        cv_enc_cstr(b, ctx->id);
+        cv_enc_cstr(b, "cwd");
+        cv_enc_cstr(b, ctx->cwd);
+        int rc = cv_out_end(b, mark, CV_MSG_Z_SPAWN, ctx->spawn_id);
+        if (rc < 0)
+                return rc;
+        int fds[3] = {ctl_fd, out_fd, err_fd};
+        union {
+                char buf[CMSG_SPACE(sizeof(fds))];
+                struct cmsghdr align;
+        } ctrl;
+        memset(&ctrl, 0, sizeof(ctrl));
+        struct iovec iov = {.iov_base = (void *)cv_buf_head(b), .iov_len = cv_buf_pending(b)};
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = ctrl.buf,
+                             .msg_controllen = sizeof(ctrl.buf)};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(fds));
+        memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+        ssize_t n;
+        do
+                n = sendmsg(z->w.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if ((size_t)n < cv_buf_pending(b)) {
+                /* The rest (no fds) follows when the socket has room. */
+                cv_buf_append(&z->out, cv_buf_head(b) + n, cv_buf_pending(b) - (size_t)n);
+                if (z->out.err) {
+                        int err = z->out.err;
+                        cv_buf_reset(&z->out);
+                        zygote_lost(a, "out of memory queueing Z_SPAWN");
+                        return err;
+                }
+                if (watch_set(a, &z->w, EPOLLIN | EPOLLOUT) < 0)
+                        log_error("zygote: epoll_ctl: %s", strerror(errno));
+        }
+        return 0;
+}
+
+bool zygote_reaped(struct agent *a, pid_t pid, int status)
+{
+        struct zygote *z = &a->zyg;
+        if (pid != z->pid)
+                return false;
+        char how[96];
+        describe_status(status, how, sizeof(how));
+        if (!a->stopping)
+                log_error("zygote pid %d %s", (int)pid, how);
+        if (z->w.fd >= 0)
+                watch_close(a, &z->w);
+        z->pid = 0;
+        z->ready = false;
+        schedule_restart(a);
+        return true;
+}
+
+void zygote_timers(struct agent *a, uint64_t now, uint64_t *next)
+{
+        struct zygote *z = &a->zyg;
+        if (z->restart_at && now >= z->restart_at) {
+                int rc = zygote_start(a);
+                if (rc < 0) {
+                        log_error("restarting the zygote: %s", strerror(-rc));
+                        z->restart_at = 0;
+                        schedule_restart(a);
+                }
+        }
+        if (z->restart_at && z->restart_at < *next)
+                *next = z->restart_at;
+}
+
+void zygote_stop(struct agent *a)
+{
+        struct zygote *z = &a->zyg;
+        if (z->w.fd >= 0)
+                watch_close(a, &z->w);
+        if (z->pid > 0) {
+                if (kill(z->pid, SIGKILL) < 0 && errno != ESRCH)
+                        log_warn("kill(zygote %d): %s", (int)z->pid, strerror(errno));
+                if (waitpid(z->pid, NULL, 0) < 0 && errno != ECHILD)
+                        log_warn("waitpid(zygote %d): %s", (int)z->pid, strerror(errno));
+                z->pid = 0;
+        }
+        cv_reader_free(&z->rd);
+        cv_buf_free(&z->out);
+}

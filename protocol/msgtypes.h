@@ -1,0 +1,68 @@
+/* Message type numbers and error codes of docs/PROTOCOL.md (sections 3, 4, 8). */
+#ifndef CELLVM_MSGTYPES_H
+#define CELLVM_MSGTYPES_H
+
+#include <stdint.h>
+
+enum cv_msg_type {
+        /* client -> agent requests */
+        CV_MSG_HELLO = 0x0001,
+        CV_MSG_PING = 0x0002,
+        CV_MSG_CANCEL = 0x0003,
+        CV_MSG_EXECUTE = 0x0010,
+        CV_MSG_INTERRUPT = 0x0011,
+        CV_MSG_CONTEXT_CREATE = 0x0020,
+        CV_MSG_CONTEXT_LIST = 0x0021,
+        CV_MSG_CONTEXT_RESTART = 0x0022,
+        CV_MSG_CONTEXT_REMOVE = 0x0023,
+        /* agent -> client */
+        CV_MSG_OK = 0x8000,
+        CV_MSG_ERROR = 0x8001,
+        CV_MSG_EXEC_INPUT = 0x8010,
+        CV_MSG_STREAM = 0x8011,
+        CV_MSG_DISPLAY = 0x8012,
+        CV_MSG_RESULT = 0x8013,
+        CV_MSG_EXEC_ERROR = 0x8014,
+        /* inside the guest only: agent <-> zygote <-> executor */
+        CV_MSG_Z_READY = 0x4001,
+        CV_MSG_Z_SPAWN = 0x4002,
+        CV_MSG_Z_SPAWNED = 0x4003,
+        CV_MSG_X_READY = 0x4010,
+        CV_MSG_X_EXECUTE = 0x4011,
+        CV_MSG_X_END = 0x4012,
+};
+
+/* Reserved ranges (section 4). */
+#define CV_MSG_FILES_FIRST 0x0100u
+#define CV_MSG_FILES_LAST 0x01FFu
+#define CV_MSG_COMMANDS_FIRST 0x0200u
+#define CV_MSG_COMMANDS_LAST 0x02FFu
+#define CV_MSG_INTERNAL_FIRST 0x4000u
+#define CV_MSG_INTERNAL_LAST 0x7FFFu
+/* Types at or above this come from the agent. */
+#define CV_MSG_FROM_AGENT 0x8000u
+
+/* ERROR codes (section 3). */
+#define CV_ERR_BAD_FRAME "bad_frame"
+#define CV_ERR_BAD_REQUEST "bad_request"
+#define CV_ERR_UNKNOWN_TYPE "unknown_type"
+#define CV_ERR_HANDSHAKE_REQUIRED "handshake_required"
+#define CV_ERR_UNSUPPORTED_VERSION "unsupported_version"
+#define CV_ERR_DUPLICATE_ID "duplicate_id"
+#define CV_ERR_NOT_FOUND "not_found"
+#define CV_ERR_CANCELLED "cancelled"
+#define CV_ERR_TIMEOUT "timeout"
+#define CV_ERR_TOO_LARGE "too_large"
+#define CV_ERR_BUSY "busy"
+#define CV_ERR_INTERNAL "internal"
+
+/* Returns the spec name of `type` ("HELLO", "X_END", ...) or "UNKNOWN", for logs. */
+const char *cv_msg_type_name(uint16_t type);
+
+/* True for the terminal types OK and ERROR. */
+static inline int cv_msg_is_terminal(uint16_t type)
+{
+        return type == CV_MSG_OK || type == CV_MSG_ERROR;
+}
+
+#endif
