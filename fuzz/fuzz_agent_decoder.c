@@ -15,7 +15,7 @@
 #include "reader.h"
 #include "writer.h"
 
-static const char *const keys[] = {"protocol", "client", "code", "context", "cwd",
+static const char *const keys[] = {"protocol", "client", "code",    "context",   "cwd",
                                    "language", "id",     "payload", "timeout_ms"};
 
 static void walk_request(const cbor_item_t *map)

@@ -11,19 +11,18 @@
 #include "msgtypes.h"
 #include "reader.h"
 
-static const uint16_t types[] = {CV_MSG_OK,      CV_MSG_ERROR,  CV_MSG_EXEC_INPUT,
-                                 CV_MSG_STREAM,  CV_MSG_DISPLAY, CV_MSG_RESULT,
-                                 CV_MSG_EXEC_ERROR};
+static const uint16_t types[] = {CV_MSG_OK,      CV_MSG_ERROR,  CV_MSG_EXEC_INPUT, CV_MSG_STREAM,
+                                 CV_MSG_DISPLAY, CV_MSG_RESULT, CV_MSG_EXEC_ERROR};
 
 static void use_event(const struct cvc_event *ev)
 {
         volatile size_t sink = 0;
         if (ev->type == CV_MSG_DISPLAY || ev->type == CV_MSG_RESULT)
                 for (size_t i = 0; i < ev->u.display.nmime; i++)
-                        sink += ev->u.display.mime[i].len + (ev->u.display.mime[i].data
-                                                                     ? ev->u.display.mime[i].data[0] * 0u
-                                                                     : 0u) +
-                                ev->u.display.mime[i].mime[0];
+                        sink +=
+                            ev->u.display.mime[i].len +
+                            (ev->u.display.mime[i].data ? ev->u.display.mime[i].data[0] * 0u : 0u) +
+                            ev->u.display.mime[i].mime[0];
         if (ev->type == CV_MSG_EXEC_ERROR)
                 for (size_t i = 0; i < ev->u.error.ntb; i++)
                         sink += ev->u.error.tb_len[i];

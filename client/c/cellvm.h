@@ -106,7 +106,7 @@ int cvc_call_buf(struct cvc *c, uint16_t type, struct cv_buf *b, cbor_item_t **r
 
 struct cvc_exec_opts {
         const char *code;
-        const char *context; /* NULL: the default context */
+        const char *context;     /* NULL: the default context */
         const char *const *envs; /* NULL-terminated "KEY=VALUE" list, or NULL */
         uint64_t timeout_ms;     /* 0: none */
         /* Set asynchronously (e.g. from a SIGINT handler) to interrupt the cell. */
@@ -129,7 +129,7 @@ struct cvc_exec_status {
  * for an agent ERROR other than timeout, -ECONNRESET / -EPROTO for a broken
  * connection.
  */
-int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on_event,
-                void *ud, struct cvc_exec_status *st);
+int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on_event, void *ud,
+                struct cvc_exec_status *st);
 
 #endif

@@ -24,27 +24,27 @@ enum {
 #define MAX_CODE (64u * 1024u * 1024u)
 
 static const char usage[] =
-        "usage: cellvm [--connect ADDR] COMMAND [ARGS]\n"
-        "\n"
-        "Talks to a cellvm-agent. ADDR is unix:PATH or tcp:HOST:PORT (default: $CELLVM_ADDR).\n"
-        "\n"
-        "commands:\n"
-        "  exec [options] CODE|-     run Python code ('-' reads it from stdin) and print its\n"
-        "                            output; images are written as PNG/JPEG files\n"
-        "      -c, --context ID      run in this context (default: the default context)\n"
-        "      -e, --env KEY=VALUE   environment variable for this execution (repeatable)\n"
-        "      -t, --timeout SEC     interrupt the cell after SEC seconds (exit 124)\n"
-        "      -o, --out-dir DIR     where images go (default: .), named cellvm-N-K.png\n"
-        "  info                      print the agent's handshake (versions, capabilities, boot times)\n"
-        "  ping                      measure one round trip\n"
-        "  contexts                  list contexts\n"
-        "  context-create [--cwd DIR] create a context and print its id\n"
-        "  context-restart ID        give a context a fresh namespace\n"
-        "  context-remove ID         remove a context\n"
-        "  interrupt [ID]            interrupt the running cell of a context\n"
-        "\n"
-        "exit status: 0 success, 1 the code raised an error, 2 usage, 3 connection or\n"
-        "protocol failure, 124 timeout. Ctrl-C during exec interrupts the cell.\n";
+    "usage: cellvm [--connect ADDR] COMMAND [ARGS]\n"
+    "\n"
+    "Talks to a cellvm-agent. ADDR is unix:PATH or tcp:HOST:PORT (default: $CELLVM_ADDR).\n"
+    "\n"
+    "commands:\n"
+    "  exec [options] CODE|-     run Python code ('-' reads it from stdin) and print its\n"
+    "                            output; images are written as PNG/JPEG files\n"
+    "      -c, --context ID      run in this context (default: the default context)\n"
+    "      -e, --env KEY=VALUE   environment variable for this execution (repeatable)\n"
+    "      -t, --timeout SEC     interrupt the cell after SEC seconds (exit 124)\n"
+    "      -o, --out-dir DIR     where images go (default: .), named cellvm-N-K.png\n"
+    "  info                      print the agent's handshake (versions, capabilities, boot times)\n"
+    "  ping                      measure one round trip\n"
+    "  contexts                  list contexts\n"
+    "  context-create [--cwd DIR] create a context and print its id\n"
+    "  context-restart ID        give a context a fresh namespace\n"
+    "  context-remove ID         remove a context\n"
+    "  interrupt [ID]            interrupt the running cell of a context\n"
+    "\n"
+    "exit status: 0 success, 1 the code raised an error, 2 usage, 3 connection or\n"
+    "protocol failure, 124 timeout. Ctrl-C during exec interrupts the cell.\n";
 
 static volatile sig_atomic_t interrupted;
 
@@ -122,8 +122,8 @@ static int on_event(const struct cvc_event *ev, void *ud)
         case CV_MSG_EXEC_ERROR:
                 fflush(stdout);
                 if (ev->u.error.ntb == 0)
-                        fprintf(stderr, "%.*s: %.*s\n", (int)ev->u.error.name_len,
-                                ev->u.error.name, (int)ev->u.error.value_len, ev->u.error.value);
+                        fprintf(stderr, "%.*s: %.*s\n", (int)ev->u.error.name_len, ev->u.error.name,
+                                (int)ev->u.error.value_len, ev->u.error.value);
                 for (size_t i = 0; i < ev->u.error.ntb; i++)
                         fprintf(stderr, "%.*s\n", (int)ev->u.error.tb_len[i], ev->u.error.tb[i]);
                 break;
@@ -164,12 +164,9 @@ static char *read_all(FILE *f)
 static int cmd_exec(struct cvc *c, int argc, char **argv)
 {
         static const struct option opts[] = {
-                {"context", required_argument, NULL, 'c'},
-                {"env", required_argument, NULL, 'e'},
-                {"timeout", required_argument, NULL, 't'},
-                {"out-dir", required_argument, NULL, 'o'},
-                {"help", no_argument, NULL, 'h'},
-                {NULL, 0, NULL, 0},
+            {"context", required_argument, NULL, 'c'}, {"env", required_argument, NULL, 'e'},
+            {"timeout", required_argument, NULL, 't'}, {"out-dir", required_argument, NULL, 'o'},
+            {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
         };
         const char *envs[MAX_ENVS + 1] = {NULL};
         size_t nenv = 0;
@@ -320,12 +317,12 @@ static int run_command(struct cvc *c, int argc, char **argv)
                 return cmd_context_create(c, argc, argv);
         if (strcmp(cmd, "context-restart") == 0)
                 return need_id(argc, argv, cmd)
-                               ? simple_call(c, CV_MSG_CONTEXT_RESTART, "context", argv[1], NULL)
-                               : EXIT_USAGE;
+                           ? simple_call(c, CV_MSG_CONTEXT_RESTART, "context", argv[1], NULL)
+                           : EXIT_USAGE;
         if (strcmp(cmd, "context-remove") == 0)
                 return need_id(argc, argv, cmd)
-                               ? simple_call(c, CV_MSG_CONTEXT_REMOVE, "context", argv[1], NULL)
-                               : EXIT_USAGE;
+                           ? simple_call(c, CV_MSG_CONTEXT_REMOVE, "context", argv[1], NULL)
+                           : EXIT_USAGE;
         if (strcmp(cmd, "interrupt") == 0)
                 return argc <= 2 ? simple_call(c, CV_MSG_INTERRUPT, "context",
                                                argc == 2 ? argv[1] : NULL, NULL)
@@ -378,8 +375,7 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         if (!addr) {
-                fputs("cellvm: no agent address: pass --connect ADDR or set CELLVM_ADDR\n",
-                      stderr);
+                fputs("cellvm: no agent address: pass --connect ADDR or set CELLVM_ADDR\n", stderr);
                 return EXIT_USAGE;
         }
         struct cvc *c = NULL;

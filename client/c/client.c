@@ -152,8 +152,7 @@ int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor
 int cvc_call_buf(struct cvc *c, uint16_t type, struct cv_buf *b, cbor_item_t **reply)
 {
         if (b->err)
-                return fail(c, b->err, "encode %s: %s", cv_msg_type_name(type),
-                            strerror(-b->err));
+                return fail(c, b->err, "encode %s: %s", cv_msg_type_name(type), strerror(-b->err));
         return cvc_call(c, type, cv_buf_head(b), cv_buf_pending(b), reply);
 }
 
@@ -245,9 +244,9 @@ static int send_interrupt(struct cvc *c, const char *context)
                 cv_enc_cstr(&b, "context");
                 cv_enc_cstr(&b, context);
         }
-        int rc = b.err ? b.err
-                       : send_msg(c, CV_MSG_INTERRUPT, new_id(c), cv_buf_head(&b),
-                                  cv_buf_pending(&b));
+        int rc =
+            b.err ? b.err
+                  : send_msg(c, CV_MSG_INTERRUPT, new_id(c), cv_buf_head(&b), cv_buf_pending(&b));
         cv_buf_free(&b);
         return rc;
 }
@@ -260,14 +259,13 @@ static int send_cancel(struct cvc *c, uint32_t target)
         cv_enc_cstr(&b, "id");
         cv_enc_uint(&b, target);
         int rc = b.err ? b.err
-                       : send_msg(c, CV_MSG_CANCEL, new_id(c), cv_buf_head(&b),
-                                  cv_buf_pending(&b));
+                       : send_msg(c, CV_MSG_CANCEL, new_id(c), cv_buf_head(&b), cv_buf_pending(&b));
         cv_buf_free(&b);
         return rc;
 }
 
-int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on_event,
-                void *ud, struct cvc_exec_status *st)
+int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on_event, void *ud,
+                struct cvc_exec_status *st)
 {
         memset(st, 0, sizeof(*st));
         struct cv_buf b;
@@ -275,7 +273,8 @@ int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on
         int rc = encode_execute(&b, opts);
         if (rc < 0) {
                 cv_buf_free(&b);
-                return fail(c, rc, "encode EXECUTE: %s", rc == -EINVAL ? "env entries must be KEY=VALUE" : strerror(-rc));
+                return fail(c, rc, "encode EXECUTE: %s",
+                            rc == -EINVAL ? "env entries must be KEY=VALUE" : strerror(-rc));
         }
         uint32_t id = new_id(c);
         rc = send_msg(c, CV_MSG_EXECUTE, id, cv_buf_head(&b), cv_buf_pending(&b));

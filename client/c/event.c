@@ -118,8 +118,7 @@ static int decode_body(struct cvc_event *ev)
                         return -EINVAL;
                 return cv_map_get_str(root, "text", &ev->u.stream.text, &ev->u.stream.len);
         case CV_MSG_RESULT:
-                rc = cv_map_get_uint(root, "execution_count",
-                                     &ev->u.display.execution_count);
+                rc = cv_map_get_uint(root, "execution_count", &ev->u.display.execution_count);
                 if (rc < 0)
                         return rc;
                 return decode_bundle(ev, root);
@@ -131,8 +130,7 @@ static int decode_body(struct cvc_event *ev)
                 rc = cv_map_get_str(root, "code", &ev->u.fail.code, &ev->u.fail.code_len);
                 if (rc < 0)
                         return rc;
-                rc = cv_map_get_str(root, "message", &ev->u.fail.message,
-                                    &ev->u.fail.message_len);
+                rc = cv_map_get_str(root, "message", &ev->u.fail.message, &ev->u.fail.message_len);
                 if (rc == -ENOENT) {
                         ev->u.fail.message = "";
                         ev->u.fail.message_len = 0;
@@ -150,8 +148,7 @@ int cvc_event_decode(uint16_t type, uint32_t id, const uint8_t *body, size_t len
         memset(ev, 0, sizeof(*ev));
         ev->type = type;
         ev->id = id;
-        int rc = cv_body_parse_limited(body, len, CV_CBOR_MAX_DEPTH, CVC_BODY_MAX_ITEMS,
-                                       &ev->root);
+        int rc = cv_body_parse_limited(body, len, CV_CBOR_MAX_DEPTH, CVC_BODY_MAX_ITEMS, &ev->root);
         if (rc < 0)
                 return rc;
         rc = decode_body(ev);

@@ -79,7 +79,10 @@ void cvc_print_json(FILE *f, const cbor_item_t *item)
         case CBOR_TYPE_FLOAT_CTRL:
                 if (cbor_float_ctrl_is_ctrl(item)) {
                         uint8_t v = cbor_ctrl_value(item);
-                        fputs(v == CBOR_CTRL_TRUE ? "true" : v == CBOR_CTRL_FALSE ? "false" : "null", f);
+                        fputs(v == CBOR_CTRL_TRUE    ? "true"
+                              : v == CBOR_CTRL_FALSE ? "false"
+                                                     : "null",
+                              f);
                 } else {
                         double d = cbor_float_get_float(item);
                         if (isfinite(d))
