@@ -50,6 +50,14 @@ class AgentProcess:
         with open(self.log_path, "rb") as f:
             return f.read().decode(errors="replace")
 
+    SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:")
+
+    def sanitizer_report(self):
+        """The agent's log from the first ASan/LSan/UBSan report on, or None."""
+        log = self.read_log()
+        hits = [log.find(m) for m in self.SANITIZER_MARKS if m in log]
+        return log[min(hits):][:4000] if hits else None
+
     def stop(self):
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -68,6 +76,7 @@ def agent():
     a = AgentProcess()
     yield a
     a.stop()
+    assert a.sanitizer_report() is None, a.sanitizer_report()
 
 
 @pytest.fixture
@@ -76,6 +85,7 @@ def fresh_agent():
     a = AgentProcess(preload="")
     yield a
     a.stop()
+    assert a.sanitizer_report() is None, a.sanitizer_report()
 
 
 @pytest.fixture
