@@ -356,13 +356,18 @@ def test_bad_command_line_values_are_reported(init_ns):
 
 
 @pytest.mark.skipif(not os.path.exists(AGENT), reason="build/cellvm-agent not built yet")
-def test_real_agent_under_init_reports_boot_stamps(init_ns):
+def test_real_agent_under_init_reports_boot_stamps(init_ns, request):
     import sys
     sys.path.insert(0, os.path.join(ROOT, "client", "python"))
     from cellvm._wire import Connection
 
-    ns = init_ns(agent=AGENT, agent_args=None)
-    ns.cmdline  # agent args: --listen unix:<dir>/agent.sock
+    # init mounts tmpfs over /tmp and /run in the namespace, which would hide
+    # binaries of a checkout that lives there: run copies from /var/tmp.
+    bindir = tempfile.mkdtemp(prefix="cellvm-bin-", dir="/var/tmp")
+    request.addfinalizer(lambda: shutil.rmtree(bindir, ignore_errors=True))
+    for name in ("cellvm-agent", "cellvm-executor"):
+        shutil.copy2(os.path.join(os.path.dirname(AGENT), name), bindir)
+    ns = init_ns(agent=os.path.join(bindir, "cellvm-agent"), agent_args=None)
     deadline = time.monotonic() + 60
     while not os.path.exists(ns.sock):
         assert ns.proc.poll() is None and time.monotonic() < deadline, ns.read_log()
