@@ -3,8 +3,8 @@
 
 EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_proc.c \
              python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
-             python-embed/png_write.c
-EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o
+             python-embed/png_write.c python-embed/output_flusher.c
+EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o $(CONFINE_OBJS)
 EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py)
 
 PY_EMBED_CFLAGS := $(shell $(PY_CONFIG) --includes)
@@ -23,4 +23,4 @@ $(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
 	$(CC) $(CFLAGS) -Ipython-embed -c -o $@ $<
 
 $(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB)
-	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(PY_EMBED_LIBS) -lpng -lz $(PROTO_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(PY_EMBED_LIBS) -lpng -lz $(PROTO_LIBS) $(CONFINE_LIBS)

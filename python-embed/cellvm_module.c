@@ -9,6 +9,7 @@
 #include "cbor_util.h"
 #include "ctl_channel.h"
 #include "embedded_py.h"
+#include "output_flusher.h"
 #include "png_write.h"
 #include "pycbor.h"
 #include "writer.h"
@@ -22,47 +23,98 @@ static PyObject *set_errno_error(int neg_errno, const char *what)
         return PyErr_SetFromErrnoWithFilename(PyExc_OSError, what);
 }
 
-int cellvm_send_dict(int fd, uint16_t type, uint32_t id, PyObject *body)
+/*
+ * Messages the kernel held back with send(..., defer=True): they go out in the
+ * same write as the next message sent, so a RESULT and the X_END right after it
+ * cost the agent one wakeup. Only touched with the GIL held.
+ */
+static struct cv_buf held = {0};
+static int held_fd = -1;
+
+static int encode_msg(struct cv_buf *out, uint16_t type, uint32_t id, PyObject *body)
 {
-        struct cv_buf out;
         size_t mark;
-        cv_buf_init(&out);
-        int rc = cv_out_begin(&out, &mark);
-        if (rc == 0 && pycbor_encode(&out, body) < 0) {
-                cv_buf_free(&out);
-                return -1;
+        int rc = cv_out_begin(out, &mark);
+        if (rc == 0 && pycbor_encode(out, body) < 0) {
+                cv_out_abort(out, mark);
+                return -1; /* Python exception set */
         }
         if (rc == 0)
-                rc = cv_out_end(&out, mark, type, id);
-        if (rc == 0) {
-                /* Blocking write of our own buffer: no Python objects touched. */
-                Py_BEGIN_ALLOW_THREADS rc =
-                    ctl_write_all(fd, cv_buf_head(&out), cv_buf_pending(&out));
-                Py_END_ALLOW_THREADS
-        }
-        cv_buf_free(&out);
+                rc = cv_out_end(out, mark, type, id);
         if (rc < 0) {
+                cv_out_abort(out, mark);
+                set_errno_error(rc, "encode message");
+                return -1;
+        }
+        return 0;
+}
+
+/* Writes `out` to `fd` with the GIL released; `out` is private to this call. */
+static int write_buf(int fd, struct cv_buf *out)
+{
+        int rc;
+        Py_BEGIN_ALLOW_THREADS rc = ctl_write_all(fd, cv_buf_head(out), cv_buf_pending(out));
+        Py_END_ALLOW_THREADS if (rc < 0)
+        {
                 set_errno_error(rc, "send on control socket");
                 return -1;
         }
         return 0;
 }
 
-static PyObject *cellvm_send(PyObject *self, PyObject *args)
+static int send_held(void)
 {
-        int fd;
+        if (cv_buf_pending(&held) == 0)
+                return 0;
+        struct cv_buf out = held;
+        cv_buf_init(&held);
+        int rc = write_buf(held_fd, &out);
+        cv_buf_free(&out);
+        return rc;
+}
+
+static int send_msg(int fd, uint16_t type, uint32_t id, PyObject *body, int defer)
+{
+        if (cv_buf_pending(&held) > 0 && held_fd != fd && send_held() < 0)
+                return -1;
+        if (defer) {
+                held_fd = fd;
+                return encode_msg(&held, type, id, body);
+        }
+        /* Take the held messages along; another thread may send while we write. */
+        struct cv_buf out = held;
+        cv_buf_init(&held);
+        if (encode_msg(&out, type, id, body) < 0) {
+                held = out; /* the held ones stay for the next send */
+                return -1;
+        }
+        int rc = write_buf(fd, &out);
+        cv_buf_free(&out);
+        return rc;
+}
+
+int cellvm_send_dict(int fd, uint16_t type, uint32_t id, PyObject *body)
+{
+        return send_msg(fd, type, id, body, 0);
+}
+
+static PyObject *cellvm_send(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+        static char *kwlist[] = {"fd", "type", "id", "body", "defer", NULL};
+        int fd, defer = 0;
         unsigned int type;
         unsigned long id;
         PyObject *body;
         (void)self;
 
-        if (!PyArg_ParseTuple(args, "iIkO!:send", &fd, &type, &id, &PyDict_Type, &body))
+        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iIkO!|p:send", kwlist, &fd, &type, &id,
+                                         &PyDict_Type, &body, &defer))
                 return NULL;
         if (type > 0xFFFF || id > 0xFFFFFFFFul) {
                 PyErr_SetString(PyExc_ValueError, "type or id out of range");
                 return NULL;
         }
-        if (cellvm_send_dict(fd, (uint16_t)type, (uint32_t)id, body) < 0)
+        if (send_msg(fd, (uint16_t)type, (uint32_t)id, body, defer) < 0)
                 return NULL;
         Py_RETURN_NONE;
 }
@@ -164,10 +216,22 @@ static int pipe_pending(int fd)
         return n;
 }
 
+static uint64_t now_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* First and longest sleep between two looks at the pipes. */
+#define DRAIN_FIRST_SLEEP_NS 4000
+#define DRAIN_MAX_SLEEP_NS 100000
+
 /*
  * Waits (GIL released) until the readers of fds 1 and 2 took everything written
  * so far, at most `timeout` seconds. A message sent after this cannot overtake
- * output written before it, whatever the agent's scheduling.
+ * output written before it, whatever the agent's scheduling. The agent usually
+ * reads within tens of microseconds, so the sleeps start short and double.
  */
 static PyObject *cellvm_wait_output_drained(PyObject *self, PyObject *args)
 {
@@ -177,22 +241,73 @@ static PyObject *cellvm_wait_output_drained(PyObject *self, PyObject *args)
 
         if (!PyArg_ParseTuple(args, "d:wait_output_drained", &timeout))
                 return NULL;
-        Py_BEGIN_ALLOW_THREADS struct timespec step = {.tv_sec = 0, .tv_nsec = 100 * 1000};
-        long rounds = (long)(timeout / 1e-4);
-        for (long i = 0; i <= rounds; i++) {
+        if (pipe_pending(1) == 0 && pipe_pending(2) == 0)
+                Py_RETURN_TRUE;
+        Py_BEGIN_ALLOW_THREADS uint64_t deadline =
+            now_ns() + (uint64_t)(timeout > 0 ? timeout * 1e9 : 0);
+        long sleep_ns = DRAIN_FIRST_SLEEP_NS;
+        for (;;) {
                 if (pipe_pending(1) == 0 && pipe_pending(2) == 0) {
                         drained = 1;
                         break;
                 }
-                nanosleep(&step, NULL);
+                if (now_ns() >= deadline)
+                        break;
+                struct timespec step = {.tv_sec = 0, .tv_nsec = sleep_ns};
+                if (nanosleep(&step, NULL) < 0 && errno != EINTR)
+                        break;
+                sleep_ns = sleep_ns * 2 > DRAIN_MAX_SLEEP_NS ? DRAIN_MAX_SLEEP_NS : sleep_ns * 2;
         }
         Py_END_ALLOW_THREADS return PyBool_FromLong(drained);
 }
 
+static PyObject *cellvm_flusher_start(PyObject *self, PyObject *args)
+{
+        PyObject *flush;
+        double interval;
+        (void)self;
+
+        if (!PyArg_ParseTuple(args, "Od:flusher_start", &flush, &interval))
+                return NULL;
+        if (!PyCallable_Check(flush) || !(interval > 0 && interval < 3600)) {
+                PyErr_SetString(PyExc_ValueError, "flusher_start(callable, 0 < interval < 3600)");
+                return NULL;
+        }
+        int rc = output_flusher_start(flush, interval);
+        if (rc < 0)
+                return set_errno_error(rc, "output flusher thread");
+        Py_RETURN_NONE;
+}
+
+static PyObject *cellvm_flusher_active(PyObject *self, PyObject *arg)
+{
+        (void)self;
+        int active = PyObject_IsTrue(arg);
+        if (active < 0)
+                return NULL;
+        output_flusher_set_active(active);
+        Py_RETURN_NONE;
+}
+
+static PyObject *cellvm_flusher_stop(PyObject *self, PyObject *unused)
+{
+        (void)self;
+        (void)unused;
+        output_flusher_stop();
+        Py_RETURN_NONE;
+}
+
 static PyMethodDef cellvm_methods[] = {
+    {"flusher_start", cellvm_flusher_start, METH_VARARGS,
+     "flusher_start(flush, interval): call flush() every interval seconds while a cell runs"},
+    {"flusher_active", cellvm_flusher_active, METH_O,
+     "flusher_active(running): a cell started (True) or ended (False)"},
+    {"flusher_stop", cellvm_flusher_stop, METH_NOARGS, "flusher_stop(): stop and join the thread"},
     {"wait_output_drained", cellvm_wait_output_drained, METH_VARARGS,
      "wait_output_drained(timeout) -> bool: pipes 1 and 2 were read empty"},
-    {"send", cellvm_send, METH_VARARGS, "send(fd, type, id, body): write one message"},
+    {"send", (PyCFunction)(void (*)(void))cellvm_send, METH_VARARGS | METH_KEYWORDS,
+     "send(fd, type, id, body, defer=False): write one message (with any held ones);\n"
+     "defer=True holds it back until the next send"},
     {"recv", cellvm_recv, METH_VARARGS, "recv(fd) -> (type, id, body) or None at end of stream"},
     {"png_encode", (PyCFunction)(void (*)(void))cellvm_png_encode, METH_VARARGS | METH_KEYWORDS,
      "png_encode(rgba, width, height, dpi=None) -> bytes"},

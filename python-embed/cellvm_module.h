@@ -1,8 +1,11 @@
 /*
  * The `_cellvm` builtin module offered to the embedded Python:
- *   send(fd, type, id, body)       body (dict) -> CBOR, written as frames on fd
+ *   send(fd, type, id, body, defer=False)  body (dict) -> CBOR, written as frames on
+ *                                  fd together with any messages held back by defer=True
  *   recv(fd) -> (type, id, body)   blocking; None at end of stream
  *   png_encode(rgba, width, height, dpi=None) -> bytes   (GIL released)
+ *   flusher_start(flush, interval) / flusher_active(bool) / flusher_stop()
+ *                                  output flusher thread (output_flusher.h)
  *   sources: {module name: source text} compiled into the binary
  */
 #ifndef CELLVM_MODULE_H

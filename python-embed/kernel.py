@@ -20,12 +20,17 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tokenize
 import types
 import warnings
 
 import _cellvm
+import _signal
+
+_SIGINT = int(signal.SIGINT)
+_SIG_IGN = int(signal.SIG_IGN)
 
 KERNEL_FILE = "<cellvm kernel>"
 # Our own source lines in tracebacks of kernel bugs.
@@ -54,12 +59,142 @@ for _name in __future__.all_feature_names:
 del _name
 
 
+# ---------------------------------------------------------------- cell output streams
+
+# Output buffered in the executor before it reaches the fd 1/2 pipes. Flushed
+# when full, before every message (ordering, PROTOCOL.md section 8), before a
+# child process is started, and every OUTPUT_FLUSH_INTERVAL while a cell runs.
+OUTPUT_BUFFER_SIZE = 64 * 1024
+OUTPUT_FLUSH_INTERVAL = 0.03
+
+
+class _BinaryOut:
+        """sys.stdout.buffer: the BufferedWriter under the text layer, except that
+        a write first pushes out the text still pending above it, so
+        print('a'); sys.stdout.buffer.write(b'b') keeps its order."""
+
+        def __init__(self, text, binary):
+                self._text = text
+                self._binary = binary
+
+        def write(self, data):
+                self._text.flush()
+                return self._binary.write(data)
+
+        def writelines(self, lines):
+                self._text.flush()
+                return self._binary.writelines(lines)
+
+        def __getattr__(self, name):
+                return getattr(self._binary, name)
+
+        def __enter__(self):
+                return self
+
+        def __exit__(self, *exc):
+                self._binary.__exit__(*exc)
+
+
+class _OutStream(io.TextIOWrapper):
+        """sys.stdout/sys.stderr of a cell: a buffered TextIOWrapper on fd 1 or 2
+        that reports what ipykernel's OutStream reports (encoding 'UTF-8', errors
+        None, isatty() False, name 'stdout'/'stderr'); fileno() is the real fd,
+        so child processes writing to it land in the same stream."""
+
+        errors = None
+
+        def __init__(self, fd, name):
+                raw = io.FileIO(fd, "w", closefd=False)
+                binary = io.BufferedWriter(raw, OUTPUT_BUFFER_SIZE)
+                super().__init__(binary, encoding="UTF-8", errors="backslashreplace")
+                self._cellvm_name = name
+                self._cellvm_binary = _BinaryOut(self, binary)
+
+        @property
+        def name(self):
+                return self._cellvm_name
+
+        @property
+        def buffer(self):
+                return self._cellvm_binary
+
+        def isatty(self):
+                return False
+
+
+class _StreamFlusher:
+        """What the output flusher thread (output_flusher.c) calls every interval
+        while a cell runs, so `print('a'); time.sleep(5)` shows 'a' at once.
+        BufferedWriter's own lock orders these flushes against the cell's
+        writes; `lock` keeps fork() from copying a flush in progress."""
+
+        def __init__(self, streams):
+                self.streams = streams
+                self.lock = threading.Lock()
+
+        def __call__(self):
+                with self.lock:
+                        self._flush()
+
+        def _flush(self):
+                for stream in self.streams:
+                        try:
+                                stream.flush()
+                        except Exception:  # closed or broken pipe: nothing to deliver to
+                                pass
+
+        def before_fork(self):
+                self.lock.acquire()
+                self._flush()  # or the child would write the pending output a second time
+
+        def after_fork(self):
+                self.lock.release()
+
+
+_out_streams = ()
+_flusher = None
+
+
 def _flush_std():
-        for stream in (sys.stdout, sys.stderr):
+        for stream in (sys.stdout, sys.stderr) + _out_streams:
                 try:
                         stream.flush()
                 except Exception:  # a user-replaced stream may be broken; never fail the kernel
                         pass
+
+
+def _flushing_first(fn):
+        """fn, but with the cell's buffered output flushed first: it starts a child
+        process that writes to the same fds, and what was printed before must
+        come out before the child's output."""
+
+        def wrapper(*args, **kwargs):
+                _flush_std()
+                return fn(*args, **kwargs)
+
+        wrapper.__name__ = getattr(fn, "__name__", "wrapper")
+        wrapper.__qualname__ = getattr(fn, "__qualname__", wrapper.__name__)
+        wrapper.__doc__ = getattr(fn, "__doc__", None)
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+
+def _install_output_streams():
+        global _out_streams, _flusher
+        sys.stdout = _OutStream(1, "stdout")
+        sys.stderr = _OutStream(2, "stderr")
+        _out_streams = (sys.stdout, sys.stderr)
+        _flusher = _StreamFlusher(_out_streams)
+        _cellvm.flusher_start(_flusher, OUTPUT_FLUSH_INTERVAL)
+        os.register_at_fork(before=_flusher.before_fork, after_in_parent=_flusher.after_fork,
+                            after_in_child=_flusher.after_fork)
+        # Child processes that do not go through fork(): subprocess (fork_exec or
+        # posix_spawn), os.system and os.posix_spawn*.
+        if getattr(subprocess, "_fork_exec", None) is not None:
+                subprocess._fork_exec = _flushing_first(subprocess._fork_exec)
+        for name in ("system", "posix_spawn", "posix_spawnp"):
+                if hasattr(os, name):
+                        setattr(os, name, _flushing_first(getattr(os, name)))
 
 
 # ---------------------------------------------------------------- post-import hooks
@@ -134,6 +269,7 @@ def _install_finders():
                 sys.meta_path.append(_EmbeddedFinder())
         _post_import.add("matplotlib", _on_matplotlib_import)
         _post_import.add("IPython.core.display_functions", _on_ipython_display_import)
+        _post_import.add("PIL.Image", _on_pil_image_import)
 
 
 # ---------------------------------------------------------------- matplotlib
@@ -246,6 +382,11 @@ def _figure_png(fig):
         return buf.getvalue()
 
 
+def _figures_pending():
+        mpl = sys.modules.get("_cellvm_mpl")
+        return mpl is not None and "show" in mpl.__dict__ and mpl.show._draw_called
+
+
 def _flush_figures():
         """ipykernel's post-execute flush_figures with close_figures=True."""
         mpl = sys.modules.get("_cellvm_mpl")
@@ -353,25 +494,52 @@ def _e2b_data(df):
         return out
 
 
+def _e2b_json(obj):
+        """E2B's application/json formatter for lists and dicts: a JSON round trip
+        (numpy values through .tolist()), shown expanded; None (the regular
+        _repr_json_ lookup) when the value is not JSON."""
+        import json
+        try:
+                value = json.loads(json.dumps(obj, default=lambda o: o.tolist()))
+        except (TypeError, AttributeError, ValueError, RecursionError):
+                return None
+        return value, {"expanded": True}
+
+
 def _type_formatters(obj):
         """Formatters IPython registers by type: matplotlib figures (PNG), DataFrames (e2b/data)."""
         fig_mod = sys.modules.get("matplotlib.figure")
         if fig_mod is not None and isinstance(obj, fig_mod.Figure):
                 return {"image/png": _figure_png}
+        if isinstance(obj, (list, dict)):
+                return {"application/json": _e2b_json}
         pd = sys.modules.get("pandas")
         if pd is not None and isinstance(obj, pd.DataFrame):
                 return {"e2b/data": _e2b_data}
         return {}
 
 
+# Builtin types whose text/plain is repr() in IPython (pretty's _repr_pprint on a
+# one-line repr, float_format '%r'), and builtins with no _repr_*_ methods at all.
+_REPR_IS_TEXT_TYPES = frozenset({int, float, str, bool, complex, bytes})
+_NO_REPR_METHODS_TYPES = _REPR_IS_TEXT_TYPES | {list, tuple, dict, set, frozenset, range}
+
+
 def format_bundle(obj, include=None, exclude=None):
         """IPython's DisplayFormatter.format: (data, metadata), ({}, {}) if handled elsewhere."""
-        m = _real_method(obj, "_ipython_display_")
+        t = type(obj)
+        if t in _REPR_IS_TEXT_TYPES and not include and not exclude:
+                try:
+                        return {"text/plain": repr(obj)}, {}
+                except Exception:  # an int over the str-digits limit: the full path reports it
+                        pass
+        builtin = t in _NO_REPR_METHODS_TYPES
+        m = None if builtin else _real_method(obj, "_ipython_display_")
         if m is not None:
                 m()
                 return {}, {}
         data, md = {}, {}
-        m = _real_method(obj, "_repr_mimebundle_")
+        m = None if builtin else _real_method(obj, "_repr_mimebundle_")
         if m is not None:
                 try:
                         r = m(include=include, exclude=exclude)
@@ -393,13 +561,12 @@ def format_bundle(obj, include=None, exclude=None):
                 if mime in data:
                         continue
                 try:
+                        value = None
                         if mime == "text/plain":
                                 value = pretty_text(obj)
                         elif mime in by_type:
                                 value = by_type[mime](obj)
-                        elif meth is None:
-                                continue
-                        else:
+                        if value is None and meth is not None and not builtin:
                                 f = _real_method(obj, meth)
                                 if f is None:
                                         continue
@@ -425,10 +592,12 @@ def format_bundle(obj, include=None, exclude=None):
 OUTPUT_DRAIN_TIMEOUT = 0.05
 
 
-def _send(mtype, body):
+def _send(mtype, body, defer=False):
+        """Sends one message after all output written before it (defer: in one
+        write with the next message; only when no output can come in between)."""
         _flush_std()
         _cellvm.wait_output_drained(OUTPUT_DRAIN_TIMEOUT)
-        _cellvm.send(_state.fd, mtype, _state.req_id, body)
+        _cellvm.send(_state.fd, mtype, _state.req_id, body, defer)
 
 
 def publish_display_data(data, metadata=None, **_ignored):
@@ -454,6 +623,31 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None, di
                         md.update(metadata)
                 publish_display_data(data, md)
         return None
+
+
+def _on_pil_image_import(pil_image):
+        """E2B's template (startup_scripts/0003_images.py): Image.show() displays
+        the image instead of starting a viewer, and Image.save() to a path given
+        as a str also displays it (before saving, as E2B does)."""
+        cls = pil_image.Image
+        if getattr(cls.save, "_cellvm_displays", False):
+                return  # already patched (zygote, then again in the executor)
+        real_save = cls.save
+
+        def save(self, fp, format=None, **params):
+                if isinstance(fp, str):
+                        display(self)
+                return real_save(self, fp, format, **params)
+
+        def show(self, title=None):
+                display(self)
+
+        for new, old in ((save, real_save), (show, cls.show)):
+                new.__name__, new.__qualname__, new.__doc__ = old.__name__, old.__qualname__, old.__doc__
+                new.__wrapped__ = old
+                new._cellvm_displays = True
+        cls.save = save
+        cls.show = show
 
 
 def _on_ipython_display_import(mod):
@@ -722,6 +916,8 @@ def transform_cell(cell):
 
 def _ends_with_semicolon(cell):
         """IPython's DisplayHook.quiet(): the last token of the cell is ';'."""
+        if ";" not in cell:
+                return False
         try:
                 tokens = list(tokenize.generate_tokens(io.StringIO(cell).readline))
         except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -826,7 +1022,7 @@ class Kernel:
         # --- one execution
         def _register_source(self, source):
                 self.serial += 1
-                filename = os.path.join(self.cell_dir, f"{self.serial}.py")
+                filename = f"{self.cell_dir}/{self.serial}.py"
                 lines = source.splitlines(keepends=True)
                 linecache.cache[filename] = (len(source), None, lines, filename)
                 self.cell_files[filename] = self.count
@@ -856,7 +1052,8 @@ class Kernel:
                         body = {"execution_count": n, "data": data}
                         if md:
                                 body["metadata"] = md
-                        _send(RESULT, body)
+                        # Nothing runs between the result and X_END unless figures are pending.
+                        _send(RESULT, body, defer=not _figures_pending())
 
         def _run_code(self, code):
                 result = eval(code, self.ns)
@@ -867,6 +1064,22 @@ class Kernel:
                         result = self.loop.run_until_complete(result)
                 return result
 
+        def _compile(self, cell, filename):
+                """(module code or None, trailing expression code or None)."""
+                flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                tree = compile(cell, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+                last = None
+                if tree.body and isinstance(tree.body[-1], ast.Expr):
+                        last = ast.Expression(tree.body.pop().value)
+                code = None
+                if tree.body or last is None:
+                        code = compile(tree, filename, "exec", flags, dont_inherit=True)
+                        self.flags |= code.co_flags & FUTURE_FLAGS
+                if last is not None:
+                        last = compile(last, filename, "eval", self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                                       dont_inherit=True)
+                return code, last
+
         def run_cell(self, raw):
                 """Runs one cell; returns the exception it raised (or None)."""
                 if not raw or raw.isspace():
@@ -874,40 +1087,28 @@ class Kernel:
                 cell = transform_cell(raw)
                 self._store_inputs(raw, cell)
                 filename = self._register_source(cell)
-                flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
                 try:
-                        tree = compile(cell, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
-                        last = None
-                        if tree.body and isinstance(tree.body[-1], ast.Expr):
-                                last = ast.Expression(tree.body.pop().value)
-                        codes = [compile(tree, filename, "exec", flags, dont_inherit=True)]
-                        self.flags |= codes[0].co_flags & FUTURE_FLAGS
-                        if last is not None:
-                                codes.append(compile(last, filename, "eval", self.flags
-                                                     | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True))
+                        code, last = self._compile(cell, filename)
                 except (OverflowError, SyntaxError, ValueError, TypeError, MemoryError) as e:
                         self.error = e
                         self._send_error(e)
                         return e
                 err = None
+                _set_sigint(True)
                 try:
-                        _set_sigint(True)
                         try:
-                                self._run_code(codes[0])
-                                if len(codes) > 1:
-                                        self._displayhook(self._run_code(codes[1]), cell)
-                        finally:
-                                _set_sigint(False)
-                except BaseException as e:  # noqa: BLE001 - every cell error is reported
-                        err = e
-                try:
-                        _set_sigint(True)
+                                if code is not None:
+                                        self._run_code(code)
+                                if last is not None:
+                                        self._displayhook(self._run_code(last), cell)
+                        except BaseException as e:  # noqa: BLE001 - every cell error is reported
+                                err = e
                         try:
                                 _flush_figures()
-                        finally:
-                                _set_sigint(False)
-                except BaseException as e:  # noqa: BLE001
-                        err = err or e
+                        except BaseException as e:  # noqa: BLE001
+                                err = err or e
+                finally:
+                        _set_sigint(False)
                 if err is not None:
                         self._send_error(err)
                 return err
@@ -929,27 +1130,29 @@ class Kernel:
         def execute(self, req_id, body):
                 _state.req_id = req_id
                 code = body.get("code", "")
-                envs = body.get("envs") or {}
-                saved = {k: os.environ.get(k) for k in envs}
+                if not isinstance(code, str):
+                        code = ""
+                envs = body.get("envs")
+                saved = {k: os.environ.get(k) for k in envs} if envs else None
                 count = self.count
-                ended = False
                 try:
-                        for k, v in envs.items():
-                                os.environ[str(k)] = str(v)
+                        if envs:
+                                for k, v in envs.items():
+                                        os.environ[str(k)] = str(v)
                         _send(EXEC_INPUT, {"execution_count": count})
-                        err = self.run_cell(code if isinstance(code, str) else "")
+                        _cellvm.flusher_active(True)
+                        err = self.run_cell(code)
                         if code and not code.isspace():
                                 self.count += 1
                 finally:
-                        for k, v in saved.items():
-                                if v is None:
-                                        os.environ.pop(k, None)
-                                else:
-                                        os.environ[k] = v
-                        _flush_std()
-                ended = True
+                        _cellvm.flusher_active(False)
+                        if saved:
+                                for k, v in saved.items():
+                                        if v is None:
+                                                os.environ.pop(k, None)
+                                        else:
+                                                os.environ[k] = v
                 _send(X_END, {"status": "ok" if err is None else "error", "execution_count": count})
-                return ended
 
         def serve(self):
                 while True:
@@ -979,7 +1182,8 @@ class Kernel:
 
 def _set_sigint(running):
         # ipykernel: SIGINT raises KeyboardInterrupt only while a cell runs.
-        signal.signal(signal.SIGINT, signal.default_int_handler if running else signal.SIG_IGN)
+        # _signal.signal: the signal module's wrapper costs enum conversions per call.
+        _signal.signal(_SIGINT, _signal.default_int_handler if running else _SIG_IGN)
 
 
 # ---------------------------------------------------------------- entry points
@@ -1069,10 +1273,7 @@ def _reset_after_fork():
                 except Exception:
                         pass
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
-                                      errors="backslashreplace", write_through=True)
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8",
-                                      errors="backslashreplace", write_through=True)
+        _install_output_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         sys.argv = [""]
         warnings.resetwarnings()
@@ -1090,3 +1291,4 @@ def executor_main(fd):
         _cellvm.send(fd, X_READY, 0, {"pid": os.getpid()})
         kernel.serve()
         _flush_std()
+        _cellvm.flusher_stop()

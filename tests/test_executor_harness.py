@@ -112,7 +112,10 @@ class Executor:
         self.next_id = 100
         self.dead = False
 
-    def drain(self, run):
+    def drain(self, run, once=False):
+        """Reads the pipes until empty; once=True: one read each, as an event loop
+        does before looking at the control socket again (reading on until empty
+        could take output the executor wrote after its next message)."""
         for fd, name in self.pipes.items():
             while True:
                 try:
@@ -123,6 +126,8 @@ class Executor:
                     break
                 if run is not None:
                     run.events.append((STREAM, {"name": name, "text": data.decode(errors="replace")}))
+                if once:
+                    break
 
     def start(self, code, envs=None):
         self.next_id += 1
@@ -147,7 +152,7 @@ class Executor:
                     raise TimeoutError(f"no X_END within {timeout} s; got {run.events}")
                 ready = [k.fileobj for k, _ in sel.select(left)]
                 if self.ctrl not in ready:
-                    self.drain(run)
+                    self.drain(run, once=True)
                     continue
                 # The executor sends a message only once the pipes were read empty
                 # (or 50 ms passed), so pipe bytes seen now were written after it.

@@ -27,6 +27,10 @@ CASES = [
     "raise RuntimeError('custom message')",
     "import sys; sys.exit(2)",
     "import nosuchmodule_xyz",
+    # builtins whose text/plain the executor takes from repr() without the pretty printer
+    "3.14", "-0.0", "1e300", "float('nan')", "True", "1+2j", "2**100",
+    "b'by\\x00tes'", "'a\\nb\\u2028c\\x85'", "'x' * 100", "range(3)", "frozenset()",
+    "(1,)", "[(1, 2)] * 30",
 ]
 
 

@@ -1,0 +1,58 @@
+"""What E2B's code-interpreter template adds to the kernel (startup_scripts/
+0002_data.py and 0003_images.py): application/json for lists and dicts, and PIL
+images displayed by Image.show() and Image.save(path)."""
+
+import io
+
+from PIL import Image
+
+from test_executor_harness import DISPLAY, Zygote, ex, zygote  # noqa: F401
+
+
+def test_lists_and_dicts_carry_expanded_json(ex):
+    r = ex.ok("[1, 'two', 3.0]")
+    assert r.result["data"] == {"text/plain": "[1, 'two', 3.0]", "application/json": [1, "two", 3.0]}
+    assert r.result["metadata"] == {"application/json": {"expanded": True}}
+    assert ex.ok("{1: 'a', 'k': {'n': None}}").result["data"]["application/json"] == \
+        {"1": "a", "k": {"n": None}}
+    # numpy values go through .tolist(), as E2B's `default=`
+    assert ex.ok("import numpy as np\n[np.arange(3), np.float64(1.5)]").result["data"][
+        "application/json"] == [[0, 1, 2], 1.5]
+
+
+def test_no_json_for_other_values_or_unserialisable_lists(ex):
+    assert "application/json" not in ex.ok("(1, 2)").result["data"]
+    assert "application/json" not in ex.ok("{1, 2}").result["data"]
+    r = ex.ok("[object()]")
+    assert list(r.result["data"]) == ["text/plain"] and "metadata" not in r.result
+    assert ex.ok("l = [1]; l.append(l); l").result["data"] == {"text/plain": "[1, [...]]"}
+
+
+def test_display_of_a_list_carries_json_too(ex):
+    r = ex.ok("display([1, 2])")
+    assert r.displays == [{"data": {"text/plain": "[1, 2]", "application/json": [1, 2]},
+                           "metadata": {"application/json": {"expanded": True}}}]
+
+
+def test_pil_show_and_save_to_path_display_the_image(ex, tmp_path):
+    path = str(tmp_path / "red.png")
+    r = ex.ok("from PIL import Image\nimg = Image.new('RGB', (4, 3), 'red')\nimg.show()\n"
+              f"img.save({path!r})\nimport io; img.save(io.BytesIO(), 'PNG')")
+    assert len(r.displays) == 2
+    for d in r.displays:
+        assert d["data"]["text/plain"].startswith("<PIL.Image.Image image mode=RGB size=4x3")
+        shown = Image.open(io.BytesIO(d["data"]["image/png"]))
+        assert shown.size == (4, 3) and shown.getpixel((0, 0))[:3] == (255, 0, 0)
+    assert Image.open(path).size == (4, 3)  # and it was saved
+
+
+def test_pil_is_not_imported_by_the_kernel():
+    z = Zygote(preload="")
+    try:
+        e = z.spawn()
+        assert e.ok("import sys; 'PIL' in sys.modules").text == "False"
+        r = e.ok("from PIL import Image\nImage.new('L', (2, 2)).show()")
+        assert len(r.displays) == 1 and "image/png" in r.displays[0]["data"]
+        e.close()
+    finally:
+        z.close()

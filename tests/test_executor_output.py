@@ -1,0 +1,88 @@
+"""The executor's buffered stdout/stderr: few STREAM messages for many prints,
+prompt delivery while a cell runs, order kept against messages, child
+processes and fork(), and the attributes ipykernel's OutStream reports."""
+
+import time
+
+from cellvm import _wire as W
+
+from test_executor_harness import DISPLAY, RESULT, STREAM, ex, zygote  # noqa: F401
+
+
+def test_many_prints_arrive_whole_in_few_writes(ex):
+    r = ex.ok("for i in range(10000):\n    print(i)")
+    assert r.stdout == "".join(f"{i}\n" for i in range(10000))
+    # Unbuffered, this was one write (and up to one STREAM) per print.
+    assert len(r.of(STREAM)) < 20
+
+
+def test_output_of_a_running_cell_arrives_before_it_ends(agent):
+    conn = W.Connection.connect(agent.addr)
+    try:
+        conn.call(W.HELLO, {"protocol": 1})
+        t0 = time.monotonic()
+        seen = []
+        req = conn.request(W.EXECUTE, {"code": "import time\nprint('a')\ntime.sleep(2)\nprint('b')"})
+        for mtype, body in req.messages(timeout=30):
+            if mtype == W.STREAM:
+                seen.append((time.monotonic() - t0, body["text"]))
+        end = time.monotonic() - t0
+    finally:
+        conn.close()
+    assert "".join(t for _, t in seen) == "a\nb\n"
+    first = seen[0]
+    assert first[1].startswith("a") and first[0] < 1.0, seen
+    assert end >= 2.0
+
+
+def test_order_against_display_result_and_child_processes(ex):
+    r = ex.ok("import os, subprocess, sys\n"
+              "print('a')\n"
+              "subprocess.run(['echo', 'b'])\n"
+              "os.system('echo c')\n"
+              "print('d')\n"
+              "display('e')\n"
+              "print('f', file=sys.stderr)\n"
+              "print('g')\n"
+              "'h'")
+    kinds = []
+    for mtype, body in r.events[1:]:
+        item = body["text"] if mtype == STREAM else body["data"]["text/plain"]
+        if mtype == STREAM and body["name"] == "stderr":
+            continue
+        if mtype == STREAM and kinds and kinds[-1][0] == STREAM:
+            kinds[-1] = (STREAM, kinds[-1][1] + item)
+        else:
+            kinds.append((mtype, item))
+    assert kinds == [(STREAM, "a\nb\nc\nd\n"), (DISPLAY, "'e'"), (STREAM, "g\n"), (RESULT, "'h'")]
+    assert r.stderr == "f\n"
+
+
+def test_fork_does_not_duplicate_pending_output(ex):
+    r = ex.ok("import os, sys\n"
+              "print('a')\n"
+              "pid = os.fork()\n"
+              "if pid == 0:\n"
+              "    print('child')\n"
+              "    sys.stdout.flush()\n"
+              "    os._exit(0)\n"
+              "os.waitpid(pid, 0)\n"
+              "print('b')")
+    assert r.stdout == "a\nchild\nb\n"
+
+
+def test_stream_attributes_as_in_ipykernel(ex):
+    # ipykernel 6.17 OutStream: encoding 'UTF-8', errors None, isatty() False,
+    # name 'stdout'/'stderr', a usable fileno(); flush() returns None.
+    r = ex.ok("import sys, os\n"
+              "for s in (sys.stdout, sys.stderr):\n"
+              "    print((s.encoding, s.errors, s.isatty(), s.name, s.writable(), s.flush()))")
+    assert r.stdout == "('UTF-8', None, False, 'stdout', True, None)\n" \
+                       "('UTF-8', None, False, 'stderr', True, None)\n"
+    r = ex.ok("os.write(sys.stdout.fileno(), b'raw\\n');")
+    assert r.stdout == "raw\n"
+
+
+def test_undecodable_text_and_binary_buffer(ex):
+    r = ex.ok("import sys\nprint('\\udcff x')\nsys.stdout.buffer.write(b'bin\\n');")
+    assert r.stdout == "\\udcff x\nbin\n"
