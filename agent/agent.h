@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "buf.h"
+#include "cgroup.h"
 #include "reader.h"
 #include "utf8_stream.h"
 #include "uuid.h"
@@ -61,9 +62,10 @@ struct conn {
         struct cv_reader rd;
         struct cv_buf out;
         bool hello_done;
-        bool dirty;         /* output appended since the last flush */
-        bool closing;       /* flush what can be flushed, then close */
-        struct exec *execs; /* in flight, linked by conn_next */
+        bool dirty;           /* output appended since the last flush */
+        bool closing;         /* flush what can be flushed, then close */
+        struct exec *execs;   /* in flight, linked by conn_next */
+        struct svc_req *svcs; /* files/commands requests in flight (services.h) */
         unsigned ninflight;
 };
 
@@ -84,6 +86,8 @@ struct exec {
         bool running;
         bool input_seen;          /* EXEC_INPUT relayed: output from now on is the cell's */
         uint64_t execution_count; /* from EXEC_INPUT */
+        uint64_t output_bytes;    /* stdout + stderr bytes of the cell, to apply output_max */
+        bool output_truncated;    /* the truncation notice went out; the rest is dropped */
 };
 
 enum ctx_state {
@@ -116,6 +120,8 @@ struct context {
         struct exec *queue_head, *queue_tail; /* waiting executions */
         struct exec *running;
         char *death_reason; /* why the last executor ended, for ContextRestarted */
+        bool cgroup;        /* has its own cgroup under agent.cgroup_parent */
+        bool pipe_lost;     /* the live executor closed its stdout or stderr */
 };
 
 struct zygote {
@@ -154,6 +160,17 @@ struct agent {
         size_t nboot;
         bool stopping;
         struct cv_buf scratch; /* reusable encoding space */
+        /* Isolation (confine_agent.c). */
+        const char *cgroup_parent; /* NULL: no per-context cgroups, rlimits only */
+        struct cgroup_limits limits;
+        uint64_t file_size_max;        /* RLIMIT_FSIZE of user code, bytes */
+        uint64_t output_max;           /* stdout + stderr bytes relayed per execution */
+        bool network_allowed;          /* false: AF_INET/AF_INET6 denied to user code */
+        bool allow_local_vsock;        /* test flag: accept vsock peers other than the host */
+        bool no_agent_seccomp;         /* debug flag: skip the agent's own filter */
+        bool disconnect_continues;     /* a disconnect leaves running cells running */
+        const char *isolation_caps[4]; /* extra HELLO capabilities */
+        size_t nisolation_caps;
 };
 
 /* --- loop.c --- */
@@ -166,6 +183,22 @@ void watch_close(struct agent *a, struct watch *w);
 int loop_run(struct agent *a);
 /* The signals the loop reads from its signalfd (blocked in the agent; children unblock them). */
 int loop_signals(sigset_t *set);
+
+/* --- confine_agent.c --- */
+/* Decides the user-code policy (sandbox user, limits, network) and hands it to the
+ * zygote's environment; sets up the cgroup parent or logs the fallback. Returns 0 or -errno. */
+int confine_agent_setup(struct agent *a);
+/* Creates the context's cgroup (no-op without cgroups). */
+void confine_context_created(struct agent *a, struct context *ctx);
+/* Moves a new executor into its context's cgroup before it runs any cell. Returns 0 or -errno. */
+int confine_context_adopt(struct agent *a, struct context *ctx, pid_t pid);
+/* Kills every process of the context (cgroup.kill); false if there is no cgroup. */
+bool confine_context_kill(struct agent *a, struct context *ctx);
+void confine_context_removed(struct agent *a, struct context *ctx);
+
+/* --- agent_seccomp.c --- */
+/* Loads the agent's own syscall allowlist (inherited by the zygote). Returns 0 or -errno. */
+int agent_seccomp_apply(void);
 
 /* --- boot.c --- */
 void boot_stamp(struct agent *a, const char *name, uint64_t ns);

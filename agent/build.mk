@@ -2,7 +2,28 @@
 AGENT_SRCS := agent/main.c agent/loop.c agent/log.c agent/boot.c agent/listen.c agent/conn.c \
               agent/requests.c agent/context.c agent/execution.c agent/zygote.c \
               agent/utf8_stream.c agent/uuid.c
+# Files and commands services (docs/PROTOCOL.md sections 9-10).
+AGENT_SRCS += agent/svc.c agent/creds.c agent/files.c agent/file_transfer.c agent/fswatch.c \
+              agent/commands.c
+AGENT_SRCS += agent/confine_agent.c agent/cgroup.c agent/agent_seccomp.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o)
 
-$(B)/cellvm-agent: $(AGENT_OBJS) $(PROTO_LIB)
-	$(CC) $(LDFLAGS) -o $@ $(AGENT_OBJS) $(PROTO_LIB) $(PROTO_LIBS)
+# Confinement of user code (agent/confine.h): linked into the agent and the executor.
+CONFINE_SRCS := agent/confine.c agent/confine_policy.c agent/confine_seccomp.c
+CONFINE_OBJS := $(CONFINE_SRCS:%.c=$(B)/%.o)
+CONFINE_LIBS := -lseccomp
+
+$(B)/cellvm-agent: $(AGENT_OBJS) $(CONFINE_OBJS) $(PROTO_LIB)
+	$(CC) $(LDFLAGS) -o $@ $(AGENT_OBJS) $(CONFINE_OBJS) $(PROTO_LIB) $(PROTO_LIBS) $(CONFINE_LIBS)
+
+# C unit tests of the confinement policy text (tests/c/test_confine*.c): part of `make check-c`.
+CONFINE_TESTS := $(B)/tests/c/test_confine_policy
+
+$(B)/tests/c/test_confine_policy: $(B)/tests/c/test_confine_policy.o $(B)/agent/confine_policy.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+.PHONY: check-c-confine
+check-c-confine: $(CONFINE_TESTS)
+	@set -e; for t in $(CONFINE_TESTS); do echo "== $$t"; $$t; done
+
+check-c: check-c-confine

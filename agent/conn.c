@@ -12,6 +12,7 @@
 #include "frame.h"
 #include "log.h"
 #include "msgtypes.h"
+#include "services.h"
 #include "writer.h"
 
 static const char *const transport_names[] = {"unix", "vsock", "tcp", "serial"};
@@ -59,6 +60,7 @@ void conn_drop_inflight(struct agent *a, struct conn *c)
 {
         while (c->execs)
                 exec_cancel(a, c->execs, false);
+        svc_drop_all(a, c);
 }
 
 void conn_close(struct agent *a, struct conn *c, const char *why)
@@ -103,6 +105,7 @@ static void conn_resume_feeders(struct agent *a, struct conn *c)
         for (struct exec *e = c->execs; e; e = e->conn_next)
                 if (e->running && e->ctx->paused)
                         context_update_interest(a, e->ctx);
+        svc_resume_all(a, c);
 }
 
 static void conn_update_interest(struct agent *a, struct conn *c)

@@ -17,12 +17,15 @@
 #include "writer.h"
 
 #define PIPE_READ_CHUNK (64u * 1024u)
+/* Chunks a drain reads at most: 1 MiB, the largest pipe an unprivileged process can ask for. */
+#define DRAIN_MAX_CHUNKS 16u
 /* Pause before respawning an executor that died before it was ready. */
 #define RESPAWN_BACKOFF_NS (1000000000ull)
 /* Time between the executor closing its control socket and our SIGKILL if it lingers. */
 #define DYING_GRACE_NS (1000000000ull)
 
 static void on_ctl(struct agent *a, struct watch *w, uint32_t events);
+static void kill_executor(struct agent *a, struct context *ctx, const char *reason);
 static void on_pipe(struct agent *a, struct watch *w, uint32_t events);
 static void context_gone(struct agent *a, struct context *ctx, const char *why);
 
@@ -56,6 +59,7 @@ struct context *context_new(struct agent *a, const char *cwd, int *err)
         cv_reader_init(&ctx->ctl_rd, CV_DEFAULT_MAX_MESSAGE);
         cv_buf_init(&ctx->ctl_out);
         ctx->state = CTX_WAIT_ZYGOTE;
+        confine_context_created(a, ctx);
         ctx->next = a->contexts;
         a->contexts = ctx;
         a->ncontexts++;
@@ -71,6 +75,7 @@ static void context_free(struct agent *a, struct context *ctx)
                         break;
                 }
         }
+        confine_context_removed(a, ctx);
         cv_reader_free(&ctx->ctl_rd);
         cv_buf_free(&ctx->ctl_out);
         free(ctx->death_reason);
@@ -143,6 +148,7 @@ void context_spawn(struct agent *a, struct context *ctx)
         ctx->pid = 0;
         ctx->kill_at = 0;
         ctx->paused = false;
+        ctx->pipe_lost = false;
         ctx->state = CTX_STARTING;
         ctx->start_deadline = now_mono() + EXECUTOR_START_TIMEOUT_NS;
         free(ctx->death_reason);
@@ -166,12 +172,29 @@ void context_update_interest(struct agent *a, struct context *ctx)
                 log_error("context %s: epoll_ctl: %s", ctx->id, strerror(-rc));
 }
 
+#define OUTPUT_LOST_REASON "the cell closed the context's stdout or stderr"
+
+/*
+ * The executor closed fd 1 or 2 while alive: later cells would run with their
+ * output going nowhere. The context is restarted: at once when idle, else when
+ * the running cell ends (that execution then reports ContextRestarted). If the
+ * executor is in fact dying, its reaping comes first and carries the real reason.
+ */
+static void output_lost(struct agent *a, struct context *ctx)
+{
+        ctx->pipe_lost = true;
+        if (!ctx->running)
+                kill_executor(a, ctx, OUTPUT_LOST_REASON);
+}
+
 /* Reads one chunk (or everything, `drain`) from a pipe; closes it at end of file. */
 static void read_pipe(struct agent *a, struct context *ctx, struct watch *w, bool drain)
 {
         static uint8_t buf[PIPE_READ_CHUNK];
         int which = w == &ctx->out ? 1 : 2;
-        while (w->fd >= 0) {
+        /* A drain takes what a full pipe holds, not what a writer that never stops
+         * (`yes` in the background) keeps adding: that would hold the loop forever. */
+        for (unsigned i = 0; w->fd >= 0 && i < DRAIN_MAX_CHUNKS; i++) {
                 ssize_t n = read(w->fd, buf, sizeof(buf));
                 if (n < 0) {
                         if (errno == EINTR)
@@ -183,6 +206,8 @@ static void read_pipe(struct agent *a, struct context *ctx, struct watch *w, boo
                 }
                 if (n == 0) {
                         watch_close(a, w);
+                        if (ctx->state == CTX_READY && ctx->pid > 0)
+                                output_lost(a, ctx);
                         return;
                 }
                 exec_stream(a, ctx, which, buf, (size_t)n, false);
@@ -209,7 +234,7 @@ static void on_pipe(struct agent *a, struct watch *w, uint32_t events)
         }
 }
 
-static void kill_executor(struct context *ctx, const char *reason)
+static void kill_executor(struct agent *a, struct context *ctx, const char *reason)
 {
         if (reason && !ctx->death_reason)
                 ctx->death_reason = strdup(reason);
@@ -222,6 +247,8 @@ static void kill_executor(struct context *ctx, const char *reason)
         if (kill(-ctx->pid, SIGKILL) < 0 && kill(ctx->pid, SIGKILL) < 0 && errno != ESRCH)
                 log_error("context %s: kill(%d, SIGKILL): %s", ctx->id, (int)ctx->pid,
                           strerror(errno));
+        /* And whatever left the process group (setsid, daemons, a fork bomb). */
+        confine_context_kill(a, ctx);
 }
 
 static void handle_x_ready(struct agent *a, struct context *ctx, const struct cv_msg *m)
@@ -239,6 +266,14 @@ static void handle_x_ready(struct agent *a, struct context *ctx, const struct cv
         }
         if (pid > 0 && pid < INT32_MAX)
                 ctx->pid = (pid_t)pid;
+        /* Into its cgroup before the first cell; without it the limits would not hold. */
+        int rc = confine_context_adopt(a, ctx, ctx->pid);
+        if (rc < 0) {
+                log_error("context %s: moving executor %d into its cgroup: %s", ctx->id,
+                          (int)ctx->pid, strerror(-rc));
+                kill_executor(a, ctx, "the executor could not be moved into its cgroup");
+                return;
+        }
         ctx->state = CTX_READY;
         ctx->executor_ready = true;
         ctx->start_failures = 0;
@@ -271,6 +306,11 @@ static void ctl_message(struct agent *a, struct context *ctx, const struct cv_ms
                 if (!e || e->internal_id != m->id) {
                         log_warn("context %s: dropping %s for execution %u, not the running one",
                                  ctx->id, cv_msg_type_name(m->type), m->id);
+                        return;
+                }
+                if (m->type == CV_MSG_X_END && ctx->pipe_lost) {
+                        /* Reaping ends this execution with ContextRestarted. */
+                        kill_executor(a, ctx, OUTPUT_LOST_REASON);
                         return;
                 }
                 if (m->type == CV_MSG_X_END) {
@@ -368,7 +408,7 @@ static void finalize(struct agent *a, struct context *ctx, const char *why)
         cv_reader_reset(&ctx->ctl_rd);
         cv_buf_reset(&ctx->ctl_out);
         if (ctx->pid > 0)
-                kill_executor(ctx, NULL); /* leftovers in its process group */
+                kill_executor(a, ctx, NULL); /* leftovers in its process group */
         log_info("context %s: executor %d gone: %s", ctx->id, (int)ctx->pid, why);
         ctx->pid = 0;
         ctx->kill_at = 0;
@@ -433,7 +473,7 @@ void context_restart(struct agent *a, struct context *ctx)
         case CTX_DYING:
                 ctx->restarting = true;
                 if (ctx->pid > 0)
-                        kill_executor(ctx, "the context was restarted");
+                        kill_executor(a, ctx, "the context was restarted");
                 else
                         finalize(a, ctx, "the context was restarted");
                 return;
@@ -447,7 +487,7 @@ void context_remove(struct agent *a, struct context *ctx)
         fail_queue(a, ctx, CV_ERR_CANCELLED, "the context was removed");
         if (ctx->pid > 0 &&
             (ctx->state == CTX_READY || ctx->state == CTX_STARTING || ctx->state == CTX_DYING))
-                kill_executor(ctx, "the context was removed");
+                kill_executor(a, ctx, "the context was removed");
         else
                 finalize(a, ctx, "the context was removed");
 }
@@ -486,10 +526,11 @@ void contexts_timers(struct agent *a, uint64_t now, uint64_t *next)
                 if (ctx->kill_at && now >= ctx->kill_at) {
                         ctx->kill_at = 0;
                         log_info("context %s: killing executor %d", ctx->id, (int)ctx->pid);
-                        kill_executor(ctx, ctx->state == CTX_DYING
-                                               ? NULL
-                                               : "the cell did not stop within 2 s of the "
-                                                 "interrupt; its process was killed");
+                        kill_executor(a, ctx,
+                                      ctx->state == CTX_DYING
+                                          ? NULL
+                                          : "the cell did not stop within 2 s of the "
+                                            "interrupt; its process was killed");
                         /* Reaping finishes the job; if it never comes, don't spin. */
                         if (ctx->pid <= 0)
                                 finalize(a, ctx, "killed");
@@ -501,7 +542,7 @@ void contexts_timers(struct agent *a, uint64_t now, uint64_t *next)
                         log_error("context %s: executor not ready after %llu s", ctx->id,
                                   EXECUTOR_START_TIMEOUT_NS / 1000000000ull);
                         if (ctx->pid > 0) {
-                                kill_executor(ctx, "the executor did not start in time");
+                                kill_executor(a, ctx, "the executor did not start in time");
                         } else {
                                 finalize(a, ctx, "the executor did not start in time");
                                 continue;
@@ -545,7 +586,7 @@ void contexts_kill_all(struct agent *a)
         while (a->contexts) {
                 struct context *ctx = a->contexts;
                 if (ctx->pid > 0) {
-                        kill_executor(ctx, NULL);
+                        kill_executor(a, ctx, NULL);
                         /* SIGKILL is prompt; reap so no zombie outlives us. */
                         if (waitpid(ctx->pid, NULL, 0) < 0 && errno != ECHILD)
                                 log_warn("waitpid(%d): %s", (int)ctx->pid, strerror(errno));

@@ -106,6 +106,9 @@ void exec_cancel(struct agent *a, struct exec *e, bool notify)
                 exec_detach_conn(e);
                 /* No client to slow us down any more. */
                 context_update_interest(a, ctx);
+                /* --on-disconnect continue: the cell finishes; its output is dropped. */
+                if (a->disconnect_continues)
+                        return;
         }
         exec_interrupt(a, ctx);
 }
@@ -156,6 +159,30 @@ static void log_dropped(struct context *ctx, int which, const uint8_t *p, size_t
                  which == 1 ? "stdout" : "stderr", shown, n > DROPPED_SHOWN ? "..." : "");
 }
 
+static void queue_stream(struct agent *a, struct context *ctx, struct exec *e, int which,
+                         const char *text, size_t len);
+
+/*
+ * The per-execution output cap: trims `*n` to what still fits. Past the cap the
+ * pipes are still read and the bytes dropped, so the cell runs on and the
+ * agent's memory stays bounded. Returns true the first time the cap is hit (the
+ * caller then sends the notice).
+ */
+static bool output_cap(struct agent *a, struct exec *e, size_t *n)
+{
+        if (!a->output_max)
+                return false;
+        uint64_t used = e->output_bytes;
+        e->output_bytes += *n;
+        if (e->output_bytes <= a->output_max)
+                return false;
+        *n = used < a->output_max ? (size_t)(a->output_max - used) : 0;
+        if (e->output_truncated)
+                return false;
+        e->output_truncated = true;
+        return true;
+}
+
 void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t *p, size_t n,
                  bool final)
 {
@@ -172,15 +199,38 @@ void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t 
                 dec->npending = 0;
                 return;
         }
+        bool notice = output_cap(a, e, &n);
+        if (e->output_truncated && !notice) {
+                dec->npending = 0;
+                return;
+        }
         struct cv_buf *text = &a->scratch;
         cv_buf_reset(text);
-        utf8_stream_decode(dec, p, n, final, text);
+        /* At the cap, a sequence cut in half ends as U+FFFD like at the end of a cell. */
+        utf8_stream_decode(dec, p, n, final || notice, text);
         if (text->err) {
                 log_error("context %s: decoding output: %s", ctx->id, strerror(-text->err));
                 return;
         }
-        if (cv_buf_pending(text) == 0)
-                return;
+        if (cv_buf_pending(text) > 0)
+                queue_stream(a, ctx, e, which, (const char *)cv_buf_head(text),
+                             cv_buf_pending(text));
+        if (notice) {
+                char msg[160];
+                int len = snprintf(msg, sizeof(msg),
+                                   "\n[cellvm: output truncated: this execution wrote more than "
+                                   "%llu bytes to stdout/stderr; the rest is discarded]\n",
+                                   (unsigned long long)a->output_max);
+                log_info("context %s: execution %u: output over %llu bytes, truncated", ctx->id,
+                         e->client_id, (unsigned long long)a->output_max);
+                queue_stream(a, ctx, e, 2, msg, (size_t)len);
+        }
+}
+
+/* Queues a STREAM with `len` bytes of valid UTF-8 for the client of `e`. */
+static void queue_stream(struct agent *a, struct context *ctx, struct exec *e, int which,
+                         const char *text, size_t len)
+{
         struct cv_buf *b = &e->conn->out;
         size_t mark;
         cv_out_begin(b, &mark);
@@ -188,7 +238,7 @@ void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t 
         cv_enc_cstr(b, "name");
         cv_enc_cstr(b, which == 1 ? "stdout" : "stderr");
         cv_enc_cstr(b, "text");
-        cv_enc_text(b, (const char *)cv_buf_head(text), cv_buf_pending(text));
+        cv_enc_text(b, text, len);
         int rc = cv_out_end(b, mark, CV_MSG_STREAM, e->client_id);
         if (rc < 0)
                 log_error("conn %u: id %u: queueing STREAM: %s", e->conn->num, e->client_id,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,18 +21,39 @@
 /* Delay between attempts to reopen a hung-up serial port. */
 #define SERIAL_REOPEN_NS (100000000ull)
 
+/* Only the host (CID 2) drives the agent; a guest-local peer (CID 1) is user code. */
+static bool vsock_peer_allowed(struct agent *a, const struct sockaddr_vm *peer, socklen_t len)
+{
+        if (len >= sizeof(*peer) && peer->svm_family == AF_VSOCK &&
+            peer->svm_cid == VMADDR_CID_HOST)
+                return true;
+        if (a->allow_local_vsock)
+                return true;
+        log_warn("refused a vsock connection from CID %u (only the host, CID %u, may connect)",
+                 len >= sizeof(*peer) ? (unsigned)peer->svm_cid : 0u, (unsigned)VMADDR_CID_HOST);
+        return false;
+}
+
 static void on_accept(struct agent *a, struct watch *w, uint32_t events)
 {
         (void)events;
         struct listener *l = (struct listener *)((char *)w - offsetof(struct listener, w));
         for (int i = 0; i < 64; i++) {
-                int fd = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                struct sockaddr_vm peer = {0};
+                socklen_t plen = sizeof(peer);
+                int fd =
+                    accept4(w->fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 if (fd < 0) {
                         if (errno == EINTR || errno == ECONNABORTED)
                                 continue;
                         if (errno != EAGAIN)
                                 log_error("accept4 on %s: %s", l->addr, strerror(errno));
                         return;
+                }
+                if (l->kind == TR_VSOCK && !vsock_peer_allowed(a, &peer, plen)) {
+                        if (close(fd) < 0)
+                                log_warn("close(refused vsock peer): %s", strerror(errno));
+                        continue;
                 }
                 if (!conn_new(a, fd, l->kind)) {
                         if (close(fd) < 0)
@@ -71,7 +93,10 @@ static int open_unix(struct listener *l, const char *path)
         struct stat st;
         if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && unlink(path) < 0)
                 log_warn("unlink stale socket %s: %s", path, strerror(errno));
+        /* Born 0600: only the agent's user (root in the guest) may connect. */
+        mode_t old_mask = umask(0177);
         int rc = bind_listen(fd, (struct sockaddr *)&sun, sizeof(sun));
+        umask(old_mask);
         if (rc < 0) {
                 close(fd);
                 return rc;
@@ -174,6 +199,11 @@ static void serial_open(struct agent *a, struct listener *l)
                 l->reopen_at = now_mono() + SERIAL_REOPEN_NS;
                 return;
         }
+        /* The port is the host's channel: root's alone, and exclusive where it is a tty. */
+        if (fchmod(fd, 0600) < 0)
+                log_warn("chmod 0600 %s: %s", path, strerror(errno));
+        if (isatty(fd) && ioctl(fd, TIOCEXCL) < 0)
+                log_warn("ioctl(%s, TIOCEXCL): %s", path, strerror(errno));
         /* A tty (emulated ports, consoles) must pass bytes untouched. */
         struct termios t;
         if (tcgetattr(fd, &t) == 0) {

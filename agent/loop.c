@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "services.h"
 
 uint64_t now_mono(void)
 {
@@ -76,7 +77,8 @@ static void reap_children(struct agent *a)
                 }
                 if (pid == 0)
                         return;
-                if (zygote_reaped(a, pid, status) || context_reaped(a, pid, status))
+                if (zygote_reaped(a, pid, status) || context_reaped(a, pid, status) ||
+                    commands_reaped(a, pid, status))
                         continue;
                 char how[64];
                 describe_status(status, how, sizeof(how));
@@ -151,6 +153,7 @@ int loop_run(struct agent *a)
                 uint64_t next = UINT64_MAX;
                 contexts_timers(a, now, &next);
                 zygote_timers(a, now, &next);
+                commands_timers(a, now, &next);
                 serial_reopen_due(a, now);
                 for (struct listener *l = a->listeners; l; l = l->next)
                         if (l->reopen_at && l->reopen_at < next)
@@ -181,5 +184,6 @@ int loop_run(struct agent *a)
                         w->fn(a, w, ev.events);
                 }
         }
+        commands_kill_all(a);
         return 0;
 }

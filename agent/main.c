@@ -18,6 +18,8 @@
 
 #define DEFAULT_PRELOAD "numpy,pandas,matplotlib,matplotlib.pyplot"
 #define MAX_LISTEN 16
+/* stdout + stderr bytes relayed per execution before the truncation notice. */
+#define DEFAULT_OUTPUT_MAX (64ull << 20)
 
 static void usage(FILE *f)
 {
@@ -41,7 +43,99 @@ static void usage(FILE *f)
             "  --preload LIST     modules the zygote imports, comma-separated; \"\" for none\n"
             "                     (default: " DEFAULT_PRELOAD ")\n"
             "  --log-level LEVEL  error, warn, info (default) or debug\n"
+            "  --network POLICY   none (default: user code gets no AF_INET/AF_INET6 sockets) "
+            "or allow\n"
+            "  --memory-max SIZE  memory of each context (K/M/G suffixes; default: RAM - 1/8)\n"
+            "  --pids-max N       processes of each context (default 1024)\n"
+            "  --cpu-weight N     cpu.weight of each context (default 100)\n"
+            "  --file-size-max SIZE  largest file user code may write (RLIMIT_FSIZE)\n"
+            "  --output-max SIZE  stdout+stderr relayed per execution (default 64M)\n"
+            "  --allow-local-vsock  accept vsock peers other than the host (CID 2); tests only\n"
+            "  --no-agent-seccomp   do not load the agent's own seccomp filter (debugging)\n"
+            "  --on-disconnect WHAT  interrupt (default) or continue the running cells of a\n"
+            "                     connection that closes\n"
             "  --help             this text\n");
+}
+
+/* "64M", "1G", "4096": bytes with an optional binary suffix. */
+static int parse_size(const char *s, uint64_t *out)
+{
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || end == s || s[0] == '-')
+                return -EINVAL;
+        unsigned shift = 0;
+        switch (*end) {
+        case 'K':
+        case 'k':
+                shift = 10;
+                end++;
+                break;
+        case 'M':
+        case 'm':
+                shift = 20;
+                end++;
+                break;
+        case 'G':
+        case 'g':
+                shift = 30;
+                end++;
+                break;
+        default:
+                break;
+        }
+        if (*end || (shift && v > (UINT64_MAX >> shift)))
+                return -EINVAL;
+        *out = (uint64_t)v << shift;
+        return 0;
+}
+
+static int isolation_option(struct agent *a, int opt, const char *arg)
+{
+        uint64_t v = 0;
+        switch (opt) {
+        case 'N':
+                if (strcmp(arg, "none") != 0 && strcmp(arg, "allow") != 0)
+                        return -EINVAL;
+                a->network_allowed = strcmp(arg, "allow") == 0;
+                return 0;
+        case 'V':
+                a->allow_local_vsock = true;
+                return 0;
+        case 'S':
+                a->no_agent_seccomp = true;
+                return 0;
+        case 'D':
+                if (strcmp(arg, "interrupt") != 0 && strcmp(arg, "continue") != 0)
+                        return -EINVAL;
+                a->disconnect_continues = strcmp(arg, "continue") == 0;
+                return 0;
+        }
+        if (parse_size(arg, &v) < 0 || v == 0)
+                return -EINVAL;
+        if (opt == 'M')
+                a->limits.memory_max = v;
+        else if (opt == 'P')
+                a->limits.pids_max = v;
+        else if (opt == 'W' && v <= 10000)
+                a->limits.cpu_weight = v;
+        else if (opt == 'F')
+                a->file_size_max = v;
+        else if (opt == 'O')
+                a->output_max = v;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* The index in `opts` of the option whose value is `val` (for messages). */
+static size_t optind_last(const struct option *opts, int val)
+{
+        size_t i = 0;
+        while (opts[i].name && opts[i].val != val)
+                i++;
+        return i;
 }
 
 static char *default_executor(void)
@@ -93,6 +187,7 @@ int main(int argc, char **argv)
         size_t nlisten = 0;
         char *executor_alloc = NULL;
         a->preload = DEFAULT_PRELOAD;
+        a->output_max = DEFAULT_OUTPUT_MAX;
         a->workdir = NULL;
         a->sig.fd = -1;
         a->zyg.w.fd = -1;
@@ -104,6 +199,15 @@ int main(int argc, char **argv)
             {"preload", required_argument, NULL, 'p'},
             {"log-level", required_argument, NULL, 'v'},
             {"help", no_argument, NULL, 'h'},
+            {"network", required_argument, NULL, 'N'},
+            {"memory-max", required_argument, NULL, 'M'},
+            {"pids-max", required_argument, NULL, 'P'},
+            {"cpu-weight", required_argument, NULL, 'W'},
+            {"file-size-max", required_argument, NULL, 'F'},
+            {"output-max", required_argument, NULL, 'O'},
+            {"allow-local-vsock", no_argument, NULL, 'V'},
+            {"no-agent-seccomp", no_argument, NULL, 'S'},
+            {"on-disconnect", required_argument, NULL, 'D'},
             {NULL, 0, NULL, 0},
         };
         int opt;
@@ -134,6 +238,21 @@ int main(int argc, char **argv)
                 case 'h':
                         usage(stdout);
                         return 0;
+                case 'N':
+                case 'M':
+                case 'P':
+                case 'W':
+                case 'F':
+                case 'O':
+                case 'V':
+                case 'S':
+                case 'D':
+                        if (isolation_option(a, opt, optarg) < 0) {
+                                fprintf(stderr, "cellvm-agent: bad value for --%s: %s\n",
+                                        opts[optind_last(opts, opt)].name, optarg);
+                                return 2;
+                        }
+                        break;
                 default:
                         usage(stderr);
                         return 2;
@@ -183,7 +302,12 @@ int main(int argc, char **argv)
                 log_error("epoll_create1: %s", strerror(errno));
                 return 1;
         }
-        int rc = zygote_start(a);
+        int rc = confine_agent_setup(a);
+        if (rc < 0) {
+                log_error("isolation setup: %s", strerror(-rc));
+                return 1;
+        }
+        rc = zygote_start(a);
         if (rc < 0) {
                 log_error("starting the zygote (%s): %s", a->executor, strerror(-rc));
                 return 1;
@@ -208,6 +332,16 @@ int main(int argc, char **argv)
                         return 1;
                 }
         }
+        /* Setup is done: from here on the agent needs none of this (agent_seccomp.c). */
+        if (!a->no_agent_seccomp && (rc = agent_seccomp_apply()) < 0) {
+                log_error("loading the agent's seccomp filter: %s", strerror(-rc));
+                shutdown_agent(a);
+                free(executor_alloc);
+                return 1;
+        }
+        /* Non-dumpable: /proc/<agent>/fd and friends are root's alone. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                log_warn("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
         boot_stamp(a, "agent_ready", now_boottime());
         log_info("ready: pid %d, default context %s, workdir %s", (int)getpid(), a->default_ctx,
                  a->workdir);

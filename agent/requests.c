@@ -11,10 +11,11 @@
 #include "frame.h"
 #include "log.h"
 #include "msgtypes.h"
+#include "services.h"
 #include "writer.h"
 
 static const char *const capabilities[] = {"execute", "contexts", "interrupt", "cancel",
-                                           "chunking"};
+                                           "chunking", "files",    "commands"};
 
 static void reply_ok_empty(struct conn *c, uint32_t id)
 {
@@ -102,9 +103,11 @@ static void do_hello(struct agent *a, struct conn *c, uint32_t id, const cbor_it
         cv_enc_cstr(b, AGENT_VERSION);
         cv_enc_cstr(b, "capabilities");
         size_t ncap = sizeof(capabilities) / sizeof(capabilities[0]);
-        cv_enc_array(b, ncap);
+        cv_enc_array(b, ncap + a->nisolation_caps);
         for (size_t i = 0; i < ncap; i++)
                 cv_enc_cstr(b, capabilities[i]);
+        for (size_t i = 0; i < a->nisolation_caps; i++)
+                cv_enc_cstr(b, a->isolation_caps[i]);
         cv_enc_cstr(b, "max_message");
         cv_enc_uint(b, CV_DEFAULT_MAX_MESSAGE);
         cv_enc_cstr(b, "pid");
@@ -143,6 +146,13 @@ static void do_cancel(struct agent *a, struct conn *c, uint32_t id, const cbor_i
         uint64_t target;
         if (cv_map_get_uint(body, "id", &target) < 0) {
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`id` must be an unsigned integer");
+                return;
+        }
+        struct svc_req *r = target <= UINT32_MAX ? svc_find(c, (uint32_t)target) : NULL;
+        if (r) {
+                log_info("conn %u: CANCEL of %s request %u", c->num, r->ops->name, r->id);
+                r->ops->cancel(a, r, true);
+                reply_ok_empty(c, id);
                 return;
         }
         struct exec *e = find_inflight(c, target);
@@ -355,12 +365,16 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                 conn_send_error(a, c, 0, CV_ERR_BAD_REQUEST, "request id 0 is reserved");
                 return;
         }
-        if (find_inflight(c, id)) {
+        if (type == CV_MSG_FILE_DATA) {
+                svc_data(a, c, id, body, len);
+                return;
+        }
+        if (find_inflight(c, id) || svc_find(c, id)) {
                 conn_send_error(a, c, id, CV_ERR_DUPLICATE_ID, "request %u is already in flight",
                                 id);
                 return;
         }
-        if (!is_known_request(type)) {
+        if (!is_known_request(type) && !svc_is_request(type)) {
                 conn_send_error(a, c, id, CV_ERR_UNKNOWN_TYPE, "message type %#x is not a request",
                                 type);
                 return;
@@ -401,6 +415,9 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                 break;
         case CV_MSG_CONTEXT_REMOVE:
                 do_context_restart_or_remove(a, c, id, item, true);
+                break;
+        default:
+                svc_dispatch(a, c, type, id, item);
                 break;
         }
         cbor_decref(&item);

@@ -35,6 +35,42 @@ const char *cv_msg_type_name(uint16_t type)
                 return "RESULT";
         case CV_MSG_EXEC_ERROR:
                 return "EXEC_ERROR";
+        case CV_MSG_FILE_WRITE:
+                return "FILE_WRITE";
+        case CV_MSG_FILE_DATA:
+                return "FILE_DATA";
+        case CV_MSG_FILE_READ:
+                return "FILE_READ";
+        case CV_MSG_FILE_LIST:
+                return "FILE_LIST";
+        case CV_MSG_FILE_STAT:
+                return "FILE_STAT";
+        case CV_MSG_FILE_REMOVE:
+                return "FILE_REMOVE";
+        case CV_MSG_FILE_RENAME:
+                return "FILE_RENAME";
+        case CV_MSG_FILE_MKDIR:
+                return "FILE_MKDIR";
+        case CV_MSG_FILE_WATCH:
+                return "FILE_WATCH";
+        case CV_MSG_FILE_CHUNK:
+                return "FILE_CHUNK";
+        case CV_MSG_FILE_EVENT:
+                return "FILE_EVENT";
+        case CV_MSG_WATCH_STARTED:
+                return "WATCH_STARTED";
+        case CV_MSG_CMD_START:
+                return "CMD_START";
+        case CV_MSG_CMD_LIST:
+                return "CMD_LIST";
+        case CV_MSG_CMD_KILL:
+                return "CMD_KILL";
+        case CV_MSG_CMD_STDIN:
+                return "CMD_STDIN";
+        case CV_MSG_CMD_STARTED:
+                return "CMD_STARTED";
+        case CV_MSG_CMD_OUTPUT:
+                return "CMD_OUTPUT";
         case CV_MSG_Z_READY:
                 return "Z_READY";
         case CV_MSG_Z_SPAWN:

@@ -124,7 +124,7 @@ def test_vsock():
     probe.close()
     port = vsock_port()
     try:
-        a = conftest.AgentProcess("--listen", f"vsock:{port}", preload="")
+        a = conftest.AgentProcess("--listen", f"vsock:{port}", "--allow-local-vsock", preload="")
     except RuntimeError as e:
         pytest.skip(f"the agent could not bind AF_VSOCK here: {e}")
     try:

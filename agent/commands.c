@@ -1,0 +1,739 @@
+/*
+ * The commands service (section 10): shell commands as child processes of the
+ * agent, their stdout and stderr relayed as CMD_OUTPUT while they run, stdin
+ * fed from CMD_STDIN, the exit status in the terminal OK. A command outlives
+ * its request only when started with `background`: then a disconnect detaches
+ * it (it keeps running, its output is dropped) instead of killing it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <grp.h>
+
+#include "cbor_util.h"
+#include "confine.h"
+#include "log.h"
+#include "msgtypes.h"
+#include "services.h"
+#include "writer.h"
+
+/* Bytes read from a command's pipe per CMD_OUTPUT. */
+#define CMD_READ_CHUNK (64u * 1024u)
+/* Stdin bytes queued for a command that does not read them. */
+#define CMD_STDIN_LIMIT (16u * 1024u * 1024u)
+/* After the exit, output still in the pipes is relayed up to this much per stream. */
+#define CMD_DRAIN_LIMIT (4u * 1024u * 1024u)
+#define CMD_MAX 1024u
+
+struct command {
+        struct command *next; /* in the agent's list */
+        struct svc_req r;     /* r.conn is NULL once no client follows it */
+        pid_t pid;
+        char *cmd;
+        char *cwd;
+        char *tag;
+        struct cv_buf envs; /* the request's `envs` map, encoded, for CMD_LIST */
+        struct watch out, err, in;
+        struct cv_buf in_buf;
+        bool in_eof; /* close stdin once in_buf is written */
+        bool background;
+        bool timed_out;
+        bool killed;
+        bool paused;
+        uint64_t timeout_ns;
+        uint64_t deadline; /* monotonic ns, 0 = none */
+};
+
+static struct command *commands;
+static unsigned ncommands;
+
+static struct command *find_pid(uint64_t pid)
+{
+        for (struct command *k = commands; k; k = k->next)
+                if ((uint64_t)k->pid == pid)
+                        return k;
+        return NULL;
+}
+
+static void command_free(struct agent *a, struct command *k)
+{
+        for (struct command **pp = &commands; *pp; pp = &(*pp)->next) {
+                if (*pp == k) {
+                        *pp = k->next;
+                        ncommands--;
+                        break;
+                }
+        }
+        svc_detach(&k->r);
+        watch_close(a, &k->out);
+        watch_close(a, &k->err);
+        watch_close(a, &k->in);
+        cv_buf_free(&k->in_buf);
+        cv_buf_free(&k->envs);
+        free(k->cmd);
+        free(k->cwd);
+        free(k->tag);
+        free(k);
+}
+
+static void command_kill(struct command *k, int sig)
+{
+        /* The whole process group: a shell's children go too. */
+        if (kill(-k->pid, sig) < 0 && kill(k->pid, sig) < 0 && errno != ESRCH)
+                log_warn("command %d: kill: %s", (int)k->pid, strerror(errno));
+        k->killed = true;
+}
+
+static void set_interest(struct agent *a, struct watch *w, uint32_t ev, const char *what)
+{
+        int rc = watch_set(a, w, ev);
+        if (rc < 0)
+                log_error("command: epoll_ctl(%s): %s", what, strerror(-rc));
+}
+
+static void output_interest(struct agent *a, struct command *k)
+{
+        k->paused = k->r.conn && conn_over_high_water(k->r.conn);
+        set_interest(a, &k->out, k->paused ? 0 : EPOLLIN, "stdout");
+        set_interest(a, &k->err, k->paused ? 0 : EPOLLIN, "stderr");
+}
+
+/* Reads once from a pipe and relays it. Returns bytes read, 0 at EOF (pipe closed), or -1. */
+static ssize_t relay_once(struct agent *a, struct command *k, struct watch *w, const char *name)
+{
+        struct conn *c = k->r.conn;
+        uint8_t buf[CMD_READ_CHUNK];
+        ssize_t n = read(w->fd, buf, sizeof(buf));
+        if (n < 0) {
+                if (errno != EAGAIN && errno != EINTR) {
+                        log_warn("command %d: read(%s): %s", (int)k->pid, name, strerror(errno));
+                        watch_close(a, w);
+                }
+                return -1;
+        }
+        if (n == 0) {
+                watch_close(a, w);
+                return 0;
+        }
+        if (c) {
+                size_t mark;
+                cv_out_begin(&c->out, &mark);
+                cv_enc_map(&c->out, 2);
+                cv_enc_cstr(&c->out, "stream");
+                cv_enc_cstr(&c->out, name);
+                cv_enc_cstr(&c->out, "data");
+                cv_enc_bytes(&c->out, buf, (size_t)n);
+                if (cv_out_end(&c->out, mark, CV_MSG_CMD_OUTPUT, k->r.id) < 0)
+                        log_error("conn %u: id %u: queueing CMD_OUTPUT failed", c->num, k->r.id);
+                conn_touch(c);
+        }
+        return n;
+}
+
+static void on_output(struct agent *a, struct watch *w, uint32_t events)
+{
+        (void)events;
+        bool is_out = false;
+        struct command *k = NULL;
+        for (struct command *x = commands; x && !k; x = x->next) {
+                if (&x->out == w)
+                        k = x, is_out = true;
+                else if (&x->err == w)
+                        k = x;
+        }
+        if (!k)
+                return;
+        relay_once(a, k, w, is_out ? "stdout" : "stderr");
+        if (k->r.conn && conn_over_high_water(k->r.conn))
+                output_interest(a, k);
+}
+
+static int flush_stdin(struct command *k)
+{
+        int rc = cv_buf_flush(&k->in_buf, k->in.fd);
+        if (rc < 0)
+                cv_buf_reset(&k->in_buf); /* EPIPE: the command closed its stdin */
+        return rc;
+}
+
+static void stdin_interest(struct agent *a, struct command *k)
+{
+        if (k->in.fd < 0)
+                return;
+        if (cv_buf_pending(&k->in_buf) > 0) {
+                set_interest(a, &k->in, EPOLLOUT, "stdin");
+                return;
+        }
+        if (k->in_eof)
+                watch_close(a, &k->in);
+        else
+                set_interest(a, &k->in, 0, "stdin");
+}
+
+static void on_stdin(struct agent *a, struct watch *w, uint32_t events)
+{
+        (void)events;
+        struct command *k = (struct command *)((char *)w - offsetof(struct command, in));
+        int rc = flush_stdin(k);
+        if (rc < 0)
+                log_debug("command %d: writing stdin: %s", (int)k->pid, strerror(-rc));
+        stdin_interest(a, k);
+}
+
+/* Go's ProcessState.String(), which E2B reports as the command's `error`. */
+static void exit_text(int status, int *code, char *err, size_t size)
+{
+        err[0] = '\0';
+        if (WIFEXITED(status)) {
+                *code = WEXITSTATUS(status);
+                if (*code)
+                        snprintf(err, size, "exit status %d", *code);
+                return;
+        }
+        *code = -1;
+        const char *s = WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "unknown";
+        snprintf(err, size, "signal: %s", s ? s : "unknown");
+        if (err[8] >= 'A' && err[8] <= 'Z')
+                err[8] = (char)(err[8] - 'A' + 'a');
+}
+
+static void command_finish(struct agent *a, struct command *k, int status)
+{
+        /* Whatever the command wrote before it exited is in the pipes now. */
+        size_t drained[2] = {0, 0};
+        struct watch *ws[2] = {&k->out, &k->err};
+        for (int i = 0; i < 2; i++) {
+                while (ws[i]->fd >= 0 && drained[i] < CMD_DRAIN_LIMIT) {
+                        ssize_t n = relay_once(a, k, ws[i], i == 0 ? "stdout" : "stderr");
+                        if (n <= 0)
+                                break;
+                        drained[i] += (size_t)n;
+                }
+        }
+        int code;
+        char err[96];
+        exit_text(status, &code, err, sizeof(err));
+        log_debug("command %d ended: %s", (int)k->pid, err[0] ? err : "exit status 0");
+        struct conn *c = k->r.conn;
+        if (c && k->timed_out) {
+                conn_send_error(a, c, k->r.id, CV_ERR_TIMEOUT,
+                                "command ran past its timeout of %llu ms and was killed",
+                                (unsigned long long)(k->timeout_ns / 1000000ull));
+        } else if (c) {
+                size_t mark;
+                cv_out_begin(&c->out, &mark);
+                cv_enc_map(&c->out, err[0] ? 2 : 1);
+                cv_enc_cstr(&c->out, "exit_code");
+                cv_enc_int(&c->out, code);
+                if (err[0]) {
+                        cv_enc_cstr(&c->out, "error");
+                        cv_enc_cstr(&c->out, err);
+                }
+                if (cv_out_end(&c->out, mark, CV_MSG_OK, k->r.id) < 0)
+                        conn_send_error(a, c, k->r.id, CV_ERR_INTERNAL, "encoding the reply");
+                conn_touch(c);
+        }
+        command_free(a, k);
+}
+
+bool commands_reaped(struct agent *a, pid_t pid, int status)
+{
+        struct command *k = find_pid((uint64_t)pid);
+        if (!k)
+                return false;
+        command_finish(a, k, status);
+        return true;
+}
+
+void commands_timers(struct agent *a, uint64_t now, uint64_t *next)
+{
+        (void)a;
+        for (struct command *k = commands; k; k = k->next) {
+                if (!k->deadline)
+                        continue;
+                if (k->deadline <= now) {
+                        log_info("command %d: timeout of %llu ms: killing it", (int)k->pid,
+                                 (unsigned long long)(k->timeout_ns / 1000000ull));
+                        k->timed_out = true;
+                        k->deadline = 0;
+                        command_kill(k, SIGKILL);
+                } else if (k->deadline < *next) {
+                        *next = k->deadline;
+                }
+        }
+}
+
+void commands_kill_all(struct agent *a)
+{
+        (void)a;
+        for (struct command *k = commands; k; k = k->next)
+                command_kill(k, SIGKILL);
+}
+
+static void command_cancel(struct agent *a, struct svc_req *r, bool notify)
+{
+        struct command *k = (struct command *)((char *)r - offsetof(struct command, r));
+        if (notify && r->conn)
+                conn_send_error(a, r->conn, r->id, CV_ERR_CANCELLED, "command %d killed",
+                                (int)k->pid);
+        if (notify || !k->background)
+                command_kill(k, SIGKILL);
+        else
+                log_info("command %d: its client left; it keeps running in the background",
+                         (int)k->pid);
+        /* Stays in the list until reaped; nobody follows its output any more. */
+        svc_detach(r);
+        output_interest(a, k);
+}
+
+static void command_resume(struct agent *a, struct svc_req *r)
+{
+        struct command *k = (struct command *)((char *)r - offsetof(struct command, r));
+        if (k->paused)
+                output_interest(a, k);
+}
+
+static const struct svc_ops command_ops = {
+    .name = "command",
+    .cancel = command_cancel,
+    .resume = command_resume,
+};
+
+/* --- starting --- */
+
+struct spawn_spec {
+        const char *cmd;
+        const char *cwd;
+        const struct creds *cr;
+        char **env;
+        bool with_stdin;
+};
+
+/* NAME=VALUE strings: the agent's environment, the user's identity, then `envs`. */
+static char **build_env(const struct creds *cr, const cbor_item_t *envs)
+{
+        extern char **environ;
+        size_t n = 0;
+        while (environ[n])
+                n++;
+        size_t extra = 5 + (envs ? cbor_map_size(envs) : 0);
+        char **env = calloc(n + extra + 1, sizeof(*env));
+        if (!env)
+                return NULL;
+        size_t m = 0;
+        static const char *const replaced[] = {"HOME=", "USER=", "LOGNAME=", CONFINE_ENV "=", NULL};
+        bool has_path = false;
+        for (size_t i = 0; i < n; i++) {
+                bool skip = false;
+                for (int j = 0; replaced[j]; j++)
+                        skip = skip || strncmp(environ[i], replaced[j], strlen(replaced[j])) == 0;
+                has_path = has_path || strncmp(environ[i], "PATH=", 5) == 0;
+                if (!skip)
+                        env[m++] = strdup(environ[i]);
+        }
+        char kv[4200];
+        snprintf(kv, sizeof(kv), "HOME=%s", cr->home);
+        env[m++] = strdup(kv);
+        snprintf(kv, sizeof(kv), "USER=%s", cr->name);
+        env[m++] = strdup(kv);
+        snprintf(kv, sizeof(kv), "LOGNAME=%s", cr->name);
+        env[m++] = strdup(kv);
+        if (!has_path)
+                env[m++] =
+                    strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        struct cbor_pair *pairs = envs ? cbor_map_handle(envs) : NULL;
+        for (size_t i = 0; envs && i < cbor_map_size(envs); i++) {
+                const char *k, *v;
+                size_t kl, vl;
+                if (cv_item_str(pairs[i].key, &k, &kl) < 0 ||
+                    cv_item_str(pairs[i].value, &v, &vl) < 0)
+                        continue;
+                char *s = malloc(kl + vl + 2);
+                if (s) {
+                        memcpy(s, k, kl);
+                        s[kl] = '=';
+                        memcpy(s + kl + 1, v, vl);
+                        s[kl + vl + 1] = '\0';
+                }
+                /* A later NAME= wins over an inherited one for getenv(), but drop the old anyway.
+                 */
+                for (size_t j = 0; j < m; j++) {
+                        if (env[j] && strncmp(env[j], k, kl) == 0 && env[j][kl] == '=') {
+                                free(env[j]);
+                                env[j] = env[--m];
+                                env[m] = NULL;
+                                break;
+                        }
+                }
+                env[m++] = s;
+        }
+        env[m] = NULL;
+        for (size_t i = 0; i < m; i++) {
+                if (!env[i]) {
+                        for (size_t j = 0; j < m; j++)
+                                free(env[j]);
+                        free(env);
+                        return NULL;
+                }
+        }
+        return env;
+}
+
+static void free_env(char **env)
+{
+        for (size_t i = 0; env && env[i]; i++)
+                free(env[i]);
+        free(env);
+}
+
+/*
+ * In the child: the isolation policy the agent gives user code (confine.h,
+ * from CONFINE_ENV: rlimits, seccomp, no new privileges, network), with the
+ * identity of the requested user instead of the policy's. Without a policy,
+ * just the credential drop. Returns 0 or an errno.
+ */
+static int confine_child(const struct creds *cr)
+{
+        const char *text = getenv(CONFINE_ENV);
+        struct confine_policy p;
+        if (text && confine_policy_parse(text, &p) == 0) {
+                p.drop_user = cr->drop;
+                p.uid = cr->uid;
+                p.gid = cr->gid;
+#ifdef __SANITIZE_ADDRESS__
+                /* This child is still the ASan agent until exec: its allocator needs more
+                 * address space than RLIMIT_DATA allows. Sanitizer builds only. */
+                p.data = 0;
+#endif
+                const char *step = "";
+                int rc = confine_apply(&p, &step);
+                return rc < 0 ? -rc : 0;
+        }
+        if (cr->drop && (setgroups((size_t)cr->ngroups, cr->groups) < 0 || setgid(cr->gid) < 0 ||
+                         setuid(cr->uid) < 0))
+                return errno;
+        return 0;
+}
+
+/* In the child: becomes the command. Only async-signal-safe calls; reports errno on `errfd`. */
+static void __attribute__((noreturn))
+child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
+{
+        int err = 0;
+        sigset_t none;
+        sigemptyset(&none);
+        if (setpgid(0, 0) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+                err = errno;
+        signal(SIGPIPE, SIG_DFL);
+        if (!err && (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0))
+                err = errno;
+        if (!err)
+                err = confine_child(s->cr);
+        if (!err && chdir(s->cwd) < 0)
+                err = errno;
+        if (!err) {
+                static const char bash[] = "/bin/bash";
+                if (access(bash, X_OK) == 0) {
+                        char *argv[] = {"/bin/bash", "-l", "-c", (char *)s->cmd, NULL};
+                        execve(bash, argv, s->env);
+                } else {
+                        char *argv[] = {"/bin/sh", "-c", (char *)s->cmd, NULL};
+                        execve("/bin/sh", argv, s->env);
+                }
+                err = errno;
+        }
+        ssize_t w = write(errfd, &err, sizeof(err));
+        (void)w; /* nothing more to do if the parent is gone */
+        _exit(127);
+}
+
+/*
+ * Starts the command: fork, then in the child the process group, pipes,
+ * credential drop, cwd and exec (child_exec). Fills the pipe ends the agent
+ * keeps (stdin write end or -1, stdout and stderr read ends). Returns the pid
+ * or -errno (of the fork, or of the child's setup reported through a pipe).
+ */
+static pid_t command_spawn(const struct spawn_spec *s, int *in_w, int *out_r, int *err_r)
+{
+        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, status[2] = {-1, -1};
+        int rc = 0;
+        if (s->with_stdin ? pipe2(in, O_CLOEXEC) < 0
+                          : (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
+                rc = -errno;
+        if (rc == 0 && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+                        pipe2(status, O_CLOEXEC) < 0))
+                rc = -errno;
+        pid_t pid = -1;
+        if (rc == 0) {
+                pid = fork();
+                if (pid < 0)
+                        rc = -errno;
+                if (pid == 0)
+                        child_exec(s, in[0], out[1], err[1], status[1]);
+        }
+        int fds_to_close[] = {in[0], out[1], err[1], status[1]};
+        for (size_t i = 0; i < 4; i++)
+                if (fds_to_close[i] >= 0 && close(fds_to_close[i]) < 0)
+                        log_warn("command: close: %s", strerror(errno));
+        if (rc == 0) {
+                /* EOF here means exec succeeded (the CLOEXEC write end went away). */
+                int child_err = 0;
+                ssize_t n;
+                do
+                        n = read(status[0], &child_err, sizeof(child_err));
+                while (n < 0 && errno == EINTR);
+                if (n == (ssize_t)sizeof(child_err) && child_err)
+                        rc = -child_err; /* the child exits 127; the reaper ignores it */
+        }
+        if (status[0] >= 0 && close(status[0]) < 0)
+                log_warn("command: close: %s", strerror(errno));
+        if (rc < 0) {
+                int leftovers[] = {in[1], out[0], err[0]};
+                for (size_t i = 0; i < 3; i++)
+                        if (leftovers[i] >= 0 && close(leftovers[i]) < 0)
+                                log_warn("command: close: %s", strerror(errno));
+                return rc;
+        }
+        *in_w = in[1];
+        *out_r = out[0];
+        *err_r = err[0];
+        return pid;
+}
+
+static int set_nonblock(int fd)
+{
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+                return -errno;
+        return 0;
+}
+
+void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        char *user = NULL, *cwd = NULL, *tag = NULL;
+        const char *cmd;
+        size_t cmd_len;
+        cbor_item_t *envs = NULL;
+        bool with_stdin = false, background = false;
+        uint64_t timeout_ms = 0;
+        int rc;
+        if (cv_map_get_str(body, "cmd", &cmd, &cmd_len) < 0 || memchr(cmd, '\0', cmd_len)) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`cmd` must be present, as text");
+                return;
+        }
+        rc = cv_map_get_map(body, "envs", &envs);
+        bool bad = rc < 0 && rc != -ENOENT;
+        for (size_t i = 0; envs && !bad && i < cbor_map_size(envs); i++) {
+                const char *p;
+                size_t n;
+                struct cbor_pair *pairs = cbor_map_handle(envs);
+                bad = cv_item_str(pairs[i].key, &p, &n) < 0 || n == 0 || memchr(p, '=', n) ||
+                      memchr(p, '\0', n) || cv_item_str(pairs[i].value, &p, &n) < 0 ||
+                      memchr(p, '\0', n);
+        }
+        if (bad) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`envs` must map names (no '=') to text values");
+                return;
+        }
+        int r1 = cv_map_dup_str(body, "user", &user), r2 = cv_map_dup_str(body, "cwd", &cwd),
+            r3 = cv_map_dup_str(body, "tag", &tag),
+            r4 = cv_map_get_bool(body, "stdin", &with_stdin),
+            r5 = cv_map_get_bool(body, "background", &background),
+            r6 = cv_map_get_uint(body, "timeout_ms", &timeout_ms);
+        int rs[] = {r1, r2, r3, r4, r5, r6};
+        struct creds cr;
+        char cwd_abs[PATH_MAX];
+        char *cmd_copy = NULL;
+        char **env = NULL;
+        for (size_t i = 0; i < 6; i++) {
+                if (rs[i] < 0 && rs[i] != -ENOENT) {
+                        conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                        "`user`, `cwd`, `tag` must be text, `stdin` and "
+                                        "`background` bools, `timeout_ms` an unsigned integer");
+                        goto out;
+                }
+        }
+        if (ncommands >= CMD_MAX) {
+                conn_send_error(a, c, id, CV_ERR_BUSY, "%u commands are running", ncommands);
+                goto out;
+        }
+        if (creds_lookup(a, user, &cr) < 0) {
+                conn_send_error(a, c, id, CV_ERR_NOT_FOUND, "no user %.64s", user);
+                goto out;
+        }
+        if (creds_resolve_path(&cr, cwd ? cwd : cr.home, cwd_abs, sizeof(cwd_abs)) < 0) {
+                svc_send_errno(a, c, id, ENAMETOOLONG, "cwd", cwd);
+                goto out;
+        }
+        cmd_copy = strndup(cmd, cmd_len);
+        env = build_env(&cr, envs);
+        if (!cmd_copy || !env) {
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
+                goto out;
+        }
+        struct spawn_spec spec = {
+            .cmd = cmd_copy, .cwd = cwd_abs, .cr = &cr, .env = env, .with_stdin = with_stdin};
+        int in_w, out_r, err_r;
+        pid_t pid = command_spawn(&spec, &in_w, &out_r, &err_r);
+        if (pid < 0) {
+                svc_send_errno(a, c, id, (int)-pid, "start command in", cwd_abs);
+                goto out;
+        }
+        struct command *k = calloc(1, sizeof(*k));
+        if (!k) {
+                /* The child runs unsupervised: stop it. */
+                kill(-pid, SIGKILL);
+                close(in_w), close(out_r), close(err_r);
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
+                goto out;
+        }
+        k->pid = pid;
+        k->cmd = cmd_copy;
+        cmd_copy = NULL;
+        k->cwd = strdup(cwd_abs);
+        k->tag = tag;
+        tag = NULL;
+        k->background = background;
+        k->timeout_ns = timeout_ms > UINT64_MAX / 1000000ull ? UINT64_MAX : timeout_ms * 1000000ull;
+        k->deadline = timeout_ms ? now_mono() + k->timeout_ns : 0;
+        cv_buf_init(&k->envs);
+        if (envs)
+                cv_enc_item(&k->envs, envs);
+        else
+                cv_enc_map(&k->envs, 0);
+        cv_buf_init(&k->in_buf);
+        k->in_buf.limit = CMD_STDIN_LIMIT;
+        k->out = (struct watch){.fd = out_r, .fn = on_output};
+        k->err = (struct watch){.fd = err_r, .fn = on_output};
+        k->in = (struct watch){.fd = in_w, .fn = on_stdin};
+        k->next = commands;
+        commands = k;
+        ncommands++;
+        svc_attach(c, &k->r, id, &command_ops);
+        if ((in_w >= 0 && set_nonblock(in_w) < 0) || set_nonblock(out_r) < 0 ||
+            set_nonblock(err_r) < 0)
+                log_warn("command %d: O_NONBLOCK: %s", (int)pid, strerror(errno));
+        output_interest(a, k);
+        log_debug("conn %u: command %d started as %s in %s: %.200s", c->num, (int)pid, cr.name,
+                  cwd_abs, k->cmd);
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        cv_enc_map(&c->out, 1);
+        cv_enc_cstr(&c->out, "pid");
+        cv_enc_uint(&c->out, (uint64_t)pid);
+        if (cv_out_end(&c->out, mark, CV_MSG_CMD_STARTED, id) < 0)
+                log_error("conn %u: id %u: queueing CMD_STARTED failed", c->num, id);
+        conn_touch(c);
+out:
+        free_env(env);
+        free(cmd_copy);
+        free(user);
+        free(cwd);
+        free(tag);
+}
+
+void commands_list_request(struct agent *a, struct conn *c, uint32_t id)
+{
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        cv_enc_map(&c->out, 1);
+        cv_enc_cstr(&c->out, "processes");
+        cv_enc_array(&c->out, ncommands);
+        for (struct command *k = commands; k; k = k->next) {
+                cv_enc_map(&c->out, k->tag ? 5 : 4);
+                cv_enc_cstr(&c->out, "pid");
+                cv_enc_uint(&c->out, (uint64_t)k->pid);
+                cv_enc_cstr(&c->out, "cmd");
+                cv_enc_cstr(&c->out, k->cmd);
+                cv_enc_cstr(&c->out, "cwd");
+                cv_enc_cstr(&c->out, k->cwd ? k->cwd : "");
+                cv_enc_cstr(&c->out, "envs");
+                cv_buf_append(&c->out, cv_buf_head(&k->envs), cv_buf_pending(&k->envs));
+                if (k->tag) {
+                        cv_enc_cstr(&c->out, "tag");
+                        cv_enc_cstr(&c->out, k->tag);
+                }
+        }
+        if (cv_out_end(&c->out, mark, CV_MSG_OK, id) < 0)
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "encoding the reply");
+        conn_touch(c);
+}
+
+static struct command *lookup_pid(struct agent *a, struct conn *c, uint32_t id,
+                                  const cbor_item_t *body)
+{
+        uint64_t pid;
+        if (cv_map_get_uint(body, "pid", &pid) < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`pid` must be an unsigned integer");
+                return NULL;
+        }
+        struct command *k = find_pid(pid);
+        if (!k)
+                conn_send_error(a, c, id, CV_ERR_NOT_FOUND, "no command with pid %llu",
+                                (unsigned long long)pid);
+        return k;
+}
+
+void commands_kill_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct command *k = lookup_pid(a, c, id, body);
+        if (!k)
+                return;
+        uint64_t sig = SIGKILL;
+        int rc = cv_map_get_uint(body, "signal", &sig);
+        if ((rc < 0 && rc != -ENOENT) || sig == 0 || sig >= (uint64_t)SIGRTMIN) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`signal` must be a signal number");
+                return;
+        }
+        log_info("conn %u: signal %llu to command %d", c->num, (unsigned long long)sig,
+                 (int)k->pid);
+        command_kill(k, (int)sig);
+        svc_reply_ok_empty(c, id);
+}
+
+void commands_stdin_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct command *k = lookup_pid(a, c, id, body);
+        if (!k)
+                return;
+        const uint8_t *data = NULL;
+        size_t n = 0;
+        int rc = cv_map_get_bytes(body, "data", &data, &n);
+        if (rc == -EINVAL)
+                rc = cv_map_get_str(body, "data", (const char **)&data, &n);
+        bool eof = false;
+        int rc2 = cv_map_get_bool(body, "eof", &eof);
+        if ((rc < 0 && rc != -ENOENT) || (rc2 < 0 && rc2 != -ENOENT)) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`data` must be bytes or text and `eof` a bool");
+                return;
+        }
+        if (k->in.fd < 0) {
+                conn_send_error(a, c, id, "invalid_argument",
+                                "command %d has no open stdin (start it with stdin=True)",
+                                (int)k->pid);
+                return;
+        }
+        if (n > CMD_STDIN_LIMIT - cv_buf_pending(&k->in_buf) ||
+            cv_buf_append(&k->in_buf, data, n) < 0) {
+                conn_send_error(a, c, id, CV_ERR_BUSY,
+                                "command %d is not reading its stdin (%u bytes queued)",
+                                (int)k->pid, CMD_STDIN_LIMIT);
+                return;
+        }
+        k->in_eof = k->in_eof || eof;
+        rc = flush_stdin(k);
+        if (rc < 0)
+                log_debug("command %d: writing stdin: %s", (int)k->pid, strerror(-rc));
+        stdin_interest(a, k);
+        svc_reply_ok_empty(c, id);
+}

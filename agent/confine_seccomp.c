@@ -1,0 +1,154 @@
+/*
+ * The seccomp filter of user code: everything is allowed except what could
+ * reach past the sandbox (kernel, mounts, namespaces, other processes' memory,
+ * the host channel). Denials are EPERM, not a kill, so programs that probe
+ * (pip, test suites) get an ordinary error. docs/SECURITY.md lists the reasons.
+ */
+#include "confine.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+/* Syscalls that fail with EPERM, by name: names this architecture lacks are skipped. */
+static const char *const denied[] = {
+    /* filesystems and the root */
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "quotactl",
+    "quotactl_fd",
+    "swapon",
+    "swapoff",
+    "acct",
+    /* the kernel itself */
+    "reboot",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "bpf",
+    "perf_event_open",
+    "syslog",
+    "iopl",
+    "ioperm",
+    "uselib",
+    "lookup_dcookie",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "vhangup",
+    /* kernel keyrings (shared across the guest) */
+    "keyctl",
+    "add_key",
+    "request_key",
+    /* other processes */
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "kcmp",
+    "process_madvise",
+    /* namespaces */
+    "setns",
+    /* userfaultfd stalls the kernel at will (exploit primitive); io_uring bypasses seccomp. */
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+};
+
+static int deny_name(scmp_filter_ctx ctx, const char *name)
+{
+        int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR || nr < 0)
+                return 0; /* not a syscall of this architecture */
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+}
+
+/* socket(domain, ...) fails for `domain`. */
+static int deny_socket_family(scmp_filter_ctx ctx, int domain)
+{
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
+                                SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)domain));
+}
+
+/* Signals to `pid` (an int argument: compare its low 32 bits) fail. */
+static int deny_signals_to(scmp_filter_ctx ctx, int32_t pid)
+{
+        scmp_datum_t v = (uint32_t)pid;
+        int rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(kill), 1,
+                                  SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, v));
+        if (rc == 0)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(tgkill), 1,
+                                      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, v));
+        if (rc == 0)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(tkill), 1,
+                                      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, v));
+        if (rc == 0 && pid > 0)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(pidfd_open), 1,
+                                      SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffu, v));
+        return rc;
+}
+
+static int add_rules(scmp_filter_ctx ctx, const struct confine_policy *p)
+{
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < sizeof(denied) / sizeof(denied[0]); i++)
+                rc = deny_name(ctx, denied[i]);
+        /* New user namespaces are where unprivileged kernel attack surface starts. */
+        if (rc == 0)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
+                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+        if (rc == 0)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                      SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+        /* clone3 passes its flags in memory, out of the filter's sight: ENOSYS makes
+         * glibc fall back to clone, whose flags we can check. */
+        if (rc == 0)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        /* vsock is the channel to the host: only the agent may use it. */
+        if (rc == 0)
+                rc = deny_socket_family(ctx, AF_VSOCK);
+        if (rc == 0 && p->net_none)
+                rc = deny_socket_family(ctx, AF_INET);
+        if (rc == 0 && p->net_none)
+                rc = deny_socket_family(ctx, AF_INET6);
+        /* Mostly for dev mode, where user code runs under the agent's own uid. */
+        if (rc == 0)
+                rc = deny_signals_to(ctx, 1);
+        if (rc == 0)
+                rc = deny_signals_to(ctx, -1);
+        if (rc == 0 && p->agent_pid > 1)
+                rc = deny_signals_to(ctx, p->agent_pid);
+        if (rc == 0 && p->agent_pid > 1)
+                rc = deny_signals_to(ctx, -p->agent_pid);
+        return rc;
+}
+
+int confine_seccomp_load(const struct confine_policy *p)
+{
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (!ctx)
+                return -ENOMEM;
+        int rc = add_rules(ctx, p);
+        if (rc == 0)
+                rc = seccomp_load(ctx);
+        seccomp_release(ctx);
+        return rc < 0 ? rc : 0;
+}

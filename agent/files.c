@@ -1,0 +1,373 @@
+/* The files service's one-shot requests: stat, list, remove, rename, mkdir (section 9). */
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cbor_util.h"
+#include "log.h"
+#include "msgtypes.h"
+#include "services.h"
+#include "writer.h"
+
+/* Most entries one FILE_LIST returns: keeps the reply well under max_message. */
+#define LIST_MAX_ENTRIES 100000u
+#define LIST_MAX_DEPTH 64u
+
+int files_request_path(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body,
+                       const char *key, struct creds *cr, char *abs, size_t size)
+{
+        char *user = NULL;
+        int rc = cv_map_dup_str(body, "user", &user);
+        if (rc < 0 && rc != -ENOENT) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`user` must be text");
+                return -1;
+        }
+        rc = creds_lookup(a, user, cr);
+        if (rc < 0) {
+                conn_send_error(a, c, id, CV_ERR_NOT_FOUND, "no user %.64s", user);
+                free(user);
+                return -1;
+        }
+        free(user);
+        char *path = NULL;
+        rc = cv_map_dup_str(body, key, &path);
+        if (rc < 0 || path[0] == '\0') {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`%s` must be present, as non-empty text without NUL", key);
+                free(path);
+                return -1;
+        }
+        rc = creds_resolve_path(cr, path, abs, size);
+        if (rc < 0)
+                svc_send_errno(a, c, id, -rc, "path", path);
+        free(path);
+        return rc < 0 ? -1 : 0;
+}
+
+static char type_letter(mode_t m)
+{
+        switch (m & S_IFMT) {
+        case S_IFDIR:
+                return 'd';
+        case S_IFLNK:
+                return 'L';
+        case S_IFIFO:
+                return 'p';
+        case S_IFSOCK:
+                return 'S';
+        case S_IFCHR:
+                return 'c';
+        case S_IFBLK:
+                return 'D';
+        default:
+                return '-';
+        }
+}
+
+/* Go's FileMode.String() (what E2B's envd reports): "-rw-r--r--", "drwxr-xr-x". */
+static void permissions_text(mode_t m, char out[11])
+{
+        static const char rwx[] = "rwxrwxrwx";
+        out[0] = type_letter(m);
+        for (int i = 0; i < 9; i++)
+                out[1 + i] = (m & (1u << (8 - i))) ? rwx[i] : '-';
+        out[10] = '\0';
+}
+
+void files_encode_entry(struct cv_buf *b, const char *path, const struct stat *st)
+{
+        const char *slash = strrchr(path, '/');
+        const char *name = slash && slash[1] ? slash + 1 : path;
+        char target[PATH_MAX];
+        ssize_t tlen = -1;
+        const char *type = S_ISDIR(st->st_mode) ? "dir" : S_ISREG(st->st_mode) ? "file" : "other";
+        if (S_ISLNK(st->st_mode)) {
+                tlen = readlink(path, target, sizeof(target) - 1);
+                struct stat tst;
+                type = stat(path, &tst) == 0 && S_ISDIR(tst.st_mode) ? "dir" : "file";
+        }
+        char perms[11];
+        permissions_text(st->st_mode, perms);
+        char owner[32], group[32];
+        struct passwd *pw = getpwuid(st->st_uid);
+        struct group *gr = getgrgid(st->st_gid);
+        if (pw)
+                snprintf(owner, sizeof(owner), "%s", pw->pw_name);
+        else
+                snprintf(owner, sizeof(owner), "%u", (unsigned)st->st_uid);
+        if (gr)
+                snprintf(group, sizeof(group), "%s", gr->gr_name);
+        else
+                snprintf(group, sizeof(group), "%u", (unsigned)st->st_gid);
+        cv_enc_map(b, tlen >= 0 ? 10 : 9);
+        cv_enc_cstr(b, "name");
+        cv_enc_cstr(b, name);
+        cv_enc_cstr(b, "type");
+        cv_enc_cstr(b, type);
+        cv_enc_cstr(b, "path");
+        cv_enc_cstr(b, path);
+        cv_enc_cstr(b, "size");
+        cv_enc_uint(b, (uint64_t)st->st_size);
+        cv_enc_cstr(b, "mode");
+        cv_enc_uint(b, st->st_mode & 07777);
+        cv_enc_cstr(b, "permissions");
+        cv_enc_cstr(b, perms);
+        cv_enc_cstr(b, "owner");
+        cv_enc_cstr(b, owner);
+        cv_enc_cstr(b, "group");
+        cv_enc_cstr(b, group);
+        cv_enc_cstr(b, "modified_time");
+        cv_enc_uint(b,
+                    (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec);
+        if (tlen >= 0) {
+                cv_enc_cstr(b, "symlink_target");
+                cv_enc_text(b, target, (size_t)tlen);
+        }
+}
+
+/* Ends a reply encoded since `mark`; answers `internal` if encoding failed. */
+static void reply_end(struct agent *a, struct conn *c, size_t mark, uint32_t id)
+{
+        int rc = cv_out_end(&c->out, mark, CV_MSG_OK, id);
+        if (rc < 0)
+                conn_send_error(a, c, id, rc == -EMSGSIZE ? CV_ERR_TOO_LARGE : CV_ERR_INTERNAL,
+                                "encoding the reply: %s", strerror(-rc));
+        conn_touch(c);
+}
+
+/* Replies OK with the EntryInfo of `path`, or the lstat error. Call with the user's creds. */
+static void reply_entry(struct agent *a, struct conn *c, uint32_t id, const char *path)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0) {
+                svc_send_errno(a, c, id, errno, "stat", path);
+                return;
+        }
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        cv_enc_map(&c->out, 1);
+        cv_enc_cstr(&c->out, "entry");
+        files_encode_entry(&c->out, path, &st);
+        reply_end(a, c, mark, id);
+}
+
+/* Enters the user's creds or answers the error. Returns 0 or -1. */
+static int enter(struct agent *a, struct conn *c, uint32_t id, const struct creds *cr,
+                 struct creds_saved *saved)
+{
+        int rc = creds_enter(cr, saved);
+        if (rc < 0)
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "switching to user %s: %s", cr->name,
+                                strerror(-rc));
+        return rc < 0 ? -1 : 0;
+}
+
+void files_stat_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct creds cr;
+        struct creds_saved saved;
+        char path[PATH_MAX];
+        if (files_request_path(a, c, id, body, "path", &cr, path, sizeof(path)) < 0 ||
+            enter(a, c, id, &cr, &saved) < 0)
+                return;
+        reply_entry(a, c, id, path);
+        creds_leave(&saved);
+}
+
+struct lister {
+        struct cv_buf *b;
+        size_t count;
+        int err;
+        char failed[PATH_MAX];
+};
+
+static int skip_dots(const struct dirent *d)
+{
+        return strcmp(d->d_name, ".") != 0 && strcmp(d->d_name, "..") != 0;
+}
+
+/* Encodes the entries under `dir`, `depth` levels down, sorted by name like envd's walk. */
+static void list_dir(struct lister *l, const char *dir, unsigned depth)
+{
+        struct dirent **names;
+        int n = scandir(dir, &names, skip_dots, alphasort);
+        if (n < 0) {
+                if (!l->err) {
+                        l->err = errno;
+                        snprintf(l->failed, sizeof(l->failed), "%s", dir);
+                }
+                return;
+        }
+        for (int i = 0; i < n; i++) {
+                char path[PATH_MAX];
+                int len = snprintf(path, sizeof(path), "%s%s%s", dir,
+                                   dir[strlen(dir) - 1] == '/' ? "" : "/", names[i]->d_name);
+                struct stat st;
+                if (l->err == 0 && len > 0 && (size_t)len < sizeof(path) && lstat(path, &st) == 0) {
+                        if (++l->count > LIST_MAX_ENTRIES) {
+                                l->err = E2BIG;
+                                snprintf(l->failed, sizeof(l->failed), "%s", dir);
+                        } else {
+                                files_encode_entry(l->b, path, &st);
+                                if (depth > 1 && S_ISDIR(st.st_mode))
+                                        list_dir(l, path, depth - 1);
+                        }
+                }
+                free(names[i]);
+        }
+        free(names);
+}
+
+void files_list_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct creds cr;
+        struct creds_saved saved;
+        char path[PATH_MAX];
+        uint64_t depth = 1;
+        int rc = cv_map_get_uint(body, "depth", &depth);
+        if ((rc < 0 && rc != -ENOENT) || depth < 1) {
+                conn_send_error(a, c, id, "invalid_argument", "depth should be at least one");
+                return;
+        }
+        if (depth > LIST_MAX_DEPTH)
+                depth = LIST_MAX_DEPTH;
+        if (files_request_path(a, c, id, body, "path", &cr, path, sizeof(path)) < 0 ||
+            enter(a, c, id, &cr, &saved) < 0)
+                return;
+        struct stat st;
+        if (stat(path, &st) < 0) {
+                svc_send_errno(a, c, id, errno, "list", path);
+        } else if (!S_ISDIR(st.st_mode)) {
+                svc_send_errno(a, c, id, ENOTDIR, "list", path);
+        } else {
+                /* Entries go to scratch first: their count heads the array. */
+                struct cv_buf *s = &a->scratch;
+                cv_buf_reset(s);
+                struct lister l = {.b = s};
+                list_dir(&l, path, (unsigned)depth);
+                if (l.err == E2BIG) {
+                        conn_send_error(a, c, id, "invalid_argument",
+                                        "list %.3800s: more than %u entries, use a smaller depth",
+                                        path, LIST_MAX_ENTRIES);
+                } else if (l.err) {
+                        svc_send_errno(a, c, id, l.err, "list", l.failed);
+                } else if (s->err) {
+                        conn_send_error(a, c, id, CV_ERR_INTERNAL, "encoding the listing: %s",
+                                        strerror(-s->err));
+                } else {
+                        size_t mark;
+                        cv_out_begin(&c->out, &mark);
+                        cv_enc_map(&c->out, 1);
+                        cv_enc_cstr(&c->out, "entries");
+                        cv_enc_array(&c->out, l.count);
+                        cv_buf_append(&c->out, cv_buf_head(s), cv_buf_pending(s));
+                        reply_end(a, c, mark, id);
+                }
+                cv_buf_reset(s);
+        }
+        creds_leave(&saved);
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)ftw;
+        int rc = flag == FTW_DP ? rmdir(path) : unlink(path);
+        return rc < 0 ? errno : 0;
+}
+
+void files_remove_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct creds cr;
+        struct creds_saved saved;
+        char path[PATH_MAX];
+        if (files_request_path(a, c, id, body, "path", &cr, path, sizeof(path)) < 0 ||
+            enter(a, c, id, &cr, &saved) < 0)
+                return;
+        struct stat st;
+        int err = 0;
+        if (lstat(path, &st) < 0)
+                err = errno;
+        else if (!S_ISDIR(st.st_mode))
+                err = unlink(path) < 0 ? errno : 0;
+        else
+                err = nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        if (err < 0)
+                err = errno;
+        creds_leave(&saved);
+        if (err)
+                svc_send_errno(a, c, id, err, "remove", path);
+        else
+                svc_reply_ok_empty(c, id);
+}
+
+void files_rename_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct creds cr;
+        struct creds_saved saved;
+        char from[PATH_MAX], to[PATH_MAX];
+        if (files_request_path(a, c, id, body, "old_path", &cr, from, sizeof(from)) < 0 ||
+            files_request_path(a, c, id, body, "new_path", &cr, to, sizeof(to)) < 0 ||
+            enter(a, c, id, &cr, &saved) < 0)
+                return;
+        if (rename(from, to) < 0)
+                svc_send_errno(a, c, id, errno, "rename", from);
+        else
+                reply_entry(a, c, id, to);
+        creds_leave(&saved);
+}
+
+/* mkdir -p: returns 1 if the last component was created, 0 if it existed, or -errno. */
+static int make_dirs(char *path)
+{
+        for (char *p = path + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                int rc = mkdir(path, 0755);
+                int err = errno;
+                *p = '/';
+                if (rc < 0 && err != EEXIST)
+                        return -err;
+        }
+        if (mkdir(path, 0755) == 0)
+                return 1;
+        int err = errno;
+        struct stat st;
+        if (err == EEXIST && stat(path, &st) == 0)
+                return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+        return -err;
+}
+
+void files_mkdir_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct creds cr;
+        struct creds_saved saved;
+        char path[PATH_MAX];
+        if (files_request_path(a, c, id, body, "path", &cr, path, sizeof(path)) < 0 ||
+            enter(a, c, id, &cr, &saved) < 0)
+                return;
+        size_t n = strlen(path);
+        while (n > 1 && path[n - 1] == '/')
+                path[--n] = '\0';
+        int rc = make_dirs(path);
+        creds_leave(&saved);
+        if (rc < 0) {
+                svc_send_errno(a, c, id, -rc, "make_dir", path);
+                return;
+        }
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        cv_enc_map(&c->out, 1);
+        cv_enc_cstr(&c->out, "created");
+        cv_enc_bool(&c->out, rc == 1);
+        reply_end(a, c, mark, id);
+}
