@@ -26,6 +26,9 @@ class AgentProcess:
 
     def __init__(self, *extra_args, preload=None):
         self.dir = tempfile.mkdtemp(prefix="cellvm-test-")
+        # A root agent runs user code and file operations as the sandbox user
+        # (uid 1000 here): it must be able to reach the workdir below this.
+        os.chmod(self.dir, 0o711)
         self.sock = os.path.join(self.dir, "agent.sock")
         self.workdir = os.path.join(self.dir, "work")
         os.mkdir(self.workdir)
@@ -45,6 +48,13 @@ class AgentProcess:
                 self.stop()
                 raise RuntimeError("agent did not listen within 30 s: " + self.read_log())
             time.sleep(0.01)
+
+    def give_to_sandbox_user(self, path):
+        """chown `path` to the workdir's owner (the sandbox user once a root agent
+        took the workdir over), for test fixtures made by this root process."""
+        st = os.stat(self.workdir)
+        os.chown(path, st.st_uid, st.st_gid)
+        return path
 
     def read_log(self):
         with open(self.log_path, "rb") as f:

@@ -2,7 +2,10 @@
 the SDK, against a real agent."""
 
 import os
+import pathlib
+import shutil
 import signal
+import tempfile
 import threading
 import time
 
@@ -84,7 +87,11 @@ def test_contexts_are_independent(sbx, ctx):
         sbx.remove_code_context(other)
 
 
-def test_context_cwd(sbx, tmp_path):
+def test_context_cwd(sbx):
+    # Cells run as the sandbox user (uid 1000 under a root agent): give it a
+    # directory it can reach, not pytest's private tmp_path.
+    tmp_path = pathlib.Path(tempfile.mkdtemp(prefix="cellvm-cwd-"))
+    os.chmod(tmp_path, 0o777)
     c = sbx.create_code_context(cwd=str(tmp_path))
     try:
         assert c.cwd == str(tmp_path)
@@ -93,6 +100,7 @@ def test_context_cwd(sbx, tmp_path):
         assert (tmp_path / "made_here.txt").read_text() == "ok"
     finally:
         sbx.remove_code_context(c)
+        shutil.rmtree(tmp_path, ignore_errors=True)
 
 
 def test_restart_clears_namespace_and_count(sbx, ctx):
@@ -267,13 +275,6 @@ def test_hello_ping_and_boot_report(sbx):
     assert all(s >= 0 for _, _, s in report.stages)
     assert report.total == pytest.approx(sum(s for _, _, s in report.stages))
     assert "total" in str(report)
-
-
-def test_files_and_commands_are_not_there_yet(sbx):
-    with pytest.raises(NotImplementedError):
-        sbx.files
-    with pytest.raises(NotImplementedError):
-        sbx.commands
 
 
 def test_sandbox_from_environment(agent, monkeypatch):

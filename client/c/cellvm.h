@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cbor.h>
 
@@ -101,6 +102,32 @@ struct cv_buf;
 /* cvc_call() with a body encoded by the cv_enc_* helpers (protocol/cbor_util.h)
  * into `b`; an encoding error in `b` is reported without sending. */
 int cvc_call_buf(struct cvc *c, uint16_t type, struct cv_buf *b, cbor_item_t **reply);
+
+/* --- building blocks for streaming requests (files.c, the CLI) --- */
+
+/* A fresh request id for this connection. */
+uint32_t cvc_new_id(struct cvc *c);
+/* Sends one message (chunked if needed) and waits until it is written. */
+int cvc_send(struct cvc *c, uint16_t type, uint32_t id, const uint8_t *body, size_t len);
+/* Waits for the next agent message; `timeout_ms` < 0 waits forever. Returns 1
+ * with `*ev` decoded (free it), 0 on timeout or EINTR, or a negative errno. */
+int cvc_next_event(struct cvc *c, int timeout_ms, struct cvc_event *ev);
+/* Sets the connection's error text; returns `rc`. */
+int cvc_fail(struct cvc *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Records an agent ERROR event as the connection's error; returns -EREMOTEIO. */
+int cvc_remote_error(struct cvc *c, const struct cvc_event *ev);
+
+/* --- files and commands (files.c) --- */
+
+/* Uploads local file `local` to `remote` (atomic on the guest side). */
+int cvc_put(struct cvc *c, const char *local, const char *remote);
+/* Downloads `remote` into `local` (written to a temporary file, then renamed). */
+int cvc_get(struct cvc *c, const char *remote, const char *local);
+/* Lists `remote` as `ls -l` would, one entry a line. */
+int cvc_ls(struct cvc *c, const char *remote, FILE *out);
+/* Runs a shell command, relaying its output; `*exit_code` gets its status
+ * (128 + signal number when a signal ended it, as shells report). */
+int cvc_sh(struct cvc *c, const char *cmd, uint64_t timeout_ms, int *exit_code);
 
 /* --- execution -------------------------------------------------------------- */
 

@@ -292,6 +292,45 @@ static int need_id(int argc, char **argv, const char *what)
         return 1;
 }
 
+/* put / get / ls: a request that either works or fails with a message. */
+static int file_result(struct cvc *c, const char *what, int rc)
+{
+        if (rc == 0)
+                return 0;
+        fprintf(stderr, "cellvm: %s: %s\n", what, cvc_errmsg(c));
+        return rc == -EREMOTEIO || rc == -ENOENT || rc == -EACCES ? EXIT_EXEC_ERROR
+                                                                  : EXIT_CONNECTION;
+}
+
+static int cmd_sh(struct cvc *c, int argc, char **argv)
+{
+        uint64_t timeout_ms = 0;
+        int i = 1;
+        if (argc == 4 && strcmp(argv[1], "--timeout") == 0) {
+                char *end;
+                double s = strtod(argv[2], &end);
+                if (*end || s <= 0 || s > 1e7) {
+                        fprintf(stderr, "cellvm: bad --timeout %s\n", argv[2]);
+                        return EXIT_USAGE;
+                }
+                timeout_ms = (uint64_t)(s * 1000);
+                i = 3;
+        }
+        if (argc != i + 1) {
+                fputs("cellvm: usage: sh [--timeout SEC] 'command'\n", stderr);
+                return EXIT_USAGE;
+        }
+        int code;
+        int rc = cvc_sh(c, argv[i], timeout_ms, &code);
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: sh: %s\n", cvc_errmsg(c));
+                if (strncmp(cvc_errmsg(c), "timeout", 7) == 0)
+                        return EXIT_TIMEOUT;
+                return rc == -EREMOTEIO ? EXIT_EXEC_ERROR : EXIT_CONNECTION;
+        }
+        return code;
+}
+
 static int run_command(struct cvc *c, int argc, char **argv)
 {
         const char *cmd = argv[0];
@@ -327,15 +366,39 @@ static int run_command(struct cvc *c, int argc, char **argv)
                 return argc <= 2 ? simple_call(c, CV_MSG_INTERRUPT, "context",
                                                argc == 2 ? argv[1] : NULL, NULL)
                                  : EXIT_USAGE;
+        if ((strcmp(cmd, "put") == 0 || strcmp(cmd, "get") == 0) && argc != 3) {
+                fprintf(stderr, "cellvm: usage: %s\n",
+                        cmd[0] == 'p' ? "put LOCAL REMOTE" : "get REMOTE LOCAL");
+                return EXIT_USAGE;
+        }
+        if (strcmp(cmd, "put") == 0)
+                return file_result(c, "put", cvc_put(c, argv[1], argv[2]));
+        if (strcmp(cmd, "get") == 0)
+                return file_result(c, "get", cvc_get(c, argv[1], argv[2]));
+        if (strcmp(cmd, "ls") == 0)
+                return argc <= 2
+                           ? file_result(c, "ls", cvc_ls(c, argc == 2 ? argv[1] : ".", stdout))
+                           : EXIT_USAGE;
+        if (strcmp(cmd, "sh") == 0)
+                return cmd_sh(c, argc, argv);
         fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", cmd);
         return EXIT_USAGE;
 }
 
 static int known_command(const char *cmd)
 {
-        static const char *const cmds[] = {"exec",           "info",           "ping",
-                                           "contexts",       "context-create", "context-restart",
-                                           "context-remove", "interrupt"};
+        static const char *const cmds[] = {"exec",
+                                           "info",
+                                           "ping",
+                                           "contexts",
+                                           "context-create",
+                                           "context-restart",
+                                           "context-remove",
+                                           "interrupt",
+                                           "put",
+                                           "get",
+                                           "ls",
+                                           "sh"};
         for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
                 if (strcmp(cmd, cmds[i]) == 0)
                         return 1;

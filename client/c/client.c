@@ -27,7 +27,7 @@ struct cvc {
         char err[512];
 };
 
-static int fail(struct cvc *c, int rc, const char *fmt, ...)
+int cvc_fail(struct cvc *c, int rc, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
@@ -53,32 +53,28 @@ static uint64_t now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Appends a message and writes the whole output buffer (blocking fd). */
-static int send_msg(struct cvc *c, uint16_t type, uint32_t id, const uint8_t *body, size_t len)
+int cvc_send(struct cvc *c, uint16_t type, uint32_t id, const uint8_t *body, size_t len)
 {
         int rc = cv_out_msg(&c->out, type, 0, id, body, len);
         if (rc < 0)
-                return fail(c, rc, "encode %s: %s", cv_msg_type_name(type), strerror(-rc));
+                return cvc_fail(c, rc, "encode %s: %s", cv_msg_type_name(type), strerror(-rc));
         while (cv_buf_pending(&c->out)) {
                 rc = cv_buf_flush(&c->out, c->fd);
                 if (rc < 0)
-                        return fail(c, rc, "send %s: %s", cv_msg_type_name(type), strerror(-rc));
+                        return cvc_fail(c, rc, "send %s: %s", cv_msg_type_name(type),
+                                        strerror(-rc));
         }
         return 0;
 }
 
-static uint32_t new_id(struct cvc *c)
+uint32_t cvc_new_id(struct cvc *c)
 {
         if (++c->next_id == 0)
                 c->next_id = 1;
         return c->next_id;
 }
 
-/*
- * Waits for the next message; `timeout_ms` < 0 waits forever. Returns 1 with
- * `*ev` decoded, 0 on timeout, or a negative errno.
- */
-static int next_event(struct cvc *c, int timeout_ms, struct cvc_event *ev)
+int cvc_next_event(struct cvc *c, int timeout_ms, struct cvc_event *ev)
 {
         for (;;) {
                 struct cv_msg msg;
@@ -89,7 +85,7 @@ static int next_event(struct cvc *c, int timeout_ms, struct cvc_event *ev)
                         if (rc < 0 && errno == EINTR)
                                 return 0;
                         if (rc < 0)
-                                return fail(c, -errno, "poll: %s", strerror(errno));
+                                return cvc_fail(c, -errno, "poll: %s", strerror(errno));
                         if (rc == 0)
                                 return 0;
                 }
@@ -99,36 +95,35 @@ static int next_event(struct cvc *c, int timeout_ms, struct cvc_event *ev)
                 if (rc == CV_READ_NEED)
                         continue;
                 if (rc == CV_READ_EOF)
-                        return fail(c, -ECONNRESET, "agent closed the connection%s",
-                                    cv_reader_mid_message(&c->reader) ? " mid-frame" : "");
+                        return cvc_fail(c, -ECONNRESET, "agent closed the connection%s",
+                                        cv_reader_mid_message(&c->reader) ? " mid-frame" : "");
                 if (rc < 0)
-                        return fail(c, -EPROTO, "bad data from agent: %s", strerror(-rc));
+                        return cvc_fail(c, -EPROTO, "bad data from agent: %s", strerror(-rc));
                 if (msg.type < CV_MSG_FROM_AGENT)
-                        return fail(c, -EPROTO, "agent sent a request type %#x", msg.type);
+                        return cvc_fail(c, -EPROTO, "agent sent a request type %#x", msg.type);
                 rc = cvc_event_decode(msg.type, msg.id, msg.body, msg.len, ev);
                 if (rc < 0)
-                        return fail(c, -EPROTO, "malformed %s body from agent",
-                                    cv_msg_type_name(msg.type));
+                        return cvc_fail(c, -EPROTO, "malformed %s body from agent",
+                                        cv_msg_type_name(msg.type));
                 return 1;
         }
 }
 
-/* Turns an agent ERROR into -EREMOTEIO with "code: message" as the error text. */
-static int remote_error(struct cvc *c, const struct cvc_event *ev)
+int cvc_remote_error(struct cvc *c, const struct cvc_event *ev)
 {
-        return fail(c, -EREMOTEIO, "%.*s: %.*s", (int)ev->u.fail.code_len, ev->u.fail.code,
-                    (int)ev->u.fail.message_len, ev->u.fail.message);
+        return cvc_fail(c, -EREMOTEIO, "%.*s: %.*s", (int)ev->u.fail.code_len, ev->u.fail.code,
+                        (int)ev->u.fail.message_len, ev->u.fail.message);
 }
 
 int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor_item_t **reply)
 {
-        uint32_t id = new_id(c);
-        int rc = send_msg(c, type, id, body, len);
+        uint32_t id = cvc_new_id(c);
+        int rc = cvc_send(c, type, id, body, len);
         if (rc < 0)
                 return rc;
         for (;;) {
                 struct cvc_event ev;
-                rc = next_event(c, -1, &ev);
+                rc = cvc_next_event(c, -1, &ev);
                 if (rc < 0)
                         return rc;
                 if (rc == 0)
@@ -138,7 +133,7 @@ int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor
                         continue;
                 }
                 if (ev.type == CV_MSG_ERROR) {
-                        rc = remote_error(c, &ev);
+                        rc = cvc_remote_error(c, &ev);
                         cvc_event_free(&ev);
                         return rc;
                 }
@@ -152,7 +147,8 @@ int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor
 int cvc_call_buf(struct cvc *c, uint16_t type, struct cv_buf *b, cbor_item_t **reply)
 {
         if (b->err)
-                return fail(c, b->err, "encode %s: %s", cv_msg_type_name(type), strerror(-b->err));
+                return cvc_fail(c, b->err, "encode %s: %s", cv_msg_type_name(type),
+                                strerror(-b->err));
         return cvc_call(c, type, cv_buf_head(b), cv_buf_pending(b), reply);
 }
 
@@ -244,9 +240,9 @@ static int send_interrupt(struct cvc *c, const char *context)
                 cv_enc_cstr(&b, "context");
                 cv_enc_cstr(&b, context);
         }
-        int rc =
-            b.err ? b.err
-                  : send_msg(c, CV_MSG_INTERRUPT, new_id(c), cv_buf_head(&b), cv_buf_pending(&b));
+        int rc = b.err ? b.err
+                       : cvc_send(c, CV_MSG_INTERRUPT, cvc_new_id(c), cv_buf_head(&b),
+                                  cv_buf_pending(&b));
         cv_buf_free(&b);
         return rc;
 }
@@ -258,8 +254,9 @@ static int send_cancel(struct cvc *c, uint32_t target)
         cv_enc_map(&b, 1);
         cv_enc_cstr(&b, "id");
         cv_enc_uint(&b, target);
-        int rc = b.err ? b.err
-                       : send_msg(c, CV_MSG_CANCEL, new_id(c), cv_buf_head(&b), cv_buf_pending(&b));
+        int rc =
+            b.err ? b.err
+                  : cvc_send(c, CV_MSG_CANCEL, cvc_new_id(c), cv_buf_head(&b), cv_buf_pending(&b));
         cv_buf_free(&b);
         return rc;
 }
@@ -273,11 +270,11 @@ int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on
         int rc = encode_execute(&b, opts);
         if (rc < 0) {
                 cv_buf_free(&b);
-                return fail(c, rc, "encode EXECUTE: %s",
-                            rc == -EINVAL ? "env entries must be KEY=VALUE" : strerror(-rc));
+                return cvc_fail(c, rc, "encode EXECUTE: %s",
+                                rc == -EINVAL ? "env entries must be KEY=VALUE" : strerror(-rc));
         }
-        uint32_t id = new_id(c);
-        rc = send_msg(c, CV_MSG_EXECUTE, id, cv_buf_head(&b), cv_buf_pending(&b));
+        uint32_t id = cvc_new_id(c);
+        rc = cvc_send(c, CV_MSG_EXECUTE, id, cv_buf_head(&b), cv_buf_pending(&b));
         cv_buf_free(&b);
         if (rc < 0)
                 return rc;
@@ -290,7 +287,7 @@ int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on
                                 return rc;
                 }
                 struct cvc_event ev;
-                rc = next_event(c, opts->interrupt ? 100 : -1, &ev);
+                rc = cvc_next_event(c, opts->interrupt ? 100 : -1, &ev);
                 if (rc < 0)
                         return rc;
                 if (rc == 0)
@@ -314,7 +311,7 @@ int cvc_execute(struct cvc *c, const struct cvc_exec_opts *opts, cvc_event_fn on
                                 cvc_event_free(&ev);
                                 return 0;
                         }
-                        rc = remote_error(c, &ev);
+                        rc = cvc_remote_error(c, &ev);
                         cvc_event_free(&ev);
                         return rc;
                 }

@@ -10,6 +10,7 @@ See docs/SDK.md for what matches E2B and what differs.
 from .boot import BootReport
 from .exceptions import (
     AuthenticationException,
+    CommandExitException,
     InvalidArgumentException,
     NotEnoughSpaceException,
     NotFoundException,
@@ -19,7 +20,15 @@ from .exceptions import (
     TimeoutException,
 )
 from .models import (
+    CommandResult,
     Context,
+    EntryInfo,
+    EventType,
+    FilesystemEvent,
+    FilesystemEventType,
+    FileType,
+    ProcessInfo,
+    WriteInfo,
     Execution,
     ExecutionError,
     Logs,
@@ -28,10 +37,23 @@ from .models import (
     OutputMessage,
     Result,
 )
+from .commands import CommandHandle
+from .files import WatchHandle
 from .sandbox import Sandbox
 
 __all__ = [
     "AuthenticationException",
+    "CommandExitException",
+    "CommandHandle",
+    "CommandResult",
+    "EntryInfo",
+    "EventType",
+    "FileType",
+    "FilesystemEvent",
+    "FilesystemEventType",
+    "ProcessInfo",
+    "WatchHandle",
+    "WriteInfo",
     "BootReport",
     "Context",
     "Execution",

@@ -55,10 +55,37 @@ def format_request_timeout_error():
     )
 
 
+class CommandExitException(SandboxException):
+    """A command exited with a non-zero code (E2B's CommandExitException): it
+    carries the CommandResult fields."""
+
+    def __init__(self, stderr="", stdout="", exit_code=0, error=None):
+        super().__init__(f"Command exited with code {exit_code} and error:\n{stderr}")
+        self.stderr = stderr
+        self.stdout = stdout
+        self.exit_code = exit_code
+        self.error = error
+
+    def __str__(self):
+        return f"Command exited with code {self.exit_code} and error:\n{self.stderr}"
+
+
+def format_long_request_timeout_error(detail="context deadline exceeded"):
+    """E2B's wording when a command or watch runs past its `timeout`."""
+    return TimeoutException(
+        f"{detail}: This error is likely due to exceeding 'timeout' — the total time a long "
+        "running request (like process or directory watch) can be active. It can be modified "
+        "by passing 'timeout' when making the request. Use '0' to disable the timeout.",
+        code="timeout",
+    )
+
+
 _BY_CODE = {
     "timeout": TimeoutException,
     "not_found": NotFoundException,
     "bad_request": InvalidArgumentException,
+    "invalid_argument": InvalidArgumentException,
+    "no_space": NotEnoughSpaceException,
     "busy": RateLimitException,
 }
 

@@ -307,3 +307,98 @@ class Context:
     @classmethod
     def from_json(cls, data: Dict[str, str]) -> "Context":
         return cls(context_id=data.get("id"), language=data.get("language"), cwd=data.get("cwd"))
+
+
+# --- files and commands (E2B's e2b.sandbox.filesystem / e2b.sandbox.commands types) ---
+
+import datetime as _dt
+from enum import Enum as _Enum
+
+
+class FileType(_Enum):
+    """Type of a filesystem entry (E2B's FileType)."""
+
+    FILE = "file"
+    DIR = "dir"
+
+
+@dataclass
+class WriteInfo:
+    """What files.write() wrote (E2B's WriteInfo)."""
+
+    name: str
+    type: Optional[FileType]
+    path: str
+
+
+@dataclass
+class EntryInfo(WriteInfo):
+    """A filesystem entry (E2B's EntryInfo)."""
+
+    size: int = 0
+    mode: int = 0
+    permissions: str = ""
+    owner: str = ""
+    group: str = ""
+    modified_time: Optional[_dt.datetime] = None
+    symlink_target: Optional[str] = None
+
+    @classmethod
+    def from_wire(cls, m: dict) -> "EntryInfo":
+        t = m.get("type")
+        ns = m.get("modified_time")
+        return cls(
+            name=m.get("name", ""),
+            type=FileType(t) if t in ("file", "dir") else None,
+            path=m.get("path", ""),
+            size=m.get("size", 0),
+            mode=m.get("mode", 0),
+            permissions=m.get("permissions", ""),
+            owner=m.get("owner", ""),
+            group=m.get("group", ""),
+            modified_time=None if ns is None else _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc),
+            symlink_target=m.get("symlink_target"),
+        )
+
+
+class FilesystemEventType(_Enum):
+    """Kinds of change watch_dir() reports (E2B's FilesystemEventType)."""
+
+    CHMOD = "chmod"
+    CREATE = "create"
+    REMOVE = "remove"
+    RENAME = "rename"
+    WRITE = "write"
+
+
+EventType = FilesystemEventType
+
+
+@dataclass
+class FilesystemEvent:
+    """One change under a watched directory; `name` is relative to it."""
+
+    name: str
+    type: FilesystemEventType
+
+
+@dataclass
+class CommandResult:
+    """Result of a finished command (E2B's CommandResult)."""
+
+    stderr: str
+    stdout: str
+    exit_code: int
+    error: Optional[str] = None
+
+
+@dataclass
+class ProcessInfo:
+    """A running command (E2B's ProcessInfo)."""
+
+    pid: int
+    tag: Optional[str]
+    cmd: str
+    args: List[str]
+    envs: Dict[str, str]
+    cwd: Optional[str]

@@ -177,11 +177,15 @@ class Sandbox:
 
     @property
     def files(self):
-        raise NotImplementedError("sandbox.files: the files service is not in protocol version 1 yet")
+        """E2B's sandbox.files: read, write, list, watch_dir, ... (cellvm.files.Filesystem)."""
+        from .files import Filesystem
+        return Filesystem(self)
 
     @property
     def commands(self):
-        raise NotImplementedError("sandbox.commands: the commands service is not in protocol version 1 yet")
+        """E2B's sandbox.commands: run, list, kill, send_stdin (cellvm.commands.Commands)."""
+        from .commands import Commands
+        return Commands(self)
 
     # --- execution -----------------------------------------------------------
 
@@ -341,8 +345,15 @@ class Sandbox:
         except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
             raise SandboxException(f"connection to the agent failed: {e}") from None
 
+    def _open_extra_connection(self):
+        """A second connection to the same agent (for a streamed download)."""
+        return _open_connection(self._addr, self._request_timeout)
+
     def _call(self, mtype, body, request_timeout=None):
-        req = self._request(mtype, body)
+        return self._wait(self._request(mtype, body), request_timeout)
+
+    def _wait(self, req, request_timeout=None):
+        """The OK body of `req`, or its ERROR raised as a SandboxException."""
         try:
             for t, b in req.messages(timeout=request_timeout or self._request_timeout):
                 if t == _wire.OK:

@@ -47,6 +47,8 @@ QEMU = "qemu-system-x86_64"
 AGENT_VSOCK_PORT = 1024
 SERIAL_PORT_NAME = "cellvm"
 USER_NET_CMDLINE = "cellvm.net=static cellvm.ip=10.0.2.15/24 cellvm.gateway=10.0.2.2 cellvm.dns=10.0.2.3"
+HELLO_RESEND_S = 0.5  # first re-send of an unanswered HELLO; doubles up to the max
+HELLO_RESEND_MAX_S = 8.0
 # Guest CIDs 0-2 are reserved; pick ours from the pid so parallel VMs differ.
 _VSOCK_CID_BASE = 1000
 
@@ -225,24 +227,40 @@ class QemuVM:
             sock.close()
             raise VMError(f"cannot connect to {self.serial_socket}: {e}") from None
         conn = _wire.Connection(sock)
-        req = conn.request(_wire.HELLO, {"protocol": _wire.PROTOCOL_VERSION, "client": "cellvm-vmm"})
+        hello = {"protocol": _wire.PROTOCOL_VERSION, "client": "cellvm-vmm"}
+        # HELLO is re-sent until answered: bytes that reach the guest while the
+        # agent is closing the port after the previous client left are dropped
+        # by the guest's virtio_console, and nothing else would tell us. Extra
+        # HELLOs are harmless (a repeated HELLO on a serial stream is allowed).
+        reqs = [conn.request(_wire.HELLO, hello)]
+        interval = HELLO_RESEND_S
+        resend_at = time.monotonic() + interval
         while True:
-            try:
-                for t, body in req.messages(timeout=0.25):
-                    if t == _wire.OK:
-                        conn.hello = body
-                        return conn
+            for i, req in enumerate(reqs):
+                try:
+                    t, body = next(req.messages(timeout=0.05 if i == len(reqs) - 1 else 0))
+                except TimeoutError:
+                    continue
+                except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
                     conn.close()
-                    raise VMError(f"HELLO failed: {body}")
-            except TimeoutError:
-                pass
+                    raise VMError(f"connection to the agent lost during HELLO: {e}") from None
+                if t == _wire.OK:
+                    conn.hello = body
+                    return conn
+                conn.close()
+                raise VMError(f"HELLO failed: {body}")
             if not self.alive():
                 conn.close()
                 raise VMError(f"qemu exited with {self.proc.returncode} during boot:\n"
                               f"{self.console()[-3000:]}{self._qemu_err()}")
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > deadline:
                 conn.close()
                 raise VMError(f"no HELLO reply within {timeout} s; console:\n{self.console()[-3000:]}")
+            if now >= resend_at:
+                reqs.append(conn.request(_wire.HELLO, hello))
+                interval = min(interval * 2, HELLO_RESEND_MAX_S)
+                resend_at = now + interval
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

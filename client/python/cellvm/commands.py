@@ -1,0 +1,223 @@
+"""sandbox.commands: E2B's Commands API over the commands service (docs/PROTOCOL.md section 10)."""
+
+import codecs
+import time
+from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
+
+from . import _wire
+from .exceptions import (
+    CommandExitException,
+    SandboxException,
+    format_long_request_timeout_error,
+    format_request_timeout_error,
+    from_agent_error,
+)
+from .models import CommandResult, ProcessInfo
+
+CMD_START = 0x0200
+CMD_LIST = 0x0201
+CMD_KILL = 0x0202
+CMD_STDIN = 0x0203
+CMD_STARTED = 0x8200
+CMD_OUTPUT = 0x8201
+
+DEFAULT_TIMEOUT = 60.0
+"""Seconds a command may run when run() gets no timeout (E2B's default)."""
+_POLL_S = 0.2
+
+
+class CommandHandle:
+    """A started command (E2B's CommandHandle): output accumulates as it
+    arrives; wait() returns the CommandResult or raises CommandExitException."""
+
+    def __init__(self, commands, req, pid, timeout):
+        self._commands = commands
+        self._req = req
+        self.pid = pid
+        self._timeout = timeout
+        self._stdout: List[str] = []
+        self._stderr: List[str] = []
+        self._dec = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
+                     "stderr": codecs.getincrementaldecoder("utf-8")("replace")}
+        self._result: Optional[CommandResult] = None
+        self._exc: Optional[BaseException] = None
+        self._gen = None
+
+    @property
+    def stdout(self) -> str:
+        return "".join(self._stdout)
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self._stderr)
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        return self._result.exit_code if self._result else None
+
+    @property
+    def error(self) -> Optional[str]:
+        return self._result.error if self._result else None
+
+    def _next(self):
+        """The next (type, body), or TimeoutError after _POLL_S."""
+        if self._gen is None:
+            self._gen = self._req.messages(timeout=_POLL_S)
+        try:
+            return next(self._gen)
+        except TimeoutError:
+            self._gen = None
+            raise
+        except StopIteration:
+            self._gen = None
+            raise SandboxException("request ended without a terminal message") from None
+        except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
+            self._gen = None
+            raise SandboxException(f"connection to the agent failed: {e}") from None
+
+    def _events(self) -> Iterator[Tuple[Optional[str], Optional[str]]]:
+        """(stdout, stderr) pieces until the command ends; sets _result or _exc."""
+        guard = None
+        if self._timeout:
+            guard = time.monotonic() + self._timeout + self._commands._sbx._request_timeout
+        while self._result is None and self._exc is None:
+            try:
+                mtype, msg = self._next()
+            except TimeoutError:
+                if guard and time.monotonic() > guard:
+                    raise format_request_timeout_error() from None
+                continue
+            if mtype == CMD_OUTPUT:
+                name = "stderr" if msg.get("stream") == "stderr" else "stdout"
+                text = self._dec[name].decode(msg.get("data", b""))
+                if text:
+                    (self._stderr if name == "stderr" else self._stdout).append(text)
+                    yield (None, text) if name == "stderr" else (text, None)
+            elif mtype == _wire.OK:
+                for name, acc in (("stdout", self._stdout), ("stderr", self._stderr)):
+                    tail = self._dec[name].decode(b"", final=True)
+                    if tail:
+                        acc.append(tail)
+                self._result = CommandResult(stderr=self.stderr, stdout=self.stdout,
+                                             exit_code=msg.get("exit_code", -1), error=msg.get("error"))
+            elif mtype == _wire.ERROR:
+                code = msg.get("code", "internal")
+                if code == "timeout":
+                    self._exc = format_long_request_timeout_error()
+                elif code == "cancelled":
+                    self._result = CommandResult(stderr=self.stderr, stdout=self.stdout, exit_code=-1,
+                                                 error="signal: killed")
+                else:
+                    self._exc = from_agent_error(_wire.AgentError(code, msg.get("message", "")))
+
+    def __iter__(self):
+        """(stdout, stderr, pty) tuples as output arrives, like E2B's handle."""
+        for out, err in self._events():
+            yield out, err, None
+
+    def wait(self, on_pty=None, on_stdout: Optional[Callable[[str], None]] = None,
+             on_stderr: Optional[Callable[[str], None]] = None) -> CommandResult:
+        for out, err in self._events():
+            if out is not None and on_stdout:
+                on_stdout(out)
+            if err is not None and on_stderr:
+                on_stderr(err)
+        if self._exc is not None:
+            raise self._exc
+        r = self._result
+        if r.exit_code != 0:
+            raise CommandExitException(stderr=r.stderr, stdout=r.stdout, exit_code=r.exit_code,
+                                       error=r.error)
+        return r
+
+    def kill(self) -> bool:
+        """SIGKILL the command (and its process group). False if it already ended."""
+        return self._commands.kill(self.pid)
+
+    def send_stdin(self, data: Union[str, bytes]) -> None:
+        self._commands.send_stdin(self.pid, data)
+
+    def close_stdin(self) -> None:
+        self._commands.close_stdin(self.pid)
+
+    def disconnect(self) -> None:
+        """Stop following the output; the command keeps running (background only)."""
+        self._result = self._result or CommandResult(self.stderr, self.stdout, -1, "disconnected")
+
+
+class Commands:
+    """E2B's sandbox.commands."""
+
+    def __init__(self, sandbox):
+        self._sbx = sandbox
+
+    def run(self, cmd: str, background: Optional[bool] = None, envs: Optional[Dict[str, str]] = None,
+            user: Optional[str] = None, cwd: Optional[str] = None,
+            on_stdout: Optional[Callable[[str], None]] = None,
+            on_stderr: Optional[Callable[[str], None]] = None, stdin: Optional[bool] = None,
+            timeout: Optional[float] = DEFAULT_TIMEOUT,
+            request_timeout: Optional[float] = None) -> Union[CommandResult, CommandHandle]:
+        """Run `cmd` with `/bin/bash -l -c` in the user's home (or `cwd`).
+        Foreground: waits and returns CommandResult, raising CommandExitException
+        on a non-zero exit. background=True: returns a CommandHandle at once.
+        `timeout` seconds (0 = none) kills the command and raises TimeoutException."""
+        body = {"cmd": cmd}
+        all_envs = {**self._sbx._envs, **{str(k): str(v) for k, v in (envs or {}).items()}}
+        if all_envs:
+            body["envs"] = all_envs
+        if user is not None:
+            body["user"] = user
+        if cwd is not None:
+            body["cwd"] = cwd
+        if stdin:
+            body["stdin"] = True
+        if background:
+            body["background"] = True
+        if timeout:
+            body["timeout_ms"] = max(1, int(timeout * 1000))
+        req = self._sbx._request(CMD_START, body)
+        pid = self._started(req, request_timeout)
+        handle = CommandHandle(self, req, pid, timeout)
+        if background:
+            return handle
+        try:
+            return handle.wait(on_stdout=on_stdout, on_stderr=on_stderr)
+        except KeyboardInterrupt:
+            self._sbx._cancel(req, request_timeout or self._sbx._request_timeout)
+            raise
+
+    def _started(self, req, request_timeout):
+        try:
+            for mtype, msg in req.messages(timeout=request_timeout or self._sbx._request_timeout):
+                if mtype == CMD_STARTED:
+                    return msg.get("pid")
+                if mtype == _wire.ERROR:
+                    raise from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")))
+        except TimeoutError:
+            raise format_request_timeout_error() from None
+        except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
+            raise SandboxException(f"connection to the agent failed: {e}") from None
+        raise SandboxException("command ended before it started")
+
+    def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
+        reply = self._sbx._call(CMD_LIST, {}, request_timeout)
+        return [ProcessInfo(pid=p.get("pid"), tag=p.get("tag"), cmd=p.get("cmd", ""), args=[],
+                            envs=p.get("envs") or {}, cwd=p.get("cwd"))
+                for p in reply.get("processes", [])]
+
+    def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
+        """SIGKILL command `pid`; False if there is no such command."""
+        from .exceptions import NotFoundException
+        try:
+            self._sbx._call(CMD_KILL, {"pid": int(pid)}, request_timeout)
+            return True
+        except NotFoundException:
+            return False
+
+    def send_stdin(self, pid: int, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        self._sbx._call(CMD_STDIN, {"pid": int(pid), "data": bytes(data)}, request_timeout)
+
+    def close_stdin(self, pid: int, request_timeout: Optional[float] = None) -> None:
+        self._sbx._call(CMD_STDIN, {"pid": int(pid), "eof": True}, request_timeout)

@@ -1,0 +1,299 @@
+"""sandbox.files: E2B's Filesystem API over the files service (docs/PROTOCOL.md section 9).
+
+Uploads go as FILE_WRITE then FILE_DATA chunks of CHUNK bytes; downloads come
+back as FILE_CHUNK messages. Neither side holds more than a few chunks at a
+time, so big files move with bounded memory (except read(format="bytes"/
+"text"), which returns the whole content by definition).
+"""
+
+import io
+import os
+import queue
+import struct
+import time
+from typing import IO, Iterator, List, Optional, Union
+
+from . import _wire
+from .exceptions import (
+    InvalidArgumentException,
+    SandboxException,
+    format_request_timeout_error,
+    from_agent_error,
+)
+from .models import EntryInfo, FileType, FilesystemEvent, FilesystemEventType, WriteInfo
+
+FILE_WRITE = 0x0100
+FILE_DATA = 0x0101
+FILE_READ = 0x0102
+FILE_LIST = 0x0103
+FILE_STAT = 0x0104
+FILE_REMOVE = 0x0105
+FILE_RENAME = 0x0106
+FILE_MKDIR = 0x0107
+FILE_WATCH = 0x0108
+FILE_CHUNK = 0x8100
+FILE_EVENT = 0x8101
+WATCH_STARTED = 0x8102
+
+CHUNK = 1 << 20
+"""Bytes of file data per FILE_DATA message."""
+STREAM_QUEUE = 8
+"""FILE_CHUNK messages a streamed download buffers before the socket pushes back."""
+
+_DATA_PREFIX = b"\xa1\x64data"  # CBOR: map(1), text(4) "data"
+
+
+def _bytes_head(n):
+    """CBOR byte-string head for n bytes."""
+    if n < 24:
+        return bytes([0x40 | n])
+    if n < 0x100:
+        return bytes([0x58, n])
+    if n < 0x10000:
+        return b"\x59" + struct.pack(">H", n)
+    return b"\x5a" + struct.pack(">I", n)
+
+
+def _raise(msg):
+    raise from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")))
+
+
+class WatchHandle:
+    """A running watch_dir(): events arrive in the background; get_new_events()
+    returns those since the last call, stop() ends the watch (E2B's WatchHandle)."""
+
+    def __init__(self, files, req):
+        self._files = files
+        self._req = req
+        self._stopped = False
+        self._error = None
+
+    def get_new_events(self) -> List[FilesystemEvent]:
+        if self._error is not None:
+            raise self._error
+        events = []
+        while True:
+            try:
+                item = self._req._q.get_nowait()
+            except queue.Empty:
+                return events
+            if isinstance(item, BaseException):
+                self._error = SandboxException(f"connection to the agent failed: {item}")
+                raise self._error
+            mtype, msg = item
+            if mtype == FILE_EVENT:
+                try:
+                    etype = FilesystemEventType(msg.get("type"))
+                except ValueError:
+                    continue
+                events.append(FilesystemEvent(name=msg.get("name", ""), type=etype))
+            elif mtype == _wire.ERROR and msg.get("code") != "cancelled":
+                self._stopped = True
+                self._error = from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")))
+                if not events:
+                    raise self._error
+                return events
+            elif mtype in _wire.TERMINAL:
+                self._stopped = True
+                return events
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        try:
+            self._req.cancel()
+        except (_wire.AgentError, _wire.ConnectionClosed, TimeoutError):
+            pass  # already over
+
+
+class Filesystem:
+    """E2B's sandbox.files. Paths are absolute or relative to the user's home
+    (the agent's --workdir in dev mode); `user` picks whose permissions apply
+    ("user" by default, "root" when asked)."""
+
+    def __init__(self, sandbox):
+        self._sbx = sandbox
+
+    # --- plumbing ----------------------------------------------------------
+
+    def _call(self, mtype, body, user, request_timeout):
+        if user is not None:
+            body["user"] = user
+        return self._sbx._call(mtype, body, request_timeout)
+
+    def _send_chunk(self, conn, req_id, data, eof):
+        body_head = b"\xa2\x64data" + _bytes_head(len(data))
+        tail = b"\x63eof" + (b"\xf5" if eof else b"\xf4")
+        size = len(body_head) + len(data) + len(tail)
+        hdr = _wire.HEADER.pack(size, FILE_DATA, 0, req_id)
+        with conn._send_lock:
+            conn.sock.sendall(hdr + body_head)
+            if data:
+                conn.sock.sendall(data)
+            conn.sock.sendall(tail)
+
+    # --- E2B API -----------------------------------------------------------
+
+    def read(self, path: str, format: str = "text", user: Optional[str] = None,
+             request_timeout: Optional[float] = None) -> Union[str, bytes, Iterator[bytes]]:
+        """The content of `path`: str (format="text"), bytes ("bytes") or an
+        iterator of byte chunks ("stream", bounded memory)."""
+        if format not in ("text", "bytes", "stream"):
+            raise InvalidArgumentException(f"format must be 'text', 'bytes' or 'stream', not {format!r}")
+        body = {"path": path}
+        if user is not None:
+            body["user"] = user
+        timeout = request_timeout or self._sbx._request_timeout
+        if format == "stream":
+            return self._read_stream(body, timeout)
+        chunks = list(self._read_chunks(self._sbx._conn, body, timeout, own_conn=False))
+        data = b"".join(chunks)
+        return data if format == "bytes" else data.decode("utf-8")
+
+    def _read_stream(self, body, timeout):
+        # A connection of its own: its reader thread may block on a full queue
+        # (back pressure to the agent) without stalling other requests.
+        conn = self._sbx._open_extra_connection()
+        gen = self._read_chunks(conn, body, timeout, own_conn=True)
+        first = next(gen, None)  # surface open errors (not found, ...) at call time
+
+        def chunks():
+            if first is not None:
+                yield first
+            yield from gen
+        return chunks()
+
+    def _read_chunks(self, conn, body, timeout, own_conn):
+        try:
+            req = conn.request(FILE_READ, body)
+            if own_conn:
+                with req._q.mutex:
+                    req._q.maxsize = STREAM_QUEUE
+            try:
+                for mtype, msg in req.messages(timeout=timeout):
+                    if mtype == FILE_CHUNK:
+                        yield msg.get("data", b"")
+                    elif mtype == _wire.OK:
+                        return
+                    elif mtype == _wire.ERROR:
+                        _raise(msg)
+            except TimeoutError:
+                raise format_request_timeout_error() from None
+            except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
+                raise SandboxException(f"connection to the agent failed: {e}") from None
+        finally:
+            if own_conn:
+                conn.close()
+
+    def write(self, path: str, data: Union[str, bytes, IO], user: Optional[str] = None,
+              request_timeout: Optional[float] = None) -> WriteInfo:
+        """Write `data` (str, bytes or a readable file object) to `path`
+        atomically: readers see the old content or the new, never part of it.
+        Returns WriteInfo(name, type, path)."""
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            src = io.BytesIO(data)
+        elif hasattr(data, "read"):
+            src = data
+        else:
+            raise InvalidArgumentException(f"data must be str, bytes or a file object, not {type(data).__name__}")
+        body = {"path": path}
+        if user is not None:
+            body["user"] = user
+        conn = self._sbx._conn
+        req = self._sbx._request(FILE_WRITE, body)
+        try:
+            pending = src.read(CHUNK)
+            if isinstance(pending, str):
+                pending = pending.encode("utf-8")
+            while True:
+                # An early ERROR (permission denied, disk full): stop sending.
+                if not req._q.empty():
+                    break
+                nxt = src.read(CHUNK) if pending else b""
+                if isinstance(nxt, str):
+                    nxt = nxt.encode("utf-8")
+                self._send_chunk(conn, req.id, pending, eof=not nxt)
+                if not nxt:
+                    break
+                pending = nxt
+        except OSError as e:
+            conn._fail(_wire.ConnectionClosed(f"send failed: {e}"))
+        except BaseException:
+            # Reading the source failed or Ctrl-C: the agent drops the temporary file.
+            try:
+                req.cancel()
+            except (_wire.AgentError, _wire.ConnectionClosed):
+                pass
+            raise
+        reply = self._sbx._wait(req, request_timeout)
+        return WriteInfo(name=reply.get("name", ""), type=FileType.FILE, path=reply.get("path", ""))
+
+    def write_files(self, files: List[dict], user: Optional[str] = None,
+                    request_timeout: Optional[float] = None) -> List[WriteInfo]:
+        """E2B's batch form: [{"path": ..., "data": ...}, ...]."""
+        return [self.write(f["path"], f["data"], user=user, request_timeout=request_timeout) for f in files]
+
+    def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
+             request_timeout: Optional[float] = None) -> List[EntryInfo]:
+        """Entries of directory `path`, `depth` levels down (1 = direct children)."""
+        if depth is not None and depth < 1:
+            raise InvalidArgumentException("depth should be at least one")
+        body = {"path": path, "depth": depth or 1}
+        reply = self._call(FILE_LIST, body, user, request_timeout)
+        return [EntryInfo.from_wire(e) for e in reply.get("entries", [])]
+
+    def exists(self, path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> bool:
+        from .exceptions import NotFoundException
+        try:
+            self.get_info(path, user=user, request_timeout=request_timeout)
+            return True
+        except NotFoundException:
+            return False
+
+    def get_info(self, path: str, user: Optional[str] = None,
+                 request_timeout: Optional[float] = None) -> EntryInfo:
+        reply = self._call(FILE_STAT, {"path": path}, user, request_timeout)
+        return EntryInfo.from_wire(reply["entry"])
+
+    def remove(self, path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> None:
+        """Remove a file, or a directory with everything in it."""
+        self._call(FILE_REMOVE, {"path": path}, user, request_timeout)
+
+    def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
+               request_timeout: Optional[float] = None) -> EntryInfo:
+        reply = self._call(FILE_RENAME, {"old_path": old_path, "new_path": new_path}, user,
+                           request_timeout)
+        return EntryInfo.from_wire(reply["entry"])
+
+    def make_dir(self, path: str, user: Optional[str] = None,
+                 request_timeout: Optional[float] = None) -> bool:
+        """Create `path` and missing parents; False if it already existed."""
+        return bool(self._call(FILE_MKDIR, {"path": path}, user, request_timeout).get("created"))
+
+    def watch_dir(self, path: str, user: Optional[str] = None,
+                  request_timeout: Optional[float] = None, recursive: bool = False) -> WatchHandle:
+        """Watch `path` for create, write, remove, rename and chmod events."""
+        body = {"path": path, "recursive": bool(recursive)}
+        if user is not None:
+            body["user"] = user
+        req = self._sbx._request(FILE_WATCH, body)
+        deadline = time.monotonic() + (request_timeout or self._sbx._request_timeout)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise format_request_timeout_error()
+            try:
+                mtype, msg = next(req.messages(timeout=left))
+            except TimeoutError:
+                raise format_request_timeout_error() from None
+            except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
+                raise SandboxException(f"connection to the agent failed: {e}") from None
+            if mtype == WATCH_STARTED:
+                return WatchHandle(self, req)
+            if mtype == _wire.ERROR:
+                _raise(msg)

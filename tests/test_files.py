@@ -1,0 +1,334 @@
+"""sandbox.files against a real agent: every call, big round trips, atomicity, errors, watches."""
+
+import hashlib
+import os
+import socket
+import stat
+import time
+
+import pytest
+
+from cellvm import (
+    EntryInfo,
+    FilesystemEventType,
+    FileType,
+    InvalidArgumentException,
+    NotFoundException,
+    Sandbox,
+    SandboxException,
+    WriteInfo,
+    _wire,
+)
+from cellvm import files as files_mod
+
+
+@pytest.fixture
+def sbx(agent):
+    s = Sandbox.connect(agent.addr)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def tmpdir_in(agent, request):
+    d = os.path.join(agent.workdir, "files-" + request.node.name)
+    os.makedirs(d, exist_ok=True)
+    return agent.give_to_sandbox_user(d)
+
+
+def test_write_read_text_bytes_stream(sbx, tmpdir_in):
+    p = os.path.join(tmpdir_in, "a.txt")
+    info = sbx.files.write(p, "héllo\n")
+    assert isinstance(info, WriteInfo)
+    assert info == WriteInfo(name="a.txt", type=FileType.FILE, path=p)
+    assert sbx.files.read(p) == "héllo\n"
+    assert sbx.files.read(p, format="bytes") == "héllo\n".encode()
+    assert b"".join(sbx.files.read(p, format="stream")) == "héllo\n".encode()
+    with open(p, "rb") as f:
+        assert f.read() == "héllo\n".encode()
+    # Replacing keeps the mode; an empty write empties the file.
+    os.chmod(p, 0o600)
+    sbx.files.write(p, b"")
+    assert sbx.files.read(p, format="bytes") == b""
+    assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
+
+
+def test_relative_paths_are_under_the_home(sbx, agent):
+    sbx.files.write("rel-file.txt", "x")
+    assert open(os.path.join(agent.workdir, "rel-file.txt")).read() == "x"
+    assert sbx.files.get_info("rel-file.txt").path == os.path.join(agent.workdir, "rel-file.txt")
+
+
+def test_write_file_object(sbx, tmpdir_in):
+    p = os.path.join(tmpdir_in, "obj.bin")
+    src = os.path.join(tmpdir_in, "src.bin")
+    data = os.urandom(3 * files_mod.CHUNK + 17)
+    with open(src, "wb") as f:
+        f.write(data)
+    with open(src, "rb") as f:
+        sbx.files.write(p, f)
+    assert sbx.files.read(p, format="bytes") == data
+
+
+def test_64mib_round_trip_checksum(sbx, tmpdir_in):
+    data = os.urandom(64 * 1024 * 1024)
+    p = os.path.join(tmpdir_in, "big.bin")
+    sbx.files.write(p, data)
+    with open(p, "rb") as f:
+        assert hashlib.sha256(f.read()).digest() == hashlib.sha256(data).digest()
+    h = hashlib.sha256()
+    n = 0
+    for chunk in sbx.files.read(p, format="stream"):
+        assert len(chunk) <= files_mod.CHUNK
+        h.update(chunk)
+        n += len(chunk)
+    assert n == len(data) and h.digest() == hashlib.sha256(data).digest()
+    assert sbx.files.read(p, format="bytes") == data
+
+
+def test_list_get_info_exists(sbx, tmpdir_in):
+    sbx.files.make_dir(os.path.join(tmpdir_in, "d/e"))
+    sbx.files.write(os.path.join(tmpdir_in, "d/f.txt"), "12345")
+    sbx.files.write(os.path.join(tmpdir_in, "d/e/g.txt"), "1")
+    os.symlink("f.txt", os.path.join(tmpdir_in, "d/link"))
+    top = sbx.files.list(os.path.join(tmpdir_in, "d"))
+    assert [e.name for e in top] == ["e", "f.txt", "link"]
+    e, f, link = top
+    assert isinstance(f, EntryInfo)
+    assert e.type == FileType.DIR and f.type == FileType.FILE
+    assert f.size == 5 and f.path == os.path.join(tmpdir_in, "d/f.txt")
+    assert f.mode == 0o644 and f.permissions == "-rw-r--r--"
+    assert e.permissions.startswith("d")
+    assert f.owner and f.group
+    assert abs(f.modified_time.timestamp() - os.stat(os.path.join(tmpdir_in, "d/f.txt")).st_mtime) < 1e-3
+    assert link.symlink_target == "f.txt" and link.type == FileType.FILE
+    deep = sbx.files.list(os.path.join(tmpdir_in, "d"), depth=2)
+    assert sorted(x.path[len(tmpdir_in) + 1:] for x in deep) == ["d/e", "d/e/g.txt", "d/f.txt", "d/link"]
+    assert sbx.files.exists(os.path.join(tmpdir_in, "d/f.txt"))
+    assert not sbx.files.exists(os.path.join(tmpdir_in, "d/nope"))
+    info = sbx.files.get_info(os.path.join(tmpdir_in, "d/e"))
+    assert info.type == FileType.DIR and info.name == "e"
+    with pytest.raises(InvalidArgumentException, match="depth should be at least one"):
+        sbx.files.list(tmpdir_in, depth=0)
+
+
+def test_remove_rename_make_dir(sbx, tmpdir_in):
+    d = os.path.join(tmpdir_in, "x/y/z")
+    assert sbx.files.make_dir(d) is True
+    assert sbx.files.make_dir(d) is False
+    assert os.path.isdir(d)
+    sbx.files.write(os.path.join(d, "f"), "1")
+    moved = sbx.files.rename(os.path.join(d, "f"), os.path.join(tmpdir_in, "g"))
+    assert moved.name == "g" and moved.type == FileType.FILE and moved.size == 1
+    assert not os.path.exists(os.path.join(d, "f"))
+    sbx.files.remove(os.path.join(tmpdir_in, "g"))
+    assert not os.path.exists(os.path.join(tmpdir_in, "g"))
+    sbx.files.remove(os.path.join(tmpdir_in, "x"))  # recursive
+    assert not os.path.exists(os.path.join(tmpdir_in, "x"))
+
+
+def test_errors_name_path_and_errno(sbx, tmpdir_in):
+    missing = os.path.join(tmpdir_in, "missing.txt")
+    with pytest.raises(NotFoundException) as ei:
+        sbx.files.read(missing)
+    assert missing in str(ei.value) and "ENOENT" in str(ei.value) and "No such file" in str(ei.value)
+    with pytest.raises(NotFoundException, match="ENOENT"):
+        sbx.files.read(missing, format="stream")
+    with pytest.raises(NotFoundException):
+        sbx.files.get_info(missing)
+    with pytest.raises(NotFoundException):
+        sbx.files.remove(missing)
+    with pytest.raises(NotFoundException):
+        sbx.files.write(os.path.join(tmpdir_in, "no/such/dir/f"), "x")
+    f = os.path.join(tmpdir_in, "plain")
+    sbx.files.write(f, "x")
+    with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
+        sbx.files.list(f)
+    with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
+        sbx.files.make_dir(f)
+    with pytest.raises(InvalidArgumentException, match="EISDIR"):
+        sbx.files.read(tmpdir_in)
+    with pytest.raises(InvalidArgumentException, match="EISDIR"):
+        sbx.files.write(tmpdir_in, "x")
+    with pytest.raises(NotFoundException, match="no user"):
+        sbx.files.read(f, user="no-such-user-xyz")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs a root agent")
+def test_operations_use_the_users_credentials(sbx, tmpdir_in, agent):
+    for d in (agent.dir, agent.workdir):  # mkdtemp makes 0700: let the user get through
+        os.chmod(d, 0o711)
+    secret = os.path.join(tmpdir_in, "secret")
+    sbx.files.write(secret, "s", user="root")
+    os.chmod(secret, 0o600)
+    os.chmod(tmpdir_in, 0o755)
+    with pytest.raises(SandboxException) as ei:
+        sbx.files.read(secret, user="nobody")
+    assert ei.value.code == "permission_denied" and "EACCES" in str(ei.value) and secret in str(ei.value)
+    with pytest.raises(SandboxException, match="EACCES"):
+        sbx.files.write(os.path.join(tmpdir_in, "new"), "x", user="nobody")
+    assert not os.path.exists(os.path.join(tmpdir_in, "new"))
+    assert sbx.files.read(secret, user="root") == "s"
+    # A file a user writes belongs to that user.
+    open_dir = os.path.join(tmpdir_in, "open")
+    os.mkdir(open_dir)
+    os.chmod(open_dir, 0o777)
+    sbx.files.write(os.path.join(open_dir, "mine"), "m", user="nobody")
+    assert os.stat(os.path.join(open_dir, "mine")).st_uid == 65534
+    assert sbx.files.get_info(os.path.join(open_dir, "mine")).owner == "nobody"
+
+
+def _raw_upload_start(addr, path, first_chunk):
+    """A bare connection that starts an upload and sends part of it."""
+    c = _wire.Connection.connect(addr)
+    req = c.request(files_mod.FILE_WRITE, {"path": path})
+    files_mod.Filesystem._send_chunk(None, c, req.id, first_chunk, eof=False)
+    return c, req
+
+
+def _leftovers(d):
+    return [n for n in os.listdir(d) if ".cellvm-" in n]
+
+
+def test_atomic_under_dropped_connection(fresh_agent):
+    d = os.path.join(fresh_agent.workdir, "atomic")
+    os.mkdir(d)
+    fresh_agent.give_to_sandbox_user(d)
+    p = os.path.join(d, "f.txt")
+    with Sandbox.connect(fresh_agent.addr) as sbx:
+        sbx.files.write(p, "old content")
+        c, _ = _raw_upload_start(fresh_agent.addr, p, b"new partial " * 100000)
+        deadline = time.monotonic() + 5
+        while not _leftovers(d) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _leftovers(d), "the upload should be in a temporary file while it runs"
+        assert open(p).read() == "old content"
+        c.close()  # dropped mid-write
+        deadline = time.monotonic() + 5
+        while _leftovers(d) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _leftovers(d) == []
+        assert sbx.files.read(p) == "old content"
+        # A new file interrupted leaves nothing at all.
+        c, _ = _raw_upload_start(fresh_agent.addr, os.path.join(d, "new.txt"), b"x" * 1000)
+        c.close()
+        time.sleep(0.2)
+        assert sorted(os.listdir(d)) == ["f.txt"]
+
+
+def test_atomic_under_cancel(sbx, tmpdir_in, agent):
+    p = os.path.join(tmpdir_in, "f.txt")
+    sbx.files.write(p, "old")
+    c, req = _raw_upload_start(agent.addr, p, b"partial")
+    c.call(_wire.CANCEL, {"id": req.id})
+    msgs = list(req.messages(5))
+    assert msgs[-1][0] == _wire.ERROR and msgs[-1][1]["code"] == "cancelled"
+    # Chunks still on their way after the end are ignored, not answered.
+    files_mod.Filesystem._send_chunk(None, c, req.id, b"late", eof=True)
+    assert c.call(_wire.PING, {})["time_ns"] > 0
+    c.close()
+    assert open(p).read() == "old" and _leftovers(tmpdir_in) == []
+
+
+def _events_until(handle, want, timeout=5):
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen += [(e.name, e.type) for e in handle.get_new_events()]
+        if all(w in seen for w in want):
+            return seen
+        time.sleep(0.02)
+    return seen
+
+
+def test_watch_dir_events(sbx, tmpdir_in):
+    h = sbx.files.watch_dir(tmpdir_in)
+    try:
+        p = os.path.join(tmpdir_in, "w.txt")
+        sbx.files.write(p, "1")  # temp file + rename: the new name appears
+        with open(p, "a") as f:
+            f.write("more")
+        os.chmod(p, 0o640)
+        os.rename(p, os.path.join(tmpdir_in, "w2.txt"))
+        os.unlink(os.path.join(tmpdir_in, "w2.txt"))
+        T = FilesystemEventType
+        want = [("w.txt", T.CREATE), ("w.txt", T.WRITE), ("w.txt", T.CHMOD), ("w.txt", T.RENAME),
+                ("w2.txt", T.CREATE), ("w2.txt", T.REMOVE)]
+        seen = _events_until(h, want)
+        for w in want:
+            assert w in seen, (w, seen)
+    finally:
+        h.stop()
+    # Stopped: later changes are not reported.
+    open(os.path.join(tmpdir_in, "after"), "w").close()
+    time.sleep(0.1)
+    assert h.get_new_events() == []
+
+
+def test_watch_dir_recursive(sbx, tmpdir_in):
+    flat = sbx.files.watch_dir(tmpdir_in)
+    deep = sbx.files.watch_dir(tmpdir_in, recursive=True)
+    try:
+        os.mkdir(os.path.join(tmpdir_in, "sub"))
+        time.sleep(0.1)  # the recursive watch adds the new directory
+        open(os.path.join(tmpdir_in, "sub", "inner"), "w").close()
+        T = FilesystemEventType
+        seen = _events_until(deep, [("sub", T.CREATE), ("sub/inner", T.CREATE)])
+        assert ("sub/inner", T.CREATE) in seen
+        flat_seen = _events_until(flat, [("sub", T.CREATE)])
+        assert ("sub", T.CREATE) in flat_seen
+        assert not any(n.startswith("sub/") for n, _ in flat_seen)
+    finally:
+        flat.stop()
+        deep.stop()
+
+
+def test_watch_dir_errors(sbx, tmpdir_in):
+    with pytest.raises(NotFoundException, match="ENOENT"):
+        sbx.files.watch_dir(os.path.join(tmpdir_in, "nope"))
+
+
+def _rss_kib(pid, key):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    raise AssertionError(key)
+
+
+class _Generated:
+    """A 1 GiB readable source that holds one chunk at a time."""
+
+    def __init__(self, size):
+        self.left = size
+        self.block = bytes(range(256)) * (files_mod.CHUNK // 256)
+        self.h = hashlib.sha256()
+
+    def read(self, n):
+        n = min(n, self.left, len(self.block))
+        self.left -= n
+        out = self.block[:n]
+        self.h.update(out)
+        return out
+
+
+def test_1gib_bounded_memory(fresh_agent):
+    """1 GiB up and down; the agent's peak RSS grows by less than 64 MiB."""
+    size = 1 << 30
+    pid = fresh_agent.proc.pid
+    p = os.path.join(fresh_agent.workdir, "huge.bin")
+    with Sandbox.connect(fresh_agent.addr, request_timeout=120) as sbx:
+        sbx.files.write(os.path.join(fresh_agent.workdir, "warm"), b"x" * files_mod.CHUNK)
+        base = _rss_kib(pid, "VmRSS")
+        src = _Generated(size)
+        sbx.files.write(p, src)
+        assert os.path.getsize(p) == size
+        h = hashlib.sha256()
+        n = 0
+        for chunk in sbx.files.read(p, format="stream"):
+            h.update(chunk)
+            n += len(chunk)
+        assert n == size and h.digest() == src.h.digest()
+        peak = _rss_kib(pid, "VmHWM")
+    os.unlink(p)
+    assert peak - base < 64 * 1024, f"agent RSS grew from {base} KiB to a peak of {peak} KiB"
