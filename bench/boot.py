@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""Boot benchmark: QEMU micro-VM start -> agent ready -> first cell done.
+
+    bench/boot.py [--image build/image] [--runs 3] [--accel auto|kvm|tcg|both] [--json]
+
+For each run: spawn QEMU (vmm_qemu.QemuVM), connect over the virtio-serial
+channel and time the HELLO reply (agent listening) and the first EXECUTE
+(the zygote's numpy/pandas/matplotlib preloads done, a context forked). The
+guest's own per-stage report (CLOCK_BOOTTIME stamps of cellvm-init and the
+agent, docs/INIT.md) is printed next to the host-side times; `executor_ready`
+is read from a second HELLO once the first cell ran. `--accel both` measures
+TCG and, where /dev/kvm works, KVM.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+
+from cellvm import _wire  # noqa: E402
+from cellvm.vmm_qemu import QemuVM, kvm_usable  # noqa: E402
+
+# Guest stages, as differences of the HELLO's boot stamps (seconds).
+STAGES = [
+    ("kernel", None, "kernel_to_init"),
+    ("init mounts", "init_start", "mounts_done"),
+    ("modules", "mounts_done", "modules_loaded"),
+    ("root mount", "modules_loaded", "root_mounted"),
+    ("system setup", "root_mounted", "system_ready"),
+    ("agent start", "system_ready", "agent_ready"),
+    ("executor ready (preloads)", "agent_ready", "executor_ready"),
+]
+
+
+def one_boot(image, accel, memory_mb):
+    vm = QemuVM(image, memory_mb=memory_mb, accel=accel)
+    t0 = time.monotonic()
+    vm.start()
+    try:
+        t_spawned = time.monotonic() - t0
+        conn = vm.connect(timeout=300)
+        t_hello = time.monotonic() - t0
+        for t, body in conn.request(_wire.EXECUTE, {"code": "1 + 1"}).messages(timeout=600):
+            if t == _wire.ERROR:
+                raise RuntimeError(f"first cell failed: {body}")
+            if t == _wire.OK:
+                break
+        t_first = time.monotonic() - t0
+        boot = dict(conn.hello.get("boot", {}))
+        conn.close()
+        # executor_ready is only known once the zygote is up: ask again.
+        again = vm.connect(timeout=60)
+        boot.update(again.hello.get("boot", {}))
+        again.close()
+    finally:
+        vm.kill()
+    guest = {}
+    for name, a, b in STAGES:
+        if b in boot and (a is None or a in boot):
+            guest[name] = (boot[b] - (boot[a] if a else 0)) / 1e9
+    return {"vmm_spawn": t_spawned, "agent_ready": t_hello, "first_cell": t_first, "guest": guest}
+
+
+def summarize(runs):
+    med = statistics.median
+    out = {k: med(r[k] for r in runs) for k in ("vmm_spawn", "agent_ready", "first_cell")}
+    names = [n for n, _, _ in STAGES if all(n in r["guest"] for r in runs)]
+    out["guest"] = {n: med(r["guest"][n] for r in runs) for n in names}
+    return out
+
+
+def print_table(accel, s, nruns):
+    print(f"\n== {accel.upper()} (median of {nruns})")
+    print(f"  host: QEMU spawned            {s['vmm_spawn'] * 1000:9.1f} ms")
+    print(f"  host: agent ready (HELLO)     {s['agent_ready'] * 1000:9.1f} ms")
+    print(f"  host: first cell done         {s['first_cell'] * 1000:9.1f} ms")
+    for name, secs in s["guest"].items():
+        print(f"  guest: {name:<24} {secs * 1000:9.1f} ms")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--image", default=os.path.join(ROOT, "build", "image"))
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--accel", default="both", choices=("auto", "kvm", "tcg", "both"))
+    ap.add_argument("--memory-mb", type=int, default=1024)
+    ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    args = ap.parse_args()
+    if args.accel == "both":
+        accels = ["tcg"] + (["kvm"] if kvm_usable() else [])
+    elif args.accel == "auto":
+        accels = ["kvm" if kvm_usable() else "tcg"]
+    else:
+        accels = [args.accel]
+    results = {}
+    for accel in accels:
+        runs = []
+        for i in range(args.runs):
+            r = one_boot(args.image, accel, args.memory_mb)
+            runs.append(r)
+            if not args.json:
+                print(f"{accel} run {i + 1}: agent ready {r['agent_ready']:.2f} s, "
+                      f"first cell {r['first_cell']:.2f} s", flush=True)
+        results[accel] = {"runs": runs, "median": summarize(runs)}
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    for accel in accels:
+        print_table(accel, results[accel]["median"], args.runs)
+    if "kvm" not in accels:
+        print("\n(no usable KVM here: TCG only)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+# The guest image (docs/IMAGE.md): `make image` -> $(B)/image/ with vmlinuz,
+# vmlinux, initramfs.cpio.gz, rootfs.ext4 and manifest.json. The script keeps
+# its own layers (build/image-cache) and rebuilds only what changed.
+
+IMAGE_BINS := $(B)/cellvm-agent $(B)/cellvm-executor $(B)/cellvm-init.stripped
+
+.PHONY: image kernel
+image: $(IMAGE_BINS)
+	$(PYTHON) image-build/build_image.py --build $(B)
+
+# Optional: a minimal kernel with every needed driver built in (fastest boot).
+kernel:
+	image-build/build_kernel.sh $(B)/kernel

@@ -1,0 +1,470 @@
+#!/usr/bin/python3
+"""Build the cellvm guest image: `make image` -> build/image/.
+
+Layers, each rebuilt only when its inputs change (so a changed agent costs a
+mkfs.ext4, never an mmdebstrap):
+
+  base      mmdebstrap tarball of Debian bookworm + the data stack, cached as
+            build/image-cache/base-<hash>.tar; the hash covers packages.txt,
+            dpkg-excludes.txt, customize-base.sh, the stub package and mirrors.
+  kernel    linux-image-cloud-amd64 (apt-get download, dpkg-deb -x):
+            vmlinuz (bzImage, for QEMU), vmlinux (ELF, for Firecracker and
+            Cloud Hypervisor, extracted by extract_vmlinux.py), modules.
+  initramfs cellvm-init as /init + the modules of modules.txt with their
+            dependencies + modules.dep (depmod).
+  rootfs    base + cellvm-agent, cellvm-executor, cellvm-init -> rootfs.ext4.
+  manifest  manifest.json: kernel, modules, sizes, package versions, cmdline.
+
+Needs root (or a user namespace tool) for mmdebstrap and for keeping file
+ownership when the base tarball is unpacked for mkfs.ext4.
+"""
+
+import argparse
+import fcntl
+import glob
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+from cpio_newc import CpioWriter  # noqa: E402
+import extract_vmlinux  # noqa: E402
+
+SUITE = "bookworm"
+KERNEL_META = "linux-image-cloud-amd64"
+ROOTFS_HEADROOM = 1.04  # ext4 metadata (bitmaps, directories) over the file blocks
+ROOTFS_EXTRA_MB = 16
+# The kernel command line, shared by every VMM; vmm_*.py add their own keys.
+CMDLINE_BASE = ("console=ttyS0 root=/dev/vda rootfstype=ext4 ro panic=-1 quiet "
+                "8250.nr_uarts=1 random.trust_cpu=on cryptomgr.notests")
+CMDLINE_VMM = {
+    "qemu": "reboot=t pci=off",
+    # Firecracker exits on the i8042 reset; needs tsc_early_khz only without KVM.
+    "firecracker": "reboot=k pci=off",
+    "cloud-hypervisor": "reboot=k",
+}
+# Without KVM (TCG) the kernel's TSC calibration can hang for a long time.
+CMDLINE_TCG = "tsc_early_khz=2000000"
+
+# Small guest files shipped next to the binaries (test tooling, see each file).
+GUEST_FILES = {
+    "/usr/lib/cellvm/agent-selftest": os.path.join(HERE, "guest", "agent-selftest"),
+    "/usr/lib/cellvm/vsock_selftest.py": os.path.join(HERE, "guest", "vsock_selftest.py"),
+}
+
+T0 = time.monotonic()
+
+
+def progress(stage, msg):
+    print(f"[image {time.monotonic() - T0:6.1f}s] {stage}: {msg}", flush=True)
+
+
+def run(args, **kw):
+    return subprocess.run(args, check=True, **kw)
+
+
+def newer(target, *sources):
+    """True when target is missing or older than any source."""
+    if not os.path.exists(target):
+        return True
+    t = os.path.getmtime(target)
+    return any(os.path.getmtime(s) > t for s in sources)
+
+
+def read_list(path):
+    with open(path) as f:
+        return [ln.strip() for ln in f if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+def atomic_write(path, data):
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+# -------------------------------------------------------------------- mirrors
+def host_mirrors():
+    """The Debian and security mirror URIs this machine's apt is configured with."""
+    debian, security = "http://deb.debian.org/debian", "http://deb.debian.org/debian-security"
+    texts = []
+    for p in ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*")):
+        try:
+            with open(p) as f:
+                texts.append(f.read())
+        except OSError:
+            continue
+    uris = re.findall(r"(?:^URIs:\s*|^deb\s+(?:\[[^\]]*\]\s+)?)(\S+)", "\n".join(texts), re.M)
+    for u in uris:
+        u = u.rstrip("/")
+        if u.endswith("/debian-security"):
+            security = u
+        elif u.endswith("/debian"):
+            debian = u
+    env_debian = os.environ.get("CELLVM_MIRROR")
+    env_security = os.environ.get("CELLVM_SECURITY_MIRROR")
+    return env_debian or debian, env_security or security
+
+
+def mirror_lines():
+    debian, security = host_mirrors()
+    return [f"deb {debian} {SUITE} main", f"deb {debian} {SUITE}-updates main",
+            f"deb {security} {SUITE}-security main"]
+
+
+# ------------------------------------------------------- binaries' libraries
+def needed_sonames(path):
+    """The DT_NEEDED shared libraries of an ELF file (none for static ones)."""
+    out = subprocess.run(["readelf", "-d", path], check=True, text=True,
+                         stdout=subprocess.PIPE).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def runtime_packages(binaries):
+    """{soname: Debian package} for what the cellvm binaries link, looked up
+    with dpkg -S on this (bookworm) build machine. These packages join the
+    base layer, so a new library dependency of the agent rebuilds it."""
+    found = {}
+    for path in binaries.values():
+        for so in needed_sonames(path):
+            if so in found:
+                continue
+            r = subprocess.run(["dpkg", "-S", f"*/{so}"], text=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+            pkgs = sorted({ln.split(":")[0] for ln in r.stdout.splitlines()
+                           if re.search(r"/lib/(x86_64-linux-gnu/)?" + re.escape(so) + "$", ln)})
+            if not pkgs:
+                raise SystemExit(f"image: no package provides {so} (needed by {path})")
+            found[so] = pkgs[0]
+    return found
+
+
+def check_sonames(tree, sonames):
+    dirs = ["usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu", "usr/lib", "lib"]
+    missing = [so for so in sonames if not any(os.path.exists(os.path.join(tree, d, so)) for d in dirs)]
+    if missing:
+        raise SystemExit(f"image: the rootfs lacks {', '.join(missing)}")
+
+
+# ----------------------------------------------------------------------- base
+def build_stub_deb(out_dir):
+    """A package that Provides what we keep out on purpose (Tk, jQuery UI)."""
+    pkg = os.path.join(out_dir, "stub")
+    shutil.rmtree(pkg, ignore_errors=True)
+    os.makedirs(os.path.join(pkg, "DEBIAN"))
+    shutil.copyfile(os.path.join(HERE, "stub-control"), os.path.join(pkg, "DEBIAN", "control"))
+    deb = os.path.join(out_dir, "cellvm-guest-stubs.deb")
+    run(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", pkg, deb], stdout=subprocess.DEVNULL)
+    shutil.rmtree(pkg)
+    return deb
+
+
+def base_key(mirrors, extra_packages):
+    h = hashlib.sha256()
+    h.update(" ".join(extra_packages).encode() + b"\0")
+    for name in ("packages.txt", "dpkg-excludes.txt", "customize-base.sh", "stub-control"):
+        with open(os.path.join(HERE, name), "rb") as f:
+            h.update(name.encode() + b"\0" + f.read() + b"\0")
+    h.update("\n".join(mirrors).encode())
+    return h.hexdigest()[:16]
+
+
+def build_base(cache, extra_packages):
+    mirrors = mirror_lines()
+    key = base_key(mirrors, extra_packages)
+    tar = os.path.join(cache, f"base-{key}.tar")
+    if os.path.exists(tar):
+        progress("base", f"cached {os.path.relpath(tar, ROOT)}")
+        return tar
+    for old in glob.glob(os.path.join(cache, "base-*")):
+        os.unlink(old)
+    stub = build_stub_deb(cache)
+    # apt (outside) and the chrooted dpkg (inside) both open the .deb by the
+    # path given to --include: a copy sits at the same path inside the chroot
+    # while packages are installed.
+    listed = read_list(os.path.join(HERE, "packages.txt"))
+    packages = listed + [p for p in extra_packages if p not in listed] + [stub]
+    args = ["mmdebstrap", "--variant=essential", "--format=tar",
+            "--aptopt=APT::Install-Recommends \"false\"",
+            "--aptopt=APT::Install-Suggests \"false\"",
+            "--include=" + ",".join(packages),
+            f"--setup-hook=mkdir -p \"$1{os.path.dirname(stub)}\" && cp {stub} \"$1{stub}\"",
+            "--customize-hook=" + os.path.join(HERE, "customize-base.sh"),
+            f"--customize-hook=rm -rf \"$1{stub}\"; rmdir -p \"$1{os.path.dirname(stub)}\" 2>/dev/null || true"]
+    args += ["--dpkgopt=" + ln for ln in read_list(os.path.join(HERE, "dpkg-excludes.txt"))]
+    args += [SUITE, tar + ".part"] + mirrors
+    progress("base", f"mmdebstrap {SUITE} ({len(packages)} packages, mirror {mirrors[0].split()[1]})"
+             " - a few minutes")
+    run(args)
+    os.replace(tar + ".part", tar)
+    progress("base", f"done: {os.path.getsize(tar) >> 20} MiB tarball")
+    return tar
+
+
+# --------------------------------------------------------------------- kernel
+def kernel_package():
+    """Name and version of the image package linux-image-cloud-amd64 points to."""
+    out = subprocess.run(["apt-cache", "depends", KERNEL_META], check=True, text=True,
+                         stdout=subprocess.PIPE).stdout
+    m = re.search(r"Depends:\s*(linux-image-\S+)", out)
+    if not m:
+        raise SystemExit(f"image: cannot resolve {KERNEL_META} (apt-get update?)")
+    return m.group(1)
+
+
+def build_kernel(cache):
+    pkg = os.environ.get("CELLVM_KERNEL_PACKAGE") or kernel_package()
+    kdir = os.path.join(cache, pkg)
+    done = os.path.join(kdir, ".done")
+    if os.path.exists(done):
+        progress("kernel", f"cached {pkg}")
+    else:
+        shutil.rmtree(kdir, ignore_errors=True)
+        os.makedirs(kdir)
+        progress("kernel", f"apt-get download {pkg}")
+        run(["apt-get", "download", "-q", pkg], cwd=kdir, stdout=subprocess.DEVNULL)
+        debs = glob.glob(os.path.join(kdir, "*.deb"))
+        run(["dpkg-deb", "-x", debs[0], os.path.join(kdir, "root")])
+        os.rename(debs[0], os.path.join(kdir, "kernel.deb"))
+        kver = os.listdir(os.path.join(kdir, "root", "lib", "modules"))[0]
+        progress("kernel", f"depmod {kver}")
+        run(["depmod", "-b", os.path.join(kdir, "root"), kver])
+        open(done, "w").close()
+    root = os.path.join(kdir, "root")
+    kver = os.listdir(os.path.join(root, "lib", "modules"))[0]
+    deb_version = subprocess.run(["dpkg-deb", "-f", os.path.join(kdir, "kernel.deb"), "Version"],
+                                 check=True, text=True, stdout=subprocess.PIPE).stdout.strip()
+    return {"package": pkg, "version": deb_version, "release": kver, "root": root,
+            "vmlinuz": os.path.join(root, "boot", f"vmlinuz-{kver}"),
+            "config": os.path.join(root, "boot", f"config-{kver}")}
+
+
+def install_kernel(kernel, out):
+    vmlinuz = os.path.join(out, "vmlinuz")
+    if newer(vmlinuz, kernel["vmlinuz"]):
+        shutil.copyfile(kernel["vmlinuz"], vmlinuz + ".tmp")
+        os.replace(vmlinuz + ".tmp", vmlinuz)
+    vmlinux = os.path.join(out, "vmlinux")
+    if newer(vmlinux, vmlinuz):
+        progress("kernel", "extracting vmlinux from the bzImage")
+        with open(vmlinuz, "rb") as f:
+            atomic_write(vmlinux, extract_vmlinux.extract(f.read()))
+    shutil.copyfile(kernel["config"], os.path.join(out, "kernel.config"))
+
+
+# ------------------------------------------------------------------ initramfs
+def module_closure(kernel, names):
+    """The .ko paths (relative to lib/modules/VER) of names and their dependencies."""
+    mdir = os.path.join(kernel["root"], "lib", "modules", kernel["release"])
+    deps, by_name = {}, {}
+    with open(os.path.join(mdir, "modules.dep")) as f:
+        for line in f:
+            path, _, rest = line.partition(":")
+            deps[path] = rest.split()
+            by_name[os.path.basename(path).split(".ko")[0].replace("-", "_")] = path
+    builtin = set()
+    with open(os.path.join(mdir, "modules.builtin")) as f:
+        for line in f:
+            builtin.add(os.path.basename(line.strip()).split(".ko")[0].replace("-", "_"))
+    wanted, missing = [], []
+    for n in names:
+        key = n.replace("-", "_")
+        if key in by_name:
+            wanted.append(by_name[key])
+        elif key not in builtin:
+            missing.append(n)
+    if missing:
+        raise SystemExit(f"image: modules not in {kernel['release']}: {', '.join(missing)}")
+    closure, stack = set(), list(wanted)
+    while stack:
+        p = stack.pop()
+        if p not in closure:
+            closure.add(p)
+            stack.extend(deps[p])
+    return sorted(closure), mdir
+
+
+def build_initramfs(kernel, init_bin, out, staging):
+    target = os.path.join(out, "initramfs.cpio.gz")
+    mods_file = os.path.join(HERE, "modules.txt")
+    names = read_list(mods_file)
+    paths, mdir = module_closure(kernel, names)
+    if not newer(target, init_bin, mods_file, kernel["vmlinuz"], __file__,
+                 os.path.join(HERE, "cpio_newc.py")):
+        progress("initramfs", "up to date")
+        return names, paths
+    progress("initramfs", f"cellvm-init + {len(paths)} modules")
+    # depmod over just the shipped modules, so modules.dep lists only them.
+    tree = os.path.join(staging, "initramfs")
+    shutil.rmtree(tree, ignore_errors=True)
+    kmods = os.path.join(tree, "lib", "modules", kernel["release"])
+    for p in paths:
+        os.makedirs(os.path.dirname(os.path.join(kmods, p)), exist_ok=True)
+        shutil.copyfile(os.path.join(mdir, p), os.path.join(kmods, p))
+    for f in ("modules.builtin", "modules.builtin.modinfo", "modules.order"):
+        shutil.copyfile(os.path.join(mdir, f), os.path.join(kmods, f))
+    run(["depmod", "-b", tree, kernel["release"]])
+    for f in os.listdir(kmods):  # keep what init reads: modules.dep, modules.builtin
+        if f.startswith("modules.") and f not in ("modules.dep", "modules.builtin"):
+            os.unlink(os.path.join(kmods, f))
+    with open(init_bin, "rb") as f:
+        init_data = f.read()
+    modules_conf = "".join(n + "\n" for n in names).encode()
+    tmp = target + ".tmp"
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0,
+                                               compresslevel=6) as gz:
+        w = CpioWriter(gz)
+        for d in ("dev", "proc", "sys", "run", "tmp", "etc", "etc/cellvm", "lib", "lib/modules"):
+            w.directory(d)
+        w.char_device("dev/console", 5, 1)
+        w.char_device("dev/null", 1, 3, 0o666)
+        w.file("init", init_data, 0o755)
+        w.file("etc/cellvm/modules", modules_conf)
+        w.directory(f"lib/modules/{kernel['release']}")
+        w.tree(kmods, f"lib/modules/{kernel['release']}")
+        w.close()
+    os.replace(tmp, target)
+    shutil.rmtree(tree)
+    progress("initramfs", f"done: {os.path.getsize(target) >> 10} KiB")
+    return names, paths
+
+
+# --------------------------------------------------------------------- rootfs
+def dpkg_versions(root):
+    versions, pkg = {}, None
+    with open(os.path.join(root, "var", "lib", "dpkg", "status")) as f:
+        for line in f:
+            if line.startswith("Package: "):
+                pkg = line.split()[1]
+            elif line.startswith("Version: ") and pkg:
+                versions[pkg] = line.split()[1]
+    return dict(sorted(versions.items()))
+
+
+def tree_size(root):
+    """(bytes in 4 KiB blocks, number of inodes) of a directory tree."""
+    total, inodes = 0, 0
+    for dirpath, dirs, files in os.walk(root):
+        inodes += 1 + len(files)
+        total += 4096
+        for fn in files:
+            st = os.lstat(os.path.join(dirpath, fn))
+            total += (st.st_size + 4095) // 4096 * 4096
+    return total, inodes
+
+
+def build_rootfs(base_tar, binaries, sonames, out, staging):
+    target = os.path.join(out, "rootfs.ext4")
+    versions_file = os.path.join(out, ".packages.json")
+    sources = [base_tar, __file__] + list(binaries.values()) + list(GUEST_FILES.values())
+    if not newer(target, *sources) and os.path.exists(versions_file):
+        progress("rootfs", "up to date")
+        with open(versions_file) as f:
+            return json.load(f)
+    tree = os.path.join(staging, "rootfs")
+    if os.path.exists(tree):
+        run(["rm", "-rf", "--one-file-system", tree])
+    os.makedirs(tree)
+    progress("rootfs", f"unpacking {os.path.basename(base_tar)}")
+    run(["tar", "-C", tree, "--numeric-owner", "-xpf", base_tar])
+    for dest, src in list(binaries.items()) + list(GUEST_FILES.items()):
+        path = os.path.join(tree, dest.lstrip("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        shutil.copyfile(src, path)
+        os.chmod(path, 0o755)
+    os.makedirs(os.path.join(tree, "etc", "cellvm"), exist_ok=True)
+    for d in (".cellvm-lower", ".cellvm-rw"):  # init's overlay mount points
+        os.makedirs(os.path.join(tree, d), exist_ok=True)
+    check_sonames(tree, sonames)
+    versions = dpkg_versions(tree)
+    size, inodes = tree_size(tree)
+    mb = int(size * ROOTFS_HEADROOM / (1 << 20)) + ROOTFS_EXTRA_MB
+    inodes = inodes + inodes // 8 + 1024
+    progress("rootfs", f"mkfs.ext4 -d ({size >> 20} MiB of files, {mb} MiB image)")
+    tmp = target + ".tmp"
+    if os.path.exists(tmp):
+        os.unlink(tmp)
+    env = dict(os.environ, E2FSPROGS_FAKE_TIME="1700000000")
+    # Read-only at runtime: no journal, no reserved blocks, no lazy init.
+    run(["mkfs.ext4", "-q", "-F", "-L", "cellvm-root", "-U", "clear", "-m", "0",
+         "-N", str(inodes), "-O", "^has_journal", "-E", "lazy_itable_init=0,lazy_journal_init=0,root_owner=0:0",
+         "-d", tree, tmp, f"{mb}M"], env=env)
+    os.replace(tmp, target)
+    run(["rm", "-rf", "--one-file-system", tree])
+    atomic_write(versions_file, json.dumps(versions).encode())
+    progress("rootfs", f"done: {os.path.getsize(target) >> 20} MiB")
+    return versions
+
+
+# ------------------------------------------------------------------- manifest
+def write_manifest(out, kernel, modules, module_paths, versions, base_tar):
+    files = {}
+    for name in ("vmlinuz", "vmlinux", "initramfs.cpio.gz", "rootfs.ext4"):
+        files[name] = {"size": os.path.getsize(os.path.join(out, name))}
+    wanted = read_list(os.path.join(HERE, "packages.txt"))
+    manifest = {
+        "format": 1,
+        "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "kernel": {"package": kernel["package"], "version": kernel["version"],
+                   "release": kernel["release"]},
+        "modules": {"load": modules,
+                    "files": [os.path.basename(p).split(".ko")[0] for p in module_paths]},
+        "files": files,
+        "rootfs": {"type": "ext4", "device": "/dev/vda", "read_only": True,
+                   "base": os.path.basename(base_tar)},
+        "cmdline": {"base": CMDLINE_BASE, "vmm": CMDLINE_VMM, "tcg": CMDLINE_TCG},
+        "agent": {"vsock_port": 1024, "serial_port": "cellvm", "workdir": "/home/user"},
+        "packages": {"requested": {p: versions.get(p) for p in wanted}, "all": versions},
+    }
+    atomic_write(os.path.join(out, "manifest.json"),
+                 (json.dumps(manifest, indent=2) + "\n").encode())
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"),
+                    help="directory holding cellvm-agent, cellvm-executor, cellvm-init.stripped")
+    ap.add_argument("--out", help="output directory (default BUILD/image)")
+    ap.add_argument("--cache", help="layer cache (default BUILD/image-cache)")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    out = os.path.abspath(args.out or os.path.join(build, "image"))
+    cache = os.path.abspath(args.cache or os.path.join(build, "image-cache"))
+    os.makedirs(out, exist_ok=True)
+    os.makedirs(cache, exist_ok=True)
+    binaries = {"/usr/bin/cellvm-agent": os.path.join(build, "cellvm-agent"),
+                "/usr/bin/cellvm-executor": os.path.join(build, "cellvm-executor"),
+                "/sbin/cellvm-init": os.path.join(build, "cellvm-init.stripped")}
+    for path in binaries.values():
+        if not os.path.exists(path):
+            raise SystemExit(f"image: {path} is missing (run make first)")
+    # One build at a time per cache (test sessions may start `make image` together).
+    lock = open(os.path.join(cache, ".lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    # Unpacked trees live outside build/: the top Makefile includes every
+    # build/**/*.d, and a root filesystem has /etc/*.d directories.
+    with tempfile.TemporaryDirectory(prefix="cellvm-image-") as staging:
+        kernel = build_kernel(cache)
+        install_kernel(kernel, out)
+        modules, module_paths = build_initramfs(kernel, binaries["/sbin/cellvm-init"], out, staging)
+        libs = runtime_packages(binaries)
+        progress("base", "the binaries link " + ", ".join(f"{so} ({p})" for so, p in libs.items()))
+        base_tar = build_base(cache, sorted(set(libs.values())))
+        versions = build_rootfs(base_tar, binaries, list(libs), out, staging)
+        write_manifest(out, kernel, modules, module_paths, versions, base_tar)
+    lock.close()
+    progress("image", f"ready in {os.path.relpath(out, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+#!/bin/sh
+# mmdebstrap --customize-hook for the base layer: "$1" is the new root.
+# Everything here is independent of the cellvm binaries (those are added per
+# build by build_image.py), so it is cached with the base tarball.
+set -eu
+root="$1"
+
+# The user code runs as: uid/gid 1000, home /home/user. No passwd package in
+# the "essential" variant, so the databases are edited directly.
+grep -q '^user:' "$root/etc/passwd" || echo 'user:x:1000:1000:user:/home/user:/bin/bash' >>"$root/etc/passwd"
+grep -q '^user:' "$root/etc/group" || echo 'user:x:1000:' >>"$root/etc/group"
+grep -q '^user:' "$root/etc/shadow" || echo 'user:*:19000:0:99999:7:::' >>"$root/etc/shadow"
+mkdir -p "$root/home/user"
+chown 1000:1000 "$root/home/user"
+chmod 0755 "$root/home/user"
+
+# matplotlib's font cache, built once here instead of at every boot. Every
+# Python process of the guest (the executor embeds CPython with site enabled)
+# gets MPLCONFIGDIR from sitecustomize, since cellvm-init passes the agent a
+# fixed environment. Owned by uid 1000 because matplotlib only uses a config
+# directory it can write to (the root is an overlay with a tmpfs upper layer).
+mkdir -p "$root/etc/cellvm/mpl"
+cat >>"$root/etc/python3.11/sitecustomize.py" <<'PY'
+
+# cellvm: matplotlib's configuration and the font cache baked into the image.
+import os as _os
+_os.environ.setdefault("MPLCONFIGDIR", "/etc/cellvm/mpl")
+del _os
+PY
+chroot "$root" env MPLCONFIGDIR=/etc/cellvm/mpl HOME=/home/user \
+	python3 -c 'import matplotlib; matplotlib.use("Agg"); import matplotlib.pyplot as plt; plt.figure(); plt.plot([1, 2]); plt.savefig("/dev/null", format="png")'
+ls "$root/etc/cellvm/mpl"/fontlist-*.json >/dev/null
+chown -R 1000:1000 "$root/etc/cellvm/mpl"
+
+# usrmerge (pulled in next to usr-is-merged although / is already merged)
+# depends on perl: ~50 MB nobody uses at runtime. perl-base (essential) stays.
+chroot "$root" dpkg --purge --force-depends usrmerge libfile-find-rule-perl \
+	libnumber-compare-perl libtext-glob-perl perl perl-modules-5.36 libperl5.36
+
+# SymPy is only a dependency of fontTools (not used by matplotlib): keep it
+# importable but without its 40 MB of bytecode (compiled on first import into
+# the tmpfs upper layer).
+find "$root/usr/lib/python3/dist-packages/sympy" -depth -type d -name __pycache__ -exec rm -rf {} +
+
+# Test suites of the Python packages (pandas' alone is ~60 MB). Removed here,
+# not by a dpkg path-exclude, because py3compile fails on missing files. The
+# packages' testing helpers (numpy.testing, pandas._testing) are not "tests".
+find "$root/usr/lib/python3/dist-packages" -depth -type d -name tests -prune -exec rm -rf {} +
+
+# Caches and logs of the installation.
+rm -rf "$root/var/cache/apt/"* "$root/var/lib/apt/lists/"* "$root/var/log/"*
+rm -f "$root/etc/machine-id"; : >"$root/etc/machine-id"
