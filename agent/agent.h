@@ -85,6 +85,7 @@ struct exec {
         enum exec_end end;
         bool running;
         bool input_seen;          /* EXEC_INPUT relayed: output from now on is the cell's */
+        bool interrupt_pending;   /* INTERRUPT came before EXEC_INPUT: signal at EXEC_INPUT */
         uint64_t execution_count; /* from EXEC_INPUT */
         uint64_t output_bytes;    /* stdout + stderr bytes of the cell, to apply output_max */
         bool output_truncated;    /* the truncation notice went out; the rest is dropped */

@@ -24,6 +24,8 @@
 /* Time between the executor closing its control socket and our SIGKILL if it lingers. */
 #define DYING_GRACE_NS (1000000000ull)
 
+static void send_sigint(struct context *ctx);
+
 static void on_ctl(struct agent *a, struct watch *w, uint32_t events);
 static void kill_executor(struct agent *a, struct context *ctx, const char *reason);
 static void on_pipe(struct agent *a, struct watch *w, uint32_t events);
@@ -321,8 +323,11 @@ static void ctl_message(struct agent *a, struct context *ctx, const struct cv_ms
                         exec_start_next(a, ctx);
                 } else {
                         exec_relay(a, e, m->type, m->body, m->len);
-                        if (m->type == CV_MSG_EXEC_INPUT)
+                        if (m->type == CV_MSG_EXEC_INPUT) {
                                 e->input_seen = true;
+                                if (e->interrupt_pending)
+                                        send_sigint(ctx);
+                        }
                 }
                 return;
         }
@@ -492,16 +497,27 @@ void context_remove(struct agent *a, struct context *ctx)
                 finalize(a, ctx, "the context was removed");
 }
 
+static void send_sigint(struct context *ctx)
+{
+        if (kill(ctx->pid, SIGINT) < 0)
+                log_error("context %s: kill(%d, SIGINT): %s", ctx->id, (int)ctx->pid,
+                          strerror(errno));
+}
+
 void exec_interrupt(struct agent *a, struct context *ctx)
 {
         (void)a;
         if (!ctx->running || ctx->pid <= 0)
                 return;
-        if (kill(ctx->pid, SIGINT) < 0)
-                log_error("context %s: kill(%d, SIGINT): %s", ctx->id, (int)ctx->pid,
-                          strerror(errno));
         if (!ctx->kill_at)
                 ctx->kill_at = now_mono() + INTERRUPT_GRACE_NS;
+        /* Until it sends EXEC_INPUT the executor is between cells and ignores SIGINT
+         * (ipykernel's rule): the signal goes out when the cell starts. */
+        if (!ctx->running->input_seen) {
+                ctx->running->interrupt_pending = true;
+                return;
+        }
+        send_sigint(ctx);
 }
 
 static void earliest(uint64_t *next, uint64_t t)

@@ -1139,12 +1139,16 @@ class Kernel:
                         if envs:
                                 for k, v in envs.items():
                                         os.environ[str(k)] = str(v)
+                        # SIGINT raises from here on: the agent signals only after it has
+                        # seen EXEC_INPUT, so no interrupt falls between the two.
+                        _set_sigint(True)
                         _send(EXEC_INPUT, {"execution_count": count})
                         _cellvm.flusher_active(True)
                         err = self.run_cell(code)
                         if code and not code.isspace():
                                 self.count += 1
                 finally:
+                        _set_sigint(False)
                         _cellvm.flusher_active(False)
                         if saved:
                                 for k, v in saved.items():
