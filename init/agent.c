@@ -27,6 +27,32 @@ static int push(char **argv, size_t max, size_t *argc, char *strbuf, size_t bufs
         return 0;
 }
 
+/* Copies the word at *p into word with its single quotes removed, so that
+ * '' is an empty argument and 'a b' one argument (what a shell would pass);
+ * advances *p past it. -EINVAL for an unterminated quote. */
+static int next_word(const char **p, char *word, size_t wordsz, size_t *len)
+{
+        const char *s = *p;
+        bool quoted = false;
+        size_t n = 0;
+
+        for (; *s != '\0' && (quoted || (*s != ' ' && *s != '\t')); s++) {
+                if (*s == '\'') {
+                        quoted = !quoted;
+                        continue;
+                }
+                if (n + 1 >= wordsz)
+                        return -E2BIG;
+                word[n++] = *s;
+        }
+        if (quoted)
+                return -EINVAL;
+        word[n] = '\0';
+        *len = n;
+        *p = s;
+        return 0;
+}
+
 int agent_argv(const struct init_config *c, char **argv, size_t max, char *strbuf, size_t bufsz)
 {
         size_t argc = 0, used = 0;
@@ -49,16 +75,21 @@ int agent_argv(const struct init_config *c, char **argv, size_t max, char *strbu
         if (c->workdir[0] != '\0' && ((r = PUSH("--workdir")) < 0 || (r = PUSH(c->workdir)) < 0))
                 return r;
 #undef PUSH
-        /* Extra arguments: whitespace-separated (quote the whole value on the
-         * kernel command line). */
-        for (const char *p = c->agent_args; *p != '\0';) {
+        /* Extra arguments (the whole value double-quoted on the kernel command
+         * line): whitespace-separated words; '...' inside a word is literal. */
+        for (const char *p = c->agent_args;;) {
+                char word[sizeof(c->agent_args)];
+                size_t len;
                 p += strspn(p, " \t");
-                size_t len = strcspn(p, " \t");
-                if (len == 0)
+                if (*p == '\0')
                         break;
-                if ((r = push(argv, max, &argc, strbuf, bufsz, &used, p, len)) < 0)
+                if ((r = next_word(&p, word, sizeof(word), &len)) < 0) {
+                        log_error("cellvm.agent_args \"%s\": %s", c->agent_args,
+                                  r == -EINVAL ? "unterminated ' quote" : strerror(-r));
                         return r;
-                p += len;
+                }
+                if ((r = push(argv, max, &argc, strbuf, bufsz, &used, word, len)) < 0)
+                        return r;
         }
         return (int)argc;
 }

@@ -5,6 +5,9 @@
 
 #include "config.h"
 
+/* Returns 1 when the byte was written, 0 when the timer is off, or a negative
+ * errno (-EADDRINUSE: the MMIO address is guest RAM here, not a device). A
+ * write where no device listens is harmless: QEMU and KVM drop it. */
 int boot_timer_signal(enum boot_timer_mode mode, uint64_t mmio_addr);
 
 #endif

@@ -35,13 +35,20 @@ int cgroup_user_setup(uint64_t mem_limit, uint64_t pids_limit)
                 return -errno;
         if ((long)sfs.f_type != CGROUP2_SUPER_MAGIC)
                 return -ENOTSUP;
-        /* One controller per write: a kernel without one still gets the other. */
-        if (mem_limit != 0 &&
-            (r = write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory")) < 0)
+        /* Both controllers whichever limit is set: the agent gives each context
+         * its own memory and pids limits below ours and needs both. One write
+         * per controller, so a kernel without one still gets the other; only a
+         * missing controller for a configured limit is an error. */
+        r = write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory");
+        if (r < 0 && mem_limit != 0)
                 return r;
-        if (pids_limit != 0 &&
-            (r = write_file("/sys/fs/cgroup/cgroup.subtree_control", "+pids")) < 0)
+        if (r < 0)
+                log_warn("enable the memory controller: %s", strerror(-r));
+        r = write_file("/sys/fs/cgroup/cgroup.subtree_control", "+pids");
+        if (r < 0 && pids_limit != 0)
                 return r;
+        if (r < 0)
+                log_warn("enable the pids controller: %s", strerror(-r));
         if (mkdir(CGROUP_USER_PATH, 0755) != 0 && errno != EEXIST)
                 return -errno;
         if (mem_limit != 0) {

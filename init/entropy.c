@@ -61,6 +61,8 @@ int entropy_seed_hex(const char *hex)
         }
         if (ioctl(fd, RNDADDENTROPY, &pool) != 0 || ioctl(fd, RNDRESEEDCRNG) != 0)
                 r = -errno;
+        else
+                r = (int)len;
         close(fd);
 out:
         /* The seed must not outlive its use in our memory. */

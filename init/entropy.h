@@ -10,7 +10,7 @@
 
 int hex_decode(const char *hex, uint8_t *out, size_t outsz, size_t *outlen);
 /* Credits the bytes to the pool (RNDADDENTROPY) and forces a reseed
- * (RNDRESEEDCRNG). Needs CAP_SYS_ADMIN. */
+ * (RNDRESEEDCRNG). Needs CAP_SYS_ADMIN. Returns the number of bytes. */
 int entropy_seed_hex(const char *hex);
 
 #endif

@@ -105,14 +105,21 @@ int main(int argc, char **argv)
                         shutdown_machine(&cfg, cfg.shutdown, "no root filesystem");
                 stamp_record("root_mounted");
                 /* The new root's files differ; the name must not. */
-                prctl(PR_SET_NAME, "cellvm-init", 0, 0, 0);
+                if (prctl(PR_SET_NAME, "cellvm-init", 0, 0, 0) != 0)
+                        log_warn("PR_SET_NAME after switch_root: %s", strerror(errno));
         }
         if ((r = devices_virtio_ports()) < 0)
                 log_warn("virtio port links: %s", strerror(-r));
 
         network_setup(&cfg);
-        if (cfg.entropy[0] != '\0' && (r = entropy_seed_hex(cfg.entropy)) < 0)
-                log_warn("entropy seed from command line: %s", strerror(-r));
+        if (cfg.entropy[0] != '\0') {
+                if ((r = entropy_seed_hex(cfg.entropy)) < 0)
+                        log_warn("entropy seed from command line: %s", strerror(-r));
+                else
+                        log_debug("entropy: %d bytes from the command line credited, CRNG "
+                                  "reseeded",
+                                  r);
+        }
         explicit_bzero(cfg.entropy, sizeof(cfg.entropy));
         bool limits = cfg.mem_limit != 0 || cfg.pids_limit != 0;
         if (limits)
@@ -123,7 +130,13 @@ int main(int argc, char **argv)
                 log_warn("user code limits (cgroup %s): %s", CGROUP_USER_PATH, strerror(-r));
         stamp_record("system_ready");
         if ((r = boot_timer_signal(cfg.boot_timer, cfg.boot_timer_addr)) < 0)
-                log_warn("boot timer: %s", strerror(-r));
+                log_warn("boot timer: %s",
+                         r == -EADDRINUSE ? "its address is RAM here, not written" : strerror(-r));
+        else if (r > 0 && cfg.boot_timer == BOOT_TIMER_PIO)
+                log_debug("boot timer: wrote 123 to port 0x3f0");
+        else if (r > 0)
+                log_debug("boot timer: wrote 123 to MMIO 0x%llx",
+                          (unsigned long long)cfg.boot_timer_addr);
 
         supervise(&cfg, user_cgroup, limits ? NULL : mount_cgroup_late);
 }

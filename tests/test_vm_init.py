@@ -1,0 +1,256 @@
+"""cellvm-init in a real boot (QEMU micro-VM, the image of `make image`): what
+the namespace tests (tests/test_init.py) cannot show. Three boots, none with
+Python preloads (~3 s each to the agent under TCG):
+
+- `configured`: the real agent, with a static eth0 (QEMU user networking),
+  DNS, an entropy seed, the boot timer, memory/pid limits for user code and
+  `cellvm.debug=1`; inspected through the agent (root commands, one cell).
+- `lifecycle`: the agent is a shell that dies twice (restart with backoff),
+  then runs the real agent and, when the test asks, requests a shutdown by
+  SIGTERM to PID 1 while refusing SIGTERM itself (deadline, SIGKILL, reboot):
+  QEMU must exit by itself.
+- a third boot where the "agent" asks for a power-off with SIGUSR2.
+"""
+
+import os
+import re
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+
+from cellvm import _wire  # noqa: E402
+from cellvm.vmm_qemu import QemuVM  # noqa: E402
+from test_vm_qemu import BOOT_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
+
+CMD_START = 0x0200
+CMD_OUTPUT = 0x8201
+REQUEST_TIMEOUT = 120
+SHUTDOWN_TIMEOUT = 60  # from the request to QEMU's exit
+ENTROPY = "0123456789abcdef" * 8  # 64 bytes
+MEM_LIMIT = 128 << 20
+PIDS_LIMIT = 48
+# `''` is an empty argument (docs/INIT.md): the agent gets `--preload ""`.
+NO_PRELOAD = "cellvm.agent_args=\"--preload ''\""
+CONFIGURED_CMDLINE = (f"cellvm.debug=1 cellvm.hostname=cellvm-init-test cellvm.entropy={ENTROPY} "
+                      f"cellvm.boot_timer=1 cellvm.mem_limit=128M cellvm.pids_limit={PIDS_LIMIT} "
+                      f"{NO_PRELOAD}")
+# The shell as the agent: no --listen/--workdir from init, its script is one
+# single-quoted argument. Starts 1 and 2 fail; start 3 runs the real agent,
+# waits for the trigger file, then asks init for a shutdown and survives it.
+TRIGGER = "/home/user/.cellvm-test-shutdown"
+LIFECYCLE_SCRIPT = (
+    "echo x >>/run/starts; [ $(wc -l </run/starts) -ge 3 ] || exit 3; "
+    "/usr/bin/cellvm-agent --listen serial:/dev/virtio-ports/cellvm --workdir /home/user --preload= & "
+    f"until [ -e {TRIGGER} ]; do sleep 0.1; done; "
+    "trap : TERM; kill -TERM 1; while :; do sleep 1; done")
+SHELL_AGENT = "cellvm.debug=1 cellvm.vsock_port=0 cellvm.serial=none cellvm.workdir= cellvm.agent=/bin/sh"
+LIFECYCLE_CMDLINE = (f"{SHELL_AGENT} cellvm.shutdown_timeout_ms=500 "
+                     f"cellvm.agent_args=\"-c '{LIFECYCLE_SCRIPT}'\"")
+POWEROFF_CMDLINE = f"{SHELL_AGENT} cellvm.agent_args=\"-c 'kill -USR2 1; sleep 100'\""
+
+LOG_LINE = re.compile(r"^\[\s*(\d+\.\d+)\] cellvm-init: (.*)$", re.M)
+
+
+def init_log(console):
+    """cellvm-init's console lines: [(seconds since boot, text)]."""
+    return [(float(t), text) for t, text in LOG_LINE.findall(console.replace("\r", ""))]
+
+
+def logged(console, pattern):
+    """(stamp, match) of every init log line matching `pattern`."""
+    rx = re.compile(pattern)
+    return [(t, m) for t, text in init_log(console) for m in [rx.search(text)] if m]
+
+
+def boot(**kw):
+    build_image_or_skip()
+    vm = QemuVM(IMAGE, memory_mb=512, vcpus=1, **kw)
+    vm.start()
+    return vm
+
+
+def root_sh(conn, cmd, user="root"):
+    """Runs `cmd` as root (or `user`) in the guest through the agent: (exit code, stdout)."""
+    out = []
+    for t, body in conn.request(CMD_START, {"cmd": cmd, "user": user}).messages(REQUEST_TIMEOUT):
+        if t == CMD_OUTPUT and body["stream"] == "stdout":
+            out.append(body["data"])
+        elif t == _wire.ERROR:
+            raise _wire.AgentError(body.get("code"), body.get("message", ""))
+        elif t == _wire.OK:
+            return body["exit_code"], b"".join(out).decode()
+    raise AssertionError("command ended without OK")
+
+
+def cell(conn, code):
+    """Runs `code` in the default context: (text/plain result or None, stdout, error name)."""
+    result, stdout, error = None, [], None
+    for t, body in conn.request(_wire.EXECUTE, {"code": code}).messages(REQUEST_TIMEOUT):
+        if t == _wire.RESULT:
+            result = body["data"].get("text/plain")
+        elif t == _wire.STREAM and body.get("name") == "stdout":
+            stdout.append(body["text"])
+        elif t == _wire.EXEC_ERROR:
+            error = body["name"]
+        elif t == _wire.ERROR:
+            raise _wire.AgentError(body.get("code"), body.get("message", ""))
+    return result, "".join(stdout), error
+
+
+@pytest.fixture(scope="module")
+def configured():
+    vm = boot(network="user", extra_cmdline=CONFIGURED_CMDLINE)
+    try:
+        conn = vm.connect(timeout=BOOT_TIMEOUT)
+        try:
+            yield vm, conn
+        finally:
+            conn.close()
+    finally:
+        vm.kill()
+
+
+def test_pid1_name_and_the_agents_argv(configured):
+    vm, conn = configured
+    rc, out = root_sh(conn, f"cat /proc/1/comm; tr '\\0' '\\n' </proc/{conn.hello['pid']}/cmdline")
+    lines = out.split("\n")
+    assert rc == 0 and lines[0] == "cellvm-init"
+    # init's defaults, then cellvm.agent_args with '' as an empty argument
+    assert lines[1:-1] == ["/usr/bin/cellvm-agent", "--listen", "vsock:1024", "--listen",
+                           "serial:/dev/virtio-ports/cellvm", "--workdir", "/home/user",
+                           "--preload", ""], lines
+
+
+def test_hostname_static_eth0_default_route_and_resolv_conf(configured):
+    vm, conn = configured
+    rc, out = root_sh(conn, "hostname; cat /sys/class/net/eth0/operstate /etc/resolv.conf "
+                            "/proc/net/route /proc/net/fib_trie")
+    assert rc == 0, out
+    lines = out.splitlines()
+    assert lines[0] == "cellvm-init-test"
+    assert lines[1] == "up"
+    assert lines[2] == "nameserver 10.0.2.3" and lines[3].startswith("Iface")
+    routes = {tuple(ln.split()[:3]) + (ln.split()[7],) for ln in lines[4:] if ln.startswith("eth0")}
+    # /proc/net/route is little-endian hex: default via 10.0.2.2, 10.0.2.0/24 on link
+    assert routes == {("eth0", "00000000", "0202000A", "00000000"),
+                      ("eth0", "0002000A", "00000000", "00FFFFFF")}, routes
+    fib = out[out.index("Main:"):]
+    assert re.search(r"\|-- 10\.0\.2\.15\n\s+/32 host LOCAL", fib), fib
+    assert logged(vm.console(), r"^eth0 10\.0\.2\.15/24 up$")
+
+
+def test_entropy_seed_is_credited(configured):
+    vm, conn = configured
+    console = vm.console()
+    assert logged(console, r"^entropy: 64 bytes from the command line credited, CRNG reseeded$")
+    assert not logged(console, r"warning: entropy"), console
+
+
+def test_boot_timer_write_is_logged_and_the_boot_goes_on(configured):
+    """QEMU microvm has no device at Firecracker's boot-timer address: the write
+    is dropped. Init logs it, nothing crashes or hangs, the agent came up."""
+    vm, conn = configured
+    console = vm.console()
+    timer = logged(console, r"^boot timer: wrote 123 to MMIO 0xd0000000$")
+    agent = logged(console, r"^agent /usr/bin/cellvm-agent started")
+    assert timer and agent and timer[0][0] <= agent[0][0], console
+    assert not logged(console, r"warning: boot timer")
+    assert conn.call(_wire.PING, {"payload": 1}, timeout=REQUEST_TIMEOUT)["payload"] == 1
+
+
+def test_user_code_runs_in_a_context_cgroup_below_the_limited_user_group(configured):
+    vm, conn = configured
+    ctx = conn.hello["default_context"]
+    result, _, error = cell(conn, "open('/proc/self/cgroup').read()")
+    assert error is None and result == repr(f"0::/user/ctx-{ctx}\n")
+    rc, out = root_sh(conn, "cd /sys/fs/cgroup; cat cgroup.subtree_control user/memory.max "
+                            f"user/memory.swap.max user/pids.max; cat /proc/{conn.hello['pid']}/cgroup; "
+                            f"ls user | grep ^ctx-; wc -l <user/ctx-{ctx}/cgroup.procs; "
+                            f"cat user/ctx-{ctx}/pids.max")
+    lines = out.splitlines()
+    assert rc == 0, out
+    assert set(lines[0].split()) >= {"memory", "pids"}
+    assert lines[1:4] == [str(MEM_LIMIT), "0", str(PIDS_LIMIT)]
+    assert lines[4] == "0::/"  # the agent stays outside: a runaway cell cannot kill it
+    assert f"ctx-{ctx}" in lines[5:-2]
+    assert int(lines[-2]) >= 1  # the executor
+    assert lines[-1].isdigit() or lines[-1] == "max"
+
+
+def test_pids_limit_stops_user_code(configured):
+    vm, conn = configured
+    result, _, error = cell(conn, "import threading, time\n"
+                                  "ev, n = threading.Event(), 0\n"
+                                  "try:\n"
+                                  f"    for _ in range({PIDS_LIMIT * 2}):\n"
+                                  "        threading.Thread(target=ev.wait, daemon=True).start(); n += 1\n"
+                                  "except RuntimeError:\n"
+                                  "    pass\n"
+                                  "ev.set()\n"
+                                  "n")
+    assert error is None
+    assert 0 < int(result) < PIDS_LIMIT, result
+
+
+def test_memory_limit_stops_user_code(configured):
+    """Runs last on this boot: the cell's process is OOM-killed in its cgroup
+    (the agent restarts the context); the guest and agent live on."""
+    vm, conn = configured
+    adj, _, _ = cell(conn, "open('/proc/self/oom_score_adj').read().strip()")
+    # Not the agent's -1000: under it the cgroup's OOM killer may kill nothing
+    # and the cell hangs (memory.events `oom` climbs, `oom_kill` stays 0).
+    assert adj == "'500'", adj
+    _, _, error = cell(conn, f"b = b'x' * {MEM_LIMIT * 3 // 2}\nlen(b)")
+    assert error in ("ContextRestarted", "MemoryError"), error
+    result, _, error = cell(conn, "6 * 7")
+    assert (result, error) == ("42", None)
+
+
+def test_agent_restart_with_backoff_then_agent_requested_shutdown():
+    vm = boot(extra_cmdline=LIFECYCLE_CMDLINE)
+    try:
+        conn = vm.connect(timeout=BOOT_TIMEOUT)
+        boot_stamps = conn.hello["boot"]
+        console = vm.console()
+        deaths = logged(console, r"^warning: agent pid \d+ exited with status 3 after \d+ ms; "
+                                 r"restarting in (\d+) ms$")
+        starts = logged(console, r"^agent /bin/sh started, pid \d+$")
+        assert [int(m.group(1)) for _, m in deaths] == [100, 200], console
+        assert len(starts) == 3, console
+        for (died, m), (restarted, _) in zip(deaths, starts[1:]):
+            assert restarted - died >= int(m.group(1)) / 1000 - 0.001, console
+        # AGENT_EXEC is taken again at each start: the serving agent got the third
+        assert boot_stamps["agent_exec"] - boot_stamps["system_ready"] >= 300e6, boot_stamps
+        assert boot_stamps["agent_exec"] < boot_stamps["agent_start"] < boot_stamps["agent_ready"]
+
+        rc, _ = root_sh(conn, f"touch {TRIGGER}", user="user")
+        assert rc == 0
+        assert vm.wait(timeout=SHUTDOWN_TIMEOUT) == 0  # -no-reboot: the reboot ends QEMU
+        conn.close()
+        console = vm.console()
+        begin = logged(console, r"^shutdown \(reboot\): SIGTERM$")
+        kill = logged(console, r"^warning: processes left after 500 ms; sending SIGKILL$")
+        done = logged(console, r"^sync and unmount done$")
+        assert begin and kill and done, console[-3000:]
+        assert begin[0][0] + 0.5 <= kill[0][0] <= done[0][0]
+        assert "reboot: Restarting system" in console
+    finally:
+        vm.kill()
+
+
+def test_power_off_request_ends_qemu():
+    vm = boot(extra_cmdline=POWEROFF_CMDLINE)
+    try:
+        t0 = time.monotonic()
+        assert vm.wait(timeout=BOOT_TIMEOUT) == 0
+        console = vm.console()
+        assert logged(console, r"^shutdown \(power off\): User defined signal 2$"), console[-3000:]
+        assert not logged(console, r"processes left"), console[-3000:]
+        assert "reboot: Power down" in console
+        assert time.monotonic() - t0 < BOOT_TIMEOUT
+    finally:
+        vm.kill()
