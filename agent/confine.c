@@ -2,6 +2,7 @@
 #include "confine.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -92,9 +93,31 @@ static int change_user(const struct confine_policy *p, const char **step)
         return 0;
 }
 
+/*
+ * User code is what the OOM killer should take first. It inherits the agent's
+ * -1000 (the agent protects itself), under which a cgroup's OOM kills nothing
+ * and a cell over memory.max hangs forever. Raising the value needs no privilege.
+ */
+static int prefer_for_oom_kill(void)
+{
+        static const char value[] = "500";
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno; /* no /proc: nothing inherited to undo */
+        ssize_t n = write(fd, value, sizeof(value) - 1);
+        int rc = n == (ssize_t)sizeof(value) - 1 ? 0 : n < 0 ? -errno : -EIO;
+        if (close(fd) < 0 && rc == 0)
+                rc = -errno;
+        return rc;
+}
+
 int confine_apply(const struct confine_policy *p, const char **step)
 {
-        int rc = apply_limits(p, step);
+        *step = "write /proc/self/oom_score_adj";
+        int rc = prefer_for_oom_kill();
+        if (rc < 0)
+                return rc;
+        rc = apply_limits(p, step);
         if (rc < 0)
                 return rc;
         if (p->drop_user && (rc = change_user(p, step)) < 0)
