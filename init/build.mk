@@ -43,13 +43,18 @@ check-init-size: $(B)/cellvm-init.stripped
 		echo "cellvm-init is $$size bytes stripped, over $(INIT_MAX_BYTES)"; exit 1; \
 	fi; echo "cellvm-init: $$size bytes stripped (limit $(INIT_MAX_BYTES))"
 
-TEST_INIT_BINS := $(B)/tests/c/test_init_cmdline $(B)/tests/c/test_init_moddep
+TEST_INIT_BINS := $(B)/tests/c/test_init_cmdline $(B)/tests/c/test_init_moddep \
+                  $(B)/tests/c/test_init_modparams
 
 $(B)/tests/c/test_init_cmdline: $(B)/tests/c/test_init_cmdline.o $(B)/init/cmdline.o \
 				$(B)/init/config.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_init_moddep: $(B)/tests/c/test_init_moddep.o $(B)/init/moddep.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(B)/tests/c/test_init_modparams: $(B)/tests/c/test_init_modparams.o $(B)/init/modules.o \
+				$(B)/init/moddep.o $(B)/init/cmdline.o $(B)/init/log.o $(B)/init/stamps.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 check-init: $(TEST_INIT_BINS) check-init-size

@@ -75,6 +75,8 @@ int module_params(const char *cmdline, const char *name, char *out, size_t outsz
         int r;
 
         out[0] = '\0';
+        if (nlen >= 64)
+                return -ENAMETOOLONG; /* longer than any module name (MODULE_NAME_LEN) */
         while ((r = cmdline_next(&cur, &arg)) != 0) {
                 char canon[64];
                 const char *dot = strchr(arg.key, '.');
