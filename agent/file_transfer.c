@@ -178,6 +178,22 @@ static int open_temp(const char *path, char *tmp, size_t size)
         return -EEXIST;
 }
 
+/* E2B's files.write creates the directories a new file's path names. */
+static int make_parent_dirs(const char *path)
+{
+        char parent[PATH_MAX];
+        const char *slash = strrchr(path, '/');
+        if (!slash || slash == path)
+                return 0;
+        size_t n = (size_t)(slash - path);
+        if (n >= sizeof(parent))
+                return -ENAMETOOLONG;
+        memcpy(parent, path, n);
+        parent[n] = '\0';
+        int rc = files_make_dirs(parent);
+        return rc < 0 ? rc : 0;
+}
+
 void files_write_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         struct upload *u = calloc(1, sizeof(*u));
@@ -206,6 +222,8 @@ void files_write_request(struct agent *a, struct conn *c, uint32_t id, const cbo
                         rc = -EISDIR;
                 u->mode = st.st_mode & 07777;
         }
+        if (rc == 0)
+                rc = make_parent_dirs(u->path);
         if (rc == 0)
                 rc = open_temp(u->path, u->tmp, sizeof(u->tmp));
         creds_leave(&saved);

@@ -325,8 +325,7 @@ void files_rename_request(struct agent *a, struct conn *c, uint32_t id, const cb
         creds_leave(&saved);
 }
 
-/* mkdir -p: returns 1 if the last component was created, 0 if it existed, or -errno. */
-static int make_dirs(char *path)
+int files_make_dirs(char *path)
 {
         for (char *p = path + 1; *p; p++) {
                 if (*p != '/')
@@ -358,7 +357,7 @@ void files_mkdir_request(struct agent *a, struct conn *c, uint32_t id, const cbo
         size_t n = strlen(path);
         while (n > 1 && path[n - 1] == '/')
                 path[--n] = '\0';
-        int rc = make_dirs(path);
+        int rc = files_make_dirs(path);
         creds_leave(&saved);
         if (rc < 0) {
                 svc_send_errno(a, c, id, -rc, "make_dir", path);

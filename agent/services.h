@@ -100,6 +100,9 @@ void files_list_request(struct agent *a, struct conn *c, uint32_t id, const cbor
 void files_remove_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void files_rename_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void files_mkdir_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
+/* mkdir -p of an absolute path (restored on return): 1 if the last component was
+ * created, 0 if it existed, or -errno. Runs with the caller's credentials. */
+int files_make_dirs(char *path);
 void files_write_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void files_read_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void fswatch_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);

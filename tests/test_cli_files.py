@@ -17,10 +17,11 @@ def cli(agent, *args, timeout=20):
 def test_put_get_round_trip_of_a_multi_chunk_file(fresh_agent, tmp_path):
     src = tmp_path / "src.bin"
     src.write_bytes(os.urandom(3 * 1024 * 1024 + 123))  # several 1 MiB pieces and a tail
-    r = cli(fresh_agent, "put", str(src), "data/blob.bin")
-    assert r.returncode == 1 and "not_found" in r.stderr  # data/ does not exist yet
-    assert cli(fresh_agent, "sh", "mkdir -p data").returncode == 0
-    r = cli(fresh_agent, "put", str(src), "data/blob.bin")
+    r = cli(fresh_agent, "put", str(src), "plain")
+    assert r.returncode == 0, r.stderr
+    r = cli(fresh_agent, "put", str(src), "plain/below")  # a file where a directory must be
+    assert r.returncode == 1 and "invalid_argument" in r.stderr and "ENOTDIR" in r.stderr
+    r = cli(fresh_agent, "put", str(src), "data/blob.bin")  # data/ is created, as E2B does
     assert r.returncode == 0, r.stderr
     assert (hashlib.sha256((open(os.path.join(fresh_agent.workdir, "data", "blob.bin"), "rb").read())).digest()
             == hashlib.sha256(src.read_bytes()).digest())

@@ -138,10 +138,13 @@ def test_errors_name_path_and_errno(sbx, tmpdir_in):
         sbx.files.get_info(missing)
     with pytest.raises(NotFoundException):
         sbx.files.remove(missing)
-    with pytest.raises(NotFoundException):
-        sbx.files.write(os.path.join(tmpdir_in, "no/such/dir/f"), "x")
+    # As E2B's files.write: the directories a new file's path names are created.
+    sbx.files.write(os.path.join(tmpdir_in, "no/such/dir/f"), "x")
+    assert open(os.path.join(tmpdir_in, "no/such/dir/f")).read() == "x"
     f = os.path.join(tmpdir_in, "plain")
     sbx.files.write(f, "x")
+    with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
+        sbx.files.write(os.path.join(f, "below-a-file"), "x")
     with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
         sbx.files.list(f)
     with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
