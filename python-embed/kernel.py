@@ -1280,8 +1280,13 @@ def _reset_after_fork():
         _install_output_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         sys.argv = [""]
+        # Python's own default filters, whatever the preloads changed (resetwarnings
+        # alone would show every ResourceWarning, which ipykernel hides)...
         warnings.resetwarnings()
-        # IPython shows DeprecationWarnings raised by code in the cells.
+        for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning,
+                         DeprecationWarning):
+                warnings.filterwarnings("ignore", category=category)
+        # ...and, as IPython, DeprecationWarnings raised by code in the cells.
         warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
 
 
