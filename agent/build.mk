@@ -6,6 +6,8 @@ AGENT_SRCS := agent/main.c agent/loop.c agent/log.c agent/boot.c agent/listen.c 
 AGENT_SRCS += agent/svc.c agent/creds.c agent/files.c agent/file_transfer.c agent/fswatch.c \
               agent/commands.c
 AGENT_SRCS += agent/confine_agent.c agent/cgroup.c agent/agent_seccomp.c
+# SET_TIME / ADD_ENTROPY; the seeding code is cellvm-init's own (init/entropy.c).
+AGENT_SRCS += agent/system.c init/entropy.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o)
 
 # Confinement of user code (agent/confine.h): linked into the agent and the executor.

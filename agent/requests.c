@@ -12,10 +12,11 @@
 #include "log.h"
 #include "msgtypes.h"
 #include "services.h"
+#include "system.h"
 #include "writer.h"
 
-static const char *const capabilities[] = {"execute", "contexts", "interrupt", "cancel",
-                                           "chunking", "files",    "commands"};
+static const char *const capabilities[] = {"execute",  "contexts", "interrupt", "cancel",
+                                           "chunking", "files",    "commands",  "system"};
 
 static void reply_ok_empty(struct conn *c, uint32_t id)
 {
@@ -346,6 +347,8 @@ static bool is_known_request(uint16_t type)
         case CV_MSG_CONTEXT_LIST:
         case CV_MSG_CONTEXT_RESTART:
         case CV_MSG_CONTEXT_REMOVE:
+        case CV_MSG_SET_TIME:
+        case CV_MSG_ADD_ENTROPY:
                 return true;
         }
         return false;
@@ -415,6 +418,12 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                 break;
         case CV_MSG_CONTEXT_REMOVE:
                 do_context_restart_or_remove(a, c, id, item, true);
+                break;
+        case CV_MSG_SET_TIME:
+                system_set_time_request(a, c, id, item);
+                break;
+        case CV_MSG_ADD_ENTROPY:
+                system_add_entropy_request(a, c, id, item);
                 break;
         default:
                 svc_dispatch(a, c, type, id, item);

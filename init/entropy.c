@@ -44,16 +44,15 @@ int hex_decode(const char *hex, uint8_t *out, size_t outsz, size_t *outlen)
         return 0;
 }
 
-int entropy_seed_hex(const char *hex)
+int entropy_seed(const uint8_t *seed, size_t len)
 {
         struct seed_pool pool;
-        size_t len;
-        int r = hex_decode(hex, (uint8_t *)pool.buf, sizeof(pool.buf), &len);
-
-        if (r < 0)
-                return r;
+        if (len == 0 || len > sizeof(pool.buf))
+                return -EINVAL;
+        memcpy(pool.buf, seed, len);
         pool.buf_size = (int)len;
         pool.entropy_count = (int)len * 8;
+        int r;
         int fd = open("/dev/random", O_WRONLY | O_CLOEXEC);
         if (fd < 0) {
                 r = -errno;
@@ -63,9 +62,21 @@ int entropy_seed_hex(const char *hex)
                 r = -errno;
         else
                 r = (int)len;
-        close(fd);
+        if (close(fd) != 0 && r >= 0)
+                r = -errno;
 out:
         /* The seed must not outlive its use in our memory. */
         explicit_bzero(&pool, sizeof(pool));
+        return r;
+}
+
+int entropy_seed_hex(const char *hex)
+{
+        uint8_t seed[ENTROPY_MAX_BYTES];
+        size_t len;
+        int r = hex_decode(hex, seed, sizeof(seed), &len);
+        if (r == 0)
+                r = entropy_seed(seed, len);
+        explicit_bzero(seed, sizeof(seed));
         return r;
 }

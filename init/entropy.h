@@ -13,4 +13,8 @@ int hex_decode(const char *hex, uint8_t *out, size_t outsz, size_t *outlen);
  * (RNDRESEEDCRNG). Needs CAP_SYS_ADMIN. Returns the number of bytes. */
 int entropy_seed_hex(const char *hex);
 
+/* The same for raw bytes (1 to ENTROPY_MAX_BYTES): the agent uses it for a
+ * seed the host sends later. Returns the bytes credited or a negative errno. */
+int entropy_seed(const uint8_t *seed, size_t len);
+
 #endif

@@ -21,6 +21,10 @@ const char *cv_msg_type_name(uint16_t type)
                 return "CONTEXT_RESTART";
         case CV_MSG_CONTEXT_REMOVE:
                 return "CONTEXT_REMOVE";
+        case CV_MSG_SET_TIME:
+                return "SET_TIME";
+        case CV_MSG_ADD_ENTROPY:
+                return "ADD_ENTROPY";
         case CV_MSG_OK:
                 return "OK";
         case CV_MSG_ERROR:

@@ -196,6 +196,25 @@ def test_pids_limit_stops_user_code(configured):
     assert 0 < int(result) < PIDS_LIMIT, result
 
 
+def test_host_sets_the_clock_and_adds_entropy_through_the_agent(configured):
+    """Issue 3, step 5: after boot the host sets the guest clock and feeds entropy."""
+    vm, conn = configured
+    target = 1893456000 * 10**9  # 2030-01-01T00:00:00Z
+    conn.call(_wire.SET_TIME, {"realtime_ns": target})
+    rc, out = root_sh(conn, "date -u +%Y-%m-%d")
+    assert (rc, out.strip()) == (0, "2030-01-01")
+    conn.call(_wire.SET_TIME, {"realtime_ns": time.time_ns()})
+    rc, out = root_sh(conn, "date -u +%s")
+    assert abs(int(out) - time.time()) < 60
+    assert conn.call(_wire.ADD_ENTROPY, {"seed": os.urandom(64)})["credited_bits"] == 512
+    with pytest.raises(_wire.AgentError) as e:
+        conn.call(_wire.ADD_ENTROPY, {"seed": b""})
+    assert e.value.code == "bad_request"
+    # User code cannot set the clock itself (seccomp: EPERM).
+    _, _, error = cell(conn, "import time\ntime.clock_settime(time.CLOCK_REALTIME, 0)")
+    assert error == "PermissionError"
+
+
 def test_memory_limit_stops_user_code(configured):
     """Runs last on this boot: the cell's process is OOM-killed in its cgroup
     (the agent restarts the context); the guest and agent live on."""

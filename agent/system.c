@@ -1,0 +1,67 @@
+/*
+ * Requests about the guest itself (docs/PROTOCOL.md section 11): the host sets
+ * the clock and feeds entropy after boot, which matters most for VMs restored
+ * from a snapshot (same CRNG state, stale clock in every clone).
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "../init/entropy.h"
+#include "cbor_util.h"
+#include "log.h"
+#include "msgtypes.h"
+#include "services.h"
+#include "system.h"
+#include "writer.h"
+
+static void reply_ok(struct agent *a, struct conn *c, uint32_t id, const char *key, uint64_t v)
+{
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        cv_enc_map(&c->out, key ? 1 : 0);
+        if (key) {
+                cv_enc_cstr(&c->out, key);
+                cv_enc_uint(&c->out, v);
+        }
+        if (cv_out_end(&c->out, mark, CV_MSG_OK, id) < 0)
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "encoding the reply");
+        conn_touch(c);
+}
+
+void system_set_time_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        uint64_t ns;
+        if (cv_map_get_uint(body, "realtime_ns", &ns) < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`realtime_ns` must be an unsigned integer");
+                return;
+        }
+        struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                              .tv_nsec = (long)(ns % 1000000000u)};
+        if (clock_settime(CLOCK_REALTIME, &ts) < 0) {
+                svc_send_errno(a, c, id, errno, "set", "CLOCK_REALTIME");
+                return;
+        }
+        log_info("conn %u: clock set by the host", c->num);
+        reply_ok(a, c, id, NULL, 0);
+}
+
+void system_add_entropy_request(struct agent *a, struct conn *c, uint32_t id,
+                                const cbor_item_t *body)
+{
+        const uint8_t *seed;
+        size_t len;
+        if (cv_map_get_bytes(body, "seed", &seed, &len) < 0 || len == 0 ||
+            len > ENTROPY_MAX_BYTES) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`seed` must be 1 to %d bytes",
+                                ENTROPY_MAX_BYTES);
+                return;
+        }
+        int rc = entropy_seed(seed, len);
+        if (rc < 0) {
+                svc_send_errno(a, c, id, -rc, "add entropy to", "/dev/random");
+                return;
+        }
+        reply_ok(a, c, id, "credited_bits", (uint64_t)rc * 8u);
+}
