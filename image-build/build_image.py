@@ -428,6 +428,19 @@ def write_manifest(out, kernel, modules, module_paths, versions, base_tar):
     }
     atomic_write(os.path.join(out, "manifest.json"),
                  (json.dumps(manifest, indent=2) + "\n").encode())
+    write_launch_txt(out, manifest)
+
+
+def write_launch_txt(out, manifest):
+    """launch.txt: what a launcher needs from the manifest as KEY=VALUE lines
+    (the C CLI reads it: client/c/vmm.c; no JSON parser there). Values run to
+    the end of the line."""
+    c, agent = manifest["cmdline"], manifest["agent"]
+    lines = ["# cellvm launch parameters (generated from manifest.json)",
+             f"cmdline_base={c['base']}", f"cmdline_tcg={c['tcg']}"]
+    lines += [f"cmdline_vmm_{vmm.replace('-', '_')}={v}" for vmm, v in sorted(c["vmm"].items())]
+    lines += [f"vsock_port={agent['vsock_port']}", f"serial_port={agent['serial_port']}"]
+    atomic_write(os.path.join(out, "launch.txt"), ("\n".join(lines) + "\n").encode())
 
 
 def main():

@@ -1,6 +1,6 @@
 # client/c: libcellvm (host-side C client) and the `cellvm` CLI.
 CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/c/files.c \
-                   client/c/print_json.c
+                   client/c/print_json.c client/c/vmm.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c

@@ -83,6 +83,25 @@ void cvc_event_free(struct cvc_event *ev);
 
 /* Connects to "unix:PATH" or "tcp:HOST:PORT" and performs the HELLO handshake. */
 int cvc_connect(const char *addr, struct cvc **out);
+
+#define CVC_HELLO_RESEND_MAX_MS 8000
+
+/* How cvc_connect_ex() waits for the agent (a VM that is still booting). */
+struct cvc_connect_opts {
+        int timeout_ms;      /* for the HELLO reply; <= 0: no limit */
+        int hello_resend_ms; /* re-send an unanswered HELLO after this, doubling up to
+                                CVC_HELLO_RESEND_MAX_MS; <= 0: send once */
+        /* Polled while waiting (~every 50 ms); returning 0 gives up with -ECHILD. */
+        int (*still_alive)(void *ud);
+        void *ud;
+};
+
+/* cvc_connect() with a bounded, retried HELLO: over virtio-serial a HELLO sent
+ * while the guest agent (re)opens its port is lost, so it is re-sent until
+ * answered (docs/VMM.md). `opts` NULL behaves as cvc_connect(). On failure
+ * `*out` is still set (read cvc_errmsg, then cvc_close). -ETIMEDOUT, -ECHILD,
+ * or as cvc_connect. */
+int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct cvc **out);
 void cvc_close(struct cvc *c);
 
 /* The reason of the last failure on `c` (never NULL). */

@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "cbor_util.h"
 #include "cellvm.h"
 #include "msgtypes.h"
 #include "print_json.h"
+#include "vmm.h"
 
 enum {
         EXIT_EXEC_ERROR = 1,
@@ -22,6 +25,8 @@ enum {
 
 #define MAX_ENVS 64
 #define MAX_CODE (64u * 1024u * 1024u)
+#define BOOT_TIMEOUT_S 300 /* to the agent's HELLO; ~3 s under TCG, far less with KVM */
+#define MAX_LINE (1u << 20)
 
 static const char usage[] =
     "usage: cellvm [--connect ADDR] COMMAND [ARGS]\n"
@@ -42,18 +47,55 @@ static const char usage[] =
     "  context-restart ID        give a context a fresh namespace\n"
     "  context-remove ID         remove a context\n"
     "  interrupt [ID]            interrupt the running cell of a context\n"
+    "  put LOCAL REMOTE | get REMOTE LOCAL | ls [DIR] | sh [--timeout SEC] 'cmd'\n"
+    "                            files and shell commands in the sandbox\n"
+    "\n"
+    "In a micro-VM of its own (QEMU -M microvm, KVM when usable, else TCG; no --connect):\n"
+    "  run [vm options] [exec options] -- CODE|-\n"
+    "                            boot the image, run CODE as exec does (same output,\n"
+    "                            images, exit status), stop the VM\n"
+    "  shell [vm options] [-o DIR] [--delim LINE]\n"
+    "                            boot the image and read cells from stdin: a cell ends\n"
+    "                            at a blank line or a line ';;' (with --delim LINE only\n"
+    "                            at that line, so cells may hold blank lines) and at\n"
+    "                            end of input; each runs in the default context as exec\n"
+    "                            would print it. Ctrl-C interrupts the running cell (at\n"
+    "                            the prompt: drops the cell being typed); Ctrl-D (end of\n"
+    "                            input) runs what is pending, stops the VM and exits 0\n"
+    "      --image DIR           the `make image` output (default: $CELLVM_IMAGE, else\n"
+    "                            build/image)\n"
+    "      --vmm qemu            the VMM (only QEMU here; the Python SDK's\n"
+    "                            Sandbox.create also drives Firecracker/Cloud Hypervisor)\n"
+    "      --memory MB           guest RAM (default 1024); user code gets RAM minus\n"
+    "                            max(128 MiB, RAM/8) through the guest's cgroup\n"
+    "      --vcpus N             guest CPUs (default 1)\n"
+    "      --boot-timeout SEC    wait this long for the agent (default 300)\n"
+    "  The VM is killed and its temp files removed on exit, on Ctrl-C twice, and on\n"
+    "  SIGTERM/SIGHUP; it also dies with this process (PR_SET_PDEATHSIG).\n"
     "\n"
     "exit status: 0 success, 1 the code raised an error, 2 usage, 3 connection or\n"
-    "protocol failure, 124 timeout. Ctrl-C during exec interrupts the cell.\n";
+    "protocol failure (or the VM did not boot), 124 timeout. Ctrl-C during exec\n"
+    "interrupts the cell.\n";
 
 static volatile sig_atomic_t interrupted;
+/* The VM of `run`/`shell`: killed by the handlers below before exiting. */
+static struct cvm the_vm;
 
 static void on_sigint(int sig)
 {
         (void)sig;
-        if (interrupted) /* second Ctrl-C: give up waiting */
+        if (interrupted) { /* second Ctrl-C: give up waiting */
+                cvm_kill(&the_vm);
                 _exit(130);
+        }
         interrupted = 1;
+}
+
+/* SIGTERM, SIGHUP, SIGQUIT, and SIGINT while booting: stop the VM and leave. */
+static void on_fatal_signal(int sig)
+{
+        cvm_kill(&the_vm);
+        _exit(128 + sig);
 }
 
 struct exec_out {
@@ -161,6 +203,23 @@ static char *read_all(FILE *f)
         return buf;
 }
 
+/* Runs one cell, printing its output; the CLI's exit status for it. */
+static int run_cell(struct cvc *c, const struct cvc_exec_opts *eo, struct exec_out *out)
+{
+        struct cvc_exec_status st;
+        out->io_error = 0;
+        int rc = cvc_execute(c, eo, on_event, out, &st);
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: exec: %s\n", cvc_errmsg(c));
+                return EXIT_CONNECTION;
+        }
+        if (st.timed_out) {
+                fprintf(stderr, "cellvm: execution timed out\n");
+                return EXIT_TIMEOUT;
+        }
+        return st.error || out->io_error ? EXIT_EXEC_ERROR : 0;
+}
+
 static int cmd_exec(struct cvc *c, int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -225,18 +284,9 @@ static int cmd_exec(struct cvc *c, int argc, char **argv)
         if (sigaction(SIGINT, &sa, NULL) < 0)
                 perror("cellvm: sigaction");
 
-        struct cvc_exec_status st;
-        int rc = cvc_execute(c, &eo, on_event, &out, &st);
+        int rc = run_cell(c, &eo, &out);
         free(code);
-        if (rc < 0) {
-                fprintf(stderr, "cellvm: exec: %s\n", cvc_errmsg(c));
-                return EXIT_CONNECTION;
-        }
-        if (st.timed_out) {
-                fprintf(stderr, "cellvm: execution timed out\n");
-                return EXIT_TIMEOUT;
-        }
-        return st.error || out.io_error ? EXIT_EXEC_ERROR : 0;
+        return rc;
 }
 
 /* A request whose body is {} or {key: value}; prints the OK body as JSON if asked. */
@@ -405,6 +455,300 @@ static int known_command(const char *cmd)
         return 0;
 }
 
+/* --- run / shell: a micro-VM of our own ------------------------------------ */
+
+struct vm_cmd {
+        struct cvm_opts vm;
+        const char *vmm;
+        double boot_timeout_s;
+        const char *envs[MAX_ENVS + 1];
+        size_t nenv;
+        struct cvc_exec_opts eo;
+        struct exec_out out;
+        const char *delim; /* shell: the only cell terminator, or NULL */
+        char extra[64];
+};
+
+static int parse_positive(const char *what, const char *s, double max, double *v)
+{
+        char *end;
+        *v = strtod(s, &end);
+        if (*end || !(*v > 0) || *v > max) {
+                fprintf(stderr, "cellvm: bad %s %s\n", what, s);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Options of run/shell; returns the index of the first operand or -1. */
+static int parse_vm_options(struct vm_cmd *v, bool is_run, int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"image", required_argument, NULL, 'i'},
+            {"vmm", required_argument, NULL, 'V'},
+            {"memory", required_argument, NULL, 'm'},
+            {"vcpus", required_argument, NULL, 'n'},
+            {"boot-timeout", required_argument, NULL, 'B'},
+            {"env", required_argument, NULL, 'e'},
+            {"timeout", required_argument, NULL, 't'},
+            {"out-dir", required_argument, NULL, 'o'},
+            {"delim", required_argument, NULL, 'd'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        const char *image = getenv("CELLVM_IMAGE");
+        v->vm.image = image && image[0] ? image : "build/image";
+        v->vm.memory_mb = 1024;
+        v->vm.vcpus = 1;
+        v->vmm = "qemu";
+        v->boot_timeout_s = BOOT_TIMEOUT_S;
+        v->out.out_dir = ".";
+        v->eo.interrupt = &interrupted;
+        int opt;
+        double d;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "+e:t:o:h", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'i':
+                        v->vm.image = optarg;
+                        break;
+                case 'V':
+                        v->vmm = optarg;
+                        break;
+                case 'm':
+                        if (parse_positive("--memory", optarg, 1 << 20, &d) < 0 || d < 128) {
+                                fputs("cellvm: --memory takes MB, at least 128\n", stderr);
+                                return -1;
+                        }
+                        v->vm.memory_mb = (unsigned)d;
+                        break;
+                case 'n':
+                        if (parse_positive("--vcpus", optarg, 256, &d) < 0)
+                                return -1;
+                        v->vm.vcpus = (unsigned)d;
+                        break;
+                case 'B':
+                        if (parse_positive("--boot-timeout", optarg, 86400, &v->boot_timeout_s) < 0)
+                                return -1;
+                        break;
+                case 'e':
+                        if (!is_run || v->nenv == MAX_ENVS || !strchr(optarg, '=')) {
+                                fprintf(stderr,
+                                        "cellvm: --env takes KEY=VALUE (at most %d, run only)\n",
+                                        MAX_ENVS);
+                                return -1;
+                        }
+                        v->envs[v->nenv++] = optarg;
+                        break;
+                case 't':
+                        if (!is_run || parse_positive("--timeout", optarg, 1e7, &d) < 0)
+                                return -1;
+                        v->eo.timeout_ms = (uint64_t)(d * 1000);
+                        break;
+                case 'o':
+                        v->out.out_dir = optarg;
+                        break;
+                case 'd':
+                        if (is_run || !optarg[0]) {
+                                fputs("cellvm: --delim takes a non-empty LINE (shell only)\n",
+                                      stderr);
+                                return -1;
+                        }
+                        v->delim = optarg;
+                        break;
+                case 'h':
+                        fputs(usage, stdout);
+                        exit(0);
+                default:
+                        return -1;
+                }
+        }
+        if (strcmp(v->vmm, "qemu") != 0) {
+                fprintf(stderr,
+                        "cellvm: --vmm %s: the CLI launches QEMU only; use the Python SDK's "
+                        "Sandbox.create(vmm='%s') for it\n",
+                        v->vmm, v->vmm);
+                return -1;
+        }
+        /* Same rule as cellvm.launch: user code gets RAM minus a reserve, in a cgroup. */
+        unsigned reserve = v->vm.memory_mb / 8 > 128 ? v->vm.memory_mb / 8 : 128;
+        unsigned user_mb = v->vm.memory_mb > reserve + 64 ? v->vm.memory_mb - reserve : 64;
+        snprintf(v->extra, sizeof(v->extra), "cellvm.mem_limit=%uM", user_mb);
+        v->vm.extra = v->extra;
+        v->eo.envs = v->nenv ? v->envs : NULL;
+        return optind;
+}
+
+static void set_handler(int sig, void (*fn)(int))
+{
+        struct sigaction sa = {.sa_handler = fn}; /* no SA_RESTART: reads see EINTR */
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(sig, &sa, NULL) < 0)
+                fprintf(stderr, "cellvm: sigaction(%d): %s\n", sig, strerror(errno));
+}
+
+static double mono_s(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Boots the VM and connects; on failure prints why (with the console's tail). */
+static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
+{
+        set_handler(SIGTERM, on_fatal_signal);
+        set_handler(SIGHUP, on_fatal_signal);
+        set_handler(SIGQUIT, on_fatal_signal);
+        set_handler(SIGINT, on_fatal_signal); /* nothing to interrupt while booting */
+        double t0 = mono_s();
+        char err[512];
+        int rc = cvm_start(&v->vm, &the_vm, err, sizeof(err));
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: starting the VM: %s\n", err);
+                cvm_print_console_tail(&the_vm, stderr, 3000);
+                cvm_kill(&the_vm);
+                return rc;
+        }
+        rc = cvm_connect(&the_vm, (int)(v->boot_timeout_s * 1000), c);
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: the agent in the VM did not answer: %s\n",
+                        *c ? cvc_errmsg(*c) : strerror(-rc));
+                cvm_print_console_tail(&the_vm, stderr, 3000);
+                cvc_close(*c);
+                *c = NULL;
+                cvm_kill(&the_vm);
+                return rc;
+        }
+        if (verbose)
+                fprintf(stderr, "[cellvm: VM up in %.2f s (%s, qemu pid %d)]\n", mono_s() - t0,
+                        the_vm.kvm ? "KVM" : "TCG", (int)the_vm.pid);
+        set_handler(SIGINT, on_sigint);
+        return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+        struct vm_cmd v = {0};
+        int first = parse_vm_options(&v, true, argc, argv);
+        if (first < 0)
+                return EXIT_USAGE;
+        if (first != argc - 1) {
+                fputs("cellvm: run takes exactly one CODE argument after the options "
+                      "('-' for stdin), e.g. cellvm run -- 'print(1)'\n",
+                      stderr);
+                return EXIT_USAGE;
+        }
+        char *code = NULL;
+        if (strcmp(argv[first], "-") == 0 && !(code = read_all(stdin)))
+                return EXIT_USAGE;
+        v.eo.code = code ? code : argv[first];
+        struct cvc *c = NULL;
+        int rc = boot_vm(&v, &c, isatty(STDERR_FILENO));
+        if (rc < 0) {
+                free(code);
+                return EXIT_CONNECTION;
+        }
+        rc = run_cell(c, &v.eo, &v.out);
+        cvc_close(c);
+        cvm_kill(&the_vm);
+        free(code);
+        return rc;
+}
+
+/* Is `line` (without its newline) the end of a cell? */
+static bool ends_cell(const struct vm_cmd *v, const char *line)
+{
+        if (v->delim)
+                return strcmp(line, v->delim) == 0;
+        return line[0] == '\0' || strcmp(line, ";;") == 0;
+}
+
+static int cmd_shell(int argc, char **argv)
+{
+        struct vm_cmd v = {0};
+        int first = parse_vm_options(&v, false, argc, argv);
+        if (first < 0)
+                return EXIT_USAGE;
+        if (first != argc) {
+                fputs("cellvm: shell takes no operands: cells come from stdin\n", stderr);
+                return EXIT_USAGE;
+        }
+        bool tty = isatty(STDIN_FILENO);
+        struct cvc *c = NULL;
+        if (boot_vm(&v, &c, true) < 0)
+                return EXIT_CONNECTION;
+        if (tty)
+                fprintf(stderr, "[cells end at %s; Ctrl-D quits]\n",
+                        v.delim ? "your --delim line" : "a blank line or ';;'");
+        char *line = NULL, *cell = NULL;
+        size_t cap = 0, cell_len = 0, cell_cap = 0;
+        int status = 0;
+        bool eof = false;
+        unsigned long n = 1;
+        while (!eof && status != EXIT_CONNECTION) {
+                if (tty) {
+                        fprintf(stdout, cell_len ? "   ...: " : "In [%lu]: ", n);
+                        fflush(stdout);
+                }
+                errno = 0;
+                ssize_t len = getline(&line, &cap, stdin);
+                if (len < 0 && errno == EINTR && interrupted) { /* Ctrl-C at the prompt */
+                        clearerr(stdin);
+                        interrupted = 0;
+                        cell_len = 0;
+                        fputs("\nKeyboardInterrupt\n", stdout);
+                        continue;
+                }
+                if (len < 0) {
+                        if (ferror(stdin))
+                                fprintf(stderr, "cellvm: reading stdin: %s\n", strerror(errno));
+                        eof = true;
+                } else if ((size_t)len > MAX_LINE || cell_len + (size_t)len > MAX_CODE) {
+                        fputs("cellvm: cell too large; dropped\n", stderr);
+                        cell_len = 0;
+                        continue;
+                } else {
+                        if (line[len - 1] == '\n')
+                                line[--len] = '\0';
+                        if (!ends_cell(&v, line)) {
+                                if (cell_len + (size_t)len + 2 > cell_cap) {
+                                        size_t ncap = (cell_len + (size_t)len + 2) * 2;
+                                        char *nc = realloc(cell, ncap);
+                                        if (!nc) {
+                                                fputs("cellvm: out of memory\n", stderr);
+                                                status = EXIT_CONNECTION;
+                                                break;
+                                        }
+                                        cell = nc, cell_cap = ncap;
+                                }
+                                memcpy(cell + cell_len, line, (size_t)len);
+                                cell_len += (size_t)len;
+                                cell[cell_len++] = '\n';
+                                cell[cell_len] = '\0';
+                                continue;
+                        }
+                }
+                if (cell_len == 0)
+                        continue;
+                v.eo.code = cell;
+                interrupted = 0;
+                int rc = run_cell(c, &v.eo, &v.out);
+                interrupted = 0;
+                cell_len = 0;
+                n++;
+                if (rc == EXIT_CONNECTION)
+                        status = rc;
+        }
+        free(line);
+        free(cell);
+        cvc_close(c);
+        cvm_kill(&the_vm);
+        if (tty)
+                fputc('\n', stdout);
+        return status;
+}
+
 int main(int argc, char **argv)
 {
         const char *addr = getenv("CELLVM_ADDR");
@@ -433,6 +777,10 @@ int main(int argc, char **argv)
                 fputs(usage, stderr);
                 return EXIT_USAGE;
         }
+        if (strcmp(argv[i], "run") == 0)
+                return cmd_run(argc - i, argv + i);
+        if (strcmp(argv[i], "shell") == 0)
+                return cmd_shell(argc - i, argv + i);
         if (!known_command(argv[i])) {
                 fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", argv[i]);
                 return EXIT_USAGE;

@@ -152,30 +152,114 @@ int cvc_call_buf(struct cvc *c, uint16_t type, struct cv_buf *b, cbor_item_t **r
         return cvc_call(c, type, cv_buf_head(b), cv_buf_pending(b), reply);
 }
 
-int cvc_connect(const char *addr, struct cvc **out)
+static int encode_hello(struct cv_buf *b)
+{
+        cv_enc_map(b, 2);
+        cv_enc_cstr(b, "protocol");
+        cv_enc_uint(b, CV_PROTOCOL_VERSION);
+        cv_enc_cstr(b, "client");
+        cv_enc_cstr(b, "libcellvm/" CVC_VERSION);
+        return b->err;
+}
+
+/*
+ * Sends HELLO, re-sending it while unanswered (virtio-serial drops bytes that
+ * arrive while the guest agent reopens its port), until a reply, the deadline,
+ * or `still_alive` says the peer's VMM is gone. Any OK with an id of one of
+ * our HELLOs is the reply: nothing else has been sent on this connection.
+ */
+static int hello_with_retry(struct cvc *c, const struct cvc_connect_opts *o)
+{
+        struct cv_buf b;
+        cv_buf_init(&b);
+        int rc = encode_hello(&b);
+        if (rc < 0) {
+                cv_buf_free(&b);
+                return cvc_fail(c, rc, "encode HELLO: %s", strerror(-rc));
+        }
+        uint64_t start = now_ns();
+        uint64_t deadline = o->timeout_ms > 0 ? start + (uint64_t)o->timeout_ms * 1000000u : 0;
+        int interval_ms = o->hello_resend_ms;
+        uint64_t resend_at = 0;
+        uint32_t first_id = 0, last_id = 0;
+        for (;;) {
+                uint64_t now = now_ns();
+                if (deadline && now >= deadline) {
+                        rc = cvc_fail(c, -ETIMEDOUT, "no HELLO reply within %d ms", o->timeout_ms);
+                        break;
+                }
+                if (o->still_alive && !o->still_alive(o->ud)) {
+                        rc = cvc_fail(c, -ECHILD, "the VMM exited before the agent answered");
+                        break;
+                }
+                if (now >= resend_at) {
+                        last_id = cvc_new_id(c);
+                        if (!first_id)
+                                first_id = last_id;
+                        rc =
+                            cvc_send(c, CV_MSG_HELLO, last_id, cv_buf_head(&b), cv_buf_pending(&b));
+                        if (rc < 0)
+                                break;
+                        if (interval_ms <= 0)
+                                resend_at = UINT64_MAX;
+                        else {
+                                resend_at = now + (uint64_t)interval_ms * 1000000u;
+                                interval_ms = interval_ms * 2 > CVC_HELLO_RESEND_MAX_MS
+                                                  ? CVC_HELLO_RESEND_MAX_MS
+                                                  : interval_ms * 2;
+                        }
+                }
+                struct cvc_event ev;
+                rc = cvc_next_event(c, 50, &ev);
+                if (rc < 0)
+                        break;
+                if (rc == 0)
+                        continue;
+                bool ours = ev.id >= first_id && ev.id <= last_id;
+                if (ours && ev.type == CV_MSG_ERROR) {
+                        rc = cvc_remote_error(c, &ev);
+                        cvc_event_free(&ev);
+                        break;
+                }
+                if (ours && ev.type == CV_MSG_OK) {
+                        c->hello = cbor_incref(ev.root);
+                        cvc_event_free(&ev);
+                        rc = 0;
+                        break;
+                }
+                cvc_event_free(&ev);
+        }
+        cv_buf_free(&b);
+        return rc;
+}
+
+int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct cvc **out)
 {
         struct cvc *c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
         cv_reader_init(&c->reader, 0);
         cv_buf_init(&c->out);
+        *out = c; /* even on failure, so the caller can read the error */
         c->fd = cvc_open_stream(addr, c->err, sizeof(c->err));
-        if (c->fd < 0) {
-                int rc = c->fd;
-                *out = c; /* so the caller can read the error */
-                return rc;
-        }
+        if (c->fd < 0)
+                return c->fd;
+        if (opts)
+                return hello_with_retry(c, opts);
         struct cv_buf b;
         cv_buf_init(&b);
-        cv_enc_map(&b, 2);
-        cv_enc_cstr(&b, "protocol");
-        cv_enc_uint(&b, CV_PROTOCOL_VERSION);
-        cv_enc_cstr(&b, "client");
-        cv_enc_cstr(&b, "libcellvm/" CVC_VERSION);
-        int rc = cvc_call_buf(c, CV_MSG_HELLO, &b, &c->hello);
+        int rc = encode_hello(&b);
+        if (rc == 0)
+                rc = cvc_call_buf(c, CV_MSG_HELLO, &b, &c->hello);
+        else
+                rc = cvc_fail(c, rc, "encode HELLO: %s", strerror(-rc));
         cv_buf_free(&b);
-        *out = c;
         return rc;
+}
+
+int cvc_connect(const char *addr, struct cvc **out)
+{
+        return cvc_connect_ex(addr, NULL, out);
 }
 
 void cvc_close(struct cvc *c)

@@ -1,7 +1,9 @@
 """cellvm: run Python in a cellvm micro-VM, with the e2b_code_interpreter API.
 
     from cellvm import Sandbox          # instead of: from e2b_code_interpreter import Sandbox
-    with Sandbox.connect("unix:/run/cellvm/agent.sock") as sbx:
+    with Sandbox.create("build/image") as sbx:      # boots a micro-VM (cellvm.launch)
+        print(sbx.run_code("1 + 1").text)
+    with Sandbox.connect("unix:/run/cellvm/agent.sock") as sbx:   # an agent already running
         print(sbx.run_code("1 + 1").text)
 
 See docs/SDK.md for what matches E2B and what differs.

@@ -6,6 +6,7 @@ agent; several threads may call it at once (requests are multiplexed).
 """
 
 import os
+import queue
 import time
 from typing import Dict, List, Optional, Union
 
@@ -85,11 +86,39 @@ class _Messages:
             raise SandboxException(f"connection to the agent failed: {e}") from None
 
 
+class _SharedConnection:
+    """The sandbox's own connection lent where a second one is wanted (a
+    streamed download) on a single-stream channel: QEMU's serial socket serves
+    one client at a time, so a second connection would wait until the first
+    closed. Requests share the main reader; their queues stay unbounded (a
+    bounded one would stall every other request of the sandbox)."""
+
+    class _Request:
+        def __init__(self, req):
+            self._req = req
+            self.id = req.id
+            self._q = queue.Queue()  # takes the caller's maxsize; unused
+
+        def messages(self, timeout=None):
+            return self._req.messages(timeout)
+
+    def __init__(self, conn):
+        self._conn = conn
+
+    def request(self, mtype, body=None):
+        return self._Request(self._conn.request(mtype, body))
+
+    def close(self):
+        pass  # the sandbox owns the connection
+
+
 class Sandbox:
     """A connection to one cellvm agent (one micro-VM, or a local dev agent).
 
-    `Sandbox.connect("unix:/path/agent.sock")` (or `tcp:127.0.0.1:PORT`) is
-    the usual way in. `Sandbox()` connects to $CELLVM_ADDR, so E2B programs
+    `Sandbox.create(image="build/image")` boots a micro-VM and connects to it
+    (cellvm.launch); kill() then stops the VM.
+    `Sandbox.connect("unix:/path/agent.sock")` (or `tcp:127.0.0.1:PORT`)
+    connects to an agent that is already running. `Sandbox()` connects to $CELLVM_ADDR, so E2B programs
     written as `with Sandbox() as sbx:` run unchanged. E2B's creation options
     (template, timeout, metadata, api_key, ...) have no meaning for an agent
     that is already running and are accepted and ignored; `envs` is applied to
@@ -119,12 +148,52 @@ class Sandbox:
         self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
         self._conn = _open_connection(addr, self._request_timeout)
         self._closed = False
+        self._vm = None
 
     @classmethod
     def connect(cls, addr: str, request_timeout: Optional[float] = None,
                 envs: Optional[Dict[str, str]] = None) -> "Sandbox":
         """Connect to the agent at `addr` ('unix:PATH' or 'tcp:HOST:PORT')."""
         return cls(addr=addr, request_timeout=request_timeout, envs=envs)
+
+    @classmethod
+    def create(cls, image: Optional[str] = None, vmm: str = "qemu", memory_mb: int = 1024,
+               vcpus: int = 1, network: str = "none", envs: Optional[Dict[str, str]] = None,
+               timeout: Optional[float] = None, *, template: Optional[str] = None,
+               request_timeout: Optional[float] = None, wait_ready: bool = True,
+               extra_cmdline: str = "", **e2b_options) -> "Sandbox":
+        """Boot a micro-VM from `image` and return a Sandbox connected to it.
+
+        `image`: a `make image` directory (default: $CELLVM_IMAGE, else
+        build/image; E2B's `template` is taken as the image when `image` is
+        not given). `vmm`: "qemu" (KVM when usable, else TCG),
+        "firecracker" or "cloud-hypervisor" (their binary must be on PATH).
+        `network`: "none" (loopback only) or "user" (QEMU's NAT).
+        `envs`: environment for every execution and command of this Sandbox.
+        `timeout`: seconds to wait for the VM to be ready (default 300; E2B
+        uses it for the sandbox's lifetime: here the VM lives until kill()).
+        With `wait_ready` (default) create() returns once the zygote has
+        imported numpy, pandas and matplotlib, so the first cell runs at once.
+        Raises SandboxException (TimeoutException when time ran out); nothing
+        is left running then. See cellvm.launch.
+        """
+        from .launch import create_sandbox
+        return create_sandbox(cls, image=image or template, vmm=vmm, memory_mb=memory_mb,
+                              vcpus=vcpus, network=network, envs=envs, timeout=timeout,
+                              request_timeout=request_timeout, wait_ready=wait_ready,
+                              extra_cmdline=extra_cmdline)
+
+    @classmethod
+    def _from_vm(cls, vm, conn, envs=None, request_timeout=None) -> "Sandbox":
+        """A Sandbox over `conn` (HELLO done) that owns `vm` (kill() stops it)."""
+        self = cls.__new__(cls)
+        self._addr = vm.address or f"{getattr(vm, 'vmm', 'qemu')}:{vm.pid}"
+        self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
+        self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
+        self._conn = conn
+        self._closed = False
+        self._vm = vm
+        return self
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -136,15 +205,18 @@ class Sandbox:
             self._conn.close()
 
     def kill(self) -> None:
-        """E2B name for ending the sandbox. The VM's lifetime belongs to whoever
-        launched it, so this closes the connection (same as close())."""
+        """End the sandbox. A Sandbox from create() stops its VM (nothing is
+        left: no process, no temp file). One from connect() only closes the
+        connection: that VM's lifetime belongs to whoever launched it."""
         self.close()
+        if self._vm is not None:
+            self._vm.kill()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.close()
+        self.kill()
 
     def is_running(self) -> bool:
         """True while the agent answers a ping."""
@@ -161,19 +233,45 @@ class Sandbox:
         return self._addr
 
     @property
+    def vmm_pid(self) -> Optional[int]:
+        """The VMM's pid for a Sandbox from create(), else None."""
+        return self._vm.pid if self._vm is not None else None
+
+    @property
+    def vm(self):
+        """The VM object of a Sandbox from create() (QemuVM, ...), else None."""
+        return self._vm
+
+    @property
     def hello(self) -> dict:
         """The agent's HELLO reply: version, capabilities, pid, boot stamps, ..."""
         return self._conn.hello
 
     @property
     def boot_report(self) -> BootReport:
-        """The handshake's boot stamps as per-stage durations."""
-        return BootReport(self._conn.hello.get("boot"))
+        """The handshake's boot stamps as per-stage durations. In a VM the
+        stamps count from the kernel's start (CLOCK_BOOTTIME), so a
+        `kernel_start` stamp of 0 makes the kernel's own time the first stage."""
+        stamps = dict(self._conn.hello.get("boot") or {})
+        if "kernel_to_init" in stamps:
+            stamps.setdefault("kernel_start", 0)
+        return BootReport(stamps)
 
     def ping(self, payload=None, request_timeout: Optional[float] = None) -> dict:
         """Round trip to the agent; returns {payload?, time_ns}."""
         body = {} if payload is None else {"payload": payload}
         return self._call(_wire.PING, body, request_timeout)
+
+    def set_time(self, realtime_ns: Optional[int] = None, request_timeout: Optional[float] = None) -> None:
+        """Sets the guest's clock (default: this host's time), e.g. after a snapshot restore."""
+        ns = time.time_ns() if realtime_ns is None else int(realtime_ns)
+        self._call(_wire.SET_TIME, {"realtime_ns": ns}, request_timeout)
+
+    def add_entropy(self, seed: Optional[bytes] = None, request_timeout: Optional[float] = None) -> int:
+        """Credits `seed` (default: 64 bytes of this host's os.urandom) to the guest's
+        CRNG and reseeds it, so clones of one snapshot diverge. Returns the bits credited."""
+        seed = os.urandom(64) if seed is None else bytes(seed)
+        return self._call(_wire.ADD_ENTROPY, {"seed": seed}, request_timeout)["credited_bits"]
 
     @property
     def files(self):
@@ -346,7 +444,10 @@ class Sandbox:
             raise SandboxException(f"connection to the agent failed: {e}") from None
 
     def _open_extra_connection(self):
-        """A second connection to the same agent (for a streamed download)."""
+        """A second connection to the same agent (for a streamed download);
+        the main one, shared, when the VM's channel takes one client only."""
+        if self._vm is not None:
+            return _SharedConnection(self._conn)
         return _open_connection(self._addr, self._request_timeout)
 
     def _call(self, mtype, body, request_timeout=None):

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""The sales-CSV chart example, in dev mode.
+"""The sales-CSV chart example: in a micro-VM (--vm) or in dev mode.
 
-Starts a cellvm-agent on a private Unix socket (or connects to --connect ADDR),
-uploads a sales CSV into the sandbox, runs pandas + matplotlib there, and
-writes the chart the sandbox returns as a PNG file on the host. The code sent
-is what an AI agent would generate; the host only sees results.
+Uploads a sales CSV into the sandbox (sandbox.files.write), runs pandas +
+matplotlib there, and writes the chart the sandbox returns as a PNG file on
+the host. The code sent is what an AI agent would generate; the host only
+sees results.
+
+  --vm [--image DIR]  boot the image (`make image`) in a QEMU micro-VM with
+                      Sandbox.create(), and kill it at the end
+  (default)           dev mode: start a cellvm-agent on a private Unix socket,
+                      or use a running one with --connect ADDR
 """
 
 import argparse
@@ -54,6 +59,9 @@ def start_agent(build_dir, tmpdir):
     sock = os.path.join(tmpdir, "agent.sock")
     work = os.path.join(tmpdir, "work")
     os.mkdir(work)
+    # A root agent works on files as the sandbox user (uid 1000), who must be
+    # able to reach the workdir below this private directory.
+    os.chmod(tmpdir, 0o711)
     log = open(os.path.join(tmpdir, "agent.log"), "wb")
     proc = subprocess.Popen([agent, "--listen", "unix:" + sock, "--workdir", work],
                             stdout=log, stderr=subprocess.STDOUT)
@@ -76,7 +84,13 @@ def main():
                     help="where to write the chart PNG (default: build/demo/sales_chart.png)")
     ap.add_argument("--connect", metavar="ADDR", help="use a running agent (unix:PATH or tcp:127.0.0.1:PORT)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory with cellvm-agent")
+    ap.add_argument("--vm", action="store_true", help="run in a micro-VM booted from --image (Sandbox.create)")
+    ap.add_argument("--image", default=os.path.join(ROOT, "build", "image"),
+                    help="the guest image for --vm (default: build/image)")
+    ap.add_argument("--memory-mb", type=int, default=1024, help="guest RAM for --vm (default 1024)")
     args = ap.parse_args()
+    if args.vm and args.connect:
+        ap.error("--vm and --connect are exclusive")
 
     with open(args.csv, "rb") as f:
         csv_bytes = f.read()
@@ -84,17 +98,22 @@ def main():
     tmpdir = tempfile.mkdtemp(prefix="cellvm-demo-")
     proc = None
     try:
-        addr = args.connect
-        if addr is None:
-            proc, addr = start_agent(args.build, tmpdir)
         t0 = time.monotonic()
-        with Sandbox.connect(addr) as sbx:
-            # Upload: the files service (sandbox.files) comes with the next
-            # protocol revision; until then the bytes travel inside a cell.
-            up = sbx.run_code(f"open('vendas.csv', 'wb').write({csv_bytes!r})")
-            if up.error:
-                sys.exit(f"upload failed: {up.error.name}: {up.error.value}")
-            print(f"uploaded {args.csv} ({len(csv_bytes)} bytes)")
+        if args.vm:
+            sbx = Sandbox.create(args.image, memory_mb=args.memory_mb)
+            print(f"micro-VM ready in {time.monotonic() - t0:.2f} s (QEMU pid {sbx.vmm_pid}, "
+                  f"{sbx.vm.accel.upper()}); guest boot stages:")
+            print("  " + str(sbx.boot_report).replace("\n", "\n  "))
+        else:
+            addr = args.connect
+            if addr is None:
+                proc, addr = start_agent(args.build, tmpdir)
+            sbx = Sandbox.connect(addr)
+        with sbx:  # leaving it kills the VM (--vm) or closes the connection
+            t_upload = time.monotonic()
+            info = sbx.files.write("vendas.csv", csv_bytes)
+            print(f"uploaded {args.csv} ({len(csv_bytes)} bytes) to {info.path} "
+                  f"in {(time.monotonic() - t_upload) * 1000:.0f} ms")
             execution = sbx.run_code(ANALYSIS, on_stdout=lambda m: print(getattr(m, "line", m), end=""))
             if execution.error:
                 print("\n".join([execution.error.name + ": " + execution.error.value]), file=sys.stderr)
@@ -106,7 +125,8 @@ def main():
             with open(args.out, "wb") as f:
                 f.write(base64.b64decode(pngs[0].png))
             print(f"monthly totals (R$):\n{execution.text}")
-        print(f"chart written to {args.out} ({os.path.getsize(args.out)} bytes) in {time.monotonic() - t0:.2f} s")
+        print(f"chart written to {args.out} ({os.path.getsize(args.out)} bytes) in {time.monotonic() - t0:.2f} s"
+              + (" in total (boot included, VM stopped)" if args.vm else ""))
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGTERM)

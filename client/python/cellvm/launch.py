@@ -1,0 +1,271 @@
+"""Boot a micro-VM from a cellvm image and hand back a connected Sandbox.
+
+    from cellvm import Sandbox
+    with Sandbox.create("build/image") as sbx:     # QEMU, TCG or KVM
+        print(sbx.run_code("1 + 1").text, sbx.vmm_pid)
+        print(sbx.boot_report)
+    # the VM is gone: QEMU killed, its temp directory removed
+
+Sandbox.create() calls create_sandbox() below. What it does:
+
+1. Starts the VMM: QEMU (vmm_qemu.QemuVM, `-M microvm`, KVM when usable,
+   else TCG), or Firecracker / Cloud Hypervisor (their config writers, the
+   agent reached through hybrid vsock). The latter two must be on PATH:
+   otherwise create() raises SandboxException naming the missing binary.
+2. Waits for the agent's HELLO (QemuVM.connect re-sends HELLO until the
+   guest answers: over virtio-serial a HELLO sent while the agent reopens
+   the port is lost).
+3. With `wait_ready=True` (the default) it also waits until the zygote has
+   its preloads (numpy, pandas, matplotlib): E2B's create() returns a sandbox
+   that runs code at once, and a first cell would wait for them anyway
+   (~14 s under TCG, < 1 s with KVM). Readiness is the `executor_ready`
+   stamp in the agent's HELLO reply; a repeated HELLO on the one stream
+   (allowed, docs/PROTOCOL.md section 3) asks for it without running
+   anything, so the user's first cell is still execution 1.
+
+User code gets a memory limit: create() puts `cellvm.mem_limit=<memory_mb
+minus max(128 MiB, 1/8)>` on the kernel command line, so cellvm-init creates
+the user cgroup and the agent gives each context its own cgroup below it
+(memory.max, pids.max). Without it the guest would fall back to rlimits.
+
+`envs` are applied by the SDK to every execution and command of this
+Sandbox (the protocol's per-request `envs`): they reach cells and commands,
+not the agent or init. That needs no guest support and keeps values off the
+kernel command line, which any process in the guest can read.
+
+Every live VM is also killed at interpreter exit (atexit), so a script that
+forgets kill() leaves no QEMU behind.
+"""
+
+import atexit
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+import weakref
+
+from . import _wire
+from .vmm_qemu import QemuVM, VMError, kvm_usable, load_manifest
+
+VMMS = ("qemu", "firecracker", "cloud-hypervisor")
+DEFAULT_IMAGE = "build/image"
+IMAGE_ENV = "CELLVM_IMAGE"
+DEFAULT_CREATE_TIMEOUT = 300.0
+"""Seconds create() waits for the agent and the zygote (TCG boots take ~18 s)."""
+_READY_POLL_S = 0.5
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+_live = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+def _kill_all_at_exit():
+    with _live_lock:
+        vms = list(_live)
+    for vm in vms:
+        try:
+            vm.kill()
+        except Exception:  # noqa: BLE001 - best effort at exit
+            pass
+
+
+atexit.register(_kill_all_at_exit)
+
+
+def resolve_image(image):
+    """The image directory: `image`, else $CELLVM_IMAGE, else build/image
+    (relative to the current directory, then to the cellvm checkout)."""
+    image = image or os.environ.get(IMAGE_ENV) or DEFAULT_IMAGE
+    if os.path.isabs(image) or os.path.exists(os.path.join(image, "manifest.json")):
+        return os.path.abspath(image)
+    in_checkout = os.path.join(_ROOT, image)
+    if os.path.exists(os.path.join(in_checkout, "manifest.json")):
+        return in_checkout
+    return os.path.abspath(image)
+
+
+class HybridVsockVM:
+    """Firecracker or Cloud Hypervisor running the image; the agent is reached
+    over hybrid vsock (`CONNECT 1024`). Same surface as QemuVM for what
+    create_sandbox() needs: start, connect, pid, alive, console, kill."""
+
+    def __init__(self, vmm, image, memory_mb=1024, vcpus=1, network="none", extra_cmdline=""):
+        binary = "firecracker" if vmm == "firecracker" else "cloud-hypervisor"
+        self.binary = shutil.which(binary)
+        if self.binary is None:
+            raise VMError(f"{vmm}: the `{binary}` binary was not found on PATH; install it "
+                          f"(docs/VMM.md) or use vmm='qemu'")
+        if network != "none":
+            raise ValueError(f"network={network!r} with {vmm} needs a tap device: only 'none' is supported")
+        self.vmm = vmm
+        self.image = os.path.abspath(image)
+        load_manifest(self.image)  # a clear error if the image is not built
+        self.memory_mb, self.vcpus, self.extra_cmdline = int(memory_mb), int(vcpus), extra_cmdline
+        self.accel = "kvm"
+        self.dir = None
+        self.proc = None
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    @property
+    def address(self):
+        return None  # hybrid vsock needs the CONNECT handshake: not a plain address
+
+    @property
+    def vsock_socket(self):
+        return os.path.join(self.dir, "vsock.sock") if self.dir else None
+
+    def argv(self):
+        if self.vmm == "firecracker":
+            from .vmm_firecracker import firecracker_argv, write_firecracker_config
+            path, _ = write_firecracker_config(self.image, self.dir, memory_mb=self.memory_mb,
+                                               vcpus=self.vcpus, kvm=kvm_usable(),
+                                               extra_cmdline=self.extra_cmdline)
+            return firecracker_argv(path, self.binary)
+        from .vmm_cloud_hypervisor import cloud_hypervisor_argv
+        return cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
+                                     extra_cmdline=self.extra_cmdline, binary=self.binary)
+
+    def start(self):
+        self.dir = tempfile.mkdtemp(prefix=f"cellvm-{self.vmm}-")
+        try:
+            with open(os.path.join(self.dir, "vmm.log"), "wb") as log:
+                self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, start_new_session=True)
+        except BaseException:
+            self.kill()
+            raise
+        return self
+
+    def connect(self, timeout=120.0):
+        from .vmm_firecracker import HandshakeError, hybrid_vsock_connect
+        try:
+            sock = hybrid_vsock_connect(self.vsock_socket, timeout=timeout)
+        except HandshakeError as e:
+            raise VMError(f"{self.vmm}: {e}; console:\n{self.console()[-3000:]}") from None
+        conn = _wire.Connection(sock)
+        try:
+            conn.hello = conn.call(_wire.HELLO, {"protocol": _wire.PROTOCOL_VERSION,
+                                                 "client": "cellvm-vmm"}, timeout=timeout)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def console(self):
+        for name in ("console.log", "vmm.log"):
+            try:
+                with open(os.path.join(self.dir, name), "rb") as f:
+                    return f.read().decode(errors="replace")
+            except (OSError, TypeError):
+                continue
+        return ""
+
+    def kill(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, 9)
+                except ProcessLookupError:
+                    pass
+            self.proc.wait()
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+
+def user_memory_limit_mb(memory_mb):
+    """Memory for all user code together: the VM's minus a reserve for the
+    kernel, init and the agent (the agent's own rule: max(128 MiB, 1/8))."""
+    memory_mb = int(memory_mb)
+    return max(64, memory_mb - max(128, memory_mb // 8))
+
+
+def limits_cmdline(memory_mb):
+    """`cellvm.mem_limit` makes cellvm-init create the user cgroup
+    (/sys/fs/cgroup/user, memory.max, memory.swap.max 0) and tell the agent,
+    which then gives every context its own cgroup below it (docs/INIT.md,
+    docs/SECURITY.md). Without it user code is bounded by rlimits only."""
+    return f"cellvm.mem_limit={user_memory_limit_mb(memory_mb)}M"
+
+
+def start_vm(image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none", extra_cmdline=""):
+    """A started VM object (the guest boots on); killed at exit if still alive.
+    The command line gets the user-code memory limit (limits_cmdline) unless
+    `extra_cmdline` sets cellvm.mem_limit itself."""
+    if vmm not in VMMS:
+        raise ValueError(f"vmm must be one of {', '.join(VMMS)}, not {vmm!r}")
+    image = resolve_image(image)
+    if "cellvm.mem_limit=" not in extra_cmdline:
+        extra_cmdline = f"{limits_cmdline(memory_mb)} {extra_cmdline}".strip()
+    if vmm == "qemu":
+        if shutil.which("qemu-system-x86_64") is None:
+            raise VMError("qemu: the `qemu-system-x86_64` binary was not found on PATH "
+                          "(Debian: apt-get install qemu-system-x86)")
+        vm = QemuVM(image, memory_mb=memory_mb, vcpus=vcpus, network=network,
+                    extra_cmdline=extra_cmdline)
+    else:
+        vm = HybridVsockVM(vmm, image, memory_mb=memory_mb, vcpus=vcpus, network=network,
+                           extra_cmdline=extra_cmdline)
+    with _live_lock:
+        _live.add(vm)
+    vm.start()
+    return vm
+
+
+def wait_executor_ready(vm, conn, deadline):
+    """Re-send HELLO until its boot stamps include executor_ready (the zygote
+    finished its preloads); conn.hello is updated to the latest reply."""
+    while "executor_ready" not in (conn.hello.get("boot") or {}):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise VMError("the agent answered but its executor (zygote preloads) was not ready in time; "
+                          f"console:\n{vm.console()[-3000:]}")
+        if not vm.alive():
+            raise VMError(f"the VMM exited while the executor started; console:\n{vm.console()[-3000:]}")
+        time.sleep(min(_READY_POLL_S, remaining))
+        try:
+            conn.hello = conn.call(_wire.HELLO, {"protocol": _wire.PROTOCOL_VERSION,
+                                                 "client": "cellvm-python"},
+                                   timeout=max(0.1, deadline - time.monotonic()))
+        except TimeoutError:
+            continue
+
+
+def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none",
+                   envs=None, timeout=None, request_timeout=None, wait_ready=True, extra_cmdline=""):
+    """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create."""
+    from .exceptions import SandboxException, TimeoutException
+
+    timeout = float(timeout) if timeout else DEFAULT_CREATE_TIMEOUT
+    deadline = time.monotonic() + timeout
+    try:
+        vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline)
+    except VMError as e:
+        raise SandboxException(str(e)) from None
+    try:
+        try:
+            conn = vm.connect(timeout=max(0.1, deadline - time.monotonic()))
+        except (TimeoutError, _wire.ConnectionClosed, _wire.ProtocolError, OSError) as e:
+            raise VMError(f"handshake with the guest failed: {e}") from None
+        try:
+            if wait_ready:
+                wait_executor_ready(vm, conn, deadline)
+        except BaseException:
+            conn.close()
+            raise
+        return cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
+    except VMError as e:
+        vm.kill()
+        exc = TimeoutException if "in time" in str(e) or "within" in str(e) else SandboxException
+        raise exc(str(e)) from None
+    except BaseException:
+        vm.kill()
+        raise

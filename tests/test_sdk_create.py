@@ -1,0 +1,95 @@
+"""Sandbox.create(): boots a micro-VM, returns a connected Sandbox, and kill()
+(or leaving the `with` block) leaves no process or temp file. One real boot
+(~18 s under TCG); the failure paths cost no full boot."""
+
+import os
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from cellvm import Sandbox, SandboxException, TimeoutException  # noqa: E402
+from cellvm import launch  # noqa: E402
+from test_vm_qemu import build_image_or_skip  # noqa: E402
+
+IMAGE = os.path.join(ROOT, "build", "image")
+
+
+def gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_create_context_manager_boot_report_and_no_leftovers():
+    build_image_or_skip()
+    t0 = time.monotonic()
+    with Sandbox.create(IMAGE, memory_mb=768, timeout=300) as sbx:
+        ready_after = time.monotonic() - t0
+        pid, tmp = sbx.vmm_pid, sbx.vm.dir
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        assert argv[0].endswith(b"qemu-system-x86_64") and b"768" in argv
+        assert os.path.isdir(tmp)
+        # create() waited for the zygote: the boot report goes up to executor_ready.
+        report = sbx.boot_report
+        names = [b for _, b, _ in report.stages]
+        for stamp in ("init_start", "modules_loaded", "root_mounted", "agent_start", "agent_ready",
+                      "executor_ready"):
+            assert stamp in names, (stamp, names)
+        assert report.stages[0][0] == "kernel_start"  # the kernel's own time is a stage
+        assert names[-1] == "executor_ready"
+        assert 0 < report.total < ready_after + 1
+        assert sbx.is_running()
+        # A first cell needs no further wait: the preloads are done.
+        t1 = time.monotonic()
+        ex = sbx.run_code("import numpy, pandas, matplotlib\nnumpy.arange(4).sum()", timeout=60)
+        assert ex.text == "6" and time.monotonic() - t1 < 10
+        # The memory given to user code follows memory_mb (cellvm.mem_limit).
+        limit = int(sbx.files.read("/sys/fs/cgroup/user/memory.max").strip())
+        assert limit == launch.user_memory_limit_mb(768) * 1024 * 1024
+        assert sbx.sandbox_id.startswith("unix:") and sbx.sandbox_id.endswith("agent.sock")
+    assert gone(pid)
+    assert not os.path.exists(tmp)
+    assert sbx.vmm_pid == pid  # still reported after the end
+    sbx.kill()  # idempotent
+
+
+def test_missing_vmm_binary_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    for vmm, binary in (("firecracker", "firecracker"), ("cloud-hypervisor", "cloud-hypervisor"),
+                        ("qemu", "qemu-system-x86_64")):
+        with pytest.raises(SandboxException) as e:
+            Sandbox.create(IMAGE, vmm=vmm)
+        assert f"`{binary}` binary was not found" in str(e.value)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        Sandbox.create(IMAGE, vmm="bochs")
+    with pytest.raises(SandboxException) as e:
+        Sandbox.create(os.path.join(ROOT, "build", "no-such-image"))
+    assert "make image" in str(e.value)
+
+
+def test_boot_timeout_raises_and_leaves_nothing(tmp_path, monkeypatch):
+    build_image_or_skip()
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+    with pytest.raises(TimeoutException):
+        Sandbox.create(IMAGE, timeout=0.5)
+    assert os.listdir(tmp_path) == []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    assert str(tmp_path).encode() not in f.read()
+            except OSError:
+                pass

@@ -1,0 +1,247 @@
+"""End to end through Sandbox.create(): a real QEMU micro-VM booted from
+build/image, driven with the E2B-style SDK. One boot for the module (plus the
+reboot at the end); share it with nothing else.
+
+Under TCG a boot is ~3 s to the agent's HELLO and ~15 s until the zygote has
+numpy/pandas/matplotlib; create() returns after both.
+"""
+
+import base64
+import os
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from cellvm import CommandExitException, Sandbox, TimeoutException  # noqa: E402
+from test_vm_qemu import build_image_or_skip  # noqa: E402  (make image once per session)
+
+IMAGE = os.path.join(ROOT, "build", "image")
+CREATE_TIMEOUT = 300
+
+
+@pytest.fixture(scope="module")
+def sbx():
+    build_image_or_skip()
+    s = Sandbox.create(IMAGE, envs={"CELLVM_E2E": "sandbox-wide"}, timeout=CREATE_TIMEOUT,
+                       request_timeout=60)
+    try:
+        yield s
+    finally:
+        s.kill()
+
+
+def run(sbx, code, **kw):
+    ex = sbx.run_code(code, timeout=120, **kw)
+    assert ex.error is None, f"{ex.error.name}: {ex.error.value}\n{ex.error.traceback}"
+    return ex
+
+
+def out(ex):
+    return "".join(ex.logs.stdout)
+
+
+# --- execution: E2B's cases --------------------------------------------------
+
+def test_first_cell_is_execution_one_and_results_come_back(sbx):
+    """create() waited for the zygote without running a cell of its own."""
+    ex = run(sbx, "x = 20\nx + 22")
+    assert ex.execution_count == 1
+    assert ex.text == "42"
+    assert ex.results[0].is_main_result
+    assert run(sbx, "x").text == "20"  # the namespace persists
+
+
+def test_dataframe_result(sbx):
+    ex = run(sbx, "import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': ['x', 'y']})")
+    r = ex.results[0]
+    assert "<table" in r.html and r.text.splitlines()[0].split() == ["a", "b"]
+    assert r.data == {"a": [1, 2], "b": ["x", "y"]}
+
+
+def test_figure_is_a_png(sbx):
+    ex = run(sbx, "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()")
+    pngs = [r for r in ex.results if r.png]
+    assert len(pngs) == 1 and pngs[0].text == "<Figure size 640x480 with 1 Axes>"
+    assert base64.b64decode(pngs[0].png).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_error(sbx):
+    ex = sbx.run_code("1 / 0", timeout=60)
+    assert ex.error.name == "ZeroDivisionError"
+    assert ex.error.value == "division by zero"
+    assert "ZeroDivisionError" in ex.error.traceback
+
+
+def test_stdout_streams_while_the_cell_runs(sbx):
+    seen = []
+    ex = run(sbx, "import sys, time\nprint('first', flush=True)\ntime.sleep(1.5)\nprint('second')",
+             on_stdout=lambda m: seen.append((time.monotonic(), str(m))))
+    done = time.monotonic()
+    assert out(ex) == "first\nsecond\n"
+    assert seen[0][1] == "first\n"
+    assert done - seen[0][0] > 1.0  # delivered before the cell ended
+
+
+def test_timeout_interrupts_and_the_context_survives(sbx):
+    run(sbx, "kept = 'yes'")
+    with pytest.raises(TimeoutException):
+        sbx.run_code("import time\ntime.sleep(30)", timeout=1)
+    assert run(sbx, "kept").text == "yes"
+
+
+def test_sandbox_envs_reach_cells_and_commands(sbx):
+    assert out(run(sbx, "import os\nprint(os.environ['CELLVM_E2E'])")) == "sandbox-wide\n"
+    assert sbx.commands.run("echo $CELLVM_E2E").stdout == "sandbox-wide\n"
+    ex = run(sbx, "print(os.environ['CELLVM_E2E'])", envs={"CELLVM_E2E": "per-call"})
+    assert out(ex) == "per-call\n"
+
+
+# --- files -------------------------------------------------------------------
+
+def test_files_round_trip(sbx):
+    blob = os.urandom(3 * 1024 * 1024 + 17)  # several FILE_DATA / FILE_CHUNK pieces
+    assert sbx.files.make_dir("data") is True
+    info = sbx.files.write("data/blob.bin", blob)
+    assert info.path == "/home/user/data/blob.bin"
+    assert sbx.files.read("data/blob.bin", format="bytes") == blob
+    # A streamed read: on the VM's single serial stream it shares the connection.
+    assert b"".join(sbx.files.read("data/blob.bin", format="stream")) == blob
+    # The cell sees what the files service wrote, as the sandbox user.
+    ex = run(sbx, "import hashlib, os\np = '/home/user/data/blob.bin'\n"
+                  "print(hashlib.sha256(open(p, 'rb').read()).hexdigest(), os.stat(p).st_uid)")
+    import hashlib
+    assert out(ex) == f"{hashlib.sha256(blob).hexdigest()} 1000\n"
+
+
+def test_files_text_list_and_remove(sbx):
+    sbx.files.make_dir("notes")
+    sbx.files.write("notes/a.txt", "olá\n")
+    run(sbx, "open('notes/b.txt', 'w').write('from a cell')")
+    assert sbx.files.read("notes/a.txt") == "olá\n"
+    assert sbx.files.read("notes/b.txt") == "from a cell"
+    names = [(e.name, e.type.value if hasattr(e.type, "value") else e.type)
+             for e in sbx.files.list("notes")]
+    assert [n for n, _ in names] == ["a.txt", "b.txt"]
+    sbx.files.remove("notes/a.txt")
+    assert not sbx.files.exists("notes/a.txt")
+
+
+# --- commands ----------------------------------------------------------------
+
+def test_command_run_and_exit_code(sbx):
+    r = sbx.commands.run("echo hi; echo err >&2; pwd; id -un")
+    assert r.exit_code == 0
+    assert r.stdout == "hi\n/home/user\nuser\n" and r.stderr == "err\n"
+    with pytest.raises(CommandExitException) as e:
+        sbx.commands.run("exit 3")
+    assert e.value.exit_code == 3
+
+
+def test_background_command(sbx):
+    h = sbx.commands.run("sleep 0.5; echo done-late", background=True)
+    assert h.pid in [p.pid for p in sbx.commands.list()]
+    r = h.wait()
+    assert r.exit_code == 0 and r.stdout == "done-late\n"
+    h = sbx.commands.run("sleep 60", background=True)
+    h.kill()
+    assert h.pid not in [p.pid for p in sbx.commands.list()] or _gone_soon(sbx, h.pid)
+
+
+def _gone_soon(sbx, pid):
+    for _ in range(50):
+        if pid not in [p.pid for p in sbx.commands.list()]:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+# --- isolation inside the VM -------------------------------------------------
+
+def test_cells_run_as_uid_1000(sbx):
+    ex = run(sbx, "import os\nprint(os.getuid(), os.geteuid(), os.getgid(), os.getgroups())")
+    assert out(ex) == "1000 1000 1000 []\n"
+
+
+def test_seccomp_denies_mount_and_user_namespaces(sbx):
+    """mount(2) fails for any non-root; unshare(CLONE_NEWUSER) would succeed
+    for an unprivileged user on Debian's kernel, so its EPERM is the filter's."""
+    ex = run(sbx, "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                  "print(libc.mount(b'none', b'/mnt', b'tmpfs', 0, None), ctypes.get_errno())\n"
+                  "print(libc.unshare(0x10000000), ctypes.get_errno())\n"
+                  "print(open('/proc/sys/kernel/unprivileged_userns_clone').read().strip()\n"
+                  "      if os.path.exists('/proc/sys/kernel/unprivileged_userns_clone') else '1')")
+    lines = out(ex).splitlines()
+    assert lines[0] == "-1 1"  # EPERM
+    assert lines[1] == "-1 1"
+    assert lines[2] == "1"  # the kernel would have allowed it
+
+
+def test_network_is_off(sbx):
+    ex = run(sbx, "import os, socket\nprint(sorted(os.listdir('/sys/class/net')))\n"
+                  "try:\n    socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n    print('opened')\n"
+                  "except OSError as e:\n    print(e.errno)")
+    assert out(ex).splitlines() == ["['lo']", "1"]
+
+
+def test_each_context_has_its_own_cgroup_with_a_memory_limit(sbx):
+    """create() sets cellvm.mem_limit: init makes /sys/fs/cgroup/user and the
+    agent puts each context in user/ctx-<id> with memory.max and pids.max."""
+    assert "cgroups" in sbx.hello["capabilities"], sbx.hello["capabilities"]
+    probe = ("cg = open('/proc/self/cgroup').read().strip().split('::')[1]\n"
+             "d = '/sys/fs/cgroup' + cg\n"
+             "print(cg)\n"
+             "print(open(d + '/memory.max').read().strip(), open(d + '/pids.max').read().strip())\n"
+             "print(open('/sys/fs/cgroup/user/memory.max').read().strip())")
+    default = out(run(sbx, probe)).splitlines()
+    ctx = sbx.create_code_context()
+    other = out(run(sbx, probe, context=ctx)).splitlines()
+    assert default[0].startswith("/user/ctx-") and other[0] == f"/user/ctx-{ctx.id}"
+    assert default[0] != other[0]
+    mem, pids = int(other[1].split()[0]), other[1].split()[1]
+    user_max = int(other[2])
+    assert 0 < mem <= user_max < 1024 * 1024 * 1024  # below the VM's 1 GiB
+    assert pids.isdigit()
+    sbx.remove_code_context(ctx)
+
+
+# --- kill and a fresh boot (last: ends the module's VM) ---------------------
+
+def _qemu_pids():
+    pids = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if b"qemu-system" in f.read().split(b"\0")[0]:
+                        pids.append(int(p))
+            except OSError:
+                pass
+    return pids
+
+
+def _gone(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_kill_then_a_fresh_create_works(sbx):
+    pid, tmp = sbx.vmm_pid, sbx.vm.dir
+    run(sbx, "left_behind = 1")
+    sbx.kill()
+    assert _gone(pid) and pid not in _qemu_pids()
+    assert not os.path.exists(tmp)
+    sbx.kill()  # idempotent
+    with Sandbox.create(IMAGE, timeout=CREATE_TIMEOUT) as again:
+        assert again.vmm_pid != pid
+        ex = again.run_code("'left_behind' in globals(), 6 * 7", timeout=60)
+        assert ex.text == "(False, 42)"  # a new machine, not the old one
+        pid2, tmp2 = again.vmm_pid, again.vm.dir
+    assert _gone(pid2) and not os.path.exists(tmp2)
