@@ -29,3 +29,20 @@ def test_sales_example_reports_a_missing_agent_binary(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "cellvm-agent not found" in r.stderr
+
+
+def test_sales_example_in_a_micro_vm(tmp_path):
+    """`make demo`'s run: Sandbox.create() boots build/image under QEMU, the CSV
+    goes up with files.write, the chart comes back; no VM is left behind."""
+    from test_vm_qemu import IMAGE, build_image_or_skip
+    build_image_or_skip()
+    out = tmp_path / "chart.png"
+    r = subprocess.run(["/usr/bin/python3", EXAMPLE, "--vm", "--image", IMAGE, "--csv",
+                        os.path.join(FIXTURES, "vendas.csv"), "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "612 sales, 6 products, 2026-01-01 to 2026-10-31" in r.stdout
+    with Image.open(out) as im:
+        assert im.format == "PNG" and 800 < im.width <= 1000
+    leftover = subprocess.run(["pgrep", "-f", f"qemu-system.*{IMAGE}"], capture_output=True, text=True)
+    assert leftover.stdout.strip() == "", leftover.stdout
