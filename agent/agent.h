@@ -162,7 +162,8 @@ struct agent {
         bool stopping;
         struct cv_buf scratch; /* reusable encoding space */
         /* Isolation (confine_agent.c). */
-        const char *cgroup_parent; /* NULL: no per-context cgroups, rlimits only */
+        const char *cgroup_parent;       /* NULL: no per-context cgroups, rlimits only */
+        char commands_cgroup_procs[512]; /* cgroup.procs of the commands' cgroup, "" = none */
         struct cgroup_limits limits;
         uint64_t file_size_max;        /* RLIMIT_FSIZE of user code, bytes */
         uint64_t output_max;           /* stdout + stderr bytes relayed per execution */

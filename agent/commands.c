@@ -315,7 +315,24 @@ struct spawn_spec {
         const struct creds *cr;
         char **env;
         bool with_stdin;
+        const char *cgroup_procs; /* the commands' cgroup.procs, or "" for none */
 };
+
+/* In the child, still root: joins the commands' cgroup. Returns 0 or an errno. */
+static int join_cgroup(const char *procs)
+{
+        if (!procs[0])
+                return 0;
+        if (procs[0] == '-')
+                return EPERM; /* the cgroup could not be made: no unbounded commands */
+        int fd = open(procs, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno;
+        int err = write(fd, "0", 1) == 1 ? 0 : errno;
+        if (close(fd) < 0 && !err)
+                err = errno;
+        return err;
+}
 
 /* NAME=VALUE strings: the agent's environment, the user's identity, then `envs`. */
 static char **build_env(const struct creds *cr, const cbor_item_t *envs)
@@ -435,6 +452,8 @@ child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int er
         signal(SIGPIPE, SIG_DFL);
         if (!err && (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0))
                 err = errno;
+        if (!err)
+                err = join_cgroup(s->cgroup_procs);
         if (!err)
                 err = confine_child(s->cr);
         if (!err && chdir(s->cwd) < 0)
@@ -580,8 +599,12 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
                 goto out;
         }
-        struct spawn_spec spec = {
-            .cmd = cmd_copy, .cwd = cwd_abs, .cr = &cr, .env = env, .with_stdin = with_stdin};
+        struct spawn_spec spec = {.cmd = cmd_copy,
+                                  .cwd = cwd_abs,
+                                  .cr = &cr,
+                                  .env = env,
+                                  .with_stdin = with_stdin,
+                                  .cgroup_procs = a->commands_cgroup_procs};
         int in_w, out_r, err_r;
         pid_t pid = command_spawn(&spec, &in_w, &out_r, &err_r);
         if (pid < 0) {

@@ -66,6 +66,24 @@ static void protect_from_oom(void)
                 log_info("isolation: oom_score_adj -1000 refused: %s", strerror(rc));
 }
 
+/*
+ * Commands (section 10) share one cgroup, <parent>/ctx-commands, with the
+ * contexts' limits: with cgroups on, the policy drops RLIMIT_NPROC/DATA, so
+ * outside a cgroup a command would be bounded by nothing. Each command's
+ * child joins it before exec (commands.c).
+ */
+static void setup_commands_cgroup(struct agent *a, const char *parent)
+{
+        int rc = cgroup_context_create(parent, "commands", &a->limits);
+        int n = snprintf(a->commands_cgroup_procs, sizeof(a->commands_cgroup_procs),
+                         "%s/ctx-commands/cgroup.procs", parent);
+        if (rc < 0 || n < 0 || (size_t)n >= sizeof(a->commands_cgroup_procs)) {
+                log_error("isolation: cgroup for commands under %s: %s; commands are refused",
+                          parent, rc < 0 ? strerror(-rc) : "path too long");
+                snprintf(a->commands_cgroup_procs, sizeof(a->commands_cgroup_procs), "-");
+        }
+}
+
 static void setup_cgroups(struct agent *a)
 {
         const char *parent = getenv("CELLVM_USER_CGROUP");
@@ -82,6 +100,7 @@ static void setup_cgroups(struct agent *a)
                          (unsigned long long)a->limits.pids_max,
                          (unsigned long long)a->limits.cpu_weight);
                 add_cap(a, "cgroups");
+                setup_commands_cgroup(a, parent);
                 return;
         }
         log_warn("isolation: no per-context cgroups (%s); user code is bounded by rlimits only "

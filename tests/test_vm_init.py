@@ -196,6 +196,20 @@ def test_pids_limit_stops_user_code(configured):
     assert 0 < int(result) < PIDS_LIMIT, result
 
 
+def test_commands_run_in_their_own_limited_cgroup(configured):
+    """Commands are user code too: with cgroups on they get no rlimits, so they
+    must live in a cgroup with the same limits as the contexts."""
+    vm, conn = configured
+    ctx = conn.hello["default_context"]
+    rc, out = root_sh(conn, "cat /proc/self/cgroup; cd /sys/fs/cgroup/user; "
+                            f"cat ctx-commands/pids.max ctx-{ctx}/pids.max "
+                            f"ctx-commands/memory.max ctx-{ctx}/memory.max", user="user")
+    assert rc == 0
+    cgroup, cmd_pids, ctx_pids, cmd_mem, ctx_mem = out.split()
+    assert cgroup == "0::/user/ctx-commands"
+    assert (cmd_pids, cmd_mem) == (ctx_pids, ctx_mem)  # under user/, itself limited by init
+
+
 def test_host_sets_the_clock_and_adds_entropy_through_the_agent(configured):
     """Issue 3, step 5: after boot the host sets the guest clock and feeds entropy."""
     vm, conn = configured
