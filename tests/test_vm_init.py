@@ -229,6 +229,23 @@ def test_host_sets_the_clock_and_adds_entropy_through_the_agent(configured):
     assert error == "PermissionError"
 
 
+def test_filling_tmp_and_home_stops_at_the_writer(configured):
+    """Issue 5's disk fill, in the guest: /tmp and /home/user are tmpfs, so the
+    writer's cgroup pays for what it writes; the write fails or the writer's
+    context is killed and restarted, and the agent keeps answering."""
+    vm, conn = configured
+    for where in ("/tmp", "/home/user"):
+        _, _, error = cell(conn, f"with open('{where}/fill', 'wb') as f:\n"
+                                 "    for _ in range(1024):\n"
+                                 "        f.write(b'x' * (1 << 20))\n")
+        assert error in ("OSError", "ContextRestarted", "MemoryError"), (where, error)
+        rc, out = root_sh(conn, f"rm -f {where}/fill 2>&1; echo rm=$?", user="user")
+        assert rc == 0 and out.strip().endswith("rm=0"), out
+        assert conn.call(_wire.PING, {})["time_ns"] > 0
+        result, _, error = cell(conn, "6 * 7")
+        assert (result, error) == ("42", None)
+
+
 def test_memory_limit_stops_user_code(configured):
     """Runs last on this boot: the cell's process is OOM-killed in its cgroup
     (the agent restarts the context); the guest and agent live on."""
