@@ -190,6 +190,8 @@ int loop_signals(sigset_t *set);
 /* Decides the user-code policy (sandbox user, limits, network) and hands it to the
  * zygote's environment; sets up the cgroup parent or logs the fallback. Returns 0 or -errno. */
 int confine_agent_setup(struct agent *a);
+/* After setup: keeps only the capabilities serving needs (agent_caps.c). 0 or -errno. */
+int agent_drop_capabilities(void);
 /* Creates the context's cgroup (no-op without cgroups). */
 void confine_context_created(struct agent *a, struct context *ctx);
 /* Moves a new executor into its context's cgroup before it runs any cell. Returns 0 or -errno. */

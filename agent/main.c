@@ -332,7 +332,14 @@ int main(int argc, char **argv)
                         return 1;
                 }
         }
-        /* Setup is done: from here on the agent needs none of this (agent_seccomp.c). */
+        /* Setup is done: from here on the agent needs none of this (agent_caps.c,
+         * agent_seccomp.c). */
+        if ((rc = agent_drop_capabilities()) < 0) {
+                log_error("dropping the agent's capabilities: %s", strerror(-rc));
+                shutdown_agent(a);
+                free(executor_alloc);
+                return 1;
+        }
         if (!a->no_agent_seccomp && (rc = agent_seccomp_apply()) < 0) {
                 log_error("loading the agent's seccomp filter: %s", strerror(-rc));
                 shutdown_agent(a);
