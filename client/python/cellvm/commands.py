@@ -13,6 +13,7 @@ from .exceptions import (
     from_agent_error,
 )
 from .models import CommandResult, ProcessInfo
+from .sandbox import _Messages
 
 CMD_START = 0x0200
 CMD_LIST = 0x0201
@@ -23,7 +24,6 @@ CMD_OUTPUT = 0x8201
 
 DEFAULT_TIMEOUT = 60.0
 """Seconds a command may run when run() gets no timeout (E2B's default)."""
-_POLL_S = 0.2
 
 
 class CommandHandle:
@@ -41,7 +41,7 @@ class CommandHandle:
                      "stderr": codecs.getincrementaldecoder("utf-8")("replace")}
         self._result: Optional[CommandResult] = None
         self._exc: Optional[BaseException] = None
-        self._gen = None
+        self._msgs = _Messages(req)
 
     @property
     def stdout(self) -> str:
@@ -61,19 +61,7 @@ class CommandHandle:
 
     def _next(self):
         """The next (type, body), or TimeoutError after _POLL_S."""
-        if self._gen is None:
-            self._gen = self._req.messages(timeout=_POLL_S)
-        try:
-            return next(self._gen)
-        except TimeoutError:
-            self._gen = None
-            raise
-        except StopIteration:
-            self._gen = None
-            raise SandboxException("request ended without a terminal message") from None
-        except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
-            self._gen = None
-            raise SandboxException(f"connection to the agent failed: {e}") from None
+        return self._msgs.next()
 
     def _events(self) -> Iterator[Tuple[Optional[str], Optional[str]]]:
         """(stdout, stderr) pieces until the command ends; sets _result or _exc."""
