@@ -47,7 +47,7 @@ import time
 import weakref
 
 from . import _wire
-from .vmm_qemu import QemuVM, VMError, kvm_usable, load_manifest
+from .vmm_qemu import QemuVM, VMError, kvm_usable, load_manifest, stop_vmm
 
 VMMS = ("qemu", "firecracker", "cloud-hypervisor")
 DEFAULT_IMAGE = "build/image"
@@ -169,16 +169,8 @@ class HybridVsockVM:
         return ""
 
     def kill(self):
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                try:
-                    os.killpg(self.proc.pid, 9)
-                except ProcessLookupError:
-                    pass
-            self.proc.wait()
-        if self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
+        stop_vmm(self.proc, self.dir)
+        self.dir = None
 
 
 def user_memory_limit_mb(memory_mb):

@@ -113,6 +113,20 @@ def kernel_cmdline(manifest, vmm, tcg, extra=""):
     return " ".join(p for p in parts if p)
 
 
+
+def stop_vmm(proc, tmpdir):
+    """SIGKILLs a VMM started in its own session (its process group), reaps it
+    and removes its temporary directory. Either may be None."""
+    if proc is not None:
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+    if tmpdir is not None:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
 class QemuVM:
     def __init__(self, image="build/image", memory_mb=1024, vcpus=1, network="none",
                  accel="auto", extra_cmdline="", qemu=QEMU, vsock="auto"):
@@ -280,16 +294,8 @@ class QemuVM:
     def kill(self):
         """Stop QEMU (SIGKILL: the root is read-only, nothing to flush) and remove
         the temp directory. Safe to call more than once."""
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            self.proc.wait()
-        if self.dir is not None:
-            shutil.rmtree(self.dir, ignore_errors=True)
-            self.dir = None
+        stop_vmm(self.proc, self.dir)
+        self.dir = None
 
     def __enter__(self):
         if self.proc is None:
