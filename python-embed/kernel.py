@@ -369,17 +369,69 @@ def _figure_metadata(fig):
         return None
 
 
-def _figure_png(fig):
-        """IPython's print_figure(fig, 'png', bbox_inches='tight'), encoded by _cellvm."""
+def _print_figure(fig, fmt, dpi_scale=1):
+        """IPython's print_figure(fig, fmt, bbox_inches='tight'); PNG encoded by _cellvm."""
         if not fig.axes and not fig.lines:
                 return None
         if fig.canvas is None:
                 from matplotlib.backend_bases import FigureCanvasBase
                 FigureCanvasBase(fig)
         buf = io.BytesIO()
-        fig.canvas.print_figure(buf, format=PNG_FORMAT, facecolor=fig.get_facecolor(),
-                                edgecolor=fig.get_edgecolor(), dpi=fig.dpi, bbox_inches="tight")
+        fig.canvas.print_figure(buf, format=fmt, facecolor=fig.get_facecolor(),
+                                edgecolor=fig.get_edgecolor(), dpi=fig.dpi * dpi_scale, bbox_inches="tight")
         return buf.getvalue()
+
+
+def _figure_png(fig):
+        return _print_figure(fig, PNG_FORMAT)
+
+
+def _figure_retina(fig):
+        """IPython's retina_figure: PNG at twice the dpi, shown at half its pixel size."""
+        data = _print_figure(fig, PNG_FORMAT, dpi_scale=2)
+        if data is None:
+                return None
+        import struct
+        w, h = struct.unpack(">II", data[16:24])
+        return data, {"width": w // 2, "height": h // 2}
+
+
+def _figure_svg(fig):
+        data = _print_figure(fig, "svg")
+        return None if data is None else data.decode("utf-8")
+
+
+# %config InlineBackend.figure_format(s): what a figure is shown as (IPython's
+# select_figure_formats).
+_figure_formats = {"png"}
+
+
+def _figure_formatters():
+        f = _figure_formats
+        out = {}
+        if "png" in f:
+                out["image/png"] = _figure_png
+        if "retina" in f or "png2x" in f:
+                out["image/png"] = _figure_retina
+        if "jpg" in f or "jpeg" in f:
+                out["image/jpeg"] = lambda fig: _print_figure(fig, "jpeg")
+        if "svg" in f:
+                out["image/svg+xml"] = _figure_svg
+        if "pdf" in f:
+                out["application/pdf"] = lambda fig: _print_figure(fig, "pdf")
+        return out
+
+
+_FIGURE_FORMATS_KNOWN = {"png", "png2x", "retina", "jpg", "jpeg", "svg", "pdf"}
+
+
+def _set_figure_formats(value):
+        global _figure_formats
+        formats = {value} if isinstance(value, str) else set(value)
+        bad = formats - _FIGURE_FORMATS_KNOWN
+        if bad:
+                raise ValueError(f"supported formats are: {sorted(_FIGURE_FORMATS_KNOWN)!s} not {bad!s}")
+        _figure_formats = formats
 
 
 def _figures_pending():
@@ -446,13 +498,26 @@ def _real_method(obj, name):
         return m if callable(m) else None
 
 
+# IPython's formatters' _return_type, as its FormatterWarning names it.
+_EXPECTED_TYPE = {"application/json": "(<class 'list'>, <class 'dict'>)",
+                  "image/png": "(<class 'bytes'>, <class 'str'>)",
+                  "image/jpeg": "(<class 'bytes'>, <class 'str'>)",
+                  "application/pdf": "(<class 'bytes'>, <class 'str'>)"}
+
+
 def _formatter_warning(mime, obj, exc=None, value=None):
+        kernel = _state.kernel
+        if exc is not None and kernel is not None:
+                # IPython's catch_format_error: showtraceback(), an error of the cell.
+                kernel.report_error(exc)
+                return
         if exc is not None:
                 import traceback
                 text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         else:
                 text = (f"FormatterWarning: {mime} formatter returned invalid type "
-                        f"{type(value)} (expected str) for object: {pretty_text(obj)}\n")
+                        f"{type(value)} (expected {_EXPECTED_TYPE.get(mime, str(str))}) for object: "
+                        f"{pretty_text(obj)}\n")
         sys.stderr.write(text)
 
 
@@ -510,7 +575,7 @@ def _type_formatters(obj):
         """Formatters IPython registers by type: matplotlib figures (PNG), DataFrames (e2b/data)."""
         fig_mod = sys.modules.get("matplotlib.figure")
         if fig_mod is not None and isinstance(obj, fig_mod.Figure):
-                return {"image/png": _figure_png}
+                return _figure_formatters()
         if isinstance(obj, (list, dict)):
                 return {"application/json": _e2b_json}
         pd = sys.modules.get("pandas")
@@ -612,6 +677,13 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None, di
         """IPython.display.display, publishing DISPLAY messages."""
         if not objs and display_id is None:
                 return None
+        if display_id is True:
+                import uuid
+                display_id = uuid.uuid4().hex
+        if kwargs.get("update"):
+                # update_display_data: E2B's server drops it and the protocol has no
+                # such message, so an update shows nothing.
+                return None
         for obj in objs:
                 if raw:
                         publish_display_data(obj, metadata=metadata)
@@ -622,7 +694,26 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None, di
                 if metadata:
                         md.update(metadata)
                 publish_display_data(data, md)
-        return None
+        return DisplayHandle(display_id) if display_id else None
+
+
+class DisplayHandle:
+        """IPython's DisplayHandle, returned by display(..., display_id=...)."""
+
+        def __init__(self, display_id=None):
+                if display_id is None:
+                        import uuid
+                        display_id = uuid.uuid4().hex
+                self.display_id = display_id
+
+        def __repr__(self):
+                return f"<{type(self).__name__} display_id={self.display_id}>"
+
+        def display(self, obj, **kwargs):
+                display(obj, display_id=self.display_id, **kwargs)
+
+        def update(self, obj, **kwargs):
+                display(obj, display_id=self.display_id, update=True, **kwargs)
 
 
 def _on_pil_image_import(pil_image):
@@ -635,7 +726,8 @@ def _on_pil_image_import(pil_image):
         real_save = cls.save
 
         def save(self, fp, format=None, **params):
-                if isinstance(fp, str):
+                # matplotlib's savefig('x.png') saves through PIL: not an image the user made.
+                if isinstance(fp, str) and sys._getframe(1).f_globals.get("__name__") != "matplotlib.image":
                         display(self)
                 return real_save(self, fp, format, **params)
 
@@ -648,6 +740,38 @@ def _on_pil_image_import(pil_image):
                 new._cellvm_displays = True
         cls.save = save
         cls.show = show
+
+
+class _ExitAutocall:
+        """exit/quit as in ipykernel (ZMQExitAutocall): the cell ends quietly, no
+        SystemExit. ipykernel then stops the kernel process; a cellvm context
+        stays usable (its owner removes or restarts it)."""
+
+        def __call__(self, keep_kernel=False):
+                return None
+
+        def __repr__(self):
+                return "<IPython.core.autocall.ZMQExitAutocall object>"
+
+
+class StdinNotImplementedError(NotImplementedError):
+        """IPython.core.error.StdinNotImplementedError: the frontend takes no input."""
+
+
+def _stdin_error_class():
+        try:
+                from IPython.core.error import StdinNotImplementedError as cls
+                return cls
+        except Exception:  # IPython is not in every guest image
+                return StdinNotImplementedError
+
+
+def _no_input(prompt=""):
+        raise _stdin_error_class()("raw_input was called, but this frontend does not support input requests.")
+
+
+def _no_getpass(prompt="Password: ", stream=None):
+        raise _stdin_error_class()("getpass was called, but this frontend does not support input requests.")
 
 
 def _on_ipython_display_import(mod):
@@ -696,6 +820,30 @@ def _format_time(seconds):
         order = min(-int(__import__("math").floor(__import__("math").log10(seconds)) // 3), 3) \
             if seconds > 0.0 else 3
         return "%.*g %s" % (3, seconds * scaling[order], units[order])
+
+
+class _TimeitResult:
+        """IPython's TimeitResult: what %timeit prints (and returns with -o)."""
+
+        def __init__(self, loops, repeat, all_runs):
+                self.loops, self.repeat, self.timings = loops, repeat, all_runs
+                self.all_runs = [t * loops for t in all_runs]
+                self.best, self.worst = min(all_runs), max(all_runs)
+                self.average = sum(all_runs) / len(all_runs)
+                self.stdev = (sum((t - self.average) ** 2 for t in all_runs) / len(all_runs)) ** 0.5
+
+        def __str__(self):
+                return ("{mean} \xb1 {std} per loop (mean \xb1 std. dev. of {runs} run{rp}, "
+                        "{loops:,} loop{lp} each)").format(
+                            mean=_format_time(self.average), std=_format_time(self.stdev),
+                            runs=self.repeat, loops=self.loops, rp="" if self.repeat == 1 else "s",
+                            lp="" if self.loops == 1 else "s")
+
+        def __repr__(self):
+                return f"<TimeitResult : {self}>"
+
+
+_NOT_HIDDEN = object()
 
 
 class Shell:
@@ -748,7 +896,14 @@ class Shell:
         def magic_matplotlib(self, line):
                 return None
 
+        def magic_pinfo(self, line):
+                return None
+
         def magic_config(self, line):
+                """Only InlineBackend.figure_format(s) has an effect here."""
+                m = re.match(r"^InlineBackend\.figure_formats?\s*=\s*(.+)$", line)
+                if m:
+                        _set_figure_formats(eval(m.group(1), self.user_ns))
                 return None
 
         def magic_pwd(self, line):
@@ -815,7 +970,70 @@ class Shell:
                         print(f"Wall time: {_format_time(wall)}")
                 return out
 
+        def magic_who_ls(self, line):
+                """IPython's %who_ls: the user's names, optionally of the given type names."""
+                hidden = {"In": self.kernel.In, "Out": self.kernel.Out}
+                out = [n for n, v in self.user_ns.items()
+                       if not n.startswith("_") and v is not hidden.get(n, _NOT_HIDDEN)]
+                types_wanted = set(line.split())
+                if types_wanted:
+                        out = [n for n in out if type(self.user_ns[n]).__name__ in types_wanted]
+                return sorted(out)
+
+        def magic_who(self, line):
+                names = self.magic_who_ls(line)
+                if not names:
+                        print("No variables match your requested type." if line
+                              else "Interactive namespace is empty.")
+                        return
+                count = 0
+                for name in names:
+                        print(name + "\t", end=" ")
+                        count += 1
+                        if count > 8:
+                                count = 0
+                                print()
+                print()
+
+        def magic_timeit(self, line, cell=None):
+                """IPython's %timeit: -n loops, -r runs, -q quiet, -o return the result."""
+                import shlex
+                import timeit as timeit_mod
+                words = shlex.split(line, posix=False) if line else []
+                number, repeat, quiet, ret = 0, 7, False, False
+                while words and words[0].startswith("-") and words[0] in ("-n", "-r", "-q", "-o"):
+                        opt = words.pop(0)
+                        if opt in ("-n", "-r"):
+                                if not words or not words[0].isdigit():
+                                        raise UsageError(f"option {opt} requires an integer argument")
+                                value = int(words.pop(0))
+                                number, repeat = (value, repeat) if opt == "-n" else (number, value)
+                        else:
+                                quiet, ret = quiet or opt == "-q", ret or opt == "-o"
+                stmt = " ".join(words)
+                setup = "pass"
+                if cell is not None:
+                        setup, stmt = stmt or "pass", cell
+                timer = timeit_mod.Timer(stmt, setup, globals=self.user_ns)
+                if number == 0:
+                        for index in range(10):
+                                number = 10 ** index
+                                if timer.timeit(number) >= 0.2:
+                                        break
+                runs = [t / number for t in timer.repeat(repeat, number)]
+                result = _TimeitResult(number, repeat, runs)
+                if not quiet:
+                        worst, best = max(runs), min(runs)
+                        if worst > 4 * best and best > 0 and worst > 1e-6:
+                                print(f"The slowest run took {worst / best:0.2f} times longer than the fastest. "
+                                      "This could mean that an intermediate result is being cached.")
+                        print(result)
+                return result if ret else None
+
         # cell magics
+        def cell_magic_timeit(self, line, cell):
+                return self.magic_timeit(line, cell)
+
         def cell_magic_time(self, line, cell):
                 return self.magic_time("", cell)
 
@@ -849,6 +1067,7 @@ class Shell:
 _ASSIGN_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*([!%])(.*)$")
 _MAGIC_RE = re.compile(r"^(\s*)%([A-Za-z_]\w*)\s?(.*)$")
 _SHELL_RE = re.compile(r"^(\s*)!(.*)$")
+_HELP_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\(\))?)\s*(\?\??)\s*$")
 
 
 def _protected_rows(cell):
@@ -876,13 +1095,43 @@ def _protected_rows(cell):
         return rows
 
 
+_CLASSIC_PROMPT_RE = re.compile(r"^(>>>|\.\.\.)( |$)")
+_IPYTHON_PROMPT_RE = re.compile(r"^(In \[\d+\]: |\s*\.{3,}: ?)")
+_IPYTHON_PROMPT_INITIAL_RE = re.compile(r"^In \[\d+\]: ")
+
+
+def _strip_prompts(lines, prompt_re, initial_re):
+        if lines and (initial_re.match(lines[0]) or (len(lines) > 1 and prompt_re.match(lines[1]))):
+                return [prompt_re.sub("", line, count=1) for line in lines]
+        return lines
+
+
+def cleanup_cell(cell):
+        """IPython's cleanup transforms, before anything else looks at a cell:
+        leading empty lines dropped, the first line's indent removed from every
+        line that has it, '>>> '/'... ' and 'In [n]: ' prompts stripped."""
+        lines = cell.splitlines(keepends=True)
+        for i, line in enumerate(lines):
+                if line and not line.isspace():
+                        lines = lines[i:]
+                        break
+        m = re.match(r"^[ \t]+", lines[0]) if lines else None
+        if m:
+                space = m.group(0)
+                lines = [line[len(space):] if line.startswith(space) else line for line in lines]
+        lines = _strip_prompts(lines, _CLASSIC_PROMPT_RE, _CLASSIC_PROMPT_RE)
+        lines = _strip_prompts(lines, _IPYTHON_PROMPT_RE, _IPYTHON_PROMPT_INITIAL_RE)
+        return "".join(lines)
+
+
 def transform_cell(cell):
         lines = cell.split("\n")
         m = re.match(r"^%%([A-Za-z_]\w*)\s?(.*)$", lines[0]) if lines else None
         if m:
                 body = "\n".join(lines[1:])
                 return f"get_ipython().run_cell_magic({m.group(1)!r}, {m.group(2)!r}, {body!r})\n"
-        if "!" not in cell and "%" not in cell:
+        if "!" not in cell and "%" not in cell and "?" not in cell and "exit" not in cell \
+                        and "quit" not in cell:
                 return cell
         protected = _protected_rows(cell)
         out = []
@@ -901,6 +1150,14 @@ def transform_cell(cell):
                                 out.append(f"{indent}{target} = get_ipython().run_line_magic("
                                            f"{mm.group(1)!r}, {mm.group(2)!r})")
                                 continue
+                m = _HELP_RE.match(line) or re.match(r"^(\s*)(\?\??)([A-Za-z_][\w.]*)\s*$", line)
+                if m:
+                        out.append(f"{m.group(1)}get_ipython().run_line_magic('pinfo', '')")
+                        continue
+                m = re.match(r"^(\s*)(exit|quit)\s*$", line)
+                if m:
+                        out.append(f"{m.group(1)}{m.group(2)}()")
+                        continue
                 m = _SHELL_RE.match(line)
                 if m:
                         out.append(f"{m.group(1)}get_ipython().system({m.group(2)!r})")
@@ -946,9 +1203,78 @@ def _source_lines(filename, lineno, before=2, after=2):
         return "\n".join(out) + "\n"
 
 
+def _pandas_kernel_defaults():
+        """pandas chose display.max_columns at import (in the zygote, before
+        get_ipython existed) as for a terminal (0: fit the width); in a kernel
+        it is 20, and frames wider than that wrap with '\\' as in ipykernel."""
+        pd = sys.modules.get("pandas")
+        if pd is None:
+                return
+        try:
+                from pandas._config import config
+                key = "display.max_columns"
+                opt = config._registered_options.get(key)
+                if opt is not None and opt.defval == 0:
+                        config._registered_options[key] = opt._replace(defval=20)
+                        if pd.get_option(key) == 0:
+                                pd.set_option(key, 20)
+        except Exception:  # a pandas without these internals: keep its defaults
+                pass
+
+
+def _call_signature(frame):
+        """IPython's '(a, b)' after a function's name in a traceback frame."""
+        if frame is None:
+                return "()"
+        import inspect
+        try:
+                return inspect.formatargvalues(*inspect.getargvalues(frame), formatvalue=lambda v: "")
+        except Exception:
+                return "()"
+
+
+# Runs of the same frame longer than this are cut as IPython (stack_data) cuts them.
+REPEATED_FRAMES_MIN = 10
+
+
+def _collapse_repeated(frames):
+        """(frame, lineno, skipped): a long run of one frame (deep recursion) as
+        its first two, one '[... skipping similar frames]' entry and its last."""
+        out = []
+        i = 0
+        while i < len(frames):
+                key = (frames[i][0].f_code, frames[i][1])
+                j = i
+                while j < len(frames) and (frames[j][0].f_code, frames[j][1]) == key:
+                        j += 1
+                run = frames[i:j]
+                if len(run) >= REPEATED_FRAMES_MIN:
+                        out += [(f, n, 0) for f, n in run[:2]]
+                        out.append((run[2][0], run[2][1], len(run) - 3))
+                        out.append((run[-1][0], run[-1][1], 0))
+                else:
+                        out += [(f, n, 0) for f, n in run]
+                i = j
+        return out
+
+
+def _tokenize_error(cell):
+        """The IndentationError IPython's input transformer raises while
+        tokenizing the cell (before compiling it), or None."""
+        try:
+                for _tok in tokenize.generate_tokens(io.StringIO(cell).readline):
+                        pass
+        except IndentationError as e:
+                return e
+        except (tokenize.TokenError, SyntaxError):
+                pass
+        return None
+
+
 class _State:
         fd = -1
         req_id = 0
+        kernel = None
 
 
 _state = _State()
@@ -977,29 +1303,70 @@ class Kernel:
                 self.inputs = ["", "", "", ""]  # _iii, _ii, _i, _i00
                 builtins.display = display
                 builtins.get_ipython = lambda: self.shell
+                builtins.input = _no_input
+                builtins.exit = builtins.quit = _ExitAutocall()
+                try:
+                        import getpass
+                        getpass.getpass = _no_getpass
+                except Exception:
+                        pass
+                _pandas_kernel_defaults()
                 self.loop = None
+                self.exit_warned = False
+                self.error_sent = False
 
         # --- tracebacks
-        def _frame_header(self, filename, lineno, func):
+        def _frame_header(self, filename, lineno, func, frame=None):
                 n = self.cell_files.get(filename)
                 where = f"Cell In[{n}], line {lineno}" if n is not None else f"File {filename}:{lineno}"
                 if func != "<module>":
-                        where += f", in {func}()"
+                        where += f", in {func}{_call_signature(frame)}"
                 return where
 
         def format_traceback(self, exc):
+                """IPython's VerboseTB: the chain of causes and contexts, oldest first."""
+                blocks = [self._format_one(exc, skip_kernel=True, context=2)]
+                seen = {id(exc)}
+                while True:
+                        cause = exc.__cause__
+                        chained = cause or (None if exc.__suppress_context__ else exc.__context__)
+                        if chained is None or id(chained) in seen:
+                                break
+                        seen.add(id(chained))
+                        blocks.append(["\nThe above exception was the direct cause of the following exception:\n"
+                                       if cause else
+                                       "\nDuring handling of the above exception, another exception occurred:\n"])
+                        blocks.append(self._format_one(chained, skip_kernel=False, context=1))
+                        exc = chained
+                out = ["-" * 75]
+                for block in reversed(blocks):
+                        out += block
+                return out
+
+        def _format_one(self, exc, skip_kernel, context):
                 name = type(exc).__name__
                 tb = exc.__traceback__
-                while tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
+                while skip_kernel and tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
+                        tb = tb.tb_next
+                frames = []
+                while tb is not None:
+                        frames.append((tb.tb_frame, tb.tb_lineno))
                         tb = tb.tb_next
                 entries = []
-                while tb is not None:
-                        code = tb.tb_frame.f_code
-                        entries.append(self._frame_header(code.co_filename, tb.tb_lineno, code.co_name)
-                                       + "\n" + _source_lines(code.co_filename, tb.tb_lineno))
-                        tb = tb.tb_next
-                head = ["-" * 75, f"{name:<42}Traceback (most recent call last)"]
-                return head + entries + [self._exc_only(exc)]
+                for frame, lineno, skipped in _collapse_repeated(frames):
+                        code = frame.f_code
+                        if skipped:
+                                entries.append(f"    [... skipping similar frames: {code.co_name} "
+                                               f"at line {lineno} ({skipped} times)]\n")
+                                continue
+                        entries.append(self._frame_header(code.co_filename, lineno, code.co_name, frame)
+                                       + "\n" + _source_lines(code.co_filename, lineno, context, context))
+                # VerboseTB writes 'Name: value' even when the value is empty.
+                try:
+                        value = str(exc)
+                except Exception:
+                        value = "<exception str() failed>"
+                return [f"{name:<42}Traceback (most recent call last)"] + entries + [f"{name}: {value}"]
 
         def _exc_only(self, exc):
                 s = str(exc)
@@ -1084,7 +1451,17 @@ class Kernel:
                 """Runs one cell; returns the exception it raised (or None)."""
                 if not raw or raw.isspace():
                         return None
-                cell = transform_cell(raw)
+                cleaned = cleanup_cell(raw)
+                # A cell magic's body is not Python: IPython never tokenizes it.
+                tok_err = None if cleaned.startswith("%%") else _tokenize_error(cleaned)
+                if tok_err is not None:
+                        # IPython 8.5 counts a cell failing there twice (run_cell_async
+                        # and its error_before_exec both increment).
+                        self._store_inputs(raw, raw)
+                        self.count += 1
+                        self._send_error(tok_err)
+                        return tok_err
+                cell = transform_cell(cleaned)
                 self._store_inputs(raw, cell)
                 filename = self._register_source(cell)
                 try:
@@ -1113,7 +1490,17 @@ class Kernel:
                         self._send_error(err)
                 return err
 
+        def report_error(self, e):
+                """An error shown while the cell goes on (a formatter's, as IPython's
+                showtraceback); the cell's status becomes "error"."""
+                self._send_error(e)
+
         def _send_error(self, e):
+                # The protocol carries one EXEC_ERROR per execution; E2B keeps the first.
+                if self.error_sent:
+                        e.__traceback__ = None
+                        return
+                self.error_sent = True
                 if isinstance(e, SyntaxError):
                         tb = self.syntax_error_traceback(e)
                 elif isinstance(e, UsageError):
@@ -1121,7 +1508,10 @@ class Kernel:
                 elif isinstance(e, SystemExit):
                         tb = ["An exception has occurred, use %tb to see the full traceback.\n",
                               self._exc_only(e) + "\n"]
-                        sys.stderr.write("UserWarning: To exit: use 'exit', 'quit', or Ctrl-D.\n")
+                        # IPython warns through warnings.warn: once per context.
+                        if not self.exit_warned:
+                                self.exit_warned = True
+                                sys.stderr.write("UserWarning: To exit: use 'exit', 'quit', or Ctrl-D.\n")
                 else:
                         tb = self.format_traceback(e)
                 _send(EXEC_ERROR, {"name": type(e).__name__, "value": str(e), "traceback": tb})
@@ -1141,6 +1531,7 @@ class Kernel:
                                         os.environ[str(k)] = str(v)
                         # SIGINT raises from here on: the agent signals only after it has
                         # seen EXEC_INPUT, so no interrupt falls between the two.
+                        self.error_sent = False
                         _set_sigint(True)
                         _send(EXEC_INPUT, {"execution_count": count})
                         _cellvm.flusher_active(True)
@@ -1156,7 +1547,9 @@ class Kernel:
                                                 os.environ.pop(k, None)
                                         else:
                                                 os.environ[k] = v
-                _send(X_END, {"status": "ok" if err is None else "error", "execution_count": count})
+                # A formatter's error (IPython's showtraceback) fails the cell too.
+                status = "error" if err is not None or self.error_sent else "ok"
+                _send(X_END, {"status": status, "execution_count": count})
 
         def serve(self):
                 while True:
@@ -1296,6 +1689,7 @@ def executor_main(fd):
         _install_finders()
         kernel = Kernel(fd)
         _state.fd = fd
+        _state.kernel = kernel
         _state.req_id = 0
         _cellvm.send(fd, X_READY, 0, {"pid": os.getpid()})
         kernel.serve()
