@@ -224,16 +224,29 @@ static void drain_pipes(struct agent *a, struct context *ctx)
         read_pipe(a, ctx, &ctx->err, true);
 }
 
+static struct context *pipe_owner(struct agent *a, struct watch *w)
+{
+        for (struct context *ctx = a->contexts; ctx; ctx = ctx->next)
+                if (w == &ctx->out || w == &ctx->err)
+                        return ctx;
+        return NULL;
+}
+
 static void on_pipe(struct agent *a, struct watch *w, uint32_t events)
 {
         (void)events;
-        /* Find the owner: the watch is either the out or the err member. */
-        for (struct context *ctx = a->contexts; ctx; ctx = ctx->next) {
-                if (w == &ctx->out || w == &ctx->err) {
-                        read_pipe(a, ctx, w, false);
+        struct context *ctx = pipe_owner(a, w);
+        if (!ctx)
+                return;
+        /* A message the executor sent before it wrote what is in the pipe now
+         * goes first (spec section 8). epoll hands us one ready fd at a time, in
+         * no promised order, so look at the control socket before the bytes. */
+        if (ctx->running && ctx->pid > 0 && ctx->ctl.fd >= 0) {
+                on_ctl(a, &ctx->ctl, EPOLLIN);
+                if (pipe_owner(a, w) != ctx || w->fd < 0)
                         return;
-                }
         }
+        read_pipe(a, ctx, w, false);
 }
 
 static void kill_executor(struct agent *a, struct context *ctx, const char *reason)
