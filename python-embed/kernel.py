@@ -869,8 +869,48 @@ class Shell:
                 return cmd.replace("$$", "$")
 
         def system(self, cmd):
+                """`!cmd` as ipykernel runs it (IPython's pexpect-based system):
+                /bin/sh on a pseudo-terminal of 24x80, stderr merged into stdout,
+                so programs see a tty (ls in columns, CRLF line ends) and the
+                output streams as it comes."""
+                import codecs
+                import fcntl
+                import pty
+                import struct
+                import termios
+
                 _flush_std()
-                rc = subprocess.call(["/bin/sh", "-c", self.var_expand(cmd)])
+                master, slave = pty.openpty()
+                try:
+                        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+                        p = subprocess.Popen(["/bin/sh", "-c", self.var_expand(cmd)], stdin=slave,
+                                             stdout=slave, stderr=slave, start_new_session=True)
+                finally:
+                        os.close(slave)
+                decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                try:
+                        while True:
+                                try:
+                                        chunk = os.read(master, 65536)
+                                except OSError:  # EIO: every holder of the slave is gone
+                                        chunk = b""
+                                if not chunk:
+                                        break
+                                sys.stdout.write(decoder.decode(chunk))
+                                sys.stdout.flush()
+                except KeyboardInterrupt:
+                        os.write(master, b"\x03")  # ^C as a terminal sends it
+                        try:
+                                p.wait(timeout=1)
+                        except subprocess.TimeoutExpired:
+                                p.kill()
+                        raise
+                finally:
+                        sys.stdout.write(decoder.decode(b"", final=True))
+                        os.close(master)
+                        if p.poll() is None:
+                                p.kill()
+                        rc = p.wait()
                 self.user_ns["_exit_code"] = rc
 
         def getoutput(self, cmd, split=True):

@@ -104,14 +104,14 @@ def test_envs_set_for_one_execution_and_restored(ex):
     r = ex.ok("os.environ.get('CELLVM_T_NEW'), os.environ['CELLVM_T_OLD']",
               envs={"CELLVM_T_NEW": "new", "CELLVM_T_OLD": "changed"})
     assert r.text == "('new', 'changed')"
-    assert ex.ok("!echo $CELLVM_T_NEW-x", envs={"CELLVM_T_NEW": "sh"}).stdout == "sh-x\n"
+    assert ex.ok("!echo $CELLVM_T_NEW-x", envs={"CELLVM_T_NEW": "sh"}).stdout == "sh-x\r\n"  # a pty, as ipykernel's !cmd
     assert ex.ok("'CELLVM_T_NEW' in os.environ, os.environ['CELLVM_T_OLD']").text == \
         "(False, 'old')"
 
 
 def test_shell_lines_and_capture(ex):
     r = ex.ok("for i in range(2):\n    !echo loop{i}\nx = !printf 'a\\nb\\n'\nx")
-    assert r.stdout == "loop0\nloop1\n"
+    assert r.stdout == "loop0\r\nloop1\r\n"  # on a pty, as ipykernel
     assert r.text == "['a', 'b']"
     s = ex.ok("s = '''\n!not a command\n'''\ns")
     assert s.text == "'\\n!not a command\\n'"
