@@ -45,7 +45,11 @@ def test_create_context_manager_boot_report_and_no_leftovers():
             assert stamp in names, (stamp, names)
         assert report.stages[0][0] == "kernel_start"  # the kernel's own time is a stage
         assert names[-1] == "executor_ready"
-        assert 0 < report.total < ready_after + 1
+        # Guest stamps are the guest's CLOCK_BOOTTIME. Under TCG its rate follows
+        # the declared TSC (tsc_early_khz), not the host's clock: seen 8 % fast
+        # (28.7 s of guest time in 26.5 s). So: positive and of the same order of
+        # magnitude as what the host measured.
+        assert 0 < report.total < 2 * ready_after + 1
         assert sbx.is_running()
         # A first cell needs no further wait: the preloads are done.
         t1 = time.monotonic()
