@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,6 +179,35 @@ static void shutdown_agent(struct agent *a)
                 log_warn("close: %s", strerror(errno));
 }
 
+/* --workdir: created (with its parents, 0755) when missing, then made absolute
+ * into `out`, since contexts chdir into it and relative file paths resolve
+ * against it. Returns 0 or -errno. */
+static int prepare_workdir(const char *dir, char *out, size_t size)
+{
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+                return -ENAMETOOLONG;
+        for (char *p = path + 1;; p++) {
+                bool end = *p == '\0';
+                if (*p != '/' && !end)
+                        continue;
+                *p = '\0';
+                if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                        return -errno;
+                if (end)
+                        break;
+                *p = '/';
+        }
+        struct stat st;
+        if (stat(dir, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        if (size < PATH_MAX || !realpath(dir, out))
+                return size < PATH_MAX ? -ENAMETOOLONG : -errno;
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         static struct agent agent;
@@ -266,6 +296,13 @@ int main(int argc, char **argv)
         if (!a->workdir) {
                 if (!getcwd(cwd, sizeof(cwd))) {
                         log_error("getcwd: %s", strerror(errno));
+                        return 1;
+                }
+                a->workdir = cwd;
+        } else {
+                int wrc = prepare_workdir(a->workdir, cwd, sizeof(cwd));
+                if (wrc < 0) {
+                        log_error("--workdir %s: %s", a->workdir, strerror(-wrc));
                         return 1;
                 }
                 a->workdir = cwd;
