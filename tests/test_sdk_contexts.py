@@ -281,8 +281,11 @@ def test_sandbox_from_environment(agent, monkeypatch):
     monkeypatch.setenv("CELLVM_ADDR", agent.addr)
     with Sandbox() as s:
         assert s.run_code("6 * 7").text == "42"
+    # Without an address Sandbox() boots a micro-VM (E2B's Sandbox() starts a
+    # sandbox); with no image to boot, that is a clear error naming the image.
     monkeypatch.delenv("CELLVM_ADDR")
-    with pytest.raises(SandboxException):
+    monkeypatch.setenv("CELLVM_IMAGE", "/nonexistent/cellvm-image")
+    with pytest.raises(SandboxException, match="/nonexistent/cellvm-image"):
         Sandbox()
 
 

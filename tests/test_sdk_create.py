@@ -97,3 +97,15 @@ def test_boot_timeout_raises_and_leaves_nothing(tmp_path, monkeypatch):
                     assert str(tmp_path).encode() not in f.read()
             except OSError:
                 pass
+
+
+def test_plain_constructor_boots_a_vm_as_e2b_does(monkeypatch):
+    """E2B programs write `with Sandbox() as sbx:`; without $CELLVM_ADDR that
+    boots a micro-VM from $CELLVM_IMAGE, and leaving the block stops it."""
+    build_image_or_skip()
+    monkeypatch.delenv("CELLVM_ADDR", raising=False)
+    monkeypatch.setenv("CELLVM_IMAGE", IMAGE)
+    with Sandbox() as sbx:
+        pid = sbx.vmm_pid
+        assert sbx.run_code("x = 6\nx * 7").text == "42"
+    assert gone(pid)

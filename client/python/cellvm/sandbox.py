@@ -118,8 +118,10 @@ class Sandbox:
     `Sandbox.create(image="build/image")` boots a micro-VM and connects to it
     (cellvm.launch); kill() then stops the VM.
     `Sandbox.connect("unix:/path/agent.sock")` (or `tcp:127.0.0.1:PORT`)
-    connects to an agent that is already running. `Sandbox()` connects to $CELLVM_ADDR, so E2B programs
-    written as `with Sandbox() as sbx:` run unchanged. E2B's creation options
+    connects to an agent that is already running. `Sandbox()` connects to
+    $CELLVM_ADDR when it is set and otherwise boots a micro-VM like
+    `Sandbox.create()`, so E2B programs written as `with Sandbox() as sbx:`
+    run unchanged. E2B's creation options
     (template, timeout, metadata, api_key, ...) have no meaning for an agent
     that is already running and are accepted and ignored; `envs` is applied to
     every execution.
@@ -140,9 +142,11 @@ class Sandbox:
     ):
         addr = addr or os.environ.get(ADDR_ENV)
         if not addr:
-            raise SandboxException(
-                f"no agent address: use Sandbox.connect('unix:PATH' or 'tcp:HOST:PORT') or set {ADDR_ENV}"
-            )
+            # E2B's Sandbox() starts a new sandbox: boot a micro-VM from the
+            # image ($CELLVM_IMAGE, else build/image), as Sandbox.create() does.
+            booted = type(self).create(template=template, envs=envs, request_timeout=request_timeout)
+            self.__dict__.update(booted.__dict__)
+            return
         self._addr = addr
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
         self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
