@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "confine.h"
 
 static const char *const agent_denied[] = {
     "mount",
@@ -63,11 +64,8 @@ int agent_seccomp_apply(void)
         if (!ctx)
                 return -ENOMEM;
         int rc = 0;
-        for (size_t i = 0; rc == 0 && i < sizeof(agent_denied) / sizeof(agent_denied[0]); i++) {
-                int nr = seccomp_syscall_resolve_name(agent_denied[i]);
-                if (nr != __NR_SCMP_ERROR && nr >= 0)
-                        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
-        }
+        for (size_t i = 0; rc == 0 && i < sizeof(agent_denied) / sizeof(agent_denied[0]); i++)
+                rc = confine_seccomp_deny(ctx, agent_denied[i]);
         /* As root, load without no_new_privs (CAP_SYS_ADMIN allows it) so command
          * processes may still exec setuid helpers; user code sets it for itself. */
         if (rc == 0 && geteuid() == 0)

@@ -51,4 +51,8 @@ int confine_apply_from_env(const char **step);
 /* Loads the user-code seccomp filter (confine_seccomp.c). Returns 0 or -errno. */
 int confine_seccomp_load(const struct confine_policy *p);
 
+/* Adds "`name` fails with EPERM" to the libseccomp filter `ctx` (a scmp_filter_ctx);
+ * a name this architecture lacks is skipped. Returns 0 or libseccomp's -errno. */
+int confine_seccomp_deny(void *ctx, const char *name);
+
 #endif

@@ -73,7 +73,7 @@ static const char *const denied[] = {
     "io_uring_register",
 };
 
-static int deny_name(scmp_filter_ctx ctx, const char *name)
+int confine_seccomp_deny(scmp_filter_ctx ctx, const char *name)
 {
         int nr = seccomp_syscall_resolve_name(name);
         if (nr == __NR_SCMP_ERROR || nr < 0)
@@ -110,7 +110,7 @@ static int add_rules(scmp_filter_ctx ctx, const struct confine_policy *p)
 {
         int rc = 0;
         for (size_t i = 0; rc == 0 && i < sizeof(denied) / sizeof(denied[0]); i++)
-                rc = deny_name(ctx, denied[i]);
+                rc = confine_seccomp_deny(ctx, denied[i]);
         /* New user namespaces are where unprivileged kernel attack surface starts. */
         if (rc == 0)
                 rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
