@@ -101,3 +101,24 @@ def fresh_agent():
 @pytest.fixture
 def fixtures_dir():
     return FIXTURES
+
+
+@pytest.fixture
+def sbx(agent):
+    """An SDK Sandbox on the session's agent."""
+    from cellvm import Sandbox
+    with Sandbox.connect(agent.addr) as s:
+        yield s
+
+
+@pytest.fixture
+def ctx(sbx):
+    """A context of its own, so execution counts and names start clean; a test
+    may remove it itself."""
+    from cellvm import NotFoundException
+    c = sbx.create_code_context()
+    yield c
+    try:
+        sbx.remove_code_context(c)
+    except NotFoundException:
+        pass

@@ -21,22 +21,6 @@ from cellvm import (
 )
 
 
-@pytest.fixture
-def sbx(agent):
-    with Sandbox.connect(agent.addr) as s:
-        yield s
-
-
-@pytest.fixture
-def ctx(sbx):
-    c = sbx.create_code_context()
-    yield c
-    try:
-        sbx.remove_code_context(c)
-    except NotFoundException:
-        pass
-
-
 def printed(sbx, code, context=None):
     ex = sbx.run_code(code, context=context)
     assert ex.error is None, ex.error

@@ -17,24 +17,9 @@ from cellvm import (
     Logs,
     OutputMessage,
     Result,
-    Sandbox,
 )
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-@pytest.fixture
-def sbx(agent):
-    with Sandbox.connect(agent.addr) as s:
-        yield s
-
-
-@pytest.fixture
-def ctx(sbx):
-    """A context of its own, so execution counts and names start clean."""
-    c = sbx.create_code_context()
-    yield c
-    sbx.remove_code_context(c)
 
 
 def png_size(data):
