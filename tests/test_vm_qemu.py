@@ -222,7 +222,9 @@ def test_a_new_client_connection_is_a_new_peer(vm, sbx):
     """The serial channel is one stream: QEMU's socket takes one client at a
     time. After the session's client leaves, the next one handshakes again
     (docs/PROTOCOL.md section 3) and finds the VM serving, its contexts intact.
-    Reconnects come at once, the racy case (QemuVM.connect re-sends HELLO).
+    Reconnects come at once, the racy case: every client re-sends an
+    unanswered HELLO (the guest drops bytes that arrive while the agent
+    reopens its port), QemuVM.connect, Sandbox.connect and the C CLI alike.
     Runs last among the tests that use `sbx`: it closes it."""
     run(sbx, "left_by_the_first_client = 42")
     sbx.close()
@@ -234,6 +236,14 @@ def test_a_new_client_connection_is_a_new_peer(vm, sbx):
             assert results[0]["data"]["text/plain"] == "42"
         finally:
             conn.close()
+    for _ in range(3):
+        with Sandbox.connect(vm.address, request_timeout=30) as s:
+            assert s.run_code("left_by_the_first_client + 1").text == "43"
+    for _ in range(2):
+        r = subprocess.run([os.path.join(ROOT, "build", "cellvm"), "--connect", vm.address, "exec",
+                            "left_by_the_first_client + 2"],
+                           capture_output=True, text=True, timeout=60)
+        assert (r.returncode, r.stdout.strip()) == (0, "44"), r.stderr
 
 
 def test_kill_leaves_no_process_or_temp_file():

@@ -81,9 +81,11 @@ void cvc_event_free(struct cvc_event *ev);
 
 /* --- connection ------------------------------------------------------------- */
 
-/* Connects to "unix:PATH" or "tcp:HOST:PORT" and performs the HELLO handshake. */
+/* Connects to "unix:PATH" or "tcp:HOST:PORT" and performs the HELLO handshake
+ * (re-sent while unanswered, as cvc_connect_ex() does; no time limit). */
 int cvc_connect(const char *addr, struct cvc **out);
 
+#define CVC_HELLO_RESEND_MS 500 /* cvc_connect(): first re-send of an unanswered HELLO */
 #define CVC_HELLO_RESEND_MAX_MS 8000
 
 /* How cvc_connect_ex() waits for the agent (a VM that is still booting). */

@@ -241,20 +241,24 @@ int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct
         cv_reader_init(&c->reader, 0);
         cv_buf_init(&c->out);
         *out = c; /* even on failure, so the caller can read the error */
-        c->fd = cvc_open_stream(addr, c->err, sizeof(c->err));
+        static const struct cvc_connect_opts plain = {.hello_resend_ms = CVC_HELLO_RESEND_MS};
+        if (!opts)
+                opts = &plain;
+        /* A VMM creates its socket file (bind) a moment before it listens: a
+         * refusal then is retried while the VMM runs, within the deadline. */
+        uint64_t deadline =
+            opts->timeout_ms > 0 ? now_ns() + (uint64_t)opts->timeout_ms * 1000000u : 0;
+        for (;;) {
+                c->fd = cvc_open_stream(addr, c->err, sizeof(c->err));
+                if (c->fd != -ECONNREFUSED || !opts->still_alive || !opts->still_alive(opts->ud) ||
+                    (deadline && now_ns() >= deadline))
+                        break;
+                struct timespec pause = {.tv_nsec = 10000000};
+                nanosleep(&pause, NULL);
+        }
         if (c->fd < 0)
                 return c->fd;
-        if (opts)
-                return hello_with_retry(c, opts);
-        struct cv_buf b;
-        cv_buf_init(&b);
-        int rc = encode_hello(&b);
-        if (rc == 0)
-                rc = cvc_call_buf(c, CV_MSG_HELLO, &b, &c->hello);
-        else
-                rc = cvc_fail(c, rc, "encode HELLO: %s", strerror(-rc));
-        cv_buf_free(&b);
-        return rc;
+        return hello_with_retry(c, opts);
 }
 
 int cvc_connect(const char *addr, struct cvc **out)

@@ -17,7 +17,6 @@
 
 #define QEMU_DEFAULT "qemu-system-x86_64"
 #define SOCKET_WAIT_MS 10000
-#define HELLO_RESEND_MS 500
 #define LAUNCH_LINE_MAX 4096
 #define CMDLINE_MAX 8192
 #define MAX_ARGS 64
@@ -340,7 +339,7 @@ int cvm_connect(struct cvm *vm, int timeout_ms, struct cvc **out)
         snprintf(addr, sizeof(addr), "unix:%s", vm->sock);
         struct cvc_connect_opts o = {
             .timeout_ms = timeout_ms,
-            .hello_resend_ms = HELLO_RESEND_MS,
+            .hello_resend_ms = CVC_HELLO_RESEND_MS,
             .still_alive = alive_cb,
             .ud = vm,
         };

@@ -10,6 +10,7 @@ import queue
 import socket
 import struct
 import threading
+import time
 
 import cbor2
 
@@ -19,6 +20,8 @@ MAX_BODY = MAX_FRAME - HEADER.size
 FLAG_MORE = 0x0001
 DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
 PROTOCOL_VERSION = 1
+HELLO_RESEND_S = 0.5  # first re-send of an unanswered HELLO; doubles up to the max
+HELLO_RESEND_MAX_S = 8.0
 
 # Requests (client -> agent)
 HELLO = 0x0001
@@ -131,12 +134,52 @@ class Connection:
         sock.settimeout(None)
         conn = cls(sock)
         try:
-            conn.hello = conn.call(HELLO, {"protocol": PROTOCOL_VERSION, "client": "cellvm-python"},
-                                   timeout=timeout)
+            conn.handshake({"protocol": PROTOCOL_VERSION, "client": "cellvm-python"}, timeout)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def handshake(self, hello, timeout, check=None):
+        """Send HELLO and wait for its answer, re-sending it while unanswered.
+
+        Over virtio-serial the guest drops bytes that arrive while the agent
+        reopens its port after the previous client left, and nothing would
+        tell us; a repeated HELLO is harmless (the agent answers each, and
+        nothing else is in flight yet). Sets and returns self.hello. Raises
+        TimeoutError after `timeout` s, AgentError if the agent refuses.
+        `check()`, called between waits, may raise to give up early (the VMM
+        died, say).
+        """
+        deadline = time.monotonic() + timeout
+        reqs = [self.request(HELLO, hello)]
+        interval = HELLO_RESEND_S
+        resend_at = time.monotonic() + interval
+        while True:
+            for i, req in enumerate(reqs):
+                wait = min(0.05, max(0.0, deadline - time.monotonic())) if i == len(reqs) - 1 else 0
+                try:
+                    t, body = next(req.messages(timeout=wait))
+                except TimeoutError:
+                    continue
+                with self._lock:  # the other HELLOs' answers go nowhere
+                    for other in reqs:
+                        self._pending.pop(other.id, None)
+                if t == OK:
+                    self.hello = body
+                    return body
+                if t == ERROR:
+                    raise AgentError(body.get("code", "internal"), body.get("message", ""))
+                raise ProtocolError(f"HELLO answered with message type {t:#x}")
+            if check is not None:
+                check()
+            now = time.monotonic()
+            if now >= deadline:
+                raise TimeoutError(f"no HELLO reply within {timeout} s")
+            if now >= resend_at:
+                reqs.append(self.request(HELLO, hello))
+                interval = min(interval * 2, HELLO_RESEND_MAX_S)
+                resend_at = now + interval
 
     def request(self, mtype, body=None):
         with self._lock:

@@ -47,8 +47,6 @@ QEMU = "qemu-system-x86_64"
 AGENT_VSOCK_PORT = 1024
 SERIAL_PORT_NAME = "cellvm"
 USER_NET_CMDLINE = "cellvm.net=static cellvm.ip=10.0.2.15/24 cellvm.gateway=10.0.2.2 cellvm.dns=10.0.2.3"
-HELLO_RESEND_S = 0.5  # first re-send of an unanswered HELLO; doubles up to the max
-HELLO_RESEND_MAX_S = 8.0
 # Guest CIDs 0-2 are reserved; pick ours from the pid so parallel VMs differ.
 _VSOCK_CID_BASE = 1000
 
@@ -232,49 +230,52 @@ class QemuVM:
         from . import _wire
 
         deadline = time.monotonic() + timeout
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        try:
-            sock.settimeout(max(0.1, deadline - time.monotonic()))
-            sock.connect(self.serial_socket)
-            sock.settimeout(None)
-        except OSError as e:
-            sock.close()
-            raise VMError(f"cannot connect to {self.serial_socket}: {e}") from None
+        sock = self._connect_socket(deadline)
         conn = _wire.Connection(sock)
-        hello = {"protocol": _wire.PROTOCOL_VERSION, "client": "cellvm-vmm"}
-        # HELLO is re-sent until answered: bytes that reach the guest while the
-        # agent is closing the port after the previous client left are dropped
-        # by the guest's virtio_console, and nothing else would tell us. Extra
-        # HELLOs are harmless (a repeated HELLO on a serial stream is allowed).
-        reqs = [conn.request(_wire.HELLO, hello)]
-        interval = HELLO_RESEND_S
-        resend_at = time.monotonic() + interval
-        while True:
-            for i, req in enumerate(reqs):
-                try:
-                    t, body = next(req.messages(timeout=0.05 if i == len(reqs) - 1 else 0))
-                except TimeoutError:
-                    continue
-                except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
-                    conn.close()
-                    raise VMError(f"connection to the agent lost during HELLO: {e}") from None
-                if t == _wire.OK:
-                    conn.hello = body
-                    return conn
-                conn.close()
-                raise VMError(f"HELLO failed: {body}")
+
+        def qemu_alive():
             if not self.alive():
-                conn.close()
                 raise VMError(f"qemu exited with {self.proc.returncode} during boot:\n"
                               f"{self.console()[-3000:]}{self._qemu_err()}")
-            now = time.monotonic()
-            if now > deadline:
-                conn.close()
-                raise VMError(f"no HELLO reply within {timeout} s; console:\n{self.console()[-3000:]}")
-            if now >= resend_at:
-                reqs.append(conn.request(_wire.HELLO, hello))
-                interval = min(interval * 2, HELLO_RESEND_MAX_S)
-                resend_at = now + interval
+
+        try:
+            conn.handshake({"protocol": _wire.PROTOCOL_VERSION, "client": "cellvm-vmm"},
+                           max(0.1, deadline - time.monotonic()), check=qemu_alive)
+        except TimeoutError:
+            conn.close()
+            raise VMError(f"no HELLO reply within {timeout} s; console:\n{self.console()[-3000:]}") from None
+        except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
+            conn.close()
+            raise VMError(f"connection to the agent lost during HELLO: {e}") from None
+        except _wire.AgentError as e:
+            conn.close()
+            raise VMError(f"HELLO failed: {e}") from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _connect_socket(self, deadline):
+        """A socket connected to QEMU's end of the serial port. QEMU creates
+        the socket file (bind) a moment before it listens: until then a
+        connect is refused, so refusals are retried while QEMU runs."""
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+            try:
+                sock.settimeout(max(0.1, deadline - time.monotonic()))
+                sock.connect(self.serial_socket)
+                sock.settimeout(None)
+                return sock
+            except (ConnectionRefusedError, FileNotFoundError) as e:
+                sock.close()
+                if not self.alive() or time.monotonic() >= deadline:
+                    raise VMError(f"cannot connect to {self.serial_socket}: {e}; qemu "
+                                  f"{'exited' if not self.alive() else 'runs'}:\n"
+                                  f"{self.console()[-3000:]}{self._qemu_err()}") from None
+                time.sleep(0.01)
+            except OSError as e:
+                sock.close()
+                raise VMError(f"cannot connect to {self.serial_socket}: {e}") from None
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
