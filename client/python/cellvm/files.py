@@ -7,8 +7,6 @@ time, so big files move with bounded memory (except read(format="bytes"/
 """
 
 import io
-import os
-import queue
 import struct
 import time
 from typing import IO, Iterator, List, Optional, Union
@@ -37,8 +35,6 @@ WATCH_STARTED = 0x8102
 
 CHUNK = 1 << 20
 """Bytes of file data per FILE_DATA message."""
-STREAM_QUEUE = 8
-"""FILE_CHUNK messages a streamed download buffers before the socket pushes back."""
 
 _DATA_PREFIX = b"\xa1\x64data"  # CBOR: map(1), text(4) "data"
 
@@ -74,12 +70,12 @@ class WatchHandle:
         events = []
         while True:
             try:
-                item = self._req._q.get_nowait()
-            except queue.Empty:
-                return events
-            if isinstance(item, BaseException):
-                self._error = SandboxException(f"connection to the agent failed: {item}")
+                item = self._req.poll()
+            except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
+                self._error = SandboxException(f"connection to the agent failed: {e}")
                 raise self._error
+            if item is None:
+                return events
             mtype, msg = item
             if mtype == FILE_EVENT:
                 try:
@@ -127,11 +123,7 @@ class Filesystem:
         tail = b"\x63eof" + (b"\xf5" if eof else b"\xf4")
         size = len(body_head) + len(data) + len(tail)
         hdr = _wire.HEADER.pack(size, FILE_DATA, 0, req_id)
-        with conn._send_lock:
-            conn.sock.sendall(hdr + body_head)
-            if data:
-                conn.sock.sendall(data)
-            conn.sock.sendall(tail)
+        conn.send(hdr + body_head, data, tail)
 
     # --- E2B API -----------------------------------------------------------
 
@@ -152,8 +144,9 @@ class Filesystem:
         return data if format == "bytes" else data.decode("utf-8")
 
     def _read_stream(self, body, timeout):
-        # A connection of its own: its reader thread may block on a full queue
-        # (back pressure to the agent) without stalling other requests.
+        # A connection of its own: chunks are read only as the caller takes
+        # them (back pressure to the agent), and other requests' waits do not
+        # read and buffer them.
         conn = self._sbx._open_extra_connection()
         gen = self._read_chunks(conn, body, timeout, own_conn=True)
         first = next(gen, None)  # surface open errors (not found, ...) at call time
@@ -167,9 +160,6 @@ class Filesystem:
     def _read_chunks(self, conn, body, timeout, own_conn):
         try:
             req = conn.request(FILE_READ, body)
-            if own_conn:
-                with req._q.mutex:
-                    req._q.maxsize = STREAM_QUEUE
             try:
                 for mtype, msg in req.messages(timeout=timeout):
                     if mtype == FILE_CHUNK:
@@ -210,7 +200,7 @@ class Filesystem:
                 pending = pending.encode("utf-8")
             while True:
                 # An early ERROR (permission denied, disk full): stop sending.
-                if not req._q.empty():
+                if req.has_message():
                     break
                 nxt = src.read(CHUNK) if pending else b""
                 if isinstance(nxt, str):

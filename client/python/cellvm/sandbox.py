@@ -6,7 +6,6 @@ agent; several threads may call it at once (requests are multiplexed).
 """
 
 import os
-import queue
 import time
 from typing import Dict, List, Optional, Union
 
@@ -90,23 +89,14 @@ class _SharedConnection:
     """The sandbox's own connection lent where a second one is wanted (a
     streamed download) on a single-stream channel: QEMU's serial socket serves
     one client at a time, so a second connection would wait until the first
-    closed. Requests share the main reader; their queues stay unbounded (a
-    bounded one would stall every other request of the sandbox)."""
-
-    class _Request:
-        def __init__(self, req):
-            self._req = req
-            self.id = req.id
-            self._q = queue.Queue()  # takes the caller's maxsize; unused
-
-        def messages(self, timeout=None):
-            return self._req.messages(timeout)
+    closed. A thread waiting for another request of the sandbox may read
+    the download's chunks and hold them for it meanwhile."""
 
     def __init__(self, conn):
         self._conn = conn
 
     def request(self, mtype, body=None):
-        return self._Request(self._conn.request(mtype, body))
+        return self._conn.request(mtype, body)
 
     def close(self):
         pass  # the sandbox owns the connection

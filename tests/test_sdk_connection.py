@@ -1,0 +1,103 @@
+"""One Sandbox connection shared by threads, big transfers both ways at once,
+and Ctrl-C while the caller's thread is the one reading the socket (the SDK
+has no reader thread: a waiting caller reads for everyone). Real agent."""
+
+import hashlib
+import os
+import random
+import signal
+import threading
+import time
+
+import pytest
+
+
+def test_threads_share_one_connection_under_mixed_load(sbx, agent):
+    """Cells, uploads, downloads and commands from four threads at once on one
+    connection: every answer reaches its own caller, complete."""
+    errors = []
+    data = os.urandom(8 << 20)
+    digest = hashlib.sha256(data).hexdigest()
+
+    def guard(fn):
+        def run():
+            try:
+                fn()
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+        return run
+
+    def cells():
+        ctx = sbx.create_code_context()
+        try:
+            for i in range(40):
+                ex = sbx.run_code(f"print('x' * {i * 100}); {i} * 2", context=ctx)
+                assert ex.error is None and ex.text == str(i * 2)
+                assert "".join(ex.logs.stdout) == "x" * (i * 100) + "\n"
+        finally:
+            sbx.remove_code_context(ctx)
+
+    def files():
+        for i in range(3):
+            path = os.path.join(agent.workdir, f"shared-conn-{i}.bin")
+            sbx.files.write(path, data)
+            back = sbx.files.read(path, format="bytes")
+            assert hashlib.sha256(back).hexdigest() == digest
+
+    def commands():
+        for _ in range(5):
+            r = sbx.commands.run("seq 1 200000")
+            assert r.stdout.count("\n") == 200000 and r.stdout.endswith("200000\n")
+
+    def pings():
+        for _ in range(200):
+            sbx.ping()
+
+    threads = [threading.Thread(target=guard(f)) for f in (cells, files, commands, pings)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(240)
+    assert not any(t.is_alive() for t in threads), "a thread is stuck"
+    assert not errors, errors
+
+
+def test_an_upload_goes_through_while_output_nobody_reads_piles_up(sbx, agent):
+    """A background command floods output that no thread reads while the same
+    thread uploads 32 MiB: the agent stops reading a client whose replies pile
+    up, so the uploading thread must read while the socket is full, or both
+    sides wait for ever."""
+    h = sbx.commands.run("head -c 40000000 /dev/zero | tr '\\0' x", background=True, timeout=120)
+    time.sleep(0.5)  # the agent's output to us is over its high water by now
+    data = os.urandom(32 << 20)
+    path = os.path.join(agent.workdir, "while-flooded.bin")
+    upload = threading.Thread(target=sbx.files.write, args=(path, data), daemon=True)
+    upload.start()
+    upload.join(120)
+    assert not upload.is_alive(), "the upload is stuck behind output nobody reads"
+    with open(path, "rb") as f:
+        assert hashlib.sha256(f.read()).digest() == hashlib.sha256(data).digest()
+    r = h.wait()
+    assert r.exit_code == 0 and len(r.stdout) == 40000000
+
+
+def test_ctrl_c_while_reading_never_loses_the_stream(sbx, ctx):
+    """SIGINT lands at random points while the main thread reads a cell's
+    flood of output; after each KeyboardInterrupt the connection is still in
+    step (a lost byte would make every later message undecodable)."""
+    main = threading.main_thread().ident
+    assert threading.get_ident() == main
+    rnd = random.Random(7)
+    interrupted = 0
+    for _ in range(12):
+        timer = threading.Timer(rnd.uniform(0.05, 0.4),
+                                lambda: signal.pthread_kill(main, signal.SIGINT))
+        timer.start()
+        try:
+            sbx.run_code("for i in range(300000): print(i)", context=ctx)
+        except KeyboardInterrupt:
+            interrupted += 1
+        finally:
+            timer.cancel()
+        assert sbx.run_code("40 + 2", context=ctx).text == "42"
+    assert interrupted >= 6  # the interrupts did land mid-cell
