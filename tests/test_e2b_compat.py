@@ -11,9 +11,13 @@ import base64
 import os
 import re
 import struct
+import subprocess
+import sys
 import time
 
 import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 jupyter_client = pytest.importorskip("jupyter_client")
 
@@ -306,3 +310,44 @@ def test_reference_itself_is_sane(kernel):
     ex = kernel.run_code("print('x')\n'y'")
     assert ex.logs.stdout == ["x\n"] and ex.text == "y"
     assert isinstance(ex.logs, Logs)
+
+
+E2B_PROGRAM = '''
+import os
+from e2b_code_interpreter import Sandbox, CommandExitException
+
+work = os.environ["E2B_PROGRAM_DIR"]
+with Sandbox.create() as sandbox:
+    sandbox.run_code("x = 1")
+    execution = sandbox.run_code("x+=1; x")
+    print(execution.text)
+    sandbox.set_timeout(60)
+    print(sandbox.get_info().sandbox_id == sandbox.sandbox_id)
+    sandbox.files.write(work + "/e2b/hello.txt", "hello from e2b")
+    print(sandbox.files.read(work + "/e2b/hello.txt"))
+    print([e.name for e in sandbox.files.list(work + "/e2b")])
+    print(sandbox.commands.run("echo from bash").stdout, end="")
+    try:
+        sandbox.commands.run("exit 3")
+    except CommandExitException as e:
+        print("exit", e.exit_code)
+    ex = sandbox.run_code("1/0")
+    print(ex.error.name, ex.error.value)
+'''
+
+
+def test_an_e2b_program_runs_unchanged_with_the_compat_path(agent, tmp_path):
+    """An E2B program, imports and all, against the dev agent: only the
+    environment says where the sandbox is."""
+    work = os.path.join(agent.workdir, "e2b-program")
+    os.makedirs(work, exist_ok=True)
+    agent.give_to_sandbox_user(work)
+    prog = tmp_path / "program.py"
+    prog.write_text(E2B_PROGRAM)
+    env = dict(os.environ, CELLVM_ADDR=agent.addr, E2B_PROGRAM_DIR=work,
+               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "client", "python"),
+                                           os.path.join(ROOT, "client", "python", "compat")]))
+    r = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["2", "True", "hello from e2b", "['hello.txt']", "from bash",
+                                     "exit 3", "ZeroDivisionError division by zero"]

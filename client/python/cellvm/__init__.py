@@ -38,6 +38,7 @@ from .models import (
     OutputHandler,
     OutputMessage,
     Result,
+    SandboxInfo,
 )
 from .commands import CommandHandle
 from .files import WatchHandle
@@ -70,6 +71,7 @@ __all__ = [
     "RateLimitException",
     "Result",
     "Sandbox",
+    "SandboxInfo",
     "SandboxException",
     "TemplateException",
     "TimeoutException",

@@ -402,3 +402,18 @@ class ProcessInfo:
     args: List[str]
     envs: Dict[str, str]
     cwd: Optional[str]
+
+
+@dataclass
+class SandboxInfo:
+    """E2B's SandboxInfo, from Sandbox.get_info(): `sandbox_id` is the
+    agent's address (or the VMM's pid for hybrid vsock); `template_id` the
+    image directory of a booted VM, else None; `end_at` is None (the sandbox
+    lives until kill(): there is no lifetime timeout)."""
+
+    sandbox_id: str
+    template_id: Optional[str]
+    name: Optional[str]
+    metadata: Dict[str, str]
+    started_at: _dt.datetime
+    end_at: Optional[_dt.datetime] = None

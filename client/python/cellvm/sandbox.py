@@ -5,6 +5,7 @@ callbacks, code contexts, timeouts. One Sandbox holds one connection to the
 agent; several threads may call it at once (requests are multiplexed).
 """
 
+import datetime as _dt
 import os
 import time
 from typing import Dict, List, Optional, Union
@@ -17,7 +18,8 @@ from .exceptions import (
     format_request_timeout_error,
     from_agent_error,
 )
-from .models import Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result
+from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result,
+                     SandboxInfo)
 
 DEFAULT_TIMEOUT = 300.0
 """Seconds an execution may run when run_code gets no timeout (E2B's default)."""
@@ -134,7 +136,8 @@ class Sandbox:
         if not addr:
             # E2B's Sandbox() starts a new sandbox: boot a micro-VM from the
             # image ($CELLVM_IMAGE, else build/image), as Sandbox.create() does.
-            booted = type(self).create(template=template, envs=envs, request_timeout=request_timeout)
+            booted = type(self)._boot(template=template, metadata=metadata, envs=envs,
+                                      request_timeout=request_timeout)
             self.__dict__.update(booted.__dict__)
             return
         self._addr = addr
@@ -143,6 +146,8 @@ class Sandbox:
         self._conn = _open_connection(addr, self._request_timeout)
         self._closed = False
         self._vm = None
+        self._started_at = _dt.datetime.now(_dt.timezone.utc)
+        self._metadata = dict(metadata or {})
 
     @classmethod
     def connect(cls, addr: str, request_timeout: Optional[float] = None,
@@ -169,13 +174,26 @@ class Sandbox:
         With `wait_ready` (default) create() returns once the zygote has
         imported numpy, pandas and matplotlib, so the first cell runs at once.
         Raises SandboxException (TimeoutException when time ran out); nothing
-        is left running then. See cellvm.launch.
+        is left running then. See cellvm.launch. Without `image`/`template`
+        and with $CELLVM_ADDR set, connects to that agent as Sandbox() does.
         """
+        if image is None and template is None and os.environ.get(ADDR_ENV):
+            # As Sandbox(): an E2B program's Sandbox.create() uses the agent
+            # named by $CELLVM_ADDR (dev mode) instead of booting a VM.
+            return cls(envs=envs, request_timeout=request_timeout,
+                       metadata=e2b_options.get("metadata"))
+        return cls._boot(image=image, template=template, metadata=e2b_options.get("metadata"),
+                         vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
+                         timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
+                         extra_cmdline=extra_cmdline)
+
+    @classmethod
+    def _boot(cls, image=None, template=None, metadata=None, **launch) -> "Sandbox":
+        """Boots a micro-VM and returns a Sandbox connected to it (see create)."""
         from .launch import create_sandbox
-        return create_sandbox(cls, image=image or template, vmm=vmm, memory_mb=memory_mb,
-                              vcpus=vcpus, network=network, envs=envs, timeout=timeout,
-                              request_timeout=request_timeout, wait_ready=wait_ready,
-                              extra_cmdline=extra_cmdline)
+        self = create_sandbox(cls, image=image or template, **launch)
+        self._metadata = dict(metadata or {})
+        return self
 
     @classmethod
     def _from_vm(cls, vm, conn, envs=None, request_timeout=None) -> "Sandbox":
@@ -187,6 +205,8 @@ class Sandbox:
         self._conn = conn
         self._closed = False
         self._vm = vm
+        self._started_at = _dt.datetime.now(_dt.timezone.utc)
+        self._metadata = {}
         return self
 
     # --- lifecycle -----------------------------------------------------------
@@ -219,6 +239,16 @@ class Sandbox:
             return True
         except (SandboxException, _wire.ConnectionClosed):
             return False
+
+    def set_timeout(self, timeout: int, **opts) -> None:
+        """E2B extends a sandbox's lifetime with it. A cellvm sandbox lives
+        until kill(): accepted and ignored."""
+
+    def get_info(self, request_timeout: Optional[float] = None) -> SandboxInfo:
+        """E2B's SandboxInfo for this sandbox."""
+        image = getattr(self._vm, "image", None) if self._vm is not None else None
+        return SandboxInfo(sandbox_id=self.sandbox_id, template_id=image, name=None,
+                           metadata=dict(self._metadata), started_at=self._started_at)
 
     # --- introspection -------------------------------------------------------
 
