@@ -18,11 +18,15 @@ CONFINE_LIBS := -lseccomp
 $(B)/cellvm-agent: $(AGENT_OBJS) $(CONFINE_OBJS) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $(AGENT_OBJS) $(CONFINE_OBJS) $(PROTO_LIB) $(PROTO_LIBS) $(CONFINE_LIBS)
 
-# C unit tests of the confinement policy text (tests/c/test_confine*.c): part of `make check-c`.
-CONFINE_TESTS := $(B)/tests/c/test_confine_policy
+# C unit tests of the confinement policy text and of the user-code seccomp
+# filter (tests/c/test_confine*.c): part of `make check-c`.
+CONFINE_TESTS := $(B)/tests/c/test_confine_policy $(B)/tests/c/test_confine_seccomp
 
 $(B)/tests/c/test_confine_policy: $(B)/tests/c/test_confine_policy.o $(B)/agent/confine_policy.o
 	$(CC) $(LDFLAGS) -o $@ $^
+
+$(B)/tests/c/test_confine_seccomp: $(B)/tests/c/test_confine_seccomp.o $(B)/agent/confine_seccomp.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CONFINE_LIBS)
 
 .PHONY: check-c-confine
 check-c-confine: $(CONFINE_TESTS)

@@ -147,3 +147,13 @@ int confine_apply_from_env(const char **step)
                 return rc;
         return confine_apply(&p, step);
 }
+
+int confine_seccomp_prepare_from_env(void)
+{
+        const char *text = getenv(CONFINE_ENV);
+        if (!text)
+                return 0;
+        struct confine_policy p;
+        int rc = confine_policy_parse(text, &p);
+        return rc < 0 ? rc : confine_seccomp_prepare(&p);
+}

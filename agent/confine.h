@@ -48,8 +48,16 @@ int confine_apply(const struct confine_policy *p, const char **step);
 /* Applies the policy in CONFINE_ENV if it is set; 0 if it is not. */
 int confine_apply_from_env(const char **step);
 
-/* Loads the user-code seccomp filter (confine_seccomp.c). Returns 0 or -errno. */
+/* Loads the user-code seccomp filter (confine_seccomp.c): the one prepared for
+ * this policy if there is one, else compiled now. Returns 0 or -errno. */
 int confine_seccomp_load(const struct confine_policy *p);
+
+/* Compiles the filter for `p` once, in a process that forks user code, so that
+ * each child loads it with one syscall. Returns 0 or -errno. */
+int confine_seccomp_prepare(const struct confine_policy *p);
+
+/* confine_seccomp_prepare() for the policy in CONFINE_ENV; 0 if it is not set. */
+int confine_seccomp_prepare_from_env(void);
 
 /* Adds "`name` fails with EPERM" to the libseccomp filter `ctx` (a scmp_filter_ctx);
  * a name this architecture lacks is skipped. Returns 0 or libseccomp's -errno. */

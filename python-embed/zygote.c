@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../agent/confine.h"
 #include "cbor_util.h"
 #include "cellvm_module.h"
 #include "ctl_channel.h"
@@ -191,6 +192,13 @@ int zygote_run(int fd, PyObject *kernel, const char *preload)
         struct ctl_channel chan;
         int rc;
 
+        /* Every executor loads the same filter: compile it once, here. */
+        rc = confine_seccomp_prepare_from_env();
+        if (rc < 0)
+                fprintf(stderr,
+                        "cellvm-executor: compiling the seccomp filter ahead: %s "
+                        "(each executor compiles its own)\n",
+                        strerror(-rc));
         if (send_ready(fd, kernel, preload) < 0)
                 return 1;
         rc = ctl_channel_init(&chan, fd);
