@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/vm_sockets.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,10 +94,23 @@ static int open_unix(struct listener *l, const char *path)
         struct stat st;
         if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && unlink(path) < 0)
                 log_warn("unlink stale socket %s: %s", path, strerror(errno));
+        /* Bound under a temporary name and renamed once listening, so the file
+         * appears only when connects succeed: whoever waits for it to exist is
+         * never refused. Too long a path for the suffix is bound in place. */
+        struct sockaddr_un tmp = {.sun_family = AF_UNIX};
+        int n = snprintf(tmp.sun_path, sizeof(tmp.sun_path), "%s.%d~", path, (int)getpid());
+        bool staged = n > 0 && (size_t)n < sizeof(tmp.sun_path);
+        if (staged && unlink(tmp.sun_path) < 0 && errno != ENOENT)
+                staged = false;
         /* Born 0600: only the agent's user (root in the guest) may connect. */
         mode_t old_mask = umask(0177);
-        int rc = bind_listen(fd, (struct sockaddr *)&sun, sizeof(sun));
+        int rc = bind_listen(fd, (struct sockaddr *)(staged ? &tmp : &sun), sizeof(sun));
         umask(old_mask);
+        if (rc == 0 && staged && rename(tmp.sun_path, path) < 0) {
+                rc = -errno;
+                if (unlink(tmp.sun_path) < 0)
+                        log_warn("unlink %s: %s", tmp.sun_path, strerror(errno));
+        }
         if (rc < 0) {
                 close(fd);
                 return rc;

@@ -36,36 +36,28 @@ static int close_from(unsigned int first)
         return 0;
 }
 
-int executor_proc_setup(int ctl, int out, int err, const char *cwd, const char **step)
+int executor_proc_detach(int keep, const char **step)
 {
-        int devnull, rc;
-
         *step = "setsid";
         if (setsid() < 0)
                 return -errno;
-        *step = "park fds";
-        ctl = park(ctl);
-        out = ctl < 0 ? ctl : park(out);
-        err = out < 0 ? out : park(err);
-        if (err < 0)
-                return err;
         *step = "open /dev/null";
-        devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (devnull < 0)
                 return -errno;
-        *step = "dup2 onto 0..3";
-        if (dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-            dup3(ctl, EXECUTOR_CTL_FD, O_CLOEXEC) < 0)
-                return -errno;
+        if (dup2(devnull, 0) < 0) {
+                int e = -errno;
+                close(devnull);
+                return e;
+        }
+        close(devnull);
+        /* Nothing of the zygote's but `keep` (and 1, 2 until attach replaces them). */
         *step = "close inherited fds";
-        rc = close_from(EXECUTOR_CTL_FD + 1);
+        if (keep >= 0 && keep != EXECUTOR_CTL_FD && dup3(keep, EXECUTOR_CTL_FD, O_CLOEXEC) < 0)
+                return -errno;
+        int rc = close_from(keep >= 0 ? EXECUTOR_CTL_FD + 1 : EXECUTOR_CTL_FD);
         if (rc < 0)
                 return rc;
-        if (cwd != NULL && cwd[0] != '\0') {
-                *step = "chdir";
-                if (chdir(cwd) < 0)
-                        return -errno;
-        }
         *step = "sigprocmask";
         sigset_t none;
         sigemptyset(&none);
@@ -78,4 +70,27 @@ int executor_proc_setup(int ctl, int out, int err, const char *cwd, const char *
                 return -errno;
         /* Last: the sandbox user, no capabilities, seccomp (agent/confine.h). */
         return confine_apply_from_env(step);
+}
+
+int executor_proc_attach(int ctl, int out, int err, const char **step)
+{
+        *step = "park fds";
+        ctl = park(ctl);
+        out = ctl < 0 ? ctl : park(out);
+        err = out < 0 ? out : park(err);
+        if (err < 0)
+                return err;
+        *step = "dup2 onto 1..3";
+        if (dup2(out, 1) < 0 || dup2(err, 2) < 0 || dup3(ctl, EXECUTOR_CTL_FD, O_CLOEXEC) < 0)
+                return -errno;
+        *step = "close inherited fds";
+        return close_from(EXECUTOR_CTL_FD + 1);
+}
+
+int executor_proc_chdir(const char *cwd, const char **step)
+{
+        *step = "chdir";
+        if (cwd != NULL && cwd[0] != '\0' && chdir(cwd) < 0)
+                return -errno;
+        return 0;
 }

@@ -10,6 +10,7 @@ magics, matplotlib figures shown once per cell.
 
 import ast
 import builtins
+import gc
 import importlib.abc
 import importlib.util
 import io
@@ -1672,6 +1673,10 @@ def zygote_preload(modules):
                         importlib.import_module(name)
                 except Exception:
                         pass
+        # What the preloads built lives as long as the zygote: out of the collector's
+        # sight, a child's collections do not write to (and so copy) all its pages.
+        gc.collect()
+        gc.freeze()
         return preloaded, errors
 
 
@@ -1723,10 +1728,20 @@ def _reset_after_fork():
         warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
 
 
-def executor_main(fd):
-        """Runs in a forked executor: X_READY, then one X_EXECUTE at a time until EOF."""
+def executor_prepare():
+        """Runs in a forked executor before it knows its context (a spare waits
+        for one after this): what the zygote's state needs undone or redone."""
         _reset_after_fork()
         _install_finders()
+        # Work every executor's start does, done here, off the context's clock:
+        # the first gettempdir() probes the disk; Kernel imports getpass.
+        tempfile.gettempdir()
+        import getpass  # noqa: F401
+
+
+def executor_main(fd):
+        """Runs in an executor attached to its context (after executor_prepare):
+        X_READY, then one X_EXECUTE at a time until EOF."""
         kernel = Kernel(fd)
         _state.fd = fd
         _state.kernel = kernel

@@ -1,4 +1,5 @@
-/* Zygote loop: Z_READY, then Z_SPAWN -> double fork -> Z_SPAWNED (see zygote.h). */
+/* Zygote loop: Z_READY, then Z_SPAWN -> a spare executor (or a double fork) -> Z_SPAWNED (see
+ * zygote.h). */
 #include "zygote.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,17 +64,15 @@ static int send_ready(int fd, PyObject *kernel, const char *preload)
         return rc;
 }
 
-/* In the executor (grandchild of the zygote): never returns. */
-static void run_executor(PyObject *kernel, int fds[SPAWN_NFDS], const char *cwd)
+/* The next executor, forked and detached ahead of any context (see spare_start). */
+static struct {
+        pid_t pid; /* 0: none */
+        int sock;  /* the zygote's end of the spare's socket */
+} spare = {0, -1};
+
+/* In an executor, once attached to its context: serves it; never returns. */
+static void __attribute__((noreturn)) serve_executor(PyObject *kernel)
 {
-        const char *step;
-        PyOS_AfterFork_Child();
-        int rc = executor_proc_setup(fds[0], fds[1], fds[2], cwd, &step);
-        if (rc < 0) {
-                /* fd 2 is the context's stderr pipe once dup2 got that far. */
-                fprintf(stderr, "cellvm-executor: %s: %s\n", step, strerror(-rc));
-                _exit(1);
-        }
         PyObject *r = PyObject_CallMethod(kernel, "executor_main", "i", EXECUTOR_CTL_FD);
         int status = 0;
         if (r == NULL) {
@@ -85,9 +85,109 @@ static void run_executor(PyObject *kernel, int fds[SPAWN_NFDS], const char *cwd)
         _exit(status);
 }
 
-/* Forks the executor through a short-lived middle process so the agent (a
- * child subreaper) inherits it. Returns the executor's pid or a negative errno. */
-static pid_t spawn(PyObject *kernel, int fds[SPAWN_NFDS], const char *cwd)
+static void __attribute__((noreturn)) setup_failed(const char *step, int rc)
+{
+        /* fd 2 is the context's stderr pipe once attached, else the zygote's. */
+        fprintf(stderr, "cellvm-executor: %s: %s\n", step, strerror(-rc));
+        _exit(1);
+}
+
+/* Python's half of detaching: signals, streams, import hooks, warm-ups. */
+static void prepare_python(PyObject *kernel)
+{
+        PyObject *r = PyObject_CallMethod(kernel, "executor_prepare", NULL);
+        if (r == NULL) {
+                log_python_error("preparing the executor");
+                _exit(1);
+        }
+        Py_DECREF(r);
+}
+
+struct assignment {
+        int fds[SPAWN_NFDS];
+        const char *cwd;
+};
+
+/* In an executor forked for a context at once (no spare ready). */
+static void __attribute__((noreturn)) run_executor(PyObject *kernel, void *arg)
+{
+        const struct assignment *as = arg;
+        const char *step;
+        PyOS_AfterFork_Child();
+        int rc = executor_proc_attach(as->fds[0], as->fds[1], as->fds[2], &step);
+        if (rc == 0)
+                rc = executor_proc_detach(EXECUTOR_CTL_FD, &step);
+        if (rc == 0)
+                rc = executor_proc_chdir(as->cwd, &step);
+        if (rc < 0)
+                setup_failed(step, rc);
+        prepare_python(kernel);
+        serve_executor(kernel);
+}
+
+/* Receives the context's fds and directory on `sock` (fd 3); 0, -EPIPE when
+ * the zygote closed it without one, or another negative errno. */
+static int wait_for_assignment(int sock, int fds[SPAWN_NFDS], char *cwd, size_t cwd_size)
+{
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * SPAWN_NFDS)];
+        } ctl;
+        struct iovec iov = {.iov_base = cwd, .iov_len = cwd_size - 1};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = ctl.buf,
+                            .msg_controllen = sizeof(ctl.buf)};
+        ssize_t n;
+        int err = 0;
+        PyThreadState *ts = PyEval_SaveThread(); /* the flusher thread runs meanwhile */
+        do
+                n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                err = -errno;
+        PyEval_RestoreThread(ts);
+        if (err < 0)
+                return err;
+        if (n == 0)
+                return -EPIPE;
+        cwd[n] = '\0';
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || !c || c->cmsg_level != SOL_SOCKET ||
+            c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int) * SPAWN_NFDS))
+                return -EPROTO;
+        memcpy(fds, CMSG_DATA(c), sizeof(int) * SPAWN_NFDS);
+        return 0;
+}
+
+/* In the spare: detach and warm up, wait for a context, attach to it. */
+static void __attribute__((noreturn)) run_spare(PyObject *kernel, void *arg)
+{
+        int sock = *(const int *)arg;
+        const char *step;
+        PyOS_AfterFork_Child();
+        int rc = executor_proc_detach(sock, &step);
+        if (rc < 0)
+                setup_failed(step, rc);
+        prepare_python(kernel);
+        int fds[SPAWN_NFDS];
+        char cwd[4097];
+        rc = wait_for_assignment(EXECUTOR_CTL_FD, fds, cwd, sizeof(cwd));
+        if (rc == -EPIPE)
+                _exit(0); /* the zygote is gone or stopping: nobody needs us */
+        step = "receive a context";
+        if (rc == 0)
+                rc = executor_proc_attach(fds[0], fds[1], fds[2], &step);
+        if (rc == 0)
+                rc = executor_proc_chdir(cwd, &step);
+        if (rc < 0)
+                setup_failed(step, rc);
+        serve_executor(kernel);
+}
+
+/* Forks an executor running `body` through a short-lived middle process so the
+ * agent (a child subreaper) inherits it. Returns its pid or a negative errno. */
+static pid_t fork_executor(PyObject *kernel, void (*body)(PyObject *, void *), void *arg)
 {
         int pidpipe[2];
         if (pipe2(pidpipe, O_CLOEXEC) < 0)
@@ -97,7 +197,7 @@ static pid_t spawn(PyObject *kernel, int fds[SPAWN_NFDS], const char *cwd)
         if (mid == 0) {
                 pid_t exe = fork();
                 if (exe == 0)
-                        run_executor(kernel, fds, cwd);
+                        body(kernel, arg);
                 int32_t report = exe < 0 ? -errno : exe;
                 ssize_t n = write(pidpipe[1], &report, sizeof(report));
                 _exit(n == (ssize_t)sizeof(report) ? 0 : 1);
@@ -121,6 +221,75 @@ static pid_t spawn(PyObject *kernel, int fds[SPAWN_NFDS], const char *cwd)
         while (waitpid(mid, &wstatus, 0) < 0 && errno == EINTR)
                 ;
         return report;
+}
+
+static void spare_drop(void)
+{
+        if (spare.sock >= 0)
+                close(spare.sock); /* a spare waiting on it exits */
+        spare.pid = 0;
+        spare.sock = -1;
+}
+
+/*
+ * Forks the next executor ahead: it detaches (session, fds, sandbox user,
+ * seccomp) and warms up, then waits on a socket for a context's fds. Creating
+ * a context then costs a message instead of two forks of this large process
+ * and the executor's start. Failing is not fatal: contexts fork directly.
+ */
+static void spare_start(PyObject *kernel)
+{
+        if (spare.pid > 0)
+                return;
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+                fprintf(stderr, "cellvm-executor: spare executor: socketpair: %s\n",
+                        strerror(errno));
+                return;
+        }
+        pid_t pid = fork_executor(kernel, run_spare, &sv[1]);
+        close(sv[1]);
+        if (pid < 0) {
+                fprintf(stderr, "cellvm-executor: forking a spare executor: %s\n", strerror(-pid));
+                close(sv[0]);
+                return;
+        }
+        spare.pid = pid;
+        spare.sock = sv[0];
+}
+
+/* Hands the context to the spare; its pid, or a negative errno (the spare is
+ * gone: the caller forks one for the context). The spare is used up either way. */
+static pid_t spare_assign(const int fds[SPAWN_NFDS], const char *cwd)
+{
+        if (spare.pid <= 0)
+                return -ENOENT;
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int) * SPAWN_NFDS)];
+        } ctl;
+        memset(&ctl, 0, sizeof(ctl));
+        size_t len = cwd ? strlen(cwd) : 0;
+        if (len > 4096)
+                return -ENAMETOOLONG;
+        char empty = '\0';
+        struct iovec iov = {.iov_base = len ? (void *)cwd : &empty, .iov_len = len ? len : 1};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = ctl.buf,
+                            .msg_controllen = sizeof(ctl.buf)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * SPAWN_NFDS);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * SPAWN_NFDS);
+        ssize_t n;
+        do
+                n = sendmsg(spare.sock, &mh, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        pid_t pid = n == (ssize_t)iov.iov_len ? spare.pid : (n < 0 ? -errno : -EIO);
+        spare_drop();
+        return pid;
 }
 
 static int send_spawned(int fd, uint32_t id, const char *context, pid_t pid, int err)
@@ -172,7 +341,11 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
                         context, got, SPAWN_NFDS);
                 rc = -EBADF;
         } else {
-                pid = spawn(kernel, fds, cwd);
+                pid = spare_assign(fds, cwd);
+                if (pid < 0) {
+                        struct assignment as = {{fds[0], fds[1], fds[2]}, cwd};
+                        pid = fork_executor(kernel, run_executor, &as);
+                }
                 if (pid < 0) {
                         rc = pid;
                         fprintf(stderr, "cellvm-executor: spawning %s: %s\n", context,
@@ -184,6 +357,7 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
         int send_rc = send_spawned(chan->fd, msg->id, context ? context : "", pid, rc);
         free(context);
         free(cwd);
+        spare_start(kernel); /* for the next context, while this one starts */
         return send_rc;
 }
 
@@ -201,6 +375,7 @@ int zygote_run(int fd, PyObject *kernel, const char *preload)
                         strerror(-rc));
         if (send_ready(fd, kernel, preload) < 0)
                 return 1;
+        spare_start(kernel);
         rc = ctl_channel_init(&chan, fd);
         if (rc < 0) {
                 fprintf(stderr, "cellvm-executor: %s\n", strerror(-rc));
@@ -229,6 +404,7 @@ int zygote_run(int fd, PyObject *kernel, const char *preload)
                         break;
                 }
         }
+        spare_drop();
         ctl_channel_free(&chan);
         return status;
 }

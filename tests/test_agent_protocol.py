@@ -454,6 +454,8 @@ def test_stream_text_is_valid_utf8(conn, ctx):
 
 def test_duplicate_id(conn, ctx):
     conn.send(EXECUTE, 5, {"code": "import time; time.sleep(1); 'done'", "context": ctx})
+    # Started (its EXEC_INPUT read), so the next message of id 5 is the refusal.
+    assert conn.recv()[:2] == (EXEC_INPUT, 5)
     assert error_code(conn.call(PING, 5, {})) == "duplicate_id"
     assert error_code(conn.call(EXECUTE, 5, {"code": "1"})) == "duplicate_id"
     msgs = conn.until_terminal(5)

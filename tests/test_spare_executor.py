@@ -1,0 +1,93 @@
+"""The zygote's spare executor (docs/PROTOCOL.md section 8): forked and
+detached ahead, handed to the next context; a context still starts when the
+spare is gone. Real agent, real zygote."""
+
+import os
+import signal
+import time
+
+from cellvm import Sandbox
+
+
+def children(pid):
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def status(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+
+
+def executors(agent_pid):
+    """The agent's children that are forks of the zygote and leaders of a
+    session of their own (the zygote is in the agent's session)."""
+    out = []
+    for pid in children(agent_pid):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                session = int(f.read().rsplit(")", 1)[1].split()[3])
+        except OSError:
+            continue
+        if argv[0].endswith(b"cellvm-executor") and session == pid:
+            out.append(pid)
+    return out
+
+
+def wait_for(pred, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = pred()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+def spares(sbx, agent_pid):
+    """Executors no context owns."""
+    owned = {int(sbx.run_code("import os; os.getpid()", context=c).text)
+             for c in sbx.list_code_contexts()}
+    return [p for p in executors(agent_pid) if p not in owned]
+
+
+def test_the_next_context_gets_the_spare_executor(fresh_agent):
+    with Sandbox.connect(fresh_agent.addr) as sbx:
+        agent_pid = sbx.hello["pid"]
+        sbx.run_code("1")  # the default context exists; a spare waits beside it
+        spare = wait_for(lambda: spares(sbx, agent_pid))
+        assert len(spare) == 1
+        if os.geteuid() == 0:
+            # Detached already: the sandbox user, seccomp, before any context.
+            st = status(spare[0])
+            assert st["Seccomp"] == "2" and st["NoNewPrivs"] == "1"
+            assert st["Uid"].split()[0] != "0"
+        ctx = sbx.create_code_context()
+        assert int(sbx.run_code("import os; os.getpid()", context=ctx).text) == spare[0]
+        assert sbx.run_code("import os; os.getcwd()", context=ctx).text == ctx.cwd
+        # And another one is forked for the context after that.
+        nxt = wait_for(lambda: spares(sbx, agent_pid))
+        assert nxt != spare
+
+
+def test_a_context_starts_without_a_spare(fresh_agent):
+    with Sandbox.connect(fresh_agent.addr) as sbx:
+        agent_pid = sbx.hello["pid"]
+        sbx.run_code("1")
+        spare = wait_for(lambda: spares(sbx, agent_pid))[0]
+        os.kill(spare, signal.SIGKILL)
+        wait_for(lambda: spare not in executors(agent_pid))
+        ctx = sbx.create_code_context(cwd="/tmp")
+        assert sbx.run_code("import os; os.getcwd(), 6 * 7", context=ctx).text == "('/tmp', 42)"
+        pid = int(sbx.run_code("import os; os.getpid()", context=ctx).text)
+        assert pid != spare
+
+
+def test_contexts_do_not_share_random_state(fresh_agent):
+    """Each executor reseeds its generators after the fork, spare or not."""
+    with Sandbox.connect(fresh_agent.addr) as sbx:
+        a, b = sbx.create_code_context(), sbx.create_code_context()
+        draw = "import random; random.random()"
+        assert sbx.run_code(draw, context=a).text != sbx.run_code(draw, context=b).text
