@@ -138,6 +138,9 @@ static int add_rules(scmp_filter_ctx ctx, const struct confine_policy *p)
                 rc = deny_signals_to(ctx, p->agent_pid);
         if (rc == 0 && p->agent_pid > 1)
                 rc = deny_signals_to(ctx, -p->agent_pid);
+        /* The spawner runs as root: a `user: "root"` command could otherwise end it. */
+        if (rc == 0 && p->spawner_pid > 1)
+                rc = deny_signals_to(ctx, p->spawner_pid);
         return rc;
 }
 
