@@ -135,6 +135,13 @@ struct zygote {
         uint64_t restart_at; /* monotonic ns, 0 = none */
 };
 
+/* The agent's end of the spawner (spawner.h). */
+struct spawner {
+        pid_t pid;
+        int fd;    /* socketpair to it, -1 once closed */
+        bool lost; /* it died or broke the channel: the agent shuts down */
+};
+
 #define BOOT_MAX_STAMPS 32
 
 struct boot_stamp {
@@ -152,6 +159,7 @@ struct agent {
         unsigned ncontexts;       /* not removed */
         char default_ctx[UUID_TEXT_LEN + 1];
         struct zygote zyg;
+        struct spawner spawner;
         const char *executor;
         const char *preload;
         const char *workdir;
@@ -169,7 +177,7 @@ struct agent {
         uint64_t output_max;           /* stdout + stderr bytes relayed per execution */
         bool network_allowed;          /* false: AF_INET/AF_INET6 denied to user code */
         bool allow_local_vsock;        /* test flag: accept vsock peers other than the host */
-        bool no_agent_seccomp;         /* debug flag: skip the agent's own filter */
+        bool no_agent_seccomp;         /* debug flag: skip the agent's and the spawner's filters */
         bool disconnect_continues;     /* a disconnect leaves running cells running */
         const char *isolation_caps[4]; /* extra HELLO capabilities */
         size_t nisolation_caps;
@@ -201,8 +209,11 @@ bool confine_context_kill(struct agent *a, struct context *ctx);
 void confine_context_removed(struct agent *a, struct context *ctx);
 
 /* --- agent_seccomp.c --- */
-/* Loads the agent's own syscall allowlist (inherited by the zygote). Returns 0 or -errno. */
+/* Loads the agent's own syscall allowlist: after it, no fork, exec or socket. 0 or -errno. */
 int agent_seccomp_apply(void);
+/* Loads the spawner's filter, inherited by the zygote and commands: the syscalls no process
+ * of the guest's user side needs fail with EPERM. Returns 0 or -errno. */
+int spawner_seccomp_apply(void);
 
 /* --- boot.c --- */
 void boot_stamp(struct agent *a, const char *name, uint64_t ns);

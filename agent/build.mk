@@ -5,7 +5,8 @@ AGENT_SRCS := agent/main.c agent/loop.c agent/log.c agent/boot.c agent/listen.c 
 # Files and commands services (docs/PROTOCOL.md sections 9-10).
 AGENT_SRCS += agent/svc.c agent/creds.c agent/files.c agent/file_transfer.c agent/fswatch.c \
               agent/commands.c
-AGENT_SRCS += agent/confine_agent.c agent/cgroup.c agent/agent_seccomp.c agent/agent_caps.c
+AGENT_SRCS += agent/confine_agent.c agent/cgroup.c agent/agent_seccomp.c agent/agent_caps.c \
+              agent/spawner.c
 # SET_TIME / ADD_ENTROPY; the seeding code is cellvm-init's own (init/entropy.c).
 AGENT_SRCS += agent/system.c init/entropy.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o)
@@ -18,14 +19,20 @@ CONFINE_LIBS := -lseccomp
 $(B)/cellvm-agent: $(AGENT_OBJS) $(CONFINE_OBJS) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $(AGENT_OBJS) $(CONFINE_OBJS) $(PROTO_LIB) $(PROTO_LIBS) $(CONFINE_LIBS)
 
-# C unit tests of the confinement policy text and of the user-code seccomp
-# filter (tests/c/test_confine*.c): part of `make check-c`.
-CONFINE_TESTS := $(B)/tests/c/test_confine_policy $(B)/tests/c/test_confine_seccomp
+# C unit tests of the confinement policy text, the user-code seccomp filter and
+# the agent's allowlist (tests/c/test_{confine,agent}*.c): part of `make check-c`.
+CONFINE_TESTS := $(B)/tests/c/test_confine_policy $(B)/tests/c/test_confine_seccomp \
+                 $(B)/tests/c/test_agent_seccomp
 
 $(B)/tests/c/test_confine_policy: $(B)/tests/c/test_confine_policy.o $(B)/agent/confine_policy.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_confine_seccomp: $(B)/tests/c/test_confine_seccomp.o $(B)/agent/confine_seccomp.o
+	$(CC) $(LDFLAGS) -o $@ $^ $(CONFINE_LIBS)
+
+# The agent's allowlist, loaded in a forked child (tests/c/test_agent_seccomp.c).
+$(B)/tests/c/test_agent_seccomp: $(B)/tests/c/test_agent_seccomp.o $(B)/agent/agent_seccomp.o \
+		$(B)/agent/confine_seccomp.o
 	$(CC) $(LDFLAGS) -o $@ $^ $(CONFINE_LIBS)
 
 .PHONY: check-c-confine

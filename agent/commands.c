@@ -23,6 +23,7 @@
 #include "log.h"
 #include "msgtypes.h"
 #include "services.h"
+#include "spawner.h"
 #include "writer.h"
 
 /* Bytes read from a command's pipe per CMD_OUTPUT. */
@@ -309,15 +310,6 @@ static const struct svc_ops command_ops = {
 
 /* --- starting --- */
 
-struct spawn_spec {
-        const char *cmd;
-        const char *cwd;
-        const struct creds *cr;
-        char **env;
-        bool with_stdin;
-        const char *cgroup_procs; /* the commands' cgroup.procs, or "" for none */
-};
-
 /* In the child, still root: joins the commands' cgroup. Returns 0 or an errno. */
 static int join_cgroup(const char *procs)
 {
@@ -440,9 +432,9 @@ static int confine_child(const struct creds *cr)
         return 0;
 }
 
-/* In the child: becomes the command. Only async-signal-safe calls; reports errno on `errfd`. */
-static void __attribute__((noreturn))
-child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
+/* In the child the spawner created (spawner.h): becomes the command. Only async-signal-safe
+ * calls; reports errno on `errfd`. */
+void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
 {
         int err = 0;
         sigset_t none;
@@ -475,51 +467,35 @@ child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int er
 }
 
 /*
- * Starts the command: fork, then in the child the process group, pipes,
- * credential drop, cwd and exec (child_exec). Fills the pipe ends the agent
- * keeps (stdin write end or -1, stdout and stderr read ends). Returns the pid
- * or -errno (of the fork, or of the child's setup reported through a pipe).
+ * Starts the command through the spawner (the agent cannot fork), which runs
+ * command_child_exec() in the new process: process group, pipes, cgroup,
+ * credential drop, cwd and exec. Fills the pipe ends the agent keeps (stdin
+ * write end or -1, stdout and stderr read ends). Returns the pid or -errno (of
+ * the spawn, or of the child's setup or exec).
  */
-static pid_t command_spawn(const struct spawn_spec *s, int *in_w, int *out_r, int *err_r)
+static pid_t command_spawn(struct agent *a, const struct spawn_spec *s, int *in_w, int *out_r,
+                           int *err_r)
 {
-        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, status[2] = {-1, -1};
+        int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
         int rc = 0;
         if (s->with_stdin ? pipe2(in, O_CLOEXEC) < 0
                           : (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0)
                 rc = -errno;
-        if (rc == 0 && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-                        pipe2(status, O_CLOEXEC) < 0))
+        if (rc == 0 && (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0))
                 rc = -errno;
-        pid_t pid = -1;
-        if (rc == 0) {
-                pid = fork();
-                if (pid < 0)
-                        rc = -errno;
-                if (pid == 0)
-                        child_exec(s, in[0], out[1], err[1], status[1]);
-        }
-        int fds_to_close[] = {in[0], out[1], err[1], status[1]};
-        for (size_t i = 0; i < 4; i++)
-                if (fds_to_close[i] >= 0 && close(fds_to_close[i]) < 0)
+        pid_t pid = rc;
+        if (rc == 0)
+                pid = spawner_command(a, s, in[0], out[1], err[1]);
+        int child_ends[] = {in[0], out[1], err[1]};
+        for (size_t i = 0; i < 3; i++)
+                if (child_ends[i] >= 0 && close(child_ends[i]) < 0)
                         log_warn("command: close: %s", strerror(errno));
-        if (rc == 0) {
-                /* EOF here means exec succeeded (the CLOEXEC write end went away). */
-                int child_err = 0;
-                ssize_t n;
-                do
-                        n = read(status[0], &child_err, sizeof(child_err));
-                while (n < 0 && errno == EINTR);
-                if (n == (ssize_t)sizeof(child_err) && child_err)
-                        rc = -child_err; /* the child exits 127; the reaper ignores it */
-        }
-        if (status[0] >= 0 && close(status[0]) < 0)
-                log_warn("command: close: %s", strerror(errno));
-        if (rc < 0) {
+        if (pid < 0) {
                 int leftovers[] = {in[1], out[0], err[0]};
                 for (size_t i = 0; i < 3; i++)
                         if (leftovers[i] >= 0 && close(leftovers[i]) < 0)
                                 log_warn("command: close: %s", strerror(errno));
-                return rc;
+                return pid;
         }
         *in_w = in[1];
         *out_r = out[0];
@@ -599,14 +575,10 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
                 goto out;
         }
-        struct spawn_spec spec = {.cmd = cmd_copy,
-                                  .cwd = cwd_abs,
-                                  .cr = &cr,
-                                  .env = env,
-                                  .with_stdin = with_stdin,
-                                  .cgroup_procs = a->commands_cgroup_procs};
+        struct spawn_spec spec = {
+            .cmd = cmd_copy, .cwd = cwd_abs, .cr = &cr, .env = env, .with_stdin = with_stdin};
         int in_w, out_r, err_r;
-        pid_t pid = command_spawn(&spec, &in_w, &out_r, &err_r);
+        pid_t pid = command_spawn(a, &spec, &in_w, &out_r, &err_r);
         if (pid < 0) {
                 svc_send_errno(a, c, id, (int)-pid, "start command in", cwd_abs);
                 goto out;

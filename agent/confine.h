@@ -22,8 +22,9 @@ struct confine_policy {
         bool drop_user; /* change to uid/gid (the agent is root) */
         uid_t uid;
         gid_t gid;
-        bool net_none;   /* AF_INET/AF_INET6 sockets fail with EPERM */
-        pid_t agent_pid; /* signals to it (and to pid 1) fail with EPERM; 0 = only pid 1 */
+        bool net_none;     /* AF_INET/AF_INET6 sockets fail with EPERM */
+        pid_t agent_pid;   /* signals to it (and to pid 1) fail with EPERM; 0 = only pid 1 */
+        pid_t spawner_pid; /* the agent's spawner: signals to it fail too; 0 = none */
         /* Resource limits, soft = hard; 0 = leave as inherited. */
         uint64_t fsize;  /* RLIMIT_FSIZE, bytes */
         uint64_t nofile; /* RLIMIT_NOFILE */
@@ -31,7 +32,7 @@ struct confine_policy {
         uint64_t data;   /* RLIMIT_DATA, bytes: the memory bound without a cgroup */
 };
 
-/* "uid=1000,gid=1000,drop=1,net=none,agent=42,fsize=...,nofile=...,nproc=...,data=...".
+/* "uid=1000,gid=1000,drop=1,net=none,agent=42,spawner=43,fsize=...,nofile=...,nproc=...,data=...".
  * Returns 0 or -ENAMETOOLONG. */
 int confine_policy_format(const struct confine_policy *p, char *out, size_t size);
 /* Parses the text form; unknown keys are -EINVAL (a policy is never half-applied). */

@@ -10,11 +10,11 @@
 int confine_policy_format(const struct confine_policy *p, char *out, size_t size)
 {
         int n = snprintf(out, size,
-                         "drop=%d,uid=%u,gid=%u,net=%s,agent=%d,fsize=%" PRIu64 ",nofile=%" PRIu64
-                         ",nproc=%" PRIu64 ",data=%" PRIu64,
+                         "drop=%d,uid=%u,gid=%u,net=%s,agent=%d,spawner=%d,fsize=%" PRIu64
+                         ",nofile=%" PRIu64 ",nproc=%" PRIu64 ",data=%" PRIu64,
                          p->drop_user ? 1 : 0, (unsigned)p->uid, (unsigned)p->gid,
-                         p->net_none ? "none" : "allow", (int)p->agent_pid, p->fsize, p->nofile,
-                         p->nproc, p->data);
+                         p->net_none ? "none" : "allow", (int)p->agent_pid, (int)p->spawner_pid,
+                         p->fsize, p->nofile, p->nproc, p->data);
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
@@ -68,6 +68,8 @@ int confine_policy_parse(const char *text, struct confine_policy *p)
                         p->gid = (gid_t)n;
                 } else if (key_is(s, klen, "agent") && n < INT32_MAX) {
                         p->agent_pid = (pid_t)n;
+                } else if (key_is(s, klen, "spawner") && n < INT32_MAX) {
+                        p->spawner_pid = (pid_t)n;
                 } else if (key_is(s, klen, "fsize")) {
                         p->fsize = n;
                 } else if (key_is(s, klen, "nofile")) {

@@ -146,6 +146,9 @@ static int add_rules(scmp_filter_ctx ctx, const struct confine_policy *p)
                 rc = deny_signals_to(ctx, p->agent_pid);
         if (rc == 0 && p->agent_pid > 1)
                 rc = deny_signals_to(ctx, -p->agent_pid);
+        /* The spawner runs as root: a `user: "root"` command could otherwise end it. */
+        if (rc == 0 && p->spawner_pid > 1)
+                rc = deny_signals_to(ctx, p->spawner_pid);
         return rc;
 }
 
@@ -159,13 +162,14 @@ static struct {
         bool ready;
         bool net_none;
         pid_t agent_pid;
+        pid_t spawner_pid;
         struct sock_fprog prog;
 } prepared;
 
 static bool prepared_for(const struct confine_policy *p)
 {
         return prepared.ready && prepared.net_none == p->net_none &&
-               prepared.agent_pid == p->agent_pid;
+               prepared.agent_pid == p->agent_pid && prepared.spawner_pid == p->spawner_pid;
 }
 
 /* The BPF program of `ctx` in memory: libseccomp 2.5 exports to an fd only. */
@@ -218,6 +222,7 @@ int confine_seccomp_prepare(const struct confine_policy *p)
         prepared.prog = prog;
         prepared.net_none = p->net_none;
         prepared.agent_pid = p->agent_pid;
+        prepared.spawner_pid = p->spawner_pid;
         prepared.ready = true;
         return 0;
 }

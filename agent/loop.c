@@ -12,6 +12,7 @@
 #include "agent.h"
 #include "log.h"
 #include "services.h"
+#include "spawner.h"
 
 uint64_t now_mono(void)
 {
@@ -77,8 +78,8 @@ static void reap_children(struct agent *a)
                 }
                 if (pid == 0)
                         return;
-                if (zygote_reaped(a, pid, status) || context_reaped(a, pid, status) ||
-                    commands_reaped(a, pid, status))
+                if (spawner_reaped(a, pid, status) || zygote_reaped(a, pid, status) ||
+                    context_reaped(a, pid, status) || commands_reaped(a, pid, status))
                         continue;
                 char how[64];
                 describe_status(status, how, sizeof(how));

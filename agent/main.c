@@ -16,6 +16,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "spawner.h"
 
 #define DEFAULT_PRELOAD "numpy,pandas,matplotlib,matplotlib.pyplot"
 #define MAX_LISTEN 16
@@ -52,7 +53,8 @@ static void usage(FILE *f)
             "  --file-size-max SIZE  largest file user code may write (RLIMIT_FSIZE)\n"
             "  --output-max SIZE  stdout+stderr relayed per execution (default 64M)\n"
             "  --allow-local-vsock  accept vsock peers other than the host (CID 2); tests only\n"
-            "  --no-agent-seccomp   do not load the agent's own seccomp filter (debugging)\n"
+            "  --no-agent-seccomp   load neither the agent's nor the spawner's seccomp filter "
+            "(debugging)\n"
             "  --on-disconnect WHAT  interrupt (default) or continue the running cells of a\n"
             "                     connection that closes\n"
             "  --help             this text\n");
@@ -164,6 +166,7 @@ static void shutdown_agent(struct agent *a)
         contexts_kill_all(a);
         zygote_stop(a);
         listeners_close(a);
+        spawner_stop(a);
         /* Reap what the subreaper inherited, without waiting forever for daemons. */
         for (int i = 0; i < 100; i++) {
                 pid_t pid = waitpid(-1, NULL, WNOHANG);
@@ -175,7 +178,8 @@ static void shutdown_agent(struct agent *a)
                 }
         }
         cv_buf_free(&a->scratch);
-        if (close(a->sig.fd) < 0 || close(a->epfd) < 0)
+        /* The signalfd exists once the loop ran; setup failures get here without it. */
+        if ((a->sig.fd >= 0 && close(a->sig.fd) < 0) || close(a->epfd) < 0)
                 log_warn("close: %s", strerror(errno));
 }
 
@@ -221,6 +225,7 @@ int main(int argc, char **argv)
         a->workdir = NULL;
         a->sig.fd = -1;
         a->zyg.w.fd = -1;
+        a->spawner.fd = -1;
 
         static const struct option opts[] = {
             {"listen", required_argument, NULL, 'l'},
@@ -344,16 +349,27 @@ int main(int argc, char **argv)
                 log_error("isolation setup: %s", strerror(-rc));
                 return 1;
         }
+        /* The spawner starts the agent's children: forked before the first, since the
+         * agent's filter will forbid fork (spawner.h). */
+        if ((rc = spawner_start(a)) < 0) {
+                log_error("starting the spawner: %s", strerror(-rc));
+                shutdown_agent(a);
+                free(executor_alloc);
+                return 1;
+        }
         rc = zygote_start(a);
         if (rc < 0) {
                 log_error("starting the zygote (%s): %s", a->executor, strerror(-rc));
+                shutdown_agent(a);
+                free(executor_alloc);
                 return 1;
         }
         int err = 0;
         struct context *def = context_new(a, a->workdir, &err);
         if (!def) {
                 log_error("creating the default context: %s", strerror(-err));
-                zygote_stop(a);
+                shutdown_agent(a);
+                free(executor_alloc);
                 return 1;
         }
         memcpy(a->default_ctx, def->id, sizeof(a->default_ctx));
@@ -377,21 +393,24 @@ int main(int argc, char **argv)
                 free(executor_alloc);
                 return 1;
         }
+        /* Non-dumpable: /proc/<agent>/fd and friends are root's alone. */
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                log_warn("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+        /* The allowlist (agent_seccomp.c): no fork, exec or new sockets from here on. */
         if (!a->no_agent_seccomp && (rc = agent_seccomp_apply()) < 0) {
                 log_error("loading the agent's seccomp filter: %s", strerror(-rc));
                 shutdown_agent(a);
                 free(executor_alloc);
                 return 1;
         }
-        /* Non-dumpable: /proc/<agent>/fd and friends are root's alone. */
-        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-                log_warn("prctl(PR_SET_DUMPABLE): %s", strerror(errno));
         boot_stamp(a, "agent_ready", now_boottime());
         log_info("ready: pid %d, default context %s, workdir %s", (int)getpid(), a->default_ctx,
                  a->workdir);
         rc = loop_run(a);
+        bool lost = a->spawner.lost;
         shutdown_agent(a);
         free(executor_alloc);
         log_info("stopped");
-        return rc < 0 ? 1 : 0;
+        /* Without its spawner the agent cannot start processes: exit for init to restart it. */
+        return rc < 0 || lost ? 1 : 0;
 }

@@ -15,6 +15,7 @@
 #include "cbor_util.h"
 #include "log.h"
 #include "msgtypes.h"
+#include "spawner.h"
 #include "writer.h"
 
 /* The fd number the zygote finds its control socket on (`--fd 3`). */
@@ -24,32 +25,41 @@
 
 static void on_zygote(struct agent *a, struct watch *w, uint32_t events);
 
-/* In the forked child: never returns. Only async-signal-safe calls. */
-static void exec_zygote(struct agent *a, int fd)
+/* In the child the spawner created (spawner.h): never returns. Only async-signal-safe calls;
+ * reports errno on `errfd` if it cannot exec the zygote. */
+void zygote_child_exec(struct agent *a, int fd, int errfd)
 {
+        int err = 0;
+        /* fd 3 is the zygote's: keep the status pipe off it. */
+        if (errfd == ZYGOTE_FD && (errfd = fcntl(errfd, F_DUPFD_CLOEXEC, ZYGOTE_FD + 1)) < 0)
+                _exit(126);
         sigset_t set;
         loop_signals(&set);
-        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        if (sigprocmask(SIG_UNBLOCK, &set, NULL) < 0)
+                err = errno;
         signal(SIGPIPE, SIG_DFL);
         /* A zygote must not outlive the agent that serves its children. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (!err && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                err = errno;
         /* Executors read no input: keep whatever the agent's stdin is (a console) from them. */
-        int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0)
-                _exit(126);
-        if (fd == ZYGOTE_FD) {
+        int null_fd = err ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (!err && (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0))
+                err = errno;
+        if (!err && fd == ZYGOTE_FD) {
                 int fl = fcntl(fd, F_GETFD);
                 if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)
-                        _exit(126);
-        } else if (dup2(fd, ZYGOTE_FD) < 0) {
-                _exit(126);
+                        err = errno;
+        } else if (!err && dup2(fd, ZYGOTE_FD) < 0) {
+                err = errno;
         }
-        char *argv[] = {(char *)a->executor, "--zygote",         "--fd", "3",
-                        "--preload",         (char *)a->preload, NULL};
-        execv(a->executor, argv);
-        static const char msg[] = "cellvm-agent: error: cannot execute the executor binary\n";
-        if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-                _exit(127);
+        if (!err) {
+                char *argv[] = {(char *)a->executor, "--zygote",         "--fd", "3",
+                                "--preload",         (char *)a->preload, NULL};
+                execv(a->executor, argv);
+                err = errno;
+        }
+        ssize_t w = write(errfd, &err, sizeof(err));
+        (void)w; /* nothing more to do if the spawner is gone */
         _exit(127);
 }
 
@@ -60,17 +70,15 @@ int zygote_start(struct agent *a)
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
-        pid_t pid = fork();
-        if (pid < 0) {
-                int err = -errno;
-                close(sv[0]);
-                close(sv[1]);
-                return err;
-        }
-        if (pid == 0)
-                exec_zygote(a, sv[1]);
+        /* The agent cannot fork (its filter): the spawner starts the zygote as our child. */
+        pid_t pid = spawner_zygote(a, sv[1]);
         if (close(sv[1]) < 0)
                 log_warn("close(zygote's socket end): %s", strerror(errno));
+        if (pid < 0) {
+                if (close(sv[0]) < 0)
+                        log_warn("close(zygote's socket): %s", strerror(errno));
+                return pid;
+        }
         int fl = fcntl(sv[0], F_GETFL);
         if (fl < 0 || fcntl(sv[0], F_SETFL, fl | O_NONBLOCK) < 0) {
                 int err = -errno;

@@ -13,6 +13,7 @@ static void test_round_trip(void)
                                    .gid = 1001,
                                    .net_none = true,
                                    .agent_pid = 42,
+                                   .spawner_pid = 43,
                                    .fsize = 1u << 20,
                                    .nofile = 8192,
                                    .nproc = 64,
@@ -22,6 +23,7 @@ static void test_round_trip(void)
         struct confine_policy q;
         assert(confine_policy_parse(text, &q) == 0);
         assert(q.drop_user && q.uid == 1000 && q.gid == 1001 && q.net_none && q.agent_pid == 42);
+        assert(q.spawner_pid == 43);
         assert(q.fsize == 1u << 20 && q.nofile == 8192 && q.nproc == 64 && q.data == 512ull << 20);
 }
 

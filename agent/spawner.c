@@ -1,0 +1,475 @@
+/*
+ * The spawner (spawner.h): forked by the agent before the agent's seccomp
+ * allowlist, it creates the zygote and command processes on the agent's
+ * request. Each request is one fixed header (with the child's fds attached,
+ * SCM_RIGHTS) followed by `len` bytes of NUL-terminated strings; the answer is
+ * the child's pid or -errno. The agent waits for it, as it waited for fork().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "confine.h"
+#include "log.h"
+#include "services.h"
+#include "spawner.h"
+
+/* execve() refuses more than this much argv + environment anyway (E2BIG). */
+#define SPAWN_STRINGS_MAX (4u << 20)
+#define SPAWN_MAX_FDS 3
+#define SPAWN_GROUPS_MAX 64
+/* A spawner that does not answer within this is treated as lost. */
+#define SPAWN_TIMEOUT_S 30
+
+enum spawn_kind { SPAWN_ZYGOTE = 1, SPAWN_COMMAND = 2 };
+
+struct spawn_hdr {
+        uint32_t kind;
+        uint32_t nfds;
+        uint32_t len;  /* bytes of strings after the header */
+        uint32_t nenv; /* SPAWN_COMMAND: cmd, cwd, then nenv NAME=VALUE */
+        uint32_t uid;
+        uint32_t gid;
+        uint32_t drop;
+        uint32_t ngroups;
+        uint32_t groups[SPAWN_GROUPS_MAX];
+};
+
+_Static_assert(sizeof(((struct creds *)0)->groups) / sizeof(gid_t) == SPAWN_GROUPS_MAX,
+               "struct creds and the spawner agree on the group count");
+
+/* --- the spawner process --- */
+
+/* A fork without a new parent: the child is the agent's, the spawner's sibling. */
+static pid_t clone_parent(void)
+{
+        return (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
+}
+
+static int read_full(int fd, void *buf, size_t n)
+{
+        size_t got = 0;
+        while (got < n) {
+                ssize_t r = read(fd, (char *)buf + got, n - got);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -errno;
+                if (r == 0)
+                        return -EPIPE;
+                got += (size_t)r;
+        }
+        return 0;
+}
+
+static int write_full(int fd, const void *buf, size_t n)
+{
+        size_t put = 0;
+        while (put < n) {
+                ssize_t w = write(fd, (const char *)buf + put, n - put);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return -errno;
+                put += (size_t)w;
+        }
+        return 0;
+}
+
+/* Receives one header and its fds. 0, -EPIPE at the agent's EOF, or -errno. */
+static int recv_hdr(int sock, struct spawn_hdr *h, int *fds, size_t *nfds)
+{
+        union {
+                char buf[CMSG_SPACE(SPAWN_MAX_FDS * sizeof(int))];
+                struct cmsghdr align;
+        } ctrl;
+        struct iovec iov = {.iov_base = h, .iov_len = sizeof(*h)};
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = ctrl.buf,
+                             .msg_controllen = sizeof(ctrl)};
+        ssize_t n;
+        do
+                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -errno;
+        if (n == 0)
+                return -EPIPE;
+        *nfds = 0;
+        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+                        continue;
+                size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                for (size_t i = 0; i < k && *nfds < SPAWN_MAX_FDS; i++)
+                        memcpy(&fds[(*nfds)++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+        }
+        if (msg.msg_flags & MSG_CTRUNC)
+                return -EPROTO;
+        if ((size_t)n < sizeof(*h))
+                return read_full(sock, (char *)h + n, sizeof(*h) - (size_t)n);
+        return 0;
+}
+
+/* Splits the strings of a SPAWN_COMMAND into `s` (env allocated): exactly cmd, cwd and
+ * `nenv` NAME=VALUE. The policy and the commands' cgroup are the spawner's own copies from
+ * setup, not the request's. Returns 0, -EPROTO or -ENOMEM. */
+static int parse_command(const struct agent *a, const struct spawn_hdr *h, char *str,
+                         struct spawn_spec *s, struct creds *cr)
+{
+        if (h->len == 0 || str[h->len - 1] != '\0' || h->ngroups > SPAWN_GROUPS_MAX ||
+            h->nenv > h->len)
+                return -EPROTO;
+        char **env = calloc((size_t)h->nenv + 1, sizeof(*env));
+        if (!env)
+                return -ENOMEM;
+        const char *fixed[2] = {NULL, NULL};
+        size_t k = 0, want = 2 + (size_t)h->nenv;
+        char *p = str;
+        for (; p < str + h->len && k < want; p += strlen(p) + 1, k++) {
+                if (k < 2)
+                        fixed[k] = p;
+                else
+                        env[k - 2] = p;
+        }
+        if (k != want || p != str + h->len) {
+                free(env);
+                return -EPROTO;
+        }
+        memset(cr, 0, sizeof(*cr));
+        cr->uid = (uid_t)h->uid;
+        cr->gid = (gid_t)h->gid;
+        cr->drop = h->drop != 0;
+        cr->ngroups = (int)h->ngroups;
+        for (uint32_t i = 0; i < h->ngroups; i++)
+                cr->groups[i] = (gid_t)h->groups[i];
+        *s = (struct spawn_spec){.cmd = fixed[0],
+                                 .cwd = fixed[1],
+                                 .cgroup_procs = a->commands_cgroup_procs,
+                                 .cr = cr,
+                                 .env = env};
+        return 0;
+}
+
+/* Creates the zygote's or a command's process (`s` NULL: the zygote) and waits until it has
+ * exec'd (EOF on the status pipe) or reported why not. Returns its pid or -errno. */
+static pid_t spawn_checked(struct agent *a, const struct spawn_spec *s, const int *fds)
+{
+        int status[2];
+        if (pipe2(status, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = clone_parent();
+        if (pid == 0 && !s)
+                zygote_child_exec(a, fds[0], status[1]);
+        if (pid == 0)
+                command_child_exec(s, fds[0], fds[1], fds[2], status[1]);
+        int rc = pid < 0 ? -errno : pid;
+        if (close(status[1]) < 0 && rc > 0)
+                rc = -errno;
+        if (pid > 0) {
+                int child_err = 0;
+                ssize_t n;
+                do
+                        n = read(status[0], &child_err, sizeof(child_err));
+                while (n < 0 && errno == EINTR);
+                if (n == (ssize_t)sizeof(child_err) && child_err)
+                        rc = -child_err; /* the child exits 127; the agent reaps it */
+        }
+        if (close(status[0]) < 0 && rc > 0)
+                rc = -errno;
+        return rc;
+}
+
+/* Handles one request. Returns the answer, or -EPROTO/-EPIPE when the channel is broken. */
+static int serve_one(struct agent *a, int sock, int32_t *answer)
+{
+        struct spawn_hdr h;
+        int fds[SPAWN_MAX_FDS];
+        size_t nfds = 0;
+        int rc = recv_hdr(sock, &h, fds, &nfds);
+        char *str = NULL;
+        if (rc == 0 && (h.nfds != nfds || h.len > SPAWN_STRINGS_MAX ||
+                        (h.kind == SPAWN_ZYGOTE && (nfds != 1 || h.len != 0)) ||
+                        (h.kind == SPAWN_COMMAND && nfds != 3) ||
+                        (h.kind != SPAWN_ZYGOTE && h.kind != SPAWN_COMMAND)))
+                rc = -EPROTO;
+        if (rc == 0 && h.len && !(str = malloc(h.len)))
+                rc = -ENOMEM;
+        if (rc == 0 && h.len)
+                rc = read_full(sock, str, h.len);
+        if (rc == 0 && h.kind == SPAWN_ZYGOTE) {
+                *answer = spawn_checked(a, NULL, fds);
+        } else if (rc == 0) {
+                struct spawn_spec s;
+                struct creds cr;
+                rc = parse_command(a, &h, str, &s, &cr);
+                if (rc == 0) {
+                        *answer = spawn_checked(a, &s, fds);
+                        free(s.env);
+                }
+        }
+        free(str);
+        for (size_t i = 0; i < nfds; i++)
+                if (close(fds[i]) < 0) /* the child has its copies */
+                        log_warn("spawner: close: %s", strerror(errno));
+        return rc;
+}
+
+/* Closes every fd but stdio and `keep` (the agent's epoll fd, ...). */
+static int close_others(int keep)
+{
+        if ((keep == 3 || syscall(SYS_close_range, 3u, (unsigned)keep - 1, 0u) == 0) &&
+            syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
+                return 0;
+        if (errno != ENOSYS)
+                return -errno;
+        /* Kernels before 5.9: one by one, up to the fd limit. */
+        long max = sysconf(_SC_OPEN_MAX);
+        for (int fd = 3; fd < (max > 0 && max < 65536 ? max : 65536); fd++)
+                if (fd != keep && close(fd) < 0 && errno != EBADF)
+                        return -errno;
+        return 0;
+}
+
+/* The user-code policy its children apply names the spawner too, so user code cannot signal
+ * it (confine_seccomp.c); it inherited the agent's copy, without its pid. 0 or -errno. */
+static int policy_add_self(void)
+{
+        const char *text = getenv(CONFINE_ENV);
+        struct confine_policy p;
+        if (!text)
+                return 0;
+        int rc = confine_policy_parse(text, &p);
+        if (rc < 0)
+                return rc;
+        p.spawner_pid = getpid();
+        char out[CONFINE_TEXT_MAX];
+        rc = confine_policy_format(&p, out, sizeof(out));
+        if (rc == 0 && setenv(CONFINE_ENV, out, 1) < 0)
+                rc = -errno;
+        return rc;
+}
+
+static void __attribute__((noreturn)) spawner_main(struct agent *a, int sock, pid_t agent_pid)
+{
+        /* Gone with the agent (init restarts both); no orphan spawner. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != agent_pid)
+                _exit(1);
+        /* Told apart from the agent in ps and /proc/<pid>/comm. */
+        if (prctl(PR_SET_NAME, "cellvm-spawner", 0, 0, 0) < 0)
+                log_warn("spawner: prctl(PR_SET_NAME): %s", strerror(errno));
+        int rc = close_others(sock);
+        if (rc == 0)
+                rc = policy_add_self();
+        /* Commands load the user-code filter: compile it once, here (confine.h). */
+        if (rc == 0 && (rc = confine_seccomp_prepare_from_env()) < 0) {
+                log_warn("spawner: compiling the user-code filter ahead: %s", strerror(-rc));
+                rc = 0;
+        }
+        /* What the agent keeps after setup is what its children get (agent_caps.c). */
+        if (rc == 0)
+                rc = agent_drop_capabilities();
+        if (rc == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                rc = -errno;
+        /* Its children (zygote, commands) run with this filter, as the agent's did before. */
+        if (rc == 0 && !a->no_agent_seccomp)
+                rc = spawner_seccomp_apply();
+        if (rc < 0) {
+                log_error("spawner: setup: %s", strerror(-rc));
+                _exit(1);
+        }
+        for (;;) {
+                int32_t answer = -EIO;
+                rc = serve_one(a, sock, &answer);
+                if (rc == -EPIPE)
+                        _exit(0); /* the agent closed the channel: it is stopping */
+                if (rc < 0) {
+                        log_error("spawner: bad request from the agent: %s", strerror(-rc));
+                        _exit(1);
+                }
+                if (write_full(sock, &answer, sizeof(answer)) < 0)
+                        _exit(1);
+        }
+}
+
+/* --- the agent's side --- */
+
+int spawner_start(struct agent *a)
+{
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                return -errno;
+        /* A spawner that hangs must not hang the agent with it. */
+        struct timeval tv = {.tv_sec = SPAWN_TIMEOUT_S};
+        if (setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+                int err = -errno;
+                close(sv[0]);
+                close(sv[1]);
+                return err;
+        }
+        pid_t agent_pid = getpid();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int err = -errno;
+                close(sv[0]);
+                close(sv[1]);
+                return err;
+        }
+        if (pid == 0)
+                spawner_main(a, sv[1], agent_pid);
+        if (close(sv[1]) < 0)
+                log_warn("spawner: close: %s", strerror(errno));
+        a->spawner = (struct spawner){.pid = pid, .fd = sv[0]};
+        log_info("spawner pid %d started", (int)pid);
+        return 0;
+}
+
+static void spawner_lost(struct agent *a, const char *why)
+{
+        struct spawner *sp = &a->spawner;
+        if (!sp->lost)
+                log_error("spawner %s: the agent cannot start processes any more; shutting "
+                          "down",
+                          why);
+        sp->lost = true;
+        a->stopping = true;
+        if (sp->fd >= 0 && close(sp->fd) < 0)
+                log_warn("spawner: close: %s", strerror(errno));
+        sp->fd = -1;
+        if (sp->pid > 0 && kill(sp->pid, SIGKILL) < 0 && errno != ESRCH)
+                log_warn("kill(spawner %d): %s", (int)sp->pid, strerror(errno));
+}
+
+/* Sends one request and waits for its answer. Returns the answer (pid or -errno). */
+static pid_t request(struct agent *a, const struct spawn_hdr *h, const int *fds, const char *str)
+{
+        struct spawner *sp = &a->spawner;
+        if (sp->fd < 0)
+                return -EPIPE;
+        union {
+                char buf[CMSG_SPACE(SPAWN_MAX_FDS * sizeof(int))];
+                struct cmsghdr align;
+        } ctrl;
+        memset(&ctrl, 0, sizeof(ctrl));
+        struct iovec iov = {.iov_base = (void *)h, .iov_len = sizeof(*h)};
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = ctrl.buf,
+                             .msg_controllen = CMSG_SPACE(h->nfds * sizeof(int))};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(h->nfds * sizeof(int));
+        memcpy(CMSG_DATA(cm), fds, h->nfds * sizeof(int));
+        ssize_t n;
+        do
+                n = sendmsg(sp->fd, &msg, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        int rc = n < 0 ? -errno : 0;
+        /* The fds went with the first byte; the rest of the header and the strings follow. */
+        if (rc == 0 && (size_t)n < sizeof(*h))
+                rc = write_full(sp->fd, (const char *)h + n, sizeof(*h) - (size_t)n);
+        if (rc == 0 && h->len)
+                rc = write_full(sp->fd, str, h->len);
+        int32_t answer = 0;
+        if (rc == 0)
+                rc = read_full(sp->fd, &answer, sizeof(answer));
+        if (rc < 0) {
+                char why[96];
+                snprintf(why, sizeof(why), "pid %d does not answer (%s)", (int)sp->pid,
+                         rc == -EAGAIN ? "timed out" : strerror(-rc));
+                spawner_lost(a, why);
+                return rc == -EAGAIN ? -ETIMEDOUT : rc;
+        }
+        return answer;
+}
+
+pid_t spawner_zygote(struct agent *a, int fd)
+{
+        struct spawn_hdr h = {.kind = SPAWN_ZYGOTE, .nfds = 1};
+        return request(a, &h, &fd, NULL);
+}
+
+/* Appends `s` and its NUL at `*at` in `buf` (of `size`). -E2BIG when it does not fit. */
+static int put_str(char *buf, size_t size, size_t *at, const char *s)
+{
+        size_t n = strlen(s) + 1;
+        if (n > size - *at)
+                return -E2BIG;
+        memcpy(buf + *at, s, n);
+        *at += n;
+        return 0;
+}
+
+pid_t spawner_command(struct agent *a, const struct spawn_spec *s, int in_fd, int out_fd,
+                      int err_fd)
+{
+        struct spawn_hdr h = {.kind = SPAWN_COMMAND,
+                              .nfds = 3,
+                              .uid = (uint32_t)s->cr->uid,
+                              .gid = (uint32_t)s->cr->gid,
+                              .drop = s->cr->drop,
+                              .ngroups = s->cr->ngroups < 0 ? 0 : (uint32_t)s->cr->ngroups};
+        if (h.ngroups > SPAWN_GROUPS_MAX)
+                return -EINVAL;
+        for (uint32_t i = 0; i < h.ngroups; i++)
+                h.groups[i] = (uint32_t)s->cr->groups[i];
+        size_t len = strlen(s->cmd) + strlen(s->cwd) + 2;
+        for (size_t i = 0; s->env[i]; i++, h.nenv++)
+                len += strlen(s->env[i]) + 1;
+        if (len > SPAWN_STRINGS_MAX)
+                return -E2BIG;
+        char *str = malloc(len);
+        if (!str)
+                return -ENOMEM;
+        size_t at = 0;
+        int rc = put_str(str, len, &at, s->cmd);
+        if (rc == 0)
+                rc = put_str(str, len, &at, s->cwd);
+        for (size_t i = 0; rc == 0 && s->env[i]; i++)
+                rc = put_str(str, len, &at, s->env[i]);
+        h.len = (uint32_t)at;
+        int fds[3] = {in_fd, out_fd, err_fd};
+        pid_t pid = rc < 0 ? rc : request(a, &h, fds, str);
+        free(str);
+        return pid;
+}
+
+bool spawner_reaped(struct agent *a, pid_t pid, int status)
+{
+        struct spawner *sp = &a->spawner;
+        if (pid != sp->pid || pid <= 0)
+                return false;
+        char how[64], why[96];
+        describe_status(status, how, sizeof(how));
+        snprintf(why, sizeof(why), "pid %d %s", (int)pid, how);
+        sp->pid = 0; /* reaped: nothing left to kill */
+        if (!a->stopping)
+                spawner_lost(a, why);
+        return true;
+}
+
+void spawner_stop(struct agent *a)
+{
+        struct spawner *sp = &a->spawner;
+        if (sp->fd >= 0 && close(sp->fd) < 0)
+                log_warn("spawner: close: %s", strerror(errno));
+        sp->fd = -1;
+        /* EOF on its channel ends it. */
+        if (sp->pid > 0 && waitpid(sp->pid, NULL, 0) < 0 && errno != ECHILD)
+                log_warn("waitpid(spawner %d): %s", (int)sp->pid, strerror(errno));
+        sp->pid = 0;
+}

@@ -1,0 +1,49 @@
+/*
+ * The spawner: a process the agent forks during setup, before it loads its
+ * seccomp allowlist, that creates the agent's children for it (the zygote,
+ * command processes). The agent itself can then no longer fork or exec. The
+ * spawner reads nothing but the agent's requests on a socketpair; its children
+ * are created with CLONE_PARENT, so they are the agent's children (reaped,
+ * killed and adopted as before). docs/SECURITY.md explains the design.
+ */
+#ifndef CELLVM_AGENT_SPAWNER_H
+#define CELLVM_AGENT_SPAWNER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+struct agent;
+struct creds;
+
+/* A command's process: what its child needs before exec (commands.c). */
+struct spawn_spec {
+        const char *cmd;
+        const char *cwd;
+        const struct creds *cr;
+        char **env;
+        bool with_stdin;
+        /* Set by the spawner from its own copy: the commands' cgroup.procs, "" for none. */
+        const char *cgroup_procs;
+};
+
+/* Forks the spawner, before the agent's first child and its filter; the spawner drops the
+ * capabilities the agent drops after setup. 0 or -errno. */
+int spawner_start(struct agent *a);
+/* Starts the zygote with its control socket end `fd`. Returns its pid once it has exec'd, or
+ * -errno (of the spawn, or the child's). */
+pid_t spawner_zygote(struct agent *a, int fd);
+/* Starts a command with the given stdio ends. Returns its pid or -errno, where the errno
+ * may be the child's own (its setup or exec failed: it exits 127). */
+pid_t spawner_command(struct agent *a, const struct spawn_spec *s, int in_fd, int out_fd,
+                      int err_fd);
+/* The spawner was reaped: the agent shuts down (it cannot fork any more). True if `pid` was it. */
+bool spawner_reaped(struct agent *a, pid_t pid, int status);
+/* Closes the channel and waits for the spawner to exit. */
+void spawner_stop(struct agent *a);
+
+/* Child sides, run in a process the spawner created; they never return. */
+void zygote_child_exec(struct agent *a, int fd, int errfd) __attribute__((noreturn));
+void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
+    __attribute__((noreturn));
+
+#endif
