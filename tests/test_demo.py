@@ -37,6 +37,7 @@ def test_sales_example_in_a_micro_vm(tmp_path):
     from test_vm_qemu import IMAGE, build_image_or_skip
     build_image_or_skip()
     out = tmp_path / "chart.png"
+    before = qemu_pids(IMAGE)  # VMs of other tests (a session fixture's) are not ours
     r = subprocess.run(["/usr/bin/python3", EXAMPLE, "--vm", "--image", IMAGE, "--csv",
                         os.path.join(FIXTURES, "vendas.csv"), "--out", str(out)],
                        capture_output=True, text=True, timeout=600)
@@ -44,5 +45,9 @@ def test_sales_example_in_a_micro_vm(tmp_path):
     assert "612 sales, 6 products, 2026-01-01 to 2026-10-31" in r.stdout
     with Image.open(out) as im:
         assert im.format == "PNG" and 800 < im.width <= 1000
-    leftover = subprocess.run(["pgrep", "-f", f"qemu-system.*{IMAGE}"], capture_output=True, text=True)
-    assert leftover.stdout.strip() == "", leftover.stdout
+    assert qemu_pids(IMAGE) - before == set()
+
+
+def qemu_pids(image):
+    r = subprocess.run(["pgrep", "-f", f"qemu-system.*{image}"], capture_output=True, text=True)
+    return set(r.stdout.split())
