@@ -11,12 +11,8 @@ Nothing is asserted: this is a measurement, not a test.
 
 import argparse
 import os
-import shutil
-import signal
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -31,37 +27,16 @@ IMPORTS = "import numpy, pandas, matplotlib.pyplot"
 PRINTS_LEN = sum(len(f"{i}\n") for i in range(10000))
 
 
-class Agent:
-    def __init__(self, build):
-        self.dir = tempfile.mkdtemp(prefix="cellvm-bench-")
-        sock = os.path.join(self.dir, "agent.sock")
-        work = os.path.join(self.dir, "work")
-        os.mkdir(work)
-        self.addr = "unix:" + sock
-        self.log = open(os.path.join(self.dir, "agent.log"), "wb")
-        binary = os.path.join(build, "cellvm-agent")
-        if not os.access(binary, os.X_OK):
-            sys.exit(f"{binary} not found: run `make` first")
-        self.proc = subprocess.Popen([binary, "--listen", self.addr, "--workdir", work],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while not os.path.exists(sock):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                with open(self.log.name) as f:
-                    sys.exit("cellvm-agent did not start:\n" + f.read())
-            time.sleep(0.01)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+def start_agent(build):
+    """The agent as the tests start it (tests/conftest.py): a root agent hands
+    its workdir to the sandbox user, as the guest's /home/user is."""
+    binary = os.path.join(build, "cellvm-agent")
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"{binary} not found: run `make` first")
+    os.environ["CELLVM_BUILD"] = build
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    from conftest import AgentProcess
+    return AgentProcess()
 
 
 def kernel_env():
@@ -127,7 +102,7 @@ def main():
     runs = max(1, args.runs)
     start_runs = max(3, runs // 4)
 
-    agent = Agent(args.build)
+    agent = start_agent(args.build)
     km, kc = start_kernel()
     rows = []
     try:

@@ -1668,7 +1668,8 @@ def zygote_preload(modules):
                         _warm_matplotlib(plt)
                 except Exception as e:
                         errors.append(f"matplotlib warm-up: {type(e).__name__}: {e}")
-        for name in ("cellvm_pretty",):
+        # Every executor's Kernel imports getpass (and termios, a shared library).
+        for name in ("cellvm_pretty", "getpass"):
                 try:
                         importlib.import_module(name)
                 except Exception:
@@ -1733,10 +1734,7 @@ def executor_prepare():
         for one after this): what the zygote's state needs undone or redone."""
         _reset_after_fork()
         _install_finders()
-        # Work every executor's start does, done here, off the context's clock:
-        # the first gettempdir() probes the disk; Kernel imports getpass.
-        tempfile.gettempdir()
-        import getpass  # noqa: F401
+        tempfile.gettempdir()  # its first call probes the disk, as the sandbox user
 
 
 def executor_main(fd):

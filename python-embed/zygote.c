@@ -114,11 +114,13 @@ static void __attribute__((noreturn)) run_executor(PyObject *kernel, void *arg)
         const struct assignment *as = arg;
         const char *step;
         PyOS_AfterFork_Child();
+        /* The directory as root, as before any spare existed: a context may start in
+         * one the sandbox user cannot enter (its code then gets EACCES there). */
         int rc = executor_proc_attach(as->fds[0], as->fds[1], as->fds[2], &step);
         if (rc == 0)
-                rc = executor_proc_detach(EXECUTOR_CTL_FD, &step);
-        if (rc == 0)
                 rc = executor_proc_chdir(as->cwd, &step);
+        if (rc == 0)
+                rc = executor_proc_detach(EXECUTOR_CTL_FD, &step);
         if (rc < 0)
                 setup_failed(step, rc);
         prepare_python(kernel);
@@ -176,10 +178,15 @@ static void __attribute__((noreturn)) run_spare(PyObject *kernel, void *arg)
         if (rc == -EPIPE)
                 _exit(0); /* the zygote is gone or stopping: nobody needs us */
         step = "receive a context";
-        if (rc == 0)
-                rc = executor_proc_attach(fds[0], fds[1], fds[2], &step);
+        /* The answer the zygote waits for: 0, or why it must fork for this context
+         * (a directory the sandbox user cannot enter, say). */
         if (rc == 0)
                 rc = executor_proc_chdir(cwd, &step);
+        int32_t answer = rc;
+        ssize_t n = write(EXECUTOR_CTL_FD, &answer, sizeof(answer));
+        if (rc < 0 || n != (ssize_t)sizeof(answer))
+                _exit(1);
+        rc = executor_proc_attach(fds[0], fds[1], fds[2], &step);
         if (rc < 0)
                 setup_failed(step, rc);
         serve_executor(kernel);
@@ -288,6 +295,18 @@ static pid_t spare_assign(const int fds[SPAWN_NFDS], const char *cwd)
                 n = sendmsg(spare.sock, &mh, MSG_NOSIGNAL);
         while (n < 0 && errno == EINTR);
         pid_t pid = n == (ssize_t)iov.iov_len ? spare.pid : (n < 0 ? -errno : -EIO);
+        if (pid > 0) {
+                /* Waits for the spare to have entered the directory (or finished its
+                 * warm-up first, if it is that young). */
+                int32_t answer = -EPIPE;
+                do
+                        n = read(spare.sock, &answer, sizeof(answer));
+                while (n < 0 && errno == EINTR);
+                if (n != (ssize_t)sizeof(answer))
+                        answer = n < 0 ? -errno : -EPIPE;
+                if (answer < 0)
+                        pid = answer;
+        }
         spare_drop();
         return pid;
 }

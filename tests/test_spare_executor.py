@@ -6,6 +6,8 @@ import os
 import signal
 import time
 
+import pytest
+
 from cellvm import Sandbox
 
 
@@ -91,3 +93,26 @@ def test_contexts_do_not_share_random_state(fresh_agent):
         a, b = sbx.create_code_context(), sbx.create_code_context()
         draw = "import random; random.random()"
         assert sbx.run_code(draw, context=a).text != sbx.run_code(draw, context=b).text
+
+
+def test_a_directory_the_sandbox_user_cannot_enter_still_gets_a_context(fresh_agent, tmp_path):
+    """The spare, already the sandbox user, cannot enter a root-only directory;
+    the zygote then forks an executor that enters it as root before dropping,
+    as contexts always could."""
+    if os.geteuid() != 0:
+        pytest.skip("needs a root agent (the sandbox user differs from the agent's)")
+    closed = tmp_path / "root-only"
+    closed.mkdir(mode=0o700)
+    os.chmod(tmp_path, 0o755)
+    with Sandbox.connect(fresh_agent.addr) as sbx:
+        agent_pid = sbx.hello["pid"]
+        sbx.run_code("1")
+        spare = wait_for(lambda: spares(sbx, agent_pid))[0]
+        ctx = sbx.create_code_context(cwd=str(closed))
+        got = sbx.run_code("import os; os.getcwd(), os.getpid(), os.access('.', os.R_OK)", context=ctx)
+        cwd, pid, readable = eval(got.text)
+        assert (cwd, readable) == (str(closed), False) and pid != spare
+        # The next context still gets a spare.
+        nxt = wait_for(lambda: spares(sbx, agent_pid))[0]
+        ctx2 = sbx.create_code_context()
+        assert int(sbx.run_code("import os; os.getpid()", context=ctx2).text) == nxt
