@@ -104,6 +104,8 @@ class Request:
             if isinstance(item, BaseException):
                 self._items.appendleft(item)  # it ended the request: every later call sees it too
                 raise item
+            if self.conn._backlog_limit:
+                self.conn._taken()
             yield item
             if item[0] in TERMINAL:
                 return
@@ -140,7 +142,7 @@ class Connection:
     block the other (the agent stops reading a client whose replies pile up).
     """
 
-    READ_SIZE = 256 * 1024
+    READ_SIZE = 1024 * 1024
 
     def __init__(self, sock, max_message=DEFAULT_MAX_MESSAGE):
         self.sock = sock
@@ -155,6 +157,7 @@ class Connection:
         self._rbuf = bytearray()
         self._partial = {}  # (type, id) -> bytes of a message chunked with FLAG_MORE
         self._poll_in = None  # select.poll() for readability, made by the first reader
+        self._backlog_limit = 0  # with start_reader(): messages a request may hold unread
         self.hello = None
 
     @classmethod
@@ -249,6 +252,37 @@ class Connection:
             if self._reading:
                 self._cv.wait(1)
         self.sock.close()
+
+    def start_reader(self, backlog=8):
+        """From now on a thread of its own reads the socket, so that reading
+        overlaps the callers' work (a streamed download writing a file): it
+        stops while a request holds `backlog` messages its caller has not
+        taken, and the socket then pushes back to the agent."""
+        with self._cv:
+            self._backlog_limit = backlog
+        threading.Thread(target=self._reader_loop, name="cellvm-reader", daemon=True).start()
+
+    def _backlogged(self):
+        return any(len(r._items) >= self._backlog_limit for r in self._pending.values())
+
+    def _taken(self):
+        with self._cv:
+            self._cv.notify_all()  # the reader may be waiting for room
+
+    def _reader_loop(self):
+        while True:
+            with self._cv:
+                while self._closed is None and (self._reading or self._backlogged()):
+                    self._cv.wait()
+                if self._closed is not None:
+                    return
+                self._reading = True
+            try:
+                self._read_some(None)
+            finally:
+                with self._cv:
+                    self._reading = False
+                    self._cv.notify_all()
 
     # --- sending ---------------------------------------------------------
 
@@ -354,6 +388,7 @@ class Connection:
     def _parse(self):
         """Hands the complete messages in the buffer to their requests; how many."""
         buf = self._rbuf
+        view = memoryview(buf)  # slices of it copy once, not twice
         pos = 0
         delivered = []
         try:
@@ -363,7 +398,7 @@ class Connection:
                     raise ProtocolError(f"bad frame header: length {length}, flags {flags:#x}")
                 if len(buf) - pos - HEADER.size < length:
                     break
-                body = bytes(buf[pos + HEADER.size:pos + HEADER.size + length])
+                body = bytes(view[pos + HEADER.size:pos + HEADER.size + length])
                 pos += HEADER.size + length
                 key = (mtype, req_id)
                 if key in self._partial or flags & FLAG_MORE:
@@ -382,6 +417,7 @@ class Connection:
                     raise ProtocolError(f"body of type {mtype:#x} is not a map")
                 delivered.append((req_id, mtype, msg))
         finally:
+            view.release()
             del buf[:pos]
             if delivered:
                 self._deliver(delivered)

@@ -144,10 +144,11 @@ class Filesystem:
         return data if format == "bytes" else data.decode("utf-8")
 
     def _read_stream(self, body, timeout):
-        # A connection of its own: chunks are read only as the caller takes
-        # them (back pressure to the agent), and other requests' waits do not
-        # read and buffer them.
+        # A connection of its own, read by a thread of its own that stops
+        # while the caller is 8 chunks behind (back pressure to the agent).
         conn = self._sbx._open_extra_connection()
+        if isinstance(conn, _wire.Connection):
+            conn.start_reader()  # socket reads overlap the caller's writes
         gen = self._read_chunks(conn, body, timeout, own_conn=True)
         first = next(gen, None)  # surface open errors (not found, ...) at call time
 
