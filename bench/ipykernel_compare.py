@@ -75,11 +75,13 @@ def cellvm_run(sbx, code, context=None):
     return sum(len(s) for s in ex.logs.stdout), sum(1 for r in ex.results if r.png)
 
 
-def timed(fn, runs, warmup=1):
+def timed(fn, runs, warmup=1, gap=0.0):
+    """Median seconds of `fn`; `gap` s of pause between runs, not timed."""
     for _ in range(warmup):
         fn()
     samples = []
     for _ in range(runs):
+        time.sleep(gap)
         t0 = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - t0)
@@ -98,6 +100,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20, help="runs per case (kernel starts: max(3, runs/4))")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="directory with cellvm-agent")
+    ap.add_argument("--context-gap", type=float, default=0.0, metavar="SEC",
+                    help="pause between new contexts, untimed (default 0: back to back)")
     args = ap.parse_args()
     runs = max(1, args.runs)
     start_runs = max(3, runs // 4)
@@ -126,7 +130,7 @@ def main():
                 created.append(ctx)
 
             created = []
-            t_cellvm = timed(cellvm_new_context, runs)
+            t_cellvm = timed(cellvm_new_context, runs, gap=args.context_gap)
             for ctx in created:
                 sbx.remove_code_context(ctx)
 
