@@ -457,8 +457,11 @@ def _print_repr(obj, p, cycle):
             p.text(line)
 
 
+float_format = "%r"  # IPython's PlainTextFormatter.float_format; %precision sets it
+
+
 def _print_float(obj, p, cycle):
-    p.text("%r" % obj)
+    p.text(float_format % obj)
 
 
 def _print_default(obj, p, cycle):

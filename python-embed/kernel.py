@@ -588,6 +588,7 @@ def _type_formatters(obj):
 # Builtin types whose text/plain is repr() in IPython (pretty's _repr_pprint on a
 # one-line repr, float_format '%r'), and builtins with no _repr_*_ methods at all.
 _REPR_IS_TEXT_TYPES = frozenset({int, float, str, bool, complex, bytes})
+_float_format = "%r"  # %precision changes it (and cellvm_pretty's, for floats inside containers)
 _NO_REPR_METHODS_TYPES = _REPR_IS_TEXT_TYPES | {list, tuple, dict, set, frozenset, range}
 
 
@@ -596,7 +597,7 @@ def format_bundle(obj, include=None, exclude=None):
         t = type(obj)
         if t in _REPR_IS_TEXT_TYPES and not include and not exclude:
                 try:
-                        return {"text/plain": repr(obj)}, {}
+                        return {"text/plain": repr(obj) if t is not float else _float_format % obj}, {}
                 except Exception:  # an int over the str-digits limit: the full path reports it
                         pass
         builtin = t in _NO_REPR_METHODS_TYPES
@@ -666,11 +667,94 @@ def _send(mtype, body, defer=False):
         _cellvm.send(_state.fd, mtype, _state.req_id, body, defer)
 
 
+_capturing = []  # the output lists of running %%capture cells, innermost last
+
+
 def publish_display_data(data, metadata=None, **_ignored):
         body = {"data": dict(data)}
         if metadata:
                 body["metadata"] = dict(metadata)
+        if _capturing:
+                _capturing[-1].append(body)
+                return
         _send(DISPLAY, body)
+
+
+class CapturedIO:
+        """IPython.utils.capture.CapturedIO: what a %%capture cell printed and
+        displayed; show() (or calling it) outputs it again."""
+
+        __module__ = "IPython.utils.capture"
+
+        def __init__(self, stdout, stderr, outputs=None):
+                self._stdout = stdout
+                self._stderr = stderr
+                self._outputs = outputs or []
+
+        def __str__(self):
+                return self.stdout
+
+        @property
+        def stdout(self):
+                return self._stdout.getvalue() if self._stdout else ""
+
+        @property
+        def stderr(self):
+                return self._stderr.getvalue() if self._stderr else ""
+
+        @property
+        def outputs(self):
+                return [_RichOutput(o["data"], o.get("metadata")) for o in self._outputs]
+
+        def show(self):
+                if self.stdout:
+                        sys.stdout.write(self.stdout)
+                if self.stderr:
+                        sys.stderr.write(self.stderr)
+                for o in self._outputs:
+                        publish_display_data(o["data"], o.get("metadata"))
+
+        __call__ = show
+
+
+class _RichOutput:
+        """IPython.utils.capture.RichOutput: one captured display."""
+
+        __module__ = "IPython.utils.capture"
+
+        def __init__(self, data, metadata=None):
+                self.data = data
+                self.metadata = metadata or {}
+
+        def display(self):
+                publish_display_data(self.data, self.metadata)
+
+        def _repr_mime_(self, mime):
+                return self.data.get(mime)
+
+        def _repr_html_(self):
+                return self._repr_mime_("text/html")
+
+        def _repr_markdown_(self):
+                return self._repr_mime_("text/markdown")
+
+        def _repr_svg_(self):
+                return self._repr_mime_("image/svg+xml")
+
+        def _repr_png_(self):
+                return self._repr_mime_("image/png")
+
+        def _repr_jpeg_(self):
+                return self._repr_mime_("image/jpeg")
+
+        def _repr_latex_(self):
+                return self._repr_mime_("text/latex")
+
+        def _repr_json_(self):
+                return self._repr_mime_("application/json")
+
+        def _repr_javascript_(self):
+                return self._repr_mime_("application/javascript")
 
 
 def display(*objs, include=None, exclude=None, metadata=None, transient=None, display_id=None,
@@ -1081,6 +1165,90 @@ class Shell:
         def cell_magic_bash(self, line, cell):
                 _flush_std()
                 subprocess.run(["/bin/bash"], input=cell.encode())
+
+        def _display_cell(self, kind, cell, **kw):
+                """%%html and its kin: the body shown as IPython.display's `kind`."""
+                try:
+                        import IPython.display as ipd
+                except ImportError:
+                        raise UsageError(f"%%{kind.lower()} needs IPython (not installed)") from None
+                display(getattr(ipd, kind)(cell), **kw)
+
+        def cell_magic_html(self, line, cell):
+                isolated = "--isolated" in line.split() or "-i" in line.split()
+                self._display_cell("HTML", cell,
+                                   **({"metadata": {"text/html": {"isolated": True}}} if isolated else {}))
+
+        def cell_magic_markdown(self, line, cell):
+                self._display_cell("Markdown", cell)
+
+        def cell_magic_latex(self, line, cell):
+                self._display_cell("Latex", cell)
+
+        def cell_magic_svg(self, line, cell):
+                self._display_cell("SVG", cell)
+
+        def cell_magic_javascript(self, line, cell):
+                self._display_cell("Javascript", cell)
+
+        cell_magic_js = cell_magic_javascript
+
+        def cell_magic_capture(self, line, cell):
+                """IPython's %%capture [--no-stdout] [--no-stderr] [--no-display] [name]:
+                the body runs with its prints and displays kept in a CapturedIO."""
+                args = line.split()
+                names = [a for a in args if not a.startswith("-")]
+                _flush_std()
+                saved = sys.stdout, sys.stderr
+                out = None if "--no-stdout" in args else io.StringIO()
+                err = None if "--no-stderr" in args else io.StringIO()
+                outputs = []
+                if out is not None:
+                        sys.stdout = out
+                if err is not None:
+                        sys.stderr = err
+                if "--no-display" not in args:
+                        _capturing.append(outputs)
+                try:
+                        self.kernel.run_nested(cell)
+                finally:
+                        sys.stdout, sys.stderr = saved
+                        if _capturing and _capturing[-1] is outputs:
+                                _capturing.pop()
+                if names:
+                        if cell.rstrip().endswith(";"):
+                                self.user_ns.pop(names[0], None)  # IPython's rule for a silenced cell
+                        else:
+                                self.user_ns[names[0]] = CapturedIO(out, err, outputs)
+
+        def magic_precision(self, line):
+                """IPython's %precision: floats' text/plain format (and numpy's print
+                precision); no argument restores repr. Returns the format."""
+                import cellvm_pretty
+                if "%" in line:
+                        fmt = line
+                        try:
+                                fmt % 3.14159
+                        except Exception:
+                                raise ValueError(f"Precision must be int or format string, not {line!r}") from None
+                elif line:
+                        try:
+                                digits = int(line)
+                                assert digits >= 0
+                        except ValueError:
+                                raise ValueError(f"Precision must be int or format string, not {line!r}") from None
+                        except AssertionError:
+                                raise ValueError(f"int precision must be non-negative, not {digits!r}") from None
+                        fmt = "%%.%if" % digits
+                        if "numpy" in sys.modules:
+                                sys.modules["numpy"].set_printoptions(precision=digits)
+                else:
+                        fmt = "%r"
+                        if "numpy" in sys.modules:
+                                sys.modules["numpy"].set_printoptions(precision=8)
+                global _float_format
+                _float_format = cellvm_pretty.float_format = fmt
+                return fmt
 
         def cell_magic_sh(self, line, cell):
                 _flush_std()
@@ -1530,6 +1698,17 @@ class Kernel:
                 if err is not None:
                         self._send_error(err)
                 return err
+
+        def run_nested(self, raw):
+                """Runs `raw` as part of the current cell (a %%capture body): the
+                same transformations, no execution count, nothing displayed for
+                a trailing expression (IPython sends that outside the capture)."""
+                cell = transform_cell(cleanup_cell(raw))
+                code, last = self._compile(cell, self._register_source(cell))
+                if code is not None:
+                        self._run_code(code)
+                if last is not None:
+                        self._run_code(last)
 
         def report_error(self, e):
                 """An error shown while the cell goes on (a formatter's, as IPython's
