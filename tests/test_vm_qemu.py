@@ -128,6 +128,17 @@ def test_root_is_a_read_only_disk_below_a_writable_overlay(sbx):
     assert out(ex).splitlines() == ["overlay True", "1", "written"]
 
 
+def test_ipython_display_works_in_the_guest(sbx):
+    """Notebooks and E2B programs import IPython.display; E2B's sandbox has it."""
+    ex = run(sbx, "from IPython.display import display, HTML, Markdown\n"
+                  "display(HTML('<b>guest</b>'))\n"
+                  "Markdown('*md*')")
+    assert [r.html for r in ex.results if r.html] == ["<b>guest</b>"]
+    assert ex.results[-1].markdown == "*md*" and ex.results[-1].is_main_result
+    ex = run(sbx, "%%html\n<i>cell</i>")
+    assert ex.results[0].html.strip() == "<i>cell</i>"
+
+
 def test_data_stack_imports_without_the_excluded_packages(sbx):
     """The image keeps compilers, boost, scipy, docs and tests out: prove what
     users need still works, and that the baked font cache is used."""
