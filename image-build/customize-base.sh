@@ -47,6 +47,17 @@ find "$root/usr/lib/python3/dist-packages/sympy" -depth -type d -name __pycache_
 # packages' testing helpers (numpy.testing, pandas._testing) are not "tests".
 find "$root/usr/lib/python3/dist-packages" -depth -type d -name tests -prune -exec rm -rf {} +
 
+# IPython is there for IPython.display; what it can do without, kept out of
+# the 400 MB budget: jedi and parso (tab completion; IPython runs without
+# them), setuptools and pkg_resources (IPython depends on them, but neither it
+# nor the data stack imports them at run time), and pygments' bytecode
+# (IPython imports ~20 of its modules: compiled on first import into the
+# tmpfs upper layer).
+dp="$root/usr/lib/python3/dist-packages"
+rm -rf "$dp/jedi" "$dp/parso" "$dp/setuptools" "$dp/pkg_resources" "$dp/_distutils_hack" \
+	"$dp/distutils-precedence.pth"
+find "$dp/pygments" -depth -type d -name __pycache__ -exec rm -rf {} +
+
 # Caches and logs of the installation.
 rm -rf "$root/var/cache/apt/"* "$root/var/lib/apt/lists/"* "$root/var/log/"*
 rm -f "$root/etc/machine-id"; : >"$root/etc/machine-id"
