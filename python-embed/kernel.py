@@ -269,6 +269,7 @@ def _install_finders():
                 sys.meta_path.insert(0, _post_import)
                 sys.meta_path.append(_EmbeddedFinder())
         _post_import.add("matplotlib", _on_matplotlib_import)
+        _post_import.add("matplotlib.pyplot", _on_pyplot_import)
         _post_import.add("IPython.core.display_functions", _on_ipython_display_import)
         _post_import.add("PIL.Image", _on_pil_image_import)
 
@@ -280,6 +281,45 @@ def _on_matplotlib_import(matplotlib):
         if "MPLBACKEND" not in os.environ:
                 matplotlib.rcParams["backend"] = MPL_BACKEND
         matplotlib.interactive(True)  # IPython's activate_matplotlib does this too
+
+
+def _on_pyplot_import(plt):
+        """IPython's activate_matplotlib wraps pyplot.draw_if_interactive so that
+        it records being called (IPython's flag_calls); %run redraws then."""
+        inner = plt.draw_if_interactive
+        if hasattr(inner, "called"):
+                return
+
+        def draw_if_interactive(*args, **kwargs):
+                draw_if_interactive.called = False
+                out = inner(*args, **kwargs)
+                draw_if_interactive.called = True
+                return out
+
+        draw_if_interactive.called = False
+        draw_if_interactive.__doc__ = inner.__doc__
+        plt.draw_if_interactive = draw_if_interactive
+
+
+def _run_file_with_matplotlib(run):
+        """IPython's mpl_execfile around %run: pyplot not interactive while the
+        file runs, then a draw if pyplot was asked to, and stale figures redrawn."""
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+                return run()
+        import matplotlib
+        interactive = matplotlib.rcParams["interactive"]
+        matplotlib.interactive(False)
+        try:
+                return run()
+        finally:
+                matplotlib.interactive(interactive)
+                if getattr(plt.draw_if_interactive, "called", False):
+                        plt.draw()
+                        plt.draw_if_interactive.called = False
+                draw_all = getattr(plt, "draw_all", None)
+                if draw_all is not None:
+                        draw_all()
 
 
 class _MplBackend(types.ModuleType):
@@ -1019,6 +1059,10 @@ class Shell:
 
         # line magics
         def magic_matplotlib(self, line):
+                # The backend is ours whatever is asked; what stays of IPython's
+                # enable_matplotlib is that %run then runs files as mpl_execfile.
+                if not {"-l", "--list"} & set(line.split()):
+                        self.kernel.mpl_run = True
                 return None
 
         def magic_pinfo(self, line):
@@ -1104,6 +1148,114 @@ class Shell:
                 if types_wanted:
                         out = [n for n in out if type(self.user_ns[n]).__name__ in types_wanted]
                 return sorted(out)
+
+        def magic_whos(self, line):
+                """IPython's %whos: a table of the user's names, types and values."""
+                names = self.magic_who_ls(line)
+                if not names:
+                        print("No variables match your requested type." if line
+                              else "Interactive namespace is empty.")
+                        return
+                ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
+                values = [self.user_ns[n] for n in names]
+                types_ = [type(v).__name__ for v in values]
+                varwidth = max(max(map(len, names)), len("Variable")) + 3
+                typewidth = max(max(map(len, types_)), len("Type")) + 3
+                print("Variable".ljust(varwidth) + "Type".ljust(typewidth) + " Data/Info\n"
+                      + "-" * (varwidth + typewidth + len("Data/Info") + 1))
+                for name, value, tname in zip(names, values, types_):
+                        print(f"{name:<{varwidth}}{tname:<{typewidth}}", end=" ")
+                        if tname in ("dict", "list", "tuple"):
+                                print("n=" + str(len(value)))
+                        elif ndarray is not None and tname == ndarray.__name__:
+                                shape = str(value.shape).replace(",", "").replace(" ", "x")[1:-1]
+                                nbytes = value.size * value.itemsize
+                                info = "%s: %s elems, type `%s`, %s bytes" % (shape, value.size,
+                                                                           value.dtype, nbytes)
+                                if nbytes < 100000:
+                                        print(info)
+                                elif nbytes < 1048576:
+                                        print(info, "(%s kb)" % (nbytes / 1024,))
+                                else:
+                                        print(info, "(%s Mb)" % (nbytes / 1048576,))
+                        else:
+                                try:
+                                        text = str(value)
+                                except Exception:
+                                        text = "<object with id %d (str() failed)>" % id(value)
+                                text = text.replace("\n", "\\n")
+                                print(text if len(text) < 50 else text[:25] + "<...>" + text[-25:])
+
+        def magic_xdel(self, line):
+                """IPython's %xdel NAME: the name and the output history's references to it."""
+                name = line.strip()
+                if name not in self.user_ns:
+                        print(f"NameError: name '{name}' is not defined")  # IPython prints it
+                        return
+                value = self.user_ns.pop(name)
+                for key, out in list(self.kernel.Out.items()):
+                        if out is value:
+                                del self.kernel.Out[key]
+                for under in ("_", "__", "___"):
+                        if self.user_ns.get(under) is value:
+                                self.user_ns[under] = ""
+
+        def magic_reset(self, line):
+                """IPython's %reset [-f]: every user name and the output history
+                go; the input history and the execution count stay. Without -f
+                it asks with input(), which fails here as in ipykernel without stdin."""
+                args = line.split()
+                if "-f" not in args and input("Once deleted, variables cannot be recovered. "
+                                              "Proceed (y/[n])? ").strip().lower() not in ("y", "yes"):
+                        print("Nothing done.")
+                        return
+                keep = {"__builtins__", "__builtin__", "__name__", "__doc__", "__package__",
+                        "__loader__", "__spec__", "In", "Out", "_ih", "_oh", "_dh",
+                        "_i", "_ii", "_iii"}
+                for name in [n for n in self.user_ns if n not in keep and not re.fullmatch(r"_i\d+", n)]:
+                        del self.user_ns[name]
+                self.kernel.Out.clear()
+                self.user_ns.update({"_": "", "__": "", "___": ""})
+                self.kernel.under = ["", "", ""]
+
+        def magic_run(self, line):
+                """IPython's %run [-i] FILE [ARGS]: the file runs as __main__ with
+                sys.argv set, in a namespace of its own (the user's with -i);
+                what it defines is then the user's."""
+                import shlex
+                args = shlex.split(line)
+                interactive = "-i" in args[:1]
+                if interactive:
+                        args = args[1:]
+                if not args:
+                        raise UsageError("%run: you must provide at least a filename.")
+                path = os.path.expanduser(args[0])
+                if not os.path.exists(path) and os.path.exists(path + ".py"):
+                        path += ".py"
+                try:
+                        with open(path, "rb") as f:
+                                source = f.read()
+                except OSError:
+                        raise Exception(f"File `{args[0]!r}` not found.") from None
+                code = compile(source, path, "exec", dont_inherit=True)
+                ns = self.user_ns if interactive else {"__builtins__": builtins}
+                saved_main, saved_argv = ns.get("__name__"), sys.argv
+                ns.update({"__name__": "__main__", "__file__": path})
+                sys.argv = [path] + args[1:]
+                try:
+                        if self.kernel.mpl_run:
+                                _run_file_with_matplotlib(lambda: exec(code, ns))
+                        else:
+                                exec(code, ns)
+                finally:
+                        sys.argv = saved_argv
+                        if interactive:
+                                ns["__name__"] = saved_main
+                                ns.pop("__file__", None)
+                if not interactive:
+                        for name in ("__name__", "__file__", "__builtins__"):
+                                ns.pop(name, None)
+                        self.user_ns.update(ns)
 
         def magic_who(self, line):
                 names = self.magic_who_ls(line)
@@ -1496,6 +1648,7 @@ class Kernel:
                 self.flags = 0
                 self.serial = 0
                 self.oldpwd = None
+                self.mpl_run = False  # %matplotlib was used: %run as IPython's mpl_execfile
                 self.cell_files = {}
                 self.cell_dir = os.path.join(tempfile.gettempdir(), f"cellvm_{os.getpid()}")
                 main = types.ModuleType("__main__")
@@ -1873,6 +2026,8 @@ def _warm_matplotlib(plt):
         if mpl is not None and "show" in mpl.__dict__:
                 mpl.show._draw_called = False
                 mpl.show._to_draw = []
+        if hasattr(plt.draw_if_interactive, "called"):
+                plt.draw_if_interactive.called = False  # as after a fresh import
 
 
 def _reset_after_fork():
@@ -1916,9 +2071,23 @@ def executor_prepare():
         tempfile.gettempdir()  # its first call probes the disk, as the sandbox user
 
 
+def _set_import_path(launch_dir):
+        """sys.path as a kernel started in `launch_dir` has it: that directory
+        first (python -m ipykernel_launcher's), and '' (the current directory,
+        wherever %cd goes) ahead of the installed packages, as IPython adds
+        it; so a module written next to the notebook imports."""
+        if launch_dir and launch_dir not in sys.path:
+                sys.path.insert(0, launch_dir)
+        if "" not in sys.path:
+                at = next((i for i, p in enumerate(sys.path)
+                           if p.endswith(("site-packages", "dist-packages"))), len(sys.path))
+                sys.path.insert(at, "")
+
+
 def executor_main(fd):
         """Runs in an executor attached to its context (after executor_prepare):
         X_READY, then one X_EXECUTE at a time until EOF."""
+        _set_import_path(os.getcwd())
         kernel = Kernel(fd)
         _state.fd = fd
         _state.kernel = kernel

@@ -269,3 +269,18 @@ def test_result_model_without_agent():
     c = Context("id1", "python", "/w")
     assert (c.id, c.language, c.cwd) == ("id1", "python", "/w")
     assert repr(c) == "Context(id='id1', language='python', cwd='/w')"
+
+
+def test_reset_f_clears_the_namespace_and_output_history_but_not_the_count(sbx, ctx):
+    """IPython's %reset -f (not in the notebook corpus: it would wipe the shared
+    reference kernel's helpers). Without -f it asks with input(), which fails
+    as in ipykernel without stdin."""
+    sbx.run_code("kept_by_nobody = 41", context=ctx)
+    before = sbx.run_code("kept_by_nobody + 1", context=ctx)
+    assert before.text == "42"
+    sbx.run_code("%reset -f", context=ctx)
+    after = sbx.run_code("('kept_by_nobody' in dir(), len(Out), _)", context=ctx)
+    assert after.text == "(False, 0, '')"
+    assert after.execution_count == before.execution_count + 2
+    asked = sbx.run_code("%reset", context=ctx)
+    assert asked.error is not None and asked.error.name == "StdinNotImplementedError"
