@@ -1228,7 +1228,7 @@ class Shell:
                 if interactive:
                         args = args[1:]
                 if not args:
-                        raise UsageError("%run: you must provide at least a filename.")
+                        raise Exception("you must provide at least a filename.")  # IPython's
                 path = os.path.expanduser(args[0])
                 if not os.path.exists(path) and os.path.exists(path + ".py"):
                         path += ".py"

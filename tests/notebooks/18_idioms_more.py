@@ -52,3 +52,7 @@ plt.title('from a script')
 %run plot_script.py
 # %%
 plt.close('all')
+# %%
+%run no_such_script.py
+# %%
+%run
