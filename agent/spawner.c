@@ -22,6 +22,7 @@
 
 #include "agent.h"
 #include "confine.h"
+#include "fd_send.h"
 #include "log.h"
 #include "services.h"
 #include "spawner.h"
@@ -359,26 +360,8 @@ static pid_t request(struct agent *a, const struct spawn_hdr *h, const int *fds,
         struct spawner *sp = &a->spawner;
         if (sp->fd < 0)
                 return -EPIPE;
-        union {
-                char buf[CMSG_SPACE(SPAWN_MAX_FDS * sizeof(int))];
-                struct cmsghdr align;
-        } ctrl;
-        memset(&ctrl, 0, sizeof(ctrl));
-        struct iovec iov = {.iov_base = (void *)h, .iov_len = sizeof(*h)};
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = ctrl.buf,
-                             .msg_controllen = CMSG_SPACE(h->nfds * sizeof(int))};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(h->nfds * sizeof(int));
-        memcpy(CMSG_DATA(cm), fds, h->nfds * sizeof(int));
-        ssize_t n;
-        do
-                n = sendmsg(sp->fd, &msg, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        int rc = n < 0 ? -errno : 0;
+        ssize_t n = cv_send_with_fds(sp->fd, h, sizeof(*h), fds, h->nfds, MSG_NOSIGNAL);
+        int rc = n < 0 ? (int)n : 0;
         /* The fds went with the first byte; the rest of the header and the strings follow. */
         if (rc == 0 && (size_t)n < sizeof(*h))
                 rc = write_full(sp->fd, (const char *)h + n, sizeof(*h) - (size_t)n);

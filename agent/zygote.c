@@ -13,6 +13,7 @@
 
 #include "agent.h"
 #include "cbor_util.h"
+#include "fd_send.h"
 #include "log.h"
 #include "msgtypes.h"
 #include "spawner.h"
@@ -260,27 +261,10 @@ int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, i
         if (rc < 0)
                 return rc;
         int fds[3] = {ctl_fd, out_fd, err_fd};
-        union {
-                char buf[CMSG_SPACE(sizeof(fds))];
-                struct cmsghdr align;
-        } ctrl;
-        memset(&ctrl, 0, sizeof(ctrl));
-        struct iovec iov = {.iov_base = (void *)cv_buf_head(b), .iov_len = cv_buf_pending(b)};
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = ctrl.buf,
-                             .msg_controllen = sizeof(ctrl.buf)};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(fds));
-        memcpy(CMSG_DATA(cm), fds, sizeof(fds));
-        ssize_t n;
-        do
-                n = sendmsg(z->w.fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-        while (n < 0 && errno == EINTR);
+        ssize_t n = cv_send_with_fds(z->w.fd, cv_buf_head(b), cv_buf_pending(b), fds, 3,
+                                     MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)
-                return -errno;
+                return (int)n;
         if ((size_t)n < cv_buf_pending(b)) {
                 /* The rest (no fds) follows when the socket has room. */
                 cv_buf_append(&z->out, cv_buf_head(b) + n, cv_buf_pending(b) - (size_t)n);

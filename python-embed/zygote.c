@@ -17,6 +17,7 @@
 #include "cellvm_module.h"
 #include "ctl_channel.h"
 #include "executor_proc.h"
+#include "fd_send.h"
 #include "msgtypes.h"
 
 /* Z_SPAWN carries the control socket, stdout and stderr pipe write ends. */
@@ -271,30 +272,15 @@ static pid_t spare_assign(const int fds[SPAWN_NFDS], const char *cwd)
 {
         if (spare.pid <= 0)
                 return -ENOENT;
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * SPAWN_NFDS)];
-        } ctl;
-        memset(&ctl, 0, sizeof(ctl));
         size_t len = cwd ? strlen(cwd) : 0;
         if (len > 4096)
                 return -ENAMETOOLONG;
-        char empty = '\0';
-        struct iovec iov = {.iov_base = len ? (void *)cwd : &empty, .iov_len = len ? len : 1};
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = ctl.buf,
-                            .msg_controllen = sizeof(ctl.buf)};
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * SPAWN_NFDS);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * SPAWN_NFDS);
-        ssize_t n;
-        do
-                n = sendmsg(spare.sock, &mh, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        pid_t pid = n == (ssize_t)iov.iov_len ? spare.pid : (n < 0 ? -errno : -EIO);
+        /* One byte at least: an empty cwd goes as "\0" (a zero-length message would
+         * read as the end of the socket). */
+        const char *body = len ? cwd : "";
+        size_t body_len = len ? len : 1;
+        ssize_t n = cv_send_with_fds(spare.sock, body, body_len, fds, SPAWN_NFDS, MSG_NOSIGNAL);
+        pid_t pid = n == (ssize_t)body_len ? spare.pid : (n < 0 ? (pid_t)n : -EIO);
         if (pid > 0) {
                 /* Waits for the spare to have entered the directory (or finished its
                  * warm-up first, if it is that young). */
