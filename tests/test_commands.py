@@ -15,13 +15,6 @@ from cellvm import (
 )
 
 
-@pytest.fixture
-def sbx(agent):
-    s = Sandbox.connect(agent.addr)
-    yield s
-    s.close()
-
-
 def test_run_returns_result(sbx, agent):
     r = sbx.commands.run("echo out; echo err >&2; pwd")
     assert isinstance(r, CommandResult)

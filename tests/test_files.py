@@ -2,7 +2,6 @@
 
 import hashlib
 import os
-import socket
 import stat
 import time
 
@@ -20,13 +19,6 @@ from cellvm import (
     _wire,
 )
 from cellvm import files as files_mod
-
-
-@pytest.fixture
-def sbx(agent):
-    s = Sandbox.connect(agent.addr)
-    yield s
-    s.close()
 
 
 @pytest.fixture

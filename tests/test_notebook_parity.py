@@ -13,18 +13,16 @@ CRLF from !commands (a pty in ipykernel), the source path of IPython's own
 warnings ("To exit", FormatterWarning).
 """
 
-import base64
 import glob
 import os
 import re
-import struct
 
 import pytest
 
 jupyter_client = pytest.importorskip("jupyter_client")
 
 from cellvm import Execution, ExecutionError, Result, Sandbox  # noqa: E402
-from test_e2b_compat import E2B_STARTUP  # noqa: E402
+from test_e2b_compat import E2B_STARTUP, png_size  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NOTEBOOKS = sorted(glob.glob(os.path.join(HERE, "notebooks", "*.py")))
@@ -96,11 +94,6 @@ def ipykernel(tmp_path_factory):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-
-
-def png_size(b64):
-    raw = base64.b64decode(b64)
-    return struct.unpack(">II", raw[16:24])
 
 
 TIMING = [

@@ -14,17 +14,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import Sandbox, SandboxException, TimeoutException  # noqa: E402
 from cellvm import launch  # noqa: E402
-from test_vm_qemu import build_image_or_skip  # noqa: E402
+from test_vm_qemu import build_image_or_skip, process_gone  # noqa: E402
 
 IMAGE = os.path.join(ROOT, "build", "image")
-
-
-def gone(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
 
 
 def test_create_context_manager_boot_report_and_no_leftovers():
@@ -59,7 +51,7 @@ def test_create_context_manager_boot_report_and_no_leftovers():
         limit = int(sbx.files.read("/sys/fs/cgroup/user/memory.max").strip())
         assert limit == launch.user_memory_limit_mb(768) * 1024 * 1024
         assert sbx.sandbox_id.startswith("unix:") and sbx.sandbox_id.endswith("agent.sock")
-    assert gone(pid)
+    assert process_gone(pid)
     assert not os.path.exists(tmp)
     assert sbx.vmm_pid == pid  # still reported after the end
     sbx.kill()  # idempotent
@@ -108,7 +100,7 @@ def test_plain_constructor_boots_a_vm_as_e2b_does(monkeypatch):
     with Sandbox() as sbx:
         pid = sbx.vmm_pid
         assert sbx.run_code("x = 6\nx * 7").text == "42"
-    assert gone(pid)
+    assert process_gone(pid)
 
 
 def test_connect_retries_while_the_vmm_has_bound_its_socket_but_not_yet_listens(tmp_path):

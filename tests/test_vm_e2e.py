@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import CommandExitException, Sandbox, TimeoutException  # noqa: E402
-from test_vm_qemu import build_image_or_skip  # noqa: E402  (make image once per session)
+from test_vm_qemu import build_image_or_skip, out, process_gone, run  # noqa: E402
 
 IMAGE = os.path.join(ROOT, "build", "image")
 CREATE_TIMEOUT = 300
@@ -33,16 +33,6 @@ def sbx():
         yield s
     finally:
         s.kill()
-
-
-def run(sbx, code, **kw):
-    ex = sbx.run_code(code, timeout=120, **kw)
-    assert ex.error is None, f"{ex.error.name}: {ex.error.value}\n{ex.error.traceback}"
-    return ex
-
-
-def out(ex):
-    return "".join(ex.logs.stdout)
 
 
 # --- execution: E2B's cases --------------------------------------------------
@@ -224,19 +214,11 @@ def _qemu_pids():
     return pids
 
 
-def _gone(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
 def test_kill_then_a_fresh_create_works(sbx):
     pid, tmp = sbx.vmm_pid, sbx.vm.dir
     run(sbx, "left_behind = 1")
     sbx.kill()
-    assert _gone(pid) and pid not in _qemu_pids()
+    assert process_gone(pid) and pid not in _qemu_pids()
     assert not os.path.exists(tmp)
     sbx.kill()  # idempotent
     with Sandbox.create(IMAGE, timeout=CREATE_TIMEOUT) as again:
@@ -244,4 +226,4 @@ def test_kill_then_a_fresh_create_works(sbx):
         ex = again.run_code("'left_behind' in globals(), 6 * 7", timeout=60)
         assert ex.text == "(False, 42)"  # a new machine, not the old one
         pid2, tmp2 = again.vmm_pid, again.vm.dir
-    assert _gone(pid2) and not os.path.exists(tmp2)
+    assert process_gone(pid2) and not os.path.exists(tmp2)

@@ -275,10 +275,15 @@ def pid_path(pid):
     return f"/proc/{pid}"
 
 
-def zombie_or_gone(pid):
-    time.sleep(0.1)
+def process_gone(pid):
+    """The process no longer runs: exited (a zombie) or reaped."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def zombie_or_gone(pid):
+    time.sleep(0.1)
+    return process_gone(pid)
