@@ -124,58 +124,20 @@ int agent_seccomp_apply(void)
         return rc < 0 ? rc : 0;
 }
 
-static const char *const spawner_denied[] = {
-    "mount",
-    "umount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "move_mount",
-    "open_tree",
-    "mount_setattr",
-    "swapon",
-    "swapoff",
-    "reboot",
-    "kexec_load",
-    "kexec_file_load",
-    "init_module",
-    "finit_module",
-    "delete_module",
-    "bpf",
-    "perf_event_open",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "process_vm_writev",
-    "iopl",
-    "ioperm",
-    "uselib",
-    "acct",
-    "setns",
-    "userfaultfd",
-    "open_by_handle_at",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-#ifndef __SANITIZE_ADDRESS__
-    /* LeakSanitizer stops the world with ptrace at exit: allowed in SAN builds only. */
-    "ptrace",
-    "process_vm_readv",
-#endif
-};
-
 int spawner_seccomp_apply(void)
 {
         scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
         if (!ctx)
                 return -ENOMEM;
-        int rc = 0;
-        for (size_t i = 0; rc == 0 && i < sizeof(spawner_denied) / sizeof(spawner_denied[0]); i++)
-                rc = confine_seccomp_deny(ctx, spawner_denied[i]);
+        /* What no process of the guest's user side needs (confine_seccomp.c). */
+        int rc = confine_seccomp_deny_common(ctx);
+#ifndef __SANITIZE_ADDRESS__
+        /* LeakSanitizer stops the world with ptrace at exit: allowed in SAN builds only. */
+        if (rc == 0)
+                rc = confine_seccomp_deny(ctx, "ptrace");
+        if (rc == 0)
+                rc = confine_seccomp_deny(ctx, "process_vm_readv");
+#endif
         /* As root, load without no_new_privs (CAP_SYS_ADMIN allows it) so command
          * processes may still exec setuid helpers; user code sets it for itself. */
         if (rc == 0 && geteuid() == 0)

@@ -64,4 +64,8 @@ int confine_seccomp_prepare_from_env(void);
  * a name this architecture lacks is skipped. Returns 0 or libseccomp's -errno. */
 int confine_seccomp_deny(void *ctx, const char *name);
 
+/* Adds the denials of confine_seccomp.c's common set (mounts, the kernel,
+ * keyrings, ...) to `ctx`; the user-code filter and the spawner's share it. */
+int confine_seccomp_deny_common(void *ctx);
+
 #endif

@@ -20,8 +20,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Syscalls that fail with EPERM, by name: names this architecture lacks are skipped. */
-static const char *const denied[] = {
+/*
+ * Syscalls that fail with EPERM, by name (names this architecture lacks are
+ * skipped). The common set is what no process on the guest's user side needs:
+ * user code gets it, and the spawner's filter gives it to the zygote and to
+ * commands (agent/agent_seccomp.c).
+ */
+static const char *const common_denied[] = {
     /* filesystems and the root */
     "mount",
     "umount",
@@ -36,9 +41,6 @@ static const char *const denied[] = {
     "open_tree",
     "mount_setattr",
     "open_by_handle_at",
-    "name_to_handle_at",
-    "quotactl",
-    "quotactl_fd",
     "swapon",
     "swapoff",
     "acct",
@@ -51,27 +53,15 @@ static const char *const denied[] = {
     "delete_module",
     "bpf",
     "perf_event_open",
-    "syslog",
     "iopl",
     "ioperm",
     "uselib",
-    "lookup_dcookie",
-    "settimeofday",
-    "clock_settime",
-    "clock_adjtime",
-    "adjtimex",
-    "vhangup",
     /* kernel keyrings (shared across the guest) */
     "keyctl",
     "add_key",
     "request_key",
-    /* other processes */
-    "ptrace",
-    "process_vm_readv",
+    /* other processes' memory */
     "process_vm_writev",
-    "pidfd_getfd",
-    "kcmp",
-    "process_madvise",
     /* namespaces */
     "setns",
     /* userfaultfd stalls the kernel at will (exploit primitive); io_uring bypasses seccomp. */
@@ -80,6 +70,41 @@ static const char *const denied[] = {
     "io_uring_enter",
     "io_uring_register",
 };
+
+/* And for user code only: */
+static const char *const user_denied[] = {
+    /* filesystems */
+    "name_to_handle_at",
+    "quotactl",
+    "quotactl_fd",
+    /* the kernel's log, clock and terminals */
+    "syslog",
+    "lookup_dcookie",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "vhangup",
+    /* other processes */
+    "ptrace",
+    "process_vm_readv",
+    "pidfd_getfd",
+    "kcmp",
+    "process_madvise",
+};
+
+static int deny_all(scmp_filter_ctx ctx, const char *const *names, size_t n)
+{
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < n; i++)
+                rc = confine_seccomp_deny(ctx, names[i]);
+        return rc;
+}
+
+int confine_seccomp_deny_common(void *ctx)
+{
+        return deny_all(ctx, common_denied, sizeof(common_denied) / sizeof(common_denied[0]));
+}
 
 int confine_seccomp_deny(scmp_filter_ctx ctx, const char *name)
 {
@@ -116,9 +141,9 @@ static int deny_signals_to(scmp_filter_ctx ctx, int32_t pid)
 
 static int add_rules(scmp_filter_ctx ctx, const struct confine_policy *p)
 {
-        int rc = 0;
-        for (size_t i = 0; rc == 0 && i < sizeof(denied) / sizeof(denied[0]); i++)
-                rc = confine_seccomp_deny(ctx, denied[i]);
+        int rc = confine_seccomp_deny_common(ctx);
+        if (rc == 0)
+                rc = deny_all(ctx, user_denied, sizeof(user_denied) / sizeof(user_denied[0]));
         /* New user namespaces are where unprivileged kernel attack surface starts. */
         if (rc == 0)
                 rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
