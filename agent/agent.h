@@ -168,6 +168,7 @@ struct agent {
         struct boot_stamp boot[BOOT_MAX_STAMPS];
         size_t nboot;
         bool stopping;
+        int init_signal;       /* SHUTDOWN accepted: signal PID 1 once the reply is flushed */
         struct cv_buf scratch; /* reusable encoding space */
         /* Isolation (confine_agent.c). */
         const char *cgroup_parent;       /* NULL: no per-context cgroups, rlimits only */

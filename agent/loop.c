@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "system.h"
 #include "services.h"
 #include "spawner.h"
 
@@ -161,6 +162,7 @@ int loop_run(struct agent *a)
                                 next = l->reopen_at;
                 bool more = contexts_pending_work(a);
                 more = conn_flush_dirty(a) || more;
+                system_signal_init(a);
                 int timeout = -1;
                 if (next != UINT64_MAX) {
                         now = now_mono();

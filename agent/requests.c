@@ -349,6 +349,7 @@ static bool is_known_request(uint16_t type)
         case CV_MSG_CONTEXT_REMOVE:
         case CV_MSG_SET_TIME:
         case CV_MSG_ADD_ENTROPY:
+        case CV_MSG_SHUTDOWN:
                 return true;
         }
         return false;
@@ -424,6 +425,9 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                 break;
         case CV_MSG_ADD_ENTROPY:
                 system_add_entropy_request(a, c, id, item);
+                break;
+        case CV_MSG_SHUTDOWN:
+                system_shutdown_request(a, c, id, item);
                 break;
         default:
                 svc_dispatch(a, c, type, id, item);

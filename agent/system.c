@@ -4,6 +4,8 @@
  * from a snapshot (same CRNG state, stale clock in every clone).
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -64,4 +66,39 @@ void system_add_entropy_request(struct agent *a, struct conn *c, uint32_t id,
                 return;
         }
         reply_ok(a, c, id, "credited_bits", (uint64_t)rc * 8u);
+}
+
+/*
+ * cellvm-init's signal contract (docs/INIT.md): SIGUSR2 powers off, SIGTERM
+ * shuts down with the action cellvm.shutdown configures (reboot by default;
+ * with the kernel's reboot=k Firecracker exits on it).
+ */
+void system_shutdown_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        bool poweroff = false;
+        int rc = cv_map_get_bool(body, "poweroff", &poweroff);
+        if (rc < 0 && rc != -ENOENT) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`poweroff` must be a boolean");
+                return;
+        }
+        const char *init = getenv("CELLVM_INIT");
+        if (!init || strcmp(init, "1") != 0) {
+                conn_send_error(a, c, id, "unsupported",
+                                "the agent was not started by cellvm-init: nothing to shut down");
+                return;
+        }
+        log_info("conn %u: %s requested by the host", c->num, poweroff ? "power-off" : "shutdown");
+        a->init_signal = poweroff ? SIGUSR2 : SIGTERM;
+        reply_ok(a, c, id, NULL, 0);
+}
+
+void system_signal_init(struct agent *a)
+{
+        int sig = a->init_signal;
+        if (!sig)
+                return;
+        a->init_signal = 0;
+        if (kill(1, sig) < 0)
+                log_error("kill(1, %s) for the requested shutdown: %s", strsignal(sig),
+                          strerror(errno));
 }

@@ -1,4 +1,4 @@
-/* SET_TIME and ADD_ENTROPY (docs/PROTOCOL.md section 11). */
+/* SET_TIME, ADD_ENTROPY and SHUTDOWN (docs/PROTOCOL.md section 11). */
 #ifndef CELLVM_AGENT_SYSTEM_H
 #define CELLVM_AGENT_SYSTEM_H
 
@@ -10,5 +10,10 @@
 void system_set_time_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void system_add_entropy_request(struct agent *a, struct conn *c, uint32_t id,
                                 const cbor_item_t *body);
+/* Accepts a shutdown: the signal for PID 1 goes out once the OK is flushed
+ * (system_signal_init). Only under cellvm-init (CELLVM_INIT=1). */
+void system_shutdown_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
+/* Sends a->init_signal to PID 1 if a shutdown was accepted; called by the loop after flushing. */
+void system_signal_init(struct agent *a);
 
 #endif

@@ -25,6 +25,8 @@ const char *cv_msg_type_name(uint16_t type)
                 return "SET_TIME";
         case CV_MSG_ADD_ENTROPY:
                 return "ADD_ENTROPY";
+        case CV_MSG_SHUTDOWN:
+                return "SHUTDOWN";
         case CV_MSG_OK:
                 return "OK";
         case CV_MSG_ERROR:

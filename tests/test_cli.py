@@ -20,7 +20,7 @@ def test_help_lists_every_command():
     r = subprocess.run([CLI, "--help"], capture_output=True, text=True)
     assert r.returncode == 0
     for cmd in ("exec", "info", "ping", "contexts", "context-create", "context-restart",
-                "context-remove", "interrupt"):
+                "context-remove", "interrupt", "shutdown"):
         assert cmd in r.stdout
 
 
@@ -88,6 +88,14 @@ def test_info_and_ping(agent):
     assert "execute" in hello["capabilities"]
     r = cli(agent, "ping")
     assert r.returncode == 0 and r.stdout.startswith("pong in ")
+
+
+def test_shutdown_outside_cellvm_init_is_refused(agent):
+    r = cli(agent, "shutdown", "--bogus")
+    assert r.returncode == 2 and "usage: shutdown" in r.stderr
+    r = cli(agent, "shutdown")
+    assert r.returncode == 1 and "unsupported" in r.stderr and "cellvm-init" in r.stderr
+    assert agent.proc.poll() is None and cli(agent, "ping").returncode == 0
 
 
 def test_context_commands(agent):

@@ -101,3 +101,14 @@ def test_ctrl_c_while_reading_never_loses_the_stream(sbx, ctx):
             timer.cancel()
         assert sbx.run_code("40 + 2", context=ctx).text == "42"
     assert interrupted >= 6  # the interrupts did land mid-cell
+
+
+def test_shutdown_outside_cellvm_init_is_refused_and_the_agent_serves_on(sbx, agent):
+    from cellvm import SandboxException
+    with pytest.raises(SandboxException) as e:
+        sbx.shutdown()
+    assert e.value.code == "unsupported" and "cellvm-init" in str(e.value)
+    assert agent.proc.poll() is None
+    from cellvm import Sandbox
+    with Sandbox.connect(agent.addr) as again:
+        assert again.run_code("6 * 7").text == "42"

@@ -5,11 +5,12 @@ Python preloads (~3 s each to the agent under TCG):
 - `configured`: the real agent, with a static eth0 (QEMU user networking),
   DNS, an entropy seed, the boot timer, memory/pid limits for user code and
   `cellvm.debug=1`; inspected through the agent (root commands, one cell).
+  Its last test asks the agent for a power-off (SHUTDOWN): QEMU must exit.
 - `lifecycle`: the agent is a shell that dies twice (restart with backoff),
-  then runs the real agent and, when the test asks, requests a shutdown by
-  SIGTERM to PID 1 while refusing SIGTERM itself (deadline, SIGKILL, reboot):
-  QEMU must exit by itself.
-- a third boot where the "agent" asks for a power-off with SIGUSR2.
+  then runs the real agent, and refuses SIGTERM itself; the test asks that
+  agent for a shutdown (SHUTDOWN, init's default action: reboot), so init
+  meets a process that outlives its deadline (SIGKILL) and reboots: QEMU
+  must exit by itself.
 """
 
 import os
@@ -24,7 +25,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
 from cellvm import _wire  # noqa: E402
 from cellvm.vmm_qemu import QemuVM  # noqa: E402
-from test_vm_qemu import BOOT_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
+from conftest import BOOT_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
 
 CMD_START = 0x0200
 CMD_OUTPUT = 0x8201
@@ -39,18 +40,16 @@ CONFIGURED_CMDLINE = (f"cellvm.debug=1 cellvm.hostname=cellvm-init-test cellvm.e
                       f"cellvm.boot_timer=1 cellvm.mem_limit=128M cellvm.pids_limit={PIDS_LIMIT} "
                       f"{NO_PRELOAD}")
 # The shell as the agent: no --listen/--workdir from init, its script is one
-# single-quoted argument. Starts 1 and 2 fail; start 3 runs the real agent,
-# waits for the trigger file, then asks init for a shutdown and survives it.
-TRIGGER = "/home/user/.cellvm-test-shutdown"
+# single-quoted argument. Starts 1 and 2 fail; start 3 runs the real agent
+# (it inherits CELLVM_INIT=1, so it takes SHUTDOWN) and outlives SIGTERM.
 LIFECYCLE_SCRIPT = (
     "echo x >>/run/starts; [ $(wc -l </run/starts) -ge 3 ] || exit 3; "
+    "trap : TERM; "
     "/usr/bin/cellvm-agent --listen serial:/dev/virtio-ports/cellvm --workdir /home/user --preload= & "
-    f"until [ -e {TRIGGER} ]; do sleep 0.1; done; "
-    "trap : TERM; kill -TERM 1; while :; do sleep 1; done")
+    "while :; do sleep 1; done")
 SHELL_AGENT = "cellvm.debug=1 cellvm.vsock_port=0 cellvm.serial=none cellvm.workdir= cellvm.agent=/bin/sh"
 LIFECYCLE_CMDLINE = (f"{SHELL_AGENT} cellvm.shutdown_timeout_ms=500 "
                      f"cellvm.agent_args=\"-c '{LIFECYCLE_SCRIPT}'\"")
-POWEROFF_CMDLINE = f"{SHELL_AGENT} cellvm.agent_args=\"-c 'kill -USR2 1; sleep 100'\""
 
 LOG_LINE = re.compile(r"^\[\s*(\d+\.\d+)\] cellvm-init: (.*)$", re.M)
 
@@ -260,6 +259,17 @@ def test_memory_limit_stops_user_code(configured):
     assert (result, error) == ("42", None)
 
 
+def test_power_off_requested_through_the_agent_ends_qemu(configured):
+    """Last of the `configured` tests: the machine goes down."""
+    vm, conn = configured
+    assert conn.call(_wire.SHUTDOWN, {"poweroff": True}) == {}
+    assert vm.wait(timeout=SHUTDOWN_TIMEOUT) == 0
+    console = vm.console()
+    assert logged(console, r"^shutdown \(power off\): User defined signal 2$"), console[-3000:]
+    assert logged(console, r"^sync and unmount done$"), console[-3000:]
+    assert "reboot: Power down" in console
+
+
 def test_agent_restart_with_backoff_then_agent_requested_shutdown():
     vm = boot(extra_cmdline=LIFECYCLE_CMDLINE)
     try:
@@ -277,8 +287,7 @@ def test_agent_restart_with_backoff_then_agent_requested_shutdown():
         assert boot_stamps["agent_exec"] - boot_stamps["system_ready"] >= 300e6, boot_stamps
         assert boot_stamps["agent_exec"] < boot_stamps["agent_start"] < boot_stamps["agent_ready"]
 
-        rc, _ = root_sh(conn, f"touch {TRIGGER}", user="user")
-        assert rc == 0
+        assert conn.call(_wire.SHUTDOWN, {"poweroff": False}) == {}
         assert vm.wait(timeout=SHUTDOWN_TIMEOUT) == 0  # -no-reboot: the reboot ends QEMU
         conn.close()
         console = vm.console()
@@ -288,19 +297,5 @@ def test_agent_restart_with_backoff_then_agent_requested_shutdown():
         assert begin and kill and done, console[-3000:]
         assert begin[0][0] + 0.5 <= kill[0][0] <= done[0][0]
         assert "reboot: Restarting system" in console
-    finally:
-        vm.kill()
-
-
-def test_power_off_request_ends_qemu():
-    vm = boot(extra_cmdline=POWEROFF_CMDLINE)
-    try:
-        t0 = time.monotonic()
-        assert vm.wait(timeout=BOOT_TIMEOUT) == 0
-        console = vm.console()
-        assert logged(console, r"^shutdown \(power off\): User defined signal 2$"), console[-3000:]
-        assert not logged(console, r"processes left"), console[-3000:]
-        assert "reboot: Power down" in console
-        assert time.monotonic() - t0 < BOOT_TIMEOUT
     finally:
         vm.kill()

@@ -47,6 +47,8 @@ static const char usage[] =
     "  context-restart ID        give a context a fresh namespace\n"
     "  context-remove ID         remove a context\n"
     "  interrupt [ID]            interrupt the running cell of a context\n"
+    "  shutdown [--reboot]       power the guest off cleanly (with --reboot: init's\n"
+    "                            configured shutdown action); needs cellvm-init\n"
     "  put LOCAL REMOTE | get REMOTE LOCAL | ls [DIR] | sh [--timeout SEC] 'cmd'\n"
     "                            files and shell commands in the sandbox\n"
     "\n"
@@ -320,6 +322,27 @@ static int simple_call(struct cvc *c, uint16_t type, const char *key, const char
         return 0;
 }
 
+static int cmd_shutdown(struct cvc *c, int argc, char **argv)
+{
+        bool reboot = argc == 2 && strcmp(argv[1], "--reboot") == 0;
+        if (argc > 2 || (argc == 2 && !reboot)) {
+                fprintf(stderr, "cellvm: usage: shutdown [--reboot]\n");
+                return EXIT_USAGE;
+        }
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "poweroff");
+        cv_enc_bool(&b, !reboot);
+        int rc = cvc_call_buf(c, CV_MSG_SHUTDOWN, &b, NULL);
+        cv_buf_free(&b);
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: shutdown: %s\n", cvc_errmsg(c));
+                return rc == -EREMOTEIO ? EXIT_EXEC_ERROR : EXIT_CONNECTION;
+        }
+        return 0;
+}
+
 static int cmd_context_create(struct cvc *c, int argc, char **argv)
 {
         const char *cwd = NULL;
@@ -431,6 +454,8 @@ static int run_command(struct cvc *c, int argc, char **argv)
                            : EXIT_USAGE;
         if (strcmp(cmd, "sh") == 0)
                 return cmd_sh(c, argc, argv);
+        if (strcmp(cmd, "shutdown") == 0)
+                return cmd_shutdown(c, argc, argv);
         fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", cmd);
         return EXIT_USAGE;
 }
@@ -448,7 +473,8 @@ static int known_command(const char *cmd)
                                            "put",
                                            "get",
                                            "ls",
-                                           "sh"};
+                                           "sh",
+                                           "shutdown"};
         for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
                 if (strcmp(cmd, cmds[i]) == 0)
                         return 1;

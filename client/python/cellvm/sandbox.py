@@ -226,6 +226,23 @@ class Sandbox:
         if self._vm is not None:
             self._vm.kill()
 
+    def shutdown(self, poweroff: bool = True, timeout: float = 60.0) -> None:
+        """Ask the guest to shut down cleanly: its init stops every process
+        (SIGTERM, a grace period, SIGKILL), syncs, unmounts, then powers off
+        (default) or takes its configured action (reboot; with reboot=k a
+        Firecracker VM exits). For a VM from create(), waits up to `timeout`
+        s for the VMM to exit, then stops it and removes its files as kill()
+        does. Raises SandboxException if the agent is not under cellvm-init
+        (dev mode)."""
+        self._call(_wire.SHUTDOWN, {"poweroff": bool(poweroff)})
+        self.close()
+        if self._vm is None:
+            return
+        deadline = time.monotonic() + timeout
+        while self._vm.alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._vm.kill()
+
     def __enter__(self):
         return self
 
