@@ -122,3 +122,93 @@ def ctx(sbx):
         sbx.remove_code_context(c)
     except NotFoundException:
         pass
+
+
+# --- the session's micro-VM --------------------------------------------------
+# One QEMU boot of build/image serves test_vm_e2e, test_vm_qemu and
+# test_sdk_create's boot checks (under TCG a boot with the zygote's preloads
+# is ~18 s). Tests marked `ends_session_vm(N)` run after every other test, in
+# the order of N: they close its client or stop it.
+
+IMAGE = os.path.join(ROOT, "build", "image")
+# The test boot's agent: a wrapper that first starts the vsock self-test
+# (image-build/guest/), with local vsock peers allowed for it.
+SELFTEST_CMDLINE = 'cellvm.agent=/usr/lib/cellvm/agent-selftest cellvm.agent_args="--allow-local-vsock"'
+BOOT_TIMEOUT = 180  # to the agent's HELLO; under TCG it comes after ~4 s
+FIRST_RUN_TIMEOUT = 300  # the zygote's preloads take ~15 s under TCG
+SESSION_VM_MEMORY_MB = 1024
+SESSION_VM_ENVS = {"CELLVM_E2E": "sandbox-wide"}
+
+_image_built = False
+
+
+def build_image_or_skip():
+    """`make image` once per session (incremental); skip where it cannot work.
+    CELLVM_SKIP_IMAGE_BUILD=1 uses build/image as it is (while iterating)."""
+    global _image_built
+    if _image_built:
+        return
+    if os.environ.get("CELLVM_SKIP_IMAGE_BUILD") == "1":
+        if not os.path.exists(os.path.join(IMAGE, "manifest.json")):
+            pytest.skip("CELLVM_SKIP_IMAGE_BUILD=1 and no build/image")
+        return
+    import shutil
+    missing = [t for t in ("mmdebstrap", "qemu-system-x86_64", "mkfs.ext4", "depmod")
+               if shutil.which(t) is None]
+    if missing:
+        if os.path.exists(os.path.join(IMAGE, "manifest.json")) and "qemu-system-x86_64" not in missing:
+            return
+        pytest.skip(f"cannot build or boot the image here: {', '.join(missing)} not installed")
+    if os.geteuid() != 0 and not os.path.exists(os.path.join(IMAGE, "manifest.json")):
+        pytest.skip("building the image needs root (mmdebstrap, file ownership in the rootfs)")
+    r = subprocess.run(["make", "-C", ROOT, "image"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=1800)
+    if r.returncode != 0:
+        pytest.fail("make image failed:\n" + r.stdout[-4000:])
+    _image_built = True
+
+
+def process_gone(pid):
+    """The process no longer runs: exited (a zombie) or reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.fixture(scope="session")
+def vm_sandbox():
+    """Sandbox.create() of build/image, as a user calls it; `.created_after`
+    is how long create() took, `.first_cell_s` how long a first cell took (in
+    a context of its own: the default one stays untouched for the tests)."""
+    build_image_or_skip()
+    from cellvm import Sandbox
+    t0 = time.monotonic()
+    s = Sandbox.create(IMAGE, memory_mb=SESSION_VM_MEMORY_MB, envs=SESSION_VM_ENVS,
+                       timeout=FIRST_RUN_TIMEOUT, request_timeout=60,
+                       extra_cmdline=SELFTEST_CMDLINE)
+    try:
+        s.created_after = time.monotonic() - t0
+        t1 = time.monotonic()
+        ctx = s.create_code_context()
+        first = s.run_code("import numpy, pandas, matplotlib\nnumpy.arange(4).sum()", context=ctx,
+                           timeout=60)
+        s.first_cell_s = time.monotonic() - t1
+        assert first.text == "6", first
+        s.remove_code_context(ctx)
+        yield s
+    finally:
+        s.kill()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "ends_session_vm(order): runs after every other test "
+                                       "(it closes or stops the session's micro-VM)")
+
+
+def pytest_collection_modifyitems(config, items):
+    def last(item):
+        m = item.get_closest_marker("ends_session_vm")
+        return (1, m.args[0]) if m else (0, 0)
+    items.sort(key=last)  # stable: the rest keeps its order

@@ -12,7 +12,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from test_vm_qemu import build_image_or_skip  # noqa: E402
+from conftest import build_image_or_skip  # noqa: E402
 
 BUILD = os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build"))
 CLI = os.path.join(BUILD, "cellvm")

@@ -34,7 +34,7 @@ def test_sales_example_reports_a_missing_agent_binary(tmp_path):
 def test_sales_example_in_a_micro_vm(tmp_path):
     """`make demo`'s run: Sandbox.create() boots build/image under QEMU, the CSV
     goes up with files.write, the chart comes back; no VM is left behind."""
-    from test_vm_qemu import IMAGE, build_image_or_skip
+    from conftest import IMAGE, build_image_or_skip
     build_image_or_skip()
     out = tmp_path / "chart.png"
     before = qemu_pids(IMAGE)  # VMs of other tests (a session fixture's) are not ours

@@ -1,6 +1,7 @@
 """End to end through Sandbox.create(): a real QEMU micro-VM booted from
-build/image, driven with the E2B-style SDK. One boot for the module (plus the
-reboot at the end); share it with nothing else.
+build/image, driven with the E2B-style SDK. The VM is the session's
+(conftest.vm_sandbox, shared with test_vm_qemu); the last test stops it and
+boots a fresh one.
 
 Under TCG a boot is ~3 s to the agent's HELLO and ~15 s until the zygote has
 numpy/pandas/matplotlib; create() returns after both.
@@ -18,21 +19,15 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import CommandExitException, Sandbox, TimeoutException  # noqa: E402
-from test_vm_qemu import build_image_or_skip, out, process_gone, run  # noqa: E402
+from conftest import IMAGE, process_gone  # noqa: E402
+from test_vm_qemu import out, run  # noqa: E402
 
-IMAGE = os.path.join(ROOT, "build", "image")
 CREATE_TIMEOUT = 300
 
 
-@pytest.fixture(scope="module")
-def sbx():
-    build_image_or_skip()
-    s = Sandbox.create(IMAGE, envs={"CELLVM_E2E": "sandbox-wide"}, timeout=CREATE_TIMEOUT,
-                       request_timeout=60)
-    try:
-        yield s
-    finally:
-        s.kill()
+@pytest.fixture(scope="session")
+def sbx(vm_sandbox):
+    return vm_sandbox
 
 
 # --- execution: E2B's cases --------------------------------------------------
@@ -199,7 +194,7 @@ def test_each_context_has_its_own_cgroup_with_a_memory_limit(sbx):
     sbx.remove_code_context(ctx)
 
 
-# --- kill and a fresh boot (last: ends the module's VM) ---------------------
+# --- kill and a fresh boot (last of the session: ends its VM) --------------
 
 def _qemu_pids():
     pids = []
@@ -214,16 +209,28 @@ def _qemu_pids():
     return pids
 
 
-def test_kill_then_a_fresh_create_works(sbx):
+@pytest.mark.ends_session_vm(2)
+def test_kill_then_a_fresh_sandbox_works_and_shuts_down_cleanly(sbx, monkeypatch):
+    """kill() leaves no process or temp file; a new Sandbox is a new machine;
+    shutdown() powers the guest off (QEMU exits by itself, status 0) and
+    cleans up as kill() does. The fresh one is E2B's `with Sandbox() as s:`,
+    which boots $CELLVM_IMAGE when $CELLVM_ADDR is not set."""
     pid, tmp = sbx.vmm_pid, sbx.vm.dir
-    run(sbx, "left_behind = 1")
+    sbx.close()  # QEMU's serial socket takes one client at a time
+    with Sandbox.connect(sbx.vm.address, request_timeout=60) as s:
+        run(s, "left_behind = 1")
     sbx.kill()
     assert process_gone(pid) and pid not in _qemu_pids()
     assert not os.path.exists(tmp)
     sbx.kill()  # idempotent
-    with Sandbox.create(IMAGE, timeout=CREATE_TIMEOUT) as again:
+    monkeypatch.delenv("CELLVM_ADDR", raising=False)
+    monkeypatch.setenv("CELLVM_IMAGE", IMAGE)
+    with Sandbox() as again:
         assert again.vmm_pid != pid
         ex = again.run_code("'left_behind' in globals(), 6 * 7", timeout=60)
         assert ex.text == "(False, 42)"  # a new machine, not the old one
-        pid2, tmp2 = again.vmm_pid, again.vm.dir
+        pid2, tmp2, vm2 = again.vmm_pid, again.vm.dir, again.vm
+        again.shutdown()
+        assert vm2.proc.returncode == 0  # it powered off; it was not killed
+        assert process_gone(pid2) and not os.path.exists(tmp2)
     assert process_gone(pid2) and not os.path.exists(tmp2)

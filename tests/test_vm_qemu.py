@@ -1,6 +1,6 @@
 """End to end in a real QEMU micro-VM: the image built by `make image`, booted
-once for the session (TCG here; KVM where it works), driven through the
-virtio-serial channel with the SDK.
+once for the session (conftest.vm_sandbox, shared with test_vm_e2e; TCG here,
+KVM where it works), driven through the virtio-serial channel with the SDK.
 
 The session fixture runs `make image` (incremental: seconds when nothing
 changed) and skips only when the image cannot be built on this machine
@@ -10,7 +10,6 @@ CELLVM_SKIP_IMAGE_BUILD=1 uses build/image as it is (while iterating).
 
 import base64
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -20,66 +19,25 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
-from cellvm import Sandbox, _wire  # noqa: E402
-from cellvm.vmm_qemu import QemuVM  # noqa: E402
+from cellvm import Sandbox, _wire, launch  # noqa: E402
 
-IMAGE = os.path.join(ROOT, "build", "image")
 FIXTURES = os.path.join(os.path.dirname(ROOT), "shared", "fixtures")
-# The test boot's agent: a wrapper that first starts the vsock self-test
-# (image-build/guest/), with local vsock peers allowed for it.
-SELFTEST_CMDLINE = 'cellvm.agent=/usr/lib/cellvm/agent-selftest cellvm.agent_args="--allow-local-vsock"'
-BOOT_TIMEOUT = 180  # to the agent's HELLO; under TCG it comes after ~4 s
-FIRST_RUN_TIMEOUT = 300  # the zygote's preloads take ~15 s under TCG
 
-
-_image_built = False
-
-
-def build_image_or_skip():
-    """`make image` once per session (incremental); skip where it cannot work."""
-    global _image_built
-    if _image_built:
-        return
-    if os.environ.get("CELLVM_SKIP_IMAGE_BUILD") == "1":  # use build/image as it is
-        if not os.path.exists(os.path.join(IMAGE, "manifest.json")):
-            pytest.skip("CELLVM_SKIP_IMAGE_BUILD=1 and no build/image")
-        return
-    missing = [t for t in ("mmdebstrap", "qemu-system-x86_64", "mkfs.ext4", "depmod")
-               if shutil.which(t) is None]
-    if missing:
-        if os.path.exists(os.path.join(IMAGE, "manifest.json")) and "qemu-system-x86_64" not in missing:
-            return
-        pytest.skip(f"cannot build or boot the image here: {', '.join(missing)} not installed")
-    if os.geteuid() != 0 and not os.path.exists(os.path.join(IMAGE, "manifest.json")):
-        pytest.skip("building the image needs root (mmdebstrap, file ownership in the rootfs)")
-    r = subprocess.run(["make", "-C", ROOT, "image"], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=1800)
-    if r.returncode != 0:
-        pytest.fail("make image failed:\n" + r.stdout[-4000:])
-    _image_built = True
+# Re-exported: the other VM suites import them from here.
+from conftest import (BOOT_TIMEOUT, FIRST_RUN_TIMEOUT, IMAGE, SELFTEST_CMDLINE,  # noqa: E402,F401
+                      SESSION_VM_MEMORY_MB, build_image_or_skip, process_gone)
 
 
 @pytest.fixture(scope="session")
-def vm():
-    build_image_or_skip()
-    machine = QemuVM(IMAGE, memory_mb=1024, vcpus=1, extra_cmdline=SELFTEST_CMDLINE)
-    machine.start()
-    try:
-        conn = machine.connect(timeout=BOOT_TIMEOUT)
-        conn.close()
-        yield machine
-    finally:
-        machine.kill()
+def sbx(vm_sandbox):
+    """The session's Sandbox (conftest.vm_sandbox)."""
+    return vm_sandbox
 
 
 @pytest.fixture(scope="session")
-def sbx(vm):
-    s = Sandbox.connect(vm.address, request_timeout=FIRST_RUN_TIMEOUT)
-    # The first cell waits for the zygote (numpy, pandas, matplotlib preloads).
-    first = s.run_code("1 + 1", timeout=FIRST_RUN_TIMEOUT)
-    assert first.text == "2", first
-    yield s
-    s.close()
+def vm(vm_sandbox):
+    """Its QemuVM."""
+    return vm_sandbox.vm
 
 
 def run(sbx, code, **kw):
@@ -98,14 +56,33 @@ def test_pid1_is_cellvm_init(sbx):
     assert out(ex) == "cellvm-init\n"
 
 
-def test_boot_report_has_init_and_agent_stages(sbx):
+def test_create_waits_for_the_preloads_and_reports_every_boot_stage(sbx):
+    """Sandbox.create() returned once the zygote had imported the data stack:
+    the boot report goes up to executor_ready and the first cell ran at once."""
+    with open(f"/proc/{sbx.vmm_pid}/cmdline", "rb") as f:
+        argv = f.read().split(b"\0")
+    assert argv[0].endswith(b"qemu-system-x86_64") and str(SESSION_VM_MEMORY_MB).encode() in argv
+    assert os.path.isdir(sbx.vm.dir)
     stamps = sbx.hello["boot"]
     for name in ("kernel_to_init", "init_start", "modules_loaded", "root_mounted", "system_ready",
-                 "agent_exec", "agent_start", "agent_ready"):
+                 "agent_exec", "agent_start", "agent_ready", "executor_ready"):
         assert name in stamps, (name, stamps)
     assert (stamps["kernel_to_init"] < stamps["modules_loaded"] < stamps["root_mounted"]
-            < stamps["agent_exec"] < stamps["agent_ready"])
-    assert len(sbx.boot_report) >= 6
+            < stamps["agent_exec"] < stamps["agent_ready"] < stamps["executor_ready"])
+    report = sbx.boot_report
+    names = [b for _, b, _ in report.stages]
+    assert report.stages[0][0] == "kernel_start"  # the kernel's own time is a stage
+    assert names[-1] == "executor_ready"
+    # Guest stamps are the guest's CLOCK_BOOTTIME. Under TCG its rate follows
+    # the declared TSC (tsc_early_khz), not the host's clock: seen 8 % fast
+    # (28.7 s of guest time in 26.5 s). So: positive and of the same order of
+    # magnitude as what the host measured.
+    assert 0 < report.total < 2 * sbx.created_after + 1
+    assert sbx.first_cell_s < 10  # no wait for imports left
+    # The memory given to user code follows memory_mb (cellvm.mem_limit).
+    limit = int(sbx.files.read("/sys/fs/cgroup/user/memory.max").strip())
+    assert limit == launch.user_memory_limit_mb(SESSION_VM_MEMORY_MB) * 1024 * 1024
+    assert sbx.sandbox_id.startswith("unix:") and sbx.sandbox_id.endswith("agent.sock")
 
 
 def test_guest_environment(sbx):
@@ -199,6 +176,13 @@ def test_orphans_leave_no_zombie(sbx):
                   "            z.append(st)\n"
                   "print(z)")
     assert out(ex) == "[]\n"
+    # The same through the commands service (its processes are the agent's children).
+    r = sbx.commands.run("sh -c 'sleep 0.3 & sleep 0.2 & exit 0'; (sleep 0.1 &); true")
+    assert r.exit_code == 0
+    time.sleep(1.5)
+    r = sbx.commands.run("for s in /proc/[0-9]*/stat; do sed 's/.*) //' $s 2>/dev/null; done "
+                         "| cut -d' ' -f1 | grep -c Z || true", user="root")
+    assert r.stdout.strip() == "0", r.stdout
 
 
 def test_agent_answers_over_vsock_loopback_inside_the_guest(sbx):
@@ -229,6 +213,7 @@ def test_user_code_cannot_open_vsock(sbx):
     assert out(ex) == "1\n"  # EPERM
 
 
+@pytest.mark.ends_session_vm(1)
 def test_a_new_client_connection_is_a_new_peer(vm, sbx):
     """The serial channel is one stream: QEMU's socket takes one client at a
     time. After the session's client leaves, the next one handshakes again
@@ -236,7 +221,8 @@ def test_a_new_client_connection_is_a_new_peer(vm, sbx):
     Reconnects come at once, the racy case: every client re-sends an
     unanswered HELLO (the guest drops bytes that arrive while the agent
     reopens its port), QemuVM.connect, Sandbox.connect and the C CLI alike.
-    Runs last among the tests that use `sbx`: it closes it."""
+    Runs after every other test but the one that stops the session's VM: it
+    closes the session's client."""
     run(sbx, "left_by_the_first_client = 42")
     sbx.close()
     for _ in range(3):
@@ -255,35 +241,3 @@ def test_a_new_client_connection_is_a_new_peer(vm, sbx):
                             "left_by_the_first_client + 2"],
                            capture_output=True, text=True, timeout=60)
         assert (r.returncode, r.stdout.strip()) == (0, "44"), r.stderr
-
-
-def test_kill_leaves_no_process_or_temp_file():
-    build_image_or_skip()
-    machine = QemuVM(IMAGE, memory_mb=512)
-    machine.start()
-    pid, tmp = machine.pid, machine.dir
-    conn = machine.connect(timeout=BOOT_TIMEOUT)  # the guest is up, not just QEMU
-    conn.close()
-    assert os.path.isdir(tmp) and os.path.exists(pid_path(pid))
-    machine.kill()
-    assert not os.path.exists(tmp)
-    assert not os.path.exists(pid_path(pid)) or zombie_or_gone(pid)
-    machine.kill()  # idempotent
-
-
-def pid_path(pid):
-    return f"/proc/{pid}"
-
-
-def process_gone(pid):
-    """The process no longer runs: exited (a zombie) or reaped."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
-
-
-def zombie_or_gone(pid):
-    time.sleep(0.1)
-    return process_gone(pid)
