@@ -94,6 +94,13 @@ int agent_argv(const struct init_config *c, char **argv, size_t max, char *strbu
         return (int)argc;
 }
 
+/* In the forked child, before exec: report on stderr (the console) and end. */
+__attribute__((noreturn)) static void child_fail(const char *what)
+{
+        log_error("agent child: %s: %s", what, strerror(errno));
+        _exit(127);
+}
+
 static void ensure_dir(const char *path)
 {
         if (path[0] == '/' && mkdir(path, 0755) != 0 && errno != EEXIST)
@@ -135,15 +142,19 @@ pid_t agent_start(const struct init_config *c, bool user_cgroup)
         if (pid < 0)
                 return -errno;
         if (pid == 0) {
-                sigset_t all;
-                /* PID 1 blocks every signal; the agent starts with none blocked. */
-                sigemptyset(&all);
-                sigprocmask(SIG_SETMASK, &all, NULL);
+                sigset_t none;
+                /* PID 1 blocks every signal; the agent starts with none blocked.
+                 * Any failure here ends the child like a failed exec: init logs
+                 * the death and restarts with backoff. */
+                sigemptyset(&none);
+                if (sigprocmask(SIG_SETMASK, &none, NULL) != 0)
+                        child_fail("unblock signals");
                 /* Its own session and process group: a kill of the agent's group
                  * never reaches init. */
-                setsid();
+                if (setsid() < 0)
+                        child_fail("setsid");
                 if (chdir("/") != 0)
-                        _exit(126);
+                        child_fail("chdir /");
                 execve(argv[0], argv, envp);
                 log_error("exec %s: %s", argv[0], strerror(errno));
                 _exit(127);

@@ -12,6 +12,8 @@
 #endif
 
 #define BOOT_TIMER_MAGIC 123
+/* x86 Firecracker took the byte on this I/O port until mid-2020 (its issue
+ * #2069 / PR #1921 made the boot timer an MMIO device): old releases only. */
 #define BOOT_TIMER_PORT 0x3f0
 
 /* True when addr lies in a top-level "System RAM" range of /proc/iomem: the

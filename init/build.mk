@@ -1,7 +1,8 @@
 # cellvm-init: static PID 1 for the guest, built with musl (not $(CC)) so the
 # image needs no libc or dynamic loader for it. Unit tests of its pure parts
-# (command line, modules.dep ordering) build with the normal $(CC), under
-# ASan/UBSan with SAN=1, and run from `make check-init` (part of check-c).
+# (command line, modules.dep ordering, agent argv, restart backoff, hex seed,
+# CIDR and resolv.conf text) build with the normal $(CC), under ASan/UBSan
+# with SAN=1, and run from `make check-init` (part of check-c).
 
 MUSL_CC        ?= musl-gcc
 INIT_SRCS      := $(wildcard init/*.c)
@@ -44,7 +45,9 @@ check-init-size: $(B)/cellvm-init.stripped
 	fi; echo "cellvm-init: $$size bytes stripped (limit $(INIT_MAX_BYTES))"
 
 TEST_INIT_BINS := $(B)/tests/c/test_init_cmdline $(B)/tests/c/test_init_moddep \
-                  $(B)/tests/c/test_init_modparams
+                  $(B)/tests/c/test_init_modparams $(B)/tests/c/test_init_agent \
+                  $(B)/tests/c/test_init_backoff $(B)/tests/c/test_init_entropy \
+                  $(B)/tests/c/test_init_network
 
 $(B)/tests/c/test_init_cmdline: $(B)/tests/c/test_init_cmdline.o $(B)/init/cmdline.o \
 				$(B)/init/config.o
@@ -55,6 +58,20 @@ $(B)/tests/c/test_init_moddep: $(B)/tests/c/test_init_moddep.o $(B)/init/moddep.
 
 $(B)/tests/c/test_init_modparams: $(B)/tests/c/test_init_modparams.o $(B)/init/modules.o \
 				$(B)/init/moddep.o $(B)/init/cmdline.o $(B)/init/log.o $(B)/init/stamps.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(B)/tests/c/test_init_agent: $(B)/tests/c/test_init_agent.o $(B)/init/agent.o $(B)/init/config.o \
+				$(B)/init/cmdline.o $(B)/init/log.o $(B)/init/stamps.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(B)/tests/c/test_init_backoff: $(B)/tests/c/test_init_backoff.o $(B)/init/backoff.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(B)/tests/c/test_init_entropy: $(B)/tests/c/test_init_entropy.o $(B)/init/entropy.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(B)/tests/c/test_init_network: $(B)/tests/c/test_init_network.o $(B)/init/netconf.o \
+				$(B)/init/network.o $(B)/init/log.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 check-init: $(TEST_INIT_BINS) check-init-size

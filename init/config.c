@@ -11,6 +11,9 @@
 #define DEFAULT_HOSTNAME "cellvm"
 #define DEFAULT_ROOT "/dev/vda"
 
+/* Firecracker's boot-timer device, the first device on its MMIO bus. x86-64
+ * releases since the 2025 re-layout for PCI (PR #5249) put it at 0xc0000000:
+ * cellvm.boot_timer_addr=0xc0000000 there (docs/INIT.md). */
 #if defined(__aarch64__)
 #define DEFAULT_BOOT_TIMER_ADDR 0x40000000ull
 #else
@@ -261,6 +264,8 @@ int config_parse(struct init_config *c, const char *cmdline, config_warn_fn warn
                         problems++;
                 }
         }
+        /* The last argument parsed may be cellvm.entropy: no copy left on the stack. */
+        explicit_bzero(&arg, sizeof(arg));
         if (c->net == NET_STATIC && c->ip[0] == '\0') {
                 warn(ctx, "cellvm.net", "static needs cellvm.ip; using loopback only");
                 c->net = NET_LOOPBACK;

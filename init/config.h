@@ -20,8 +20,8 @@ enum shutdown_action {
 
 enum boot_timer_mode {
         BOOT_TIMER_OFF,
-        BOOT_TIMER_MMIO, /* a byte written to the MMIO address (Firecracker) */
-        BOOT_TIMER_PIO,  /* a byte written to I/O port 0x3f0 (x86 Firecracker >= 1.4) */
+        BOOT_TIMER_MMIO, /* a byte written to the MMIO address (Firecracker since mid-2020) */
+        BOOT_TIMER_PIO,  /* a byte written to I/O port 0x3f0 (x86 Firecracker before that) */
 };
 
 struct init_config {
@@ -47,7 +47,7 @@ struct init_config {
         unsigned root_timeout_ms;
         enum shutdown_action shutdown;
         unsigned shutdown_timeout_ms;
-        unsigned restart_max_ms;
+        unsigned restart_max_ms; /* floored at RESTART_MIN_MS (backoff.h) */
 };
 
 typedef void (*config_warn_fn)(void *ctx, const char *key, const char *why);

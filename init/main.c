@@ -36,18 +36,31 @@ static void warn_key(void *ctx, const char *key, const char *why)
         log_warn("kernel command line: %s: %s", key, why);
 }
 
-static void read_config(struct init_config *c, int proc_err)
+/* Masked in the command line as soon as it is parsed: the seed's only copy
+ * is then cfg.entropy, wiped once used. */
+#define ENTROPY_KEY "cellvm.entropy"
+
+/* proc_r: mounts_proc()'s result, logged here once we know whether to. */
+static void read_config(struct init_config *c, int proc_r)
 {
         config_defaults(c);
         int r = cmdline_read(cmdline, sizeof(cmdline));
         if (r < 0) {
                 log_error("read kernel command line: %s%s; using defaults", strerror(-r),
-                          proc_err ? " (/proc not mounted)" : "");
+                          proc_r < 0 ? " (/proc not mounted)" : "");
                 cmdline[0] = '\0';
         }
         config_parse(c, cmdline, warn_key, NULL);
+        cmdline_mask(cmdline, ENTROPY_KEY);
+        cmdline_mask_env(ENTROPY_KEY);
         log_set_debug(c->debug);
         log_debug("cellvm-init started as pid %d", (int)getpid());
+        /* What happened before debug logging could be switched on. */
+        log_debug("stamp init_start");
+        if (proc_r > 0)
+                log_debug("mounted proc on /proc");
+        else if (proc_r == 0)
+                log_debug("proc already mounted on /proc");
         log_debug("command line: %s", cmdline);
 }
 
@@ -75,10 +88,10 @@ int main(int argc, char **argv)
                 log_warn("PR_SET_NAME: %s", strerror(errno));
         umask(022);
 
-        int proc_err = mounts_proc();
-        read_config(&cfg, proc_err);
-        if (proc_err < 0)
-                log_warn("mount proc on /proc: %s", strerror(-proc_err));
+        int proc_r = mounts_proc();
+        read_config(&cfg, proc_r);
+        if (proc_r < 0)
+                log_warn("mount proc on /proc: %s", strerror(-proc_r));
         if (getpid() != 1)
                 log_warn("running as pid %d, not 1: orphans are not ours to reap", (int)getpid());
         /* Ctrl-Alt-Del becomes SIGINT to us, handled as a shutdown. */
@@ -112,7 +125,10 @@ int main(int argc, char **argv)
                 log_warn("virtio port links: %s", strerror(-r));
 
         network_setup(&cfg);
-        if (cfg.entropy[0] != '\0') {
+        if (cfg.entropy[0] != '\0' && cfg.test) {
+                /* The namespace shares the host's kernel: its pool is not ours to credit. */
+                log_info("cellvm.test=1: the cellvm.entropy seed is not credited");
+        } else if (cfg.entropy[0] != '\0') {
                 if ((r = entropy_seed_hex(cfg.entropy)) < 0)
                         log_warn("entropy seed from command line: %s", strerror(-r));
                 else

@@ -98,7 +98,7 @@ int mount_fs(const char *source, const char *target, const char *fstype, unsigne
                                                 target) < (int)sizeof(tracked[0]))
                 n_tracked++;
         log_debug("mounted %s on %s", fstype, target);
-        return 0;
+        return 1;
 }
 
 int mounts_proc(void)
@@ -122,7 +122,7 @@ int mounts_early(bool lenient)
         for (size_t i = 0; i < sizeof(early_mounts) / sizeof(early_mounts[0]); i++) {
                 const struct mount_spec *m = &early_mounts[i];
                 int r = mount_fs(m->source, m->target, m->fstype, m->flags, m->data);
-                if (r == 0)
+                if (r >= 0)
                         continue;
                 if (m->essential && !lenient) {
                         log_error("mount %s on %s: %s", m->fstype, m->target, strerror(-r));

@@ -1,6 +1,7 @@
 #include "network.h"
 
 #include "log.h"
+#include "netconf.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -8,8 +9,6 @@
 #include <net/if.h>
 #include <net/route.h>
 #include <netinet/in.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -65,33 +64,11 @@ static void set_sin(struct sockaddr *sa, in_addr_t addr)
         memcpy(sa, &sin, sizeof(sin));
 }
 
-/* "10.0.0.2/24" -> address and netmask in network order. */
-static int parse_cidr(const char *cidr, in_addr_t *addr, in_addr_t *mask)
-{
-        char ip[32];
-        const char *slash = strchr(cidr, '/');
-        char *end;
-
-        if (slash == NULL || (size_t)(slash - cidr) >= sizeof(ip))
-                return -EINVAL;
-        memcpy(ip, cidr, (size_t)(slash - cidr));
-        ip[slash - cidr] = '\0';
-        long prefix = strtol(slash + 1, &end, 10);
-        if (*end != '\0' || end == slash + 1 || prefix < 0 || prefix > 32)
-                return -EINVAL;
-        struct in_addr a;
-        if (inet_pton(AF_INET, ip, &a) != 1)
-                return -EINVAL;
-        *addr = a.s_addr;
-        *mask = htonl(prefix == 0 ? 0 : 0xffffffffu << (32 - prefix));
-        return 0;
-}
-
 int network_static(const char *ifname, const char *cidr, const char *gateway)
 {
         struct ifreq ifr;
         in_addr_t addr, mask;
-        int r = parse_cidr(cidr, &addr, &mask);
+        int r = netconf_parse_cidr(cidr, &addr, &mask);
         if (r < 0)
                 return r;
         r = ifreq_for(&ifr, ifname);
@@ -136,26 +113,14 @@ fail:
 int network_resolv_conf(const char *path, const char *dns)
 {
         char text[512];
-        size_t len = 0;
-
-        for (const char *p = dns; *p != '\0';) {
-                size_t n = strcspn(p, ",");
-                if (n > 0) {
-                        int w = snprintf(text + len, sizeof(text) - len, "nameserver %.*s\n",
-                                         (int)n, p);
-                        if (w < 0 || (size_t)w >= sizeof(text) - len)
-                                return -E2BIG;
-                        len += (size_t)w;
-                }
-                p += n;
-                if (*p == ',')
-                        p++;
-        }
+        int len = netconf_resolv_text(dns, text, sizeof(text));
+        if (len < 0)
+                return len;
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0)
                 return -errno;
-        ssize_t w = write(fd, text, len);
-        int err = w < 0 ? -errno : (size_t)w != len ? -EIO : 0;
+        ssize_t w = write(fd, text, (size_t)len);
+        int err = w < 0 ? -errno : w != len ? -EIO : 0;
         if (close(fd) != 0 && err == 0)
                 err = -errno;
         return err;
@@ -184,7 +149,10 @@ int network_setup(const struct init_config *c)
                         log_debug("eth0 %s up", c->ip);
                 }
         }
-        if (c->dns[0] != '\0' && (r = network_resolv_conf("/etc/resolv.conf", c->dns)) < 0) {
+        if (c->dns[0] != '\0' && c->test) {
+                /* The namespace shares the host's /etc: not ours to rewrite. */
+                log_info("cellvm.test=1: /etc/resolv.conf not written (cellvm.dns=%s)", c->dns);
+        } else if (c->dns[0] != '\0' && (r = network_resolv_conf("/etc/resolv.conf", c->dns)) < 0) {
                 log_warn("/etc/resolv.conf: %s", strerror(-r));
                 failures++;
         }

@@ -8,8 +8,10 @@
 int network_hostname(const char *name);
 int network_link_up(const char *ifname);
 int network_static(const char *ifname, const char *cidr, const char *gateway);
+/* Writes netconf_resolv_text(dns) to path (created or truncated). */
 int network_resolv_conf(const char *path, const char *dns);
-/* All of the above as the configuration says; logs each failure. */
+/* All of the above as the configuration says; logs each failure. With
+ * cellvm.test=1 /etc/resolv.conf is left alone: it is the host's. */
 int network_setup(const struct init_config *c);
 
 #endif

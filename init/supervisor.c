@@ -1,6 +1,7 @@
 #include "supervisor.h"
 
 #include "agent.h"
+#include "backoff.h"
 #include "log.h"
 #include "shutdown.h"
 
@@ -17,17 +18,6 @@ int supervisor_block_signals(void)
 
         sigfillset(&all);
         return sigprocmask(SIG_SETMASK, &all, NULL) == 0 ? 0 : -errno;
-}
-
-unsigned restart_backoff_ms(unsigned prev_ms, uint64_t ran_ms, unsigned max_ms)
-{
-        unsigned next;
-
-        if (prev_ms == 0 || ran_ms >= RESTART_RESET_MS)
-                next = RESTART_MIN_MS;
-        else
-                next = prev_ms > max_ms / 2 ? max_ms : prev_ms * 2;
-        return next > max_ms ? max_ms : next;
 }
 
 static void describe_exit(int status, char *buf, size_t bufsz)

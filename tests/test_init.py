@@ -8,14 +8,18 @@ One test at the end starts the real build/cellvm-agent under init.
 The namespace is not a VM: the configuration comes from $CELLVM_CMDLINE and
 cellvm.test=1 makes mount failures non-fatal (docs/INIT.md). reboot(2) from a
 PID namespace's init ends that init with SIGHUP (restart) or SIGINT (power
-off), which is what a clean shutdown looks like from outside.
+off), which is what a clean shutdown looks like from outside. As at boot,
+init starts from a file named init (PR_SET_NAME makes it cellvm-init) and
+without the host's /sys and /dev: it mounts its own.
 """
 
+import fcntl
 import json
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -35,7 +39,7 @@ pytestmark = [
 
 TEST_AGENT = r'''#!/usr/bin/python3
 # Test agent: stands in for cellvm-agent under cellvm-init (tests/test_init.py).
-import json, os, signal, socket, sys, time
+import fcntl, json, os, signal, socket, struct, sys, time
 
 path = sys.argv[sys.argv.index("--listen") + 1].removeprefix("unix:")
 ready = time.clock_gettime_ns(time.CLOCK_BOOTTIME)
@@ -80,15 +84,22 @@ def orphan():
     return gpid
 
 
+def lo_flags():
+    # SIOCGIFFLAGS on a socket of our own network namespace, whatever /sys shows.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = fcntl.ioctl(s, 0x8913, struct.pack("16sH22x", b"lo", 0))
+    return struct.unpack("16sH22x", req)[1]
+
+
 def info():
     with open("/proc/1/comm") as f:
         comm1 = f.read().strip()
     with open("/proc/self/mounts") as f:
         mounts = {l.split()[1]: l.split()[2] for l in f}
-    with open("/sys/class/net/lo/flags") as f:
-        lo_flags = int(f.read(), 16)
     return {"pid": os.getpid(), "ppid": os.getppid(), "comm1": comm1, "env": dict(os.environ),
-            "mounts": mounts, "hostname": socket.gethostname(), "lo_up": bool(lo_flags & 1),
+            "mounts": mounts, "hostname": socket.gethostname(), "lo_up": bool(lo_flags() & 1),
+            "netdevs": sorted(os.listdir("/sys/class/net")),
+            "premounted": os.path.exists("/run/cellvm-premounted"),
             "argv": sys.argv, "cwd": os.getcwd(), "ready": ready,
             "sigmask": status_field("self", "SigBlk"), "devfd": os.readlink("/dev/fd")}
 
@@ -133,13 +144,28 @@ while True:
 '''
 
 
+# PID 1 of the new namespaces until it execs init ($0): drops the host's /sys
+# and /dev so that init mounts its own, as at boot (a sysfs inherited from the
+# host shows the host's network devices). The mount namespace is private.
+PRELUDE = ('for m in /sys /dev; do if mountpoint -q "$m"; then umount -l "$m" || exit 1; fi; done; '
+           '{premount}exec "$0"')
+# A tmpfs on /run before init starts, marked so that the agent can tell it
+# from one init would mount: the "already mounted" path.
+PREMOUNT_RUN = ("mount -t tmpfs -o mode=0755 premounted /run && "
+                "touch /run/cellvm-premounted && ")
+
+
 class InitNamespace:
     """cellvm-init as PID 1 of new PID/mount/UTS/net namespaces."""
 
-    def __init__(self, agent=None, agent_args=None, extra=""):
+    def __init__(self, agent=None, agent_args=None, extra="", premount_run=False):
         # Not under /tmp or /run: init mounts tmpfs over those inside.
         self.dir = tempfile.mkdtemp(prefix="cellvm-init-", dir="/var/tmp")
         self.sock = os.path.join(self.dir, "agent.sock")
+        # Named like the initramfs' /init: /proc/1/comm says cellvm-init only
+        # if init names itself.
+        self.init = os.path.join(self.dir, "init")
+        shutil.copy2(INIT, self.init)
         if agent is None:
             agent = os.path.join(self.dir, "test-agent")
             with open(agent, "w") as f:
@@ -153,8 +179,10 @@ class InitNamespace:
         self.log_path = os.path.join(self.dir, "init.log")
         self.log = open(self.log_path, "wb")
         env = {"CELLVM_CMDLINE": self.cmdline, "PATH": "/usr/bin:/bin", "SECRET_HOST_VAR": "x"}
+        prelude = PRELUDE.format(premount=PREMOUNT_RUN if premount_run else "")
         self.proc = subprocess.Popen(
-            ["unshare", "--pid", "--fork", "--mount", "--uts", "--net", INIT],
+            ["unshare", "--pid", "--fork", "--mount", "--uts", "--net",
+             "/bin/sh", "-c", prelude, self.init],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
 
     def read_log(self):
@@ -188,6 +216,12 @@ class InitNamespace:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     raise AssertionError(f"no agent answered {cmd!r}: " + self.read_log())
                 time.sleep(0.02)
+
+    def wait_log(self, text, timeout=5):
+        deadline = time.monotonic() + timeout
+        while text not in self.read_log():
+            assert time.monotonic() < deadline, f"{text!r} not logged: " + self.read_log()
+            time.sleep(0.02)
 
     def wait(self, timeout=15):
         try:
@@ -224,28 +258,44 @@ def init_ns(request):
 
 
 def test_init_binary_is_static_musl_and_small():
-    out = subprocess.run(["file", INIT], capture_output=True, text=True).stdout
-    assert "statically linked" in out or "static-pie linked" in out, out
+    with open(INIT, "rb") as f:
+        data = f.read()
+    # glibc leaves GLIBC_2.x / GLIBC_PRIVATE symbol versions and GLIBC_TUNABLES
+    # in even a static binary; musl has no such strings.
+    assert b"GLIBC" not in data
+    # No program interpreter and no dynamic section: nothing for a loader to
+    # do (a static-pie would still have PT_DYNAMIC for its self-relocation).
+    phdrs = subprocess.run(["readelf", "-lW", INIT], capture_output=True, text=True,
+                           check=True).stdout
+    assert "INTERP" not in phdrs and "DYNAMIC" not in phdrs, phdrs
+    dyn = subprocess.run(["readelf", "-d", INIT], capture_output=True, text=True,
+                         check=True).stdout
+    assert "There is no dynamic section" in dyn, dyn
     stripped = os.path.join(ROOT, "build", "cellvm-init.stripped")
     assert os.path.getsize(stripped) < 100 * 1024
-    # no dynamic section: nothing for a loader to do
-    dyn = subprocess.run(["readelf", "-d", INIT], capture_output=True, text=True).stdout
-    assert "NEEDED" not in dyn
 
 
 def test_runs_as_pid1_mounts_and_starts_agent(init_ns):
     ns = init_ns()
     info = ns.ask("info")
     assert info["ppid"] == 1
+    # The binary is <dir>/init: the name comes from PR_SET_NAME.
     assert info["comm1"] == "cellvm-init"
     m = info["mounts"]
     assert m["/proc"] == "proc"  # a fresh proc of the new PID namespace
+    assert m["/sys"] == "sysfs" and m["/dev"] == "devtmpfs"
+    assert m["/dev/pts"] == "devpts" and m["/dev/shm"] == "tmpfs"
     assert m["/run"] == "tmpfs" and m["/tmp"] == "tmpfs"
+    log = ns.read_log()
+    for fstype, target in (("proc", "/proc"), ("sysfs", "/sys"), ("devtmpfs", "/dev"),
+                           ("devpts", "/dev/pts"), ("tmpfs", "/dev/shm"), ("tmpfs", "/run"),
+                           ("tmpfs", "/tmp")):
+        assert f"mounted {fstype} on {target}\n" in log, (fstype, target, log)
+    assert "already mounted" not in log
+    # init's own sysfs belongs to the new network namespace: lo only.
+    assert info["netdevs"] == ["lo"]
     # cgroup2 is mounted while the agent starts (docs/INIT.md); wait for it.
-    deadline = time.monotonic() + 5
-    while "stamp cgroup_mounted" not in ns.read_log():
-        assert time.monotonic() < deadline, ns.read_log()
-        time.sleep(0.02)
+    ns.wait_log("stamp cgroup_mounted")
     assert ns.ask("info")["mounts"]["/sys/fs/cgroup"] == "cgroup2"
     assert info["devfd"] == "/proc/self/fd"
     assert info["hostname"] == "cellvm-test"
@@ -253,12 +303,25 @@ def test_runs_as_pid1_mounts_and_starts_agent(init_ns):
     assert info["argv"][1:] == ["--listen", "unix:" + ns.sock]
     assert info["cwd"] == "/"
     assert info["sigmask"] == "0000000000000000"  # init's blocked signals are not inherited
-    log = ns.read_log()
     assert "started as pid 1" in log and "stamp agent_exec" in log
+    # Taken before the command line said to log: logged once it did.
+    assert "stamp init_start\n" in log
+
+
+def test_already_mounted_filesystem_is_kept(init_ns):
+    ns = init_ns(premount_run=True)
+    info = ns.ask("info")
+    assert info["premounted"]  # the tmpfs of before init, not one mounted over it
+    assert info["mounts"]["/run"] == "tmpfs"
+    log = ns.read_log()
+    assert "tmpfs already mounted on /run\n" in log
+    assert ": mounted tmpfs on /run\n" not in log
+    assert "mounted tmpfs on /tmp\n" in log
 
 
 def test_agent_environment_is_clean_and_carries_stamps(init_ns):
-    env = init_ns().ask("info")["env"]
+    ns = init_ns()
+    env = ns.ask("info")["env"]
     assert "SECRET_HOST_VAR" not in env and "CELLVM_CMDLINE" not in env
     assert env["CELLVM_INIT"] == "1"
     assert env["PATH"].startswith("/usr/local/sbin:")
@@ -269,6 +332,15 @@ def test_agent_environment_is_clean_and_carries_stamps(init_ns):
     assert stamps["kernel_to_init"] == stamps["init_start"]
     assert stamps["init_start"] <= stamps["mounts_done"] <= stamps["system_ready"] \
         <= stamps["agent_exec"] <= time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+    # cgroup2 is mounted after the first start: only a restarted agent has its stamp.
+    assert "cgroup_mounted" not in stamps
+    ns.wait_log("stamp cgroup_mounted")
+    first = ns.ask("info")["pid"]
+    ns.ask("die")
+    while (info := ns.ask("info"))["pid"] == first:
+        pass
+    restarted = int(info["env"]["CELLVM_STAMP_CGROUP_MOUNTED"])
+    assert stamps["agent_exec"] <= restarted <= int(info["env"]["CELLVM_STAMP_AGENT_EXEC"])
 
 
 def test_reaps_double_forked_orphan(init_ns):
@@ -305,17 +377,59 @@ def test_restarts_dying_agent_with_backoff(init_ns):
     assert "restarting in 100 ms" in log and "restarting in 200 ms" in log
 
 
-def test_sigterm_shuts_down_cleanly(init_ns):
-    ns = init_ns()
-    ns.ask("info")
-    os.kill(ns.init_pid(), signal.SIGTERM)
-    rc = ns.wait()
-    # reboot(RB_AUTOBOOT) in a PID namespace: its init dies of SIGHUP.
-    assert rc == -signal.SIGHUP, (rc, ns.read_log())
+def test_zero_restart_cap_still_waits(init_ns):
+    # cellvm.restart_max_ms=0 is raised to the 100 ms floor, not a tight loop.
+    ns = init_ns(extra="cellvm.restart_max_ms=0")
+    for _ in range(2):
+        pid = ns.ask("info")["pid"]
+        ns.ask("die")
+        while ns.ask("info")["pid"] == pid:
+            pass
     log = ns.read_log()
-    assert "shutdown (reboot): SIGTERM" in log
+    assert log.count("restarting in 100 ms") == 2 and "restarting in 0 ms" not in log
+
+
+# Signal -> (extra command line, how init ends, what it logs). reboot(2) in a
+# PID namespace ends its init: SIGHUP for RB_AUTOBOOT, SIGINT for RB_POWER_OFF.
+SHUTDOWN_SIGNALS = {
+    "SIGTERM": (signal.SIGTERM, "", -signal.SIGHUP, "shutdown (reboot): SIGTERM"),
+    "SIGINT": (signal.SIGINT, "", -signal.SIGHUP, "shutdown (reboot): SIGINT"),
+    "SIGINT-poweroff": (signal.SIGINT, "cellvm.shutdown=poweroff", -signal.SIGINT,
+                        "shutdown (power off): SIGINT"),
+    # The power-off reasons are musl's strsignal() wording.
+    "SIGUSR2": (signal.SIGUSR2, "", -signal.SIGINT,
+                "shutdown (power off): User defined signal 2"),
+    "SIGPWR": (signal.SIGPWR, "", -signal.SIGINT, "shutdown (power off): Power failure"),
+}
+
+
+@pytest.mark.parametrize("case", SHUTDOWN_SIGNALS)
+def test_signal_shuts_down_cleanly(init_ns, case):
+    sig, extra, want_rc, said = SHUTDOWN_SIGNALS[case]
+    ns = init_ns(extra=extra)
+    ns.ask("info")
+    os.kill(ns.init_pid(), sig)
+    rc = ns.wait()
+    assert rc == want_rc, (rc, ns.read_log())
+    log = ns.read_log()
+    assert said in log
     assert "sync and unmount done" in log
     assert "SIGKILL" not in log  # the agent obeyed SIGTERM
+
+
+def test_sighup_and_sigusr1_are_ignored(init_ns):
+    ns = init_ns()
+    first = ns.ask("info")["pid"]
+    pid = ns.init_pid()
+    for sig in (signal.SIGHUP, signal.SIGUSR1):
+        os.kill(pid, sig)
+    ns.wait_log(f"ignored signal {int(signal.SIGHUP)} (Hangup)")
+    ns.wait_log(f"ignored signal {int(signal.SIGUSR1)} (User defined signal 1)")
+    assert ns.proc.poll() is None
+    assert ns.ask("info")["pid"] == first  # the agent was left alone too
+    assert "shutdown" not in ns.read_log()
+    os.kill(pid, signal.SIGTERM)
+    assert ns.wait() == -signal.SIGHUP
 
 
 def test_agent_requested_poweroff(init_ns):
@@ -353,6 +467,53 @@ def test_bad_command_line_values_are_reported(init_ns):
     log = ns.read_log()
     assert "cellvm.vsock_port: bad value" in log
     assert "cellvm.bogus: unknown key" in log
+
+
+def test_dns_in_test_mode_leaves_the_hosts_resolv_conf(init_ns):
+    # The namespace shares the host's /etc: cellvm.dns must not rewrite it.
+    def snapshot():
+        try:
+            st = os.stat("/etc/resolv.conf")
+            with open("/etc/resolv.conf", "rb") as f:
+                return f.read(), st.st_ino, st.st_mtime_ns
+        except FileNotFoundError:
+            return None
+    before = snapshot()
+    ns = init_ns(extra="cellvm.dns=192.0.2.53")
+    ns.ask("info")
+    assert "/etc/resolv.conf not written (cellvm.dns=192.0.2.53)" in ns.read_log()
+    assert snapshot() == before
+
+
+def memory_contains(pid, needle):
+    """Whether any readable mapping of process pid holds the bytes needle."""
+    with open(f"/proc/{pid}/maps") as maps, open(f"/proc/{pid}/mem", "rb", 0) as mem:
+        for line in maps:
+            span, perms = line.split()[:2]
+            if not perms.startswith("r"):
+                continue
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            try:
+                mem.seek(lo)
+                if needle in mem.read(hi - lo):
+                    return True
+            except OSError:  # [vvar] and the like
+                pass
+    return False
+
+
+def test_entropy_seed_does_not_stay_in_init_memory(init_ns):
+    seed = "c0ffee" * 20
+    ns = init_ns(extra=f"cellvm.entropy={seed}")
+    ns.ask("info")  # past system_ready: the seed has been handled
+    log = ns.read_log()
+    # In a namespace the seed would feed the host's pool: it is not credited.
+    assert "the cellvm.entropy seed is not credited" in log
+    assert seed not in log and f"cellvm.entropy={'*' * len(seed)}" in log
+    pid = ns.init_pid()
+    # The masked command line is still in memory: the scan does see init's data.
+    assert memory_contains(pid, f"cellvm.entropy={'*' * len(seed)}".encode())
+    assert not memory_contains(pid, seed.encode())
 
 
 @pytest.mark.skipif(not os.path.exists(AGENT), reason="build/cellvm-agent not built yet")

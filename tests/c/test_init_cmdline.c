@@ -80,6 +80,74 @@ static void test_double_dash_ends_kernel_part(void)
         CHECK(cmdline_next(&cur, &a) == 0);
 }
 
+/* The kernel (lib/cmdline.c next_arg) removes a quote only at the start of the
+ * word or value and the word's last character; any other quote is kept, but
+ * every quote toggles whether spaces split. Expected values are next_arg's. */
+static void test_quotes_follow_the_kernel(void)
+{
+        static const struct {
+                const char *line, *key, *value; /* value NULL: no '=' */
+        } one[] = {
+            {"k3=v\" \"q", "k3", "v\" \"q"},
+            {"\"=x\"", "=x", NULL},
+            {"\"a b\"c", "a b\"c", NULL},
+            {"k=v\"", "k", "v\""},
+            {"e=\" f=\"\"", "e", " f=\""},
+            {"e=\" x y", "e", " x y"}, /* unterminated */
+            {"e=\"", "e", ""},
+        };
+        static const struct {
+                const char *key, *value;
+        } many[] = {
+            {"a", "b\"c d\"e"}, {"k", "v"},   {"k2", "v k3=v"}, {"quiet", NULL},
+            {"x\"y z\"", "1"},  {"p", "q\""}, {"e", ""},
+        };
+        struct cmdline_arg a;
+        const char *cur;
+
+        for (size_t i = 0; i < sizeof(one) / sizeof(one[0]); i++) {
+                cur = one[i].line;
+                CHECK(cmdline_next(&cur, &a) == 1);
+                CHECK(strcmp(a.key, one[i].key) == 0);
+                CHECK(a.has_value == (one[i].value != NULL));
+                CHECK(strcmp(a.value, one[i].value != NULL ? one[i].value : "") == 0);
+                CHECK(cmdline_next(&cur, &a) == 0);
+        }
+        cur = "a=b\"c d\"e k=\"v\" k2=\"v k3=v\" \"quiet\" x\"y z\"=1 \"p=\"q\"\" e=\"\"";
+        for (size_t i = 0; i < sizeof(many) / sizeof(many[0]); i++) {
+                CHECK(cmdline_next(&cur, &a) == 1);
+                CHECK(strcmp(a.key, many[i].key) == 0);
+                CHECK(a.has_value == (many[i].value != NULL));
+                CHECK(strcmp(a.value, many[i].value != NULL ? many[i].value : "") == 0);
+        }
+        CHECK(cmdline_next(&cur, &a) == 0);
+}
+
+static void test_mask_hides_values_in_place(void)
+{
+        char line[] = "quiet cellvm.entropy=00ff cellvm.entropyx=1 \"cellvm.entropy=ab\" "
+                      "xcellvm.entropy=cd cellvm.entropy= cellvm.entropy";
+        char want[] = "quiet cellvm.entropy=**** cellvm.entropyx=1 \"cellvm.entropy=**\" "
+                      "xcellvm.entropy=cd cellvm.entropy= cellvm.entropy";
+
+        CHECK(cmdline_mask(line, "cellvm.entropy") == 3);
+        CHECK(strcmp(line, want) == 0);
+        char empty[] = "";
+        CHECK(cmdline_mask(empty, "k") == 0);
+        char quoted[] = "k=\"a b\" x k=\"c";
+        CHECK(cmdline_mask(quoted, "k") == 2);
+        CHECK(strcmp(quoted, "k=\"***\" x k=\"*") == 0);
+}
+
+static void test_mask_env_copy(void)
+{
+        CHECK(setenv("CELLVM_CMDLINE", "a=1 cellvm.entropy=0102 b=2", 1) == 0);
+        CHECK(cmdline_mask_env("cellvm.entropy") == 1);
+        CHECK(strcmp(getenv("CELLVM_CMDLINE"), "a=1 cellvm.entropy=**** b=2") == 0);
+        CHECK(unsetenv("CELLVM_CMDLINE") == 0);
+        CHECK(cmdline_mask_env("cellvm.entropy") == 0);
+}
+
 static void test_overlong_value_is_skipped_not_truncated(void)
 {
         size_t len = CMDLINE_VALUE_MAX + 10;
@@ -198,6 +266,25 @@ static void test_last_occurrence_wins(void)
         CHECK(!c.debug);
 }
 
+static void test_booleans(void)
+{
+        static const char *const yes[] = {"1", "yes", "on"}, *const no[] = {"0", "no", "off"};
+        struct init_config c;
+        struct warnings w = {0};
+        char line[64];
+
+        for (int i = 0; i < 3; i++) {
+                config_defaults(&c);
+                snprintf(line, sizeof(line), "cellvm.debug=%s cellvm.test=%s", yes[i], yes[i]);
+                CHECK(config_parse(&c, line, collect, &w) == 0 && c.debug && c.test);
+                snprintf(line, sizeof(line), "cellvm.debug=%s cellvm.test=%s", no[i], no[i]);
+                CHECK(config_parse(&c, line, collect, &w) == 0 && !c.debug && !c.test);
+        }
+        config_defaults(&c);
+        CHECK(config_parse(&c, "cellvm.debug=true cellvm.test=YES", collect, &w) == 2);
+        CHECK(!c.debug && !c.test);
+}
+
 static void test_parse_size(void)
 {
         uint64_t v;
@@ -218,8 +305,12 @@ int main(void)
         test_quotes_group_spaces_and_are_removed();
         test_value_keeps_later_equals();
         test_double_dash_ends_kernel_part();
+        test_quotes_follow_the_kernel();
+        test_mask_hides_values_in_place();
+        test_mask_env_copy();
         test_overlong_value_is_skipped_not_truncated();
         test_defaults();
+        test_booleans();
         test_every_key();
         test_bad_values_keep_defaults_and_warn();
         test_unknown_cellvm_key_warns_others_ignored();
