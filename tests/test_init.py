@@ -517,7 +517,7 @@ def test_entropy_seed_does_not_stay_in_init_memory(init_ns):
 
 
 @pytest.mark.skipif(not os.path.exists(AGENT), reason="build/cellvm-agent not built yet")
-def test_real_agent_under_init_reports_boot_stamps(init_ns, request):
+def test_real_agent_under_init_reports_boot_stamps_and_requests_power_off(init_ns, request):
     import sys
     sys.path.insert(0, os.path.join(ROOT, "client", "python"))
     from cellvm._wire import Connection
@@ -538,5 +538,7 @@ def test_real_agent_under_init_reports_boot_stamps(init_ns, request):
     boot = hello["boot"]
     assert boot["init_start"] <= boot["agent_exec"] <= boot["agent_start"] <= boot["agent_ready"]
     assert hello["pid"] != 1
-    os.kill(ns.init_pid(), signal.SIGTERM)
-    assert ns.wait(timeout=30) == -signal.SIGHUP
+    # The host asks the agent for a power-off; the agent asks init (SIGUSR2).
+    assert conn.call(0x0032, {"poweroff": True}) == {}
+    assert ns.wait(timeout=30) == -signal.SIGINT  # test mode: power-off ends init with SIGINT
+    assert "shutdown (power off): User defined signal 2" in ns.read_log()
