@@ -9,7 +9,6 @@ here is the handshake code plus the real protocol behind it.
 """
 
 import os
-import socket
 import sys
 import tempfile
 import threading
@@ -22,95 +21,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
 from cellvm import _wire  # noqa: E402
 from cellvm.vmm_firecracker import HandshakeError, hybrid_vsock_connect  # noqa: E402
-
-
-class FakeHybridVsock:
-    """A VMM's hybrid-vsock Unix socket, with a guest listening on `port`
-    after `refuse_first` connections were turned away."""
-
-    def __init__(self, path, port, target=None, refuse_first=0, reply=None, extra_after_ok=b""):
-        self.path = path
-        self.port = port
-        self.target = target  # unix socket path of the "guest" listener
-        self.refuse_first = refuse_first
-        self.reply = reply
-        self.extra_after_ok = extra_after_ok
-        self.attempts = 0
-        self.requests = []
-        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        self.srv.bind(path)
-        self.srv.listen(8)
-        self.threads = []
-        self.closing = False
-        t = threading.Thread(target=self._accept_loop, daemon=True)
-        t.start()
-        self.threads.append(t)
-
-    def _accept_loop(self):
-        while not self.closing:
-            try:
-                c, _ = self.srv.accept()
-            except OSError:
-                return
-            t = threading.Thread(target=self._serve, args=(c,), daemon=True)
-            t.start()
-            self.threads.append(t)
-
-    def _serve(self, c):
-        line = b""
-        while not line.endswith(b"\n") and len(line) < 64:
-            b = c.recv(1)
-            if not b:
-                c.close()
-                return
-            line += b
-        self.attempts += 1
-        self.requests.append(line)
-        if line != f"CONNECT {self.port}\n".encode() or self.attempts <= self.refuse_first:
-            c.close()  # nobody listens on that port (yet)
-            return
-        if self.reply is not None:
-            c.sendall(self.reply)
-            c.close()
-            return
-        c.sendall(b"OK 1073741824\n" + self.extra_after_ok)
-        if self.target is None:
-            self._echo(c)
-            return
-        g = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        g.connect(self.target)
-        threading.Thread(target=_pump, args=(g, c), daemon=True).start()
-        _pump(c, g)
-
-    @staticmethod
-    def _echo(c):
-        while True:
-            data = c.recv(4096)
-            if not data:
-                c.close()
-                return
-            c.sendall(data)
-
-    def close(self):
-        self.closing = True
-        self.srv.close()
-
-
-def _pump(src, dst):
-    try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        for s in (src, dst):
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+from fake_hybrid_vsock import FakeHybridVsock  # noqa: E402
 
 
 @pytest.fixture

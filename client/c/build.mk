@@ -1,6 +1,7 @@
 # client/c: libcellvm (host-side C client) and the `cellvm` CLI.
 CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/c/files.c \
-                   client/c/print_json.c client/c/vmm.c
+                   client/c/print_json.c client/c/vmm.c client/c/vmm_boot.c \
+                   client/c/vmm_vsock.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c
@@ -12,3 +13,16 @@ $(CLIENT_LIB): $(CLIENT_LIB_OBJS)
 
 $(B)/cellvm: $(B)/client/c/cli.o $(CLIENT_LIB) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm
+
+# C unit tests of the CLI's VM helpers (tests/c/test_client_vmm.c): `make check-c`.
+CLIENT_TESTS := $(B)/tests/c/test_client_vmm
+
+$(B)/tests/c/test_client_vmm: $(B)/tests/c/test_client_vmm.o $(B)/client/c/vmm_boot.o \
+		$(B)/client/c/vmm_vsock.o $(B)/client/c/connect.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+.PHONY: check-c-client
+check-c-client: $(CLIENT_TESTS)
+	@set -e; for t in $(CLIENT_TESTS); do echo "== $$t"; $$t; done
+
+check-c: check-c-client

@@ -95,6 +95,10 @@ struct cvc_connect_opts {
                                 CVC_HELLO_RESEND_MAX_MS; <= 0: send once */
         /* Polled while waiting (~every 50 ms); returning 0 gives up with -ECHILD. */
         int (*still_alive)(void *ud);
+        /* Whether a failed connect (negative errno) is retried, within the
+         * deadline and while still_alive; NULL: -ECONNREFUSED is (a VMM binds
+         * its socket a moment before it listens). */
+        int (*retry_connect)(int err, void *ud);
         void *ud;
 };
 

@@ -31,7 +31,8 @@ enum {
 static const char usage[] =
     "usage: cellvm [--connect ADDR] COMMAND [ARGS]\n"
     "\n"
-    "Talks to a cellvm-agent. ADDR is unix:PATH or tcp:HOST:PORT (default: $CELLVM_ADDR).\n"
+    "Talks to a cellvm-agent. ADDR is unix:PATH, tcp:HOST:PORT or vsock:CID:PORT\n"
+    "(default: $CELLVM_ADDR).\n"
     "\n"
     "commands:\n"
     "  exec [options] CODE|-     run Python code ('-' reads it from stdin) and print its\n"
@@ -72,6 +73,14 @@ static const char usage[] =
     "                            max(128 MiB, RAM/8) through the guest's cgroup\n"
     "      --vcpus N             guest CPUs (default 1)\n"
     "      --boot-timeout SEC    wait this long for the agent (default 300)\n"
+    "      --kernel PATH         boot this kernel (e.g. build/kernel/bzImage of `make kernel`)\n"
+    "      --initramfs PATH|none another initramfs, or none: the kernel mounts the root\n"
+    "                            itself (root=/dev/vda ro init=/sbin/cellvm-init); needs a\n"
+    "                            kernel with the drivers built in (`make kernel`)\n"
+    "      --rootfs PATH         another root image, ext4 or erofs (rootfstype= follows)\n"
+    "      --vsock auto|on|off   the agent channel: vsock (a vhost-vsock device; auto: when\n"
+    "                            /dev/vhost-vsock opens) or the virtio-serial port, which\n"
+    "                            is also the fallback (default auto)\n"
     "  The VM is killed and its temp files removed on exit, on Ctrl-C twice, and on\n"
     "  SIGTERM/SIGHUP; it also dies with this process (PR_SET_PDEATHSIG).\n"
     "\n"
@@ -515,6 +524,10 @@ static int parse_vm_options(struct vm_cmd *v, bool is_run, int argc, char **argv
             {"memory", required_argument, NULL, 'm'},
             {"vcpus", required_argument, NULL, 'n'},
             {"boot-timeout", required_argument, NULL, 'B'},
+            {"kernel", required_argument, NULL, 'K'},
+            {"initramfs", required_argument, NULL, 'I'},
+            {"rootfs", required_argument, NULL, 'R'},
+            {"vsock", required_argument, NULL, 'S'},
             {"env", required_argument, NULL, 'e'},
             {"timeout", required_argument, NULL, 't'},
             {"out-dir", required_argument, NULL, 'o'},
@@ -556,6 +569,28 @@ static int parse_vm_options(struct vm_cmd *v, bool is_run, int argc, char **argv
                 case 'B':
                         if (parse_positive("--boot-timeout", optarg, 86400, &v->boot_timeout_s) < 0)
                                 return -1;
+                        break;
+                case 'K':
+                        v->vm.kernel = optarg;
+                        break;
+                case 'I':
+                        v->vm.no_initramfs = strcmp(optarg, "none") == 0;
+                        v->vm.initramfs = v->vm.no_initramfs ? NULL : optarg;
+                        break;
+                case 'R':
+                        v->vm.rootfs = optarg;
+                        break;
+                case 'S':
+                        if (strcmp(optarg, "auto") == 0)
+                                v->vm.vsock = CVM_VSOCK_AUTO;
+                        else if (strcmp(optarg, "on") == 0)
+                                v->vm.vsock = CVM_VSOCK_ON;
+                        else if (strcmp(optarg, "off") == 0)
+                                v->vm.vsock = CVM_VSOCK_OFF;
+                        else {
+                                fputs("cellvm: --vsock takes auto, on or off\n", stderr);
+                                return -1;
+                        }
                         break;
                 case 'e':
                         if (!is_run || v->nenv == MAX_ENVS || !strchr(optarg, '=')) {
@@ -646,9 +681,13 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                 cvm_kill(&the_vm);
                 return rc;
         }
-        if (verbose)
-                fprintf(stderr, "[cellvm: VM up in %.2f s (%s, qemu pid %d)]\n", mono_s() - t0,
-                        the_vm.kvm ? "KVM" : "TCG", (int)the_vm.pid);
+        if (verbose) {
+                char channel[48] = "the serial port";
+                if (the_vm.over_vsock)
+                        snprintf(channel, sizeof(channel), "vsock CID %u", the_vm.vsock_cid);
+                fprintf(stderr, "[cellvm: VM up in %.2f s (%s, qemu pid %d, over %s)]\n",
+                        mono_s() - t0, the_vm.kvm ? "KVM" : "TCG", (int)the_vm.pid, channel);
+        }
         set_handler(SIGINT, on_sigint);
         return 0;
 }

@@ -250,7 +250,11 @@ int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct
             opts->timeout_ms > 0 ? now_ns() + (uint64_t)opts->timeout_ms * 1000000u : 0;
         for (;;) {
                 c->fd = cvc_open_stream(addr, c->err, sizeof(c->err));
-                if (c->fd != -ECONNREFUSED || !opts->still_alive || !opts->still_alive(opts->ud) ||
+                if (c->fd >= 0)
+                        break;
+                bool again = opts->retry_connect ? opts->retry_connect(c->fd, opts->ud)
+                                                 : c->fd == -ECONNREFUSED;
+                if (!again || !opts->still_alive || !opts->still_alive(opts->ud) ||
                     (deadline && now_ns() >= deadline))
                         break;
                 struct timespec pause = {.tv_nsec = 10000000};
@@ -258,7 +262,13 @@ int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct
         }
         if (c->fd < 0)
                 return c->fd;
-        return hello_with_retry(c, opts);
+        /* HELLO gets what is left of the deadline, not a fresh timeout. */
+        struct cvc_connect_opts rest = *opts;
+        if (deadline) {
+                uint64_t now = now_ns();
+                rest.timeout_ms = now >= deadline ? 1 : (int)((deadline - now) / 1000000u) + 1;
+        }
+        return hello_with_retry(c, &rest);
 }
 
 int cvc_connect(const char *addr, struct cvc **out)

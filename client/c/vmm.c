@@ -15,13 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmm_boot.h"
+#include "vmm_vsock.h"
+
 #define QEMU_DEFAULT "qemu-system-x86_64"
 #define SOCKET_WAIT_MS 10000
 #define LAUNCH_LINE_MAX 4096
 #define CMDLINE_MAX 8192
 #define MAX_ARGS 64
-/* Guest CIDs 0-2 are reserved; derive ours from the pid so parallel VMs differ. */
-#define VSOCK_CID_BASE 1000
 
 /* The kernel command line pieces of launch.txt. */
 struct launch {
@@ -125,15 +126,6 @@ bool cvm_kvm_usable(void)
         return true;
 }
 
-static bool vhost_vsock_usable(void)
-{
-        int fd = open("/dev/vhost-vsock", O_RDWR | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        close(fd);
-        return true;
-}
-
 /* argv storage: strings formatted into one arena. */
 struct argv_buf {
         char *argv[MAX_ARGS + 1];
@@ -163,10 +155,59 @@ static void add_arg(struct argv_buf *a, const char *fmt, ...)
         a->used += (size_t)n + 1;
 }
 
-static int build_argv(const struct cvm_opts *o, const struct launch *l, struct cvm *vm,
-                      struct argv_buf *a)
+/* The files QEMU boots: the image's, or the ones the options name. */
+struct boot_files {
+        char kernel[PATH_MAX];
+        char initramfs[PATH_MAX]; /* "" with no_initramfs */
+        char rootfs[PATH_MAX];
+        const char *rootfstype;
+};
+
+static int pick_file(char *dst, const char *given, const char *image, const char *name,
+                     const char *what, char *err, size_t errlen)
 {
-        const char *img = o->image;
+        int n = given ? snprintf(dst, PATH_MAX, "%s", given)
+                      : snprintf(dst, PATH_MAX, "%s/%s", image, name);
+        if (n < 0 || n >= PATH_MAX) {
+                snprintf(err, errlen, "%s path too long", what);
+                return -ENAMETOOLONG;
+        }
+        if (access(dst, R_OK) < 0) {
+                int e = errno;
+                snprintf(err, errlen, "%s %s: %s", what, dst, strerror(e));
+                return -e;
+        }
+        return 0;
+}
+
+static int resolve_boot_files(const struct cvm_opts *o, struct boot_files *f, char *err,
+                              size_t errlen)
+{
+        int rc = pick_file(f->kernel, o->kernel, o->image, "vmlinuz", "kernel", err, errlen);
+        if (rc == 0 && !o->no_initramfs)
+                rc = pick_file(f->initramfs, o->initramfs, o->image, "initramfs.cpio.gz",
+                               "initramfs", err, errlen);
+        else
+                f->initramfs[0] = '\0';
+        if (rc == 0)
+                rc = pick_file(f->rootfs, o->rootfs, o->image, "rootfs.ext4", "root image", err,
+                               errlen);
+        if (rc == 0 && (rc = cvm_rootfs_type(f->rootfs, &f->rootfstype)) < 0)
+                snprintf(err, errlen, "root image %s: %s", f->rootfs,
+                         rc == -EINVAL ? "neither erofs nor ext4 (no superblock magic)"
+                                       : strerror(-rc));
+        return rc;
+}
+
+static int build_argv(const struct cvm_opts *o, const struct launch *l, const struct boot_files *f,
+                      struct cvm *vm, struct argv_buf *a)
+{
+        /* TSC calibration stalls TCG boots without tsc_early_khz (cmdline_tcg). */
+        const char *more[] = {l->qemu, vm->kvm ? "" : l->tcg, o->extra ? o->extra : "", NULL};
+        static char cmdline[CMDLINE_MAX];
+        if (cvm_compose_cmdline(cmdline, sizeof(cmdline), l->base, f->rootfstype, o->no_initramfs,
+                                more) < 0)
+                return -E2BIG;
         add_arg(a, "%s", o->qemu ? o->qemu : QEMU_DEFAULT);
         add_arg(a, "-M");
         add_arg(a, "microvm,x-option-roms=off,acpi=on");
@@ -183,20 +224,19 @@ static int build_argv(const struct cvm_opts *o, const struct launch *l, struct c
         add_arg(a, "-cpu");
         add_arg(a, "%s", vm->kvm ? "host" : "max"); /* TCG's default CPU lacks what numpy uses */
         add_arg(a, "-kernel");
-        add_arg(a, "%s/vmlinuz", img);
-        add_arg(a, "-initrd");
-        add_arg(a, "%s/initramfs.cpio.gz", img);
+        add_arg(a, "%s", f->kernel);
+        if (f->initramfs[0]) {
+                add_arg(a, "-initrd");
+                add_arg(a, "%s", f->initramfs);
+        }
         add_arg(a, "-append");
-        /* TSC calibration stalls TCG boots without tsc_early_khz. */
-        add_arg(a, "%s%s%s%s%s%s%s", l->base, l->qemu[0] ? " " : "", l->qemu,
-                !vm->kvm && l->tcg[0] ? " " : "", vm->kvm ? "" : l->tcg,
-                o->extra && o->extra[0] ? " " : "", o->extra ? o->extra : "");
+        add_arg(a, "%s", cmdline);
         add_arg(a, "-chardev");
         add_arg(a, "file,id=console,path=%s", vm->console);
         add_arg(a, "-serial");
         add_arg(a, "chardev:console");
         add_arg(a, "-drive");
-        add_arg(a, "id=root,file=%s/rootfs.ext4,format=raw,if=none,readonly=on", img);
+        add_arg(a, "id=root,file=%s,format=raw,if=none,readonly=on", f->rootfs);
         add_arg(a, "-device");
         add_arg(a, "virtio-blk-device,drive=root");
         add_arg(a, "-device");
@@ -207,9 +247,9 @@ static int build_argv(const struct cvm_opts *o, const struct launch *l, struct c
         add_arg(a, "socket,id=agent,path=%s,server=on,wait=off", vm->sock);
         add_arg(a, "-device");
         add_arg(a, "virtserialport,chardev=agent,name=cellvm");
-        if (vhost_vsock_usable()) {
+        if (vm->vsock_cid) {
                 add_arg(a, "-device");
-                add_arg(a, "vhost-vsock-device,guest-cid=%d", VSOCK_CID_BASE + getpid() % 100000);
+                add_arg(a, "vhost-vsock-device,guest-cid=%u", vm->vsock_cid);
         }
         a->argv[a->argc] = NULL;
         return a->overflow ? -E2BIG : 0;
@@ -237,41 +277,33 @@ static void exec_qemu(struct argv_buf *a, const char *errpath, int report_fd)
         _exit(127);
 }
 
-int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen)
+/* Forks and execs QEMU with the current settings (a serial socket left by an
+ * earlier attempt is removed first: its existence means "QEMU is up"). */
+static int spawn(struct cvm *vm, char *err, size_t errlen)
 {
-        memset(vm, 0, sizeof(*vm));
-        struct launch l;
+        const struct cvm_opts *o = vm->opts;
+        static struct launch l;         /* large; the CLI starts one VM */
+        static struct boot_files files; /* likewise */
+        static struct argv_buf a;
         int rc = read_launch(o->image, &l, err, errlen);
+        if (rc == 0)
+                rc = resolve_boot_files(o, &files, err, errlen);
         if (rc < 0)
                 return rc;
-        const char *tmp = getenv("TMPDIR");
-        if (!tmp || !tmp[0] || strlen(tmp) > 32)
-                tmp = "/tmp";
-        snprintf(vm->dir, sizeof(vm->dir), "%s/cellvm-qemu-XXXXXX", tmp);
-        if (!mkdtemp(vm->dir)) {
-                rc = -errno;
-                snprintf(err, errlen, "mkdtemp %s: %s", vm->dir, strerror(-rc));
-                vm->dir[0] = '\0';
-                return rc;
-        }
-        snprintf(vm->sock, sizeof(vm->sock), "%s/agent.sock", vm->dir);
-        snprintf(vm->console, sizeof(vm->console), "%s/console.log", vm->dir);
-        snprintf(vm->qemu_err, sizeof(vm->qemu_err), "%s/qemu.err", vm->dir);
-        vm->kvm = cvm_kvm_usable();
-
-        static struct argv_buf a; /* large; the CLI starts one VM */
         memset(&a, 0, sizeof(a));
-        rc = build_argv(o, &l, vm, &a);
-        if (rc < 0) {
+        if (build_argv(o, &l, &files, vm, &a) < 0) {
                 snprintf(err, errlen, "QEMU command line too long");
-                cvm_kill(vm);
+                return -E2BIG;
+        }
+        if (unlink(vm->sock) < 0 && errno != ENOENT) {
+                rc = -errno;
+                snprintf(err, errlen, "unlink %s: %s", vm->sock, strerror(-rc));
                 return rc;
         }
         int report[2];
         if (pipe2(report, O_CLOEXEC) < 0) {
                 rc = -errno;
                 snprintf(err, errlen, "pipe2: %s", strerror(-rc));
-                cvm_kill(vm);
                 return rc;
         }
         pid_t pid = fork();
@@ -280,7 +312,6 @@ int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen
                 snprintf(err, errlen, "fork: %s", strerror(-rc));
                 close(report[0]);
                 close(report[1]);
-                cvm_kill(vm);
                 return rc;
         }
         if (pid == 0) {
@@ -296,23 +327,71 @@ int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen
         close(report[0]);
         if (n > 0) {
                 snprintf(err, errlen, "cannot run %s: %s", a.argv[0], strerror(child_errno));
-                cvm_kill(vm);
                 return -child_errno;
         }
-        for (int waited = 0; access(vm->sock, F_OK) < 0; waited += 5) {
+        return 0;
+}
+
+/* QEMU exited (cvm_alive said so): if because another VM holds the guest
+ * CID, start it again with the next CID. 1 if restarted, 0 if not that
+ * case, or the negative errno of the restart. */
+static int restart_if_cid_in_use(struct cvm *vm, char *err, size_t errlen)
+{
+        if (!vm->vsock_cid || vm->cid_retries >= CVM_MAX_CID_RETRIES ||
+            !cvm_cid_in_use(vm->qemu_err))
+                return 0;
+        vm->cid_retries++;
+        vm->vsock_cid = cvm_allocate_cid();
+        int rc = spawn(vm, err, errlen);
+        return rc < 0 ? rc : 1;
+}
+
+int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen)
+{
+        memset(vm, 0, sizeof(*vm));
+        vm->opts = o;
+        const char *tmp = getenv("TMPDIR");
+        if (!tmp || !tmp[0] || strlen(tmp) > 32)
+                tmp = "/tmp";
+        snprintf(vm->dir, sizeof(vm->dir), "%s/cellvm-qemu-XXXXXX", tmp);
+        if (!mkdtemp(vm->dir)) {
+                int rc = -errno;
+                snprintf(err, errlen, "mkdtemp %s: %s", vm->dir, strerror(-rc));
+                vm->dir[0] = '\0';
+                return rc;
+        }
+        snprintf(vm->sock, sizeof(vm->sock), "%s/agent.sock", vm->dir);
+        snprintf(vm->console, sizeof(vm->console), "%s/console.log", vm->dir);
+        snprintf(vm->qemu_err, sizeof(vm->qemu_err), "%s/qemu.err", vm->dir);
+        vm->kvm = cvm_kvm_usable();
+        bool vsock =
+            o->vsock == CVM_VSOCK_ON || (o->vsock == CVM_VSOCK_AUTO && cvm_vhost_vsock_usable());
+        vm->vsock_cid = vsock ? cvm_allocate_cid() : 0;
+        vm->over_vsock = vsock;
+
+        int rc = spawn(vm, err, errlen);
+        for (int waited = 0; rc == 0 && access(vm->sock, F_OK) < 0; waited += 5) {
                 if (!cvm_alive(vm)) {
-                        snprintf(err, errlen, "%s exited before creating its socket", a.argv[0]);
-                        return -ECHILD; /* the caller prints qemu.err via the console tail */
+                        rc = restart_if_cid_in_use(vm, err, errlen);
+                        if (rc == 0) {
+                                snprintf(err, errlen, "QEMU exited before creating its socket");
+                                return -ECHILD; /* the caller prints qemu.err via the console tail
+                                                 */
+                        }
+                        rc = rc > 0 ? 0 : rc;
+                        continue;
                 }
                 if (waited >= SOCKET_WAIT_MS) {
-                        snprintf(err, errlen, "%s did not create %s within %d ms", a.argv[0],
-                                 vm->sock, SOCKET_WAIT_MS);
-                        cvm_kill(vm);
-                        return -ETIMEDOUT;
+                        snprintf(err, errlen, "QEMU did not create %s within %d ms", vm->sock,
+                                 SOCKET_WAIT_MS);
+                        rc = -ETIMEDOUT;
+                        break;
                 }
                 sleep_ms(5);
         }
-        return 0;
+        if (rc < 0)
+                cvm_kill(vm);
+        return rc;
 }
 
 bool cvm_alive(struct cvm *vm)
@@ -328,22 +407,91 @@ bool cvm_alive(struct cvm *vm)
         return true;
 }
 
+static uint64_t mono_ns(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One connection attempt's state, for the callbacks of cvc_connect_ex. */
+struct attempt {
+        struct cvm *vm;
+        uint64_t no_route_since; /* mono_ns() of the first "no VM has that CID"; 0: none */
+        bool vsock_unusable;     /* vsock cannot reach the guest: use the serial port */
+};
+
 static int alive_cb(void *ud)
 {
-        return cvm_alive(ud);
+        return cvm_alive(((struct attempt *)ud)->vm);
+}
+
+static int vsock_retry_cb(int err, void *ud)
+{
+        struct attempt *at = ud;
+        switch (cvm_vsock_classify(err)) {
+        case CVM_VSOCK_RETRY:
+                at->no_route_since = 0;
+                return 1;
+        case CVM_VSOCK_NO_ROUTE: {
+                uint64_t now = mono_ns();
+                if (!at->no_route_since)
+                        at->no_route_since = now;
+                if (now - at->no_route_since < CVM_VSOCK_NO_ROUTE_GRACE_MS * 1000000ull)
+                        return 1; /* QEMU may not have set its devices up yet */
+                at->vsock_unusable = true;
+                return 0;
+        }
+        case CVM_VSOCK_UNAVAILABLE:
+        default:
+                at->vsock_unusable = true;
+                return 0;
+        }
 }
 
 int cvm_connect(struct cvm *vm, int timeout_ms, struct cvc **out)
 {
-        char addr[sizeof(vm->sock) + 8];
-        snprintf(addr, sizeof(addr), "unix:%s", vm->sock);
-        struct cvc_connect_opts o = {
-            .timeout_ms = timeout_ms,
-            .hello_resend_ms = CVC_HELLO_RESEND_MS,
-            .still_alive = alive_cb,
-            .ud = vm,
-        };
-        return cvc_connect_ex(addr, &o, out);
+        uint64_t deadline = mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000000u;
+        *out = NULL;
+        for (;;) {
+                uint64_t now = mono_ns();
+                int left = now >= deadline ? 1 : (int)((deadline - now) / 1000000u) + 1;
+                struct attempt at = {.vm = vm};
+                struct cvc_connect_opts o = {
+                    .timeout_ms = left,
+                    .hello_resend_ms = CVC_HELLO_RESEND_MS,
+                    .still_alive = alive_cb,
+                    .retry_connect = vm->over_vsock ? vsock_retry_cb : NULL,
+                    .ud = &at,
+                };
+                char addr[sizeof(vm->sock) + 8];
+                if (vm->over_vsock)
+                        snprintf(addr, sizeof(addr), "vsock:%u:%d", vm->vsock_cid,
+                                 CVM_AGENT_VSOCK_PORT);
+                else
+                        snprintf(addr, sizeof(addr), "unix:%s", vm->sock);
+                int rc = cvc_connect_ex(addr, &o, out);
+                if (rc == 0)
+                        return 0;
+                bool retry = false;
+                if (vm->over_vsock && at.vsock_unusable && cvm_alive(vm)) {
+                        vm->over_vsock = false; /* the serial port is the fallback */
+                        retry = true;
+                } else if (!cvm_alive(vm)) {
+                        char err[256]; /* spawn's detail; the errno is what the caller gets */
+                        int r = restart_if_cid_in_use(vm, err, sizeof(err));
+                        if (r < 0) {
+                                cvc_close(*out);
+                                *out = NULL;
+                                return r;
+                        }
+                        retry = r > 0;
+                }
+                if (!retry)
+                        return rc;
+                cvc_close(*out);
+                *out = NULL;
+        }
 }
 
 static void print_tail(const char *path, FILE *f, size_t max)

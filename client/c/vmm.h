@@ -3,6 +3,10 @@
  * the same `-M microvm` command line as client/python/cellvm/vmm_qemu.py, with
  * the kernel command line from the image's launch.txt (written by `make image`
  * next to manifest.json).
+ *
+ * The channel to the agent is AF_VSOCK (guest CID, port 1024) when QEMU gets a
+ * vhost-vsock device (/dev/vhost-vsock usable, or forced), else the
+ * virtio-serial port `cellvm`, which stays in the command line as the fallback.
  */
 #ifndef CELLVM_CLIENT_VMM_H
 #define CELLVM_CLIENT_VMM_H
@@ -14,29 +18,49 @@
 
 #include "cellvm.h"
 
+/* Restarts of QEMU with another guest CID when the one tried was taken. */
+#define CVM_MAX_CID_RETRIES 8
+
+enum cvm_vsock_mode { CVM_VSOCK_AUTO, CVM_VSOCK_ON, CVM_VSOCK_OFF };
+
 struct cvm_opts {
         const char *image;  /* directory with vmlinuz, initramfs.cpio.gz, rootfs.ext4, launch.txt */
         unsigned memory_mb; /* guest RAM */
         unsigned vcpus;     /* guest CPUs */
         const char *qemu;   /* binary; NULL: qemu-system-x86_64 from PATH */
         const char *extra;  /* appended to the kernel command line, or NULL */
+        const char *kernel; /* NULL: the image's vmlinuz (e.g. build/kernel/bzImage) */
+        const char *initramfs;     /* NULL: the image's initramfs.cpio.gz */
+        bool no_initramfs;         /* boot without one: root=/dev/vda ro init=/sbin/cellvm-init */
+        const char *rootfs;        /* NULL: the image's rootfs.ext4; ext4 or erofs */
+        enum cvm_vsock_mode vsock; /* AUTO: a vhost-vsock device when /dev/vhost-vsock opens */
 };
 
 struct cvm {
         pid_t pid; /* QEMU, leader of its own process group; 0 when not running */
         bool kvm;
-        char dir[64]; /* mkdtemp directory: agent.sock, console.log, qemu.err */
+        unsigned vsock_cid; /* the guest's CID; 0: no vhost-vsock device */
+        bool over_vsock;    /* the channel: vsock, else the serial port */
+        unsigned cid_retries;
+        const struct cvm_opts *opts; /* kept for a restart with another CID: must outlive the VM */
+        char dir[64];                /* mkdtemp directory: agent.sock, console.log, qemu.err */
         char sock[128];
         char console[128];
         char qemu_err[128];
 };
 
 /* Starts QEMU and returns once its serial socket exists (the guest boots on).
- * On failure nothing is left running and `err` says why. */
+ * `o` must stay valid until cvm_kill. On failure nothing is left running and
+ * `err` says why. */
 int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen);
 
-/* Connects to the agent over the serial socket, re-sending HELLO until the
- * guest answers or `timeout_ms` passes (or QEMU exits). As cvc_connect_ex. */
+/* Connects to the agent and completes HELLO, until the guest answers or
+ * `timeout_ms` passes (or QEMU exits). Over vsock: connects are retried until
+ * the agent listens; if vsock cannot reach the guest, the serial port is used
+ * (vm->over_vsock turns false). Over the serial port: HELLO is re-sent until
+ * answered. QEMU exiting because the guest CID is taken is answered by
+ * starting it again with the next CID (CVM_MAX_CID_RETRIES). As
+ * cvc_connect_ex; a failed restart returns its negative errno with *out NULL. */
 int cvm_connect(struct cvm *vm, int timeout_ms, struct cvc **out);
 
 /* True while QEMU runs (reaps it once it exited). */

@@ -75,13 +75,18 @@ def encode_frames(mtype, req_id, body):
 
 
 def parse_address(addr):
-    """'unix:PATH' or 'tcp:HOST:PORT' -> (family, sockaddr)."""
+    """'unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT' -> (family, sockaddr)."""
     if addr.startswith("unix:"):
         return socket.AF_UNIX, addr[5:]
     if addr.startswith("tcp:"):
         host, _, port = addr[4:].rpartition(":")
         return socket.AF_INET, (host, int(port))
-    raise ValueError(f"unsupported address {addr!r}: expected unix:PATH or tcp:HOST:PORT")
+    if addr.startswith("vsock:"):
+        cid, sep, port = addr[6:].partition(":")
+        if sep and cid.isdigit() and port.isdigit() and int(cid) < 1 << 32 and int(port) < 1 << 32:
+            return socket.AF_VSOCK, (int(cid), int(port))
+        raise ValueError(f"bad vsock address {addr!r}: expected vsock:CID:PORT (decimal)")
+    raise ValueError(f"unsupported address {addr!r}: expected unix:PATH, tcp:HOST:PORT or vsock:CID:PORT")
 
 
 class Request:
@@ -164,7 +169,7 @@ class Connection:
     @classmethod
     def connect(cls, addr, timeout=10.0):
         family, sockaddr = parse_address(addr)
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock = socket.socket(family, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         sock.settimeout(timeout)
         try:
             sock.connect(sockaddr)

@@ -91,7 +91,8 @@ class HybridVsockVM:
     over hybrid vsock (`CONNECT 1024`). Same surface as QemuVM for what
     create_sandbox() needs: start, connect, pid, alive, console, kill."""
 
-    def __init__(self, vmm, image, memory_mb=1024, vcpus=1, network="none", extra_cmdline=""):
+    def __init__(self, vmm, image, memory_mb=1024, vcpus=1, network="none", extra_cmdline="",
+                 kernel=None, initramfs=True, rootfs=None):
         binary = "firecracker" if vmm == "firecracker" else "cloud-hypervisor"
         self.binary = shutil.which(binary)
         if self.binary is None:
@@ -103,6 +104,7 @@ class HybridVsockVM:
         self.image = os.path.abspath(image)
         load_manifest(self.image)  # a clear error if the image is not built
         self.memory_mb, self.vcpus, self.extra_cmdline = int(memory_mb), int(vcpus), extra_cmdline
+        self.boot_files = {"kernel": kernel, "initramfs": initramfs, "rootfs": rootfs}
         self.accel = "kvm"
         self.dir = None
         self.proc = None
@@ -124,11 +126,12 @@ class HybridVsockVM:
             from .vmm_firecracker import firecracker_argv, write_firecracker_config
             path, _ = write_firecracker_config(self.image, self.dir, memory_mb=self.memory_mb,
                                                vcpus=self.vcpus, kvm=kvm_usable(),
-                                               extra_cmdline=self.extra_cmdline)
+                                               extra_cmdline=self.extra_cmdline, **self.boot_files)
             return firecracker_argv(path, self.binary)
         from .vmm_cloud_hypervisor import cloud_hypervisor_argv
         return cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
-                                     extra_cmdline=self.extra_cmdline, binary=self.binary)
+                                     extra_cmdline=self.extra_cmdline, binary=self.binary,
+                                     **self.boot_files)
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix=f"cellvm-{self.vmm}-")
@@ -143,8 +146,15 @@ class HybridVsockVM:
 
     def connect(self, timeout=120.0):
         from .vmm_firecracker import HandshakeError, hybrid_vsock_connect
+
+        def vmm_alive():
+            if not self.alive():
+                raise VMError(f"{self.vmm} exited with {self.proc.returncode} during boot; "
+                              f"its output:\n{self._read('vmm.log')[-3000:]}"
+                              f"console:\n{self._read('console.log')[-3000:]}")
+
         try:
-            sock = hybrid_vsock_connect(self.vsock_socket, timeout=timeout)
+            sock = hybrid_vsock_connect(self.vsock_socket, timeout=timeout, check=vmm_alive)
         except HandshakeError as e:
             raise VMError(f"{self.vmm}: {e}; console:\n{self.console()[-3000:]}") from None
         conn = _wire.Connection(sock)
@@ -160,13 +170,16 @@ class HybridVsockVM:
         return self.proc is not None and self.proc.poll() is None
 
     def console(self):
-        for name in ("console.log", "vmm.log"):
-            try:
-                with open(os.path.join(self.dir, name), "rb") as f:
-                    return f.read().decode(errors="replace")
-            except (OSError, TypeError):
-                continue
-        return ""
+        """The guest console: Cloud Hypervisor's --serial file, else the VMM's
+        output (Firecracker writes the guest's serial console there)."""
+        return self._read("console.log") or self._read("vmm.log")
+
+    def _read(self, name):
+        try:
+            with open(os.path.join(self.dir, name), "rb") as f:
+                return f.read().decode(errors="replace")
+        except (OSError, TypeError):
+            return ""
 
     def kill(self):
         stop_vmm(self.proc, self.dir)
@@ -188,10 +201,12 @@ def limits_cmdline(memory_mb):
     return f"cellvm.mem_limit={user_memory_limit_mb(memory_mb)}M"
 
 
-def start_vm(image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none", extra_cmdline=""):
+def start_vm(image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none", extra_cmdline="",
+             kernel=None, initramfs=True, rootfs=None):
     """A started VM object (the guest boots on); killed at exit if still alive.
     The command line gets the user-code memory limit (limits_cmdline) unless
-    `extra_cmdline` sets cellvm.mem_limit itself."""
+    `extra_cmdline` sets cellvm.mem_limit itself. `kernel`, `initramfs`
+    (None/False: none) and `rootfs` replace the image's files (cellvm.bootfiles)."""
     if vmm not in VMMS:
         raise ValueError(f"vmm must be one of {', '.join(VMMS)}, not {vmm!r}")
     image = resolve_image(image)
@@ -202,10 +217,11 @@ def start_vm(image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none", ex
             raise VMError("qemu: the `qemu-system-x86_64` binary was not found on PATH "
                           "(Debian: apt-get install qemu-system-x86)")
         vm = QemuVM(image, memory_mb=memory_mb, vcpus=vcpus, network=network,
-                    extra_cmdline=extra_cmdline)
+                    extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs, rootfs=rootfs)
     else:
         vm = HybridVsockVM(vmm, image, memory_mb=memory_mb, vcpus=vcpus, network=network,
-                           extra_cmdline=extra_cmdline)
+                           extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
+                           rootfs=rootfs)
     with _live_lock:
         _live.add(vm)
     vm.start()
@@ -232,14 +248,16 @@ def wait_executor_ready(vm, conn, deadline):
 
 
 def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none",
-                   envs=None, timeout=None, request_timeout=None, wait_ready=True, extra_cmdline=""):
+                   envs=None, timeout=None, request_timeout=None, wait_ready=True, extra_cmdline="",
+                   kernel=None, initramfs=True, rootfs=None):
     """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create."""
     from .exceptions import SandboxException, TimeoutException
 
     timeout = float(timeout) if timeout else DEFAULT_CREATE_TIMEOUT
     deadline = time.monotonic() + timeout
     try:
-        vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline)
+        vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline,
+                      kernel=kernel, initramfs=initramfs, rootfs=rootfs)
     except VMError as e:
         raise SandboxException(str(e)) from None
     try:

@@ -152,7 +152,7 @@ class Sandbox:
     @classmethod
     def connect(cls, addr: str, request_timeout: Optional[float] = None,
                 envs: Optional[Dict[str, str]] = None) -> "Sandbox":
-        """Connect to the agent at `addr` ('unix:PATH' or 'tcp:HOST:PORT')."""
+        """Connect to the agent at `addr` ('unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT')."""
         return cls(addr=addr, request_timeout=request_timeout, envs=envs)
 
     @classmethod
@@ -160,7 +160,9 @@ class Sandbox:
                vcpus: int = 1, network: str = "none", envs: Optional[Dict[str, str]] = None,
                timeout: Optional[float] = None, *, template: Optional[str] = None,
                request_timeout: Optional[float] = None, wait_ready: bool = True,
-               extra_cmdline: str = "", **e2b_options) -> "Sandbox":
+               extra_cmdline: str = "", kernel: Optional[str] = None,
+               initramfs: Union[str, bool, None] = True, rootfs: Optional[str] = None,
+               **e2b_options) -> "Sandbox":
         """Boot a micro-VM from `image` and return a Sandbox connected to it.
 
         `image`: a `make image` directory (default: $CELLVM_IMAGE, else
@@ -174,7 +176,9 @@ class Sandbox:
         With `wait_ready` (default) create() returns once the zygote has
         imported numpy, pandas and matplotlib, so the first cell runs at once.
         Raises SandboxException (TimeoutException when time ran out); nothing
-        is left running then. See cellvm.launch. Without `image`/`template`
+        is left running then. `kernel`, `initramfs` (None/False: boot without
+        one) and `rootfs` replace the image's files (cellvm.bootfiles, e.g. the
+        kernel of `make kernel`). See cellvm.launch. Without `image`/`template`
         and with $CELLVM_ADDR set, connects to that agent as Sandbox() does.
         """
         if image is None and template is None and os.environ.get(ADDR_ENV):
@@ -185,7 +189,8 @@ class Sandbox:
         return cls._boot(image=image, template=template, metadata=e2b_options.get("metadata"),
                          vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
                          timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
-                         extra_cmdline=extra_cmdline)
+                         extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
+                         rootfs=rootfs)
 
     @classmethod
     def _boot(cls, image=None, template=None, metadata=None, **launch) -> "Sandbox":

@@ -15,29 +15,34 @@ hybrid vsock as Firecracker's (`CONNECT <port>\\n` -> `OK <n>\\n`).
 
 import os
 
+from . import bootfiles
 from .vmm_qemu import kernel_cmdline, load_manifest
 
 GUEST_CID = 3
 
 
 def cloud_hypervisor_argv(image, workdir, memory_mb=1024, vcpus=1, extra_cmdline="",
-                          guest_cid=GUEST_CID, tap=None, binary="cloud-hypervisor"):
-    """argv booting `image`; the vsock socket and console log go in `workdir`."""
+                          guest_cid=GUEST_CID, tap=None, binary="cloud-hypervisor",
+                          kernel=None, initramfs=True, rootfs=None):
+    """argv booting `image`; the vsock socket and console log go in `workdir`.
+    `kernel`, `initramfs` (None/False: none) and `rootfs` replace the image's
+    files (cellvm.bootfiles)."""
     image = os.path.abspath(image)
     manifest = load_manifest(image)
+    files = bootfiles.resolve(image, "cloud-hypervisor", kernel, initramfs, rootfs)
     # Cloud Hypervisor needs KVM (or MSHV): no TCG variant of the command line.
-    cmdline = kernel_cmdline(manifest, "cloud-hypervisor", False, extra_cmdline)
-    argv = [binary,
-            "--kernel", os.path.join(image, "vmlinux"),
-            "--initramfs", os.path.join(image, "initramfs.cpio.gz"),
-            "--cmdline", cmdline,
-            "--disk", f"path={os.path.join(image, 'rootfs.ext4')},readonly=on",
-            "--cpus", f"boot={int(vcpus)}",
-            "--memory", f"size={int(memory_mb)}M",
-            "--rng", "src=/dev/urandom",
-            "--vsock", f"cid={guest_cid},socket={os.path.join(workdir, 'vsock.sock')}",
-            "--serial", f"file={os.path.join(workdir, 'console.log')}",
-            "--console", "off"]
+    cmdline = kernel_cmdline(manifest, "cloud-hypervisor", False, extra_cmdline, files)
+    argv = [binary, "--kernel", files.kernel]
+    if files.initramfs is not None:
+        argv += ["--initramfs", files.initramfs]
+    argv += ["--cmdline", cmdline,
+             "--disk", f"path={files.rootfs},readonly=on",
+             "--cpus", f"boot={int(vcpus)}",
+             "--memory", f"size={int(memory_mb)}M",
+             "--rng", "src=/dev/urandom",
+             "--vsock", f"cid={guest_cid},socket={os.path.join(workdir, 'vsock.sock')}",
+             "--serial", f"file={os.path.join(workdir, 'console.log')}",
+             "--console", "off"]
     if tap:
         argv += ["--net", f"tap={tap}"]
     return argv

@@ -25,6 +25,7 @@ import os
 import socket
 import time
 
+from . import bootfiles
 from .vmm_qemu import load_manifest, kernel_cmdline
 
 AGENT_VSOCK_PORT = 1024
@@ -74,16 +75,21 @@ def hybrid_vsock_try(uds_path, port, timeout):
         raise
 
 
-def hybrid_vsock_connect(uds_path, port=AGENT_VSOCK_PORT, timeout=30.0, retry_interval=0.02):
+def hybrid_vsock_connect(uds_path, port=AGENT_VSOCK_PORT, timeout=30.0, retry_interval=0.02,
+                         check=None):
     """Connect to guest vsock `port` through the VMM's Unix socket `uds_path`.
 
     Retries (the socket may not exist yet, the VMM may refuse while the guest
     is not listening) until `timeout` seconds; returns a blocking socket whose
     stream is the guest's. Raises HandshakeError with the last failure.
+    `check()`, called before each attempt, may raise to give up early (the
+    VMM exited).
     """
     deadline = time.monotonic() + timeout
     last = None
     while True:
+        if check is not None:
+            check()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise HandshakeError(f"vsock port {port} via {uds_path}: not accepted within "
@@ -96,26 +102,30 @@ def hybrid_vsock_connect(uds_path, port=AGENT_VSOCK_PORT, timeout=30.0, retry_in
 
 
 def firecracker_config(image, workdir, memory_mb=1024, vcpus=1, kvm=True, extra_cmdline="",
-                       guest_cid=GUEST_CID, tap=None, boot_timer=False):
+                       guest_cid=GUEST_CID, tap=None, boot_timer=False,
+                       kernel=None, initramfs=True, rootfs=None):
     """The --config-file dict for booting `image`; sockets/logs go in `workdir`.
 
     `tap`: host tap device name for a NIC (static address via the kernel
-    command line is then up to the caller's extra_cmdline).
+    command line is then up to the caller's extra_cmdline). `kernel`,
+    `initramfs` (None/False: none) and `rootfs` replace the image's files
+    (cellvm.bootfiles).
     """
     image = os.path.abspath(image)
     manifest = load_manifest(image)
+    files = bootfiles.resolve(image, "firecracker", kernel, initramfs, rootfs)
     extra = extra_cmdline
     if boot_timer:
         extra = f"cellvm.boot_timer=1 {extra}"
+    boot = {"kernel_image_path": files.kernel}
+    if files.initramfs is not None:
+        boot["initrd_path"] = files.initramfs
+    boot["boot_args"] = kernel_cmdline(manifest, "firecracker", not kvm, extra.strip(), files)
     cfg = {
-        "boot-source": {
-            "kernel_image_path": os.path.join(image, "vmlinux"),
-            "initrd_path": os.path.join(image, "initramfs.cpio.gz"),
-            "boot_args": kernel_cmdline(manifest, "firecracker", not kvm, extra.strip()),
-        },
+        "boot-source": boot,
         "drives": [{
             "drive_id": "root",
-            "path_on_host": os.path.join(image, "rootfs.ext4"),
+            "path_on_host": files.rootfs,
             "is_root_device": False,  # the initramfs mounts it (root=/dev/vda)
             "is_read_only": True,
         }],

@@ -4,7 +4,8 @@
 
     vm = QemuVM("build/image", memory_mb=1024, vcpus=1, network="none")
     vm.start()                  # returns once QEMU runs; the guest boots on
-    vm.address                  # "unix:<tmp>/agent.sock": give it to Sandbox.connect
+    vm.connect()                # a _wire.Connection once the agent answers HELLO
+    vm.address                  # "vsock:CID:1024" or "unix:<tmp>/agent.sock": for Sandbox.connect
     vm.pid                      # QEMU's pid
     vm.accel                    # "kvm" or "tcg"
     vm.console()                # the guest console (kernel + cellvm-init log) so far
@@ -19,8 +20,15 @@ HELLO right after start(): the reply comes when the agent is up. There is one
 stream per VM: a new client connection is a new peer for the agent, which
 takes a fresh HELLO (docs/PROTOCOL.md, section 3).
 
-When /dev/vhost-vsock is usable a vhost-vsock device is added as well
-(`vm.vsock_cid`, agent on port 1024); `address` stays the serial socket.
+When /dev/vhost-vsock is usable (`vsock="auto"`; True/False force it) a
+vhost-vsock device is added with a guest CID unique on this host
+(cellvm.vsock.allocate_cid; `vm.vsock_cid`), and the channel is AF_VSOCK to
+(CID, 1024): connect() retries until the agent listens there. The serial port
+stays in the command line as the fallback: connect() uses it when vsock
+cannot reach the guest (cellvm.vsock says when), and `vm.channel` says which
+one is in use. A CID that another VM holds makes QEMU exit ("unable to set
+guest cid: Address already in use"): start()/connect() then start QEMU again
+with the next CID (at most MAX_CID_RETRIES times).
 
 Acceleration: KVM when /dev/kvm can be opened, else TCG with `-cpu max` (the
 default TCG CPU lacks instructions numpy's wheels use) and
@@ -31,7 +39,8 @@ Network: "none" (no NIC; the guest has loopback only) or "user" (QEMU's
 user-mode NAT: guest 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3).
 
 The kernel command line comes from the image's manifest.json (base + the
-qemu entry), plus `extra_cmdline`.
+qemu entry), plus `extra_cmdline`. `kernel=`, `initramfs=` (None/False: boot
+without one) and `rootfs=` replace the image's files (cellvm.bootfiles).
 """
 
 import json
@@ -43,16 +52,21 @@ import subprocess
 import tempfile
 import time
 
+from . import bootfiles, vsock as _vsock
+
 QEMU = "qemu-system-x86_64"
-AGENT_VSOCK_PORT = 1024
+AGENT_VSOCK_PORT = _vsock.AGENT_PORT
 SERIAL_PORT_NAME = "cellvm"
 USER_NET_CMDLINE = "cellvm.net=static cellvm.ip=10.0.2.15/24 cellvm.gateway=10.0.2.2 cellvm.dns=10.0.2.3"
-# Guest CIDs 0-2 are reserved; pick ours from the pid so parallel VMs differ.
-_VSOCK_CID_BASE = 1000
+MAX_CID_RETRIES = 8
 
 
 class VMError(Exception):
     """The VMM could not be started, or exited early."""
+
+
+class _Relaunched(Exception):
+    """QEMU was started again with another guest CID: connect anew."""
 
 
 def kvm_usable():
@@ -101,15 +115,16 @@ def load_manifest(image):
         raise VMError(f"{path} not found: build the image with `make image`") from None
 
 
-def kernel_cmdline(manifest, vmm, tcg, extra=""):
-    """The command line for `vmm` ("qemu", "firecracker", "cloud-hypervisor")."""
+def kernel_cmdline(manifest, vmm, tcg, extra="", files=None):
+    """The command line for `vmm` ("qemu", "firecracker", "cloud-hypervisor");
+    `files` (bootfiles.BootFiles) edits the base for another root or no initramfs."""
     c = manifest["cmdline"]
-    parts = [c["base"], c["vmm"].get(vmm, "")]
+    base = files.edit_cmdline(c["base"]) if files is not None else c["base"]
+    parts = [base, c["vmm"].get(vmm, "")]
     if tcg:
         parts.append(c["tcg"])
     parts.append(extra)
     return " ".join(p for p in parts if p)
-
 
 
 def stop_vmm(proc, tmpdir):
@@ -125,9 +140,11 @@ def stop_vmm(proc, tmpdir):
     if tmpdir is not None:
         shutil.rmtree(tmpdir, ignore_errors=True)
 
+
 class QemuVM:
     def __init__(self, image="build/image", memory_mb=1024, vcpus=1, network="none",
-                 accel="auto", extra_cmdline="", qemu=QEMU, vsock="auto"):
+                 accel="auto", extra_cmdline="", qemu=QEMU, vsock="auto",
+                 kernel=None, initramfs=True, rootfs=None):
         if network not in ("none", "user"):
             raise ValueError(f"network must be 'none' or 'user', not {network!r}")
         if accel not in ("auto", "kvm", "tcg"):
@@ -140,9 +157,12 @@ class QemuVM:
         self.accel = ("kvm" if kvm_usable() else "tcg") if accel == "auto" else accel
         self.extra_cmdline = extra_cmdline
         self.qemu = qemu
-        self.vsock_cid = None
-        if vsock == "auto" and vhost_vsock_usable() or vsock is True:
-            self.vsock_cid = _VSOCK_CID_BASE + os.getpid() % 100000
+        self.files = bootfiles.resolve(self.image, "qemu", kernel, initramfs, rootfs)
+        use_vsock = vhost_vsock_usable() if vsock == "auto" else bool(vsock)
+        self.vsock_cid = _vsock.allocate_cid() if use_vsock else None
+        self.cids_in_use = []  # CIDs QEMU found taken, in order
+        self.channel = "vsock" if use_vsock else "serial"
+        self.vsock_error = None  # why the channel fell back to serial, if it did
         self.dir = None
         self.proc = None
         self.started_at = None  # time.monotonic() just before QEMU was spawned
@@ -158,9 +178,20 @@ class QemuVM:
         return os.path.join(self.dir, "agent.sock") if self.dir else None
 
     @property
-    def address(self):
-        """The agent's address for cellvm's clients (Sandbox.connect, _wire)."""
+    def serial_address(self):
         return "unix:" + self.serial_socket if self.dir else None
+
+    @property
+    def vsock_address(self):
+        return f"vsock:{self.vsock_cid}:{AGENT_VSOCK_PORT}" if self.vsock_cid is not None else None
+
+    @property
+    def address(self):
+        """The agent's address on the current channel, for cellvm's clients
+        (Sandbox.connect, _wire); None before start()."""
+        if not self.dir:
+            return None
+        return self.vsock_address if self.channel == "vsock" else self.serial_address
 
     @property
     def console_path(self):
@@ -170,10 +201,10 @@ class QemuVM:
         extra = self.extra_cmdline
         if self.network == "user":
             extra = f"{USER_NET_CMDLINE} {extra}"
-        return kernel_cmdline(self.manifest, "qemu", self.accel == "tcg", extra.strip())
+        return kernel_cmdline(self.manifest, "qemu", self.accel == "tcg", extra.strip(), self.files)
 
     def argv(self):
-        img = self.image
+        f = self.files
         args = [self.qemu, "-M", "microvm,x-option-roms=off,acpi=on",
                 "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
                 "-m", str(self.memory_mb), "-smp", str(self.vcpus)]
@@ -181,12 +212,13 @@ class QemuVM:
             args += ["-accel", "kvm", "-cpu", "host"]
         else:
             args += ["-accel", "tcg", "-cpu", "max"]
-        args += ["-kernel", os.path.join(img, "vmlinuz"),
-                 "-initrd", os.path.join(img, "initramfs.cpio.gz"),
-                 "-append", self.cmdline(),
+        args += ["-kernel", f.kernel]
+        if f.initramfs is not None:
+            args += ["-initrd", f.initramfs]
+        args += ["-append", self.cmdline(),
                  "-chardev", f"file,id=console,path={self.console_path}",
                  "-serial", "chardev:console",
-                 "-drive", f"id=root,file={os.path.join(img, 'rootfs.ext4')},format=raw,if=none,readonly=on",
+                 "-drive", f"id=root,file={f.rootfs},format=raw,if=none,readonly=on",
                  "-device", "virtio-blk-device,drive=root",
                  "-device", "virtio-rng-device",
                  "-device", "virtio-serial-device",
@@ -204,14 +236,10 @@ class QemuVM:
             raise VMError("already started")
         self.dir = tempfile.mkdtemp(prefix="cellvm-qemu-")
         try:
-            self.started_at = time.monotonic()
-            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL,
-                                         stderr=open(os.path.join(self.dir, "qemu.err"), "wb"),
-                                         start_new_session=True)
+            self._spawn()
             deadline = time.monotonic() + timeout
             while not os.path.exists(self.serial_socket):
-                if self.proc.poll() is not None:
+                if self.proc.poll() is not None and not self._respawn_if_cid_in_use():
                     raise VMError(f"qemu exited with {self.proc.returncode}: {self._qemu_err()}")
                 if time.monotonic() > deadline:
                     raise VMError(f"qemu did not create {self.serial_socket} within {timeout} s")
@@ -221,31 +249,80 @@ class QemuVM:
             raise
         return self
 
+    def _spawn(self):
+        """Start QEMU with the current argv (a leftover serial socket of an
+        earlier attempt is removed first: its existence means "QEMU is up")."""
+        try:
+            os.unlink(self.serial_socket)
+        except FileNotFoundError:
+            pass
+        self.started_at = time.monotonic()
+        with open(os.path.join(self.dir, "qemu.err"), "wb") as err:
+            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=err,
+                                         start_new_session=True)
+
+    def _respawn_if_cid_in_use(self):
+        """QEMU exited: if because another VM holds our guest CID, start it
+        again with the next CID and return True."""
+        if (self.vsock_cid is None or len(self.cids_in_use) >= MAX_CID_RETRIES
+                or _vsock.CID_IN_USE not in self._qemu_err()):
+            return False
+        self.proc.wait()
+        self.cids_in_use.append(self.vsock_cid)
+        self.vsock_cid = _vsock.allocate_cid()
+        self._spawn()
+        return True
+
+    def _check_qemu(self):
+        """Raises if QEMU is gone: _Relaunched when it was restarted with
+        another CID, VMError (with the console's tail) otherwise."""
+        if self.alive():
+            return
+        if self._respawn_if_cid_in_use():
+            raise _Relaunched()
+        raise VMError(f"qemu exited with {self.proc.returncode} during boot:\n"
+                      f"{self.console()[-3000:]}{self._qemu_err()}")
+
     def connect(self, timeout=120.0):
         """Connect to the agent and complete HELLO: a cellvm._wire.Connection.
 
-        Waits for the guest to boot (up to `timeout` s). Raises VMError with
-        the console's tail if QEMU dies or the agent does not answer.
+        Waits for the guest to boot (up to `timeout` s), over vsock when that
+        is the channel (falling back to the serial port if vsock cannot reach
+        the guest), else over the serial port. Raises VMError with the
+        console's tail if QEMU dies or the agent does not answer.
         """
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self._connect_once(deadline, timeout)
+            except _Relaunched:
+                continue  # QEMU runs again with a free CID: wait for that one
+
+    def _connect_once(self, deadline, timeout):
         from . import _wire
 
-        deadline = time.monotonic() + timeout
-        sock = self._connect_socket(deadline)
+        sock = None
+        if self.channel == "vsock":
+            try:
+                sock = _vsock.connect(self.vsock_cid, AGENT_VSOCK_PORT, deadline, check=self._check_qemu)
+            except _vsock.VsockUnavailable as e:
+                self.channel, self.vsock_error = "serial", str(e)
+            except TimeoutError as e:
+                raise VMError(f"no agent on {self.vsock_address} within {timeout} s ({e}); "
+                              f"console:\n{self.console()[-3000:]}") from None
+        if sock is None:
+            sock = self._connect_socket(deadline)
         conn = _wire.Connection(sock)
-
-        def qemu_alive():
-            if not self.alive():
-                raise VMError(f"qemu exited with {self.proc.returncode} during boot:\n"
-                              f"{self.console()[-3000:]}{self._qemu_err()}")
-
         try:
             conn.handshake({"protocol": _wire.PROTOCOL_VERSION, "client": "cellvm-vmm"},
-                           max(0.1, deadline - time.monotonic()), check=qemu_alive)
+                           max(0.1, deadline - time.monotonic()), check=self._check_qemu)
         except TimeoutError:
             conn.close()
             raise VMError(f"no HELLO reply within {timeout} s; console:\n{self.console()[-3000:]}") from None
         except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
             conn.close()
+            self._check_qemu()  # QEMU's exit closed it: say so (or relaunch)
             raise VMError(f"connection to the agent lost during HELLO: {e}") from None
         except _wire.AgentError as e:
             conn.close()
@@ -268,9 +345,9 @@ class QemuVM:
                 return sock
             except (ConnectionRefusedError, FileNotFoundError) as e:
                 sock.close()
-                if not self.alive() or time.monotonic() >= deadline:
-                    raise VMError(f"cannot connect to {self.serial_socket}: {e}; qemu "
-                                  f"{'exited' if not self.alive() else 'runs'}:\n"
+                self._check_qemu()
+                if time.monotonic() >= deadline:
+                    raise VMError(f"cannot connect to {self.serial_socket}: {e}; qemu runs:\n"
                                   f"{self.console()[-3000:]}{self._qemu_err()}") from None
                 time.sleep(0.01)
             except OSError as e:
