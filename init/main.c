@@ -110,8 +110,8 @@ int main(int argc, char **argv)
                 r = modules_load_listed(MODULES_LIST, cmdline);
                 if (r < 0)
                         log_error("loading modules from %s: %s", MODULES_LIST, strerror(-r));
-                else if (r > 0)
-                        stamp_record("modules_loaded");
+                /* Failed or not, the step is over: its time is what the stamp tells. */
+                stamp_record("modules_loaded");
         }
         if (initramfs) {
                 if (rootfs_mount_and_switch(&cfg) < 0)
@@ -120,6 +120,10 @@ int main(int argc, char **argv)
                 /* The new root's files differ; the name must not. */
                 if (prctl(PR_SET_NAME, "cellvm-init", 0, 0, 0) != 0)
                         log_warn("PR_SET_NAME after switch_root: %s", strerror(errno));
+        } else if (rootfs_read_only(&cfg)) {
+                if (rootfs_overlay_in_place() < 0)
+                        shutdown_machine(&cfg, cfg.shutdown, "no writable root filesystem");
+                stamp_record("root_mounted");
         }
         if ((r = devices_virtio_ports()) < 0)
                 log_warn("virtio port links: %s", strerror(-r));

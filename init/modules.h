@@ -10,7 +10,8 @@
 
 /* Builds "p1=v1 p2=\"v 2\"" for module `name` from cmdline. */
 int module_params(const char *cmdline, const char *name, char *out, size_t outsz);
-/* Returns the number of modules loaded, 0 when there is no list, or a
+/* Returns the number of modules loaded, 0 when there is no list or no
+ * /lib/modules/$(uname -r) (drivers built in), or a
  * negative errno (the first failure; every failure is logged). */
 int modules_load_listed(const char *list_path, const char *cmdline);
 

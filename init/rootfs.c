@@ -11,6 +11,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/magic.h>
@@ -18,6 +20,7 @@
 #define NEWROOT "/sysroot"
 #define LOWER "/.cellvm-lower"
 #define RW "/.cellvm-rw"
+#define STAGE "/mnt"
 
 bool rootfs_in_initramfs(const struct init_config *c)
 {
@@ -93,6 +96,7 @@ static void delete_tree(int dirfd, dev_t rootdev)
         struct dirent *de;
 
         if (dir == NULL) {
+                log_warn("initramfs cleanup: fdopendir: %s", strerror(errno));
                 close(dirfd);
                 return;
         }
@@ -108,17 +112,37 @@ static void delete_tree(int dirfd, dev_t rootdev)
                                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (sub >= 0)
                                 delete_tree(sub, rootdev);
+                        else
+                                log_warn("initramfs cleanup: open %s: %s", de->d_name,
+                                         strerror(errno));
                 }
+                /* EBUSY: a mount point (/sysroot, /.cellvm-*), not ours to free. */
                 if (unlinkat(dirfd, de->d_name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) != 0 &&
                     errno != EBUSY)
-                        log_debug("initramfs cleanup %s: %s", de->d_name, strerror(errno));
+                        log_warn("initramfs cleanup %s: %s", de->d_name, strerror(errno));
         }
         closedir(dir);
 }
 
-int rootfs_mount_and_switch(const struct init_config *c)
+/* Moves the API filesystems mounted so far (with their submounts: /dev/pts,
+ * /dev/shm) into the new root. A failure is logged and not fatal: the
+ * agent needs /dev and /proc, and their absence shows in its own errors. */
+static void move_api_mounts(const char *newroot)
 {
         static const char *const moved[] = {"/dev", "/proc", "/sys", "/run", "/tmp"};
+
+        for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
+                char target[64];
+                snprintf(target, sizeof(target), "%s%s", newroot, moved[i]);
+                if (mkdir(target, 0755) != 0 && errno != EEXIST)
+                        log_warn("mkdir %s: %s", target, strerror(errno));
+                if (mount(moved[i], target, NULL, MS_MOVE, NULL) != 0)
+                        log_warn("move %s to %s: %s", moved[i], target, strerror(errno));
+        }
+}
+
+int rootfs_mount_and_switch(const struct init_config *c)
+{
         struct stat st;
         int r;
 
@@ -135,14 +159,7 @@ int rootfs_mount_and_switch(const struct init_config *c)
                 log_error("overlay on %s: %s", NEWROOT, strerror(-r));
                 return r;
         }
-        for (size_t i = 0; i < sizeof(moved) / sizeof(moved[0]); i++) {
-                char target[64];
-                snprintf(target, sizeof(target), NEWROOT "%s", moved[i]);
-                if (mkdir(target, 0755) != 0 && errno != EEXIST)
-                        log_warn("mkdir %s: %s", target, strerror(errno));
-                if (mount(moved[i], target, NULL, MS_MOVE, NULL) != 0)
-                        log_warn("move %s to %s: %s", moved[i], target, strerror(errno));
-        }
+        move_api_mounts(NEWROOT);
         if (stat("/", &st) != 0)
                 return -errno;
         if (chdir(NEWROOT) != 0)
@@ -150,6 +167,8 @@ int rootfs_mount_and_switch(const struct init_config *c)
         int rootfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd >= 0)
                 delete_tree(rootfd, st.st_dev);
+        else
+                log_warn("initramfs not freed: open /: %s", strerror(errno));
         if (mount(".", "/", NULL, MS_MOVE, NULL) != 0)
                 return -errno;
         if (chroot(".") != 0 || chdir("/") != 0)
@@ -157,4 +176,72 @@ int rootfs_mount_and_switch(const struct init_config *c)
         log_debug("switched root to %s (overlay on %s)", c->root,
                   c->rootfstype[0] ? c->rootfstype : "auto");
         return 0;
+}
+
+bool rootfs_read_only(const struct init_config *c)
+{
+        struct statfs sfs;
+
+        if (c->test || getpid() != 1 || statfs("/", &sfs) != 0)
+                return false;
+        return (sfs.f_flags & ST_RDONLY) != 0 && (long)sfs.f_type != OVERLAYFS_SUPER_MAGIC;
+}
+
+/* Booted without an initramfs, the kernel mounted root= read-only on / and
+ * ran us from it. We give it the initramfs path's layout (a tmpfs overlay
+ * over all of /) rather than tmpfs on a few directories: user code and
+ * Python write anywhere (/home/user, /etc/cellvm/mpl, /var, /root), and
+ * one layout is one thing to test. pivot_root rather than switch_root's
+ * MS_MOVE + chroot: it detaches the old root and the staging mount instead
+ * of leaving them under the new root. */
+int rootfs_overlay_in_place(void)
+{
+        int r;
+
+        /* The tmpfs holding the upper layer needs a mount point, and on a
+         * read-only root only existing directories can be one. The root's own
+         * /mnt serves: the overlay's lower layer is the ext4 root itself, which
+         * mounts do not change, and the pivot below detaches it again. Not a
+         * directory under /run or /tmp: those are moved into the new root, and
+         * a mount cannot move beneath itself. */
+        if (mount("rootrw", STAGE, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") != 0) {
+                r = -errno;
+                log_error("tmpfs on %s: %s", STAGE, strerror(-r));
+                return r;
+        }
+        if ((mkdir(STAGE "/upper", 0755) != 0 && errno != EEXIST) ||
+            (mkdir(STAGE "/work", 0755) != 0 && errno != EEXIST) ||
+            (mkdir(STAGE "/root", 0755) != 0 && errno != EEXIST)) {
+                r = -errno;
+                log_error("mkdir in %s: %s", STAGE, strerror(-r));
+                goto undo;
+        }
+        if (mount("overlay", STAGE "/root", "overlay", 0,
+                  "lowerdir=/,upperdir=" STAGE "/upper,workdir=" STAGE "/work") != 0) {
+                r = -errno;
+                log_error("overlay of / on %s: %s", STAGE "/root", strerror(-r));
+                goto undo;
+        }
+        move_api_mounts(STAGE "/root");
+        /* pivot_root(".", "."): the old root ends up on top of the new one and
+         * is detached at once (pivot_root(2)); with it go the staging tmpfs'
+         * mount point and any way back to the writable layers' directories. */
+        if (chdir(STAGE "/root") != 0 || syscall(SYS_pivot_root, ".", ".") != 0) {
+                r = -errno;
+                log_error("pivot_root into the overlay: %s", strerror(-r));
+                return r;
+        }
+        if (umount2(".", MNT_DETACH) != 0) {
+                r = -errno;
+                log_error("detach the old root: %s", strerror(-r));
+                return r;
+        }
+        if (chdir("/") != 0)
+                return -errno;
+        log_debug("root read-only: overlay with a tmpfs upper layer on /");
+        return 0;
+undo:
+        if (umount2(STAGE, MNT_DETACH) != 0)
+                log_warn("unmount %s: %s", STAGE, strerror(errno));
+        return r;
 }
