@@ -24,31 +24,12 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
 from cellvm import Sandbox  # noqa: E402
 from cellvm.vmm_qemu import QemuVM  # noqa: E402
-from test_vm_qemu import BOOT_TIMEOUT, FIRST_RUN_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
+from conftest import BOOT_TIMEOUT, FIRST_RUN_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
 
 KERNEL_DIR = os.path.join(ROOT, "build", "kernel")
 NO_PRELOAD = "cellvm.agent_args=\"--preload ''\""
 CHECK_CMD = ("cat /proc/1/comm; uname -r; touch /home/user/x && stat -c %U /home/user/x; "
              "test -e /proc/modules && echo modules || echo no-modules; cat /proc/mounts")
-
-
-class KernelVM(QemuVM):
-    """QemuVM with another kernel, and optionally no initramfs. A subclass
-    here rather than QemuVM options: only this test boots other kernels."""
-
-    def __init__(self, kernel, initramfs, **kw):
-        super().__init__(IMAGE, memory_mb=1024, vcpus=1, **kw)
-        self.kernel, self.initramfs = kernel, initramfs
-
-    def argv(self):
-        args = super().argv()
-        args[args.index("-kernel") + 1] = self.kernel
-        i = args.index("-initrd")
-        if self.initramfs:
-            args[i + 1] = self.initramfs
-        else:
-            del args[i:i + 2]
-        return args
 
 
 def kernel_or_skip(name):
@@ -59,8 +40,11 @@ def kernel_or_skip(name):
     return path
 
 
-def boot(kernel, initramfs, extra_cmdline):
-    vm = KernelVM(kernel, initramfs, extra_cmdline=f"{NO_PRELOAD} {extra_cmdline}")
+def boot(kernel, initramfs):
+    """QemuVM's boot-file options: `initramfs=None` boots without one (the
+    launcher adds root=/dev/vda ro init=/sbin/cellvm-init)."""
+    vm = QemuVM(IMAGE, memory_mb=1024, vcpus=1, kernel=kernel, initramfs=initramfs,
+                extra_cmdline=NO_PRELOAD)
     vm.start()
     try:
         conn = vm.connect(timeout=BOOT_TIMEOUT)  # waits for the agent
@@ -86,7 +70,7 @@ def mounts(out):
 @pytest.fixture(scope="module")
 def no_initramfs():
     kernel = kernel_or_skip("vmlinux")
-    vm, sbx, stamps = boot(kernel, None, "init=/sbin/cellvm-init")
+    vm, sbx, stamps = boot(kernel, None)
     try:
         yield vm, sbx, stamps
     finally:
@@ -97,7 +81,7 @@ def no_initramfs():
 @pytest.fixture(scope="module")
 def with_initramfs():
     kernel = kernel_or_skip("bzImage")
-    vm, sbx, stamps = boot(kernel, os.path.join(IMAGE, "initramfs.cpio.gz"), "")
+    vm, sbx, stamps = boot(kernel, True)
     try:
         yield vm, sbx, stamps
     finally:
