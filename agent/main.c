@@ -357,6 +357,22 @@ int main(int argc, char **argv)
                 free(executor_alloc);
                 return 1;
         }
+        /* Listening before the zygote starts: a client's connect waits in the backlog
+         * while the rest is set up. After the spawner's fork, which must not
+         * inherit the listening sockets. */
+        for (size_t i = 0; i < nlisten; i++) {
+                rc = listener_add(a, listen_addrs[i]);
+                if (rc < 0) {
+                        log_error("--listen %s: %s", listen_addrs[i],
+                                  rc == -EADDRNOTAVAIL ? "tcp is for loopback addresses only"
+                                  : rc == -EINVAL      ? "not an address this agent understands"
+                                                       : strerror(-rc));
+                        shutdown_agent(a);
+                        free(executor_alloc);
+                        return 1;
+                }
+        }
+        boot_stamp(a, "agent_listening", now_boottime());
         rc = zygote_start(a);
         if (rc < 0) {
                 log_error("starting the zygote (%s): %s", a->executor, strerror(-rc));
@@ -373,18 +389,6 @@ int main(int argc, char **argv)
                 return 1;
         }
         memcpy(a->default_ctx, def->id, sizeof(a->default_ctx));
-        for (size_t i = 0; i < nlisten; i++) {
-                rc = listener_add(a, listen_addrs[i]);
-                if (rc < 0) {
-                        log_error("--listen %s: %s", listen_addrs[i],
-                                  rc == -EADDRNOTAVAIL ? "tcp is for loopback addresses only"
-                                  : rc == -EINVAL      ? "not an address this agent understands"
-                                                       : strerror(-rc));
-                        shutdown_agent(a);
-                        free(executor_alloc);
-                        return 1;
-                }
-        }
         /* Setup is done: from here on the agent needs none of this (agent_caps.c,
          * agent_seccomp.c). */
         if ((rc = agent_drop_capabilities()) < 0) {
