@@ -701,9 +701,11 @@ OUTPUT_DRAIN_TIMEOUT = 0.05
 
 def _send(mtype, body, defer=False):
         """Sends one message after all output written before it (defer: in one
-        write with the next message; only when no output can come in between)."""
-        _flush_std()
-        _cellvm.wait_output_drained(OUTPUT_DRAIN_TIMEOUT)
+        write with the next message; only when no output can come in between,
+        so the next message's flush and drain cover this one's too)."""
+        if not defer:
+                _flush_std()
+                _cellvm.wait_output_drained(OUTPUT_DRAIN_TIMEOUT)
         _cellvm.send(_state.fd, mtype, _state.req_id, body, defer)
 
 
@@ -1471,6 +1473,9 @@ def cleanup_cell(cell):
         """IPython's cleanup transforms, before anything else looks at a cell:
         leading empty lines dropped, the first line's indent removed from every
         line that has it, '>>> '/'... ' and 'In [n]: ' prompts stripped."""
+        if cell[:1] not in " \t\r\n\f\v" and ">>>" not in cell and "..." not in cell \
+                        and "In [" not in cell:
+                return cell  # none of the above can apply
         lines = cell.splitlines(keepends=True)
         for i, line in enumerate(lines):
                 if line and not line.isspace():
@@ -1485,14 +1490,20 @@ def cleanup_cell(cell):
         return "".join(lines)
 
 
+def _may_transform(cell):
+        """False when transform_cell() would return `cell` unchanged (no shell
+        escape, magic, help or exit/quit): plain Python, the common case."""
+        return ("!" in cell or "%" in cell or "?" in cell or "exit" in cell
+                or "quit" in cell)
+
+
 def transform_cell(cell):
         lines = cell.split("\n")
         m = re.match(r"^%%([A-Za-z_]\w*)\s?(.*)$", lines[0]) if lines else None
         if m:
                 body = "\n".join(lines[1:])
                 return f"get_ipython().run_cell_magic({m.group(1)!r}, {m.group(2)!r}, {body!r})\n"
-        if "!" not in cell and "%" not in cell and "?" not in cell and "exit" not in cell \
-                        and "quit" not in cell:
+        if not _may_transform(cell):
                 return cell
         protected = _protected_rows(cell)
         out = []
@@ -1632,6 +1643,10 @@ def _tokenize_error(cell):
         return None
 
 
+# What compiling a cell may raise: reported as the cell's error.
+_COMPILE_ERRORS = (OverflowError, SyntaxError, ValueError, TypeError, MemoryError)
+
+
 class _State:
         fd = -1
         req_id = 0
@@ -1749,6 +1764,10 @@ class Kernel:
                 return ["\n".join(lines) + "\n"]
 
         # --- one execution
+        def _next_filename(self):
+                """The name _register_source() gives the next cell."""
+                return f"{self.cell_dir}/{self.serial + 1}.py"
+
         def _register_source(self, source):
                 self.serial += 1
                 filename = f"{self.cell_dir}/{self.serial}.py"
@@ -1793,10 +1812,17 @@ class Kernel:
                         result = self.loop.run_until_complete(result)
                 return result
 
-        def _compile(self, cell, filename):
-                """(module code or None, trailing expression code or None)."""
+        def _parse(self, cell, filename):
+                return compile(cell, filename, "exec",
+                               self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST,
+                               dont_inherit=True)
+
+        def _compile(self, cell, filename, tree=None):
+                """(module code or None, trailing expression code or None); `tree`:
+                the cell already parsed (_parse) under this filename."""
                 flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-                tree = compile(cell, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+                if tree is None:
+                        tree = self._parse(cell, filename)
                 last = None
                 if tree.body and isinstance(tree.body[-1], ast.Expr):
                         last = ast.Expression(tree.body.pop().value)
@@ -1814,8 +1840,21 @@ class Kernel:
                 if not raw or raw.isspace():
                         return None
                 cleaned = cleanup_cell(raw)
+                # Plain Python (nothing to transform) is parsed here, under the name
+                # the cell gets below: a cell that parses cannot fail IPython's
+                # tokenizer check, whose pure-Python tokenize is then skipped.
+                plain = not _may_transform(cleaned)
+                tree = parse_err = None
+                if plain:
+                        try:
+                                tree = self._parse(cleaned, self._next_filename())
+                        except _COMPILE_ERRORS as e:
+                                parse_err = e
                 # A cell magic's body is not Python: IPython never tokenizes it.
-                tok_err = None if cleaned.startswith("%%") else _tokenize_error(cleaned)
+                if tree is not None or cleaned.startswith("%%"):
+                        tok_err = None
+                else:
+                        tok_err = _tokenize_error(cleaned)
                 if tok_err is not None:
                         # IPython 8.5 counts a cell failing there twice (run_cell_async
                         # and its error_before_exec both increment).
@@ -1823,12 +1862,14 @@ class Kernel:
                         self.count += 1
                         self._send_error(tok_err)
                         return tok_err
-                cell = transform_cell(cleaned)
+                cell = cleaned if plain else transform_cell(cleaned)
                 self._store_inputs(raw, cell)
                 filename = self._register_source(cell)
                 try:
-                        code, last = self._compile(cell, filename)
-                except (OverflowError, SyntaxError, ValueError, TypeError, MemoryError) as e:
+                        if parse_err is not None:
+                                raise parse_err
+                        code, last = self._compile(cell, filename, tree)
+                except _COMPILE_ERRORS as e:
                         self.error = e
                         self._send_error(e)
                         return e
@@ -1953,7 +1994,11 @@ class Kernel:
 def _set_sigint(running):
         # ipykernel: SIGINT raises KeyboardInterrupt only while a cell runs.
         # _signal.signal: the signal module's wrapper costs enum conversions per call.
-        _signal.signal(_SIGINT, _signal.default_int_handler if running else _SIG_IGN)
+        # getsignal() reads Python's own table (no syscall): a handler already
+        # in place is not installed again.
+        handler = _signal.default_int_handler if running else _SIG_IGN
+        if _signal.getsignal(_SIGINT) != handler:
+                _signal.signal(_SIGINT, handler)
 
 
 # ---------------------------------------------------------------- entry points

@@ -92,3 +92,18 @@ import datetime
 datetime.datetime.strptime('2024-13-01', '%Y-%m-%d')
 # %%
 pd.Timestamp('not a date')
+# %%
+if True:
+    x = 1
+  y = 2
+# %%
+for i in range(2):
+        print(i)
+    print('dedent to nowhere')
+# %%
+def f():
+	return 1
+        return 2
+# %%
+x = 1
+    y = 2
