@@ -8,6 +8,7 @@ frames into messages and hands each to the request it belongs to
 
 import collections
 import itertools
+import _signal
 import select
 import signal
 import socket
@@ -18,6 +19,7 @@ import time
 import cbor2
 
 HEADER = struct.Struct(">IHHI")
+HEADER_SIZE = HEADER.size
 MAX_FRAME = 4 * 1024 * 1024
 MAX_BODY = MAX_FRAME - HEADER.size
 FLAG_MORE = 0x0001
@@ -164,6 +166,7 @@ class Connection:
         self._partial = {}  # (type, id) -> bytes of a message chunked with FLAG_MORE
         self._poll_in = None  # select.poll() for readability, made by the first reader
         self._backlog_limit = 0  # with start_reader(): messages a request may hold unread
+        self._waiters = 0  # threads in _wait(): notify only when there are some
         self.hello = None
 
     @classmethod
@@ -256,7 +259,7 @@ class Connection:
             pass
         with self._cv:  # let a thread reading it see the end before the fd goes
             if self._reading:
-                self._cv.wait(1)
+                self._wait(1)
         self.sock.close()
 
     def start_reader(self, backlog=8):
@@ -271,15 +274,29 @@ class Connection:
     def _backlogged(self):
         return any(len(r._items) >= self._backlog_limit for r in self._pending.values())
 
+    def _wait(self, timeout=None):
+        """cv.wait(timeout), counted (lock held): _wake() skips notify_all()
+        when nobody waits, the common case of one thread per connection."""
+        self._waiters += 1
+        try:
+            self._cv.wait(timeout)
+        finally:
+            self._waiters -= 1
+
+    def _wake(self):
+        """Lock held: wakes every waiting thread, if any."""
+        if self._waiters:
+            self._cv.notify_all()
+
     def _taken(self):
         with self._cv:
-            self._cv.notify_all()  # the reader may be waiting for room
+            self._wake()  # the reader may be waiting for room
 
     def _reader_loop(self):
         while True:
             with self._cv:
                 while self._closed is None and (self._reading or self._backlogged()):
-                    self._cv.wait()
+                    self._wait()
                 if self._closed is not None:
                     return
                 self._reading = True
@@ -288,7 +305,7 @@ class Connection:
             finally:
                 with self._cv:
                     self._reading = False
-                    self._cv.notify_all()
+                    self._wake()
 
     # --- sending ---------------------------------------------------------
 
@@ -322,20 +339,23 @@ class Connection:
             if lead:
                 with self._cv:
                     self._reading = False
-                    self._cv.notify_all()
+                    self._wake()
 
     # --- receiving -------------------------------------------------------
 
     def _wait_for(self, req, timeout):
         """Until `req` has a message (True) or `timeout` s passed (False;
         None waits for ever). Reads the socket while no other thread does."""
+        items = req._items
+        if items:  # deque appends happen under the lock; reading its length needs none
+            return True
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cv:
             while True:
-                if req._items:
+                if items:
                     return True
                 if self._closed is not None:
-                    req._items.append(self._closed)
+                    items.append(self._closed)
                     return True
                 if not self._reading:
                     self._reading = True
@@ -343,23 +363,24 @@ class Connection:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._cv.wait(left)
+                self._wait(left)
         try:
             while True:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
                 self._read_some(left)
-                with self._cv:
-                    if req._items:
-                        return True
-                    if self._closed is not None:
-                        req._items.append(self._closed)
-                        return True
+                if items:
+                    return True
+                if self._closed is not None:
+                    with self._cv:
+                        if not items:
+                            items.append(self._closed)
+                    return True
                 if left == 0 or (deadline is not None and time.monotonic() >= deadline):
                     return False
         finally:
             with self._cv:
                 self._reading = False
-                self._cv.notify_all()
+                self._wake()
 
     def _read_some(self, timeout):
         """As the reading thread: wait up to `timeout` s for bytes, read what
@@ -394,32 +415,40 @@ class Connection:
     def _parse(self):
         """Hands the complete messages in the buffer to their requests; how many."""
         buf = self._rbuf
+        end = len(buf)
+        if end < HEADER_SIZE:
+            return 0
         view = memoryview(buf)  # slices of it copy once, not twice
+        unpack = HEADER.unpack_from
+        partial = self._partial
         pos = 0
         delivered = []
         try:
-            while len(buf) - pos >= HEADER.size:
-                length, mtype, flags, req_id = HEADER.unpack_from(buf, pos)
+            while end - pos >= HEADER_SIZE:
+                length, mtype, flags, req_id = unpack(buf, pos)
                 if length > MAX_BODY or flags & ~FLAG_MORE:
                     raise ProtocolError(f"bad frame header: length {length}, flags {flags:#x}")
-                if len(buf) - pos - HEADER.size < length:
+                stop = pos + HEADER_SIZE + length
+                if stop > end:
                     break
-                body = bytes(view[pos + HEADER.size:pos + HEADER.size + length])
-                pos += HEADER.size + length
-                key = (mtype, req_id)
-                if key in self._partial or flags & FLAG_MORE:
-                    acc = self._partial.setdefault(key, bytearray())
-                    acc += body
-                    if len(acc) > self.max_message:
-                        raise ProtocolError(f"message over {self.max_message} bytes")
-                    if flags & FLAG_MORE:
-                        continue
-                    body = bytes(self._partial.pop(key))
+                body = bytes(view[pos + HEADER_SIZE:stop])
+                pos = stop
+                if flags or partial:  # chunked messages (FLAG_MORE): the uncommon path
+                    key = (mtype, req_id)
+                    if key in partial or flags:
+                        acc = partial.setdefault(key, bytearray())
+                        acc += body
+                        if len(acc) > self.max_message:
+                            raise ProtocolError(f"message over {self.max_message} bytes")
+                        if flags:
+                            continue
+                        body = bytes(partial.pop(key))
+                        length = len(body)
                 try:
-                    msg = cbor2.loads(body) if body else {}
+                    msg = cbor2.loads(body) if length else {}
                 except Exception as e:
                     raise ProtocolError(f"undecodable CBOR body in type {mtype:#x}: {e}")
-                if not isinstance(msg, dict):
+                if type(msg) is not dict and not isinstance(msg, dict):
                     raise ProtocolError(f"body of type {mtype:#x} is not a map")
                 delivered.append((req_id, mtype, msg))
         finally:
@@ -431,16 +460,17 @@ class Connection:
 
     def _deliver(self, messages):
         failure = None
+        pending = self._pending
         with self._cv:
             for req_id, mtype, msg in messages:
-                req = self._pending.get(req_id)
+                req = pending.get(req_id)
                 if req is not None:
-                    if mtype in TERMINAL:
-                        del self._pending[req_id]
+                    if mtype == OK or mtype == ERROR:
+                        del pending[req_id]
                     req._items.append((mtype, msg))
                 elif req_id == 0 and mtype == ERROR:
                     failure = AgentError(msg.get("code", "internal"), msg.get("message", ""))
-            self._cv.notify_all()
+            self._wake()
         if failure is not None:
             self._fail(failure)
 
@@ -451,20 +481,26 @@ class Connection:
             pending, self._pending = self._pending, {}
             for req in pending.values():
                 req._items.append(exc)
-            self._cv.notify_all()
+            self._wake()
+
+
+_MAIN_THREAD = threading.main_thread().ident
+# _signal's own functions: signal.pthread_sigmask turns the old mask into a set
+# of enum members, several microseconds per call on this hot path.
+_SIGINT_ONLY = (int(signal.SIGINT),)
 
 
 def _mask_sigint():
     """Blocks SIGINT for this thread if it is the main one (where Python runs
     signal handlers); True if it did."""
-    if threading.current_thread() is not threading.main_thread():
+    if threading.get_ident() != _MAIN_THREAD:
         return False
-    signal.pthread_sigmask(signal.SIG_BLOCK, (signal.SIGINT,))
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, _SIGINT_ONLY)
     return True
 
 
 def _unmask_sigint():
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT,))
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _SIGINT_ONLY)
 
 
 class AgentError(Exception):
