@@ -103,13 +103,27 @@ class _OutStream(io.TextIOWrapper):
         so child processes writing to it land in the same stream."""
 
         errors = None
+        # TextIOWrapper's C write() looks `closed` up on every call when the
+        # object is a subclass: a plain attribute instead of its property is a
+        # fifth of what print() costs. close() shadows it per instance.
+        closed = False
 
         def __init__(self, fd, name):
                 raw = io.FileIO(fd, "w", closefd=False)
                 binary = io.BufferedWriter(raw, OUTPUT_BUFFER_SIZE)
                 super().__init__(binary, encoding="UTF-8", errors="backslashreplace")
+                self._CHUNK_SIZE = OUTPUT_BUFFER_SIZE  # text goes to the buffer in big pieces
                 self._cellvm_name = name
                 self._cellvm_binary = _BinaryOut(self, binary)
+
+        def close(self):
+                """As ipykernel's OutStream: later writes fail, the fd stays open
+                (child processes and the executor still write to it)."""
+                if not self.closed:
+                        try:
+                                self.flush()
+                        finally:
+                                self.closed = True
 
         @property
         def name(self):

@@ -87,3 +87,14 @@ def test_stream_attributes_as_in_ipykernel(ex):
 def test_undecodable_text_and_binary_buffer(ex):
     r = ex.ok("import sys\nprint('\\udcff x')\nsys.stdout.buffer.write(b'bin\\n');")
     assert r.stdout == "\\udcff x\nbin\n"
+
+
+def test_a_closed_stream_refuses_writes_but_its_fd_stays_open(ex):
+    """As ipykernel's OutStream.close(): `closed` turns True and writes raise
+    ValueError, while the fd (which child processes share) keeps working."""
+    r = ex.ok("import sys, os\nprint('before')\nsys.stderr.close()\nsys.stderr.closed, sys.stdout.closed")
+    assert r.stdout == "before\n" and r.result["data"]["text/plain"] == "(True, False)"
+    r = ex.run("print('x', file=sys.stderr)")
+    assert r.error["name"] == "ValueError" and "closed file" in r.error["value"]
+    r = ex.ok("os.write(2, b'fd 2 still open\\n');")
+    assert r.stderr == "fd 2 still open\n"
