@@ -8,17 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures, checks;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                checks++;                                                                          \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 static char *argv[AGENT_MAX_ARGS];
 static char buf[2048];
@@ -133,6 +123,5 @@ int main(void)
         test_single_quotes();
         test_unterminated_quote_is_an_error();
         test_limits();
-        printf("test_init_agent: %d passed, %d failed\n", checks - failures, failures);
-        return failures ? 1 : 0;
+        return check_report("test_init_agent");
 }

@@ -3,17 +3,7 @@
 
 #include <stdio.h>
 
-static int failures, checks;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                checks++;                                                                          \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 static void test_doubles_up_to_the_cap(void)
 {
@@ -69,6 +59,5 @@ int main(void)
         test_stable_run_resets();
         test_max_below_the_floor_is_the_floor();
         test_largest_cap_does_not_overflow();
-        printf("test_init_backoff: %d passed, %d failed\n", checks - failures, failures);
-        return failures ? 1 : 0;
+        return check_report("test_init_backoff");
 }

@@ -8,16 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 struct warnings {
         int n;
@@ -317,10 +308,5 @@ int main(void)
         test_static_net_without_ip_falls_back();
         test_last_occurrence_wins();
         test_parse_size();
-        if (failures != 0) {
-                fprintf(stderr, "test_init_cmdline: %d failure(s)\n", failures);
-                return 1;
-        }
-        printf("test_init_cmdline: ok\n");
-        return 0;
+        return check_report("test_init_cmdline");
 }

@@ -7,17 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures, checks;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                checks++;                                                                          \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 static void test_decodes_both_cases(void)
 {
@@ -69,6 +59,5 @@ int main(void)
         test_rejects_malformed();
         test_output_bound();
         test_seed_lengths_are_checked_first();
-        printf("test_init_entropy: %d passed, %d failed\n", checks - failures, failures);
-        return failures ? 1 : 0;
+        return check_report("test_init_entropy");
 }

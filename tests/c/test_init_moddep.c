@@ -6,16 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 /* A slice of a real modules.dep (6.1, virtio + vsock + ext4 + overlay), with
  * ext4's dependencies deliberately listed in a non-load order. */
@@ -169,10 +160,5 @@ int main(void)
         test_cycle_is_reported();
         test_full_order_array();
         test_malformed_lines_are_skipped();
-        if (failures != 0) {
-                fprintf(stderr, "test_init_moddep: %d failure(s)\n", failures);
-                return 1;
-        }
-        printf("test_init_moddep: ok\n");
-        return 0;
+        return check_report("test_init_moddep");
 }

@@ -5,17 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int failures, checks;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                checks++;                                                                          \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 static void test_collects_only_this_modules_params(void)
 {
@@ -68,6 +58,5 @@ int main(void)
         test_flags_and_quoted_values();
         test_output_that_does_not_fit_is_an_error();
         test_a_name_longer_than_any_module_name();
-        printf("test_init_modparams: %d passed, %d failed\n", checks - failures, failures);
-        return failures ? 1 : 0;
+        return check_report("test_init_modparams");
 }

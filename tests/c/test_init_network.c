@@ -12,17 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures, checks;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                checks++;                                                                          \
-                if (!(cond)) {                                                                     \
-                        fprintf(stderr, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                        failures++;                                                                \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 static int cidr_is(const char *cidr, const char *want_addr, uint32_t want_mask)
 {
@@ -107,6 +97,5 @@ int main(void)
         test_cidr();
         test_resolv_text();
         test_resolv_conf_file();
-        printf("test_init_network: %d passed, %d failed\n", checks - failures, failures);
-        return failures ? 1 : 0;
+        return check_report("test_init_network");
 }

@@ -7,18 +7,7 @@
 #include "buf.h"
 #include "cbor_util.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (cond) {                                                                        \
-                        passed++;                                                                  \
-                } else {                                                                           \
-                        failed++;                                                                  \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 static int parse(const void *p, size_t n, cbor_item_t **out)
 {
@@ -202,6 +191,5 @@ int main(void)
         test_parse_rejects();
         test_depth_and_items();
         test_strings();
-        printf("test_protocol_cbor: %d passed, %d failed\n", passed, failed);
-        return failed ? 1 : 0;
+        return check_report("test_protocol_cbor");
 }

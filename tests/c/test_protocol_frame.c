@@ -14,18 +14,7 @@
 #include "reader.h"
 #include "writer.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                                                \
-        do {                                                                                       \
-                if (cond) {                                                                        \
-                        passed++;                                                                  \
-                } else {                                                                           \
-                        failed++;                                                                  \
-                        fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__,       \
-                                __func__, #cond);                                                  \
-                }                                                                                  \
-        } while (0)
+#include "check.h"
 
 static void test_header_round_trip(void)
 {
@@ -405,6 +394,5 @@ int main(void)
         test_flush_would_block();
         test_error_message();
         test_buf_limit_sticky();
-        printf("test_protocol_frame: %d passed, %d failed\n", passed, failed);
-        return failed ? 1 : 0;
+        return check_report("test_protocol_frame");
 }
