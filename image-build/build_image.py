@@ -12,8 +12,10 @@ mkfs.ext4, never an mmdebstrap):
             Cloud Hypervisor, extracted by extract_vmlinux.py), modules.
   initramfs cellvm-init as /init + the modules of modules.txt with their
             dependencies + modules.dep (depmod).
-  rootfs    base + cellvm-agent, cellvm-executor, cellvm-init -> rootfs.ext4.
-  manifest  manifest.json: kernel, modules, sizes, package versions, cmdline.
+  rootfs    base + cellvm-agent, cellvm-executor, cellvm-init -> rootfs.ext4
+            and rootfs.erofs (the same tree; each rebuilt only when stale).
+  manifest  manifest.json: kernel, modules, sizes, root formats, package
+            versions, cmdline.
 
 Needs root (or a user namespace tool) for mmdebstrap and for keeping file
 ownership when the base tarball is unpacked for mkfs.ext4.
@@ -44,8 +46,18 @@ SUITE = "bookworm"
 KERNEL_META = "linux-image-cloud-amd64"
 ROOTFS_HEADROOM = 1.04  # ext4 metadata (bitmaps, directories) over the file blocks
 ROOTFS_EXTRA_MB = 16
+# rootfs.erofs' compression, chosen by measurement (docs/IMAGE.md, "Formats"):
+# lz4 imports as fast as uncompressed at 61 % of the size; lz4hc saves 9 %
+# more but makes mkfs.erofs 3.4 times slower.
+EROFS_COMPRESSION = "lz4"
+EROFS_COMPRESSIONS = ("none", "lz4", "lz4hc")
+# The root disk's part of the command line, per format. CMDLINE_BASE has
+# ext4's; a launcher boots rootfs.erofs by appending erofs' (the last root=
+# and rootfstype= win, in the kernel and in cellvm-init).
+CMDLINE_ROOTFS = {"ext4": "root=/dev/vda rootfstype=ext4",
+                  "erofs": "root=/dev/vda rootfstype=erofs"}
 # The kernel command line, shared by every VMM; vmm_*.py add their own keys.
-CMDLINE_BASE = ("console=ttyS0 root=/dev/vda rootfstype=ext4 ro panic=-1 quiet "
+CMDLINE_BASE = ("console=ttyS0 " + CMDLINE_ROOTFS["ext4"] + " ro panic=-1 quiet "
                 "8250.nr_uarts=1 random.trust_cpu=on cryptomgr.notests")
 CMDLINE_VMM = {
     "qemu": "reboot=t pci=off",
@@ -352,22 +364,59 @@ def dpkg_versions(root):
 
 
 def tree_size(root):
-    """(bytes in 4 KiB blocks, number of inodes) of a directory tree."""
-    total, inodes = 0, 0
+    """(bytes in 4 KiB blocks, number of inodes, newest mtime) of a directory tree."""
+    total, inodes, newest = 0, 0, 0
     for dirpath, dirs, files in os.walk(root):
         inodes += 1 + len(files)
         total += 4096
         for fn in files:
             st = os.lstat(os.path.join(dirpath, fn))
             total += (st.st_size + 4095) // 4096 * 4096
-    return total, inodes
+            newest = max(newest, int(st.st_mtime))
+    return total, inodes, newest
 
 
-def build_rootfs(base_tar, binaries, sonames, out, staging):
-    target = os.path.join(out, "rootfs.ext4")
+def erofs_args(compression):
+    """mkfs.erofs' options (besides the build time: see mkfs_erofs)."""
+    args = ["mkfs.erofs", "--quiet", "-U", "00000000-0000-0000-0000-000000000000"]
+    return args + ([] if compression == "none" else ["-z" + compression])
+
+
+def mkfs_ext4(tree, tmp, mb, inodes):
+    env = dict(os.environ, E2FSPROGS_FAKE_TIME="1700000000")
+    # Read-only at runtime: no journal, no reserved blocks, no lazy init.
+    return subprocess.Popen(
+        ["mkfs.ext4", "-q", "-F", "-L", "cellvm-root", "-U", "clear", "-m", "0",
+         "-N", str(inodes + inodes // 8 + 1024), "-O", "^has_journal",
+         "-E", "lazy_itable_init=0,lazy_journal_init=0,root_owner=0:0",
+         "-d", tree, tmp, f"{mb}M"], env=env)
+
+
+def mkfs_erofs(tree, tmp, args, newest):
+    # Files keep their mtimes (Python checks each .pyc against its source's):
+    # neither -T nor an older SOURCE_DATE_EPOCH, which set or clamp them. The
+    # build time (in the superblock) is the newest mtime, so equal inputs give
+    # an equal image.
+    env = dict(os.environ, SOURCE_DATE_EPOCH=str(newest))
+    return subprocess.Popen(args + [tmp, tree], env=env)
+
+
+def build_rootfs(base_tar, binaries, sonames, out, staging, compression):
+    """rootfs.ext4 and rootfs.erofs from one unpacked tree; each is rebuilt
+    only when its inputs (or, for erofs, mkfs options) changed."""
     versions_file = os.path.join(out, ".packages.json")
+    args_file = os.path.join(out, ".rootfs.erofs.args")
     sources = [base_tar, __file__] + list(binaries.values()) + list(GUEST_FILES.values())
-    if not newer(target, *sources) and os.path.exists(versions_file):
+    args = erofs_args(compression)
+    try:
+        with open(args_file) as f:
+            old_args = json.load(f)
+    except (OSError, ValueError):
+        old_args = None
+    stale = {"ext4": newer(os.path.join(out, "rootfs.ext4"), *sources)
+             or not os.path.exists(versions_file),
+             "erofs": newer(os.path.join(out, "rootfs.erofs"), *sources) or old_args != args}
+    if not any(stale.values()):
         progress("rootfs", "up to date")
         with open(versions_file) as f:
             return json.load(f)
@@ -387,29 +436,44 @@ def build_rootfs(base_tar, binaries, sonames, out, staging):
         os.makedirs(os.path.join(tree, d), exist_ok=True)
     check_sonames(tree, sonames)
     versions = dpkg_versions(tree)
-    size, inodes = tree_size(tree)
-    mb = int(size * ROOTFS_HEADROOM / (1 << 20)) + ROOTFS_EXTRA_MB
-    inodes = inodes + inodes // 8 + 1024
-    progress("rootfs", f"mkfs.ext4 -d ({size >> 20} MiB of files, {mb} MiB image)")
-    tmp = target + ".tmp"
-    if os.path.exists(tmp):
-        os.unlink(tmp)
-    env = dict(os.environ, E2FSPROGS_FAKE_TIME="1700000000")
-    # Read-only at runtime: no journal, no reserved blocks, no lazy init.
-    run(["mkfs.ext4", "-q", "-F", "-L", "cellvm-root", "-U", "clear", "-m", "0",
-         "-N", str(inodes), "-O", "^has_journal", "-E", "lazy_itable_init=0,lazy_journal_init=0,root_owner=0:0",
-         "-d", tree, tmp, f"{mb}M"], env=env)
-    os.replace(tmp, target)
+    size, inodes, newest = tree_size(tree)
+    # Both mkfs run at once (two cores): erofs adds little to the build's time.
+    jobs = []
+    for fs in ("ext4", "erofs"):
+        if not stale[fs]:
+            progress("rootfs", f"rootfs.{fs} up to date")
+            continue
+        target = os.path.join(out, f"rootfs.{fs}")
+        tmp = target + ".tmp"
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if fs == "ext4":
+            mb = int(size * ROOTFS_HEADROOM / (1 << 20)) + ROOTFS_EXTRA_MB
+            proc, what = mkfs_ext4(tree, tmp, mb, inodes), f"{mb} MiB image"
+        else:
+            proc = mkfs_erofs(tree, tmp, args, newest)
+            what = "uncompressed" if compression == "none" else compression
+        progress("rootfs", f"mkfs.{fs} ({size >> 20} MiB of files, {what})")
+        jobs.append((fs, proc, tmp, target))
+    failed = []
+    for fs, proc, tmp, target in jobs:
+        if proc.wait() != 0:
+            failed.append(f"mkfs.{fs}")
+            continue
+        os.replace(tmp, target)
+        progress("rootfs", f"rootfs.{fs} done: {os.path.getsize(target) >> 20} MiB")
+    if failed:
+        raise SystemExit(f"image: {' and '.join(failed)} failed")
     run(["rm", "-rf", "--one-file-system", tree])
     atomic_write(versions_file, json.dumps(versions).encode())
-    progress("rootfs", f"done: {os.path.getsize(target) >> 20} MiB")
+    atomic_write(args_file, json.dumps(args).encode())
     return versions
 
 
 # ------------------------------------------------------------------- manifest
-def write_manifest(out, kernel, modules, module_paths, versions, base_tar):
+def write_manifest(out, kernel, modules, module_paths, versions, base_tar, compression):
     files = {}
-    for name in ("vmlinuz", "vmlinux", "initramfs.cpio.gz", "rootfs.ext4"):
+    for name in ("vmlinuz", "vmlinux", "initramfs.cpio.gz", "rootfs.ext4", "rootfs.erofs"):
         files[name] = {"size": os.path.getsize(os.path.join(out, name))}
     wanted = read_list(os.path.join(HERE, "packages.txt"))
     manifest = {
@@ -420,8 +484,16 @@ def write_manifest(out, kernel, modules, module_paths, versions, base_tar):
         "modules": {"load": modules,
                     "files": [os.path.basename(p).split(".ko")[0] for p in module_paths]},
         "files": files,
+        # type/device: the default disk, rootfs.ext4, which cmdline.base names.
+        # formats: every disk; a launcher appends its cmdline to cmdline.base.
         "rootfs": {"type": "ext4", "device": "/dev/vda", "read_only": True,
-                   "base": os.path.basename(base_tar)},
+                   "base": os.path.basename(base_tar),
+                   "formats": {
+                       "ext4": {"file": "rootfs.ext4", "size": files["rootfs.ext4"]["size"],
+                                "cmdline": CMDLINE_ROOTFS["ext4"]},
+                       "erofs": {"file": "rootfs.erofs", "size": files["rootfs.erofs"]["size"],
+                                 "compression": compression,
+                                 "cmdline": CMDLINE_ROOTFS["erofs"]}}},
         "cmdline": {"base": CMDLINE_BASE, "vmm": CMDLINE_VMM, "tcg": CMDLINE_TCG},
         "agent": {"vsock_port": 1024, "serial_port": "cellvm", "workdir": "/home/user"},
         "packages": {"requested": {p: versions.get(p) for p in wanted}, "all": versions},
@@ -449,6 +521,8 @@ def main():
                     help="directory holding cellvm-agent, cellvm-executor, cellvm-init.stripped")
     ap.add_argument("--out", help="output directory (default BUILD/image)")
     ap.add_argument("--cache", help="layer cache (default BUILD/image-cache)")
+    ap.add_argument("--erofs-compression", choices=EROFS_COMPRESSIONS, default=EROFS_COMPRESSION,
+                    help=f"rootfs.erofs' compression (default {EROFS_COMPRESSION})")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     out = os.path.abspath(args.out or os.path.join(build, "image"))
@@ -461,6 +535,9 @@ def main():
     for path in binaries.values():
         if not os.path.exists(path):
             raise SystemExit(f"image: {path} is missing (run make first)")
+    for tool, pkg in (("mkfs.ext4", "e2fsprogs"), ("mkfs.erofs", "erofs-utils")):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"image: {tool} not found: install {pkg} (`make deps`)")
     # One build at a time per cache (test sessions may start `make image` together).
     lock = open(os.path.join(cache, ".lock"), "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
@@ -473,8 +550,10 @@ def main():
         libs = runtime_packages(binaries)
         progress("base", "the binaries link " + ", ".join(f"{so} ({p})" for so, p in libs.items()))
         base_tar = build_base(cache, sorted(set(libs.values())))
-        versions = build_rootfs(base_tar, binaries, list(libs), out, staging)
-        write_manifest(out, kernel, modules, module_paths, versions, base_tar)
+        versions = build_rootfs(base_tar, binaries, list(libs), out, staging,
+                                args.erofs_compression)
+        write_manifest(out, kernel, modules, module_paths, versions, base_tar,
+                       args.erofs_compression)
     lock.close()
     progress("image", f"ready in {os.path.relpath(out, ROOT)}")
 
