@@ -1,5 +1,5 @@
 # The guest image (docs/IMAGE.md): `make image` -> $(B)/image/ with vmlinuz,
-# vmlinux, initramfs.cpio.gz, rootfs.ext4 and manifest.json. The script keeps
+# vmlinux, initramfs.cpio.gz, rootfs.ext4, rootfs.erofs and manifest.json. The script keeps
 # its own layers (build/image-cache) and rebuilds only what changed.
 
 IMAGE_BINS := $(B)/cellvm-agent $(B)/cellvm-executor $(B)/cellvm-init.stripped

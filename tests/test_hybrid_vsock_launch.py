@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import Sandbox, SandboxException  # noqa: E402
-from test_vm_qemu import IMAGE, build_image_or_skip, process_gone  # noqa: E402
+from conftest import IMAGE, build_image_or_skip, process_gone  # noqa: E402
 
 FAKE_VMM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_vmm.py")
 

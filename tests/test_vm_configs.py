@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 from cellvm.vmm_cloud_hypervisor import cloud_hypervisor_argv  # noqa: E402
 from cellvm.vmm_firecracker import firecracker_argv, write_firecracker_config  # noqa: E402
 from cellvm.vmm_qemu import QemuVM, VMError, kernel_cmdline, load_manifest  # noqa: E402
-from test_vm_qemu import IMAGE, build_image_or_skip  # noqa: E402
+from conftest import IMAGE, build_image_or_skip  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -23,9 +23,7 @@ from cellvm import Sandbox, _wire, launch  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(ROOT), "shared", "fixtures")
 
-# Re-exported: the other VM suites import them from here.
-from conftest import (BOOT_TIMEOUT, FIRST_RUN_TIMEOUT, IMAGE, SELFTEST_CMDLINE,  # noqa: E402,F401
-                      SESSION_VM_MEMORY_MB, build_image_or_skip, process_gone)
+from conftest import SESSION_VM_MEMORY_MB  # noqa: E402
 
 
 @pytest.fixture(scope="session")
