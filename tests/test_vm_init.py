@@ -299,3 +299,18 @@ def test_agent_restart_with_backoff_then_agent_requested_shutdown():
         assert "reboot: Restarting system" in console
     finally:
         vm.kill()
+
+
+def test_a_missing_root_device_ends_the_boot_after_its_timeout():
+    """No disk at root=: init waits cellvm.root_timeout_ms, says why, and
+    shuts the machine down (with -no-reboot QEMU exits) instead of hanging
+    or panicking the kernel by exiting."""
+    vm = boot(extra_cmdline="root=/dev/vdz cellvm.root_timeout_ms=300")
+    try:
+        assert vm.wait(timeout=SHUTDOWN_TIMEOUT + BOOT_TIMEOUT) == 0
+        console = vm.console()
+        assert logged(console, r"^error: root device /dev/vdz: .* after 300 ms$"), console[-3000:]
+        assert logged(console, r"^shutdown \(reboot\): no root filesystem$"), console[-3000:]
+        assert "Kernel panic" not in console
+    finally:
+        vm.kill()
