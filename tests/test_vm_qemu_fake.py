@@ -135,9 +135,9 @@ def test_cli_run_tcg_serial_and_boot_files(fake_qemu, agent, tmp_path):
     assert "rootfstype=ext4" not in words
     assert not any(d.startswith("vhost-vsock") for d in opt(argv, "-device"))
 
-    # The image's own files by default.
+    # The image's own files by default (and --vmm qemu, the default, said).
     os.unlink(fake_qemu["log"])
-    r = subprocess.run([CLI, "run", "--image", IMAGE, "--vsock", "off", "--", "1"],
+    r = subprocess.run([CLI, "run", "--image", IMAGE, "--vmm", "qemu", "--vsock", "off", "--", "1"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     (argv,) = launches(fake_qemu["log"])
@@ -178,3 +178,25 @@ def test_cli_rejects_bad_boot_options(fake_qemu, tmp_path):
                        env=env, capture_output=True, text=True, timeout=30)
     assert r.returncode == 3 and "nope: No such file or directory" in r.stderr
     assert not os.path.exists(fake_qemu["log"])  # QEMU was never started
+
+
+def test_sandbox_create_passes_its_vm_options_to_qemu(fake_qemu, agent, monkeypatch):
+    """Sandbox.create(network="user", memory_mb, vcpus, vmm="qemu") reaches
+    QEMU's command line; the cell runs on the real agent behind the fake,
+    and kill() leaves no process or file (the fixture checks)."""
+    from cellvm import Sandbox
+    monkeypatch.setenv("CELLVM_FAKE_QEMU_AGENT", agent.sock)
+    monkeypatch.setenv("CELLVM_ACCEL", "tcg")
+    sbx = Sandbox.create(IMAGE, vmm="qemu", network="user", memory_mb=768, vcpus=2, timeout=60)
+    try:
+        assert sbx.run_code("6 * 7").text == "42"
+        pid = sbx.vmm_pid
+    finally:
+        sbx.kill()
+    assert process_gone(pid)
+    (argv,) = launches(fake_qemu["log"])
+    assert opt(argv, "-m") == ["768"] and opt(argv, "-smp") == ["2"]
+    assert any(d.startswith("virtio-net-device") for d in opt(argv, "-device"))
+    assert any(n.startswith("user,") for n in opt(argv, "-netdev"))
+    words = opt(argv, "-append")[0].split()
+    assert "cellvm.net=static" in words and "cellvm.mem_limit=640M" in words
