@@ -22,7 +22,7 @@
 
 #include "agent.h"
 #include "confine.h"
-#include "fd_send.h"
+#include "fd_pass.h"
 #include "log.h"
 #include "services.h"
 #include "spawner.h"
@@ -92,33 +92,14 @@ static int write_full(int fd, const void *buf, size_t n)
 /* Receives one header and its fds. 0, -EPIPE at the agent's EOF, or -errno. */
 static int recv_hdr(int sock, struct spawn_hdr *h, int *fds, size_t *nfds)
 {
-        union {
-                char buf[CMSG_SPACE(SPAWN_MAX_FDS * sizeof(int))];
-                struct cmsghdr align;
-        } ctrl;
-        struct iovec iov = {.iov_base = h, .iov_len = sizeof(*h)};
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = ctrl.buf,
-                             .msg_controllen = sizeof(ctrl)};
         ssize_t n;
         do
-                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
+                n = cv_recv_with_fds(sock, h, sizeof(*h), fds, SPAWN_MAX_FDS, nfds);
+        while (n == -EINTR);
         if (n < 0)
-                return -errno;
+                return (int)n;
         if (n == 0)
                 return -EPIPE;
-        *nfds = 0;
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                        continue;
-                size_t k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                for (size_t i = 0; i < k && *nfds < SPAWN_MAX_FDS; i++)
-                        memcpy(&fds[(*nfds)++], CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
-        }
-        if (msg.msg_flags & MSG_CTRUNC)
-                return -EPROTO;
         if ((size_t)n < sizeof(*h))
                 return read_full(sock, (char *)h + n, sizeof(*h) - (size_t)n);
         return 0;

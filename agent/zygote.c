@@ -13,7 +13,7 @@
 
 #include "agent.h"
 #include "cbor_util.h"
-#include "fd_send.h"
+#include "fd_pass.h"
 #include "log.h"
 #include "msgtypes.h"
 #include "spawner.h"

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fd_pass.h"
 #include "writer.h"
 
 int ctl_channel_init(struct ctl_channel *c, int fd)
@@ -33,42 +34,19 @@ void ctl_channel_free(struct ctl_channel *c)
         c->in = NULL;
 }
 
-static void queue_fds(struct ctl_channel *c, struct msghdr *mh)
-{
-        for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm != NULL; cm = CMSG_NXTHDR(mh, cm)) {
-                if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-                        continue;
-                size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-                const unsigned char *data = CMSG_DATA(cm);
-                for (size_t i = 0; i < n; i++) {
-                        int fd;
-                        memcpy(&fd, data + i * sizeof(int), sizeof(int));
-                        if (c->nfds < CTL_MAX_FDS)
-                                c->fds[c->nfds++] = fd;
-                        else
-                                close(fd);
-                }
-        }
-}
-
 static int fill(struct ctl_channel *c)
 {
-        union {
-                struct cmsghdr align;
-                char buf[CMSG_SPACE(sizeof(int) * CTL_MAX_FDS)];
-        } control;
-        struct iovec iov = {.iov_base = c->in, .iov_len = CV_READER_CHUNK};
-        struct msghdr mh = {
-            .msg_iov = &iov,
-            .msg_iovlen = 1,
-            .msg_control = control.buf,
-            .msg_controllen = sizeof(control.buf),
-        };
-        ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
-
+        int fds[CV_FDS_MAX];
+        size_t nfds;
+        ssize_t n = cv_recv_with_fds(c->fd, c->in, CV_READER_CHUNK, fds, CV_FDS_MAX, &nfds);
         if (n < 0)
-                return -errno;
-        queue_fds(c, &mh);
+                return (int)n;
+        for (size_t i = 0; i < nfds; i++) {
+                if (c->nfds < CTL_MAX_FDS)
+                        c->fds[c->nfds++] = fds[i];
+                else
+                        (void)close(fds[i]); /* nobody took the earlier ones: a stuck peer */
+        }
         c->in_off = 0;
         c->in_len = (size_t)n;
         return n == 0 ? CV_READ_EOF : CV_READ_NEED;

@@ -17,7 +17,7 @@
 #include "cellvm_module.h"
 #include "ctl_channel.h"
 #include "executor_proc.h"
-#include "fd_send.h"
+#include "fd_pass.h"
 #include "msgtypes.h"
 
 /* Z_SPAWN carries the control socket, stdout and stderr pipe write ends. */
@@ -132,34 +132,23 @@ static void __attribute__((noreturn)) run_executor(PyObject *kernel, void *arg)
  * the zygote closed it without one, or another negative errno. */
 static int wait_for_assignment(int sock, int fds[SPAWN_NFDS], char *cwd, size_t cwd_size)
 {
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int) * SPAWN_NFDS)];
-        } ctl;
-        struct iovec iov = {.iov_base = cwd, .iov_len = cwd_size - 1};
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = ctl.buf,
-                            .msg_controllen = sizeof(ctl.buf)};
+        size_t nfds;
         ssize_t n;
-        int err = 0;
         PyThreadState *ts = PyEval_SaveThread(); /* the flusher thread runs meanwhile */
         do
-                n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-        while (n < 0 && errno == EINTR);
-        if (n < 0)
-                err = -errno;
+                n = cv_recv_with_fds(sock, cwd, cwd_size - 1, fds, SPAWN_NFDS, &nfds);
+        while (n == -EINTR);
         PyEval_RestoreThread(ts);
-        if (err < 0)
-                return err;
+        if (n < 0)
+                return (int)n;
         if (n == 0)
                 return -EPIPE;
         cwd[n] = '\0';
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        if ((mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || !c || c->cmsg_level != SOL_SOCKET ||
-            c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int) * SPAWN_NFDS))
+        if (nfds != SPAWN_NFDS) {
+                for (size_t i = 0; i < nfds; i++)
+                        (void)close(fds[i]);
                 return -EPROTO;
-        memcpy(fds, CMSG_DATA(c), sizeof(int) * SPAWN_NFDS);
+        }
         return 0;
 }
 
