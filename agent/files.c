@@ -170,13 +170,22 @@ static int enter(struct agent *a, struct conn *c, uint32_t id, const struct cred
         return rc < 0 ? -1 : 0;
 }
 
-void files_stat_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+/* The request's `path` resolved, then the user's creds entered; or the error
+ * answered and -1. */
+static int begin(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body,
+                 char path[PATH_MAX], struct creds_saved *saved)
 {
         struct creds cr;
+        if (files_request_path(a, c, id, body, "path", &cr, path, PATH_MAX) < 0)
+                return -1;
+        return enter(a, c, id, &cr, saved);
+}
+
+void files_stat_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
         struct creds_saved saved;
         char path[PATH_MAX];
-        if (files_request_path(a, c, id, body, "path", &cr, path, sizeof(path)) < 0 ||
-            enter(a, c, id, &cr, &saved) < 0)
+        if (begin(a, c, id, body, path, &saved) < 0)
                 return;
         reply_entry(a, c, id, path);
         creds_leave(&saved);
@@ -228,7 +237,6 @@ static void list_dir(struct lister *l, const char *dir, unsigned depth)
 
 void files_list_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
-        struct creds cr;
         struct creds_saved saved;
         char path[PATH_MAX];
         uint64_t depth = 1;
@@ -239,8 +247,7 @@ void files_list_request(struct agent *a, struct conn *c, uint32_t id, const cbor
         }
         if (depth > LIST_MAX_DEPTH)
                 depth = LIST_MAX_DEPTH;
-        if (files_request_path(a, c, id, body, "path", &cr, path, sizeof(path)) < 0 ||
-            enter(a, c, id, &cr, &saved) < 0)
+        if (begin(a, c, id, body, path, &saved) < 0)
                 return;
         struct stat st;
         if (stat(path, &st) < 0) {
@@ -286,11 +293,9 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 
 void files_remove_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
-        struct creds cr;
         struct creds_saved saved;
         char path[PATH_MAX];
-        if (files_request_path(a, c, id, body, "path", &cr, path, sizeof(path)) < 0 ||
-            enter(a, c, id, &cr, &saved) < 0)
+        if (begin(a, c, id, body, path, &saved) < 0)
                 return;
         struct stat st;
         int err = 0;
@@ -348,11 +353,9 @@ int files_make_dirs(char *path)
 
 void files_mkdir_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
-        struct creds cr;
         struct creds_saved saved;
         char path[PATH_MAX];
-        if (files_request_path(a, c, id, body, "path", &cr, path, sizeof(path)) < 0 ||
-            enter(a, c, id, &cr, &saved) < 0)
+        if (begin(a, c, id, body, path, &saved) < 0)
                 return;
         size_t n = strlen(path);
         while (n > 1 && path[n - 1] == '/')
