@@ -168,6 +168,20 @@ def build_image_or_skip():
     _image_built = True
 
 
+def qemu_pids():
+    """The pids of the QEMU processes running now."""
+    pids = set()
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    if b"qemu-system" in f.read().split(b"\0")[0]:
+                        pids.add(int(p))
+            except OSError:
+                pass
+    return pids
+
+
 def process_gone(pid):
     """The process no longer runs: exited (a zombie) or reaped."""
     try:

@@ -34,10 +34,10 @@ def test_sales_example_reports_a_missing_agent_binary(tmp_path):
 def test_sales_example_in_a_micro_vm(tmp_path):
     """`make demo`'s run: Sandbox.create() boots build/image under QEMU, the CSV
     goes up with files.write, the chart comes back; no VM is left behind."""
-    from conftest import IMAGE, build_image_or_skip
+    from conftest import IMAGE, build_image_or_skip, qemu_pids
     build_image_or_skip()
     out = tmp_path / "chart.png"
-    before = qemu_pids(IMAGE)  # VMs of other tests (a session fixture's) are not ours
+    before = qemu_pids()  # VMs of other tests (a session fixture's) are not ours
     r = subprocess.run(["/usr/bin/python3", EXAMPLE, "--vm", "--image", IMAGE, "--csv",
                         os.path.join(FIXTURES, "vendas.csv"), "--out", str(out)],
                        capture_output=True, text=True, timeout=600)
@@ -45,9 +45,4 @@ def test_sales_example_in_a_micro_vm(tmp_path):
     assert "612 sales, 6 products, 2026-01-01 to 2026-10-31" in r.stdout
     with Image.open(out) as im:
         assert im.format == "PNG" and 800 < im.width <= 1000
-    assert qemu_pids(IMAGE) - before == set()
-
-
-def qemu_pids(image):
-    r = subprocess.run(["pgrep", "-f", f"qemu-system.*{image}"], capture_output=True, text=True)
-    return set(r.stdout.split())
+    assert qemu_pids() - before == set()

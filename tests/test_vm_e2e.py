@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import CommandExitException, Sandbox, TimeoutException  # noqa: E402
-from conftest import IMAGE, process_gone  # noqa: E402
+from conftest import IMAGE, process_gone, qemu_pids  # noqa: E402
 from test_vm_qemu import out, run  # noqa: E402
 
 CREATE_TIMEOUT = 300
@@ -196,19 +196,6 @@ def test_each_context_has_its_own_cgroup_with_a_memory_limit(sbx):
 
 # --- kill and a fresh boot (last of the session: ends its VM) --------------
 
-def _qemu_pids():
-    pids = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/cmdline", "rb") as f:
-                    if b"qemu-system" in f.read().split(b"\0")[0]:
-                        pids.append(int(p))
-            except OSError:
-                pass
-    return pids
-
-
 @pytest.mark.ends_session_vm(2)
 def test_kill_then_a_fresh_sandbox_works_and_shuts_down_cleanly(sbx, monkeypatch):
     """kill() leaves no process or temp file; a new Sandbox is a new machine;
@@ -220,7 +207,7 @@ def test_kill_then_a_fresh_sandbox_works_and_shuts_down_cleanly(sbx, monkeypatch
     with Sandbox.connect(sbx.vm.address, request_timeout=60) as s:
         run(s, "left_behind = 1")
     sbx.kill()
-    assert process_gone(pid) and pid not in _qemu_pids()
+    assert process_gone(pid) and pid not in qemu_pids()
     assert not os.path.exists(tmp)
     sbx.kill()  # idempotent
     monkeypatch.delenv("CELLVM_ADDR", raising=False)
