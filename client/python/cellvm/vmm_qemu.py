@@ -89,17 +89,17 @@ def kvm_usable():
         return False
     if "vmx" not in flags and "svm" not in flags:
         return False
-    try:
-        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        return False
-    os.close(fd)
-    return True
+    return _can_open("/dev/kvm")
 
 
 def vhost_vsock_usable():
+    return _can_open("/dev/vhost-vsock")
+
+
+def _can_open(device):
+    """This process may open `device` read-write (it exists and we have the rights)."""
     try:
-        fd = os.open("/dev/vhost-vsock", os.O_RDWR | os.O_CLOEXEC)
+        fd = os.open(device, os.O_RDWR | os.O_CLOEXEC)
     except OSError:
         return False
     os.close(fd)
