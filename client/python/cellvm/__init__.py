@@ -43,8 +43,14 @@ from .models import (
 from .commands import CommandHandle
 from .files import WatchHandle
 from .sandbox import Sandbox
+from .async_commands import AsyncCommandHandle
+from .async_files import AsyncWatchHandle
+from .async_sandbox import AsyncSandbox
 
 __all__ = [
+    "AsyncCommandHandle",
+    "AsyncSandbox",
+    "AsyncWatchHandle",
     "AuthenticationException",
     "CommandExitException",
     "CommandHandle",

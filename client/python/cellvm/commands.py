@@ -149,6 +149,18 @@ class Commands:
         Foreground: waits and returns CommandResult, raising CommandExitException
         on a non-zero exit. background=True: returns a CommandHandle at once.
         `timeout` seconds (0 = none) kills the command and raises TimeoutException."""
+        handle = self._start(cmd, background, envs, user, cwd, stdin, timeout, request_timeout)
+        if background:
+            return handle
+        try:
+            return handle.wait(on_stdout=on_stdout, on_stderr=on_stderr)
+        except KeyboardInterrupt:
+            self._sbx._cancel(handle._req, request_timeout or self._sbx._request_timeout)
+            raise
+
+    def _start(self, cmd, background, envs, user, cwd, stdin, timeout, request_timeout) -> CommandHandle:
+        """Starts `cmd` as run() does and returns its handle once it runs
+        (AsyncCommands follows the output itself)."""
         body = {"cmd": cmd}
         all_envs = {**self._sbx._envs, **{str(k): str(v) for k, v in (envs or {}).items()}}
         if all_envs:
@@ -165,14 +177,7 @@ class Commands:
             body["timeout_ms"] = max(1, int(timeout * 1000))
         req = self._sbx._request(CMD_START, body)
         pid = self._started(req, request_timeout)
-        handle = CommandHandle(self, req, pid, timeout)
-        if background:
-            return handle
-        try:
-            return handle.wait(on_stdout=on_stdout, on_stderr=on_stderr)
-        except KeyboardInterrupt:
-            self._sbx._cancel(req, request_timeout or self._sbx._request_timeout)
-            raise
+        return CommandHandle(self, req, pid, timeout)
 
     def _started(self, req, request_timeout):
         try:

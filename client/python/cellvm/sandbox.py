@@ -61,6 +61,10 @@ def _open_connection(addr: str, timeout: float) -> "_wire.Connection":
         raise SandboxException(f"cannot connect to the agent at {addr}: {e}") from None
 
 
+class ExecutionAborted(SandboxException):
+    """_run_code()'s `abort` event was set: the execution was cancelled in the sandbox."""
+
+
 class _Messages:
     """A request's messages one at a time; TimeoutError after _POLL_S without one.
 
@@ -351,6 +355,14 @@ class Sandbox:
         arrives. `timeout` (seconds, default 300, 0 = none) interrupts the cell
         and raises TimeoutException. Ctrl-C (KeyboardInterrupt) cancels the
         execution in the sandbox and propagates."""
+        return self._run_code(code, language, context, on_stdout, on_stderr, on_result, on_error,
+                              envs, timeout, request_timeout)
+
+    def _run_code(self, code, language, context, on_stdout, on_stderr, on_result, on_error,
+                  envs, timeout, request_timeout, abort=None) -> Execution:
+        """run_code(); once `abort` (a threading.Event) is set, from any
+        thread, the execution is cancelled in the sandbox as on Ctrl-C and
+        ExecutionAborted is raised (AsyncSandbox's task cancellation)."""
         if language and context:
             raise InvalidArgumentException("You can provide context or language, but not both at the same time.")
         if language is not None and language.lower() not in ("python", "python3"):
@@ -373,18 +385,21 @@ class Sandbox:
         done = False
         try:
             done = self._collect(req, execution, on_stdout, on_stderr, on_result, on_error,
-                                 timeout, request_timeout)
+                                 timeout, request_timeout, abort)
         finally:
-            if not done:  # Ctrl-C, a callback raised, or the guard fired
+            if not done:  # Ctrl-C, a callback raised, abort, or the guard fired
                 self._cancel(req, request_timeout)
         return execution
 
     def _collect(self, req, execution, on_stdout, on_stderr, on_result, on_error,
-                 timeout, request_timeout) -> bool:
+                 timeout, request_timeout, abort=None) -> bool:
         """Turn the request's messages into `execution`; True once terminal."""
         started = None  # monotonic time of the last message once the cell runs
         stream = _Messages(req)
         while True:
+            # Seen within _POLL_S even while no message arrives.
+            if abort is not None and abort.is_set():
+                raise ExecutionAborted("the execution was cancelled")
             try:
                 mtype, msg = stream.next()
             except TimeoutError:
