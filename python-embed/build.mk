@@ -1,11 +1,12 @@
 # python-embed/: the executor binary $(B)/cellvm-executor (zygote + notebook kernel).
-# kernel.py and cellvm_pretty.py are compiled into the binary as C arrays.
+# kernel.py, cellvm_pretty.py and cellvm_charts.py are compiled into the binary as C arrays.
 
 EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_proc.c \
              python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
              python-embed/png_write.c python-embed/output_flusher.c
 EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o $(CONFINE_OBJS)
-EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py)
+EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py) \
+             $(wildcard python-embed/cellvm_charts.py)
 
 PY_EMBED_CFLAGS := $(shell $(PY_CONFIG) --includes)
 PY_EMBED_LIBS   := $(shell $(PY_CONFIG) --embed --ldflags)
@@ -17,7 +18,7 @@ CFLAGS_$(B)_python-embed_ := $(CFLAGS_python-embed_)
 $(B)/python-embed/embedded_py.c: python-embed/embed_sources.py $(EXEC_PY)
 	@mkdir -p $(dir $@)
 	$(PYTHON) python-embed/embed_sources.py $@ _cellvm_kernel=python-embed/kernel.py \
-		cellvm_pretty=python-embed/cellvm_pretty.py
+		cellvm_pretty=python-embed/cellvm_pretty.py cellvm_charts=python-embed/cellvm_charts.py
 
 $(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
 	$(CC) $(CFLAGS) -Ipython-embed -c -o $@ $<

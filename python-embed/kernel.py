@@ -10,6 +10,7 @@ magics, matplotlib figures shown once per cell.
 
 import ast
 import builtins
+import errno
 import gc
 import importlib.abc
 import importlib.util
@@ -521,6 +522,8 @@ _REPR_METHODS = [
     ("application/json", "_repr_json_"),
     ("application/javascript", "_repr_javascript_"),
 ]
+# E2B's kernel adds its own formatters after IPython's (template/startup_scripts/0002_data.py).
+_FORMAT_ORDER = _REPR_METHODS + [("e2b/data", None), ("e2b/chart", None)]
 _TEXT_MIMES = {"text/plain", "text/html", "text/markdown", "image/svg+xml", "text/latex",
                "application/javascript"}
 _BINARY_MIMES = {"image/png", "image/jpeg", "application/pdf"}
@@ -626,11 +629,24 @@ def _e2b_json(obj):
         return value, {"expanded": True}
 
 
+def _figure_chart(fig):
+        """E2B's e2b/chart of a figure (cellvm_charts); None, so no entry, when the
+        figure has no chart or extraction failed: it never fails the display."""
+        try:
+                import cellvm_charts
+        except Exception:
+                return None
+        return cellvm_charts.figure_chart(fig)
+
+
 def _type_formatters(obj):
-        """Formatters IPython registers by type: matplotlib figures (PNG), DataFrames (e2b/data)."""
+        """Formatters IPython registers by type: matplotlib figures (PNG, e2b/chart),
+        DataFrames (e2b/data)."""
         fig_mod = sys.modules.get("matplotlib.figure")
         if fig_mod is not None and isinstance(obj, fig_mod.Figure):
-                return _figure_formatters()
+                formatters = _figure_formatters()
+                formatters["e2b/chart"] = _figure_chart
+                return formatters
         if isinstance(obj, (list, dict)):
                 return {"application/json": _e2b_json}
         pd = sys.modules.get("pandas")
@@ -676,7 +692,7 @@ def format_bundle(obj, include=None, exclude=None):
                                 if v is not None:
                                         data[k] = v
         by_type = _type_formatters(obj)
-        for mime, meth in _REPR_METHODS + [("e2b/data", None)]:
+        for mime, meth in _FORMAT_ORDER:
                 if include and mime not in include or exclude and mime in exclude:
                         continue
                 if mime in data:
@@ -720,7 +736,17 @@ def _send(mtype, body, defer=False):
         if not defer:
                 _flush_std()
                 _cellvm.wait_output_drained(OUTPUT_DRAIN_TIMEOUT)
-        _cellvm.send(_state.fd, mtype, _state.req_id, body, defer)
+        try:
+                _cellvm.send(_state.fd, mtype, _state.req_id, body, defer)
+        except OSError as e:
+                # A figure's chart (every point of every line) can make the message
+                # larger than the wire allows: the figure then goes without it, as
+                # when extraction fails. Nothing was written (encoding failed first).
+                data = body.get("data")
+                if e.errno != errno.EMSGSIZE or not isinstance(data, dict) or "e2b/chart" not in data:
+                        raise
+                data = {k: v for k, v in data.items() if k != "e2b/chart"}
+                _cellvm.send(_state.fd, mtype, _state.req_id, dict(body, data=data), defer)
 
 
 _capturing = []  # the output lists of running %%capture cells, innermost last
@@ -2059,6 +2085,10 @@ def zygote_preload(modules):
                         _warm_matplotlib(plt)
                 except Exception as e:
                         errors.append(f"matplotlib warm-up: {type(e).__name__}: {e}")
+                try:  # compiled once here rather than at each context's first figure
+                        import cellvm_charts  # noqa: F401
+                except Exception:
+                        pass
         # Every executor's Kernel imports getpass (and termios, a shared library).
         for name in ("cellvm_pretty", "getpass"):
                 try:

@@ -27,7 +27,8 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 # What E2B's template installs into every kernel (template/startup_scripts/
 # 0002_data.py), with json standing in for orjson and without the chart
-# extractor, which needs E2B's own package.
+# extractor, which needs E2B's own package (cellvm's e2b/chart is checked
+# by test_charts.py).
 E2B_STARTUP = r'''
 import json as _json
 import pandas as _pd
@@ -121,6 +122,8 @@ def view(executions, with_json=False):
     """What an E2B user can observe, normalised where the two legitimately
     differ (absolute execution counts, the cell's file name). E2B's extra
     application/json for lists and dicts is compared by its own test."""
+    # "chart" (e2b/chart) is E2B's addition, not ipykernel's: the reference
+    # kernel has no extractor, and test_charts.py checks cellvm's.
     hidden = {"chart"} if with_json else {"chart", "json"}
     first = executions[0].execution_count
     out = []

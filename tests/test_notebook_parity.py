@@ -157,6 +157,8 @@ def view(ex, first, cwd):
         "stderr": n("".join(ex.logs.stderr)),
         "results": [{
             "main": r.is_main_result,
+            # e2b/chart is E2B's addition, absent from the reference kernel
+            # (no extractor there); test_charts.py checks it.
             "formats": sorted(f for f in r.formats() if f != "chart"),
             "text": n(r.text),
             "html": n(r.html),

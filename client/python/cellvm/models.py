@@ -9,11 +9,16 @@ types without a field of their own go to `extra`.
 
 import base64
 import json
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, TypeVar, Union
 
+from .charts import Chart, _deserialize_chart
+
 T = TypeVar("T")
 OutputHandler = Union[Callable[[T], Any], Callable[[T], Awaitable[Any]]]
+
+logger = logging.getLogger(__name__)
 
 # MIME type -> Result attribute. Binary ones arrive as raw bytes on the wire.
 _FIELDS = {
@@ -28,6 +33,7 @@ _FIELDS = {
     "application/json": "json",
     "application/javascript": "javascript",
     "e2b/data": "data",
+    "e2b/chart": "chart",
 }
 
 
@@ -93,7 +99,8 @@ class Result:
     json: Optional[dict] = None
     javascript: Optional[str] = None
     data: Optional[dict] = None
-    chart: Optional[Any] = None
+    chart: Optional[Chart] = None
+    """The figure's data (cellvm.charts), when the result is a matplotlib figure."""
     is_main_result: bool = False
     extra: Optional[dict] = None
 
@@ -126,7 +133,15 @@ class Result:
         self.json = json
         self.javascript = javascript
         self.data = data
-        self.chart = chart
+        self.chart = None
+        if isinstance(chart, Chart):
+            self.chart = chart
+        elif chart:
+            # As E2B's SDK: a chart this version cannot read is logged, not raised.
+            try:
+                self.chart = _deserialize_chart(chart)
+            except Exception as e:
+                logger.error("cannot read the chart (an SDK older than the executor?): %s", e)
         self.is_main_result = is_main_result
         self.extra = extra
         self.raw = kwargs.get("raw", {})
