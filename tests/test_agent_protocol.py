@@ -696,7 +696,14 @@ def test_executor_killed_from_outside(fresh_agent):
 
 
 def test_zygote_restarts_after_death(fresh_agent):
-    zygotes = [p for p in children_of(fresh_agent.proc.pid) if b"--zygote" in cmdline(p)]
+    # The agent listens before it starts the zygote: it may not be there yet.
+    deadline = time.monotonic() + 10
+    while True:
+        zygotes = [p for p in children_of(fresh_agent.proc.pid) if b"--zygote" in cmdline(p)]
+        if zygotes:
+            break
+        assert time.monotonic() < deadline, fresh_agent.read_log()
+        time.sleep(0.02)
     assert len(zygotes) == 1
     os.kill(zygotes[0], 9)
     deadline = time.monotonic() + 10
