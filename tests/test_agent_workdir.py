@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import time
 
 from conftest import AGENT, AgentProcess
 
@@ -11,6 +12,10 @@ def test_missing_workdir_is_created(tmp_path):
     a = AgentProcess("--workdir", work, preload="")  # the last --workdir wins
     try:
         assert os.path.isdir(work)
+        # The socket listens before the agent's setup ends with its "ready" line.
+        deadline = time.monotonic() + 10
+        while "ready:" not in a.read_log() and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert f"workdir {work}" in a.read_log()
     finally:
         a.stop()
