@@ -168,18 +168,25 @@ def build_image_or_skip():
     _image_built = True
 
 
-def qemu_pids():
-    """The pids of the QEMU processes running now."""
-    pids = set()
+def _cmdlines():
+    """(pid, argv as NUL-separated bytes) of every process now."""
     for p in os.listdir("/proc"):
         if p.isdigit():
             try:
                 with open(f"/proc/{p}/cmdline", "rb") as f:
-                    if b"qemu-system" in f.read().split(b"\0")[0]:
-                        pids.add(int(p))
+                    yield int(p), f.read()
             except OSError:
                 pass
-    return pids
+
+
+def processes_mentioning(text):
+    """The pids whose command line contains `text` (a temp dir left in use, say)."""
+    return [pid for pid, cmd in _cmdlines() if text.encode() in cmd]
+
+
+def qemu_pids():
+    """The pids of the QEMU processes running now."""
+    return {pid for pid, cmd in _cmdlines() if b"qemu-system" in cmd.split(b"\0")[0]}
 
 
 def process_gone(pid):

@@ -12,7 +12,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from conftest import build_image_or_skip  # noqa: E402
+from conftest import build_image_or_skip, processes_mentioning  # noqa: E402
 
 BUILD = os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build"))
 CLI = os.path.join(BUILD, "cellvm")
@@ -25,19 +25,6 @@ def tmpdir_env(tmp_path):
     env = dict(os.environ, TMPDIR=str(tmp_path))
     env.pop("CELLVM_ADDR", None)
     return tmp_path, env
-
-
-def qemu_with(path_part):
-    out = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/cmdline", "rb") as f:
-                    if path_part.encode() in f.read():
-                        out.append(int(p))
-            except OSError:
-                pass
-    return out
 
 
 def test_run_boots_runs_and_cleans_up(tmpdir_env):
@@ -57,7 +44,7 @@ def test_run_boots_runs_and_cleans_up(tmpdir_env):
     pngs = list(outdir.glob("cellvm-*.png"))
     assert len(pngs) == 1 and pngs[0].read_bytes().startswith(b"\x89PNG")
     assert glob.glob(str(tmp / "cellvm-qemu-*")) == []  # temp dir removed
-    assert qemu_with(str(tmp)) == []  # and QEMU gone
+    assert processes_mentioning(str(tmp)) == []  # and QEMU gone
 
     # Other VMMs are the Python SDK's: a usage error, before anything starts.
     r = subprocess.run([CLI, "run", "--image", IMAGE, "--vmm", "firecracker", "--", "1"],
@@ -78,4 +65,4 @@ def test_shell_reads_cells_from_stdin(tmpdir_env):
     assert r.stdout == "hi\n10\n3\n"
     assert "ZeroDivisionError: division by zero" in r.stderr
     assert glob.glob(str(tmp / "cellvm-qemu-*")) == []
-    assert qemu_with(str(tmp)) == []
+    assert processes_mentioning(str(tmp)) == []

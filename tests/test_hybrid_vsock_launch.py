@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import Sandbox, SandboxException  # noqa: E402
-from conftest import IMAGE, build_image_or_skip, process_gone  # noqa: E402
+from conftest import IMAGE, build_image_or_skip, process_gone, processes_mentioning  # noqa: E402
 
 FAKE_VMM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_vmm.py")
 
@@ -45,19 +45,6 @@ def fake_vmms(tmp_path, monkeypatch, agent):
     monkeypatch.setattr(tempfile, "tempdir", tmp)
     yield tmp, log
     os.rmdir(tmp)  # fails if a test left something in it
-
-
-def processes_mentioning(text):
-    found = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                with open(f"/proc/{p}/cmdline", "rb") as f:
-                    if text.encode() in f.read():
-                        found.append(int(p))
-            except OSError:
-                pass
-    return found
 
 
 @pytest.mark.parametrize("vmm", ["firecracker", "cloud-hypervisor"])

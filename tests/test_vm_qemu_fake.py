@@ -30,9 +30,8 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm.vmm_qemu import QemuVM, VMError  # noqa: E402
-from test_hybrid_vsock_launch import processes_mentioning  # noqa: E402
 from test_vm_configs import make_erofs, opt  # noqa: E402
-from conftest import IMAGE, build_image_or_skip, process_gone  # noqa: E402
+from conftest import IMAGE, build_image_or_skip, process_gone, processes_mentioning  # noqa: E402
 
 BUILD = os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build"))
 CLI = os.path.join(BUILD, "cellvm")
