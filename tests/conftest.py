@@ -124,6 +124,23 @@ def ctx(sbx):
         pass
 
 
+def run_e2b_program(agent, tmp_path, source, name):
+    """Runs `source`, an E2B program, imports and all, with /usr/bin/python3
+    against `agent` (dev mode): client/python/compat gives it E2B's module
+    names and $CELLVM_ADDR the sandbox; $E2B_PROGRAM_DIR is a directory of
+    the sandbox user's for it. Returns the CompletedProcess (text)."""
+    work = os.path.join(agent.workdir, name)
+    os.makedirs(work, exist_ok=True)
+    agent.give_to_sandbox_user(work)
+    prog = tmp_path / "program.py"
+    prog.write_text(source)
+    env = dict(os.environ, CELLVM_ADDR=agent.addr, E2B_PROGRAM_DIR=work,
+               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "client", "python"),
+                                           os.path.join(ROOT, "client", "python", "compat")]))
+    return subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
 # --- the session's micro-VM --------------------------------------------------
 # One QEMU boot of build/image serves test_vm_e2e, test_vm_qemu and
 # test_sdk_create's boot checks (under TCG a boot with the zygote's preloads

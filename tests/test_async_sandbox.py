@@ -8,8 +8,6 @@ Each test drives its own event loop with asyncio.run (no pytest plugin)."""
 import asyncio
 import contextvars
 import os
-import subprocess
-import sys
 import threading
 import time
 
@@ -31,8 +29,8 @@ from cellvm import (
     TimeoutException,
     WriteInfo,
 )
+from conftest import run_e2b_program
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REQUEST_ID = contextvars.ContextVar("request_id")
 
 
@@ -427,15 +425,7 @@ asyncio.run(main())
 
 
 def test_an_e2b_async_program_runs_unchanged_with_the_compat_path(agent, tmp_path):
-    work = os.path.join(agent.workdir, "e2b-async-program")
-    os.makedirs(work, exist_ok=True)
-    agent.give_to_sandbox_user(work)
-    prog = tmp_path / "program.py"
-    prog.write_text(E2B_ASYNC_PROGRAM)
-    env = dict(os.environ, CELLVM_ADDR=agent.addr, E2B_PROGRAM_DIR=work,
-               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "client", "python"),
-                                           os.path.join(ROOT, "client", "python", "compat")]))
-    r = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=120)
+    r = run_e2b_program(agent, tmp_path, E2B_ASYNC_PROGRAM, "e2b-async-program")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["2 ['hi\\n']", "hello from e2b", "from bash", "exit 3", "True"]
 

@@ -11,17 +11,15 @@ import base64
 import os
 import re
 import struct
-import subprocess
-import sys
 import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 jupyter_client = pytest.importorskip("jupyter_client")
 
 from cellvm import Execution, ExecutionError, Logs, OutputMessage, Result, Sandbox  # noqa: E402
+from conftest import run_e2b_program  # noqa: E402
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -342,15 +340,7 @@ with Sandbox.create() as sandbox:
 def test_an_e2b_program_runs_unchanged_with_the_compat_path(agent, tmp_path):
     """An E2B program, imports and all, against the dev agent: only the
     environment says where the sandbox is."""
-    work = os.path.join(agent.workdir, "e2b-program")
-    os.makedirs(work, exist_ok=True)
-    agent.give_to_sandbox_user(work)
-    prog = tmp_path / "program.py"
-    prog.write_text(E2B_PROGRAM)
-    env = dict(os.environ, CELLVM_ADDR=agent.addr, E2B_PROGRAM_DIR=work,
-               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "client", "python"),
-                                           os.path.join(ROOT, "client", "python", "compat")]))
-    r = subprocess.run([sys.executable, str(prog)], env=env, capture_output=True, text=True, timeout=120)
+    r = run_e2b_program(agent, tmp_path, E2B_PROGRAM, "e2b-program")
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["2", "True", "hello from e2b", "['hello.txt']", "from bash",
                                      "exit 3", "ZeroDivisionError division by zero"]
