@@ -67,26 +67,24 @@ def mounts(out):
     return {f[1]: (f[2], f[3]) for f in (ln.split() for ln in out.splitlines()) if len(f) == 6}
 
 
-@pytest.fixture(scope="module")
-def no_initramfs():
-    kernel = kernel_or_skip("vmlinux")
-    vm, sbx, stamps = boot(kernel, None)
+def booted(kernel_name, initramfs):
+    """A module fixture's body: (vm, sandbox, boot stamps) until the module ends."""
+    vm, sbx, stamps = boot(kernel_or_skip(kernel_name), initramfs)
     try:
         yield vm, sbx, stamps
     finally:
         sbx.kill()
         vm.kill()
+
+
+@pytest.fixture(scope="module")
+def no_initramfs():
+    yield from booted("vmlinux", None)
 
 
 @pytest.fixture(scope="module")
 def with_initramfs():
-    kernel = kernel_or_skip("bzImage")
-    vm, sbx, stamps = boot(kernel, True)
-    try:
-        yield vm, sbx, stamps
-    finally:
-        sbx.kill()
-        vm.kill()
+    yield from booted("bzImage", True)
 
 
 def check_guest(sbx):
