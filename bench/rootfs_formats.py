@@ -14,8 +14,8 @@ the first imports, read from a cold page cache through the root filesystem),
 and the CPU time QEMU used up to the first cell's end: on a shared machine
 the wall times move with the load, the CPU time far less.
 
-The disk is chosen in QEMU's argv (QemuVM with the -drive file swapped) and
-the manifest's rootfs format cmdline appended to the command line.
+The disk is QemuVM's rootfs= (its type read from the superblock, as the
+manifest's rootfs format line says); the boot is bench/boot.py's timed_boot().
 """
 
 import argparse
@@ -31,22 +31,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
-from cellvm import _wire  # noqa: E402
 from cellvm.vmm_qemu import QemuVM  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from boot import timed_boot  # noqa: E402
+
 BUILD = os.path.join(ROOT, "build")
-
-
-class RootfsVM(QemuVM):
-    """QemuVM booting `disk` (a file of the image) instead of rootfs.ext4."""
-
-    def __init__(self, image, disk, **kw):
-        super().__init__(image, **kw)
-        self.disk = disk
-
-    def argv(self):
-        ext4 = os.path.join(self.image, "rootfs.ext4")
-        return [a.replace(f"file={ext4},", f"file={self.disk},") for a in super().argv()]
 
 
 def build(compression, out):
@@ -58,33 +48,10 @@ def build(compression, out):
     return time.monotonic() - t0
 
 
-def cpu_seconds(pid):
-    """utime + stime of a process (all its threads), in seconds."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def one_boot(image, disk, cmdline):
-    vm = RootfsVM(image, disk, memory_mb=1024, extra_cmdline=cmdline)
-    t0 = time.monotonic()
-    vm.start()
-    try:
-        conn = vm.connect(timeout=300)
-        hello = time.monotonic() - t0
-        for t, body in conn.request(_wire.EXECUTE, {"code": "1 + 1"}).messages(timeout=600):
-            if t == _wire.ERROR:
-                raise RuntimeError(f"first cell failed: {body}")
-            if t == _wire.OK:
-                break
-        cpu = cpu_seconds(vm.pid)
-        conn.close()
-        again = vm.connect(timeout=60)  # executor_ready is stamped once the zygote is up
-        boot = dict(again.hello.get("boot", {}))
-        again.close()
-    finally:
-        vm.kill()
-    return {"hello": hello, "cpu": cpu,
+def one_boot(image, disk):
+    r = timed_boot(QemuVM(image, memory_mb=1024, rootfs=disk))
+    boot = r["boot"]
+    return {"hello": r["agent_ready"], "cpu": r["vmm_cpu"],
             "root_mount": (boot["root_mounted"] - boot["modules_loaded"]) / 1e9,
             "preloads": (boot["executor_ready"] - boot["agent_ready"]) / 1e9}
 
@@ -98,7 +65,7 @@ def main():
     formats = args.formats.split(",")
     tmp = tempfile.mkdtemp(prefix="cellvm-rootfs-formats-", dir="/var/tmp")
     try:
-        variants = {}  # name -> (image dir, disk, cmdline)
+        variants = {}  # name -> (image dir, disk)
         for f in formats:
             comp = "lz4hc" if f == "ext4" else f
             out = os.path.join(tmp, comp)
@@ -108,18 +75,18 @@ def main():
             with open(os.path.join(out, "manifest.json")) as mf:
                 fmt = json.load(mf)["rootfs"]["formats"]["ext4" if f == "ext4" else "erofs"]
             name = f if f == "ext4" else f"erofs {f}"
-            variants[name] = (out, os.path.join(out, fmt["file"]), fmt["cmdline"])
+            variants[name] = (out, os.path.join(out, fmt["file"]))
         runs = {name: [] for name in variants}
         for i in range(args.runs):
-            for name, (out, disk, cmdline) in variants.items():
-                r = one_boot(out, disk, cmdline)
+            for name, (out, disk) in variants.items():
+                r = one_boot(out, disk)
                 runs[name].append(r)
                 print(f"run {i + 1} {name:<12} hello {r['hello']:.2f} s, root mount "
                       f"{r['root_mount'] * 1000:.0f} ms, preloads {r['preloads']:.2f} s, "
                       f"QEMU CPU {r['cpu']:.2f} s", flush=True)
         med = statistics.median
         print(f"\nmedian of {args.runs}     size (MB)  root mount   HELLO  preloads  QEMU CPU")
-        for name, (out, disk, _) in variants.items():
+        for name, (out, disk) in variants.items():
             rs = runs[name]
             print(f"{name:<16} {os.path.getsize(disk) / 1e6:9.1f} "
                   f"{med(r['root_mount'] for r in rs) * 1000:9.0f} ms "
