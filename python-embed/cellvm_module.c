@@ -1,5 +1,6 @@
 /* The `_cellvm` builtin module (see cellvm_module.h). */
 #include "cellvm_module.h"
+#include "out_stream.h"
 
 #include <errno.h>
 #include <string.h>
@@ -347,6 +348,8 @@ PyMODINIT_FUNC cellvm_module_init(void)
                 Py_DECREF(sources);
                 goto fail;
         }
+        if (cv_out_stream_add_type(m) < 0)
+                goto fail;
         return m;
 fail:
         Py_DECREF(m);

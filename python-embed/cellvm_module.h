@@ -6,6 +6,7 @@
  *   png_encode(rgba, width, height, dpi=None) -> bytes   (GIL released)
  *   flusher_start(flush, interval) / flusher_active(bool) / flusher_stop()
  *                                  output flusher thread (output_flusher.h)
+ *   OutStream                      sys.stdout/sys.stderr's text layer (out_stream.h)
  *   sources: {module name: source text} compiled into the binary
  */
 #ifndef CELLVM_MODULE_H

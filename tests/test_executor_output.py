@@ -98,3 +98,47 @@ def test_a_closed_stream_refuses_writes_but_its_fd_stays_open(ex):
     assert r.error["name"] == "ValueError" and "closed file" in r.error["value"]
     r = ex.ok("os.write(2, b'fd 2 still open\\n');")
     assert r.stderr == "fd 2 still open\n"
+
+
+def test_stream_is_a_text_io_base_named_outstream_as_in_ipykernel(ex):
+    # ipykernel's OutStream derives from io.TextIOBase: what it does not
+    # define (reconfigure, read, ...) fails as there, naming 'OutStream'.
+    r = ex.ok("import io, sys\n"
+              "isinstance(sys.stdout, io.TextIOBase), sys.stdout.newlines, sys.stdout.readable(), "
+              "sys.stdout.seekable(), type(sys.stdout).__name__")
+    assert r.result["data"]["text/plain"] == "(True, None, False, False, 'OutStream')"
+    r = ex.run("sys.stdout.reconfigure(encoding='utf-8')")
+    assert (r.error["name"], r.error["value"]) == \
+        ("AttributeError", "'OutStream' object has no attribute 'reconfigure'")
+    r = ex.run("sys.stdout.read()")
+    assert (r.error["name"], r.error["value"]) == ("UnsupportedOperation", "read")
+    r = ex.run("sys.stdout.write(b'x')")
+    assert (r.error["name"], r.error["value"]) == ("TypeError", "write() argument must be str, not bytes")
+    r = ex.ok("n = sys.stdout.write('h\\u00e9llo \\u6771\\n'); sys.stdout.writelines(['a', 'b\\n']); n")
+    assert r.stdout == "h\u00e9llo \u6771\nab\n" and r.result["data"]["text/plain"] == "8"
+
+
+def test_writes_bigger_than_the_buffer_and_from_threads_arrive_whole(ex):
+    r = ex.ok("print('x' * 200000)\nprint('y' * 10)")
+    assert r.stdout == "x" * 200000 + "\n" + "y" * 10 + "\n"
+    r = ex.ok("import threading\n"
+              "def w(c):\n"
+              "    for _ in range(2000):\n"
+              "        print(c * 50)\n"
+              "ts = [threading.Thread(target=w, args=(c,)) for c in 'abcd']\n"
+              "[t.start() for t in ts]; [t.join() for t in ts];")
+    lines = r.stdout.splitlines()
+    assert len(lines) == 8000 and all(len(ln) == 50 and len(set(ln)) == 1 for ln in lines)
+    assert sorted({ln[0] for ln in lines}) == list("abcd")
+
+
+def test_a_stream_that_is_dropped_writes_what_it_holds(ex):
+    # The stream type on another fd: its pending text is written when it is
+    # collected (IOBase's finaliser closes it), as TextIOWrapper's would be.
+    r = ex.ok("import gc, os, sys\n"
+              "r, w = os.pipe()\n"
+              "s = type(sys.stdout)(w, 'other')\n"
+              "s.write('pending')\n"
+              "del s; gc.collect()\n"
+              "os.read(r, 100)")
+    assert r.result["data"]["text/plain"] == "b'pending'"
