@@ -9,7 +9,14 @@ EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py) \
              $(wildcard python-embed/cellvm_charts.py)
 
 PY_EMBED_CFLAGS := $(shell $(PY_CONFIG) --includes)
-PY_EMBED_LIBS   := $(shell $(PY_CONFIG) --embed --ldflags)
+# libpython linked in statically, as Debian's own /usr/bin/python3.11 has it:
+# the shared libpython3.11.so runs Python code 1.4-2x slower here (position-
+# independent code, calls through the PLT; `print` 10,000 times: 4.1 vs 2.6 ms;
+# docs/BENCHMARKS.md). Its objects are not position-independent, hence -no-pie;
+# -export-dynamic lets extension modules (numpy, ...) find the C API.
+PY_STATIC_LIB   := $(shell $(PYTHON) -c 'import sysconfig as s; print(s.get_config_var("LIBPL") + "/" + s.get_config_var("LIBRARY"))')
+PY_EMBED_LIBS   := -no-pie $(PY_STATIC_LIB) \
+                   $(shell $(PYTHON) -c 'import sysconfig as s; print(s.get_config_var("LINKFORSHARED"), s.get_config_var("LIBS"), s.get_config_var("SYSLIBS"), s.get_config_var("MODLIBS"))')
 
 # Python's headers must come first and use no -Werror-unfriendly flags of python3-config --cflags.
 CFLAGS_python-embed_ := $(PY_EMBED_CFLAGS) -Ipython-embed -DCELLVM_PYTHON='"$(PYTHON)"'
@@ -23,5 +30,5 @@ $(B)/python-embed/embedded_py.c: python-embed/embed_sources.py $(EXEC_PY)
 $(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
 	$(CC) $(CFLAGS) -Ipython-embed -c -o $@ $<
 
-$(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB)
+$(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB) $(PY_STATIC_LIB)
 	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(PY_EMBED_LIBS) -lpng -lz $(PROTO_LIBS) $(CONFINE_LIBS)

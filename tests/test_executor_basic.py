@@ -153,3 +153,17 @@ def test_cwd_and_isolated_fds(zygote, tmp_path):
     assert e.ok("sorted(os.listdir('/proc/self/fd'))").text in ("['0', '1', '2', '3', '4']",
                                                                 "['0', '1', '2', '3']")
     assert e.ok("os.getsid(0) == os.getpid()").text == "True"
+
+
+def test_libpython_is_linked_in_not_loaded(ex):
+    """The executor carries libpython (as Debian's python3.11 does): the
+    shared libpython3.11.so runs Python code slower (python-embed/build.mk),
+    and the guest image does not ship it."""
+    import subprocess
+    from test_executor_harness import EXECUTOR
+    needed = subprocess.run(["readelf", "-d", EXECUTOR], capture_output=True, text=True, check=True).stdout
+    assert "(NEEDED)" in needed and "libpython" not in needed
+    maps = ex.ok("open('/proc/self/maps').read()").result["data"]["text/plain"]
+    assert "cellvm-executor" in maps and "libpython3" not in maps
+    # extension modules find the C API in the executable itself
+    assert ex.ok("import _ctypes, _decimal, numpy; numpy.arange(4).sum()").result["data"]["text/plain"] == "6"
