@@ -112,3 +112,42 @@ def test_shutdown_outside_cellvm_init_is_refused_and_the_agent_serves_on(sbx, ag
     from cellvm import Sandbox
     with Sandbox.connect(agent.addr) as again:
         assert again.run_code("6 * 7").text == "42"
+
+
+def _spin_default(env, cpus=None):
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    cmd = [sys.executable, "-c", "from cellvm import _wire; print(_wire.SPIN_S)"]
+    if cpus:
+        cmd = ["taskset", "-c", cpus] + cmd
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONPATH=os.path.join(root, "client", "python"), **env))
+    return float(out.stdout)
+
+
+def test_spin_before_blocking_is_configurable_and_off_on_one_cpu():
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs to see the default")
+    assert _spin_default({}) == 500e-6
+    assert _spin_default({"CELLVM_SPIN_US": "120"}) == 120e-6
+    assert _spin_default({"CELLVM_SPIN_US": "0"}) == 0.0
+    assert _spin_default({"CELLVM_SPIN_US": "junk"}) == 500e-6
+    assert _spin_default({"CELLVM_SPIN_US": "1e9"}) == 0.1  # capped
+    # one CPU: spinning would keep a dev-mode agent from answering
+    assert _spin_default({"CELLVM_SPIN_US": "500"}, cpus="0") == 0.0
+
+
+def test_a_waiting_caller_spins_only_briefly_then_sleeps(sbx):
+    """A long cell costs the waiting client next to no CPU: the spin is
+    bounded, then the caller blocks in poll()."""
+    sbx._conn.spin_s = 0.005
+    try:
+        assert sbx.run_code("1+1").text == "2"
+        cpu = time.process_time()
+        wall = time.monotonic()
+        assert sbx.run_code("import time; time.sleep(0.6); 6 * 7").text == "42"
+        cpu, wall = time.process_time() - cpu, time.monotonic() - wall
+    finally:
+        sbx._conn.spin_s = __import__("cellvm")._wire.SPIN_S
+    assert wall >= 0.6 and cpu < 0.2, (wall, cpu)

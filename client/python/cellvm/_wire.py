@@ -9,6 +9,7 @@ frames into messages and hands each to the request it belongs to
 import collections
 import itertools
 import _signal
+import os
 import select
 import signal
 import socket
@@ -27,6 +28,24 @@ DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
 PROTOCOL_VERSION = 1
 HELLO_RESEND_S = 0.5  # first re-send of an unanswered HELLO; doubles up to the max
 HELLO_RESEND_MAX_S = 8.0
+
+
+def _default_spin_s():
+    """How long a thread waiting for its answer polls the socket without
+    sleeping before it blocks: $CELLVM_SPIN_US microseconds (default 500),
+    none on a host with one CPU, where spinning would keep the agent (dev
+    mode) from running. Why: waking a thread that slept costs more than the
+    agent's whole answer to a short request on a VM host (docs/BENCHMARKS.md)."""
+    try:
+        us = float(os.environ.get("CELLVM_SPIN_US", "500"))
+    except ValueError:
+        us = 500.0
+    if len(os.sched_getaffinity(0)) < 2:
+        return 0.0
+    return max(0.0, min(us, 100_000.0)) / 1e6
+
+
+SPIN_S = _default_spin_s()
 
 # Requests (client -> agent)
 HELLO = 0x0001
@@ -167,6 +186,7 @@ class Connection:
         self._poll_in = None  # select.poll() for readability, made by the first reader
         self._backlog_limit = 0  # with start_reader(): messages a request may hold unread
         self._waiters = 0  # threads in _wait(): notify only when there are some
+        self.spin_s = SPIN_S  # busy-poll before blocking, for a request's own reader
         self.hello = None
 
     @classmethod
@@ -367,7 +387,7 @@ class Connection:
         try:
             while True:
                 left = None if deadline is None else max(0.0, deadline - time.monotonic())
-                self._read_some(left)
+                self._read_some(left, spin=True)
                 if items:
                     return True
                 if self._closed is not None:
@@ -382,16 +402,18 @@ class Connection:
                 self._reading = False
                 self._wake()
 
-    def _read_some(self, timeout):
+    def _read_some(self, timeout, spin=False):
         """As the reading thread: wait up to `timeout` s for bytes, read what
-        is there and hand every complete message to its request."""
+        is there and hand every complete message to its request. With `spin`,
+        poll without sleeping for up to spin_s first."""
         try:
             if self._rbuf and self._parse():
                 return  # complete messages left by a reader that was interrupted
             if self._poll_in is None:
                 self._poll_in = select.poll()
                 self._poll_in.register(self.sock.fileno(), select.POLLIN)
-            if not self._poll_in.poll(None if timeout is None else int(timeout * 1000 + 0.999)):
+            ready = spin and self.spin_s and timeout != 0 and self._spin(timeout)
+            if not ready and not self._poll_in.poll(None if timeout is None else int(timeout * 1000 + 0.999)):
                 return
             # Ctrl-C between recv() returning and the bytes landing in the
             # buffer would lose them and the stream with them: hold SIGINT
@@ -411,6 +433,16 @@ class Connection:
             self._fail(e)
         except (OSError, ValueError) as e:  # ValueError: the socket was closed meanwhile
             self._fail(ConnectionClosed(str(e)))
+
+    def _spin(self, timeout):
+        """Polls without sleeping for up to spin_s (or `timeout` s); True once readable."""
+        poll = self._poll_in.poll
+        clock = time.perf_counter
+        end = clock() + (self.spin_s if timeout is None else min(self.spin_s, timeout))
+        while not poll(0):
+            if clock() >= end:
+                return False
+        return True
 
     def _parse(self):
         """Hands the complete messages in the buffer to their requests; how many."""
