@@ -30,5 +30,5 @@ $(B)/python-embed/embedded_py.c: python-embed/embed_sources.py $(EXEC_PY)
 $(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
 	$(CC) $(CFLAGS) -Ipython-embed -c -o $@ $<
 
-$(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB) $(PY_STATIC_LIB)
+$(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB) $(PY_STATIC_LIB) python-embed/build.mk
 	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(PY_EMBED_LIBS) -lpng -lz $(PROTO_LIBS) $(CONFINE_LIBS)
