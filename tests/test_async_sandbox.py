@@ -315,7 +315,7 @@ def test_commands_foreground(agent):
             # A cancelled await kills the command.
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(sbx.commands.run("echo tag-async-fg; sleep 30"), 1.0)
-            assert not [p for p in await sbx.commands.list() if "tag-async-fg" in p.cmd]
+            assert not [p for p in await sbx.commands.list() if "tag-async-fg" in p.args[-1]]
     run(main)
 
 

@@ -71,7 +71,7 @@ def test_timeout_kills_and_reports(sbx):
     with pytest.raises(TimeoutException, match="exceeding 'timeout'"):
         sbx.commands.run("sleep 30", timeout=0.3)
     assert time.monotonic() - t0 < 5
-    assert all("sleep 30" not in p.cmd for p in sbx.commands.list())
+    assert all("sleep 30" not in p.args[-1] for p in sbx.commands.list())
 
 
 def test_stdin_to_cat(sbx):
@@ -87,7 +87,9 @@ def test_stdin_to_cat(sbx):
 def test_background_list_kill(sbx):
     h = sbx.commands.run("echo started; sleep 30", background=True, envs={"TAGX": "1"})
     procs = {p.pid: p for p in sbx.commands.list()}
-    assert h.pid in procs and procs[h.pid].cmd == "echo started; sleep 30"
+    # E2B's shape: the shell and its arguments.
+    assert h.pid in procs and procs[h.pid].cmd == "/bin/bash"
+    assert procs[h.pid].args == ["-l", "-c", "echo started; sleep 30"]
     assert procs[h.pid].envs == {"TAGX": "1"}
     for out, err, _ in h:  # output streams to the handle while it runs
         if out:
@@ -122,13 +124,13 @@ def test_foreground_killed_on_disconnect(agent):
     threading.Thread(target=lambda: _swallow(s), daemon=True).start()
     deadline = time.monotonic() + 5
     with Sandbox.connect(agent.addr) as b:
-        while not any(p.cmd == "sleep 31" for p in b.commands.list()) and time.monotonic() < deadline:
+        while not any(p.args[-1] == "sleep 31" for p in b.commands.list()) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert any(p.cmd == "sleep 31" for p in b.commands.list())
+        assert any(p.args[-1] == "sleep 31" for p in b.commands.list())
         s.close()
-        while any(p.cmd == "sleep 31" for p in b.commands.list()) and time.monotonic() < deadline:
+        while any(p.args[-1] == "sleep 31" for p in b.commands.list()) and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert not any(p.cmd == "sleep 31" for p in b.commands.list())
+        assert not any(p.args[-1] == "sleep 31" for p in b.commands.list())
 
 
 def _swallow(s):

@@ -100,7 +100,7 @@ def test_list_get_info_exists(sbx, tmpdir_in):
     assert not sbx.files.exists(os.path.join(tmpdir_in, "d/nope"))
     info = sbx.files.get_info(os.path.join(tmpdir_in, "d/e"))
     assert info.type == FileType.DIR and info.name == "e"
-    with pytest.raises(InvalidArgumentException, match="depth should be at least one"):
+    with pytest.raises(InvalidArgumentException, match="depth should be at least 1"):
         sbx.files.list(tmpdir_in, depth=0)
 
 
@@ -254,10 +254,11 @@ def test_watch_dir_events(sbx, tmpdir_in):
             assert w in seen, (w, seen)
     finally:
         h.stop()
-    # Stopped: later changes are not reported.
+    # Stopped: later changes are not reported; as in E2B, asking raises.
     open(os.path.join(tmpdir_in, "after"), "w").close()
     time.sleep(0.1)
-    assert h.get_new_events() == []
+    with pytest.raises(SandboxException, match="The watcher is already stopped"):
+        h.get_new_events()
 
 
 def test_watch_dir_recursive(sbx, tmpdir_in):

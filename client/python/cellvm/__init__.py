@@ -12,12 +12,18 @@ See docs/SDK.md for what matches E2B and what differs.
 from .boot import BootReport
 from .exceptions import (
     AuthenticationException,
+    BuildException,
     CommandExitException,
+    FileNotFoundException,
+    FileUploadException,
+    GitAuthException,
+    GitUpstreamException,
     InvalidArgumentException,
     NotEnoughSpaceException,
     NotFoundException,
     RateLimitException,
     SandboxException,
+    SandboxNotFoundException,
     TemplateException,
     TimeoutException,
 )
@@ -30,6 +36,16 @@ from .models import (
     FilesystemEventType,
     FileType,
     ProcessInfo,
+    PtyOutput,
+    PtySize,
+    RunCodeLanguage,
+    SandboxMetrics,
+    SandboxQuery,
+    SandboxState,
+    Stderr,
+    Stdout,
+    Username,
+    WriteEntry,
     WriteInfo,
     Execution,
     ExecutionError,
@@ -42,16 +58,34 @@ from .models import (
 )
 from .commands import CommandHandle
 from .files import WatchHandle
-from .sandbox import Sandbox
+from .sandbox import Sandbox, SandboxPaginator
 from .async_commands import AsyncCommandHandle
 from .async_files import AsyncWatchHandle
-from .async_sandbox import AsyncSandbox
+from .async_sandbox import AsyncSandbox, AsyncSandboxPaginator
 
 __all__ = [
     "AsyncCommandHandle",
     "AsyncSandbox",
+    "AsyncSandboxPaginator",
     "AsyncWatchHandle",
     "AuthenticationException",
+    "BuildException",
+    "FileNotFoundException",
+    "FileUploadException",
+    "GitAuthException",
+    "GitUpstreamException",
+    "PtyOutput",
+    "PtySize",
+    "RunCodeLanguage",
+    "SandboxNotFoundException",
+    "SandboxPaginator",
+    "SandboxMetrics",
+    "SandboxQuery",
+    "SandboxState",
+    "Stderr",
+    "Stdout",
+    "Username",
+    "WriteEntry",
     "CommandExitException",
     "CommandHandle",
     "CommandResult",

@@ -117,6 +117,31 @@ class Request:
         self.conn = conn
         self.id = req_id
         self._items = collections.deque()  # (type, body) or the exception that ended it
+        self._discard = False  # drop non-terminal messages (a command nobody follows)
+
+    def discard(self, on=True):
+        """While on, messages other than the terminal one are dropped as they
+        arrive, and those waiting are dropped now (the SDK stopped following
+        a command's output: its memory must not grow)."""
+        with self.conn._cv:
+            self._discard = on
+            if on:
+                kept = [i for i in self._items if isinstance(i, BaseException) or i[0] in TERMINAL]
+                self._items.clear()
+                self._items.extend(kept)
+
+    def drop_arrived(self):
+        """Drops the non-terminal messages that have arrived so far, those
+        still in the socket included (best effort: not when another thread
+        is reading it); the request then delivers what comes next."""
+        self.discard(True)
+        try:
+            while True:
+                before = self.conn._bytes_in
+                if self.conn._wait_for(self, 0) or self.conn._bytes_in == before:
+                    return
+        finally:
+            self.discard(False)
 
     def __iter__(self):
         return self.messages()
@@ -187,6 +212,7 @@ class Connection:
         self._backlog_limit = 0  # with start_reader(): messages a request may hold unread
         self._waiters = 0  # threads in _wait(): notify only when there are some
         self.spin_s = SPIN_S  # busy-poll before blocking, for a request's own reader
+        self._bytes_in = 0  # bytes read from the socket so far
         self.hello = None
 
     @classmethod
@@ -422,6 +448,7 @@ class Connection:
             try:
                 data = self.sock.recv(self.READ_SIZE)
                 self._rbuf += data
+                self._bytes_in += len(data)
             finally:
                 if masked:
                     _unmask_sigint()
@@ -499,6 +526,8 @@ class Connection:
                 if req is not None:
                     if mtype == OK or mtype == ERROR:
                         del pending[req_id]
+                    elif req._discard:
+                        continue
                     req._items.append((mtype, msg))
                 elif req_id == 0 and mtype == ERROR:
                     failure = AgentError(msg.get("code", "internal"), msg.get("message", ""))

@@ -54,15 +54,19 @@ class AsyncCommandHandle:
         """SIGKILL the command (and its process group). False if it already ended."""
         return await self._commands.kill(self.pid)
 
-    async def send_stdin(self, data: Union[str, bytes]) -> None:
-        await self._commands.send_stdin(self.pid, data)
+    async def send_stdin(self, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
+        await self._commands.send_stdin(self.pid, data, request_timeout)
 
-    async def close_stdin(self) -> None:
-        await self._commands.close_stdin(self.pid)
+    async def close_stdin(self, request_timeout: Optional[float] = None) -> None:
+        await self._commands.close_stdin(self.pid, request_timeout)
 
     async def disconnect(self) -> None:
-        """Stop following the output; the command keeps running (background only)."""
+        """Stop following the output; the command keeps running (background
+        only) and commands.connect(pid) follows it again."""
         self._handle.disconnect()
+        # The worker following the output stops within a poll interval;
+        # connect() must not race it for the command's messages.
+        await asyncio.wait([self._done])
 
 
 class AsyncCommands:
@@ -90,6 +94,15 @@ class AsyncCommands:
 
     async def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
         return await bridge.call(self._cmds.list, request_timeout)
+
+    async def connect(self, pid: int, timeout: Optional[float] = DEFAULT_TIMEOUT,
+                      request_timeout: Optional[float] = None,
+                      on_stdout: Optional[OutputHandler[str]] = None,
+                      on_stderr: Optional[OutputHandler[str]] = None) -> AsyncCommandHandle:
+        """Commands.connect(), awaited: an AsyncCommandHandle following
+        command `pid` again (see Commands.connect for what cellvm can follow)."""
+        handle = await bridge.call(self._cmds.connect, pid, timeout, request_timeout)
+        return AsyncCommandHandle(handle, self, on_stdout, on_stderr)
 
     async def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
         """SIGKILL command `pid`; False if there is no such command."""

@@ -8,7 +8,7 @@ from typing import IO, AsyncIterator, List, Optional, Union
 from . import _async_bridge as bridge
 from .exceptions import format_long_request_timeout_error
 from .files import Filesystem, WatchHandle
-from .models import EntryInfo, FilesystemEvent, OutputHandler, WriteInfo
+from .models import EntryInfo, FilesystemEvent, OutputHandler, WriteEntry, WriteInfo
 
 _WATCH_POLL_S = 0.05
 """How often a watch looks for new events (the sync WatchHandle polls)."""
@@ -77,20 +77,23 @@ class AsyncFilesystem:
         self._fs = Filesystem(sandbox)
 
     async def read(self, path: str, format: str = "text", user: Optional[str] = None,
-                   request_timeout: Optional[float] = None) -> Union[str, bytes, AsyncIterator[bytes]]:
-        """The content of `path`: str (format="text"), bytes ("bytes") or an
-        async iterator of byte chunks ("stream", bounded memory)."""
+                   request_timeout: Optional[float] = None,
+                   gzip: bool = False) -> Union[str, bytearray, AsyncIterator[bytes]]:
+        """The content of `path`: str (format="text"), bytearray ("bytes") or
+        an async iterator of byte chunks ("stream", bounded memory)."""
         content = await bridge.call(self._fs.read, path, format, user, request_timeout)
         return _chunks(content) if format == "stream" else content
 
     async def write(self, path: str, data: Union[str, bytes, IO], user: Optional[str] = None,
-                    request_timeout: Optional[float] = None) -> WriteInfo:
+                    request_timeout: Optional[float] = None, gzip: bool = False,
+                    use_octet_stream: bool = False) -> WriteInfo:
         """Write `data` (str, bytes or a readable file object, read in a
         worker thread) to `path` atomically."""
         return await bridge.call(self._fs.write, path, data, user, request_timeout)
 
-    async def write_files(self, files: List[dict], user: Optional[str] = None,
-                          request_timeout: Optional[float] = None) -> List[WriteInfo]:
+    async def write_files(self, files: List[WriteEntry], user: Optional[str] = None,
+                          request_timeout: Optional[float] = None, gzip: bool = False,
+                          use_octet_stream: bool = False) -> List[WriteInfo]:
         return await bridge.call(self._fs.write_files, files, user, request_timeout)
 
     async def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,

@@ -20,8 +20,8 @@ from .async_files import AsyncFilesystem
 from .boot import BootReport
 from .exceptions import SandboxException
 from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result,
-                     SandboxInfo)
-from .sandbox import Sandbox
+                     SandboxInfo, SandboxMetrics, SandboxQuery)
+from .sandbox import Sandbox, SandboxPaginator, _class_or_instance
 
 
 class AsyncSandbox:
@@ -45,12 +45,23 @@ class AsyncSandbox:
         is named). Cancelled, it stops whatever it booted."""
         return cls(await bridge.acquire(Sandbox.create, Sandbox.kill, *args, **kwargs))
 
+    @_class_or_instance("_cls_connect")
+    async def connect(self, timeout: Optional[int] = None, **opts) -> "AsyncSandbox":
+        """`await sbx.connect()`: Sandbox.connect() of the instance (reopens a
+        closed connection); `await AsyncSandbox.connect(sandbox_id)` is the
+        classmethod `_cls_connect`."""
+        await bridge.call(self._sbx.connect, timeout)
+        return self
+
     @classmethod
-    async def connect(cls, addr: str, request_timeout: Optional[float] = None,
-                      envs: Optional[Dict[str, str]] = None) -> "AsyncSandbox":
-        """Connect to the agent at `addr` ('unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT')."""
-        return cls(await bridge.acquire(Sandbox.connect, Sandbox.kill, addr,
-                                        request_timeout=request_timeout, envs=envs))
+    async def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, *,
+                           request_timeout: Optional[float] = None,
+                           envs: Optional[Dict[str, str]] = None, **e2b_options) -> "AsyncSandbox":
+        """Sandbox.connect(sandbox_id): the agent at that address
+        ('unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT') or a sandbox this
+        process booted."""
+        return cls(await bridge.acquire(Sandbox._cls_connect, Sandbox._cls_kill, sandbox_id,
+                                        timeout, request_timeout=request_timeout, envs=envs))
 
     # --- lifecycle -----------------------------------------------------------
 
@@ -58,15 +69,23 @@ class AsyncSandbox:
         """Close the connection (contexts outlive it)."""
         await bridge.call(self._sbx.close)
 
-    async def kill(self, request_timeout: Optional[float] = None) -> bool:
+    @_class_or_instance("_cls_kill")
+    async def kill(self, request_timeout: Optional[float] = None, **opts) -> bool:
         """End the sandbox as Sandbox.kill() does (a booted VM is stopped; a
         connected one only loses this connection). True if this call ended
-        it, False if kill() had ended it already (E2B: False when not found)."""
+        it, False if kill() had ended it already (E2B: False when not found).
+        `await AsyncSandbox.kill(sandbox_id)` is the classmethod `_cls_kill`."""
         if self._killed:
             return False
         self._killed = True
-        await bridge.call(self._sbx.kill)
-        return True
+        return await bridge.call(self._sbx.kill)
+
+    @classmethod
+    async def _cls_kill(cls, sandbox_id: str, **opts) -> bool:
+        """Sandbox.kill(sandbox_id), awaited."""
+        if isinstance(sandbox_id, AsyncSandbox):
+            return await sandbox_id.kill()
+        return await bridge.call(Sandbox._cls_kill, sandbox_id, **opts)
 
     async def shutdown(self, poweroff: bool = True, timeout: float = 60.0) -> None:
         """Sandbox.shutdown(): the guest's init powers it off cleanly."""
@@ -88,12 +107,65 @@ class AsyncSandbox:
                 return False
         return await bridge.call(answers)
 
-    async def set_timeout(self, timeout: int, request_timeout: Optional[float] = None) -> None:
+    @_class_or_instance("_cls_set_timeout")
+    async def set_timeout(self, timeout: int, **opts) -> None:
         """Accepted and ignored: a cellvm sandbox lives until kill()."""
         self._sbx.set_timeout(timeout)
 
-    async def get_info(self, request_timeout: Optional[float] = None) -> SandboxInfo:
-        return self._sbx.get_info(request_timeout)
+    @classmethod
+    async def _cls_set_timeout(cls, sandbox_id: str, timeout: int, **opts) -> None:
+        await bridge.call(Sandbox._cls_set_timeout, sandbox_id, timeout, **opts)
+
+    @_class_or_instance("_cls_get_info")
+    async def get_info(self, request_timeout: Optional[float] = None, **opts) -> SandboxInfo:
+        return await bridge.call(self._sbx.get_info, request_timeout)
+
+    @classmethod
+    async def _cls_get_info(cls, sandbox_id: str, **opts) -> SandboxInfo:
+        if isinstance(sandbox_id, AsyncSandbox):
+            return await sandbox_id.get_info()
+        return await bridge.call(Sandbox._cls_get_info, sandbox_id, **opts)
+
+    @classmethod
+    def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
+             next_token: Optional[str] = None, order: Optional[str] = None,
+             **opts) -> "AsyncSandboxPaginator":
+        """Sandbox.list() with `await paginator.next_items()` (E2B's
+        AsyncSandboxPaginator; list() itself is not awaited, as in E2B)."""
+        return AsyncSandboxPaginator(query=query, limit=limit, next_token=next_token, order=order)
+
+    def get_host(self, port: int) -> str:
+        """Sandbox.get_host(port)."""
+        return self._sbx.get_host(port)
+
+    @property
+    def sandbox_domain(self) -> Optional[str]:
+        return None
+
+    @_class_or_instance("_cls_get_metrics")
+    async def get_metrics(self, start=None, end=None, **opts) -> List[SandboxMetrics]:
+        """Sandbox.get_metrics(), awaited: one sample taken now."""
+        return await bridge.call(self._sbx.get_metrics, start, end)
+
+    @classmethod
+    async def _cls_get_metrics(cls, sandbox_id: str, start=None, end=None, **opts) -> List[SandboxMetrics]:
+        if isinstance(sandbox_id, AsyncSandbox):
+            return await sandbox_id.get_metrics(start, end)
+        return await bridge.call(Sandbox._cls_get_metrics, sandbox_id, start, end, **opts)
+
+    def download_url(self, path: str, *args, **opts) -> str:
+        """Not supported (SandboxException), as Sandbox.download_url()."""
+        return self._sbx.download_url(path)
+
+    def upload_url(self, path: Optional[str] = None, *args, **opts) -> str:
+        """Not supported (SandboxException), as Sandbox.upload_url()."""
+        return self._sbx.upload_url(path)
+
+    async def pause(self, *args, **opts) -> bool:
+        """Not supported (SandboxException), as Sandbox.pause()."""
+        return self._sbx.pause()
+
+    beta_pause = pause
 
     # --- introspection -------------------------------------------------------
 
@@ -190,3 +262,11 @@ class AsyncSandbox:
         await bridge.call(self._sbx.remove_code_context, context, request_timeout)
 
     delete_code_context = remove_code_context
+
+
+class AsyncSandboxPaginator(SandboxPaginator):
+    """E2B's AsyncSandboxPaginator: `has_next`, `next_token`, and
+    `await next_items()`."""
+
+    async def next_items(self, **opts) -> List[SandboxInfo]:
+        return await bridge.call(SandboxPaginator.next_items, self)

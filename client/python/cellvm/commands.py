@@ -2,11 +2,13 @@
 
 import codecs
 import time
+import weakref
 from typing import Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from . import _wire
 from .exceptions import (
     CommandExitException,
+    NotFoundException,
     SandboxException,
     format_long_request_timeout_error,
     format_request_timeout_error,
@@ -35,6 +37,7 @@ class CommandHandle:
         self._req = req
         self.pid = pid
         self._timeout = timeout
+        self._disconnected = False
         self._stdout: List[str] = []
         self._stderr: List[str] = []
         self._dec = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
@@ -69,12 +72,21 @@ class CommandHandle:
         if self._timeout:
             guard = time.monotonic() + self._timeout + self._commands._sbx._request_timeout
         while self._result is None and self._exc is None:
+            if self._disconnected:
+                return
             try:
                 mtype, msg = self._next()
             except TimeoutError:
                 if guard and time.monotonic() > guard:
                     raise format_request_timeout_error() from None
                 continue
+            if self._disconnected:
+                # disconnect() came while this thread waited: the end is for
+                # whoever connects next; output is dropped as after disconnect.
+                if mtype in _wire.TERMINAL:
+                    with self._req.conn._cv:
+                        self._req._items.appendleft((mtype, msg))
+                return
             if mtype == CMD_OUTPUT:
                 name = "stderr" if msg.get("stream") == "stderr" else "stdout"
                 text = self._dec[name].decode(msg.get("data", b""))
@@ -122,14 +134,21 @@ class CommandHandle:
         """SIGKILL the command (and its process group). False if it already ended."""
         return self._commands.kill(self.pid)
 
-    def send_stdin(self, data: Union[str, bytes]) -> None:
-        self._commands.send_stdin(self.pid, data)
+    def send_stdin(self, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
+        """Write `data` to the command's stdin (started with stdin=True)."""
+        self._commands.send_stdin(self.pid, data, request_timeout)
 
-    def close_stdin(self) -> None:
-        self._commands.close_stdin(self.pid)
+    def close_stdin(self, request_timeout: Optional[float] = None) -> None:
+        """Close the command's stdin (EOF) once what was sent is written."""
+        self._commands.close_stdin(self.pid, request_timeout)
 
     def disconnect(self) -> None:
-        """Stop following the output; the command keeps running (background only)."""
+        """Stop following the output; the command keeps running (background
+        only) and commands.connect(pid) follows it again, from then on (the
+        output in between is dropped, as E2B's connect streams what comes
+        after)."""
+        self._disconnected = True
+        self._req.discard()
         self._result = self._result or CommandResult(self.stderr, self.stdout, -1, "disconnected")
 
 
@@ -177,6 +196,7 @@ class Commands:
             body["timeout_ms"] = max(1, int(timeout * 1000))
         req = self._sbx._request(CMD_START, body)
         pid = self._started(req, request_timeout)
+        _followed(self._sbx)[pid] = req
         return CommandHandle(self, req, pid, timeout)
 
     def _started(self, req, request_timeout):
@@ -193,14 +213,35 @@ class Commands:
         raise SandboxException("command ended before it started")
 
     def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
+        """The commands running in the sandbox (from any connection). As in
+        E2B, `cmd` is the shell and `args` its arguments: ["-l", "-c", cmd]."""
         reply = self._sbx._call(CMD_LIST, {}, request_timeout)
-        return [ProcessInfo(pid=p.get("pid"), tag=p.get("tag"), cmd=p.get("cmd", ""), args=[],
-                            envs=p.get("envs") or {}, cwd=p.get("cwd"))
+        return [ProcessInfo(pid=p.get("pid"), tag=p.get("tag"), cmd="/bin/bash",
+                            args=["-l", "-c", p.get("cmd", "")], envs=p.get("envs") or {},
+                            cwd=p.get("cwd"))
                 for p in reply.get("processes", [])]
+
+    def connect(self, pid: int, timeout: Optional[float] = DEFAULT_TIMEOUT,
+                request_timeout: Optional[float] = None) -> CommandHandle:
+        """Follow a running command again (E2B's commands.connect): a
+        CommandHandle for `pid`, receiving the output from now on. cellvm
+        can follow a command started through this Sandbox (after
+        handle.disconnect(), say); one started on another connection keeps
+        running but its output cannot be followed (SandboxException).
+        NotFoundException if no command has that pid."""
+        pid = int(pid)
+        req = _followed(self._sbx).get(pid)
+        if req is None or (req.id not in req.conn._pending and not req.has_message()):
+            if any(p.pid == pid for p in self.list(request_timeout)):
+                raise SandboxException(
+                    f"cannot connect to command {pid}: cellvm follows a command's output only "
+                    "through the Sandbox that started it (kill and send_stdin reach it)")
+            raise NotFoundException(f"process with pid {pid} not found", code="not_found")
+        req.drop_arrived()  # as E2B's connect: the output from now on
+        return CommandHandle(self, req, pid, timeout)
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
         """SIGKILL command `pid`; False if there is no such command."""
-        from .exceptions import NotFoundException
         try:
             self._sbx._call(CMD_KILL, {"pid": int(pid)}, request_timeout)
             return True
@@ -214,3 +255,12 @@ class Commands:
 
     def close_stdin(self, pid: int, request_timeout: Optional[float] = None) -> None:
         self._sbx._call(CMD_STDIN, {"pid": int(pid), "eof": True}, request_timeout)
+
+
+def _followed(sbx):
+    """pid -> the CMD_START request of the commands this Sandbox started (and
+    connect()'s views of it share), for commands.connect(pid)."""
+    followed = sbx.__dict__.get("_followed_commands")
+    if followed is None:
+        followed = sbx.__dict__.setdefault("_followed_commands", weakref.WeakValueDictionary())
+    return followed

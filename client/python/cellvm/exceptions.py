@@ -4,6 +4,8 @@ Every agent ERROR reaches the caller as one of these; `code` keeps the wire
 error code (docs/PROTOCOL.md section 3) for callers that want it.
 """
 
+from .models import CommandResult
+
 
 class SandboxException(Exception):
     """Base class for all sandbox errors."""
@@ -29,8 +31,26 @@ class NotFoundException(SandboxException):
     """The context (or another resource) does not exist."""
 
 
+class FileNotFoundException(NotFoundException):
+    """A file or directory does not exist in the sandbox (E2B 2.x raises it
+    from sandbox.files where it used to raise NotFoundException)."""
+
+
+class SandboxNotFoundException(NotFoundException):
+    """No sandbox answers at that id: nothing listens at the address, or
+    this process killed it."""
+
+
 class AuthenticationException(Exception):
     """Kept for E2B compatibility; a local agent does not authenticate."""
+
+
+class GitAuthException(AuthenticationException):
+    """Kept for E2B compatibility (E2B's git module)."""
+
+
+class GitUpstreamException(SandboxException):
+    """Kept for E2B compatibility (E2B's git module)."""
 
 
 class TemplateException(SandboxException):
@@ -39,6 +59,19 @@ class TemplateException(SandboxException):
 
 class RateLimitException(SandboxException):
     """The agent cannot take the request now (wire code `busy`)."""
+
+    def __init__(self, message="", code=None, retry_after=None):
+        super().__init__(message, code)
+        self.retry_after = retry_after
+        """Seconds to wait before retrying (E2B's field); None: unknown."""
+
+
+class BuildException(Exception):
+    """Kept for E2B compatibility (template builds; cellvm builds images with make)."""
+
+
+class FileUploadException(BuildException):
+    """Kept for E2B compatibility (template builds)."""
 
 
 def format_execution_timeout_error():
@@ -55,16 +88,19 @@ def format_request_timeout_error():
     )
 
 
-class CommandExitException(SandboxException):
-    """A command exited with a non-zero code (E2B's CommandExitException): it
-    carries the CommandResult fields."""
+class CommandExitException(SandboxException, CommandResult):
+    """A command exited with a non-zero code (E2B's CommandExitException). As
+    in E2B it is also a CommandResult: stderr, stdout, exit_code, error."""
 
     def __init__(self, stderr="", stdout="", exit_code=0, error=None):
-        super().__init__(f"Command exited with code {exit_code} and error:\n{stderr}")
+        SandboxException.__init__(self, f"Command exited with code {exit_code} and error:\n{stderr}")
         self.stderr = stderr
         self.stdout = stdout
         self.exit_code = exit_code
         self.error = error
+
+    __hash__ = SandboxException.__hash__  # CommandResult's __eq__ would drop it
+    __repr__ = CommandResult.__repr__
 
     def __str__(self):
         return f"Command exited with code {self.exit_code} and error:\n{self.stderr}"
@@ -90,9 +126,12 @@ _BY_CODE = {
 }
 
 
-def from_agent_error(err):
-    """Map a _wire.AgentError to the matching SandboxException."""
+def from_agent_error(err, not_found=None):
+    """Map a _wire.AgentError to the matching SandboxException; `not_found`
+    replaces NotFoundException (the files service raises FileNotFoundException)."""
     if err.code == "timeout":
         return format_execution_timeout_error()
     cls = _BY_CODE.get(err.code, SandboxException)
+    if cls is NotFoundException and not_found is not None:
+        cls = not_found
     return cls(f"{err.code}: {err.message}" if err.message else err.code, code=err.code)

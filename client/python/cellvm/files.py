@@ -13,12 +13,13 @@ from typing import IO, Iterator, List, Optional, Union
 
 from . import _wire
 from .exceptions import (
+    FileNotFoundException,
     InvalidArgumentException,
     SandboxException,
     format_request_timeout_error,
     from_agent_error,
 )
-from .models import EntryInfo, FileType, FilesystemEvent, FilesystemEventType, WriteInfo
+from .models import EntryInfo, FileType, FilesystemEvent, FilesystemEventType, WriteEntry, WriteInfo
 
 FILE_WRITE = 0x0100
 FILE_DATA = 0x0101
@@ -51,7 +52,8 @@ def _bytes_head(n):
 
 
 def _raise(msg):
-    raise from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")))
+    raise from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")),
+                           FileNotFoundException)
 
 
 class WatchHandle:
@@ -61,10 +63,14 @@ class WatchHandle:
     def __init__(self, files, req):
         self._files = files
         self._req = req
-        self._stopped = False
+        self._stopped = False  # the watch ended: stop(), an error, or the directory went away
+        self._closed = False  # stop() was called
         self._error = None
 
     def get_new_events(self) -> List[FilesystemEvent]:
+        """The events since the last call. After stop(), SandboxException as in E2B."""
+        if self._closed:
+            raise SandboxException("The watcher is already stopped")
         if self._error is not None:
             raise self._error
         events = []
@@ -85,7 +91,8 @@ class WatchHandle:
                 events.append(FilesystemEvent(name=msg.get("name", ""), type=etype))
             elif mtype == _wire.ERROR and msg.get("code") != "cancelled":
                 self._stopped = True
-                self._error = from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")))
+                self._error = from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")),
+                                               FileNotFoundException)
                 if not events:
                     raise self._error
                 return events
@@ -94,6 +101,8 @@ class WatchHandle:
                 return events
 
     def stop(self) -> None:
+        """Stop watching; get_new_events() raises SandboxException afterwards."""
+        self._closed = True
         if self._stopped:
             return
         self._stopped = True
@@ -116,7 +125,7 @@ class Filesystem:
     def _call(self, mtype, body, user, request_timeout):
         if user is not None:
             body["user"] = user
-        return self._sbx._call(mtype, body, request_timeout)
+        return self._sbx._call(mtype, body, request_timeout, FileNotFoundException)
 
     def _send_chunk(self, conn, req_id, data, eof):
         body_head = b"\xa2\x64data" + _bytes_head(len(data))
@@ -128,9 +137,12 @@ class Filesystem:
     # --- E2B API -----------------------------------------------------------
 
     def read(self, path: str, format: str = "text", user: Optional[str] = None,
-             request_timeout: Optional[float] = None) -> Union[str, bytes, Iterator[bytes]]:
-        """The content of `path`: str (format="text"), bytes ("bytes") or an
-        iterator of byte chunks ("stream", bounded memory)."""
+             request_timeout: Optional[float] = None,
+             gzip: bool = False) -> Union[str, bytearray, Iterator[bytes]]:
+        """The content of `path`: str (format="text"), bytearray ("bytes", as
+        E2B returns it) or an iterator of byte chunks ("stream", bounded
+        memory). `gzip` (E2B's transfer compression) is accepted and has no
+        effect: the agent's channel is local."""
         if format not in ("text", "bytes", "stream"):
             raise InvalidArgumentException(f"format must be 'text', 'bytes' or 'stream', not {format!r}")
         body = {"path": path}
@@ -139,8 +151,9 @@ class Filesystem:
         timeout = request_timeout or self._sbx._request_timeout
         if format == "stream":
             return self._read_stream(body, timeout)
-        chunks = list(self._read_chunks(self._sbx._conn, body, timeout, own_conn=False))
-        data = b"".join(chunks)
+        data = bytearray()
+        for chunk in self._read_chunks(self._sbx._conn, body, timeout, own_conn=False):
+            data += chunk
         return data if format == "bytes" else data.decode("utf-8")
 
     def _read_stream(self, body, timeout):
@@ -178,10 +191,13 @@ class Filesystem:
                 conn.close()
 
     def write(self, path: str, data: Union[str, bytes, IO], user: Optional[str] = None,
-              request_timeout: Optional[float] = None) -> WriteInfo:
+              request_timeout: Optional[float] = None, gzip: bool = False,
+              use_octet_stream: bool = False) -> WriteInfo:
         """Write `data` (str, bytes or a readable file object) to `path`
         atomically: readers see the old content or the new, never part of it.
-        Returns WriteInfo(name, type, path)."""
+        Missing parent directories are created. Returns WriteInfo(name, type,
+        path). `gzip` and `use_octet_stream` choose E2B's HTTP encoding of the
+        upload: accepted, without effect here."""
         if isinstance(data, str):
             data = data.encode("utf-8")
         if isinstance(data, (bytes, bytearray, memoryview)):
@@ -189,7 +205,8 @@ class Filesystem:
         elif hasattr(data, "read"):
             src = data
         else:
-            raise InvalidArgumentException(f"data must be str, bytes or a file object, not {type(data).__name__}")
+            # E2B's wording (sandbox_sync/filesystem/filesystem.py write_files)
+            raise InvalidArgumentException(f"Unsupported data type for file {path}")
         body = {"path": path}
         if user is not None:
             body["user"] = user
@@ -219,19 +236,32 @@ class Filesystem:
             except (_wire.AgentError, _wire.ConnectionClosed):
                 pass
             raise
-        reply = self._sbx._wait(req, request_timeout)
+        reply = self._sbx._wait(req, request_timeout, FileNotFoundException)
         return WriteInfo(name=reply.get("name", ""), type=FileType.FILE, path=reply.get("path", ""))
 
-    def write_files(self, files: List[dict], user: Optional[str] = None,
-                    request_timeout: Optional[float] = None) -> List[WriteInfo]:
-        """E2B's batch form: [{"path": ..., "data": ...}, ...]."""
-        return [self.write(f["path"], f["data"], user=user, request_timeout=request_timeout) for f in files]
+    def write_files(self, files: List[WriteEntry], user: Optional[str] = None,
+                    request_timeout: Optional[float] = None, gzip: bool = False,
+                    use_octet_stream: bool = False) -> List[WriteInfo]:
+        """E2B's batch form: a list of WriteEntry, {"path": ..., "data": ...}
+        (objects with .path and .data, E2B 1.x's dataclass, too). Each file
+        is written atomically, in order; [] for an empty list."""
+        infos = []
+        for f in files:
+            if isinstance(f, dict):
+                path, data = f.get("path"), f.get("data")
+            else:
+                path, data = getattr(f, "path", None), getattr(f, "data", None)
+            if not isinstance(path, str) or data is None:
+                raise InvalidArgumentException(
+                    f"each file must be a WriteEntry with 'path' and 'data', not {f!r}")
+            infos.append(self.write(path, data, user=user, request_timeout=request_timeout))
+        return infos
 
     def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
              request_timeout: Optional[float] = None) -> List[EntryInfo]:
         """Entries of directory `path`, `depth` levels down (1 = direct children)."""
         if depth is not None and depth < 1:
-            raise InvalidArgumentException("depth should be at least one")
+            raise InvalidArgumentException("depth should be at least 1")  # E2B's wording
         body = {"path": path, "depth": depth or 1}
         reply = self._call(FILE_LIST, body, user, request_timeout)
         return [EntryInfo.from_wire(e) for e in reply.get("entries", [])]

@@ -11,12 +11,16 @@ import base64
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, Iterable, List, Optional, TypeVar, Union
+from typing import (IO, Any, Awaitable, Callable, Dict, Iterable, List, Literal, Optional, TypedDict,
+                    TypeVar, Union)
 
 from .charts import Chart, _deserialize_chart
 
 T = TypeVar("T")
 OutputHandler = Union[Callable[[T], Any], Callable[[T], Awaitable[Any]]]
+
+RunCodeLanguage = Union[Literal["python", "javascript", "typescript", "r", "java", "bash"], str]
+"""E2B's type of run_code's `language`; cellvm runs "python" (and "python3") only."""
 
 logger = logging.getLogger(__name__)
 
@@ -337,6 +341,28 @@ class FileType(_Enum):
     DIR = "dir"
 
 
+class WriteEntry(TypedDict):
+    """One file for files.write_files() (E2B's WriteEntry, a TypedDict)."""
+
+    path: str
+    data: Union[str, bytes, IO]
+
+
+Username = Literal["root", "user"]
+"""E2B's type of the `user` arguments (any user of the guest works here)."""
+Stdout = str
+Stderr = str
+PtyOutput = bytes
+
+
+@dataclass
+class PtySize:
+    """E2B's pseudo-terminal size (cellvm has no PTY service; kept for imports)."""
+
+    rows: int
+    cols: int
+
+
 @dataclass
 class WriteInfo:
     """What files.write() wrote (E2B's WriteInfo)."""
@@ -419,16 +445,62 @@ class ProcessInfo:
     cwd: Optional[str]
 
 
+class SandboxState(str, _Enum):
+    """E2B's SandboxState. A cellvm sandbox is running until killed; it is never paused."""
+
+    RUNNING = "running"
+    PAUSED = "paused"
+
+    def __str__(self):
+        return str(self.value)
+
+
 @dataclass
 class SandboxInfo:
-    """E2B's SandboxInfo, from Sandbox.get_info(): `sandbox_id` is the
-    agent's address (or the VMM's pid for hybrid vsock); `template_id` the
-    image directory of a booted VM, else None; `end_at` is None (the sandbox
-    lives until kill(): there is no lifetime timeout)."""
+    """E2B's SandboxInfo (fields in E2B's order), from Sandbox.get_info() and
+    Sandbox.list(): `sandbox_id` is the agent's address (or the VMM's pid for
+    hybrid vsock); `template_id` the image directory of a booted VM, else
+    None; `end_at` is None (the sandbox lives until kill(): there is no
+    lifetime timeout); `envd_version` is the agent's version;
+    `cpu_count`/`memory_mb` those of a booted VM, else of the agent's host."""
 
     sandbox_id: str
-    template_id: Optional[str]
-    name: Optional[str]
-    metadata: Dict[str, str]
-    started_at: _dt.datetime
+    sandbox_domain: Optional[str] = None
+    template_id: Optional[str] = None
+    name: Optional[str] = None
+    metadata: Dict[str, str] = field(default_factory=dict)
+    started_at: Optional[_dt.datetime] = None
     end_at: Optional[_dt.datetime] = None
+    state: SandboxState = SandboxState.RUNNING
+    cpu_count: int = 0
+    memory_mb: int = 0
+    envd_version: str = ""
+    allow_internet_access: Optional[bool] = None
+    network: Optional[dict] = None
+    lifecycle: Optional[dict] = None
+    volume_mounts: List[Dict[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class SandboxMetrics:
+    """E2B's SandboxMetrics: one sample of the sandbox's resources (bytes)."""
+
+    cpu_count: int
+    cpu_used_pct: float
+    disk_total: int
+    disk_used: int
+    mem_total: int
+    mem_used: int
+    mem_cache: int
+    timestamp: _dt.datetime
+
+
+@dataclass
+class SandboxQuery:
+    """E2B's filter for Sandbox.list(): metadata (every pair must match),
+    state (a list of SandboxState), started_after, template."""
+
+    metadata: Optional[Dict[str, str]] = None
+    state: Optional[List[SandboxState]] = None
+    started_after: Optional[_dt.datetime] = None
+    template: Optional[str] = None

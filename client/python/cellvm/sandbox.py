@@ -6,8 +6,13 @@ agent; several threads may call it at once (requests are multiplexed).
 """
 
 import datetime as _dt
+import errno
+import logging
 import os
+import threading
 import time
+import types
+import weakref
 from typing import Dict, List, Optional, Union
 
 from . import _wire
@@ -15,11 +20,14 @@ from .boot import BootReport
 from .exceptions import (
     InvalidArgumentException,
     SandboxException,
+    SandboxNotFoundException,
     format_request_timeout_error,
     from_agent_error,
 )
 from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result,
-                     SandboxInfo)
+                     SandboxInfo, SandboxMetrics, SandboxQuery, SandboxState)
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = 300.0
 """Seconds an execution may run when run_code gets no timeout (E2B's default)."""
@@ -58,7 +66,59 @@ def _open_connection(addr: str, timeout: float) -> "_wire.Connection":
     except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
         raise SandboxException(f"handshake with the agent at {addr} failed: {e}") from None
     except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ECONNREFUSED, errno.ENODEV, errno.ENOTCONN):
+            # Nothing listens there: E2B's answer for a sandbox that is gone.
+            raise SandboxNotFoundException(
+                f"Sandbox {addr} not found: cannot connect to the agent at {addr}: {e}") from None
         raise SandboxException(f"cannot connect to the agent at {addr}: {e}") from None
+
+
+# Every Sandbox of this process that is not closed, for Sandbox.list() and
+# the class-level kill/get_info/connect of a sandbox id.
+_LIVE = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
+
+
+def _register(sbx):
+    with _LIVE_LOCK:
+        _LIVE.add(sbx)
+
+
+def _live(sandbox_id=None):
+    """This process's open sandboxes (with that id), oldest first."""
+    with _LIVE_LOCK:
+        found = [s for s in _LIVE if not s._closed and (sandbox_id is None or s._addr == sandbox_id)]
+    return sorted(found, key=lambda s: s._started_at)
+
+
+class _class_or_instance:
+    """E2B's class_method_variant: `sbx.kill()` acts on that sandbox,
+    `Sandbox.kill(sandbox_id)` on the sandbox with that id (the classmethod
+    named `cls_impl`)."""
+
+    def __init__(self, cls_impl):
+        self._cls_impl = cls_impl
+
+    def __call__(self, fn):
+        self._fn = fn
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
+        return self
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return getattr(objtype, self._cls_impl)
+        return types.MethodType(self._fn, obj)
+
+
+def _e2b_template(name):
+    """True if `name` (create()'s image/template) is no image directory but
+    reads as an E2B template name or id ("base", "code-interpreter-v1"):
+    E2B programs pass those, and cellvm then uses its default image."""
+    if not name or os.sep in name or os.path.isabs(name):
+        return False
+    from .launch import resolve_image
+    return not os.path.exists(os.path.join(resolve_image(name), "manifest.json"))
 
 
 class ExecutionAborted(SandboxException):
@@ -108,6 +168,123 @@ class _SharedConnection:
         pass  # the sandbox owns the connection
 
 
+def _host_cpus_and_memory(addr):
+    """(cpus, MiB of memory) of this host, where a dev-mode agent at a unix
+    address runs; (0, 0) where that is not known."""
+    if not addr.startswith("unix:"):
+        return 0, 0
+    memory = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    memory = int(line.split()[1]) // 1024
+                    break
+    except OSError:
+        pass
+    return os.cpu_count() or 0, memory
+
+
+def _matches(info: SandboxInfo, query: Optional[SandboxQuery]) -> bool:
+    if query is None:
+        return True
+    if query.metadata and any(info.metadata.get(k) != v for k, v in query.metadata.items()):
+        return False
+    if query.state and not any(str(getattr(st, "value", st)) == info.state.value for st in query.state):
+        return False
+    if query.started_after is not None and info.started_at is not None:
+        after = query.started_after
+        if after.tzinfo is None:
+            after = after.astimezone()  # naive: local time, as E2B reads it
+        if info.started_at < after:
+            return False
+    if query.template and query.template not in (info.template_id, info.name):
+        return False
+    return True
+
+
+class SandboxPaginator:
+    """E2B's SandboxPaginator: `has_next`, `next_token`, `next_items()`.
+
+        paginator = Sandbox.list()
+        while paginator.has_next:
+            for info in paginator.next_items(): ...
+
+    The list is taken at the first next_items(); `next_token` is the offset
+    of the next page."""
+
+    def __init__(self, query=None, limit=None, next_token=None, order=None, sandbox_cls=None):
+        if order not in (None, "asc", "desc"):
+            raise InvalidArgumentException(f"Invalid order {order!r}, expected 'asc' or 'desc'")
+        if next_token is not None and not str(next_token).isdigit():
+            raise InvalidArgumentException(f"Invalid next_token {next_token!r}")
+        if limit is not None and int(limit) < 1:
+            raise InvalidArgumentException("limit should be at least 1")
+        self.query = query
+        self.limit = limit
+        self.order = order
+        self._next_token = None if next_token is None else str(next_token)
+        self._has_next = True
+        self._items = None
+        self._cls = sandbox_cls or Sandbox
+
+    @property
+    def has_next(self) -> bool:
+        """True while there are more items to fetch."""
+        return self._has_next
+
+    @property
+    def next_token(self) -> Optional[str]:
+        """The token of the next page; None after the last one."""
+        return self._next_token
+
+    def next_items(self, **opts) -> List[SandboxInfo]:
+        """The next page of SandboxInfo. Call it only while has_next."""
+        if not self._has_next:
+            raise Exception("No more items to fetch")  # E2B's wording and class
+        if self._items is None:
+            self._items = self._collect()
+        start = int(self._next_token or 0)
+        end = len(self._items) if not self.limit else min(len(self._items), start + int(self.limit))
+        page = self._items[start:end]
+        if end < len(self._items):
+            self._next_token = str(end)
+        else:
+            self._next_token = None
+            self._has_next = False
+        return page
+
+    def _collect(self) -> List[SandboxInfo]:
+        # Several Sandbox objects may have one id (E2B programs that "create"
+        # sandboxes in dev mode all reach $CELLVM_ADDR's agent): the id is
+        # listed once, with the newest of them that matches the query.
+        infos = []
+        for sbx in reversed(_live()):
+            try:
+                infos.append(sbx.get_info())
+            except SandboxException:
+                continue
+        addr = os.environ.get(ADDR_ENV)
+        if addr and addr not in {i.sandbox_id for i in infos}:
+            try:
+                other = self._cls(addr=addr)
+            except SandboxException:
+                other = None
+            if other is not None:
+                try:
+                    infos.append(other.get_info())
+                finally:
+                    other.close()
+        seen, found = set(), []
+        for info in infos:
+            if info.sandbox_id not in seen and _matches(info, self.query):
+                seen.add(info.sandbox_id)
+                found.append(info)
+        found.sort(key=lambda i: i.started_at or _dt.datetime.now(_dt.timezone.utc),
+                   reverse=self.order != "asc")
+        return found
+
+
 class Sandbox:
     """A connection to one cellvm agent (one micro-VM, or a local dev agent).
 
@@ -118,9 +295,9 @@ class Sandbox:
     $CELLVM_ADDR when it is set and otherwise boots a micro-VM like
     `Sandbox.create()`, so E2B programs written as `with Sandbox() as sbx:`
     run unchanged. E2B's creation options
-    (template, timeout, metadata, api_key, ...) have no meaning for an agent
-    that is already running and are accepted and ignored; `envs` is applied to
-    every execution.
+    (template, timeout, api_key, ...) have no meaning for an agent that is
+    already running and are accepted and ignored; `metadata` is kept for
+    get_info() and list(); `envs` is applied to every execution.
     """
 
     default_template = None
@@ -136,28 +313,78 @@ class Sandbox:
         request_timeout: Optional[float] = None,
         **e2b_options,
     ):
-        addr = addr or os.environ.get(ADDR_ENV)
+        # E2B 1.x attached to a running sandbox with Sandbox(sandbox_id=...).
+        addr = addr or e2b_options.get("sandbox_id") or os.environ.get(ADDR_ENV)
         if not addr:
             # E2B's Sandbox() starts a new sandbox: boot a micro-VM from the
             # image ($CELLVM_IMAGE, else build/image), as Sandbox.create() does.
             booted = type(self)._boot(template=template, metadata=metadata, envs=envs,
                                       request_timeout=request_timeout)
+            with _LIVE_LOCK:
+                _LIVE.discard(booted)
             self.__dict__.update(booted.__dict__)
+            _register(self)
             return
         self._addr = addr
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
         self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
         self._conn = _open_connection(addr, self._request_timeout)
         self._closed = False
+        self._killed = False
+        self._owner = None
         self._vm = None
         self._started_at = _dt.datetime.now(_dt.timezone.utc)
         self._metadata = dict(metadata or {})
+        self._template = template
+        _register(self)
+
+    @_class_or_instance("_cls_connect")
+    def connect(self, timeout: Optional[int] = None, **opts) -> "Sandbox":
+        """`sbx.connect()` (E2B: resume and reconnect): reopens this
+        Sandbox's connection if close() closed it; returns the Sandbox.
+        `Sandbox.connect(sandbox_id)` is the classmethod `_cls_connect`."""
+        if self._killed or (self._owner is not None and self._owner._killed):
+            raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
+        if self._closed:
+            if self._owner is not None:
+                self._closed = False
+            else:
+                self._conn = _open_connection(self._addr, self._request_timeout)
+                self._closed = False
+            _register(self)
+        return self
 
     @classmethod
-    def connect(cls, addr: str, request_timeout: Optional[float] = None,
-                envs: Optional[Dict[str, str]] = None) -> "Sandbox":
-        """Connect to the agent at `addr` ('unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT')."""
-        return cls(addr=addr, request_timeout=request_timeout, envs=envs)
+    def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, *,
+                     request_timeout: Optional[float] = None,
+                     envs: Optional[Dict[str, str]] = None, **e2b_options) -> "Sandbox":
+        """Connect to the sandbox `sandbox_id`: the agent at that address
+        ('unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT'), or a sandbox this
+        process booted (its `sandbox_id`; the new Sandbox shares its
+        connection, and its kill() stops the VM as E2B's does). `timeout` (E2B:
+        the sandbox's new lifetime) and E2B's other options (api_key, ...)
+        are accepted and ignored. SandboxNotFoundException if nothing answers."""
+        if isinstance(sandbox_id, Sandbox):
+            return sandbox_id.connect(timeout)
+        owners = [s for s in _live(sandbox_id) if s._vm is not None]
+        if owners:
+            return owners[0]._view(envs=envs, request_timeout=request_timeout)
+        return cls(addr=sandbox_id, request_timeout=request_timeout, envs=envs)
+
+    def _view(self, envs=None, request_timeout=None) -> "Sandbox":
+        """Another Sandbox over this one's connection (a booted VM's channel
+        may take one client only); kill() kills this one."""
+        view = type(self).__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._owner = self
+        view._closed = False
+        view._killed = False
+        if envs is not None:
+            view._envs = {str(k): str(v) for k, v in envs.items()}
+        if request_timeout:
+            view._request_timeout = request_timeout
+        _register(view)
+        return view
 
     @classmethod
     def create(cls, image: Optional[str] = None, vmm: str = "qemu", memory_mb: int = 1024,
@@ -185,10 +412,23 @@ class Sandbox:
         kernel of `make kernel`). See cellvm.launch. Without `image`/`template`
         and with $CELLVM_ADDR set, connects to that agent as Sandbox() does.
         """
-        if image is None and template is None and os.environ.get(ADDR_ENV):
+        if not isinstance(vmm, str):
+            # E2B's positional order: create(template, timeout, metadata, envs, ...).
+            e2b_timeout, metadata = vmm, memory_mb if isinstance(memory_mb, dict) else None
+            if isinstance(vcpus, dict):
+                envs = vcpus
+            vmm, memory_mb, vcpus = "qemu", 1024, 1
+            e2b_options.setdefault("metadata", metadata)
+            e2b_options.setdefault("e2b_timeout", e2b_timeout)
+        if not isinstance(network, str):
+            raise InvalidArgumentException(
+                "network must be 'none' (loopback only) or 'user' (QEMU's NAT); "
+                "E2B's egress rules (allow_out, deny_out, ...) are not supported")
+        name = image or template
+        if os.environ.get(ADDR_ENV) and (name is None or _e2b_template(name)):
             # As Sandbox(): an E2B program's Sandbox.create() uses the agent
             # named by $CELLVM_ADDR (dev mode) instead of booting a VM.
-            return cls(envs=envs, request_timeout=request_timeout,
+            return cls(template=name, envs=envs, request_timeout=request_timeout,
                        metadata=e2b_options.get("metadata"))
         return cls._boot(image=image, template=template, metadata=e2b_options.get("metadata"),
                          vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
@@ -200,8 +440,16 @@ class Sandbox:
     def _boot(cls, image=None, template=None, metadata=None, **launch) -> "Sandbox":
         """Boots a micro-VM and returns a Sandbox connected to it (see create)."""
         from .launch import create_sandbox
-        self = create_sandbox(cls, image=image or template, **launch)
+        name = image or template
+        if _e2b_template(name):
+            logger.info("%r is no cellvm image: booting the default image (E2B template names "
+                        "are accepted, cellvm has its own images)", name)
+            image = None
+        else:
+            image = name
+        self = create_sandbox(cls, image=image, **launch)
         self._metadata = dict(metadata or {})
+        self._template = name
         return self
 
     @classmethod
@@ -213,27 +461,75 @@ class Sandbox:
         self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
         self._conn = conn
         self._closed = False
+        self._killed = False
+        self._owner = None
         self._vm = vm
         self._started_at = _dt.datetime.now(_dt.timezone.utc)
         self._metadata = {}
+        self._template = None
+        _register(self)
         return self
 
     # --- lifecycle -----------------------------------------------------------
 
     def close(self) -> None:
         """Close the connection. In-flight requests are cancelled by the agent;
-        contexts outlive the connection."""
+        contexts outlive the connection. (A Sandbox from connect() that shares
+        a booted VM's connection leaves it open.)"""
         if not self._closed:
             self._closed = True
-            self._conn.close()
+            if self._owner is None:
+                self._conn.close()
 
-    def kill(self) -> None:
-        """End the sandbox. A Sandbox from create() stops its VM (nothing is
-        left: no process, no temp file). One from connect() only closes the
-        connection: that VM's lifetime belongs to whoever launched it."""
+    @_class_or_instance("_cls_kill")
+    def kill(self, **opts) -> bool:
+        """End the sandbox; True, or False if it had ended already (E2B: not
+        found). A Sandbox from create() stops its VM (nothing is left: no
+        process, no temp file), and so does one that connect() gave for it.
+        One that connected to an agent only closes the connection: that
+        agent's lifetime belongs to whoever started it.
+        `Sandbox.kill(sandbox_id)` is the classmethod `_cls_kill`."""
+        if self._owner is not None:
+            self.close()
+            return self._owner.kill()
+        if self._killed:
+            return False
+        self._killed = True
         self.close()
         if self._vm is not None:
             self._vm.kill()
+            for view in _live(self._addr):  # connect()'s views of this VM
+                view._closed = True
+        return True
+
+    @classmethod
+    def _cls_kill(cls, sandbox_id: str, **opts) -> bool:
+        """Kill the sandbox `sandbox_id`: every Sandbox of this process with
+        that id as kill() does. Another process's micro-VM is asked to power
+        off (its init stops everything); an agent in dev mode cannot be
+        stopped from here (SandboxException). False if nothing answers."""
+        if isinstance(sandbox_id, Sandbox):
+            return sandbox_id.kill()
+        known = _live(sandbox_id)
+        if known:
+            for s in known:
+                s.kill()
+            return True
+        try:
+            other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
+        except (SandboxNotFoundException, InvalidArgumentException):
+            return False
+        try:
+            other._call(_wire.SHUTDOWN, {"poweroff": True})
+        except SandboxException as e:
+            if e.code == "unsupported":
+                raise SandboxException(
+                    f"cannot kill sandbox {sandbox_id}: its agent runs in dev mode (not under "
+                    "cellvm-init); stop the agent's process instead", code=e.code) from None
+            raise
+        finally:
+            other.close()
+        return True
 
     def shutdown(self, poweroff: bool = True, timeout: float = 60.0) -> None:
         """Ask the guest to shut down cleanly: its init stops every process
@@ -245,6 +541,7 @@ class Sandbox:
         (dev mode)."""
         self._call(_wire.SHUTDOWN, {"poweroff": bool(poweroff)})
         self.close()
+        self._killed = self._vm is not None  # a VM is gone now; an agent may reboot
         if self._vm is None:
             return
         deadline = time.monotonic() + timeout
@@ -258,23 +555,161 @@ class Sandbox:
     def __exit__(self, *exc):
         self.kill()
 
-    def is_running(self) -> bool:
+    def is_running(self, request_timeout: Optional[float] = None) -> bool:
         """True while the agent answers a ping."""
         try:
-            self.ping()
+            self.ping(request_timeout=request_timeout)
             return True
         except (SandboxException, _wire.ConnectionClosed):
             return False
 
+    @_class_or_instance("_cls_set_timeout")
     def set_timeout(self, timeout: int, **opts) -> None:
         """E2B extends a sandbox's lifetime with it. A cellvm sandbox lives
-        until kill(): accepted and ignored."""
+        until kill(): accepted and ignored. `Sandbox.set_timeout(sandbox_id,
+        timeout)` is the classmethod `_cls_set_timeout`."""
 
-    def get_info(self, request_timeout: Optional[float] = None) -> SandboxInfo:
-        """E2B's SandboxInfo for this sandbox."""
-        image = getattr(self._vm, "image", None) if self._vm is not None else None
-        return SandboxInfo(sandbox_id=self.sandbox_id, template_id=image, name=None,
-                           metadata=dict(self._metadata), started_at=self._started_at)
+    @classmethod
+    def _cls_set_timeout(cls, sandbox_id: str, timeout: int, **opts) -> None:
+        """As set_timeout(), for the sandbox `sandbox_id`: SandboxNotFoundException
+        (E2B's) if there is none."""
+        cls._cls_get_info(sandbox_id, **opts)
+
+    @_class_or_instance("_cls_get_info")
+    def get_info(self, request_timeout: Optional[float] = None, **opts) -> SandboxInfo:
+        """E2B's SandboxInfo for this sandbox. `Sandbox.get_info(sandbox_id)`
+        is the classmethod `_cls_get_info`."""
+        vm = self._vm
+        if vm is not None:
+            cpus, memory = getattr(vm, "vcpus", 0), getattr(vm, "memory_mb", 0)
+        else:
+            cpus, memory = _host_cpus_and_memory(self._addr)
+        hello = self._conn.hello or {}
+        return SandboxInfo(
+            sandbox_id=self.sandbox_id, sandbox_domain=None,
+            template_id=getattr(vm, "image", None) if vm is not None else None,
+            name=self._template, metadata=dict(self._metadata), started_at=self._started_at,
+            end_at=None, state=SandboxState.RUNNING, cpu_count=cpus, memory_mb=memory,
+            envd_version=str(hello.get("agent_version", "")),
+            allow_internet_access=(getattr(vm, "network", "none") == "user") if vm is not None else None)
+
+    @classmethod
+    def _cls_get_info(cls, sandbox_id: str, **opts) -> SandboxInfo:
+        """SandboxInfo of the sandbox `sandbox_id` (one of this process's, or
+        the agent at that address); SandboxNotFoundException if there is none."""
+        if isinstance(sandbox_id, Sandbox):
+            return sandbox_id.get_info()
+        known = _live(sandbox_id)
+        if known:
+            return known[0].get_info()
+        try:
+            other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
+        except (SandboxNotFoundException, InvalidArgumentException):
+            raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found") from None
+        try:
+            return other.get_info()
+        finally:
+            other.close()
+
+    @classmethod
+    def list(cls, query: Optional[SandboxQuery] = None, limit: Optional[int] = None,
+             next_token: Optional[str] = None, order: Optional[str] = None,
+             **opts) -> "SandboxPaginator":
+        """E2B's Sandbox.list(): a SandboxPaginator over the running
+        sandboxes this process can reach, newest first (`order="asc"`:
+        oldest first): the ones it created or connected to and has not
+        closed, and the agent named by $CELLVM_ADDR if it answers.
+        `query` (SandboxQuery) filters by metadata, state, started_after and
+        template; `limit` is the page size."""
+        return SandboxPaginator(query=query, limit=limit, next_token=next_token, order=order,
+                                sandbox_cls=cls)
+
+    def get_host(self, port: int) -> str:
+        """E2B's get_host(port): "host:port" where a service the sandbox
+        listens on is reached from here. For an agent in dev mode that is
+        this host ("localhost:PORT", or the agent's host for tcp:HOST:P).
+        A micro-VM's ports are not forwarded to the host: SandboxException."""
+        port = int(port)
+        if self._vm is None:
+            family, sockaddr = _wire.parse_address(self._addr)
+            if self._addr.startswith("unix:"):
+                return f"localhost:{port}"
+            if self._addr.startswith("tcp:"):
+                return f"{sockaddr[0]}:{port}"
+        raise SandboxException(
+            f"get_host({port}): the ports of sandbox {self.sandbox_id} are not reachable from "
+            "the host (a micro-VM has no port forwarding); reach the service from inside the "
+            "sandbox (commands.run, run_code) instead")
+
+    @property
+    def sandbox_domain(self) -> Optional[str]:
+        """E2B's sandbox domain: None (no cloud domain)."""
+        return None
+
+    # Run in the sandbox by get_metrics(): CPU time twice 0.2 s apart, memory, disk of /.
+    _METRICS_SCRIPT = ("nproc; head -n1 /proc/stat; sleep 0.2; head -n1 /proc/stat; "
+                       "grep -E '^(MemTotal|MemAvailable|Cached):' /proc/meminfo; "
+                       "df -P -B1 / | tail -n1")
+
+    @_class_or_instance("_cls_get_metrics")
+    def get_metrics(self, start: Optional[_dt.datetime] = None, end: Optional[_dt.datetime] = None,
+                    **opts) -> List[SandboxMetrics]:
+        """E2B's get_metrics(): here one sample taken now, in the sandbox (CPU
+        use over 0.2 s, memory from /proc/meminfo, the disk of /). E2B
+        returns the samples it kept between `start` and `end`; cellvm keeps
+        none, so a window that ends before now gives []."""
+        now = _dt.datetime.now(_dt.timezone.utc)
+        if end is not None and (end if end.tzinfo else end.astimezone()) < now:
+            return []
+        out = self.commands.run(self._METRICS_SCRIPT, timeout=30).stdout.split("\n")
+        cpus = int(out[0])
+        t0, t1 = ([int(x) for x in line.split()[1:]] for line in out[1:3])
+        busy = lambda t: sum(t) - t[3] - (t[4] if len(t) > 4 else 0)  # all but idle and iowait
+        total = sum(t1) - sum(t0)
+        mem = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in out[3:6]}
+        disk = out[6].split()
+        return [SandboxMetrics(
+            cpu_count=cpus, cpu_used_pct=round(100.0 * (busy(t1) - busy(t0)) / total, 2) if total else 0.0,
+            disk_total=int(disk[1]), disk_used=int(disk[2]),
+            mem_total=mem["MemTotal"], mem_used=mem["MemTotal"] - mem["MemAvailable"],
+            mem_cache=mem["Cached"], timestamp=now)]
+
+    @classmethod
+    def _cls_get_metrics(cls, sandbox_id: str, start: Optional[_dt.datetime] = None,
+                         end: Optional[_dt.datetime] = None, **opts) -> List[SandboxMetrics]:
+        """get_metrics() of the sandbox `sandbox_id`; SandboxNotFoundException if there is none."""
+        if isinstance(sandbox_id, Sandbox):
+            return sandbox_id.get_metrics(start, end)
+        known = _live(sandbox_id)
+        if known:
+            return known[0].get_metrics(start, end)
+        try:
+            other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
+        except (SandboxNotFoundException, InvalidArgumentException):
+            raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found") from None
+        try:
+            return other.get_metrics(start, end)
+        finally:
+            other.close()
+
+    def download_url(self, path: str, *args, **opts) -> str:
+        """E2B's signed HTTP URL of a file: cellvm has no HTTP file endpoint
+        (SandboxException); files.read(path, format="stream") reads it."""
+        raise SandboxException(f"download_url({path!r}) is not supported: cellvm has no HTTP file "
+                               "endpoint; use files.read()", code="unsupported")
+
+    def upload_url(self, path: Optional[str] = None, *args, **opts) -> str:
+        """E2B's signed HTTP upload URL: not supported (SandboxException); use files.write()."""
+        raise SandboxException(f"upload_url({path!r}) is not supported: cellvm has no HTTP file "
+                               "endpoint; use files.write()", code="unsupported")
+
+    def pause(self, *args, **opts) -> bool:
+        """E2B pauses a sandbox (memory snapshot); cellvm cannot:
+        SandboxException. (Guest snapshots are taken by the VMM, docs/VMM.md.)"""
+        raise SandboxException(f"pause is not supported: sandbox {self.sandbox_id} runs until "
+                               "kill()", code="unsupported")
+
+    beta_pause = pause
 
     # --- introspection -------------------------------------------------------
 
@@ -499,6 +934,8 @@ class Sandbox:
     # --- plumbing ------------------------------------------------------------
 
     def _request(self, mtype, body):
+        if self._closed and self._owner is not None:  # a closed view of a shared connection
+            raise SandboxException("connection to the agent failed: the Sandbox was closed")
         try:
             return self._conn.request(mtype, body)
         except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
@@ -511,17 +948,19 @@ class Sandbox:
             return _SharedConnection(self._conn)
         return _open_connection(self._addr, self._request_timeout)
 
-    def _call(self, mtype, body, request_timeout=None):
-        return self._wait(self._request(mtype, body), request_timeout)
+    def _call(self, mtype, body, request_timeout=None, not_found=None):
+        return self._wait(self._request(mtype, body), request_timeout, not_found)
 
-    def _wait(self, req, request_timeout=None):
-        """The OK body of `req`, or its ERROR raised as a SandboxException."""
+    def _wait(self, req, request_timeout=None, not_found=None):
+        """The OK body of `req`, or its ERROR raised as a SandboxException
+        (`not_found`: the class for code not_found, see from_agent_error)."""
         try:
             for t, b in req.messages(timeout=request_timeout or self._request_timeout):
                 if t == _wire.OK:
                     return b
                 if t == _wire.ERROR:
-                    raise from_agent_error(_wire.AgentError(b.get("code", "internal"), b.get("message", "")))
+                    raise from_agent_error(_wire.AgentError(b.get("code", "internal"), b.get("message", "")),
+                                           not_found)
         except TimeoutError:
             raise format_request_timeout_error() from None
         except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:

@@ -1,0 +1,3 @@
+"""e2b.sandbox.sandbox_api under E2B's module name."""
+
+from cellvm.models import SandboxInfo, SandboxQuery, SandboxState  # noqa: F401

@@ -1,0 +1,456 @@
+"""E2B API surface that test_e2b_compat's programs do not reach, against a
+real agent: the class-level forms of kill/get_info/set_timeout/connect
+(E2B's class_method_variant), Sandbox.list's paginator, get_host,
+get_metrics, E2B 2.x's exception classes, files.write_files with
+WriteEntry, commands.connect after disconnect, and the async versions."""
+
+import asyncio
+import datetime as dt
+import os
+import socket
+import time
+import urllib.request
+
+import pytest
+
+from cellvm import (
+    AsyncSandbox,
+    CommandExitException,
+    CommandResult,
+    FileNotFoundException,
+    InvalidArgumentException,
+    NotFoundException,
+    RateLimitException,
+    Sandbox,
+    SandboxException,
+    SandboxInfo,
+    SandboxMetrics,
+    SandboxNotFoundException,
+    SandboxQuery,
+    SandboxState,
+    WriteEntry,
+    WriteInfo,
+)
+from cellvm.exceptions import from_agent_error
+from cellvm import _wire
+import conftest
+from conftest import run_e2b_program
+
+MISSING = "unix:/nonexistent/cellvm-e2b-api/agent.sock"
+
+
+@pytest.fixture(autouse=True)
+def no_dev_agent_env(monkeypatch):
+    """Sandbox.list() also probes $CELLVM_ADDR: the tests set it themselves."""
+    monkeypatch.delenv("CELLVM_ADDR", raising=False)
+
+
+@pytest.fixture
+def workdir(agent, request):
+    d = os.path.join(agent.workdir, "e2bapi-" + request.node.name)
+    os.makedirs(d, exist_ok=True)
+    return agent.give_to_sandbox_user(d)
+
+
+# --- lifecycle: instance and class forms ------------------------------------
+
+def test_kill_returns_true_then_false_and_ends_the_sandbox(agent):
+    sbx = Sandbox.connect(agent.addr)
+    assert sbx.is_running() is True
+    assert sbx.kill() is True
+    assert sbx.is_running() is False
+    assert sbx.kill() is False
+
+
+def test_class_kill_by_id(agent, fresh_agent):
+    a1 = Sandbox.connect(fresh_agent.addr)
+    a2 = Sandbox.connect(fresh_agent.addr)
+    other = Sandbox.connect(agent.addr)
+    try:
+        assert Sandbox.kill(fresh_agent.addr) is True   # every Sandbox of this process with that id
+        assert a1.is_running() is False and a2.is_running() is False
+        assert other.is_running() is True
+        assert Sandbox.kill(MISSING) is False           # E2B: False when not found
+        # An agent this process has no Sandbox for: a dev agent cannot be
+        # stopped from here (a VM under cellvm-init would be powered off).
+        with pytest.raises(SandboxException, match="dev mode"):
+            Sandbox.kill(fresh_agent.addr)
+        assert fresh_agent.proc.poll() is None
+    finally:
+        other.close()
+
+
+def test_class_get_info_and_set_timeout(agent):
+    with Sandbox.connect(agent.addr) as sbx:
+        info = Sandbox.get_info(agent.addr)
+        assert isinstance(info, SandboxInfo) and info.sandbox_id == agent.addr
+        assert info.state == SandboxState.RUNNING and info.envd_version == sbx.hello["agent_version"]
+        assert info.cpu_count == os.cpu_count() and info.memory_mb > 0
+        assert sbx.get_info().started_at == info.started_at
+        Sandbox.set_timeout(agent.addr, 60)
+        sbx.set_timeout(60)
+    # No Sandbox of this process has that id now: a fresh connection answers.
+    assert Sandbox.get_info(agent.addr).sandbox_id == agent.addr
+    with pytest.raises(SandboxNotFoundException, match=f"Sandbox {MISSING} not found"):
+        Sandbox.get_info(MISSING)
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.set_timeout(MISSING, 60)
+
+
+def test_connect_forms(agent):
+    # E2B's arguments (timeout, api_key, ...) are accepted.
+    sbx = Sandbox.connect(agent.addr, timeout=60, api_key="e2b_unused")
+    assert sbx.run_code("1 + 1").text == "2"
+    sbx.close()
+    assert sbx.is_running() is False
+    assert sbx.connect() is sbx  # the instance form reconnects
+    assert sbx.run_code("2 + 2").text == "4"
+    sbx.kill()
+    with pytest.raises(SandboxNotFoundException):
+        sbx.connect()
+    with pytest.raises(SandboxNotFoundException, match="not found") as ei:
+        Sandbox.connect(MISSING)
+    assert isinstance(ei.value, NotFoundException)
+
+
+def test_create_with_e2b_template_names_uses_the_dev_agent(agent, monkeypatch):
+    """E2B programs name E2B templates and pass create's arguments in E2B's
+    order (template, timeout, metadata, envs): with $CELLVM_ADDR set they
+    reach that agent."""
+    monkeypatch.setenv("CELLVM_ADDR", agent.addr)
+    with Sandbox.create("code-interpreter-v1", 120, {"user": "u1"}, {"E2B_X": "1"}) as sbx:
+        assert sbx.sandbox_id == agent.addr
+        info = sbx.get_info()
+        assert info.name == "code-interpreter-v1" and info.metadata == {"user": "u1"}
+        assert sbx.commands.run("echo $E2B_X").stdout == "1\n"
+    with Sandbox.create(template="base", metadata={"k": "v"}) as sbx:
+        assert sbx.get_info().metadata == {"k": "v"}
+    with pytest.raises(InvalidArgumentException, match="egress"):
+        Sandbox.create(network={"allow_out": ["1.1.1.1"]})
+
+
+# --- list ----------------------------------------------------------------------
+
+def test_list_pages_filters_and_orders(agent, fresh_agent, monkeypatch):
+    old = Sandbox(addr=agent.addr, metadata={"suite": "list", "who": "old"})
+    time.sleep(0.01)
+    new = Sandbox(addr=fresh_agent.addr, metadata={"suite": "list", "who": "new"})
+    try:
+        mine = SandboxQuery(metadata={"suite": "list"})
+        p = Sandbox.list(query=mine, limit=1)
+        assert p.has_next and p.next_token is None
+        first = p.next_items()
+        assert [i.metadata["who"] for i in first] == ["new"]   # newest first
+        assert p.has_next and p.next_token == "1"
+        second = p.next_items()
+        assert [i.metadata["who"] for i in second] == ["old"] and not p.has_next
+        with pytest.raises(Exception, match="No more items to fetch"):
+            p.next_items()
+        asc = Sandbox.list(query=mine, order="asc").next_items()
+        assert [i.sandbox_id for i in asc] == [agent.addr, fresh_agent.addr]
+        only = Sandbox.list(query=SandboxQuery(metadata={"who": "old"})).next_items()
+        assert [i.sandbox_id for i in only] == [agent.addr]
+        assert Sandbox.list(query=SandboxQuery(metadata={"suite": "list"},
+                                               state=[SandboxState.PAUSED])).next_items() == []
+        later = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+        assert Sandbox.list(query=SandboxQuery(metadata={"suite": "list"},
+                                               started_after=later)).next_items() == []
+        with pytest.raises(InvalidArgumentException, match="Invalid order"):
+            Sandbox.list(order="sideways")
+        new.kill()
+        assert [i.sandbox_id for i in Sandbox.list(query=mine).next_items()] == [agent.addr]
+    finally:
+        old.close()
+        new.close()
+    assert Sandbox.list(query=SandboxQuery(metadata={"suite": "list"})).next_items() == []
+    # The agent named by $CELLVM_ADDR is listed when it answers.
+    monkeypatch.setenv("CELLVM_ADDR", fresh_agent.addr)
+    assert fresh_agent.addr in [i.sandbox_id for i in Sandbox.list().next_items()]
+
+
+# --- get_host, get_metrics, pause ---------------------------------------------
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def net_agent():
+    """An agent whose user code may open sockets (--network allow)."""
+    a = conftest.AgentProcess("--network", "allow", preload="")
+    yield a
+    a.stop()
+    assert a.sanitizer_report() is None, a.sanitizer_report()
+
+
+def test_get_host_reaches_a_server_in_the_sandbox(net_agent):
+    port = _free_port()
+    work = os.path.join(net_agent.workdir, "site")  # files.write makes it, as the sandbox user
+    with Sandbox.connect(net_agent.addr) as sbx:
+        sbx.files.write(os.path.join(work, "index.html"), "served from the sandbox")
+        server = sbx.commands.run(f"exec python3 -m http.server {port} --bind 127.0.0.1", cwd=work,
+                                  background=True, timeout=0)
+        try:
+            host = sbx.get_host(port)
+            assert host == f"localhost:{port}"
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    body = urllib.request.urlopen(f"http://{host}/index.html", timeout=5).read()
+                    break
+                except OSError:
+                    assert server.exit_code is None, server.stderr
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            assert body == b"served from the sandbox"
+        finally:
+            server.kill()
+
+
+def test_get_metrics_and_pause(sbx):
+    [m] = sbx.get_metrics()
+    assert isinstance(m, SandboxMetrics)
+    assert m.cpu_count == os.cpu_count() and 0.0 <= m.cpu_used_pct <= 100.0
+    assert 0 < m.mem_used < m.mem_total and m.mem_cache >= 0
+    assert 0 < m.disk_used < m.disk_total
+    assert abs((dt.datetime.now(dt.timezone.utc) - m.timestamp).total_seconds()) < 30
+    past = dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=1)
+    assert sbx.get_metrics(end=past) == []
+    with pytest.raises(SandboxException, match="pause is not supported"):
+        sbx.pause()
+    with pytest.raises(SandboxException, match="no HTTP file endpoint"):
+        sbx.download_url("a.txt")
+    [m2] = Sandbox.get_metrics(sbx.sandbox_id)
+    assert m2.mem_total == m.mem_total
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.get_metrics(MISSING)
+
+
+def test_e2b_1x_constructor_attaches_by_sandbox_id(agent):
+    with Sandbox(sandbox_id=agent.addr, api_key="e2b_unused") as sbx:
+        assert sbx.sandbox_id == agent.addr and sbx.run_code("3 * 3").text == "9"
+
+
+# --- exceptions -------------------------------------------------------------------
+
+def test_e2b_exception_classes(sbx, workdir):
+    missing = os.path.join(workdir, "nope.txt")
+    for call in (lambda: sbx.files.read(missing), lambda: sbx.files.get_info(missing),
+                 lambda: sbx.files.list(missing), lambda: sbx.files.remove(missing)):
+        with pytest.raises(FileNotFoundException, match="ENOENT") as ei:
+            call()
+        assert isinstance(ei.value, NotFoundException)
+    assert sbx.files.exists(missing) is False
+    with pytest.raises(CommandExitException) as ei:
+        sbx.commands.run("echo o; echo e >&2; exit 4")
+    e = ei.value
+    assert isinstance(e, CommandResult) and isinstance(e, SandboxException)
+    assert (e.stderr, e.stdout, e.exit_code, e.error) == ("e\n", "o\n", 4, "exit status 4")
+    assert str(e) == "Command exited with code 4 and error:\ne\n"
+    busy = from_agent_error(_wire.AgentError("busy", "queue full"))
+    assert isinstance(busy, RateLimitException) and busy.retry_after is None
+
+
+# --- files ------------------------------------------------------------------------
+
+def test_write_files_and_read_bytes(sbx, workdir):
+    class Entry:  # E2B 1.x's WriteEntry was a dataclass with .path and .data
+        def __init__(self, path, data):
+            self.path, self.data = path, data
+
+    infos = sbx.files.write_files([
+        WriteEntry(path=os.path.join(workdir, "a/one.txt"), data="one"),
+        {"path": os.path.join(workdir, "two.bin"), "data": b"\x00\x02"},
+        Entry(os.path.join(workdir, "three.txt"), open(__file__, "rb")),
+    ], gzip=True, use_octet_stream=True)
+    assert [i.name for i in infos] == ["one.txt", "two.bin", "three.txt"]
+    assert all(isinstance(i, WriteInfo) for i in infos)
+    assert sbx.files.write_files([]) == []
+    data = sbx.files.read(os.path.join(workdir, "two.bin"), format="bytes", gzip=True)
+    assert isinstance(data, bytearray) and data == b"\x00\x02"  # E2B returns a bytearray
+    with open(__file__, "rb") as f:
+        assert sbx.files.read(os.path.join(workdir, "three.txt"), format="bytes") == f.read()
+    with pytest.raises(InvalidArgumentException, match="Unsupported data type for file x"):
+        sbx.files.write("x", 42)
+    with pytest.raises(InvalidArgumentException, match="WriteEntry"):
+        sbx.files.write_files([{"path": "y"}])
+    with pytest.raises(InvalidArgumentException, match="depth should be at least 1"):
+        sbx.files.list(workdir, depth=0)
+
+
+def test_watch_handle_after_stop(sbx, workdir):
+    w = sbx.files.watch_dir(workdir)
+    sbx.files.write(os.path.join(workdir, "w.txt"), "1")
+    deadline = time.monotonic() + 5
+    events = []  # the upload's temporary file comes first, then the rename to w.txt
+    while not any(e.name == "w.txt" for e in events) and time.monotonic() < deadline:
+        events += w.get_new_events()
+        time.sleep(0.02)
+    assert any(e.name == "w.txt" for e in events), events
+    w.stop()
+    with pytest.raises(SandboxException, match="The watcher is already stopped"):
+        w.get_new_events()
+
+
+# --- commands -----------------------------------------------------------------------
+
+def _wait_for_file(path, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.02)
+
+
+def test_commands_list_has_e2b_shape(sbx):
+    h = sbx.commands.run("sleep 30 # e2b-shape", background=True)
+    try:
+        [p] = [p for p in sbx.commands.list() if p.pid == h.pid]
+        assert p.cmd == "/bin/bash" and p.args == ["-l", "-c", "sleep 30 # e2b-shape"]
+    finally:
+        h.kill()
+
+
+def test_connect_after_disconnect_follows_from_then_on(sbx, workdir):
+    """E2B's disconnect()/commands.connect(pid): the command keeps running;
+    the new handle gets what it writes after connect, not what came before."""
+    script = ("echo early; until [ -e go1 ]; do sleep 0.02; done; echo middle; touch wrote-middle; "
+              "until [ -e go2 ]; do sleep 0.02; done; echo late; exit 5")
+    h = sbx.commands.run(script, cwd=workdir, background=True)
+    for out, _, _ in h:
+        if out:
+            break
+    assert h.stdout == "early\n"
+    h.disconnect()
+    open(os.path.join(workdir, "go1"), "w").close()
+    _wait_for_file(os.path.join(workdir, "wrote-middle"))  # "middle" is out while nobody follows
+    h2 = sbx.commands.connect(h.pid)
+    assert h2.pid == h.pid
+    open(os.path.join(workdir, "go2"), "w").close()
+    with pytest.raises(CommandExitException) as ei:
+        h2.wait()
+    assert ei.value.exit_code == 5 and ei.value.stdout == "late\n"
+    with pytest.raises(NotFoundException):
+        sbx.commands.connect(h.pid)  # it has ended
+
+
+def test_connect_to_a_command_of_another_connection(sbx, agent):
+    with Sandbox.connect(agent.addr) as other:
+        h = other.commands.run("sleep 30", background=True)
+        try:
+            with pytest.raises(SandboxException, match="cannot connect to command"):
+                sbx.commands.connect(h.pid)
+        finally:
+            assert sbx.commands.kill(h.pid) is True
+    with pytest.raises(NotFoundException, match="not found"):
+        sbx.commands.connect(2 ** 30)
+
+
+def test_handle_stdin_with_request_timeout(sbx):
+    h = sbx.commands.run("read a; read b; echo $a-$b", background=True, stdin=True)
+    h.send_stdin("x\n", request_timeout=5)
+    h.send_stdin(b"y\n", 5)
+    h.close_stdin(request_timeout=5)
+    assert h.wait().stdout == "x-y\n"
+
+
+# --- async ------------------------------------------------------------------------------
+
+def test_async_class_forms_list_and_connect(agent, fresh_agent, workdir):
+    async def main():
+        sbx = await AsyncSandbox.connect(fresh_agent.addr, timeout=60)
+        info = await AsyncSandbox.get_info(fresh_agent.addr)
+        assert info.sandbox_id == fresh_agent.addr
+        await AsyncSandbox.set_timeout(fresh_agent.addr, 30)
+        assert (await sbx.get_info()).sandbox_id == fresh_agent.addr
+        p = AsyncSandbox.list(query=SandboxQuery(state=[SandboxState.RUNNING]))
+        assert fresh_agent.addr in [i.sandbox_id for i in await p.next_items()]
+        assert not p.has_next
+        assert sbx.get_host(8080) == "localhost:8080"
+        await sbx.close()
+        assert await sbx.is_running() is False
+        assert await sbx.connect() is sbx and await sbx.is_running() is True
+        assert await AsyncSandbox.kill(fresh_agent.addr) is True
+        assert await sbx.is_running() is False
+        assert await AsyncSandbox.kill(MISSING) is False
+        with pytest.raises(SandboxNotFoundException):
+            await AsyncSandbox.get_info(MISSING)
+
+        async with await AsyncSandbox.connect(agent.addr) as s2:
+            got = []
+            h = await s2.commands.run("echo a; until [ -e go ]; do sleep 0.02; done; echo b",
+                                      cwd=workdir, background=True)
+            while h.stdout != "a\n":
+                await asyncio.sleep(0.02)
+            await h.disconnect()
+            h2 = await s2.commands.connect(h.pid, on_stdout=got.append)
+            open(os.path.join(workdir, "go"), "w").close()
+            r = await h2.wait()
+            assert r.stdout == "b\n" and got == ["b\n"]
+            data = await s2.files.read(os.path.join(workdir, "go"), format="bytes")
+            assert isinstance(data, bytearray)
+            assert [m.cpu_count for m in await s2.get_metrics()] == [os.cpu_count()]
+    asyncio.run(main())
+
+
+# --- an E2B program through the compat modules --------------------------------------------
+
+E2B_PROGRAM = '''
+import os
+from e2b import Sandbox as BaseSandbox, SandboxQuery, FileNotFoundException
+from e2b.exceptions import NotFoundException, SandboxException
+from e2b.sandbox.filesystem.filesystem import WriteEntry
+from e2b_code_interpreter import Sandbox
+from e2b_code_interpreter.models import Execution
+
+work = os.environ["E2B_PROGRAM_DIR"]
+sbx = Sandbox.create(metadata={"job": "compat"})
+print(isinstance(sbx.run_code("1"), Execution))
+sbx.files.write_files([WriteEntry(path=work + "/a.txt", data="A"), WriteEntry(path=work + "/b.txt", data="B")])
+print(sorted(e.name for e in sbx.files.list(work)))
+try:
+    sbx.files.read(work + "/missing")
+except FileNotFoundException:
+    print("missing")
+paginator = Sandbox.list(query=SandboxQuery(metadata={"job": "compat"}))
+while paginator.has_next:
+    print([s.metadata for s in paginator.next_items()])
+same = Sandbox.connect(sbx.sandbox_id)
+print(same.run_code("2 + 3").text)
+print(Sandbox.kill(sbx.sandbox_id))
+print(sbx.is_running(), same.is_running())
+'''
+
+
+def test_an_e2b_program_using_class_methods_and_list(agent, tmp_path):
+    r = run_e2b_program(agent, tmp_path, E2B_PROGRAM, "e2b-api-program")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["True", "['a.txt', 'b.txt']", "missing", "[{'job': 'compat'}]",
+                                     "5", "True", "False False"]
+
+
+# --- a booted micro-VM (the session's) ------------------------------------------------------
+
+def test_connect_by_id_to_a_booted_vm_shares_its_connection(vm_sandbox):
+    """Sandbox.connect(sbx.sandbox_id) of a VM this process booted works
+    whatever the channel (QEMU's serial socket takes one client): it shares
+    the connection; closing it leaves the VM and its owner alone. get_info
+    reports the VM; get_host refuses (no port forwarding)."""
+    view = Sandbox.connect(vm_sandbox.sandbox_id)
+    try:
+        assert view.sandbox_id == vm_sandbox.sandbox_id and view.vm is vm_sandbox.vm
+        assert view.run_code("6 * 7").text == "42"
+        info = view.get_info()
+        assert info.cpu_count == vm_sandbox.vm.vcpus and info.memory_mb == conftest.SESSION_VM_MEMORY_MB
+        assert info.template_id == vm_sandbox.vm.image
+        assert vm_sandbox.sandbox_id in [i.sandbox_id for i in Sandbox.list().next_items()]
+        with pytest.raises(SandboxException, match="not reachable from the host"):
+            view.get_host(8000)
+        [m] = view.get_metrics()
+        assert m.cpu_count == vm_sandbox.vm.vcpus and m.mem_total <= conftest.SESSION_VM_MEMORY_MB << 20
+    finally:
+        view.close()
+    assert view.is_running() is False
+    assert vm_sandbox.is_running() is True and vm_sandbox.run_code("1 + 1").text == "2"
