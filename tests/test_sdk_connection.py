@@ -94,7 +94,9 @@ def test_ctrl_c_while_reading_never_loses_the_stream(sbx, ctx):
                                 lambda: signal.pthread_kill(main, signal.SIGINT))
         timer.start()
         try:
-            sbx.run_code("for i in range(300000): print(i)", context=ctx)
+            # a flood that lasts past 0.4 s however fast print() is
+            sbx.run_code("import time\nfor i in range(300000):\n    print(i)\n"
+                         "    if i % 10000 == 0: time.sleep(0.015)", context=ctx)
         except KeyboardInterrupt:
             interrupted += 1
         finally:
