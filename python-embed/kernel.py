@@ -11,6 +11,7 @@ magics, matplotlib figures shown once per cell.
 import ast
 import builtins
 import errno
+import functools
 import gc
 import importlib.abc
 import importlib.util
@@ -284,6 +285,7 @@ def _install_finders():
         _post_import.add("matplotlib.pyplot", _on_pyplot_import)
         _post_import.add("IPython.core.display_functions", _on_ipython_display_import)
         _post_import.add("PIL.Image", _on_pil_image_import)
+        _post_import.add("asyncio", _on_asyncio_import)
 
 
 # ---------------------------------------------------------------- matplotlib
@@ -938,10 +940,29 @@ def _no_getpass(prompt="Password: ", stream=None):
         raise _stdin_error_class()("getpass was called, but this frontend does not support input requests.")
 
 
+def _running():
+        return True
+
+
+def _on_asyncio_import(asyncio):
+        # A cell that imports asyncio sees the kernel's loop running from then on.
+        kernel = _state.kernel
+        if kernel is not None and kernel.cell_running:
+                kernel.loop_enter()
+
+
+def clear_output(wait=False):
+        """IPython.display.clear_output: ipykernel flushes the streams and sends
+        clear_output, which E2B's server drops (the protocol has no such
+        message). IPython's own, outside a kernel, would print escape codes."""
+        _flush_std()
+
+
 def _on_ipython_display_import(mod):
         # Route IPython.display.display & co. to our DISPLAY messages.
         mod.display = display
         mod.publish_display_data = publish_display_data
+        mod.clear_output = clear_output
 
 
 # ---------------------------------------------------------------- shell commands and magics
@@ -969,7 +990,82 @@ class UsageError(Exception):
         """IPython's UsageError: a magic was misused or does not exist."""
 
 
-def _format_time(seconds):
+# IPython's default aliases (IPython.core.alias.default_aliases on Linux):
+# %ls & co. run through the shell as !ls would.
+_ALIASES = {"mkdir": "mkdir", "rmdir": "rmdir", "mv": "mv", "rm": "rm", "cp": "cp", "cat": "cat",
+            "ls": "ls -F --color", "ll": "ls -F -o --color",
+            "lf": "ls -F -o --color %l | grep ^-", "lk": "ls -F -o --color %l | grep ^l",
+            "ldir": "ls -F -o --color %l | grep /$", "lx": "ls -F -o --color %l | grep ^-..x"}
+# IPython's other line magics in ipykernel (its lsmagic, aliases aside): the
+# names automagic turns into magics, implemented here or not.
+_IPYTHON_LINE_MAGICS = frozenset("""
+alias alias_magic autoawait autocall automagic autosave bookmark cd clear colors conda config
+connect_info debug dhist dirs doctest_mode ed edit env gui hist history killbgscripts less load
+load_ext loadpy logoff logon logstart logstate logstop lsmagic macro magic man matplotlib more
+notebook page pastebin pdb pdef pdoc pfile pinfo pinfo2 pip popd pprint precision prun psearch
+psource pushd pwd pycat pylab qtconsole quickref recall rehashx reload_ext rep rerun reset
+reset_selective run save sc set_env store sx system tb time timeit unalias unload_ext who who_ls
+whos xdel xmode""".split())
+_AUTOMAGIC_RE = re.compile(r"([\w.*]*)(.*)", re.S)
+# Magics IPython marks @no_var_expand: their line is code, not $name/{expr} text.
+_NO_VAR_EXPAND = frozenset({"time", "timeit", "prun", "debug"})
+
+
+class _Autoreload:
+        """IPython's autoreload extension (%load_ext autoreload) on IPython's
+        own ModuleReloader: %autoreload [0-3], %aimport, and a check for
+        changed modules before each cell."""
+
+        def __init__(self, shell):
+                from IPython.extensions.autoreload import ModuleReloader
+                self.shell = shell
+                self.reloader = ModuleReloader(shell)
+                self.reloader.check_all = False
+                self.reloader.autoload_obj = False
+                self.loaded_modules = set(sys.modules)
+
+        def autoreload(self, line):
+                r = self.reloader
+                if line == "":
+                        r.check(True)
+                elif line == "0":
+                        r.enabled = False
+                elif line in ("1", "2", "3"):
+                        r.check_all = line != "1"
+                        r.autoload_obj = line == "3"
+                        r.enabled = True
+
+        def aimport(self, line):
+                r = self.reloader
+                if not line:
+                        print("Modules to reload:\n" + ("all-except-skipped" if r.check_all
+                                                         else " ".join(sorted(r.modules))))
+                        print("\nModules to skip:\n" + " ".join(sorted(r.skip_modules)))
+                elif line.startswith("-"):
+                        r.mark_module_skipped(line[1:])
+                else:
+                        for name in [n.strip() for n in line.split(",")]:
+                                top_module, top_name = r.aimport_module(name)
+                                self.shell.user_ns[top_name] = top_module
+
+        def pre_run_cell(self):
+                if self.reloader.enabled:
+                        try:
+                                self.reloader.check()
+                        except Exception:  # as IPython: a failed check never stops the cell
+                                pass
+
+        def post_execute(self):
+                """Modules imported by the cell: their times now, so they count as fresh."""
+                new = set(sys.modules) - self.loaded_modules
+                for name in new:
+                        _, mtime = self.reloader.filename_and_mtime(sys.modules[name])
+                        if mtime is not None:
+                                self.reloader.modules_mtimes[name] = mtime
+                self.loaded_modules.update(new)
+
+
+def _format_time(seconds, precision=3):
         """IPython's _format_time."""
         if seconds >= 60:
                 minutes, s = divmod(seconds, 60)
@@ -983,14 +1079,15 @@ def _format_time(seconds):
         scaling = [1, 1e3, 1e6, 1e9]
         order = min(-int(__import__("math").floor(__import__("math").log10(seconds)) // 3), 3) \
             if seconds > 0.0 else 3
-        return "%.*g %s" % (3, seconds * scaling[order], units[order])
+        return "%.*g %s" % (precision, seconds * scaling[order], units[order])
 
 
 class _TimeitResult:
         """IPython's TimeitResult: what %timeit prints (and returns with -o)."""
 
-        def __init__(self, loops, repeat, all_runs):
+        def __init__(self, loops, repeat, all_runs, precision=3):
                 self.loops, self.repeat, self.timings = loops, repeat, all_runs
+                self._precision = precision
                 self.all_runs = [t * loops for t in all_runs]
                 self.best, self.worst = min(all_runs), max(all_runs)
                 self.average = sum(all_runs) / len(all_runs)
@@ -999,7 +1096,8 @@ class _TimeitResult:
         def __str__(self):
                 return ("{mean} \xb1 {std} per loop (mean \xb1 std. dev. of {runs} run{rp}, "
                         "{loops:,} loop{lp} each)").format(
-                            mean=_format_time(self.average), std=_format_time(self.stdev),
+                            mean=_format_time(self.average, self._precision),
+                            std=_format_time(self.stdev, self._precision),
                             runs=self.repeat, loops=self.loops, rp="" if self.repeat == 1 else "s",
                             lp="" if self.loops == 1 else "s")
 
@@ -1016,6 +1114,8 @@ class Shell:
         def __init__(self, kernel):
                 self.kernel = kernel
                 self.user_ns = kernel.ns
+                self.extensions = set()  # loaded by %load_ext (autoreload aside)
+                self.aliases = dict(_ALIASES)
 
         def var_expand(self, cmd):
                 """$name and {expr} expansion as IPython does for ! lines (best effort)."""
@@ -1086,22 +1186,125 @@ class Shell:
 
         def run_line_magic(self, name, line):
                 fn = getattr(self, "magic_" + name, None)
+                if fn is None and name in ("autoreload", "aimport") and self.kernel.autoreload is not None:
+                        fn = getattr(self.kernel.autoreload, name)
+                if fn is None and name in self.aliases:
+                        fn = functools.partial(self._alias, name)
                 if fn is None:
                         raise UsageError(f"Line magic function `%{name}` not found.")
+                if name not in _NO_VAR_EXPAND:
+                        line = self.var_expand(line)
                 return fn(line.strip())
 
         def run_cell_magic(self, name, line, cell):
                 fn = getattr(self, "cell_magic_" + name, None)
                 if fn is None:
                         raise UsageError(f"Cell magic `%%{name}` not found.")
+                if name not in _NO_VAR_EXPAND:
+                        line = self.var_expand(line)
                 return fn(line.strip(), cell)
+
+        def _alias(self, name, rest):
+                """IPython's Alias.__call__: %l is the whole line, each %s one word."""
+                cmd = self.aliases[name]
+                if "%l" in cmd:
+                        cmd, rest = cmd.replace("%l", rest), ""
+                nargs = cmd.count("%s") - cmd.count("%%s")
+                if nargs == 0:
+                        if cmd.find("%%s") >= 1:
+                                cmd = cmd.replace("%%s", "%s")
+                        cmd = f"{cmd} {rest}"
+                else:
+                        args = rest.split(None, nargs)
+                        if len(args) < nargs:
+                                raise UsageError(f"Alias <{name}> requires {nargs} arguments, {len(args)} given.")
+                        cmd = "%s %s" % (cmd % tuple(args[:nargs]), " ".join(args[nargs:]))
+                self.system(cmd)
+
+        def magic_alias(self, line):
+                """IPython's %alias NAME CMD; without arguments, the aliases."""
+                if not line:
+                        print("Total number of aliases:", len(self.aliases))
+                        sys.stdout.flush()
+                        return sorted(self.aliases.items())
+                name, cmd = line.split(None, 1)  # one word: IPython's ValueError too
+                if name in ("cd", "popd", "pushd", "dhist", "alias", "unalias"):
+                        print(f"The name {name} can't be aliased because it is a keyword or builtin.")
+                elif name in _IPYTHON_LINE_MAGICS or hasattr(self, "magic_" + name):
+                        print(f"The name {name} can't be aliased because it is another magic command.")
+                elif cmd.count("%s") - cmd.count("%%s") > 0 and "%l" in cmd:
+                        print("The %s and %l specifiers are mutually exclusive in alias definitions.")
+                else:
+                        self.aliases[name] = cmd
+
+        def magic_sx(self, line):
+                """IPython's %sx / %system: the command's output lines (an SList)."""
+                return self.getoutput(line)
+
+        magic_system = magic_sx
+
+        def get_ipython(self):
+                return self
+
+        def automagic(self, cell):
+                """IPython's automagic, applied by its prefilter to one-line cells
+                only: a line starting with a magic's name runs that magic (`pwd`,
+                `ls -l`, `pip install x`) unless a variable, builtin or keyword
+                has the name, or the line assigns to it. None if it does not apply."""
+                end = cell.find("\n")
+                if end != -1 and cell[end:].strip("\n"):
+                        return None
+                ifun, rest = _AUTOMAGIC_RE.match(cell.rstrip("\n")).groups()
+                rest = rest.lstrip()
+                if not ifun or rest[:1] in ("=", ","):
+                        return None
+                if not (ifun in _IPYTHON_LINE_MAGICS or ifun in self.aliases or hasattr(self, "magic_" + ifun)
+                        or ifun in ("autoreload", "aimport") and self.kernel.autoreload is not None):
+                        return None
+                import keyword
+                if ifun in self.user_ns or ifun in builtins.__dict__ or keyword.iskeyword(ifun):
+                        return None
+                return f"get_ipython().run_line_magic({ifun!r}, {rest!r})\n"
+
+        def magic_load_ext(self, line):
+                """IPython's %load_ext: autoreload on IPython's own reloader, else
+                the module's load_ipython_extension(shell)."""
+                if not line:
+                        raise UsageError("Missing module name.")
+                name = line
+                if name == "autoreload":
+                        if self.kernel.autoreload is not None:
+                                print(f"The {name} extension is already loaded. To reload it, use:")
+                                print("  %reload_ext", name)
+                                return
+                        self.kernel.autoreload = _Autoreload(self)
+                        return
+                if name in self.extensions:
+                        print(f"The {name} extension is already loaded. To reload it, use:")
+                        print("  %reload_ext", name)
+                        return
+                mod = importlib.import_module(name)
+                load = getattr(mod, "load_ipython_extension", None)
+                if load is None:
+                        print(f"The {name} module is not an IPython extension.")
+                        return
+                load(self)
+                self.extensions.add(name)
 
         # line magics
         def magic_matplotlib(self, line):
-                # The backend is ours whatever is asked; what stays of IPython's
-                # enable_matplotlib is that %run then runs files as mpl_execfile.
-                if not {"-l", "--list"} & set(line.split()):
-                        self.kernel.mpl_run = True
+                """IPython's %matplotlib: whatever is asked, our backend (inline's
+                stand-in) comes back, even after matplotlib.use('Agg'), through
+                switch_backend (which closes every figure, as IPython's does);
+                %run then runs files as IPython's mpl_execfile."""
+                if {"-l", "--list"} & set(line.split()):
+                        return None
+                self.kernel.mpl_run = True
+                import matplotlib
+                matplotlib.interactive(True)
+                matplotlib.rcParams["backend"] = MPL_BACKEND
+                import matplotlib.pyplot as plt
+                plt.switch_backend(MPL_BACKEND)
                 return None
 
         def magic_pinfo(self, line):
@@ -1132,16 +1335,29 @@ class Shell:
                 print(os.getcwd())
 
         def magic_env(self, line):
-                if not line:
-                        return dict(os.environ)
-                if "=" in line or " " in line:
-                        sep = "=" if "=" in line else " "
-                        k, v = line.split(sep, 1)
-                        k, v = k.strip(), self.var_expand(v.strip())
-                        os.environ[k] = v
-                        print(f"env: {k}={v}")
-                        return None
-                return os.environ.get(line)
+                """IPython's %env: the environment (likely secrets hidden), one
+                variable, or %set_env."""
+                if line:
+                        if len(line.split("=" if "=" in line else " ")) > 1:
+                                return self.magic_set_env(line)
+                        if line in os.environ:
+                                return os.environ[line]
+                        raise UsageError(f"Environment does not have key: {line}")
+                env = dict(os.environ)
+                for key in env:
+                        if any(s in key.lower() for s in ("key", "token", "secret")):
+                                env[key] = "<hidden>"
+                return env
+
+        def magic_set_env(self, line):
+                bits = line.split("=" if "=" in line else " ", 1)
+                if not line or len(bits) < 2:
+                        raise UsageError("usage is 'set_env var=val'")
+                var, val = bits[0].strip(), bits[1].strip()
+                if re.match(r".*\s.*", var):
+                        raise UsageError(f"refusing to set env var with whitespace: '{val}'")
+                os.environ[var] = val
+                print(f"env: {var}={val}")
 
         def _pip(self, tool, line):
                 self.system(f"{sys.executable} -m {tool} {line}")
@@ -1152,35 +1368,39 @@ class Shell:
 
         def magic_time(self, line, cell=None):
                 src = cell if cell is not None else line
-                if not src.strip():
-                        return None
                 ns = self.user_ns
                 tree = ast.parse(src)
-                last = None
-                if tree.body and isinstance(tree.body[-1], ast.Expr):
-                        last = ast.Expression(tree.body.pop().value)
-                code = compile(tree, "<timed exec>", "exec")
-                ecode = compile(last, "<timed eval>", "eval") if last is not None else None
-                t0, w0 = time.process_time(), time.time()
+                code = ecode = None
+                if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
+                        ecode = compile(ast.Expression(tree.body[0].value), "<timed eval>", "eval")
+                else:
+                        if len(tree.body) > 1 and isinstance(tree.body[-1], ast.Expr):
+                                ecode = compile(ast.Expression(tree.body.pop().value), "<timed exec>", "eval")
+                        code = compile(tree, "<timed exec>", "exec")
+                w0 = time.time()
                 r0 = os.times()
                 out = None
                 try:
-                        exec(code, ns)
+                        if code is not None:
+                                exec(code, ns)
                         if ecode is not None:
                                 out = eval(ecode, ns)
-                finally:
-                        wall = time.time() - w0
-                        r1 = os.times()
-                        user, sys_ = r1.user - r0.user, r1.system - r0.system
-                        del t0
-                        print(f"CPU times: user {_format_time(user)}, sys: {_format_time(sys_)}, "
-                              f"total: {_format_time(user + sys_)}")
-                        print(f"Wall time: {_format_time(wall)}")
+                except BaseException as e:  # noqa: BLE001 - IPython's bare except
+                        # IPython shows the traceback (from the timed code on) and
+                        # prints no times; the cell goes on.
+                        self.kernel.report_error(e)
+                        return None
+                wall = time.time() - w0
+                r1 = os.times()
+                user, sys_ = r1.user - r0.user, r1.system - r0.system
+                print(f"CPU times: user {_format_time(user)}, sys: {_format_time(sys_)}, "
+                      f"total: {_format_time(user + sys_)}")
+                print(f"Wall time: {_format_time(wall)}")
                 return out
 
         def magic_who_ls(self, line):
                 """IPython's %who_ls: the user's names, optionally of the given type names."""
-                hidden = {"In": self.kernel.In, "Out": self.kernel.Out}
+                hidden = self.kernel.ns_hidden()
                 out = [n for n, v in self.user_ns.items()
                        if not n.startswith("_") and v is not hidden.get(n, _NOT_HIDDEN)]
                 types_wanted = set(line.split())
@@ -1250,9 +1470,10 @@ class Shell:
                         return
                 keep = {"__builtins__", "__builtin__", "__name__", "__doc__", "__package__",
                         "__loader__", "__spec__", "In", "Out", "_ih", "_oh", "_dh",
-                        "_i", "_ii", "_iii"}
+                        "_i", "_ii", "_iii", "get_ipython", "exit", "quit"}
                 for name in [n for n in self.user_ns if n not in keep and not re.fullmatch(r"_i\d+", n)]:
                         del self.user_ns[name]
+                self.user_ns.update(self.kernel.ns_hidden())  # IPython's init_user_ns again
                 self.kernel.Out.clear()
                 self.user_ns.update({"_": "", "__": "", "___": ""})
                 self.kernel.under = ["", "", ""]
@@ -1312,21 +1533,37 @@ class Shell:
                 print()
 
         def magic_timeit(self, line, cell=None):
-                """IPython's %timeit: -n loops, -r runs, -q quiet, -o return the result."""
+                """IPython's %timeit: -n loops, -r runs, -p precision, -q quiet,
+                -o return the result (-t/-c, the timer, accepted)."""
+                import getopt
                 import shlex
                 import timeit as timeit_mod
-                words = shlex.split(line, posix=False) if line else []
-                number, repeat, quiet, ret = 0, 7, False, False
-                while words and words[0].startswith("-") and words[0] in ("-n", "-r", "-q", "-o"):
-                        opt = words.pop(0)
-                        if opt in ("-n", "-r"):
-                                if not words or not words[0].isdigit():
-                                        raise UsageError(f"option {opt} requires an integer argument")
-                                value = int(words.pop(0))
-                                number, repeat = (value, repeat) if opt == "-n" else (number, value)
-                        else:
-                                quiet, ret = quiet or opt == "-q", ret or opt == "-o"
-                stmt = " ".join(words)
+                try:
+                        opts, _ = getopt.getopt(shlex.split(line, posix=False), "n:r:tcp:qo")
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "n:r:tcp:qo" )') from None
+                stmt = line
+                for o, a in opts:  # IPython's preserve_non_opts: the rest of the line, as written
+                        stmt = stmt.replace(o, "", 1).replace(a, "", 1)
+                stmt = stmt.lstrip()
+                if not stmt and cell is None:
+                        return None
+                opts = dict(opts)
+                number, repeat, precision = 0, 7, 3
+                for opt in ("-n", "-r", "-p"):
+                        if opt in opts:
+                                try:
+                                        value = int(opts[opt])
+                                except ValueError:
+                                        raise ValueError(f"invalid literal for int() with base 10: "
+                                                         f"{opts[opt]!r}") from None
+                                if opt == "-n":
+                                        number = value
+                                elif opt == "-r":
+                                        repeat = value
+                                else:
+                                        precision = value
+                quiet, ret = "-q" in opts, "-o" in opts
                 setup = "pass"
                 if cell is not None:
                         setup, stmt = stmt or "pass", cell
@@ -1337,7 +1574,7 @@ class Shell:
                                 if timer.timeit(number) >= 0.2:
                                         break
                 runs = [t / number for t in timer.repeat(repeat, number)]
-                result = _TimeitResult(number, repeat, runs)
+                result = _TimeitResult(number, repeat, runs, precision)
                 if not quiet:
                         worst, best = max(runs), min(runs)
                         if worst > 4 * best and best > 0 and worst > 1e-6:
@@ -1353,9 +1590,68 @@ class Shell:
         def cell_magic_time(self, line, cell):
                 return self.magic_time("", cell)
 
-        def cell_magic_bash(self, line, cell):
+        def cell_magic_script(self, line, cell):
+                """IPython's %%script CMD: the body on CMD's stdin; a nonzero
+                exit fails the cell (CalledProcessError) unless --no-raise-error;
+                an interrupt goes to the program, which then ends the cell quietly."""
+                import shlex
+                argv = shlex.split(line)
+                raise_error = "--no-raise-error" not in argv
+                argv = [a for a in argv if a != "--no-raise-error"]
+                if not cell.endswith("\n"):
+                        cell += "\n"
+                body = cell.encode("utf8", "replace")
                 _flush_std()
-                subprocess.run(["/bin/bash"], input=cell.encode())
+                try:
+                        p = subprocess.Popen(argv, stdin=subprocess.PIPE)
+                except OSError as e:
+                        # EACCES too when some directory of PATH is unreadable and
+                        # none has the program.
+                        import shutil
+                        if e.errno == errno.ENOENT or shutil.which(argv[0]) is None:
+                                print(f"Couldn't find program: {argv[0]!r}")
+                                return
+                        raise
+                try:
+                        p.communicate(body)
+                except KeyboardInterrupt:
+                        def ended():
+                                try:
+                                        p.wait(timeout=0.1)
+                                        return True
+                                except subprocess.TimeoutExpired:
+                                        return False
+
+                        p.send_signal(signal.SIGINT)
+                        if ended():
+                                print("Process is interrupted.")
+                                return
+                        p.terminate()
+                        if ended():
+                                print("Process is terminated.")
+                                return
+                        p.kill()
+                        print("Process is killed.")
+                        return
+                if raise_error and p.returncode != 0:
+                        raise subprocess.CalledProcessError(p.returncode or -9, body)
+
+        def _script_magic(program):
+                def magic(self, line, cell):
+                        return self.cell_magic_script(f"{program} {line}" if line else program, cell)
+                magic.__name__ = f"cell_magic_{program}"
+                return magic
+
+        # IPython's ScriptMagics.script_magics, each %%script with that program.
+        cell_magic_bash = _script_magic("bash")
+        cell_magic_sh = _script_magic("sh")
+        cell_magic_perl = _script_magic("perl")
+        cell_magic_ruby = _script_magic("ruby")
+        cell_magic_python = _script_magic("python")
+        cell_magic_python2 = _script_magic("python2")
+        cell_magic_python3 = _script_magic("python3")
+        cell_magic_pypy = _script_magic("pypy")
+        del _script_magic
 
         def _display_cell(self, kind, cell, **kw):
                 """%%html and its kin: the body shown as IPython.display's `kind`."""
@@ -1441,19 +1737,20 @@ class Shell:
                 _float_format = cellvm_pretty.float_format = fmt
                 return fmt
 
-        def cell_magic_sh(self, line, cell):
-                _flush_std()
-                subprocess.run(["/bin/sh"], input=cell.encode())
-
         def cell_magic_writefile(self, line, cell):
-                args = line.split()
+                import shlex
+                args = shlex.split(line, posix=False)
                 append = "-a" in args or "--append" in args
-                path = os.path.expanduser([a for a in args if not a.startswith("-")][0])
-                exists = os.path.exists(path)
-                with open(path, "a" if append else "w") as f:
+                name = [a for a in args if not a.startswith("-")][0]
+                if re.match(r"^(\'.*\')|(\".*\")$", name):
+                        name = name[1:-1]
+                path = os.path.expanduser(name)
+                if os.path.exists(path):
+                        print(f"{'Appending to' if append else 'Overwriting'} {path}")
+                else:
+                        print(f"Writing {path}")
+                with open(path, "a" if append else "w", encoding="utf-8") as f:
                         f.write(cell)
-                verb = "Appending to" if append else ("Overwriting" if exists else "Writing")
-                print(f"{verb} {path}")
 
 
 # Cell transformation. Line-based: only lines that start a logical line are
@@ -1704,21 +2001,25 @@ class Kernel:
                 self.cell_files = {}
                 self.cell_dir = os.path.join(tempfile.gettempdir(), f"cellvm_{os.getpid()}")
                 main = types.ModuleType("__main__")
-                main.__dict__.update({"__builtins__": builtins, "__builtin__": builtins})
+                main.__dict__.update({"__builtin__": builtins, "__builtins__": builtins})
                 sys.modules["__main__"] = main
                 self.ns = main.__dict__
                 self.shell = Shell(self)
                 self.In = [""]
                 self.Out = {}
-                self.ns.update({"_ih": self.In, "_oh": self.Out, "In": self.In, "Out": self.Out,
-                                "_dh": [os.getcwd()], "_": "", "__": "", "___": "",
-                                "_i": "", "_ii": "", "_iii": ""})
+                self.exiter = _ExitAutocall()
+                self.get_ipython = self.shell.get_ipython  # one bound method: %who hides it by identity
+                # IPython's init_user_ns, in its order (globals() shows it).
+                self.ns.update({"_ih": self.In, "_oh": self.Out, "_dh": [os.getcwd()],
+                                "In": self.In, "Out": self.Out, "get_ipython": self.get_ipython,
+                                "exit": self.exiter, "quit": self.exiter,
+                                "_": "", "__": "", "___": "", "_i": "", "_ii": "", "_iii": ""})
                 self.under = ["", "", ""]  # _, __, ___ as the kernel last set them
                 self.inputs = ["", "", "", ""]  # _iii, _ii, _i, _i00
                 builtins.display = display
-                builtins.get_ipython = lambda: self.shell
+                builtins.get_ipython = self.get_ipython
                 builtins.input = _no_input
-                builtins.exit = builtins.quit = _ExitAutocall()
+                builtins.exit = builtins.quit = self.exiter
                 try:
                         import getpass
                         getpass.getpass = _no_getpass
@@ -1726,8 +2027,16 @@ class Kernel:
                         pass
                 _pandas_kernel_defaults()
                 self.loop = None
+                self.in_loop = False  # self.loop stands as the running loop (loop_enter)
+                self.autoreload = None  # %load_ext autoreload
+                self.cell_running = False
                 self.exit_warned = False
                 self.error_sent = False
+
+        def ns_hidden(self):
+                """IPython's user_ns_hidden: names %who leaves out while they hold these."""
+                return {"In": self.In, "Out": self.Out, "get_ipython": self.get_ipython,
+                        "exit": self.exiter, "quit": self.exiter}
 
         # --- tracebacks
         def _frame_header(self, filename, lineno, func, frame=None):
@@ -1846,8 +2155,35 @@ class Kernel:
                         import asyncio
                         if self.loop is None:
                                 self.loop = asyncio.new_event_loop()
-                        result = self.loop.run_until_complete(result)
+                        inside = self.in_loop
+                        self.loop_leave()  # the loop really runs now
+                        try:
+                                result = self.loop.run_until_complete(result)
+                        finally:
+                                if inside:
+                                        self.loop_enter()
                 return result
+
+        def loop_enter(self):
+                """ipykernel runs every cell inside its running asyncio loop, so
+                there asyncio.get_event_loop() is that loop (running=True) and
+                asyncio.run() or loop.run_until_complete() fail. Once asyncio is
+                imported, a cell sees this kernel's loop as the running one; it
+                only really runs for a top-level await (_run_code)."""
+                asyncio = sys.modules.get("asyncio")
+                if asyncio is None or self.in_loop or threading.current_thread() is not threading.main_thread():
+                        return
+                if self.loop is None:
+                        self.loop = asyncio.new_event_loop()
+                self.loop.is_running = _running  # shadows the method (and its repr's running=)
+                asyncio._set_running_loop(self.loop)
+                self.in_loop = True
+
+        def loop_leave(self):
+                if self.in_loop:
+                        self.in_loop = False
+                        del self.loop.is_running
+                        sys.modules["asyncio"]._set_running_loop(None)
 
         def _parse(self, cell, filename):
                 return compile(cell, filename, "exec",
@@ -1872,10 +2208,48 @@ class Kernel:
                                        dont_inherit=True)
                 return code, last
 
+        def _compile_statements(self, cell, filename, error):
+                """The cell parsed but does not compile as a whole ('break' outside
+                a loop, a late `from __future__`...). IPython compiles and runs a
+                cell statement by statement: (codes of the statements before the
+                first that does not compile, None, its error); or, when each one
+                compiles alone, (all but a trailing expression, its code, None)."""
+                try:
+                        tree = self._parse(cell, filename)
+                except _COMPILE_ERRORS:
+                        return (), None, error
+                body = tree.body
+                last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
+                codes = []
+                try:
+                        for node in body:
+                                code = compile(ast.Module([node], []), filename, "exec",
+                                               self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+                                self.flags |= code.co_flags & FUTURE_FLAGS
+                                codes.append(code)
+                        if last is not None:
+                                last = compile(ast.Expression(last.value), filename, "eval",
+                                               self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+                except _COMPILE_ERRORS as e:
+                        return codes, None, e
+                return codes, last, None
+
         def run_cell(self, raw):
                 """Runs one cell; returns the exception it raised (or None)."""
                 if not raw or raw.isspace():
                         return None
+                # IPython's pre_execute: each cell warns afresh where an earlier one
+                # already did (the "default" action shows a warning once per registry).
+                self.ns.pop("__warningregistry__", None)
+                if self.autoreload is None:
+                        return self._run_cell(raw)
+                self.autoreload.pre_run_cell()
+                try:
+                        return self._run_cell(raw)
+                finally:
+                        self.autoreload.post_execute()
+
+        def _run_cell(self, raw):
                 cleaned = cleanup_cell(raw)
                 # Plain Python (nothing to transform) is parsed here, under the name
                 # the cell gets below: a cell that parses cannot fail IPython's
@@ -1900,24 +2274,34 @@ class Kernel:
                         self._send_error(tok_err)
                         return tok_err
                 cell = cleaned if plain else transform_cell(cleaned)
+                magic = self.shell.automagic(cell)
+                if magic is not None:
+                        cell, tree, parse_err = magic, None, None
                 self._store_inputs(raw, cell)
                 filename = self._register_source(cell)
+                compile_err = None
                 try:
                         if parse_err is not None:
                                 raise parse_err
                         code, last = self._compile(cell, filename, tree)
+                        codes = (code,) if code is not None else ()
                 except _COMPILE_ERRORS as e:
-                        self.error = e
-                        self._send_error(e)
-                        return e
+                        codes, last, compile_err = ((), None, e) if parse_err is not None \
+                            else self._compile_statements(cell, filename, e)
+                        if not codes and last is None:
+                                self._send_error(compile_err)
+                                return compile_err
                 err = None
+                self.cell_running = True
+                self.loop_enter()
                 _set_sigint(True)
                 try:
                         try:
-                                if code is not None:
+                                for code in codes:
                                         self._run_code(code)
                                 if last is not None:
                                         self._displayhook(self._run_code(last), cell)
+                                err = compile_err
                         except BaseException as e:  # noqa: BLE001 - every cell error is reported
                                 err = e
                         try:
@@ -1926,6 +2310,8 @@ class Kernel:
                                 err = err or e
                 finally:
                         _set_sigint(False)
+                        self.cell_running = False
+                        self.loop_leave()
                 if err is not None:
                         self._send_error(err)
                 return err
@@ -1955,7 +2341,10 @@ class Kernel:
                 if isinstance(e, SyntaxError):
                         tb = self.syntax_error_traceback(e)
                 elif isinstance(e, UsageError):
-                        tb = [f"UsageError: {e}"]
+                        # IPython's show_usage_error: one line on stderr and no
+                        # traceback (E2B gets the error from execute_reply alone).
+                        sys.stderr.write(f"UsageError: {e}\n")
+                        tb = []
                 elif isinstance(e, SystemExit):
                         tb = ["An exception has occurred, use %tb to see the full traceback.\n",
                               self._exc_only(e) + "\n"]

@@ -76,8 +76,14 @@ class IpykernelRunner:
                 ex.error = ExecutionError(c["ename"], c["evalue"], "".join(c["traceback"]),
                                           traceback_lines=c["traceback"])
 
-        self.client.execute_interactive(code, output_hook=hook, timeout=60, stop_on_error=False,
-                                        allow_stdin=False)
+        reply = self.client.execute_interactive(code, output_hook=hook, timeout=60,
+                                                stop_on_error=False, allow_stdin=False)
+        # E2B's server also takes the error from execute_reply (a UsageError
+        # has no error message, only a line on stderr).
+        c = reply["content"]
+        if ex.error is None and c["status"] == "error":
+            ex.error = ExecutionError(c["ename"], c["evalue"], "".join(c["traceback"]),
+                                      traceback_lines=c["traceback"])
         return ex
 
 
@@ -87,6 +93,9 @@ def ipykernel(tmp_path_factory):
 
     cwd = str(tmp_path_factory.mktemp("ipykernel-cwd"))
     env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+    # Under pytest ipykernel leaves fds 1/2 alone (no capture of what
+    # os.system or a subprocess writes there); a kernel in production does.
+    env.pop("PYTEST_CURRENT_TEST", None)
     km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=cwd)
     try:
         kc.execute_interactive(E2B_STARTUP + E2B_DATA_FALLBACK, silent=True, timeout=60)
@@ -206,7 +215,8 @@ def test_notebook_same_as_ipykernel(path, agent, ipykernel, fixtures_dir):
     with Sandbox.connect(agent.addr) as sbx:
         ctx = sbx.create_code_context()
         try:
-            cwd = sbx.run_code("import os\nos.getcwd()", context=ctx).text
+            # No name left behind: a notebook that forgets `import os` must fail.
+            cwd = sbx.run_code("__import__('os').getcwd()", context=ctx).text
             got = run_notebook(ContextRunner(sbx, ctx), cells, cwd)
         finally:
             sbx.remove_code_context(ctx)
