@@ -469,6 +469,9 @@ class Connection:
         while not poll(0):
             if clock() >= end:
                 return False
+            # Gives the CPU to the agent or executor if they wait for this
+            # one (a busy host): spinning alone made them wait for the spin.
+            os.sched_yield()
         return True
 
     def _parse(self):
