@@ -1251,6 +1251,8 @@ class Shell:
                 only: a line starting with a magic's name runs that magic (`pwd`,
                 `ls -l`, `pip install x`) unless a variable, builtin or keyword
                 has the name, or the line assigns to it. None if it does not apply."""
+                if not cell[:1].isalpha():  # every magic's name starts with a letter
+                        return None
                 end = cell.find("\n")
                 if end != -1 and cell[end:].strip("\n"):
                         return None
