@@ -104,6 +104,15 @@ def fixtures_dir():
 
 
 @pytest.fixture
+def workdir(agent, request):
+    """A directory of this test's own in the session agent's workdir, owned by
+    the sandbox user (test module and test name: nothing is shared)."""
+    d = os.path.join(agent.workdir, f"{request.module.__name__}-{request.node.name}")
+    os.makedirs(d, exist_ok=True)
+    return agent.give_to_sandbox_user(d)
+
+
+@pytest.fixture
 def sbx(agent):
     """An SDK Sandbox on the session's agent."""
     from cellvm import Sandbox

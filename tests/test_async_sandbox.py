@@ -42,13 +42,6 @@ async def connect(agent):
     return await AsyncSandbox.connect(agent.addr)
 
 
-@pytest.fixture
-def workdir(agent, request):
-    d = os.path.join(agent.workdir, "async-" + request.node.name)
-    os.makedirs(d, exist_ok=True)
-    return agent.give_to_sandbox_user(d)
-
-
 # --- run_code ----------------------------------------------------------------
 
 def test_run_code_results_logs_errors(agent):

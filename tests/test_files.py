@@ -21,15 +21,8 @@ from cellvm import (
 from cellvm import files as files_mod
 
 
-@pytest.fixture
-def tmpdir_in(agent, request):
-    d = os.path.join(agent.workdir, "files-" + request.node.name)
-    os.makedirs(d, exist_ok=True)
-    return agent.give_to_sandbox_user(d)
-
-
-def test_write_read_text_bytes_stream(sbx, tmpdir_in):
-    p = os.path.join(tmpdir_in, "a.txt")
+def test_write_read_text_bytes_stream(sbx, workdir):
+    p = os.path.join(workdir, "a.txt")
     info = sbx.files.write(p, "héllo\n")
     assert isinstance(info, WriteInfo)
     assert info == WriteInfo(name="a.txt", type=FileType.FILE, path=p)
@@ -51,9 +44,9 @@ def test_relative_paths_are_under_the_home(sbx, agent):
     assert sbx.files.get_info("rel-file.txt").path == os.path.join(agent.workdir, "rel-file.txt")
 
 
-def test_write_file_object(sbx, tmpdir_in):
-    p = os.path.join(tmpdir_in, "obj.bin")
-    src = os.path.join(tmpdir_in, "src.bin")
+def test_write_file_object(sbx, workdir):
+    p = os.path.join(workdir, "obj.bin")
+    src = os.path.join(workdir, "src.bin")
     data = os.urandom(3 * files_mod.CHUNK + 17)
     with open(src, "wb") as f:
         f.write(data)
@@ -62,9 +55,9 @@ def test_write_file_object(sbx, tmpdir_in):
     assert sbx.files.read(p, format="bytes") == data
 
 
-def test_64mib_round_trip_checksum(sbx, tmpdir_in):
+def test_64mib_round_trip_checksum(sbx, workdir):
     data = os.urandom(64 * 1024 * 1024)
-    p = os.path.join(tmpdir_in, "big.bin")
+    p = os.path.join(workdir, "big.bin")
     sbx.files.write(p, data)
     with open(p, "rb") as f:
         assert hashlib.sha256(f.read()).digest() == hashlib.sha256(data).digest()
@@ -78,49 +71,49 @@ def test_64mib_round_trip_checksum(sbx, tmpdir_in):
     assert sbx.files.read(p, format="bytes") == data
 
 
-def test_list_get_info_exists(sbx, tmpdir_in):
-    sbx.files.make_dir(os.path.join(tmpdir_in, "d/e"))
-    sbx.files.write(os.path.join(tmpdir_in, "d/f.txt"), "12345")
-    sbx.files.write(os.path.join(tmpdir_in, "d/e/g.txt"), "1")
-    os.symlink("f.txt", os.path.join(tmpdir_in, "d/link"))
-    top = sbx.files.list(os.path.join(tmpdir_in, "d"))
+def test_list_get_info_exists(sbx, workdir):
+    sbx.files.make_dir(os.path.join(workdir, "d/e"))
+    sbx.files.write(os.path.join(workdir, "d/f.txt"), "12345")
+    sbx.files.write(os.path.join(workdir, "d/e/g.txt"), "1")
+    os.symlink("f.txt", os.path.join(workdir, "d/link"))
+    top = sbx.files.list(os.path.join(workdir, "d"))
     assert [e.name for e in top] == ["e", "f.txt", "link"]
     e, f, link = top
     assert isinstance(f, EntryInfo)
     assert e.type == FileType.DIR and f.type == FileType.FILE
-    assert f.size == 5 and f.path == os.path.join(tmpdir_in, "d/f.txt")
+    assert f.size == 5 and f.path == os.path.join(workdir, "d/f.txt")
     assert f.mode == 0o644 and f.permissions == "-rw-r--r--"
     assert e.permissions.startswith("d")
     assert f.owner and f.group
-    assert abs(f.modified_time.timestamp() - os.stat(os.path.join(tmpdir_in, "d/f.txt")).st_mtime) < 1e-3
+    assert abs(f.modified_time.timestamp() - os.stat(os.path.join(workdir, "d/f.txt")).st_mtime) < 1e-3
     assert link.symlink_target == "f.txt" and link.type == FileType.FILE
-    deep = sbx.files.list(os.path.join(tmpdir_in, "d"), depth=2)
-    assert sorted(x.path[len(tmpdir_in) + 1:] for x in deep) == ["d/e", "d/e/g.txt", "d/f.txt", "d/link"]
-    assert sbx.files.exists(os.path.join(tmpdir_in, "d/f.txt"))
-    assert not sbx.files.exists(os.path.join(tmpdir_in, "d/nope"))
-    info = sbx.files.get_info(os.path.join(tmpdir_in, "d/e"))
+    deep = sbx.files.list(os.path.join(workdir, "d"), depth=2)
+    assert sorted(x.path[len(workdir) + 1:] for x in deep) == ["d/e", "d/e/g.txt", "d/f.txt", "d/link"]
+    assert sbx.files.exists(os.path.join(workdir, "d/f.txt"))
+    assert not sbx.files.exists(os.path.join(workdir, "d/nope"))
+    info = sbx.files.get_info(os.path.join(workdir, "d/e"))
     assert info.type == FileType.DIR and info.name == "e"
     with pytest.raises(InvalidArgumentException, match="depth should be at least 1"):
-        sbx.files.list(tmpdir_in, depth=0)
+        sbx.files.list(workdir, depth=0)
 
 
-def test_remove_rename_make_dir(sbx, tmpdir_in):
-    d = os.path.join(tmpdir_in, "x/y/z")
+def test_remove_rename_make_dir(sbx, workdir):
+    d = os.path.join(workdir, "x/y/z")
     assert sbx.files.make_dir(d) is True
     assert sbx.files.make_dir(d) is False
     assert os.path.isdir(d)
     sbx.files.write(os.path.join(d, "f"), "1")
-    moved = sbx.files.rename(os.path.join(d, "f"), os.path.join(tmpdir_in, "g"))
+    moved = sbx.files.rename(os.path.join(d, "f"), os.path.join(workdir, "g"))
     assert moved.name == "g" and moved.type == FileType.FILE and moved.size == 1
     assert not os.path.exists(os.path.join(d, "f"))
-    sbx.files.remove(os.path.join(tmpdir_in, "g"))
-    assert not os.path.exists(os.path.join(tmpdir_in, "g"))
-    sbx.files.remove(os.path.join(tmpdir_in, "x"))  # recursive
-    assert not os.path.exists(os.path.join(tmpdir_in, "x"))
+    sbx.files.remove(os.path.join(workdir, "g"))
+    assert not os.path.exists(os.path.join(workdir, "g"))
+    sbx.files.remove(os.path.join(workdir, "x"))  # recursive
+    assert not os.path.exists(os.path.join(workdir, "x"))
 
 
-def test_errors_name_path_and_errno(sbx, tmpdir_in):
-    missing = os.path.join(tmpdir_in, "missing.txt")
+def test_errors_name_path_and_errno(sbx, workdir):
+    missing = os.path.join(workdir, "missing.txt")
     with pytest.raises(NotFoundException) as ei:
         sbx.files.read(missing)
     assert missing in str(ei.value) and "ENOENT" in str(ei.value) and "No such file" in str(ei.value)
@@ -131,9 +124,9 @@ def test_errors_name_path_and_errno(sbx, tmpdir_in):
     with pytest.raises(NotFoundException):
         sbx.files.remove(missing)
     # As E2B's files.write: the directories a new file's path names are created.
-    sbx.files.write(os.path.join(tmpdir_in, "no/such/dir/f"), "x")
-    assert open(os.path.join(tmpdir_in, "no/such/dir/f")).read() == "x"
-    f = os.path.join(tmpdir_in, "plain")
+    sbx.files.write(os.path.join(workdir, "no/such/dir/f"), "x")
+    assert open(os.path.join(workdir, "no/such/dir/f")).read() == "x"
+    f = os.path.join(workdir, "plain")
     sbx.files.write(f, "x")
     with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
         sbx.files.write(os.path.join(f, "below-a-file"), "x")
@@ -142,30 +135,30 @@ def test_errors_name_path_and_errno(sbx, tmpdir_in):
     with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
         sbx.files.make_dir(f)
     with pytest.raises(InvalidArgumentException, match="EISDIR"):
-        sbx.files.read(tmpdir_in)
+        sbx.files.read(workdir)
     with pytest.raises(InvalidArgumentException, match="EISDIR"):
-        sbx.files.write(tmpdir_in, "x")
+        sbx.files.write(workdir, "x")
     with pytest.raises(NotFoundException, match="no user"):
         sbx.files.read(f, user="no-such-user-xyz")
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs a root agent")
-def test_operations_use_the_users_credentials(sbx, tmpdir_in, agent):
+def test_operations_use_the_users_credentials(sbx, workdir, agent):
     for d in (agent.dir, agent.workdir):  # mkdtemp makes 0700: let the user get through
         os.chmod(d, 0o711)
-    secret = os.path.join(tmpdir_in, "secret")
+    secret = os.path.join(workdir, "secret")
     sbx.files.write(secret, "s", user="root")
     os.chmod(secret, 0o600)
-    os.chmod(tmpdir_in, 0o755)
+    os.chmod(workdir, 0o755)
     with pytest.raises(SandboxException) as ei:
         sbx.files.read(secret, user="nobody")
     assert ei.value.code == "permission_denied" and "EACCES" in str(ei.value) and secret in str(ei.value)
     with pytest.raises(SandboxException, match="EACCES"):
-        sbx.files.write(os.path.join(tmpdir_in, "new"), "x", user="nobody")
-    assert not os.path.exists(os.path.join(tmpdir_in, "new"))
+        sbx.files.write(os.path.join(workdir, "new"), "x", user="nobody")
+    assert not os.path.exists(os.path.join(workdir, "new"))
     assert sbx.files.read(secret, user="root") == "s"
     # A file a user writes belongs to that user.
-    open_dir = os.path.join(tmpdir_in, "open")
+    open_dir = os.path.join(workdir, "open")
     os.mkdir(open_dir)
     os.chmod(open_dir, 0o777)
     sbx.files.write(os.path.join(open_dir, "mine"), "m", user="nobody")
@@ -211,8 +204,8 @@ def test_atomic_under_dropped_connection(fresh_agent):
         assert sorted(os.listdir(d)) == ["f.txt"]
 
 
-def test_atomic_under_cancel(sbx, tmpdir_in, agent):
-    p = os.path.join(tmpdir_in, "f.txt")
+def test_atomic_under_cancel(sbx, workdir, agent):
+    p = os.path.join(workdir, "f.txt")
     sbx.files.write(p, "old")
     c, req = _raw_upload_start(agent.addr, p, b"partial")
     c.call(_wire.CANCEL, {"id": req.id})
@@ -222,7 +215,7 @@ def test_atomic_under_cancel(sbx, tmpdir_in, agent):
     files_mod.Filesystem._send_chunk(None, c, req.id, b"late", eof=True)
     assert c.call(_wire.PING, {})["time_ns"] > 0
     c.close()
-    assert open(p).read() == "old" and _leftovers(tmpdir_in) == []
+    assert open(p).read() == "old" and _leftovers(workdir) == []
 
 
 def _events_until(handle, want, timeout=5):
@@ -236,16 +229,16 @@ def _events_until(handle, want, timeout=5):
     return seen
 
 
-def test_watch_dir_events(sbx, tmpdir_in):
-    h = sbx.files.watch_dir(tmpdir_in)
+def test_watch_dir_events(sbx, workdir):
+    h = sbx.files.watch_dir(workdir)
     try:
-        p = os.path.join(tmpdir_in, "w.txt")
+        p = os.path.join(workdir, "w.txt")
         sbx.files.write(p, "1")  # temp file + rename: the new name appears
         with open(p, "a") as f:
             f.write("more")
         os.chmod(p, 0o640)
-        os.rename(p, os.path.join(tmpdir_in, "w2.txt"))
-        os.unlink(os.path.join(tmpdir_in, "w2.txt"))
+        os.rename(p, os.path.join(workdir, "w2.txt"))
+        os.unlink(os.path.join(workdir, "w2.txt"))
         T = FilesystemEventType
         want = [("w.txt", T.CREATE), ("w.txt", T.WRITE), ("w.txt", T.CHMOD), ("w.txt", T.RENAME),
                 ("w2.txt", T.CREATE), ("w2.txt", T.REMOVE)]
@@ -255,19 +248,19 @@ def test_watch_dir_events(sbx, tmpdir_in):
     finally:
         h.stop()
     # Stopped: later changes are not reported; as in E2B, asking raises.
-    open(os.path.join(tmpdir_in, "after"), "w").close()
+    open(os.path.join(workdir, "after"), "w").close()
     time.sleep(0.1)
     with pytest.raises(SandboxException, match="The watcher is already stopped"):
         h.get_new_events()
 
 
-def test_watch_dir_recursive(sbx, tmpdir_in):
-    flat = sbx.files.watch_dir(tmpdir_in)
-    deep = sbx.files.watch_dir(tmpdir_in, recursive=True)
+def test_watch_dir_recursive(sbx, workdir):
+    flat = sbx.files.watch_dir(workdir)
+    deep = sbx.files.watch_dir(workdir, recursive=True)
     try:
-        os.mkdir(os.path.join(tmpdir_in, "sub"))
+        os.mkdir(os.path.join(workdir, "sub"))
         time.sleep(0.1)  # the recursive watch adds the new directory
-        open(os.path.join(tmpdir_in, "sub", "inner"), "w").close()
+        open(os.path.join(workdir, "sub", "inner"), "w").close()
         T = FilesystemEventType
         seen = _events_until(deep, [("sub", T.CREATE), ("sub/inner", T.CREATE)])
         assert ("sub/inner", T.CREATE) in seen
@@ -279,9 +272,9 @@ def test_watch_dir_recursive(sbx, tmpdir_in):
         deep.stop()
 
 
-def test_watch_dir_errors(sbx, tmpdir_in):
+def test_watch_dir_errors(sbx, workdir):
     with pytest.raises(NotFoundException, match="ENOENT"):
-        sbx.files.watch_dir(os.path.join(tmpdir_in, "nope"))
+        sbx.files.watch_dir(os.path.join(workdir, "nope"))
 
 
 def _rss_kib(pid, key):

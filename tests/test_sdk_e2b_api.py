@@ -45,13 +45,6 @@ def no_dev_agent_env(monkeypatch):
     monkeypatch.delenv("CELLVM_ADDR", raising=False)
 
 
-@pytest.fixture
-def workdir(agent, request):
-    d = os.path.join(agent.workdir, "e2bapi-" + request.node.name)
-    os.makedirs(d, exist_ok=True)
-    return agent.give_to_sandbox_user(d)
-
-
 # --- lifecycle: instance and class forms ------------------------------------
 
 def test_kill_returns_true_then_false_and_ends_the_sandbox(agent):
