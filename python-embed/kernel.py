@@ -60,6 +60,7 @@ FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:
         FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
 del _name
+_CODEOP_FLAGS = 0x200 | 0x4000  # codeop's PyCF_DONT_IMPLY_DEDENT, PyCF_ALLOW_INCOMPLETE_INPUT
 
 
 # ---------------------------------------------------------------- cell output streams
@@ -1996,7 +1997,10 @@ class Kernel:
         def __init__(self, fd):
                 self.fd = fd
                 self.count = 1
-                self.flags = 0
+                # IPython's CachingCompiler is a codeop.Compile: its flags start as
+                # PyCF_DONT_IMPLY_DEDENT | PyCF_ALLOW_INCOMPLETE_INPUT, so a cell cut
+                # short is a SyntaxError 'incomplete input' as in ipykernel.
+                self.flags = _CODEOP_FLAGS
                 self.serial = 0
                 self.oldpwd = None
                 self.mpl_run = False  # %matplotlib was used: %run as IPython's mpl_execfile

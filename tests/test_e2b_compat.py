@@ -8,6 +8,7 @@ how the sandbox is obtained.
 """
 
 import base64
+import contextlib
 import os
 import re
 import struct
@@ -67,8 +68,17 @@ class KernelSandbox:
     def __init__(self, client):
         self.client = client
 
-    def run_code(self, code, on_stdout=None, on_stderr=None, on_result=None, on_error=None, **_):
+    def run_code(self, code, on_stdout=None, on_stderr=None, on_result=None, on_error=None,
+                 envs=None, **_):
         ex = Execution()
+        if envs:
+            # E2B's server (template/server/messaging.py, execute()): the
+            # assignments go before the cell's code, at its indentation, in
+            # the same execute request; a silent request resets them after.
+            first = next((ln for ln in code.split("\n") if ln.strip()), "")
+            indent = first[:len(first) - len(first.lstrip())]
+            code = "\n".join(f"{indent}import os; os.environ[{k!r}] = {str(v)!r}"
+                             for k, v in envs.items()) + "\n" + code
 
         def hook(msg):
             kind, c = msg["msg_type"], msg["content"]
@@ -94,21 +104,41 @@ class KernelSandbox:
         # stop_on_error=False: otherwise ipykernel may abort the next cell when
         # it arrives while the kernel is still flushing its queue after an error.
         self.client.execute_interactive(code, output_hook=hook, timeout=120, stop_on_error=False)
+        if envs:
+            # _cleanup_env_vars: back to the sandbox-wide value (the kernel's
+            # environment at start), or deleted.
+            self.client.execute_interactive("\n".join(
+                f"import os; os.environ[{k!r}] = {self.global_envs[k]!r}" if k in self.global_envs
+                else f"import os; del os.environ[{k!r}]" for k in envs),
+                silent=True, output_hook=lambda msg: None, timeout=60, stop_on_error=False)
         return ex
+
+    global_envs = {}
+
+
+@contextlib.contextmanager
+def reference_kernel(cwd=None, cls=KernelSandbox):
+    """A fresh ipykernel with E2B's startup script, as `cls` (a KernelSandbox);
+    `cwd`: its working directory (E2B's /home/user)."""
+    from jupyter_client.manager import start_new_kernel
+
+    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
+    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=cwd)
+    try:
+        kc.execute_interactive(E2B_STARTUP, silent=True, timeout=60)
+        sbx = cls(kc)
+        sbx.manager = km
+        sbx.global_envs = {k: v for k, v in env.items()}
+        yield sbx
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 @pytest.fixture(scope="module")
 def kernel():
-    from jupyter_client.manager import start_new_kernel
-
-    env = dict(os.environ, PYDEVD_DISABLE_FILE_VALIDATION="1")
-    km, kc = start_new_kernel(kernel_name="python3", env=env)
-    try:
-        kc.execute_interactive(E2B_STARTUP, silent=True, timeout=60)
-        yield KernelSandbox(kc)
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
+    with reference_kernel() as k:
+        yield k
 
 
 def png_size(b64):

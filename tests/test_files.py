@@ -1,5 +1,6 @@
 """sandbox.files against a real agent: every call, big round trips, atomicity, errors, watches."""
 
+import datetime
 import hashlib
 import os
 import stat
@@ -85,7 +86,10 @@ def test_list_get_info_exists(sbx, workdir):
     assert f.mode == 0o644 and f.permissions == "-rw-r--r--"
     assert e.permissions.startswith("d")
     assert f.owner and f.group
-    assert abs(f.modified_time.timestamp() - os.stat(os.path.join(workdir, "d/f.txt")).st_mtime) < 1e-3
+    # naive UTC, as E2B's (protobuf's ToDatetime())
+    assert f.modified_time.tzinfo is None
+    mtime = f.modified_time.replace(tzinfo=datetime.timezone.utc).timestamp()
+    assert abs(mtime - os.stat(os.path.join(workdir, "d/f.txt")).st_mtime) < 1e-3
     assert link.symlink_target == "f.txt" and link.type == FileType.FILE
     deep = sbx.files.list(os.path.join(workdir, "d"), depth=2)
     assert sorted(x.path[len(workdir) + 1:] for x in deep) == ["d/e", "d/e/g.txt", "d/f.txt", "d/link"]

@@ -331,7 +331,12 @@ class Context:
 # --- files and commands (E2B's e2b.sandbox.filesystem / e2b.sandbox.commands types) ---
 
 import datetime as _dt
+import sys as _sys
 from enum import Enum as _Enum
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+# E2B declares WriteInfo.metadata keyword-only (Python 3.10+).
+_KW_ONLY = {"kw_only": True} if _sys.version_info >= (3, 10) else {}
 
 
 class FileType(_Enum):
@@ -370,6 +375,10 @@ class WriteInfo:
     name: str
     type: Optional[FileType]
     path: str
+    metadata: Optional[Dict[str, str]] = field(default=None, **_KW_ONLY)
+    """E2B's user metadata of a file (its `user.e2b.*` xattrs); cellvm keeps
+    none: None, as E2B has it for a file without any. A field as in E2B, so
+    repr() prints what E2B's does."""
 
 
 @dataclass
@@ -397,7 +406,9 @@ class EntryInfo(WriteInfo):
             permissions=m.get("permissions", ""),
             owner=m.get("owner", ""),
             group=m.get("group", ""),
-            modified_time=None if ns is None else _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc),
+            # E2B: protobuf's Timestamp.ToDatetime(), a naive datetime in UTC
+            # (microseconds), and so its repr and str.
+            modified_time=None if ns is None else _EPOCH + _dt.timedelta(microseconds=int(ns) // 1000),
             symlink_target=m.get("symlink_target"),
         )
 
