@@ -609,7 +609,9 @@ def _e2b_data(df):
                                 except Exception:
                                         pass
                         if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-                                v = None
+                                # What E2B gets: jupyter_client's packer cleans the
+                                # message ('nan', 'inf', '-inf') when JSON refuses it.
+                                v = repr(v)
                         elif v is not None and not isinstance(v, (str, int, float, bool)):
                                 v = v.isoformat() if hasattr(v, "isoformat") else str(v)
                         vals.append(v)

@@ -78,8 +78,10 @@ def test_ipython_display_routes_to_ours(ex):
 
 def test_dataframe_plain_html_and_e2b_data(ex):
     r = ex.ok("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2], 'b': [0.5, None], "
-              "'c': ['x', 'y']})\ndf")
+              "'c': ['x', 'y'], 'd': [float('inf'), -float('inf')]})\ndf")
     data = r.result["data"]
     assert data["text/plain"] == ex.ok("print(repr(df), end='')").stdout
     assert data["text/html"] == ex.ok("print(df._repr_html_(), end='')").stdout
-    assert data["e2b/data"] == {"a": [1, 2], "b": [0.5, None], "c": ["x", "y"]}
+    # NaN and infinities as E2B receives them: jupyter_client's packer cleans
+    # them to their reprs when JSON refuses them.
+    assert data["e2b/data"] == {"a": [1, 2], "b": [0.5, "nan"], "c": ["x", "y"], "d": ["inf", "-inf"]}

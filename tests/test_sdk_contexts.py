@@ -87,6 +87,19 @@ def test_context_cwd(sbx):
         shutil.rmtree(tmp_path, ignore_errors=True)
 
 
+def test_context_cwd_that_is_no_directory_leaves_the_default_as_in_e2b(sbx, agent, caplog):
+    # E2B's server runs `%cd cwd` in the new kernel and ignores its output;
+    # E2B's own tests pass /home/user/test, which need not exist.
+    with caplog.at_level("WARNING", logger="cellvm.sandbox"):
+        c = sbx.create_code_context(cwd="/nonexistent/e2b/dir")
+    try:
+        assert c.cwd == agent.workdir
+        assert printed(sbx, "import os; print(os.getcwd())", c) == f"{agent.workdir}\n"
+        assert "/nonexistent/e2b/dir" in caplog.text and "default directory" in caplog.text
+    finally:
+        sbx.remove_code_context(c)
+
+
 def test_restart_clears_namespace_and_count(sbx, ctx):
     sbx.run_code("kept = 41", context=ctx)
     pid = printed(sbx, "import os; print(os.getpid())", ctx)

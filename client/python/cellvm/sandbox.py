@@ -908,13 +908,24 @@ class Sandbox:
 
     def create_code_context(self, cwd: Optional[str] = None, language: Optional[str] = None,
                             request_timeout: Optional[float] = None) -> Context:
-        """A new, empty namespace in its own process."""
+        """A new, empty namespace in its own process, working in `cwd`. As in
+        E2B (whose server runs `%cd cwd` in the new kernel and ignores what it
+        prints), a `cwd` that is not a directory leaves the context in the
+        default working directory (logged as a warning)."""
         body = {}
         if language:
             body["language"] = language
         if cwd:
             body["cwd"] = cwd
-        return Context.from_json(self._call(_wire.CONTEXT_CREATE, body, request_timeout))
+        try:
+            reply = self._call(_wire.CONTEXT_CREATE, body, request_timeout)
+        except InvalidArgumentException as e:
+            if not cwd or "is not a directory" not in str(e):
+                raise
+            logger.warning("create_code_context: %s; the context works in the default directory", e)
+            del body["cwd"]
+            reply = self._call(_wire.CONTEXT_CREATE, body, request_timeout)
+        return Context.from_json(reply)
 
     def list_code_contexts(self, request_timeout: Optional[float] = None) -> List[Context]:
         reply = self._call(_wire.CONTEXT_LIST, {}, request_timeout)
