@@ -432,9 +432,12 @@ def test_connect_by_id_to_a_booted_vm_shares_its_connection(vm_sandbox):
     the connection; closing it leaves the VM and its owner alone. get_info
     reports the VM; get_host refuses (no port forwarding)."""
     view = Sandbox.connect(vm_sandbox.sandbox_id)
+    # A context of its own: the session VM's default context belongs to
+    # test_vm_e2e, whose first cell must be execution 1.
+    ctx = view.create_code_context()
     try:
         assert view.sandbox_id == vm_sandbox.sandbox_id and view.vm is vm_sandbox.vm
-        assert view.run_code("6 * 7").text == "42"
+        assert view.run_code("6 * 7", context=ctx).text == "42"
         info = view.get_info()
         assert info.cpu_count == vm_sandbox.vm.vcpus and info.memory_mb == conftest.SESSION_VM_MEMORY_MB
         assert info.template_id == vm_sandbox.vm.image
@@ -446,4 +449,5 @@ def test_connect_by_id_to_a_booted_vm_shares_its_connection(vm_sandbox):
     finally:
         view.close()
     assert view.is_running() is False
-    assert vm_sandbox.is_running() is True and vm_sandbox.run_code("1 + 1").text == "2"
+    assert vm_sandbox.is_running() is True and vm_sandbox.run_code("1 + 1", context=ctx).text == "2"
+    vm_sandbox.remove_code_context(ctx)
