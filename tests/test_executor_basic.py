@@ -74,8 +74,10 @@ def test_error_name_value_and_traceback_shows_cell_source(ex):
 
 
 def test_syntax_and_indentation_errors(ex):
+    # IPython parses with codeop's flags: a cell cut short is incomplete input.
     e = ex.run("x = (").error
-    assert e["name"] == "SyntaxError" and "never closed" in e["value"]
+    assert e["name"] == "SyntaxError" and "incomplete input" in e["value"]
+    assert "never closed" in ex.run("x = (\ny = 2").error["value"]
     assert "x = (" in e["traceback"][0]
     assert ex.run("if 1:\nprint(1)").error["name"] == "IndentationError"
 
