@@ -10,6 +10,7 @@ magics, matplotlib figures shown once per cell.
 
 import ast
 import builtins
+import codeop
 import errno
 import functools
 import gc
@@ -50,8 +51,13 @@ DISPLAY = 0x8012
 RESULT = 0x8013
 EXEC_ERROR = 0x8014
 
-MPL_BACKEND = "module://_cellvm_mpl"
+# The name ipykernel's inline backend has: matplotlib.get_backend() and the
+# messages that quote it read as there. The module is ours (sys.modules).
+MPL_BACKEND = "module://matplotlib_inline.backend_inline"
 PNG_FORMAT = "cellvmpng"  # savefig format served by our canvas: PNG via _cellvm.png_encode
+
+# The flags IPython's CachingCompiler (a codeop.Compile) parses cells with.
+PARSE_FLAGS = codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
 
 # Bits of compile() flags that come from `from __future__ import ...`.
 import __future__  # noqa: E402
@@ -60,7 +66,6 @@ FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:
         FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
 del _name
-_CODEOP_FLAGS = 0x200 | 0x4000  # codeop's PyCF_DONT_IMPLY_DEDENT, PyCF_ALLOW_INCOMPLETE_INPUT
 
 
 # ---------------------------------------------------------------- cell output streams
@@ -295,7 +300,21 @@ def _install_finders():
 def _on_matplotlib_import(matplotlib):
         if "MPLBACKEND" not in os.environ:
                 matplotlib.rcParams["backend"] = MPL_BACKEND
-        matplotlib.interactive(True)  # IPython's activate_matplotlib does this too
+
+
+_mpl_activated = False  # in this context (the zygote never activates)
+
+
+def _activate_matplotlib():
+        """ipykernel makes pyplot interactive (IPython's activate_matplotlib) when
+        its backend module is first imported: at a kernel's first figure or
+        show(), not when matplotlib is imported. A plt.ioff() before that is
+        undone then, as there."""
+        global _mpl_activated
+        if not _mpl_activated:
+                _mpl_activated = True
+                import matplotlib
+                matplotlib.interactive(True)
 
 
 def _on_pyplot_import(plt):
@@ -314,6 +333,18 @@ def _on_pyplot_import(plt):
         draw_if_interactive.called = False
         draw_if_interactive.__doc__ = inner.__doc__
         plt.draw_if_interactive = draw_if_interactive
+        uninstall = plt.uninstall_repl_displayhook
+
+        def uninstall_repl_displayhook():
+                # plt.ioff() unregisters pyplot's post_execute draw; ion() puts it
+                # back after the inline backend's flush, where it finds no figure.
+                global _draw_all_first
+                if _mpl_activated:
+                        _draw_all_first = False
+                return uninstall()
+
+        uninstall_repl_displayhook.__doc__ = uninstall.__doc__
+        plt.uninstall_repl_displayhook = uninstall_repl_displayhook
 
 
 def _run_file_with_matplotlib(run):
@@ -338,11 +369,15 @@ def _run_file_with_matplotlib(run):
 
 
 class _MplBackend(types.ModuleType):
-        """module://_cellvm_mpl: Agg with ipykernel's inline show() behaviour."""
+        """matplotlib_inline.backend_inline's stand-in (sys.modules["_cellvm_mpl"]
+        too): Agg with ipykernel's inline show() behaviour."""
 
 
 def _make_mpl_backend():
-        mod = _MplBackend("_cellvm_mpl")
+        mod = _MplBackend("matplotlib_inline.backend_inline")
+        mod.set_matplotlib_formats = set_matplotlib_formats
+        mod.set_matplotlib_close = set_matplotlib_close
+        mod.flush_figures = _flush_figures
 
         def load():
                 import matplotlib
@@ -367,6 +402,7 @@ def _make_mpl_backend():
                 backend_bases.register_backend(PNG_FORMAT, "_cellvm_mpl")
 
                 def new_figure_manager(num, *args, FigureClass=Figure, **kwargs):
+                        _activate_matplotlib()
                         return new_figure_manager_given_figure(num, FigureClass(*args, **kwargs))
 
                 def new_figure_manager_given_figure(num, figure):
@@ -384,13 +420,16 @@ def _make_mpl_backend():
 
                 def show(close=None, block=None):
                         from matplotlib._pylab_helpers import Gcf
+                        _activate_matplotlib()
+                        if close is None:
+                                close = _inline.close_figures
                         try:
                                 for fm in Gcf.get_all_fig_managers():
                                         fig = fm.canvas.figure
                                         display(fig, metadata=_figure_metadata(fig))
                         finally:
                                 show._to_draw = []
-                                if close is not False and Gcf.get_all_fig_managers():
+                                if close and Gcf.get_all_fig_managers():
                                         matplotlib.pyplot.close("all")
 
                 show._draw_called = False
@@ -425,26 +464,49 @@ def _figure_metadata(fig):
         return None
 
 
-def _print_figure(fig, fmt, dpi_scale=1):
-        """IPython's print_figure(fig, fmt, bbox_inches='tight'); PNG encoded by _cellvm."""
+class _InlineBackend:
+        """matplotlib_inline's InlineBackend traits, as %config InlineBackend.x
+        and set_matplotlib_formats/set_matplotlib_close change them."""
+
+        figure_formats = {"png"}
+        figure_format = ""
+        print_figure_kwargs = {"bbox_inches": "tight"}
+        close_figures = True
+        rc = {}
+        # What the figure formatters pass to print_figure: print_figure_kwargs,
+        # or set_matplotlib_formats' own kwargs over them (IPython's
+        # select_figure_formats binds them into the formatters).
+        kwargs = {"bbox_inches": "tight"}
+
+
+_inline = _InlineBackend()
+
+
+def _print_figure(fig, fmt, bbox_inches="tight", **kwargs):
+        """IPython's print_figure; PNG encoded by _cellvm."""
         if not fig.axes and not fig.lines:
                 return None
+        dpi = fig.dpi
+        if fmt == "retina":
+                dpi, fmt = dpi * 2, PNG_FORMAT
         if fig.canvas is None:
                 from matplotlib.backend_bases import FigureCanvasBase
                 FigureCanvasBase(fig)
+        kw = {"format": fmt, "facecolor": fig.get_facecolor(), "edgecolor": fig.get_edgecolor(),
+              "dpi": dpi, "bbox_inches": bbox_inches}
+        kw.update(kwargs)
         buf = io.BytesIO()
-        fig.canvas.print_figure(buf, format=fmt, facecolor=fig.get_facecolor(),
-                                edgecolor=fig.get_edgecolor(), dpi=fig.dpi * dpi_scale, bbox_inches="tight")
+        fig.canvas.print_figure(buf, **kw)
         return buf.getvalue()
 
 
 def _figure_png(fig):
-        return _print_figure(fig, PNG_FORMAT)
+        return _print_figure(fig, PNG_FORMAT, **_inline.kwargs)
 
 
 def _figure_retina(fig):
         """IPython's retina_figure: PNG at twice the dpi, shown at half its pixel size."""
-        data = _print_figure(fig, PNG_FORMAT, dpi_scale=2)
+        data = _print_figure(fig, "retina", **_inline.kwargs)
         if data is None:
                 return None
         import struct
@@ -453,41 +515,71 @@ def _figure_retina(fig):
 
 
 def _figure_svg(fig):
-        data = _print_figure(fig, "svg")
+        data = _print_figure(fig, "svg", **_inline.kwargs)
         return None if data is None else data.decode("utf-8")
 
 
-# %config InlineBackend.figure_format(s): what a figure is shown as (IPython's
-# select_figure_formats).
-_figure_formats = {"png"}
-
-
 def _figure_formatters():
-        f = _figure_formats
+        """IPython's select_figure_formats: what a figure is shown as."""
+        f = _inline.figure_formats
         out = {}
         if "png" in f:
                 out["image/png"] = _figure_png
         if "retina" in f or "png2x" in f:
                 out["image/png"] = _figure_retina
         if "jpg" in f or "jpeg" in f:
-                out["image/jpeg"] = lambda fig: _print_figure(fig, "jpeg")
+                out["image/jpeg"] = lambda fig: _print_figure(fig, "jpeg", **_inline.kwargs)
         if "svg" in f:
                 out["image/svg+xml"] = _figure_svg
         if "pdf" in f:
-                out["application/pdf"] = lambda fig: _print_figure(fig, "pdf")
+                out["application/pdf"] = lambda fig: _print_figure(fig, "pdf", **_inline.kwargs)
         return out
 
 
 _FIGURE_FORMATS_KNOWN = {"png", "png2x", "retina", "jpg", "jpeg", "svg", "pdf"}
 
 
-def _set_figure_formats(value):
-        global _figure_formats
+def _set_figure_formats(value, **kwargs):
+        """IPython's select_figure_formats(shell, value, **kwargs)."""
         formats = {value} if isinstance(value, str) else set(value)
         bad = formats - _FIGURE_FORMATS_KNOWN
         if bad:
                 raise ValueError(f"supported formats are: {sorted(_FIGURE_FORMATS_KNOWN)!s} not {bad!s}")
-        _figure_formats = formats
+        _inline.figure_formats = formats
+        _inline.kwargs = kwargs
+
+
+def _set_inline_trait(name, value):
+        """%config InlineBackend.<name> = value, with InlineBackend's observers."""
+        # traitlets' observers run only when a value changes.
+        if name == "figure_format":
+                old, _inline.figure_format = _inline.figure_format, value
+                if value and value != old:
+                        _set_inline_trait("figure_formats", {value})
+        elif name == "figure_formats":
+                value = {value} if isinstance(value, str) else set(value)
+                if value != _inline.figure_formats:
+                        _set_figure_formats(value, **_inline.print_figure_kwargs)
+        elif name == "print_figure_kwargs":
+                if value != _inline.print_figure_kwargs:
+                        _inline.print_figure_kwargs = dict(value)
+                        _set_figure_formats(_inline.figure_formats, **_inline.print_figure_kwargs)
+        elif name == "close_figures":
+                _inline.close_figures = bool(value)
+        elif name == "rc":
+                _inline.rc = dict(value)
+
+
+def set_matplotlib_formats(*formats, **kwargs):
+        """matplotlib_inline.backend_inline.set_matplotlib_formats (IPython.display's
+        calls it too): the formats, print_figure_kwargs updated by kwargs."""
+        _activate_matplotlib()  # importing matplotlib_inline.backend_inline did
+        _set_figure_formats(formats, **dict(_inline.print_figure_kwargs, **kwargs))
+
+
+def set_matplotlib_close(close=True):
+        _activate_matplotlib()
+        _inline.close_figures = close
 
 
 def _figures_pending():
@@ -496,15 +588,34 @@ def _figures_pending():
 
 
 def _flush_figures():
-        """ipykernel's post-execute flush_figures with close_figures=True."""
+        """ipykernel's post-execute flush_figures."""
+        global _draw_callback
         mpl = sys.modules.get("_cellvm_mpl")
         if mpl is None or "show" not in mpl.__dict__ or not mpl.show._draw_called:
                 return
+        import matplotlib
+        if _draw_all_first and matplotlib.is_interactive():
+                _draw_callback = getattr(sys.modules["matplotlib.pyplot"], "_draw_all_if_interactive", None)
         try:
-                mpl.show(True)
+                if _inline.close_figures:
+                        mpl.show(True)
+                        return
+                from matplotlib._pylab_helpers import Gcf
+                active = {fm.canvas.figure for fm in Gcf.get_all_fig_managers()}
+                for fig in [fig for fig in mpl.show._to_draw if fig in active]:
+                        display(fig, metadata=_figure_metadata(fig))
         finally:
+                _draw_callback = None
                 mpl.show._to_draw = []
                 mpl.show._draw_called = False
+
+
+# In ipykernel pyplot's own post_execute callback draws the figures before
+# they are shown (until a plt.ioff()). cellvm skips that render (a figure is
+# drawn when it is shown), so a figure that fails to draw says what IPython's
+# events.trigger would have said for it.
+_draw_all_first = True
+_draw_callback = None
 
 
 # ---------------------------------------------------------------- rich display
@@ -564,8 +675,12 @@ _EXPECTED_TYPE = {"application/json": "(<class 'list'>, <class 'dict'>)",
 
 
 def _formatter_warning(mime, obj, exc=None, value=None):
+        global _draw_callback
         kernel = _state.kernel
         if exc is not None and kernel is not None:
+                if _draw_callback is not None and mime in _figure_formatters():
+                        print(f"Error in callback {_draw_callback} (for post_execute):")
+                        _draw_callback = None
                 # IPython's catch_format_error: showtraceback(), an error of the cell.
                 kernel.report_error(exc)
                 return
@@ -989,6 +1104,11 @@ class SList(list):
         p = property(lambda self: [os.path.abspath(x) for x in self])
 
 
+# What IPython 8.5's %matplotlib --list shows (pylabtools.backends).
+_MPL_GUIS = ["tk", "gtk", "gtk3", "gtk4", "wx", "qt4", "qt5", "qt6", "qt", "osx", "nbagg",
+             "notebook", "agg", "svg", "pdf", "ps", "inline", "ipympl", "widget"]
+
+
 class UsageError(Exception):
         """IPython's UsageError: a magic was misused or does not exist."""
 
@@ -1112,7 +1232,9 @@ _NOT_HIDDEN = object()
 
 
 class Shell:
-        """What `get_ipython()` returns: enough of InteractiveShell for transformed cells."""
+        """What `get_ipython()` returns: enough of InteractiveShell for transformed cells.
+        Named as ipykernel's (below): libraries tell a notebook by the class
+        (pandas' in_ipython_frontend, tqdm, plotly)."""
 
         def __init__(self, kernel):
                 self.kernel = kernel
@@ -1303,8 +1425,10 @@ class Shell:
                 switch_backend (which closes every figure, as IPython's does);
                 %run then runs files as IPython's mpl_execfile."""
                 if {"-l", "--list"} & set(line.split()):
+                        print(f"Available matplotlib backends: {_MPL_GUIS}")
                         return None
                 self.kernel.mpl_run = True
+                _activate_matplotlib()
                 import matplotlib
                 matplotlib.interactive(True)
                 matplotlib.rcParams["backend"] = MPL_BACKEND
@@ -1316,10 +1440,13 @@ class Shell:
                 return None
 
         def magic_config(self, line):
-                """Only InlineBackend.figure_format(s) has an effect here."""
-                m = re.match(r"^InlineBackend\.figure_formats?\s*=\s*(.+)$", line)
-                if m:
-                        _set_figure_formats(eval(m.group(1), self.user_ns))
+                """Only InlineBackend's traits are read and set here."""
+                m = re.match(r"^InlineBackend\.(\w+)\s*(?:=\s*(.+))?$", line.strip())
+                if m is None or not hasattr(_InlineBackend, m.group(1)) or m.group(1) == "kwargs":
+                        return None
+                if m.group(2) is None:
+                        return getattr(_inline, m.group(1))
+                _set_inline_trait(m.group(1), eval(m.group(2), self.user_ns))
                 return None
 
         def magic_pwd(self, line):
@@ -1758,6 +1885,10 @@ class Shell:
                         f.write(cell)
 
 
+Shell.__name__ = Shell.__qualname__ = "ZMQInteractiveShell"
+Shell.__module__ = "ipykernel.zmqshell"
+
+
 # Cell transformation. Line-based: only lines that start a logical line are
 # looked at (not continuation lines of brackets, backslashes or multi-line
 # strings), and only these forms, as IPython transforms them:
@@ -1999,10 +2130,7 @@ class Kernel:
         def __init__(self, fd):
                 self.fd = fd
                 self.count = 1
-                # IPython's CachingCompiler is a codeop.Compile: its flags start as
-                # PyCF_DONT_IMPLY_DEDENT | PyCF_ALLOW_INCOMPLETE_INPUT, so a cell cut
-                # short is a SyntaxError 'incomplete input' as in ipykernel.
-                self.flags = _CODEOP_FLAGS
+                self.flags = 0  # __future__ flags the cells have set
                 self.serial = 0
                 self.oldpwd = None
                 self.mpl_run = False  # %matplotlib was used: %run as IPython's mpl_execfile
@@ -2026,6 +2154,7 @@ class Kernel:
                 self.inputs = ["", "", "", ""]  # _iii, _ii, _i, _i00
                 builtins.display = display
                 builtins.get_ipython = self.get_ipython
+                builtins.__IPYTHON__ = True
                 builtins.input = _no_input
                 builtins.exit = builtins.quit = self.exiter
                 try:
@@ -2103,19 +2232,47 @@ class Kernel:
                 s = str(exc)
                 return f"{type(exc).__name__}: {s}" if s else type(exc).__name__
 
-        def syntax_error_traceback(self, exc):
-                lines = []
-                if exc.filename:
-                        lines.append("  " + self._frame_header(exc.filename, exc.lineno or 0, "<module>"))
-                if exc.text is not None:
-                        text = exc.text.rstrip("\n")
-                        stripped = text.lstrip()
-                        lines.append("    " + stripped)
-                        if exc.offset:
-                                caret = max(exc.offset - 1 - (len(text) - len(stripped)), 0)
-                                lines.append("    " + " " * caret + "^")
-                lines.append(f"{type(exc).__name__}: {exc.msg}")
-                return ["\n".join(lines) + "\n"]
+        def _list_location(self, filename, lineno):
+                """IPython's _format_filename: where a ListTB entry is."""
+                n = self.cell_files.get(filename)
+                if n is not None:
+                        return f"Cell In[{n}]" + (f", line {lineno}" if lineno is not None else "")
+                return f"File {filename}" + (f":{lineno}" if lineno is not None else "")
+
+        def syntax_error_traceback(self, exc, running=False):
+                """IPython's showsyntaxerror (SyntaxTB). running: raised by the cell's
+                code (eval, ast.parse, a library), not by compiling the cell; the
+                frames that raised it are listed first then."""
+                out = []
+                frames = []
+                if running:
+                        import traceback
+                        frames = traceback.extract_tb(exc.__traceback__)
+                # A magic compiling a file (%run) shows its error as IPython's does:
+                # alone, as a cell's own.
+                if frames and frames[-1].filename != KERNEL_FILE:
+                        out.append("Traceback (most recent call last):\n")
+                        for fs in frames:
+                                if fs.filename == KERNEL_FILE:
+                                        continue
+                                item = "  " + self._list_location(fs.filename, fs.lineno)
+                                item += f" in {fs.name}\n" if fs.name != "<module>" else "\n"
+                                if fs.line:
+                                        item += f"    {fs.line.strip()}\n"
+                                out.append(item)
+                filename = exc.filename or "<string>"
+                lines = ["  " + self._list_location(filename, exc.lineno or None)]
+                text = (linecache.getline(filename, exc.lineno) if exc.lineno else "") or exc.text
+                if text is not None:
+                        i = len(text) - len(text.lstrip())
+                        lines.append("    " + text.strip())
+                        if exc.offset is not None:
+                                # IPython's slice, [i:offset - 1], even when offset is 0.
+                                lines.append("    " + "".join(c if c.isspace() else " "
+                                                              for c in text[i:exc.offset - 1]) + "^")
+                lines.append(f"{type(exc).__name__}: {exc.msg}" if exc.msg else type(exc).__name__)
+                out.append("\n".join(lines) + "\n")
+                return out
 
         # --- one execution
         def _next_filename(self):
@@ -2194,9 +2351,11 @@ class Kernel:
                         sys.modules["asyncio"]._set_running_loop(None)
 
         def _parse(self, cell, filename):
+                # IPython's CachingCompiler parses with codeop.Compile's flags: a cell
+                # cut short (an unclosed bracket) is "incomplete input".
                 return compile(cell, filename, "exec",
-                               self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST,
-                               dont_inherit=True)
+                               self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST
+                               | PARSE_FLAGS, dont_inherit=True)
 
         def _compile(self, cell, filename, tree=None):
                 """(module code or None, trailing expression code or None); `tree`:
@@ -2299,7 +2458,7 @@ class Kernel:
                         if not codes and last is None:
                                 self._send_error(compile_err)
                                 return compile_err
-                err = None
+                err = running = None
                 self.cell_running = True
                 self.loop_enter()
                 _set_sigint(True)
@@ -2311,7 +2470,7 @@ class Kernel:
                                         self._displayhook(self._run_code(last), cell)
                                 err = compile_err
                         except BaseException as e:  # noqa: BLE001 - every cell error is reported
-                                err = e
+                                err = running = e
                         try:
                                 _flush_figures()
                         except BaseException as e:  # noqa: BLE001
@@ -2321,7 +2480,7 @@ class Kernel:
                         self.cell_running = False
                         self.loop_leave()
                 if err is not None:
-                        self._send_error(err)
+                        self._send_error(err, running=err is running)
                 return err
 
         def run_nested(self, raw):
@@ -2340,14 +2499,16 @@ class Kernel:
                 showtraceback); the cell's status becomes "error"."""
                 self._send_error(e)
 
-        def _send_error(self, e):
+        def _send_error(self, e, running=False):
+                """running: e was raised by the cell's code (IPython's
+                showtraceback(running_compiled_code=True))."""
                 # The protocol carries one EXEC_ERROR per execution; E2B keeps the first.
                 if self.error_sent:
                         e.__traceback__ = None
                         return
                 self.error_sent = True
                 if isinstance(e, SyntaxError):
-                        tb = self.syntax_error_traceback(e)
+                        tb = self.syntax_error_traceback(e, running)
                 elif isinstance(e, UsageError):
                         # IPython's show_usage_error: one line on stderr and no
                         # traceback (E2B gets the error from execute_reply alone).
@@ -2461,7 +2622,9 @@ def _default_mplconfigdir():
 def zygote_preload(modules):
         """Imports the preloads in the zygote; returns (preloaded, errors)."""
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        sys.modules["_cellvm_mpl"] = _make_mpl_backend()
+        # Under matplotlib_inline's name: the real package (with IPython) then
+        # imports this one as its backend_inline.
+        sys.modules["_cellvm_mpl"] = sys.modules["matplotlib_inline.backend_inline"] = _make_mpl_backend()
         _default_mplconfigdir()
         _install_finders()
         preloaded, errors = [], []

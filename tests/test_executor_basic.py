@@ -74,9 +74,11 @@ def test_error_name_value_and_traceback_shows_cell_source(ex):
 
 
 def test_syntax_and_indentation_errors(ex):
+    # IPython parses with codeop's flags: a cell cut short is incomplete input.
     e = ex.run("x = (").error
-    # IPython compiles with codeop's flags: a cell cut short is "incomplete input".
+    # IPython parses with codeop's flags: a cell cut short is "incomplete input".
     assert e["name"] == "SyntaxError" and e["value"].startswith("incomplete input (")
+    assert "never closed" in ex.run("x = (\ny = 2").error["value"]
     assert "x = (" in e["traceback"][0]
     assert ex.run("if 1:\nprint(1)").error["name"] == "IndentationError"
 

@@ -209,8 +209,14 @@ def test_notebook_same_as_ipykernel(path, agent, ipykernel, fixtures_dir):
     runner, kcwd = ipykernel
     cells = load_cells(path, fixtures_dir)
     # A clean namespace, keeping E2B's formatters (their helpers start with '_').
+    # And, as a new kernel has them, logging (a notebook may configure it) and
+    # pyplot's record of a draw request, which %run acts on once %matplotlib ran.
     runner.run_code("for _n in [n for n in globals() if not n.startswith('_') and n not in "
                     "('In', 'Out', 'get_ipython', 'exit', 'quit')]:\n    del globals()[_n]\n"
+                    "import logging as _logging\n_logging.root.handlers.clear()\n"
+                    "_logging.root.setLevel(_logging.WARNING)\n"
+                    "import sys as _sys\nif 'matplotlib.pyplot' in _sys.modules:\n"
+                    "    _sys.modules['matplotlib.pyplot'].draw_if_interactive.called = False\n"
                     f"import os as _os\n_os.chdir({kcwd!r})")
     expected = run_notebook(runner, cells, kcwd)
     with Sandbox.connect(agent.addr) as sbx:
@@ -268,6 +274,46 @@ def test_without_ipython_same_as_ipykernel(agent, ipykernel):
     assert got[-1]["error"][0] == "ModuleNotFoundError" and expected[-1]["error"] is None
     for i, (g, e) in enumerate(zip(got[:-1], expected[:-1])):
         assert g == e, f"cell {i}:\n{WITHOUT_IPYTHON[i]}\n" + "\n".join(
+            f"  {k}:\n{brief(g.get(k), e[k])}" for k in e if g.get(k) != e[k])
+
+
+# What only a kernel that has run nothing shows (the notebooks share one):
+# pyplot turns interactive when the inline backend is first loaded, at the
+# first figure, and so undoes a plt.ioff() made before it.
+# A figure that fails to draw fails first in that draw, before the backend's
+# flush, until a plt.ioff() puts the draw after it.
+FRESH_KERNEL = [
+    "import matplotlib\nmatplotlib.is_interactive()\n",
+    "import matplotlib.pyplot as plt\nplt.ioff()\nplt.isinteractive()\n",
+    "plt.plot([1, 2])\nplt.isinteractive()\n",
+    "plt.title(r'$\\frac{1}$')\n",
+    "plt.ioff()\nplt.plot([2, 1])\nprint(len(plt.get_fignums()))\n",
+    "plt.ion()\nplt.figure()\nplt.title(r'$\\frac{1}$')\n",
+]
+
+
+def test_fresh_kernel_same_as_ipykernel(agent):
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3")
+    try:
+        kc.execute_interactive(E2B_STARTUP, silent=True, timeout=60)
+        expected = run_notebook(IpykernelRunner(kc), FRESH_KERNEL, "\0")
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    # The backend is loaded in the first cell with a figure, not before.
+    assert expected[1]["results"][0]["text"] == "False"
+    assert [r["formats"] for r in expected[2]["results"]] == [["text"], ["png", "text"]]
+    assert expected[3]["stdout"].startswith("Error in callback") and not expected[5]["stdout"]
+    with Sandbox.connect(agent.addr) as sbx:
+        ctx = sbx.create_code_context()
+        try:
+            got = run_notebook(ContextRunner(sbx, ctx), FRESH_KERNEL, "\0")
+        finally:
+            sbx.remove_code_context(ctx)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert g == e, f"cell {i}:\n{FRESH_KERNEL[i]}\n" + "\n".join(
             f"  {k}:\n{brief(g.get(k), e[k])}" for k in e if g.get(k) != e[k])
 
 
