@@ -855,15 +855,24 @@ def _send(mtype, body, defer=False):
                 _cellvm.wait_output_drained(OUTPUT_DRAIN_TIMEOUT)
         try:
                 _cellvm.send(_state.fd, mtype, _state.req_id, body, defer)
-        except OSError as e:
+        except (OSError, ValueError) as e:
                 # A figure's chart (every point of every line) can make the message
                 # larger than the wire allows: the figure then goes without it, as
-                # when extraction fails. Nothing was written (encoding failed first).
+                # when extraction fails. JSON nested deeper than the wire allows
+                # (a list in a list ... 50 deep) goes without its application/json:
+                # its text/plain still shows. Nothing was written (encoding failed first).
+                drop = "application/json" if isinstance(e, ValueError) else "e2b/chart"
                 data = body.get("data")
-                if e.errno != errno.EMSGSIZE or not isinstance(data, dict) or "e2b/chart" not in data:
+                if (isinstance(e, OSError) and e.errno != errno.EMSGSIZE) or \
+                                not isinstance(data, dict) or drop not in data:
                         raise
-                data = {k: v for k, v in data.items() if k != "e2b/chart"}
-                _cellvm.send(_state.fd, mtype, _state.req_id, dict(body, data=data), defer)
+                body = dict(body, data={k: v for k, v in data.items() if k != drop})
+                md = body.pop("metadata", None)
+                if isinstance(md, dict):
+                        md = {k: v for k, v in md.items() if k != drop}
+                if md:
+                        body["metadata"] = md
+                _cellvm.send(_state.fd, mtype, _state.req_id, body, defer)
 
 
 _capturing = []  # the output lists of running %%capture cells, innermost last
@@ -1111,6 +1120,8 @@ _MPL_GUIS = ["tk", "gtk", "gtk3", "gtk4", "wx", "qt4", "qt5", "qt6", "qt", "osx"
 
 class UsageError(Exception):
         """IPython's UsageError: a magic was misused or does not exist."""
+
+        __module__ = "IPython.core.error"  # as sys.last_type shows it
 
 
 # IPython's default aliases (IPython.core.alias.default_aliases on Linux):
@@ -1630,7 +1641,9 @@ class Shell:
                 except OSError:
                         raise Exception(f"File `{args[0]!r}` not found.") from None
                 code = compile(source, path, "exec", dont_inherit=True)
-                ns = self.user_ns if interactive else {"__builtins__": builtins}
+                # IPython's new_main_mod: a module whose __doc__ then becomes the user's.
+                ns = self.user_ns if interactive else {
+                    "__builtins__": builtins, "__doc__": "Module created for script run in IPython"}
                 saved_main, saved_argv = ns.get("__name__"), sys.argv
                 ns.update({"__name__": "__main__", "__file__": path})
                 sys.argv = [path] + args[1:]
@@ -2100,6 +2113,13 @@ def _collapse_repeated(frames):
         return out
 
 
+def _user_tb(tb):
+        """tb less the kernel's frames it starts with."""
+        while tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
+                tb = tb.tb_next
+        return tb
+
+
 def _tokenize_error(cell):
         """The IndentationError IPython's input transformer raises while
         tokenizing the cell (before compiling it), or None."""
@@ -2136,7 +2156,8 @@ class Kernel:
                 self.mpl_run = False  # %matplotlib was used: %run as IPython's mpl_execfile
                 self.cell_files = {}
                 self.cell_dir = os.path.join(tempfile.gettempdir(), f"cellvm_{os.getpid()}")
-                main = types.ModuleType("__main__")
+                main = types.ModuleType("__main__", "Automatically created module for IPython "
+                                         "interactive environment")  # IPython's, as __doc__ shows
                 main.__dict__.update({"__builtin__": builtins, "__builtins__": builtins})
                 sys.modules["__main__"] = main
                 self.ns = main.__dict__
@@ -2223,13 +2244,20 @@ class Kernel:
                                        + "\n" + _source_lines(code.co_filename, lineno, context, context))
                 # VerboseTB writes 'Name: value' even when the value is empty.
                 try:
-                        value = str(exc)
-                except Exception:
-                        value = "<exception str() failed>"
-                return [f"{name:<42}Traceback (most recent call last)"] + entries + [f"{name}: {value}"]
+                        last = f"{name}: {exc}"
+                except Exception as err:
+                        # VerboseTB.format_exception's fallback: str and the error as a tuple.
+                        try:
+                                last = f"<class 'str'>: {(type(err), err)}"
+                        except Exception:
+                                last = f"{name}: <exception str() failed>"
+                return [f"{name:<42}Traceback (most recent call last)"] + entries + [last]
 
         def _exc_only(self, exc):
-                s = str(exc)
+                try:
+                        s = str(exc)
+                except Exception:
+                        s = "<exception str() failed>"
                 return f"{type(exc).__name__}: {s}" if s else type(exc).__name__
 
         def _list_location(self, filename, lineno):
@@ -2502,9 +2530,15 @@ class Kernel:
         def _send_error(self, e, running=False):
                 """running: e was raised by the cell's code (IPython's
                 showtraceback(running_compiled_code=True))."""
+                # IPython's _get_exc_info: sys.last_* (traceback.print_last, pdb.pm)
+                # hold the error, so its frames live until the next one (as there:
+                # a coroutine it held warns "never awaited" then, not now). The
+                # kernel's own frames are left out.
+                last_tb = _user_tb(e.__traceback__)
+                sys.last_type, sys.last_value, sys.last_traceback = type(e), e, last_tb
                 # The protocol carries one EXEC_ERROR per execution; E2B keeps the first.
                 if self.error_sent:
-                        e.__traceback__ = None
+                        e.__traceback__ = last_tb
                         return
                 self.error_sent = True
                 if isinstance(e, SyntaxError):
@@ -2522,9 +2556,29 @@ class Kernel:
                                 self.exit_warned = True
                                 sys.stderr.write("UserWarning: To exit: use 'exit', 'quit', or Ctrl-D.\n")
                 else:
+                        tb = None
+                try:
+                        value = str(e)
+                except Exception as err:
+                        value = "<exception str() failed>"
+                        if tb is None:
+                                # ipykernel's own str(evalue) raises in turn: the cell shows
+                                # that error, raised while handling e (less the kernel's frames).
+                                e.__traceback__ = last_tb
+                                err.__context__ = e
+                                err.__cause__ = None
+                                err.__suppress_context__ = False
+                                e = err
+                                last_tb = _user_tb(err.__traceback__)
+                                sys.last_type, sys.last_value, sys.last_traceback = type(e), e, last_tb
+                                try:
+                                        value = str(e)
+                                except Exception:
+                                        pass
+                if tb is None:
                         tb = self.format_traceback(e)
-                _send(EXEC_ERROR, {"name": type(e).__name__, "value": str(e), "traceback": tb})
-                e.__traceback__ = None
+                _send(EXEC_ERROR, {"name": type(e).__name__, "value": value, "traceback": tb})
+                sys.last_value.__traceback__ = last_tb
 
         def execute(self, req_id, body):
                 _state.req_id = req_id
@@ -2699,6 +2753,9 @@ def _reset_after_fork():
         _install_output_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         sys.argv = [""]
+        # IPython imports jedi, which raises the limit to 3000 at import: a
+        # recursion 1000-3000 deep works in ipykernel and must work here.
+        sys.setrecursionlimit(3000)
         # Python's own default filters, whatever the preloads changed (resetwarnings
         # alone would show every ResourceWarning, which ipykernel hides)...
         warnings.resetwarnings()

@@ -85,3 +85,16 @@ def test_dataframe_plain_html_and_e2b_data(ex):
     # NaN and infinities as E2B receives them: jupyter_client's packer cleans
     # them to their reprs when JSON refuses them.
     assert data["e2b/data"] == {"a": [1, 2], "b": [0.5, "nan"], "c": ["x", "y"], "d": ["inf", "-inf"]}
+
+
+def test_json_nested_deeper_than_the_wire_allows_keeps_its_text(ex):
+    # The wire carries 48 levels (pycbor): a deeper list goes without its
+    # application/json (E2B's json formatter), its text/plain as IPython's.
+    r = ex.ok("deep = []\nfor _ in range(60):\n    deep = [deep]\ndisplay(deep)\ndeep")
+    text = "[" * 61 + "]" * 61
+    assert r.displays[0]["data"] == {"text/plain": text}
+    assert r.result["data"] == {"text/plain": text}
+    assert "metadata" not in r.result and not r.stderr
+    shallow = ex.ok("[[[1]]]").result
+    assert shallow["data"]["application/json"] == [[[1]]]
+    assert shallow["metadata"] == {"application/json": {"expanded": True}}

@@ -211,8 +211,15 @@ def test_notebook_same_as_ipykernel(path, agent, ipykernel, fixtures_dir):
     # A clean namespace, keeping E2B's formatters (their helpers start with '_').
     # And, as a new kernel has them, logging (a notebook may configure it) and
     # pyplot's record of a draw request, which %run acts on once %matplotlib ran.
+    # Module-level state a notebook may leave too: annotations, the __doc__ that
+    # a %run (non -i) sets, and a `from __future__ import annotations` (a flag of
+    # the kernel's compiler from then on).
     runner.run_code("for _n in [n for n in globals() if not n.startswith('_') and n not in "
                     "('In', 'Out', 'get_ipython', 'exit', 'quit')]:\n    del globals()[_n]\n"
+                    "globals().pop('__annotations__', None)\n"
+                    "__doc__ = 'Automatically created module for IPython interactive environment'\n"
+                    "import __future__ as _future\n"
+                    "get_ipython().compile.flags &= ~_future.annotations.compiler_flag\n"
                     "import logging as _logging\n_logging.root.handlers.clear()\n"
                     "_logging.root.setLevel(_logging.WARNING)\n"
                     "import sys as _sys\nif 'matplotlib.pyplot' in _sys.modules:\n"
