@@ -290,6 +290,8 @@ def _install_finders():
         _post_import.add("matplotlib", _on_matplotlib_import)
         _post_import.add("matplotlib.pyplot", _on_pyplot_import)
         _post_import.add("IPython.core.display_functions", _on_ipython_display_import)
+        _post_import.add("IPython.core.getipython", _on_ipython_getipython_import)
+        _post_import.add("IPython.core.interactiveshell", _on_ipython_shell_import)
         _post_import.add("PIL.Image", _on_pil_image_import)
         _post_import.add("asyncio", _on_asyncio_import)
 
@@ -315,6 +317,9 @@ def _activate_matplotlib():
                 _mpl_activated = True
                 import matplotlib
                 matplotlib.interactive(True)
+                events = _shell_events()
+                if events is not None:  # configure_inline_support registers it
+                        events.register("post_execute", _flush_figures_callback)
 
 
 def _on_pyplot_import(plt):
@@ -341,7 +346,13 @@ def _on_pyplot_import(plt):
                 global _draw_all_first
                 if _mpl_activated:
                         _draw_all_first = False
-                return uninstall()
+                out = uninstall()
+                events = _shell_events()
+                if events is not None:
+                        draw = getattr(plt, "_draw_all_if_interactive", None)
+                        if draw in events.callbacks["post_execute"]:
+                                events.callbacks["post_execute"].remove(draw)
+                return out
 
         uninstall_repl_displayhook.__doc__ = uninstall.__doc__
         plt.uninstall_repl_displayhook = uninstall_repl_displayhook
@@ -638,6 +649,7 @@ _FORMAT_ORDER = _REPR_METHODS + [("e2b/data", None), ("e2b/chart", None)]
 _TEXT_MIMES = {"text/plain", "text/html", "text/markdown", "image/svg+xml", "text/latex",
                "application/javascript"}
 _BINARY_MIMES = {"image/png", "image/jpeg", "application/pdf"}
+_REPR_METHODS_DICT = dict(_REPR_METHODS)
 
 _pretty = None
 
@@ -782,7 +794,7 @@ _NO_REPR_METHODS_TYPES = _REPR_IS_TEXT_TYPES | {list, tuple, dict, set, frozense
 def format_bundle(obj, include=None, exclude=None):
         """IPython's DisplayFormatter.format: (data, metadata), ({}, {}) if handled elsewhere."""
         t = type(obj)
-        if t in _REPR_IS_TEXT_TYPES and not include and not exclude:
+        if t in _REPR_IS_TEXT_TYPES and not include and not exclude and _display_formatter is None:
                 try:
                         return {"text/plain": repr(obj) if t is not float else _float_format % obj}, {}
                 except Exception:  # an int over the str-digits limit: the full path reports it
@@ -816,7 +828,12 @@ def format_bundle(obj, include=None, exclude=None):
                         continue
                 try:
                         value = None
-                        if mime == "text/plain":
+                        found = False
+                        if _display_formatter is not None:
+                                found, value = _user_formatter(mime, obj)
+                        if found:
+                                meth = None
+                        elif mime == "text/plain":
                                 value = pretty_text(obj)
                         elif mime in by_type:
                                 value = by_type[mime](obj)
@@ -1085,6 +1102,28 @@ def clear_output(wait=False):
         _flush_std()
 
 
+def _ipython_get_ipython():
+        """IPython.get_ipython (and IPython.core.getipython's): the kernel's shell."""
+        kernel = _state.kernel
+        return None if kernel is None else kernel.shell
+
+
+_ipython_get_ipython.__name__ = _ipython_get_ipython.__qualname__ = "get_ipython"
+_ipython_get_ipython.__module__ = "IPython.core.getipython"
+
+
+def _on_ipython_getipython_import(mod):
+        # IPython's own modules copy the name right after this one is imported.
+        _ipython_get_ipython.__doc__ = mod.get_ipython.__doc__
+        mod.get_ipython = _ipython_get_ipython
+
+
+def _on_ipython_shell_import(mod):
+        # As ipykernel registers its ZMQInteractiveShell: isinstance() checks and
+        # traits typed InteractiveShellABC (Magics.shell) accept the shell.
+        mod.InteractiveShellABC.register(Shell)
+
+
 def _on_ipython_display_import(mod):
         # Route IPython.display.display & co. to our DISPLAY messages.
         mod.display = display
@@ -1242,6 +1281,332 @@ class _TimeitResult:
 _NOT_HIDDEN = object()
 
 
+# ---------------------------------------------------------------- IPython's shell API
+
+
+class ExecutionInfo:
+        """IPython's ExecutionInfo: what pre_run_cell callbacks get."""
+
+        __module__ = "IPython.core.interactiveshell"
+        raw_cell = None
+        store_history = False
+        silent = False
+        shell_futures = True
+        cell_id = None
+
+        def __init__(self, raw_cell, store_history, silent, shell_futures, cell_id):
+                self.raw_cell = raw_cell
+                self.store_history = store_history
+                self.silent = silent
+                self.shell_futures = shell_futures
+                self.cell_id = cell_id
+
+        def __repr__(self):
+                raw_cell = (self.raw_cell[:50] + "..") if len(self.raw_cell) > 50 else self.raw_cell
+                return ('<%s object at %x, raw_cell="%s" store_history=%s silent=%s shell_futures=%s '
+                        'cell_id=%s>' % (type(self).__qualname__, id(self), raw_cell, self.store_history,
+                                         self.silent, self.shell_futures, self.cell_id))
+
+
+class ExecutionResult:
+        """IPython's ExecutionResult: what post_run_cell callbacks get."""
+
+        __module__ = "IPython.core.interactiveshell"
+        execution_count = None
+        error_before_exec = None
+        error_in_exec = None
+        info = None
+        result = None
+
+        def __init__(self, info):
+                self.info = info
+
+        @property
+        def success(self):
+                return (self.error_before_exec is None) and (self.error_in_exec is None)
+
+        def raise_error(self):
+                if self.error_before_exec is not None:
+                        raise self.error_before_exec
+                if self.error_in_exec is not None:
+                        raise self.error_in_exec
+
+        def __repr__(self):
+                return ('<%s object at %x, execution_count=%s error_before_exec=%s error_in_exec=%s '
+                        'info=%s result=%s>' % (type(self).__qualname__, id(self), self.execution_count,
+                                                self.error_before_exec, self.error_in_exec,
+                                                repr(self.info), repr(self.result)))
+
+
+def _flush_figures_callback():
+        """ipykernel's post_execute flush_figures, as events lists it once the
+        inline backend is active."""
+        _flush_figures()
+
+
+_flush_figures_callback.__name__ = _flush_figures_callback.__qualname__ = "flush_figures"
+_flush_figures_callback.__module__ = "matplotlib_inline.backend_inline"
+
+
+def _is_pyplot_draw(func):
+        """pyplot's post_execute callback (install_repl_displayhook): cellvm
+        emulates it (_draw_all_first) rather than drawing every figure."""
+        plt = sys.modules.get("matplotlib.pyplot")
+        return plt is not None and func is getattr(plt, "_draw_all_if_interactive", None)
+
+
+_EVENTS = ("pre_execute", "pre_run_cell", "post_execute", "post_run_cell", "shell_initialized")
+
+
+class EventManager:
+        """IPython's EventManager (shell.events): callbacks around each cell."""
+
+        __module__ = "IPython.core.events"
+
+        def __init__(self, shell):
+                self.shell = shell
+                self.callbacks = {n: [] for n in _EVENTS}
+                # As in ipykernel: pyplot (imported after IPython there) registered
+                # its draw, and the inline backend, once active, its flush.
+                plt = sys.modules.get("matplotlib.pyplot")
+                if plt is not None and _draw_all_first and hasattr(plt, "_draw_all_if_interactive"):
+                        self.callbacks["post_execute"].append(plt._draw_all_if_interactive)
+                if _mpl_activated:
+                        self.callbacks["post_execute"].append(_flush_figures_callback)
+
+        def register(self, event, function):
+                if not callable(function):
+                        raise TypeError("Need a callable, got %r" % function)
+                if event not in _EVENTS:
+                        raise KeyError(event)
+                if function not in self.callbacks[event]:
+                        self.callbacks[event].append(self._adapt(event, function))
+                        kernel = self.shell.kernel
+                        if event in ("post_execute", "post_run_cell") and function is not _flush_figures_callback \
+                                        and not _is_pyplot_draw(function):
+                                kernel._events_registered()
+
+        @staticmethod
+        def _adapt(event, function):
+                """IPython's callback_prototype.adapt: pre/post_run_cell callbacks
+                taking no argument are still called."""
+                if event not in ("pre_run_cell", "post_run_cell"):
+                        return function
+                import inspect
+                try:
+                        inspect.signature(function).bind(None)
+                        return function
+                except TypeError:
+                        pass
+                except ValueError:
+                        return function
+
+                @functools.wraps(function)
+                def adapted(*args, **kwargs):
+                        return function()
+                return adapted
+
+        def unregister(self, event, function):
+                if function in self.callbacks[event]:
+                        return self.callbacks[event].remove(function)
+                for callback in self.callbacks[event]:
+                        try:
+                                if callback.__wrapped__ is function:
+                                        return self.callbacks[event].remove(callback)
+                        except AttributeError:
+                                pass
+                raise ValueError("Function {!r} is not registered as a {} callback".format(function, event))
+
+        def trigger(self, event, *args, **kwargs):
+                for func in self.callbacks[event][:]:
+                        if event == "post_execute" and _is_pyplot_draw(func):
+                                continue
+                        try:
+                                func(*args, **kwargs)
+                        except (Exception, KeyboardInterrupt) as e:
+                                print("Error in callback {} (for {}):".format(func, event))
+                                self.shell.showtraceback(e)
+
+        def _user_callbacks(self):
+                """Whether a cell must go through the events (anything but the
+                figure callbacks that cellvm runs on its own)."""
+                for event, funcs in self.callbacks.items():
+                        for f in funcs:
+                                if f is not _flush_figures_callback and not _is_pyplot_draw(f):
+                                        return True
+                return False
+
+
+def _shell_events():
+        kernel = _state.kernel
+        return None if kernel is None else kernel.shell.__dict__.get("events")
+
+
+class _Formatter:
+        """IPython's BaseFormatter for one MIME type: printers by type (and by
+        'module.name'), and enabled. The text/plain one (PlainTextFormatter)
+        shares its tables with the pretty printer: printers take (obj, p, cycle)."""
+
+        def __init__(self, mime, print_method, type_printers=None, deferred_printers=None):
+                self.format_type = mime
+                self.print_method = print_method
+                self.enabled = True
+                self.type_printers = {} if type_printers is None else type_printers
+                self.deferred_printers = {} if deferred_printers is None else deferred_printers
+                self.singleton_printers = {}
+
+        def __repr__(self):
+                return f"<{self.__module__}.{type(self).__qualname__} object at {id(self):#x}>"
+
+        def __contains__(self, typ):
+                try:
+                        self.lookup_by_type(typ)
+                except KeyError:
+                        return False
+                return True
+
+        def __call__(self, obj):
+                """IPython's BaseFormatter.__call__ (errors propagate to the caller)."""
+                if not self.enabled:
+                        return None
+                if self.format_type == "text/plain":
+                        return pretty_text(obj)
+                printer = self._printer(obj)
+                if printer is not None:
+                        return printer(obj)
+                method = _real_method(obj, self.print_method) if self.print_method else None
+                return method() if method is not None else None
+
+        def _printer(self, obj):
+                if not self.type_printers and not self.deferred_printers and not self.singleton_printers:
+                        return None
+                try:
+                        return self.lookup(obj)
+                except KeyError:
+                        return None
+
+        def lookup(self, obj):
+                if id(obj) in self.singleton_printers:
+                        return self.singleton_printers[id(obj)]
+                return self.lookup_by_type(getattr(obj, "__class__", None) or type(obj))
+
+        def lookup_by_type(self, typ):
+                if isinstance(typ, str):
+                        key = tuple(typ.rsplit(".", 1))
+                        if key in self.deferred_printers:
+                                return self.deferred_printers[key]
+                        for cls in self.type_printers:
+                                if (getattr(cls, "__module__", None), getattr(cls, "__name__", None)) == key:
+                                        return self.type_printers[cls]
+                else:
+                        for cls in getattr(typ, "__mro__", (typ,)):
+                                if cls in self.type_printers or self._in_deferred_types(cls):
+                                        return self.type_printers[cls]
+                raise KeyError("No registered printer for {0!r}".format(typ))
+
+        def _in_deferred_types(self, cls):
+                key = (getattr(cls, "__module__", None), getattr(cls, "__name__", None))
+                printer = None
+                if key in self.deferred_printers:
+                        printer = self.deferred_printers.pop(key)
+                        self.type_printers[cls] = printer
+                return printer
+
+        def for_type(self, typ, func=None):
+                if isinstance(typ, str):
+                        return self.for_type_by_name(*typ.rsplit(".", 1), func)
+                try:
+                        old = self.lookup_by_type(typ)
+                except KeyError:
+                        old = None
+                if func is not None:
+                        self.type_printers[typ] = func
+                return old
+
+        def for_type_by_name(self, type_module, type_name, func=None):
+                key = (type_module, type_name)
+                try:
+                        old = self.lookup_by_type("%s.%s" % key)
+                except KeyError:
+                        old = None
+                if func is not None:
+                        self.deferred_printers[key] = func
+                return old
+
+        def pop(self, typ, default=_NOT_HIDDEN):
+                if isinstance(typ, str):
+                        key = tuple(typ.rsplit(".", 1))
+                        if key not in self.deferred_printers:
+                                for cls in self.type_printers:
+                                        if (getattr(cls, "__module__", None), getattr(cls, "__name__", None)) == key:
+                                                typ = cls
+                                                break
+                        else:
+                                return self.deferred_printers.pop(key)
+                if typ in self.type_printers:
+                        return self.type_printers.pop(typ)
+                if self._in_deferred_types(typ):
+                        return self.type_printers.pop(typ)
+                if default is _NOT_HIDDEN:
+                        raise KeyError("No registered value for {0!r}".format(typ))
+                return default
+
+
+_FORMATTER_NAMES = {"text/plain": "PlainTextFormatter", "text/html": "HTMLFormatter",
+                    "text/markdown": "MarkdownFormatter", "image/svg+xml": "SVGFormatter",
+                    "image/png": "PNGFormatter", "application/pdf": "PDFFormatter",
+                    "image/jpeg": "JPEGFormatter", "text/latex": "LatexFormatter",
+                    "application/json": "JSONFormatter", "application/javascript": "JavascriptFormatter"}
+
+# Set once a cell reached shell.display_formatter: format_bundle consults it then.
+_display_formatter = None
+
+
+class DisplayFormatter:
+        """IPython's DisplayFormatter (shell.display_formatter): .formatters by
+        MIME type, which format_bundle consults once this exists."""
+
+        __module__ = "IPython.core.formatters"
+
+        def __init__(self):
+                import cellvm_pretty
+                self.formatters = {}
+                for mime, meth in _REPR_METHODS:
+                        cls = type(_FORMATTER_NAMES[mime], (_Formatter,), {"__module__": "IPython.core.formatters"})
+                        if mime == "text/plain":
+                                f = cls(mime, None, cellvm_pretty._type_printers(), cellvm_pretty._DEFERRED_PRINTERS)
+                        else:
+                                f = cls(mime, meth)
+                        self.formatters[mime] = f
+                self.plain_text_only = False
+
+        @property
+        def active_types(self):
+                return [mime for mime, f in self.formatters.items() if getattr(f, "enabled", True)]
+
+        def format(self, obj, include=None, exclude=None):
+                return format_bundle(obj, include, exclude)
+
+
+def _user_formatter(mime, obj):
+        """(found, value) from shell.display_formatter for `mime`: a printer
+        registered for the object's type, a disabled formatter (found, None),
+        or a formatter object the user put in place."""
+        f = _display_formatter.formatters.get(mime)
+        if f is None:
+                return mime in _REPR_METHODS_DICT, None  # a formatter deleted: that type no more
+        if not isinstance(f, _Formatter):
+                return True, f(obj)
+        if not f.enabled:
+                return True, None
+        if mime == "text/plain":
+                return False, None  # the pretty printer reads the shared tables
+        printer = f._printer(obj)
+        if printer is None:
+                return False, None
+        return True, printer(obj)
+
+
 class Shell:
         """What `get_ipython()` returns: enough of InteractiveShell for transformed cells.
         Named as ipykernel's (below): libraries tell a notebook by the class
@@ -1382,6 +1747,95 @@ class Shell:
         def get_ipython(self):
                 return self
 
+        # What libraries and notebooks use of InteractiveShell beyond magics.
+        @functools.cached_property
+        def events(self):
+                return EventManager(self)
+
+        @functools.cached_property
+        def display_formatter(self):
+                global _display_formatter
+                _display_formatter = DisplayFormatter()
+                return _display_formatter
+
+        @functools.cached_property
+        def config(self):
+                """The kernel's traitlets config: notebook detection looks for IPKernelApp."""
+                try:
+                        from traitlets.config import Config
+                except ImportError:
+                        Config = dict
+                return Config({"IPKernelApp": Config()})
+
+        @property
+        def execution_count(self):
+                return self.kernel.count
+
+        @property
+        def user_ns_hidden(self):
+                return self.kernel.ns_hidden()
+
+        def magic(self, arg_s):
+                """IPython's deprecated magic('name args')."""
+                import warnings as _warnings
+                _warnings.warn("`magic(...)` is deprecated since IPython 0.13 (warning added in "
+                               "8.1), use run_line_magic(magic_name, parameter_s).",
+                               DeprecationWarning, stacklevel=2)
+                name, _, rest = arg_s.partition(" ")
+                return self.run_line_magic(name.lstrip("%"), rest)
+
+        def showtraceback(self, exc=None, *args, **kwargs):
+                """IPython's showtraceback: the error shown, the cell goes on."""
+                if exc is None or not isinstance(exc, BaseException):
+                        exc = sys.exc_info()[1]
+                if exc is not None:
+                        self.kernel.report_error(exc)
+
+        def enable_gui(self, gui=None):
+                return None
+
+        def register_magic_function(self, func, magic_kind="line", magic_name=None):
+                """IPython's register_magic_function (@register_line_magic and kin)."""
+                name = magic_name or func.__name__
+                if magic_kind not in ("line", "cell", "line_cell"):
+                        raise ValueError(f"magic_kind must be one of ['line', 'cell', 'line_cell'], "
+                                         f"{magic_kind} given")
+                if magic_kind in ("line", "line_cell"):
+                        setattr(self, "magic_" + name, func)
+                if magic_kind in ("cell", "line_cell"):
+                        setattr(self, "cell_magic_" + name, func)
+
+        def register_magics(self, *objs):
+                """IPython's register_magics: Magics classes (or instances)."""
+                for m in objs:
+                        if isinstance(m, type):
+                                m = m(shell=self)
+                        for kind, table in getattr(m, "magics", {}).items():
+                                for name, meth in table.items():
+                                        if isinstance(meth, str):
+                                                meth = getattr(m, meth)
+                                        setattr(self, ("magic_" if kind == "line" else "cell_magic_") + name, meth)
+
+        def find_magic(self, magic_name, magic_kind="line"):
+                return getattr(self, ("magic_" if magic_kind == "line" else "cell_magic_") + magic_name, None)
+
+        find_line_magic = find_magic
+
+        def find_cell_magic(self, magic_name):
+                return self.find_magic(magic_name, "cell")
+
+        def push(self, variables, interactive=True):
+                if isinstance(variables, str):
+                        frame = sys._getframe(1)
+                        variables = {n: eval(n, frame.f_globals, frame.f_locals) for n in variables.split()}
+                self.user_ns.update(variables)
+
+        def ev(self, expr):
+                return eval(expr, self.user_ns)
+
+        def ex(self, cmd):
+                exec(cmd, self.user_ns)
+
         def automagic(self, cell):
                 """IPython's automagic, applied by its prefilter to one-line cells
                 only: a line starting with a magic's name runs that magic (`pwd`,
@@ -1428,6 +1882,26 @@ class Shell:
                         return
                 load(self)
                 self.extensions.add(name)
+
+        def magic_reload_ext(self, line):
+                """IPython's %reload_ext: the extension loaded afresh (its module
+                reloaded), or loaded if it was not; silent either way."""
+                if not line:
+                        raise UsageError("Missing module name.")
+                if line == "autoreload":
+                        self.kernel.autoreload = _Autoreload(self)
+                        return
+                if line not in self.extensions:
+                        return self.magic_load_ext(line)
+                mod = sys.modules.get(line)
+                if mod is not None:
+                        unload = getattr(mod, "unload_ipython_extension", None)
+                        if unload is not None:
+                                unload(self)
+                        mod = importlib.reload(mod)
+                        load = getattr(mod, "load_ipython_extension", None)
+                        if load is not None:
+                                load(self)
 
         # line magics
         def magic_matplotlib(self, line):
@@ -2190,6 +2664,9 @@ class Kernel:
                 self.cell_running = False
                 self.exit_warned = False
                 self.error_sent = False
+                self.in_events = False  # a cell runs through shell.events
+                self.cell_started = False
+                self.exec_result = None  # its ExecutionResult
 
         def ns_hidden(self):
                 """IPython's user_ns_hidden: names %who leaves out while they hold these."""
@@ -2334,6 +2811,8 @@ class Kernel:
                                 self.ns.update(zip(("_", "__", "___"), self.under))
                         self.ns[f"_{n}"] = value
                         self.Out[n] = value
+                        if self.exec_result is not None:
+                                self.exec_result.result = value
                 data, md = format_bundle(value)
                 if data:
                         body = {"execution_count": n, "data": data}
@@ -2436,13 +2915,70 @@ class Kernel:
                 # IPython's pre_execute: each cell warns afresh where an earlier one
                 # already did (the "default" action shows a warning once per registry).
                 self.ns.pop("__warningregistry__", None)
+                events = self.shell.__dict__.get("events")
+                if events is not None and events._user_callbacks():
+                        return self._run_cell_events(raw, events)
                 if self.autoreload is None:
-                        return self._run_cell(raw)
-                self.autoreload.pre_run_cell()
+                        err = self._run_cell(raw)
+                else:
+                        self.autoreload.pre_run_cell()
+                        try:
+                                err = self._run_cell(raw)
+                        finally:
+                                self.autoreload.post_execute()
+                if self.exec_result is not None:  # the cell registered the first callback
+                        result, self.exec_result = self.exec_result, None
+                        self._post_events(self.shell.events, result, err)
+                return err
+
+        def _events_registered(self):
+                """A callback was registered while a cell ran outside the events:
+                its post_execute and post_run_cell still fire for it, as in IPython."""
+                if self.cell_running and not self.in_events and self.exec_result is None:
+                        self.exec_result = ExecutionResult(
+                            ExecutionInfo(self.inputs[-1], True, False, True, None))
+                        self.exec_result.execution_count = self.count
+
+        def _run_cell_events(self, raw, events):
+                """run_cell with shell.events triggered as IPython does: pre_execute,
+                pre_run_cell(info), the cell, then post_execute (which flushes the
+                figures, where the inline backend registered it) and post_run_cell(result)."""
+                info = ExecutionInfo(raw, True, False, True, None)
+                result = self.exec_result = ExecutionResult(info)
+                result.execution_count = self.count
+                self.cell_started = False
+                events.trigger("pre_execute")
+                if self.autoreload is not None:
+                        self.autoreload.pre_run_cell()
+                events.trigger("pre_run_cell", info)
+                self.in_events = True
                 try:
-                        return self._run_cell(raw)
+                        err = self._run_cell(raw)
                 finally:
+                        self.in_events = False
+                        self.exec_result = None
+                if self.autoreload is not None:
                         self.autoreload.post_execute()
+                if _flush_figures_callback not in events.callbacks["post_execute"]:
+                        try:
+                                _flush_figures()  # figures of a backend activated some other way
+                        except Exception as e:
+                                self.report_error(e)
+                return self._post_events(events, result, err)
+
+        def _post_events(self, events, result, err):
+                if err is not None:
+                        if self.cell_started:
+                                result.error_in_exec = err
+                        else:
+                                result.error_before_exec = err
+                _set_sigint(True)
+                try:
+                        events.trigger("post_execute")
+                        events.trigger("post_run_cell", result)
+                finally:
+                        _set_sigint(False)
+                return err
 
         def _run_cell(self, raw):
                 cleaned = cleanup_cell(raw)
@@ -2487,7 +3023,7 @@ class Kernel:
                                 self._send_error(compile_err)
                                 return compile_err
                 err = running = None
-                self.cell_running = True
+                self.cell_running = self.cell_started = True
                 self.loop_enter()
                 _set_sigint(True)
                 try:
@@ -2500,7 +3036,8 @@ class Kernel:
                         except BaseException as e:  # noqa: BLE001 - every cell error is reported
                                 err = running = e
                         try:
-                                _flush_figures()
+                                if not self.in_events:
+                                        _flush_figures()
                         except BaseException as e:  # noqa: BLE001
                                 err = err or e
                 finally:
@@ -2771,6 +3308,8 @@ def executor_prepare():
         for one after this): what the zygote's state needs undone or redone."""
         _reset_after_fork()
         _install_finders()
+        if "matplotlib" not in sys.modules:
+                _default_mplconfigdir()  # as the sandbox user: the zygote's may not be writable
         tempfile.gettempdir()  # its first call probes the disk, as the sandbox user
 
 

@@ -206,6 +206,18 @@ class ContextRunner:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[os.path.basename(p)[:-3] for p in NOTEBOOKS])
 def test_notebook_same_as_ipykernel(path, agent, ipykernel, fixtures_dir):
+    compare_with_ipykernel(path, agent, ipykernel, fixtures_dir)
+
+
+def test_ipython_api_without_preloads(fresh_agent, ipykernel, fixtures_dir):
+    """The IPython API notebook where nothing is preloaded: IPython is then
+    imported before pyplot, whose import registers its post_execute callback
+    with the shell (with the preloads pyplot comes first)."""
+    compare_with_ipykernel(os.path.join(HERE, "notebooks", "25_ipython_api.py"),
+                           fresh_agent, ipykernel, fixtures_dir)
+
+
+def compare_with_ipykernel(path, agent, ipykernel, fixtures_dir):
     runner, kcwd = ipykernel
     cells = load_cells(path, fixtures_dir)
     # A clean namespace, keeping E2B's formatters (their helpers start with '_').
