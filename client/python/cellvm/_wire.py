@@ -40,12 +40,14 @@ def _default_spin_s():
         us = float(os.environ.get("CELLVM_SPIN_US", "500"))
     except ValueError:
         us = 500.0
-    if len(os.sched_getaffinity(0)) < 2:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if cpus < 2:
         return 0.0
     return max(0.0, min(us, 100_000.0)) / 1e6
 
 
 SPIN_S = _default_spin_s()
+_yield = getattr(os, "sched_yield", lambda: None)  # not on every OS the SDK runs on
 
 # Requests (client -> agent)
 HELLO = 0x0001
@@ -471,7 +473,7 @@ class Connection:
                 return False
             # Gives the CPU to the agent or executor if they wait for this
             # one (a busy host): spinning alone made them wait for the spin.
-            os.sched_yield()
+            _yield()
         return True
 
     def _parse(self):
