@@ -66,8 +66,8 @@ class ReferenceSandbox(KernelSandbox):
         k.client.wait_for_ready(timeout=60)
         k.client.execute_interactive(E2B_STARTUP, silent=True, timeout=60)
 
-    def remove_code_context(self, context):
-        del self.contexts[context.id]
+    def remove_code_context(self, context):  # E2B: a Context or its id
+        del self.contexts[getattr(context, "id", context)]
 
 
 class _LocalFiles:

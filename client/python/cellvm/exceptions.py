@@ -81,6 +81,17 @@ def format_execution_timeout_error():
     )
 
 
+def format_sandbox_killed_error():
+    """E2B's error for a request in flight when the sandbox is killed."""
+    return TimeoutException(
+        "The sandbox was killed while the request was in progress. This can happen when the "
+        "sandbox times out or is killed manually. You can modify the sandbox timeout by passing "
+        "'timeout' when starting the sandbox or calling '.set_timeout' on the sandbox with the "
+        "desired timeout",
+        code="killed",
+    )
+
+
 def format_request_timeout_error():
     return TimeoutException(
         "Request timed out — the 'request_timeout' option can be used to increase this timeout",

@@ -18,6 +18,9 @@ from .charts import Chart, _deserialize_chart
 
 T = TypeVar("T")
 OutputHandler = Union[Callable[[T], Any], Callable[[T], Awaitable[Any]]]
+OutputHandlerWithAsync = OutputHandler
+"""E2B's name for the async run_code's callbacks (e2b_code_interpreter.models):
+cellvm's OutputHandler already allows coroutine functions."""
 
 RunCodeLanguage = Union[Literal["python", "javascript", "typescript", "r", "java", "bash"], str]
 """E2B's type of run_code's `language`; cellvm runs "python" (and "python3") only."""

@@ -21,7 +21,9 @@ from .exceptions import (
     InvalidArgumentException,
     SandboxException,
     SandboxNotFoundException,
+    TimeoutException,
     format_request_timeout_error,
+    format_sandbox_killed_error,
     from_agent_error,
 )
 from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result,
@@ -821,10 +823,19 @@ class Sandbox:
         try:
             done = self._collect(req, execution, on_stdout, on_stderr, on_result, on_error,
                                  timeout, request_timeout, abort)
+        except SandboxException as e:
+            # kill() from another thread or task closed the connection under
+            # the execution: E2B raises its TimeoutException saying so.
+            if isinstance(e, (TimeoutException, ExecutionAborted)) or not self._was_killed():
+                raise
+            raise format_sandbox_killed_error() from None
         finally:
             if not done:  # Ctrl-C, a callback raised, abort, or the guard fired
                 self._cancel(req, request_timeout)
         return execution
+
+    def _was_killed(self) -> bool:
+        return self._killed or (self._owner is not None and self._owner._killed)
 
     def _collect(self, req, execution, on_stdout, on_stderr, on_result, on_error,
                  timeout, request_timeout, abort=None) -> bool:

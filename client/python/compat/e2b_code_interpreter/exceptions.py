@@ -2,5 +2,5 @@
 
 from cellvm.exceptions import *  # noqa: F401,F403
 from cellvm.exceptions import (  # noqa: F401
-    format_execution_timeout_error, format_request_timeout_error,
+    format_execution_timeout_error, format_request_timeout_error, format_sandbox_killed_error,
 )

@@ -2,6 +2,6 @@
 
 from cellvm.models import *  # noqa: F401,F403
 from cellvm.models import (  # noqa: F401
-    Context, Execution, ExecutionError, Logs, MIMEType, OutputHandler, OutputMessage, Result,
-    RunCodeLanguage, serialize_results,
+    Context, Execution, ExecutionError, Logs, MIMEType, OutputHandler, OutputHandlerWithAsync,
+    OutputMessage, Result, RunCodeLanguage, serialize_results,
 )
