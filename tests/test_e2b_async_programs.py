@@ -24,7 +24,7 @@ pytest.importorskip("jupyter_client")
 
 from conftest import ROOT, run_e2b_program  # noqa: E402
 from test_e2b_compat import ANSI  # noqa: E402
-from test_e2b_programs import reference, run_program  # noqa: E402,F401
+from test_e2b_programs import assert_same_run, reference, run_program  # noqa: E402,F401
 
 sys.path.insert(0, os.path.join(ROOT, "client", "python", "compat"))
 from e2b_code_interpreter import AsyncSandbox  # noqa: E402
@@ -305,15 +305,11 @@ def sync(program):
 
 @pytest.mark.parametrize("program", COMPARED, ids=[p.__name__ for p in COMPARED])
 def test_async_program_same_as_ipykernel(program, agent, reference, tmp_path, monkeypatch):
-    want_printed, want = run_program(sync(program), AsyncReference.factory(reference), reference.home,
-                                     str(tmp_path / "ref"), True)
+    want = run_program(sync(program), AsyncReference.factory(reference), reference.home,
+                       str(tmp_path / "ref"), True)
     monkeypatch.setenv("CELLVM_ADDR", agent.addr)  # AsyncSandbox.create() connects to it
-    got_printed, got = run_program(sync(program), AsyncSandbox, agent.workdir, str(tmp_path / "cellvm"), False)
-    assert want_printed != [""], "the program printed nothing"
-    assert got_printed == want_printed
-    assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want)):
-        assert g == w, f"execution {i} differs"
+    got = run_program(sync(program), AsyncSandbox, agent.workdir, str(tmp_path / "cellvm"), False)
+    assert_same_run(got, want)
 
 
 # --- programs that need E2B's sandbox services, run unchanged -----------------

@@ -540,16 +540,22 @@ def run_program(program, sandbox, home, local, reference):
     return clean("\n".join(printed), home, reference).split("\n"), clean_view(executions, home, reference)
 
 
-@pytest.mark.parametrize("program", COMPARED, ids=[p.__name__ for p in COMPARED])
-def test_program_same_as_ipykernel(program, agent, reference, tmp_path):
-    want_printed, want = run_program(program, reference, reference.home, str(tmp_path / "ref"), True)
-    with Sandbox.connect(agent.addr) as sbx:  # E2B: `with Sandbox.create() as sandbox:`
-        got_printed, got = run_program(program, sbx, agent.workdir, str(tmp_path / "cellvm"), False)
+def assert_same_run(got, want):
+    """(printed lines, executions) of cellvm and of the reference agree."""
+    (got_printed, got_ex), (want_printed, want_ex) = got, want
     assert want_printed != [""], "the program printed nothing"
     assert got_printed == want_printed
-    assert len(got) == len(want)
-    for i, (g, w) in enumerate(zip(got, want)):
+    assert len(got_ex) == len(want_ex)
+    for i, (g, w) in enumerate(zip(got_ex, want_ex)):
         assert g == w, f"execution {i} differs"
+
+
+@pytest.mark.parametrize("program", COMPARED, ids=[p.__name__ for p in COMPARED])
+def test_program_same_as_ipykernel(program, agent, reference, tmp_path):
+    want = run_program(program, reference, reference.home, str(tmp_path / "ref"), True)
+    with Sandbox.connect(agent.addr) as sbx:  # E2B: `with Sandbox.create() as sandbox:`
+        got = run_program(program, sbx, agent.workdir, str(tmp_path / "cellvm"), False)
+    assert_same_run(got, want)
 
 
 # --- programs that need E2B's sandbox services, run unchanged -----------------
