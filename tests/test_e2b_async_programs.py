@@ -22,9 +22,9 @@ import pytest
 
 pytest.importorskip("jupyter_client")
 
-from conftest import ROOT, run_e2b_program  # noqa: E402
+from conftest import ROOT  # noqa: E402
 from test_e2b_compat import ANSI  # noqa: E402
-from test_e2b_programs import assert_same_run, reference, run_program  # noqa: E402,F401
+from test_e2b_programs import assert_prints, assert_same_run, reference, run_program  # noqa: E402,F401
 
 sys.path.insert(0, os.path.join(ROOT, "client", "python", "compat"))
 from e2b_code_interpreter import AsyncSandbox  # noqa: E402
@@ -501,7 +501,4 @@ UNCHANGED = {
 
 @pytest.mark.parametrize("name", sorted(UNCHANGED))
 def test_e2b_async_program_unchanged(name, agent, tmp_path):
-    source, expected = UNCHANGED[name]
-    r = run_e2b_program(agent, tmp_path, source, f"e2b-{name}")
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == expected, r.stdout
+    assert_prints(agent, tmp_path, name, UNCHANGED[name])
