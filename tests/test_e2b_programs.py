@@ -12,6 +12,7 @@ what E2B's SDK and docs say they print. test_e2b_formats_as_read_from_source
 pins the repr/str of E2B's SDK objects as E2B's source writes them.
 """
 
+import ast
 import base64
 import json
 import os
@@ -497,13 +498,57 @@ PACKER_WARNING = re.compile(r"[^\n]*jupyter_client/session\.py:\d+: UserWarning:
                             r"failed with:.*?\n  content = self\.pack\(content\)\n", re.S)
 
 
+# A stream's chunks: Logs' repr, its to_json(), and that inside Execution's.
+LOG_LIST = re.compile(r'(Logs\(stdout: |, stderr: |"std(?:out|err)": |\\"std(?:out|err)\\": )\[')
+
+
+def _chunks_at(text, start, kind):
+    """(end, chunks, render) of the list literal at text[start], written as
+    `kind` says (a Python repr, JSON, or JSON inside a JSON string)."""
+    if kind.startswith("\\"):
+        parse, render = (lambda s: json.loads(json.loads(f'"{s}"')),
+                         lambda v: json.dumps(json.dumps(v))[1:-1])
+    elif kind.startswith('"'):
+        parse, render = json.loads, json.dumps
+    else:
+        parse, render = ast.literal_eval, repr
+    end = start
+    while (end := text.find("]", end) + 1) > 0:
+        try:
+            chunks = parse(text[start:end])
+        except (ValueError, SyntaxError):
+            continue
+        if isinstance(chunks, list) and all(isinstance(c, str) for c in chunks):
+            return end, chunks, render
+        return None
+    return None
+
+
+def joined_chunks(text):
+    """ipykernel's OutStream sends what was written within its flush interval
+    (0.2 s) as one chunk, so where a stream's text is cut depends on the
+    machine's load (a loaded CI once saw `print(5, 'scores loaded')` arrive
+    as '5' and ' scores loaded\\n'). Each stream's chunks become one."""
+    out, pos = [], 0
+    for m in LOG_LIST.finditer(text):
+        start = m.end() - 1
+        found = None if start < pos else _chunks_at(text, start, m.group(1).lstrip(", "))
+        if found is None:
+            continue
+        end, chunks, render = found
+        out += [text[pos:start], render(["".join(chunks)] if chunks else [])]
+        pos = end
+    return "".join(out) + text[pos:]
+
+
 def clean(text, home, reference):
     """What legitimately differs: the home directory's path, a cell's file
     name, ANSI colours, object addresses, "chart" (E2B's chart extractor is
-    not in the reference kernel; test_charts.py checks cellvm's), and the
-    packer's warning above."""
+    not in the reference kernel; test_charts.py checks cellvm's), the
+    packer's warning above, and where a stream's text is cut into chunks."""
     if text is None:
         return None
+    text = joined_chunks(text)
     text = text.replace(home, "/home/user")
     text = ANSI.sub("", text)
     text = re.sub(r"\\u001b\[[0-9;]*m", "", text)
