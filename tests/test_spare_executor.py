@@ -62,10 +62,18 @@ def test_the_next_context_gets_the_spare_executor(fresh_agent):
         spare = wait_for(lambda: spares(sbx, agent_pid))
         assert len(spare) == 1
         if os.geteuid() == 0:
-            # Detached already: the sandbox user, seccomp, before any context.
-            st = status(spare[0])
-            assert st["Seccomp"] == "2" and st["NoNewPrivs"] == "1"
-            assert st["Uid"].split()[0] != "0"
+            # Sandboxed before any context asks for it: the sandbox user,
+            # no_new_privs and its own seccomp filter. A fork is visible as a
+            # session leader a moment before it drops root (and the agent's
+            # own filter is inherited), so wait for the finished state.
+            agent_filters = int(status(agent_pid).get("Seccomp_filters", "0"))
+
+            def sandboxed():
+                st = status(spare[0])
+                own_filter = int(st.get("Seccomp_filters", "1")) > agent_filters
+                return (st["NoNewPrivs"] == "1" and st["Uid"].split()[0] != "0"
+                        and st["Seccomp"] == "2" and own_filter)
+            wait_for(sandboxed)
         ctx = sbx.create_code_context()
         assert int(sbx.run_code("import os; os.getpid()", context=ctx).text) == spare[0]
         assert sbx.run_code("import os; os.getcwd()", context=ctx).text == ctx.cwd
