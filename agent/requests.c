@@ -168,7 +168,7 @@ static void do_cancel(struct agent *a, struct conn *c, uint32_t id, const cbor_i
         reply_ok_empty(c, id);
 }
 
-/* envs: a map of text to text, copied as is into X_EXECUTE. */
+/* envs and sandbox_envs: maps of text to text, copied as is into X_EXECUTE. */
 static bool envs_valid(const cbor_item_t *envs)
 {
         struct cbor_pair *pairs = cbor_map_handle(envs);
@@ -190,10 +190,16 @@ static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`code` must be present, as text");
                 return;
         }
-        cbor_item_t *envs = NULL;
+        cbor_item_t *envs = NULL, *sandbox_envs = NULL;
         int rc = cv_map_get_map(body, "envs", &envs);
         if ((rc < 0 && rc != -ENOENT) || (envs && !envs_valid(envs))) {
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`envs` must map text to text");
+                return;
+        }
+        rc = cv_map_get_map(body, "sandbox_envs", &sandbox_envs);
+        if ((rc < 0 && rc != -ENOENT) || (sandbox_envs && !envs_valid(sandbox_envs))) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`sandbox_envs` must map text to text");
                 return;
         }
         uint64_t timeout_ms = 0;
@@ -221,12 +227,16 @@ static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_
         e->client_id = id;
         e->timeout_ns = timeout_ms * 1000000ull;
         cv_buf_init(&e->xbody);
-        cv_enc_map(&e->xbody, envs ? 2 : 1);
+        cv_enc_map(&e->xbody, 1 + (envs != NULL) + (sandbox_envs != NULL));
         cv_enc_cstr(&e->xbody, "code");
         cv_enc_text(&e->xbody, code, code_len);
         if (envs) {
                 cv_enc_cstr(&e->xbody, "envs");
                 cv_enc_item(&e->xbody, envs);
+        }
+        if (sandbox_envs) {
+                cv_enc_cstr(&e->xbody, "sandbox_envs");
+                cv_enc_item(&e->xbody, sandbox_envs);
         }
         if (e->xbody.err) {
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "encoding X_EXECUTE: %s",

@@ -2624,6 +2624,7 @@ class Kernel:
         def __init__(self, fd):
                 self.fd = fd
                 self.count = 1
+                self.sandbox_envs = {}  # what apply_sandbox_envs() set last
                 self.flags = 0  # __future__ flags the cells have set
                 self.serial = 0
                 self.oldpwd = None
@@ -3117,12 +3118,24 @@ class Kernel:
                 _send(EXEC_ERROR, {"name": type(e).__name__, "value": value, "traceback": tb})
                 sys.last_value.__traceback__ = last_tb
 
+        def apply_sandbox_envs(self, envs):
+                """The sandbox's own environment (Sandbox(envs=...)) is set once, as
+                E2B's server does at a context's first execution, so a cell that
+                changes such a variable keeps its change. A client with other
+                sandbox envs sets them anew."""
+                if not isinstance(envs, dict) or envs == self.sandbox_envs:
+                        return
+                for k, v in envs.items():
+                        os.environ[str(k)] = str(v)
+                self.sandbox_envs = {str(k): str(v) for k, v in envs.items()}
+
         def execute(self, req_id, body):
                 _state.req_id = req_id
                 code = body.get("code", "")
                 if not isinstance(code, str):
                         code = ""
                 envs = body.get("envs")
+                self.apply_sandbox_envs(body.get("sandbox_envs"))
                 saved = {k: os.environ.get(k) for k in envs} if envs else None
                 count = self.count
                 try:
@@ -3143,6 +3156,9 @@ class Kernel:
                         _cellvm.flusher_active(False)
                         if saved:
                                 for k, v in saved.items():
+                                        # E2B resets a sandbox-wide variable to its
+                                        # sandbox value, whatever the cell did to it.
+                                        v = self.sandbox_envs.get(k, v)
                                         if v is None:
                                                 os.environ.pop(k, None)
                                         else:

@@ -618,6 +618,14 @@ print(sbx.run_code("import os; os.getenv('FOO')", envs={"FOO": "baz"}).text)
 print(sbx.run_code("import os; os.getenv('RUNTIME_ENV')").text)
 print(sbx.run_code("import os; os.getenv('SBX')").text)
 print(sbx.run_code("import os; os.getenv('FOO')").text)
+# code-interpreter template/server/messaging.py (ContextWebSocket.execute):
+# the sandbox's envs are set once, at a context's first execution, so a
+# cell's change to one stays; after a run with `envs`, each of its keys is
+# set back to the sandbox's value.
+sbx.run_code("os.environ['SBX'] = 'changed'")
+print(sbx.run_code("os.getenv('SBX')").text)
+sbx.run_code("os.environ['SBX'] = 'by the cell'", envs={"SBX": "per run"})
+print(sbx.run_code("os.getenv('SBX')").text)
 print(sbx.commands.run("echo $SBX").stdout, end="")
 print(sbx.run_code("!echo $SBX").logs.stdout)
 print(sbx.kill())
@@ -757,7 +765,7 @@ with Sandbox.create() as sandbox:
 
 UNCHANGED = {
     "sandbox_lifecycle_and_envs": (SANDBOX_LIFECYCLE_AND_ENVS, [
-        "baz", "value", "value", "bar", "value", "['value\\r\\n']", "True", "2 True"]),
+        "baz", "value", "value", "bar", "changed", "value", "value", "['value\\r\\n']", "True", "2 True"]),
     "commands": (COMMANDS, [
         "[('err', 'str', 'world\\n'), ('out', 'str', 'done\\n'), ('out', 'str', 'hello\\n')]",
         "'hello\\ndone\\n' 'world\\n' 0 None",

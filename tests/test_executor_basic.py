@@ -112,6 +112,20 @@ def test_envs_set_for_one_execution_and_restored(ex):
         "(False, 'old')"
 
 
+def test_sandbox_envs_are_set_once_and_win_over_a_runs_envs(ex):
+    sbx = {"CELLVM_T_SBX": "s"}
+    assert ex.ok("import os; os.environ['CELLVM_T_SBX']", sandbox_envs=sbx).text == "'s'"
+    # As E2B's server: set at the first execution, so a cell's change stays.
+    ex.ok("os.environ['CELLVM_T_SBX'] = 'changed'", sandbox_envs=sbx)
+    assert ex.ok("os.environ['CELLVM_T_SBX']", sandbox_envs=sbx).text == "'changed'"
+    # A run's envs win for that run; after it the sandbox value is back.
+    assert ex.ok("v = os.environ['CELLVM_T_SBX']; os.environ['CELLVM_T_SBX'] = 'cell'; v",
+                 sandbox_envs=sbx, envs={"CELLVM_T_SBX": "run"}).text == "'run'"
+    assert ex.ok("os.environ['CELLVM_T_SBX']", sandbox_envs=sbx).text == "'s'"
+    # Other sandbox envs (another client's) are set anew.
+    assert ex.ok("os.environ['CELLVM_T_SBX']", sandbox_envs={"CELLVM_T_SBX": "t"}).text == "'t'"
+
+
 def test_shell_lines_and_capture(ex):
     r = ex.ok("for i in range(2):\n    !echo loop{i}\nx = !printf 'a\\nb\\n'\nx")
     assert r.stdout == "loop0\r\nloop1\r\n"  # on a pty, as ipykernel

@@ -129,11 +129,13 @@ class Executor:
                 if once:
                     break
 
-    def start(self, code, envs=None):
+    def start(self, code, envs=None, sandbox_envs=None):
         self.next_id += 1
         body = {"code": code}
         if envs is not None:
             body["envs"] = envs
+        if sandbox_envs is not None:
+            body["sandbox_envs"] = sandbox_envs
         self.ctrl.sendall(encode_frames(X_EXECUTE, self.next_id, body))
         return self.next_id
 
@@ -173,8 +175,8 @@ class Executor:
         finally:
             sel.close()
 
-    def run(self, code, envs=None, timeout=60):
-        return self.collect(self.start(code, envs), timeout)
+    def run(self, code, envs=None, timeout=60, sandbox_envs=None):
+        return self.collect(self.start(code, envs, sandbox_envs), timeout)
 
     def ok(self, code, **kw):
         r = self.run(code, **kw)

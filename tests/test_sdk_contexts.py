@@ -131,6 +131,9 @@ def test_sandbox_envs_apply_to_every_execution(agent):
         assert printed(s, code) == "s base\n"
         ex = s.run_code(code, envs={"CELLVM_T": "over"})
         assert "".join(ex.logs.stdout) == "s over\n"
+        # Set once (E2B): a cell's change to a sandbox variable stays.
+        s.run_code("os.environ['CELLVM_S'] = 'cell'")
+        assert printed(s, code) == "cell base\n"
 
 
 def test_timeout_raises_and_the_context_survives(sbx, ctx):

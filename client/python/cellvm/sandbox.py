@@ -811,9 +811,10 @@ class Sandbox:
         ctx = _context_id(context)
         if ctx is not None:
             body["context"] = ctx
-        all_envs = {**self._envs, **{str(k): str(v) for k, v in (envs or {}).items()}}
-        if all_envs:
-            body["envs"] = all_envs
+        if self._envs:
+            body["sandbox_envs"] = self._envs  # set once in the context (E2B)
+        if envs:
+            body["envs"] = {str(k): str(v) for k, v in envs.items()}
         if timeout:
             body["timeout_ms"] = max(1, int(timeout * 1000))
 
