@@ -1607,6 +1607,17 @@ def _user_formatter(mime, obj):
         return True, printer(obj)
 
 
+_INTERACTIVITY = ("all", "last", "last_expr", "none", "last_expr_or_assign")
+
+
+def _trait_error(message):
+        try:
+                from traitlets import TraitError
+        except ImportError:
+                TraitError = ValueError
+        return TraitError(message)
+
+
 class Shell:
         """What `get_ipython()` returns: enough of InteractiveShell for transformed cells.
         Named as ipykernel's (below): libraries tell a notebook by the class
@@ -1617,6 +1628,43 @@ class Shell:
                 self.user_ns = kernel.ns
                 self.extensions = set()  # loaded by %load_ext (autoreload aside)
                 self.aliases = dict(_ALIASES)
+                self._interactivity = None  # the trait's value (set on the shell, or %config)
+                self._plain_interactivity = None  # set on the shell once the trait is hidden
+
+        @staticmethod
+        def _class_interactivity():
+                """What a notebook set on IPython's InteractiveShell class (a common
+                idiom): that string hides the trait for every shell, or None."""
+                m = sys.modules.get("IPython.core.interactiveshell")
+                value = getattr(getattr(m, "InteractiveShell", None), "ast_node_interactivity", None)
+                return value if isinstance(value, str) else None
+
+        @property
+        def ast_node_interactivity(self):
+                """InteractiveShell.ast_node_interactivity, as IPython resolves it."""
+                hidden_by = self._class_interactivity()
+                if hidden_by is not None:
+                        return self._plain_interactivity if self._plain_interactivity is not None else hidden_by
+                return self._interactivity if self._interactivity is not None else "last_expr"
+
+        @ast_node_interactivity.setter
+        def ast_node_interactivity(self, value):
+                if self._class_interactivity() is not None:
+                        self._plain_interactivity = value  # a plain attribute: no validation
+                        return
+                if value not in _INTERACTIVITY:
+                        raise _trait_error(f"The 'ast_node_interactivity' trait of a ZMQInteractiveShell "
+                                           f"instance expected any of {list(_INTERACTIVITY)}, not the "
+                                           f"{type(value).__name__} {value!r}.")
+                self._interactivity = value
+
+        @ast_node_interactivity.deleter
+        def ast_node_interactivity(self):
+                if self._class_interactivity() is None:
+                        raise AttributeError("__delete__")  # a trait cannot be deleted
+                if self._plain_interactivity is None:
+                        raise AttributeError("'ZMQInteractiveShell' object has no attribute 'ast_node_interactivity'")
+                self._plain_interactivity = None
 
         def var_expand(self, cmd):
                 """$name and {expr} expansion as IPython does for ! lines (best effort)."""
@@ -1925,7 +1973,20 @@ class Shell:
                 return None
 
         def magic_config(self, line):
-                """Only InlineBackend's traits are read and set here."""
+                """Only InlineBackend's traits and ast_node_interactivity are read
+                and set here."""
+                m = re.match(r"^((?:ZMQ)?InteractiveShell)\.ast_node_interactivity\s*(?:=\s*(.+))?$", line.strip())
+                if m is not None:
+                        if m.group(2) is None:
+                                # A query names a configurable's own class.
+                                if m.group(1) != "ZMQInteractiveShell":
+                                        raise ValueError(f"{m.group(1)!r} is not in list")
+                                return self.ast_node_interactivity
+                        value = eval(m.group(2), self.user_ns)
+                        # Config reaches the trait only while the class has not hidden it.
+                        if self._class_interactivity() is None:
+                                self.ast_node_interactivity = value
+                        return None
                 m = re.match(r"^InlineBackend\.(\w+)\s*(?:=\s*(.+))?$", line.strip())
                 if m is None or not hasattr(_InlineBackend, m.group(1)) or m.group(1) == "kwargs":
                         return None
@@ -2648,6 +2709,8 @@ class Kernel:
                                 "_": "", "__": "", "___": "", "_i": "", "_ii": "", "_iii": ""})
                 self.under = ["", "", ""]  # _, __, ___ as the kernel last set them
                 self.inputs = ["", "", "", ""]  # _iii, _ii, _i, _i00
+                self.cell_text = ""  # the running cell, transformed (IPython's input_hist_parsed[-1])
+                sys.displayhook = self._sys_displayhook
                 builtins.display = display
                 builtins.get_ipython = self.get_ipython
                 builtins.__IPYTHON__ = True
@@ -2800,7 +2863,13 @@ class Kernel:
                 _iii, _ii, _i, _i00 = self.inputs
                 self.ns.update({"_i": _i, "_ii": _ii, "_iii": _iii, f"_i{n}": _i00})
 
-        def _displayhook(self, value, cell):
+        def _sys_displayhook(self, value):
+                """sys.displayhook, as ipykernel's: what 'single'-mode code shows
+                (ast_node_interactivity 'all' or 'last') becomes the cell's result."""
+                self._displayhook(value, self.cell_text, more=True)
+
+        def _displayhook(self, value, cell, more=False):
+                """more: the cell may still run and write after this result."""
                 if value is None or _ends_with_semicolon(cell):
                         return
                 n = self.count
@@ -2820,7 +2889,7 @@ class Kernel:
                         if md:
                                 body["metadata"] = md
                         # Nothing runs between the result and X_END unless figures are pending.
-                        _send(RESULT, body, defer=not _figures_pending())
+                        _send(RESULT, body, defer=not more and not _figures_pending())
 
         def _run_code(self, code):
                 result = eval(code, self.ns)
@@ -2882,6 +2951,44 @@ class Kernel:
                         last = compile(last, filename, "eval", self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
                                        dont_inherit=True)
                 return code, last
+
+        def _compile_nodes(self, cell, filename, tree, interactivity):
+                """IPython's run_ast_nodes for an ast_node_interactivity other than
+                'last_expr': statement by statement, those run interactively in
+                'single' mode (each expression they hold goes to sys.displayhook).
+                (codes of the statements up to the first that does not compile,
+                None, its error)."""
+                if tree is None:
+                        tree = self._parse(cell, filename)
+                nodes = tree.body
+                if interactivity == "last_expr_or_assign":
+                        node = nodes[-1] if nodes else None
+                        target = None
+                        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                                target = node.targets[0]
+                        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                                target = node.target
+                        if isinstance(target, ast.Name):
+                                nodes.append(ast.fix_missing_locations(ast.Expr(ast.Name(target.id, ast.Load()))))
+                        interactivity = "last_expr"
+                if interactivity == "last_expr":
+                        interactivity = "last" if nodes and isinstance(nodes[-1], ast.Expr) else "none"
+                if interactivity not in ("none", "last", "all"):
+                        return [], None, ValueError(f"Interactivity was {interactivity!r}")
+                first_single = {"none": len(nodes), "last": len(nodes) - 1, "all": 0}[interactivity]
+                codes = []
+                flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                try:
+                        for i, node in enumerate(nodes):
+                                mod, mode = (ast.Module([node], []), "exec") if i < first_single \
+                                    else (ast.Interactive([node]), "single")
+                                code = compile(mod, filename, mode, flags, dont_inherit=True)
+                                self.flags |= code.co_flags & FUTURE_FLAGS
+                                flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                                codes.append(code)
+                except _COMPILE_ERRORS as e:
+                        return codes, None, e
+                return codes, None, None
 
         def _compile_statements(self, cell, filename, error):
                 """The cell parsed but does not compile as a whole ('break' outside
@@ -3011,18 +3118,23 @@ class Kernel:
                         cell, tree, parse_err = magic, None, None
                 self._store_inputs(raw, cell)
                 filename = self._register_source(cell)
+                self.cell_text = cell
                 compile_err = None
+                interactivity = self.shell.ast_node_interactivity
                 try:
                         if parse_err is not None:
                                 raise parse_err
-                        code, last = self._compile(cell, filename, tree)
-                        codes = (code,) if code is not None else ()
+                        if interactivity == "last_expr":
+                                code, last = self._compile(cell, filename, tree)
+                                codes = (code,) if code is not None else ()
+                        else:
+                                codes, last, compile_err = self._compile_nodes(cell, filename, tree, interactivity)
                 except _COMPILE_ERRORS as e:
                         codes, last, compile_err = ((), None, e) if parse_err is not None \
                             else self._compile_statements(cell, filename, e)
-                        if not codes and last is None:
-                                self._send_error(compile_err)
-                                return compile_err
+                if compile_err is not None and not codes and last is None:
+                        self._send_error(compile_err)
+                        return compile_err
                 err = running = None
                 self.cell_running = self.cell_started = True
                 self.loop_enter()
