@@ -294,6 +294,7 @@ def _install_finders():
         _post_import.add("IPython.core.interactiveshell", _on_ipython_shell_import)
         _post_import.add("PIL.Image", _on_pil_image_import)
         _post_import.add("asyncio", _on_asyncio_import)
+        _post_import.add("pandas.io.formats.printing", _on_pandas_printing_import)
 
 
 # ---------------------------------------------------------------- matplotlib
@@ -650,6 +651,7 @@ _TEXT_MIMES = {"text/plain", "text/html", "text/markdown", "image/svg+xml", "tex
                "application/javascript"}
 _BINARY_MIMES = {"image/png", "image/jpeg", "application/pdf"}
 _REPR_METHODS_DICT = dict(_REPR_METHODS)
+_FORMAT_KEYS = frozenset(dict(_FORMAT_ORDER))
 
 _pretty = None
 
@@ -856,6 +858,19 @@ def format_bundle(obj, include=None, exclude=None):
                         _formatter_warning(mime, obj, value=value)
                         continue
                 data[mime] = checked
+        if _display_formatter is not None:
+                # Formatters added for other types (IPython calls them all, in order).
+                for mime, f in list(_display_formatter.formatters.items()):
+                        if mime in _FORMAT_KEYS or include and mime not in include \
+                                        or exclude and mime in exclude or mime in data:
+                                continue
+                        try:
+                                value = f(obj)
+                        except Exception as e:
+                                _formatter_warning(mime, obj, exc=e)
+                                continue
+                        if value is not None:
+                                data[mime] = value
         return data, md
 
 
@@ -1024,6 +1039,26 @@ class DisplayHandle:
 
         def update(self, obj, **kwargs):
                 display(obj, display_id=self.display_id, update=True, **kwargs)
+
+
+def _enable_data_resource_formatter(enable):
+        """pandas' enable_data_resource_formatter (display.html.table_schema) on
+        the kernel's formatters, where IPython may be absent or not imported."""
+        if _state.kernel is None:
+                return  # as pandas outside IPython
+        formatters = _state.kernel.shell.display_formatter.formatters
+        mime = "application/vnd.dataresource+json"
+        if enable:
+                if mime not in formatters:
+                        cls = type("TableSchemaFormatter", (_Formatter,), {"__module__": "pandas.io.formats.printing"})
+                        formatters[mime] = cls(mime, "_repr_data_resource_")
+                formatters[mime].enabled = True
+        elif mime in formatters:
+                formatters[mime].enabled = False
+
+
+def _on_pandas_printing_import(printing):
+        printing.enable_data_resource_formatter = _enable_data_resource_formatter
 
 
 def _on_pil_image_import(pil_image):
@@ -1835,8 +1870,11 @@ class Shell:
         def showtraceback(self, exc=None, *args, **kwargs):
                 """IPython's showtraceback: the error shown, the cell goes on."""
                 if exc is None or not isinstance(exc, BaseException):
-                        exc = sys.exc_info()[1]
-                if exc is not None:
+                        # IPython's _get_exc_info: the error being handled, else the last one.
+                        exc = sys.exc_info()[1] or getattr(sys, "last_value", None)
+                if exc is None:
+                        sys.stderr.write("No traceback available to show.\n")
+                else:
                         self.kernel.report_error(exc)
 
         def enable_gui(self, gui=None):
@@ -1997,6 +2035,46 @@ class Shell:
 
         def magic_pwd(self, line):
                 return os.getcwd()
+
+        _XMODES = ["Plain", "Context", "Verbose", "Minimal"]  # FormattedTB.valid_modes
+
+        def _set_xmode(self, mode):
+                """FormattedTB.set_mode: no mode steps to the next one."""
+                k = self.kernel
+                if not mode:
+                        k.xmode = self._XMODES[(self._XMODES.index(k.xmode) + 1) % len(self._XMODES)]
+                elif mode not in self._XMODES:
+                        # As IPython's xmode_switch_err warns (warnings.warn, from its source).
+                        sys.stderr.write(f"UserWarning: Error changing user exception modes.\n"
+                                         f"Unrecognized mode in FormattedTB: <{mode}>\n"
+                                         f"Valid modes: {self._XMODES}\n")
+                        return False
+                else:
+                        k.xmode = mode
+                return True
+
+        def magic_xmode(self, line):
+                if line.strip() in ("--show", "--hide"):
+                        return None
+                if self._set_xmode(line.strip().capitalize()):
+                        print("Exception reporting mode:", self.kernel.xmode)
+                return None
+
+        def magic_tb(self, line):
+                """The last error's whole traceback (in another mode if given)."""
+                k = self.kernel
+                mode = k.xmode
+                try:
+                        if line.strip() and not self._set_xmode(line.strip().capitalize()):
+                                return None
+                        exc = getattr(sys, "last_value", None)
+                        if exc is None:
+                                sys.stderr.write("No traceback available to show.\n")
+                                return None
+                        k._send_error(exc, full=True)
+                finally:
+                        k.xmode = mode
+                return None
 
         def magic_cd(self, line):
                 target = os.path.expanduser(line or "~")
@@ -2623,27 +2701,54 @@ def _call_signature(frame):
                 return "()"
 
 
-# Runs of the same frame longer than this are cut as IPython (stack_data) cuts them.
-REPEATED_FRAMES_MIN = 10
+def _code_qualname(code):
+        """executing's code_qualname: the qualname of a def, class or lambda
+        found in the source; a comprehension's, or without source, its name."""
+        if (code.co_name.startswith("<") and code.co_name != "<lambda>") \
+                        or not linecache.getlines(code.co_filename):
+                return code.co_name
+        return getattr(code, "co_qualname", code.co_name)
 
 
 def _collapse_repeated(frames):
-        """(frame, lineno, skipped): a long run of one frame (deep recursion) as
-        its first two, one '[... skipping similar frames]' entry and its last."""
+        """(frame, lineno, description): stack_data's collapse_repeated as IPython
+        uses it. A frame (code, line) seen more than 3 times in the traceback is
+        shown only where first, second and last seen in its stretch of such frames;
+        each run of the others becomes one '[... skipping similar frames]' entry
+        (description set) that counts them (deep or mutual recursion)."""
+        import collections
+        import itertools
+        keys = [(f.f_code, n) for f, n in frames]
+        counts = collections.Counter(keys)
+        shown = []
+        for common, group in itertools.groupby(keys, key=lambda k: counts[k] > 3):
+                group = list(group)
+                if not common:
+                        shown += [True] * len(group)
+                        continue
+                marks = [False] * len(group)
+                for key in set(group):
+                        first = group.index(key)
+                        marks[first] = True
+                        if key in group[first + 1:]:
+                                marks[group.index(key, first + 1)] = True
+                        marks[len(group) - 1 - group[::-1].index(key)] = True
+                shown += marks
         out = []
         i = 0
         while i < len(frames):
-                key = (frames[i][0].f_code, frames[i][1])
                 j = i
-                while j < len(frames) and (frames[j][0].f_code, frames[j][1]) == key:
+                while j < len(frames) and shown[j] == shown[i]:
                         j += 1
-                run = frames[i:j]
-                if len(run) >= REPEATED_FRAMES_MIN:
-                        out += [(f, n, 0) for f, n in run[:2]]
-                        out.append((run[2][0], run[2][1], len(run) - 3))
-                        out.append((run[-1][0], run[-1][1], 0))
+                if shown[i]:
+                        out += [(f, n, None) for f, n in frames[i:j]]
                 else:
-                        out += [(f, n, 0) for f, n in run]
+                        # RepeatedFrames.description: most repeated first, then by name.
+                        runs = sorted(collections.Counter(keys[i:j]).items(),
+                                      key=lambda item: (-item[1], item[0][0].co_name))
+                        out.append((frames[i][0], frames[i][1], ", ".join(
+                                f"{_code_qualname(code)} at line {n} ({c} times)"
+                                for (code, n), c in runs)))
                 i = j
         return out
 
@@ -2727,6 +2832,7 @@ class Kernel:
                 self.autoreload = None  # %load_ext autoreload
                 self.cell_running = False
                 self.exit_warned = False
+                self.xmode = "Context"  # %xmode: how an error's traceback is shown
                 self.error_sent = False
                 self.in_events = False  # a cell runs through shell.events
                 self.cell_started = False
@@ -2765,6 +2871,50 @@ class Kernel:
                         out += block
                 return out
 
+        def structured_traceback(self, exc):
+                """IPython's InteractiveTB (FormattedTB) in the current %xmode.
+                Verbose is shown as Context (no values of the locals)."""
+                if self.xmode in ("Plain", "Minimal"):
+                        return self._list_traceback(exc, skip_kernel=True, seen=set())
+                return self.format_traceback(exc)
+
+        def _list_traceback(self, exc, skip_kernel, seen):
+                """IPython's ListTB: 'Traceback' and one entry a frame (Plain) or the
+                exception alone (Minimal), after the errors it was chained to."""
+                out = []
+                tb = _user_tb(exc.__traceback__) if skip_kernel else exc.__traceback__
+                if self.xmode == "Plain" and tb is not None:
+                        import traceback
+                        out.append("Traceback (most recent call last):\n")
+                        for fs in traceback.extract_tb(tb):
+                                item = "  " + self._list_location(fs.filename, fs.lineno)
+                                item += f" in {fs.name}\n" if fs.name != "<module>" else "\n"
+                                if fs.line:
+                                        item += f"    {fs.line.strip()}\n"
+                                out.append(item)
+                if isinstance(exc, SyntaxError):
+                        out.append(self.syntax_error_traceback(exc)[-1])
+                else:
+                        # ListTB's _format_exception_only: an error's .msg before its str.
+                        name = type(exc).__name__
+                        try:
+                                text = exc.msg
+                        except Exception:
+                                try:
+                                        text = str(exc)
+                                except Exception:
+                                        text = f"<unprintable {name} object>"
+                        out.append(f"{name}: {text}\n" if text else f"{name}\n")
+                chained = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+                if chained is not None and id(chained) not in seen:
+                        seen.add(id(chained))
+                        out = (self._list_traceback(chained, False, seen)
+                               + ["\nThe above exception was the direct cause of the following exception:\n"
+                                  if exc.__cause__ else
+                                  "\nDuring handling of the above exception, another exception occurred:\n"]
+                               + out)
+                return out
+
         def _format_one(self, exc, skip_kernel, context):
                 name = type(exc).__name__
                 tb = exc.__traceback__
@@ -2778,8 +2928,7 @@ class Kernel:
                 for frame, lineno, skipped in _collapse_repeated(frames):
                         code = frame.f_code
                         if skipped:
-                                entries.append(f"    [... skipping similar frames: {code.co_name} "
-                                               f"at line {lineno} ({skipped} times)]\n")
+                                entries.append(f"    [... skipping similar frames: {skipped}]\n")
                                 continue
                         entries.append(self._frame_header(code.co_filename, lineno, code.co_name, frame)
                                        + "\n" + _source_lines(code.co_filename, lineno, context, context))
@@ -3177,9 +3326,10 @@ class Kernel:
                 showtraceback); the cell's status becomes "error"."""
                 self._send_error(e)
 
-        def _send_error(self, e, running=False):
+        def _send_error(self, e, running=False, full=False):
                 """running: e was raised by the cell's code (IPython's
-                showtraceback(running_compiled_code=True))."""
+                showtraceback(running_compiled_code=True)). full: a SystemExit's
+                whole traceback too (%tb)."""
                 # IPython's _get_exc_info: sys.last_* (traceback.print_last, pdb.pm)
                 # hold the error, so its frames live until the next one (as there:
                 # a coroutine it held warns "never awaited" then, not now). The
@@ -3198,7 +3348,7 @@ class Kernel:
                         # traceback (E2B gets the error from execute_reply alone).
                         sys.stderr.write(f"UsageError: {e}\n")
                         tb = []
-                elif isinstance(e, SystemExit):
+                elif isinstance(e, SystemExit) and not full:
                         tb = ["An exception has occurred, use %tb to see the full traceback.\n",
                               self._exc_only(e) + "\n"]
                         # IPython warns through warnings.warn: once per context.
@@ -3226,7 +3376,7 @@ class Kernel:
                                 except Exception:
                                         pass
                 if tb is None:
-                        tb = self.format_traceback(e)
+                        tb = self.structured_traceback(e)
                 _send(EXEC_ERROR, {"name": type(e).__name__, "value": value, "traceback": tb})
                 sys.last_value.__traceback__ = last_tb
 
