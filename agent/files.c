@@ -89,10 +89,28 @@ void files_encode_entry(struct cv_buf *b, const char *path, const struct stat *s
         char target[PATH_MAX];
         ssize_t tlen = -1;
         const char *type = S_ISDIR(st->st_mode) ? "dir" : S_ISREG(st->st_mode) ? "file" : "other";
+        /* As E2B's envd (shared/pkg/filesystem/entry.go GetEntryInfo): only
+         * the permission bits; a symlink has its target's type and mode (a
+         * dangling one: type "other", mode 0) and, as target, the path with
+         * every link resolved (filepath.EvalSymlinks; the link's own path
+         * when that fails). */
+        unsigned mode = st->st_mode & 0777;
         if (S_ISLNK(st->st_mode)) {
-                tlen = readlink(path, target, sizeof(target) - 1);
+                if (realpath(path, target)) {
+                        tlen = (ssize_t)strlen(target);
+                } else {
+                        tlen = (ssize_t)strnlen(path, sizeof(target) - 1);
+                        memcpy(target, path, (size_t)tlen);
+                }
                 struct stat tst;
-                type = stat(path, &tst) == 0 && S_ISDIR(tst.st_mode) ? "dir" : "file";
+                type = "other";
+                mode = 0;
+                if (stat(path, &tst) == 0) {
+                        type = S_ISDIR(tst.st_mode)   ? "dir"
+                               : S_ISREG(tst.st_mode) ? "file"
+                                                      : "other";
+                        mode = tst.st_mode & 0777;
+                }
         }
         char perms[11];
         permissions_text(st->st_mode, perms);
@@ -117,7 +135,7 @@ void files_encode_entry(struct cv_buf *b, const char *path, const struct stat *s
         cv_enc_cstr(b, "size");
         cv_enc_uint(b, (uint64_t)st->st_size);
         cv_enc_cstr(b, "mode");
-        cv_enc_uint(b, st->st_mode & 07777);
+        cv_enc_uint(b, mode);
         cv_enc_cstr(b, "permissions");
         cv_enc_cstr(b, perms);
         cv_enc_cstr(b, "owner");
@@ -323,9 +341,23 @@ void files_rename_request(struct agent *a, struct conn *c, uint32_t id, const cb
             files_request_path(a, c, id, body, "new_path", &cr, to, sizeof(to)) < 0 ||
             enter(a, c, id, &cr, &saved) < 0)
                 return;
-        if (rename(from, to) < 0)
-                svc_send_errno(a, c, id, errno, "rename", from);
-        else
+        /* As E2B's envd (services/filesystem/move.go): the destination's
+         * missing parent directories are created first. */
+        char parent[PATH_MAX];
+        snprintf(parent, sizeof(parent), "%s", to);
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent) {
+                *slash = '\0';
+                /* A failure here shows in rename's own error below. */
+                (void)files_make_dirs(parent);
+        }
+        if (rename(from, to) < 0) {
+                /* Both paths, as Go's os.Rename error (*LinkError) names them. */
+                int err = errno;
+                char both[2 * PATH_MAX + 2];
+                snprintf(both, sizeof(both), "%s %s", from, to);
+                svc_send_errno(a, c, id, err, "rename", both);
+        } else
                 reply_entry(a, c, id, to);
         creds_leave(&saved);
 }
@@ -361,6 +393,12 @@ void files_mkdir_request(struct agent *a, struct conn *c, uint32_t id, const cbo
         while (n > 1 && path[n - 1] == '/')
                 path[--n] = '\0';
         int rc = files_make_dirs(path);
+        struct stat st;
+        /* The path exists and is no directory: EEXIST (E2B's envd answers
+         * "path already exists but it is not a directory"), where a file
+         * among the parents stays ENOTDIR. */
+        if (rc == -ENOTDIR && stat(path, &st) == 0 && !S_ISDIR(st.st_mode))
+                rc = -EEXIST;
         creds_leave(&saved);
         if (rc < 0) {
                 svc_send_errno(a, c, id, -rc, "make_dir", path);

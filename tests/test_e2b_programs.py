@@ -763,6 +763,195 @@ with Sandbox.create() as sandbox:
 '''
 
 
+# sandbox.files call by call, as E2B's SDK tests use it (packages/python-sdk/
+# tests/sync/sandbox_sync/files/: test_make_dir, test_write, test_read,
+# test_files_list, test_info, test_rename, test_remove, test_watch). Paths are
+# printed relative to the program's directory ("~"). Expected, from E2B's
+# sources: e2b/sandbox_sync/filesystem/filesystem.py (make_dir True/False,
+# write_files([]) == [], read formats str/bytearray/iterator of bytes, list
+# depth check "depth should be at least 1", envd's error messages passed
+# through as FileNotFoundException/InvalidArgumentException); envd
+# (e2b-dev/infra packages/envd) internal/api/download.go ("path '...' does not
+# exist", "path '...' is a directory"), internal/services/filesystem/utils.go
+# entryInfo ("file not found: lstat ...: no such file or directory"), dir.go
+# ListDir/MakeDir ("path is not a directory: ...", "path already exists but it
+# is not a directory: ..."), move.go (destination parents created; "source
+# file not found: rename OLD NEW: ..."), remove.go (os.RemoveAll: a missing
+# path is no error), shared/pkg/filesystem/entry.go (mode: permission bits;
+# a symlink has its target's type and mode, symlink_target the resolved
+# path); e2b/sandbox_sync/filesystem/watch_handle.py ("The watcher is
+# already stopped"); fsnotify's CREATE then WRITE for `echo hi > new-file`.
+FILES_API = '''
+import io
+import os
+import time
+from e2b import (Sandbox, FileType, FilesystemEventType, NotFoundException, FileNotFoundException,
+                 InvalidArgumentException, SandboxException)
+
+work = os.environ["E2B_PROGRAM_DIR"]
+d = work + "/tree"
+
+
+def rel(text):
+    return text.replace(work, "~")
+
+
+with Sandbox.create() as sandbox:
+    # test_make_dir.py: True once created (parents too), False when it exists.
+    print(sandbox.files.make_dir(d + "/subdir1/subdir1_1"), sandbox.files.make_dir(d + "/subdir1/subdir1_1"))
+    sandbox.files.make_dir(d + "/subdir2")
+    # filesystem.py write/write_files: str, bytes or a file object; a list of
+    # WriteEntry gives a list of WriteInfo, [] for none.
+    info = sandbox.files.write(d + "/file1.txt", "Hello, world!")
+    print(type(info).__name__, info.name, rel(info.path))
+    infos = sandbox.files.write_files([
+        {"path": d + "/bin.dat", "data": b"\\x00\\x01\\x02"},
+        {"path": d + "/io.txt", "data": io.BytesIO(b"from a file object")},
+        {"path": d + "/new/parents/deep.txt", "data": "missing parents are created"},
+    ])
+    print([(i.name, rel(i.path)) for i in infos], sandbox.files.write_files([]))
+
+    # test_read.py: text (str), bytes (bytearray), stream (chunks of bytes).
+    print(repr(sandbox.files.read(d + "/file1.txt")))
+    print(repr(sandbox.files.read(d + "/bin.dat", format="bytes")))
+    print(b"".join(sandbox.files.read(d + "/io.txt", format="stream")))
+    print(sandbox.files.read(d + "/new/parents/deep.txt"))
+
+    # test_files_list.py: depth None/1 are the children, 2 a level more, in walk order.
+    for depth in (None, 1, 2):
+        print(depth, [(rel(e.path), e.type.name) for e in sandbox.files.list(d, depth=depth)])
+    # test_files_list.py test_file_entry_details / test_info.py: EntryInfo fields.
+    entry = [e for e in sandbox.files.list(d) if e.name == "file1.txt"][0]
+    print(entry.name, entry.type, rel(entry.path), entry.size, oct(entry.mode), entry.permissions,
+          type(entry.modified_time).__name__, entry.symlink_target)
+    info = sandbox.files.get_info(d + "/subdir1")
+    print(info.name, info.type, rel(info.path), info.size > 0, oct(info.mode), info.permissions)
+    # test_info.py test_file_symlink: a symlink has its target's type and the resolved target.
+    sandbox.commands.run("ln -s file1.txt link.txt", cwd=d)
+    link = sandbox.files.get_info(d + "/link.txt")
+    print(link.type, rel(link.symlink_target), oct(link.mode))
+    print(sandbox.files.exists(d + "/file1.txt"), sandbox.files.exists(d + "/subdir2"),
+          sandbox.files.exists(d + "/nope.txt"))
+
+    # Errors: the SDK raises envd's message (sandbox_sync/filesystem/filesystem.py).
+    for call in (lambda: sandbox.files.read(d + "/nope.txt"),
+                 lambda: sandbox.files.read(d + "/nope.txt", format="stream"),
+                 lambda: sandbox.files.get_info(d + "/nope.txt"),
+                 lambda: sandbox.files.rename(d + "/nope.txt", d + "/other.txt"),
+                 lambda: sandbox.files.read(d),
+                 lambda: sandbox.files.list(d + "/file1.txt"),
+                 lambda: sandbox.files.list(d, depth=0),
+                 lambda: sandbox.files.make_dir(d + "/file1.txt")):
+        try:
+            call()
+        except (NotFoundException, InvalidArgumentException) as e:
+            print(type(e).__name__, isinstance(e, NotFoundException), rel(str(e)))
+
+    try:
+        sandbox.files.list(d + "/nodir")
+    except FileNotFoundException as e:
+        print(type(e).__name__)
+
+    # test_rename.py: rename returns the new entry; test_remove.py: a missing path is no error.
+    moved = sandbox.files.rename(d + "/io.txt", d + "/moved/io.txt")
+    print(moved.name, rel(moved.path), sandbox.files.exists(d + "/io.txt"))
+    print(sandbox.files.remove(d + "/bin.dat"), sandbox.files.remove(d + "/bin.dat"),
+          sandbox.files.exists(d + "/bin.dat"))
+    sandbox.files.remove(d + "/subdir1")
+    print(sorted(e.name for e in sandbox.files.list(d)))
+
+    # test_watch.py: events name what changed, relative to the directory.
+    handle = sandbox.files.watch_dir(d + "/subdir2")
+    sandbox.commands.run(f"echo hi > {d}/subdir2/w.txt")
+    time.sleep(0.5)
+    print([(e.type.name, e.name) for e in handle.get_new_events()])
+    handle.stop()
+    try:
+        handle.get_new_events()
+    except SandboxException as e:
+        print(type(e).__name__, e)
+    try:
+        sandbox.files.watch_dir(d + "/nodir")
+    except NotFoundException as e:
+        print(type(e).__name__)
+'''
+
+
+# sandbox.commands call by call, as E2B's SDK tests use it (packages/python-sdk/
+# tests/sync/sandbox_sync/commands/: test_run, test_cmd_list, test_cmd_kill,
+# test_send_stdin). Expected, from E2B's sources: e2b/sandbox_sync/commands/
+# command.py (ProcessInfo cmd "/bin/bash", args ["-l", "-c", cmd], cwd as
+# given; kill() False for an unknown pid), command_handle.py (utf-8 decoding
+# with errors="replace"; wait() raises CommandExitException with the end
+# event's exit_code/error: Go's ProcessState "exit status 3", -1 and "signal:
+# killed" after SIGKILL; iterating yields (stdout, stderr, pty)),
+# e2b/sandbox/commands/command_handle.py (CommandExitException is a
+# @dataclass CommandResult: its repr, and its __str__), test_run.py
+# (TimeoutException in the foreground and while iterating a handle).
+COMMANDS_API = '''
+import os
+import time
+from e2b import Sandbox, CommandExitException, CommandHandle, TimeoutException
+
+work = os.environ["E2B_PROGRAM_DIR"]
+
+with Sandbox.create() as sandbox:
+    # test_run.py: stdout as text, special characters, broken UTF-8 replaced.
+    r = sandbox.commands.run('echo "!@#$%^&*()_+"')
+    print(r.exit_code, repr(r.stdout), repr(r.stderr), r.error)
+    print(repr(sandbox.commands.run('printf "aa\\\\xe2"').stdout))
+    # cwd, envs and user (E2B docs "Running commands": cwd=, envs=, user="root").
+    print(sandbox.commands.run("pwd", cwd=work).stdout == work + "\\n")
+    print(sandbox.commands.run('echo "$GREETING $NAME"', envs={"GREETING": "hi", "NAME": "e2b"}).stdout, end="")
+    print(sandbox.commands.run("whoami", user="root").stdout, end="")
+    # command_handle.py: a non-zero exit raises CommandExitException (a CommandResult).
+    try:
+        sandbox.commands.run("echo out; echo err >&2; exit 3")
+    except CommandExitException as e:
+        print(repr(e))
+        print(str(e).splitlines())
+    # test_run.py: too short a timeout raises TimeoutException, also iterating a handle.
+    for background in (False, True):
+        try:
+            cmd = sandbox.commands.run("sleep 10", timeout=1, background=background)
+            for _ in cmd:
+                pass
+        except TimeoutException:
+            print("TimeoutException", background)
+
+    # Background: a CommandHandle; commands.list() has its ProcessInfo (test_cmd_list.py).
+    handle = sandbox.commands.run("sleep 30", background=True, cwd=work)
+    print(isinstance(handle, CommandHandle), isinstance(handle.pid, int))
+    info = [p for p in sandbox.commands.list() if p.pid == handle.pid][0]
+    print(info.cmd, info.args, info.cwd == work)
+    # test_cmd_kill.py: kill -> True, the process is gone, False for an unknown pid.
+    print(sandbox.commands.kill(handle.pid))
+    try:
+        handle.wait()
+    except CommandExitException as e:
+        print(e.exit_code, e.error)
+    print(handle.pid in [p.pid for p in sandbox.commands.list()], sandbox.commands.kill(999999))
+    try:
+        sandbox.commands.run(f"kill -0 {handle.pid}")
+    except CommandExitException as e:
+        print("kill -0:", e.exit_code)
+
+    # test_send_stdin.py: stdin=True, send_stdin(pid, data), output as it comes.
+    cat = sandbox.commands.run("cat", background=True, stdin=True)
+    sandbox.commands.send_stdin(cat.pid, "Hello,\\nWorld!")
+    for stdout, stderr, pty in cat:
+        print(repr(stdout), stderr, pty)
+        break
+    print(cat.kill())
+
+    # E2B docs: wait() with callbacks gets each chunk as str.
+    seen = []
+    h = sandbox.commands.run("echo one; sleep 0.2; echo two >&2", background=True)
+    result = h.wait(on_stdout=lambda s: seen.append(("out", s)), on_stderr=lambda s: seen.append(("err", s)))
+    print(seen, result)
+'''
+
+
 UNCHANGED = {
     "sandbox_lifecycle_and_envs": (SANDBOX_LIFECYCLE_AND_ENVS, [
         "baz", "value", "value", "bar", "changed", "value", "value", "['value\\r\\n']", "True", "2 True"]),
@@ -789,6 +978,57 @@ UNCHANGED = {
         "", "  Label: Author B", "  Value: 200.0", "  Group: Books Sold",
         "", "  Label: Author C", "  Value: 300.0", "  Group: Books Sold",
         "", "  Label: Author D", "  Value: 400.0", "  Group: Books Sold"]),
+    "files_api": (FILES_API, [
+        "True False",
+        "WriteInfo file1.txt ~/tree/file1.txt",
+        "[('bin.dat', '~/tree/bin.dat'), ('io.txt', '~/tree/io.txt'), ('deep.txt', '~/tree/new/parents/deep.txt')] []",
+        "'Hello, world!'",
+        "bytearray(b'\\x00\\x01\\x02')",
+        "b'from a file object'",
+        "missing parents are created",
+        "None [('~/tree/bin.dat', 'FILE'), ('~/tree/file1.txt', 'FILE'), ('~/tree/io.txt', 'FILE'), ('~/tree/new', 'DIR'), ('~/tree/subdir1', 'DIR'), ('~/tree/subdir2', 'DIR')]",
+        "1 [('~/tree/bin.dat', 'FILE'), ('~/tree/file1.txt', 'FILE'), ('~/tree/io.txt', 'FILE'), ('~/tree/new', 'DIR'), ('~/tree/subdir1', 'DIR'), ('~/tree/subdir2', 'DIR')]",
+        "2 [('~/tree/bin.dat', 'FILE'), ('~/tree/file1.txt', 'FILE'), ('~/tree/io.txt', 'FILE'), ('~/tree/new', 'DIR'), ('~/tree/new/parents', 'DIR'), ('~/tree/subdir1', 'DIR'), ('~/tree/subdir1/subdir1_1', 'DIR'), ('~/tree/subdir2', 'DIR')]",
+        "file1.txt FileType.FILE ~/tree/file1.txt 13 0o644 -rw-r--r-- datetime None",
+        "subdir1 FileType.DIR ~/tree/subdir1 True 0o755 drwxr-xr-x",
+        "FileType.FILE ~/tree/file1.txt 0o644",
+        "True True False",
+        "FileNotFoundException True path '~/tree/nope.txt' does not exist",
+        "FileNotFoundException True path '~/tree/nope.txt' does not exist",
+        "FileNotFoundException True file not found: lstat ~/tree/nope.txt: no such file or directory",
+        "FileNotFoundException True source file not found: rename ~/tree/nope.txt ~/tree/other.txt: no such file or directory",
+        "InvalidArgumentException False path '~/tree' is a directory",
+        "InvalidArgumentException False path is not a directory: ~/tree/file1.txt",
+        "InvalidArgumentException False depth should be at least 1",
+        "InvalidArgumentException False path already exists but it is not a directory: ~/tree/file1.txt",
+        "FileNotFoundException",
+        "io.txt ~/tree/moved/io.txt False",
+        "None None False",
+        "['file1.txt', 'link.txt', 'moved', 'new', 'subdir2']",
+        "[('CREATE', 'w.txt'), ('WRITE', 'w.txt')]",
+        "SandboxException The watcher is already stopped",
+        "FileNotFoundException",
+    ]),
+    "commands_api": (COMMANDS_API, [
+        "0 '!@#$%^&*()_+\\n' '' None",
+        "'aa\ufffd'",
+        "True",
+        "hi e2b",
+        "root",
+        "CommandExitException(stderr='err\\n', stdout='out\\n', exit_code=3, error='exit status 3')",
+        "['Command exited with code 3 and error:', 'err']",
+        "TimeoutException False",
+        "TimeoutException True",
+        "True True",
+        "/bin/bash ['-l', '-c', 'sleep 30'] True",
+        "True",
+        "-1 signal: killed",
+        "False False",
+        "kill -0: 1",
+        "'Hello,\\nWorld!' None None",
+        "True",
+        "[('out', 'one\\n'), ('err', 'two\\n')] CommandResult(stderr='two\\n', stdout='one\\n', exit_code=0, error=None)",
+    ]),
 }
 
 

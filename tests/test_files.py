@@ -90,7 +90,10 @@ def test_list_get_info_exists(sbx, workdir):
     assert f.modified_time.tzinfo is None
     mtime = f.modified_time.replace(tzinfo=datetime.timezone.utc).timestamp()
     assert abs(mtime - os.stat(os.path.join(workdir, "d/f.txt")).st_mtime) < 1e-3
-    assert link.symlink_target == "f.txt" and link.type == FileType.FILE
+    # E2B (envd shared/pkg/filesystem/entry.go): the target with every link
+    # resolved, and the target's type and mode.
+    assert link.symlink_target == os.path.join(workdir, "d/f.txt") and link.type == FileType.FILE
+    assert link.mode == 0o644 and link.permissions == "Lrwxrwxrwx"
     deep = sbx.files.list(os.path.join(workdir, "d"), depth=2)
     assert sorted(x.path[len(workdir) + 1:] for x in deep) == ["d/e", "d/e/g.txt", "d/f.txt", "d/link"]
     assert sbx.files.exists(os.path.join(workdir, "d/f.txt"))
@@ -114,19 +117,28 @@ def test_remove_rename_make_dir(sbx, workdir):
     assert not os.path.exists(os.path.join(workdir, "g"))
     sbx.files.remove(os.path.join(workdir, "x"))  # recursive
     assert not os.path.exists(os.path.join(workdir, "x"))
+    # As E2B's envd (move.go): the destination's missing directories are created.
+    sbx.files.write(os.path.join(workdir, "h"), "2")
+    moved = sbx.files.rename(os.path.join(workdir, "h"), os.path.join(workdir, "new/dirs/h"))
+    assert moved.path == os.path.join(workdir, "new/dirs/h") and open(moved.path).read() == "2"
 
 
 def test_errors_name_path_and_errno(sbx, workdir):
     missing = os.path.join(workdir, "missing.txt")
+    # The errors E2B words itself have E2B's (envd's) message; the others
+    # name the path and the errno.
     with pytest.raises(NotFoundException) as ei:
         sbx.files.read(missing)
-    assert missing in str(ei.value) and "ENOENT" in str(ei.value) and "No such file" in str(ei.value)
-    with pytest.raises(NotFoundException, match="ENOENT"):
+    assert str(ei.value) == f"path '{missing}' does not exist"
+    with pytest.raises(NotFoundException, match="does not exist"):
         sbx.files.read(missing, format="stream")
-    with pytest.raises(NotFoundException):
+    with pytest.raises(NotFoundException) as ei:
         sbx.files.get_info(missing)
-    with pytest.raises(NotFoundException):
-        sbx.files.remove(missing)
+    assert str(ei.value) == f"file not found: lstat {missing}: no such file or directory"
+    # As E2B's (os.RemoveAll): removing what does not exist is no error.
+    assert sbx.files.remove(missing) is None
+    with pytest.raises(NotFoundException, match="ENOENT"):
+        sbx.files.watch_dir(missing)
     # As E2B's files.write: the directories a new file's path names are created.
     sbx.files.write(os.path.join(workdir, "no/such/dir/f"), "x")
     assert open(os.path.join(workdir, "no/such/dir/f")).read() == "x"
@@ -134,12 +146,15 @@ def test_errors_name_path_and_errno(sbx, workdir):
     sbx.files.write(f, "x")
     with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
         sbx.files.write(os.path.join(f, "below-a-file"), "x")
-    with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
+    with pytest.raises(InvalidArgumentException, match="^path is not a directory: "):
         sbx.files.list(f)
-    with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
+    with pytest.raises(InvalidArgumentException, match="^path already exists but it is not a directory: "):
         sbx.files.make_dir(f)
-    with pytest.raises(InvalidArgumentException, match="EISDIR"):
+    with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
+        sbx.files.make_dir(os.path.join(f, "below-a-file"))
+    with pytest.raises(InvalidArgumentException) as ei:
         sbx.files.read(workdir)
+    assert str(ei.value) == f"path '{workdir}' is a directory"  # envd's download.go
     with pytest.raises(InvalidArgumentException, match="EISDIR"):
         sbx.files.write(workdir, "x")
     with pytest.raises(NotFoundException, match="no user"):

@@ -111,9 +111,13 @@ class CommandHandle:
                     self._exc = from_agent_error(_wire.AgentError(code, msg.get("message", "")))
 
     def __iter__(self):
-        """(stdout, stderr, pty) tuples as output arrives, like E2B's handle."""
+        """(stdout, stderr, pty) tuples as output arrives, like E2B's handle;
+        a command past its `timeout` raises TimeoutException here too (E2B's
+        test_run_with_too_short_timeout_iterating)."""
         for out, err in self._events():
             yield out, err, None
+        if self._exc is not None:
+            raise self._exc
 
     def wait(self, on_pty=None, on_stdout: Optional[Callable[[str], None]] = None,
              on_stderr: Optional[Callable[[str], None]] = None) -> CommandResult:

@@ -4,6 +4,8 @@ Every agent ERROR reaches the caller as one of these; `code` keeps the wire
 error code (docs/PROTOCOL.md section 3) for callers that want it.
 """
 
+import re as _re
+
 from .models import CommandResult
 
 
@@ -137,12 +139,49 @@ _BY_CODE = {
 }
 
 
+# The agent's file errors read "<op> <absolute path>: <strerror> (<ENAME>)"
+# (agent/svc.c svc_send_errno).
+_FILE_ERROR = _re.compile(r"^(read|stat|list|rename|make_dir) (/.*): [^:]* \((E[A-Z0-9]+)\)$", _re.S)
+
+# What E2B raises for these, with envd's message (the SDK passes envd's
+# message through: e2b/sandbox_sync/filesystem/filesystem.py,
+# e2b/envd/api.py format_envd_api_exception, e2b/envd/rpc.py).
+_E2B_FILE_MESSAGES = {
+    # envd internal/api/download.go GetFiles: 404, 400
+    ("read", "ENOENT"): "path '{path}' does not exist",
+    ("read", "EISDIR"): "path '{path}' is a directory",
+    # envd services/filesystem/utils.go entryInfo (os.Lstat's error)
+    ("stat", "ENOENT"): "file not found: lstat {path}: no such file or directory",
+    # envd services/filesystem/dir.go ListDir (filepath.EvalSymlinks' error; not a directory)
+    ("list", "ENOENT"): "path not found: lstat {path}: no such file or directory",
+    ("list", "ENOTDIR"): "path is not a directory: {path}",
+    # envd services/filesystem/move.go Move (os.Rename's error names both paths)
+    ("rename", "ENOENT"): "source file not found: rename {path}: no such file or directory",
+    # envd services/filesystem/dir.go MakeDir
+    ("make_dir", "EEXIST"): "path already exists but it is not a directory: {path}",
+}
+
+
+def _e2b_file_message(err):
+    """E2B's message for a files-service error it words itself, else None."""
+    m = _FILE_ERROR.match(err.message or "")
+    if not m:
+        return None
+    text = _E2B_FILE_MESSAGES.get((m.group(1), m.group(3)))
+    return text.format(path=m.group(2)) if text else None
+
+
 def from_agent_error(err, not_found=None):
     """Map a _wire.AgentError to the matching SandboxException; `not_found`
-    replaces NotFoundException (the files service raises FileNotFoundException)."""
+    replaces NotFoundException (the files service raises FileNotFoundException,
+    with E2B's wording where E2B has one)."""
     if err.code == "timeout":
         return format_execution_timeout_error()
     cls = _BY_CODE.get(err.code, SandboxException)
     if cls is NotFoundException and not_found is not None:
         cls = not_found
+    if not_found is FileNotFoundException:
+        e2b_text = _e2b_file_message(err)
+        if e2b_text is not None:
+            return cls(e2b_text, code=err.code)
     return cls(f"{err.code}: {err.message}" if err.message else err.code, code=err.code)

@@ -190,14 +190,19 @@ class Filesystem:
             if own_conn:
                 conn.close()
 
-    def write(self, path: str, data: Union[str, bytes, IO], user: Optional[str] = None,
-              request_timeout: Optional[float] = None, gzip: bool = False,
-              use_octet_stream: bool = False) -> WriteInfo:
+    def write(self, path: Union[str, List[WriteEntry]], data: Union[str, bytes, IO, None] = None,
+              user: Optional[str] = None, request_timeout: Optional[float] = None,
+              gzip: bool = False, use_octet_stream: bool = False) -> Union[WriteInfo, List[WriteInfo]]:
         """Write `data` (str, bytes or a readable file object) to `path`
         atomically: readers see the old content or the new, never part of it.
         Missing parent directories are created. Returns WriteInfo(name, type,
         path). `gzip` and `use_octet_stream` choose E2B's HTTP encoding of the
-        upload: accepted, without effect here."""
+        upload: accepted, without effect here. E2B 1.x's form write([WriteEntry,
+        ...]) writes them all as write_files() does and returns their WriteInfos."""
+        if isinstance(path, (list, tuple)):
+            if data is not None and user is None and isinstance(data, str):
+                user = data  # 1.x: write(files, user, request_timeout)
+            return self.write_files(list(path), user=user, request_timeout=request_timeout)
         if isinstance(data, str):
             data = data.encode("utf-8")
         if isinstance(data, (bytes, bytearray, memoryview)):
@@ -264,7 +269,10 @@ class Filesystem:
             raise InvalidArgumentException("depth should be at least 1")  # E2B's wording
         body = {"path": path, "depth": depth or 1}
         reply = self._call(FILE_LIST, body, user, request_timeout)
-        return [EntryInfo.from_wire(e) for e in reply.get("entries", [])]
+        # As E2B's list(): entries of no FileType (sockets, FIFOs, devices,
+        # dangling symlinks) are left out.
+        entries = (EntryInfo.from_wire(e) for e in reply.get("entries", []))
+        return [e for e in entries if e.type is not None]
 
     def exists(self, path: str, user: Optional[str] = None,
                request_timeout: Optional[float] = None) -> bool:
@@ -282,8 +290,13 @@ class Filesystem:
 
     def remove(self, path: str, user: Optional[str] = None,
                request_timeout: Optional[float] = None) -> None:
-        """Remove a file, or a directory with everything in it."""
-        self._call(FILE_REMOVE, {"path": path}, user, request_timeout)
+        """Remove a file, or a directory with everything in it. A path that
+        does not exist is no error: E2B's envd removes with Go's os.RemoveAll
+        (services/filesystem/remove.go; E2B's test_remove_non_existing_file)."""
+        try:
+            self._call(FILE_REMOVE, {"path": path}, user, request_timeout)
+        except FileNotFoundException:
+            pass
 
     def rename(self, old_path: str, new_path: str, user: Optional[str] = None,
                request_timeout: Optional[float] = None) -> EntryInfo:
