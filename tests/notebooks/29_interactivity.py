@@ -32,7 +32,7 @@ f(2)
 # %%
 import sys
 sys.displayhook(42)
-_
+'after'
 # %%
 get_ipython().ast_node_interactivity
 # %%
