@@ -732,3 +732,32 @@ void commands_stdin_request(struct agent *a, struct conn *c, uint32_t id, const 
         stdin_interest(a, k);
         svc_reply_ok_empty(c, id);
 }
+
+/*
+ * Follows a command nobody follows any more (its client left while it ran in
+ * the background) from this connection on, as E2B's commands.connect(pid):
+ * CMD_STARTED, then its output from now on and its end, as for CMD_START.
+ */
+void commands_connect_request(struct agent *a, struct conn *c, uint32_t id,
+                              const cbor_item_t *body)
+{
+        struct command *k = lookup_pid(a, c, id, body);
+        if (!k)
+                return;
+        if (k->r.conn) {
+                conn_send_error(a, c, id, CV_ERR_BUSY,
+                                "command %d is followed by another connection", (int)k->pid);
+                return;
+        }
+        svc_attach(c, &k->r, id, &command_ops);
+        output_interest(a, k);
+        log_info("conn %u: follows command %d", c->num, (int)k->pid);
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        cv_enc_map(&c->out, 1);
+        cv_enc_cstr(&c->out, "pid");
+        cv_enc_uint(&c->out, (uint64_t)k->pid);
+        if (cv_out_end(&c->out, mark, CV_MSG_CMD_STARTED, id) < 0)
+                log_error("conn %u: id %u: queueing CMD_STARTED failed", c->num, id);
+        conn_touch(c);
+}

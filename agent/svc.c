@@ -84,7 +84,7 @@ void svc_data(struct agent *a, struct conn *c, uint32_t id, const uint8_t *body,
 bool svc_is_request(uint16_t type)
 {
         return (type >= CV_MSG_FILE_WRITE && type <= CV_MSG_FILE_WATCH) ||
-               (type >= CV_MSG_CMD_START && type <= CV_MSG_CMD_STDIN);
+               (type >= CV_MSG_CMD_START && type <= CV_MSG_CMD_CONNECT);
 }
 
 void svc_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
@@ -130,6 +130,9 @@ void svc_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
                 break;
         case CV_MSG_CMD_STDIN:
                 commands_stdin_request(a, c, id, body);
+                break;
+        case CV_MSG_CMD_CONNECT:
+                commands_connect_request(a, c, id, body);
                 break;
         default:
                 conn_send_error(a, c, id, CV_ERR_UNKNOWN_TYPE, "message type %#x is not a request",

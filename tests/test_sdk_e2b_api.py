@@ -308,6 +308,26 @@ def test_commands_list_has_e2b_shape(sbx):
         h.kill()
 
 
+def test_connect_to_a_background_command_whose_client_left(agent, workdir):
+    """E2B's flow across programs: one starts a server-like command in the
+    background and exits; another connects to the sandbox and follows it."""
+    script = ("echo before; until [ -e go ]; do sleep 0.02; done; echo after; echo err >&2; exit 3")
+    with Sandbox.connect(agent.addr) as first:
+        h = first.commands.run(script, cwd=workdir, background=True)
+        for out, _, _ in h:
+            if out:
+                break
+    with Sandbox.connect(agent.addr) as second:
+        h2 = second.commands.connect(h.pid)
+        assert h2.pid == h.pid
+        open(os.path.join(workdir, "go"), "w").close()
+        with pytest.raises(CommandExitException) as ei:
+            h2.wait()
+        assert (ei.value.exit_code, ei.value.stdout, ei.value.stderr) == (3, "after\n", "err\n")
+        with pytest.raises(NotFoundException):
+            second.commands.connect(h.pid)
+
+
 def test_connect_after_disconnect_follows_from_then_on(sbx, workdir):
     """E2B's disconnect()/commands.connect(pid): the command keeps running;
     the new handle gets what it writes after connect, not what came before."""
@@ -331,11 +351,11 @@ def test_connect_after_disconnect_follows_from_then_on(sbx, workdir):
         sbx.commands.connect(h.pid)  # it has ended
 
 
-def test_connect_to_a_command_of_another_connection(sbx, agent):
+def test_connect_to_a_command_another_connection_follows(sbx, agent):
     with Sandbox.connect(agent.addr) as other:
         h = other.commands.run("sleep 30", background=True)
         try:
-            with pytest.raises(SandboxException, match="cannot connect to command"):
+            with pytest.raises(SandboxException, match="another connection follows"):
                 sbx.commands.connect(h.pid)
         finally:
             assert sbx.commands.kill(h.pid) is True

@@ -21,6 +21,7 @@ CMD_START = 0x0200
 CMD_LIST = 0x0201
 CMD_KILL = 0x0202
 CMD_STDIN = 0x0203
+CMD_CONNECT = 0x0204
 CMD_STARTED = 0x8200
 CMD_OUTPUT = 0x8201
 
@@ -228,19 +229,27 @@ class Commands:
     def connect(self, pid: int, timeout: Optional[float] = DEFAULT_TIMEOUT,
                 request_timeout: Optional[float] = None) -> CommandHandle:
         """Follow a running command again (E2B's commands.connect): a
-        CommandHandle for `pid`, receiving the output from now on. cellvm
-        can follow a command started through this Sandbox (after
-        handle.disconnect(), say); one started on another connection keeps
-        running but its output cannot be followed (SandboxException).
-        NotFoundException if no command has that pid."""
+        CommandHandle for `pid`, receiving the output from now on. A command
+        started through this Sandbox is followed again (after
+        handle.disconnect(), say); one a client that has gone started in the
+        background is taken over (CMD_CONNECT). One that another live
+        connection follows is a SandboxException; an unknown pid
+        NotFoundException."""
         pid = int(pid)
         req = _followed(self._sbx).get(pid)
         if req is None or (req.id not in req.conn._pending and not req.has_message()):
-            if any(p.pid == pid for p in self.list(request_timeout)):
-                raise SandboxException(
-                    f"cannot connect to command {pid}: cellvm follows a command's output only "
-                    "through the Sandbox that started it (kill and send_stdin reach it)")
-            raise NotFoundException(f"process with pid {pid} not found", code="not_found")
+            req = self._sbx._request(CMD_CONNECT, {"pid": pid})
+            try:
+                self._started(req, request_timeout)
+            except NotFoundException:
+                raise NotFoundException(f"process with pid {pid} not found", code="not_found") from None
+            except SandboxException as e:
+                if getattr(e, "code", None) != "busy":
+                    raise
+                raise SandboxException(f"cannot connect to command {pid}: another connection "
+                                       "follows its output (kill and send_stdin reach it)", code="busy") from None
+            _followed(self._sbx)[pid] = req
+            return CommandHandle(self, req, pid, timeout)
         req.drop_arrived()  # as E2B's connect: the output from now on
         return CommandHandle(self, req, pid, timeout)
 
