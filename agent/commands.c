@@ -738,8 +738,7 @@ void commands_stdin_request(struct agent *a, struct conn *c, uint32_t id, const 
  * the background) from this connection on, as E2B's commands.connect(pid):
  * CMD_STARTED, then its output from now on and its end, as for CMD_START.
  */
-void commands_connect_request(struct agent *a, struct conn *c, uint32_t id,
-                              const cbor_item_t *body)
+void commands_connect_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         struct command *k = lookup_pid(a, c, id, body);
         if (!k)
