@@ -97,7 +97,10 @@ def hybrid_vsock_connect(uds_path, port=AGENT_VSOCK_PORT, timeout=30.0, retry_in
         try:
             return hybrid_vsock_try(uds_path, port, min(remaining, 5.0))
         except (OSError, TimeoutError, HandshakeError) as e:
-            last = e
+            # An attempt the deadline cut short says less than what the VMM
+            # answered before: keep that answer for the error.
+            if not (isinstance(e, TimeoutError) and isinstance(last, HandshakeError)):
+                last = e
         time.sleep(min(retry_interval, max(0.0, deadline - time.monotonic())))
 
 
