@@ -1170,21 +1170,60 @@ def _on_ipython_display_import(mod):
 
 
 class SList(list):
-        """IPython's SList, the result of `x = !cmd`: a list of lines with .s/.n/.l."""
+        """IPython's SList, the result of `x = !cmd`: a list of lines with
+        .s/.n/.l/.p and awk-like grep(), fields(), sort()."""
+
+        l = list = property(lambda self: self)  # noqa: E741 - IPython's names
+        s = spstr = property(lambda self: " ".join(self))
+        n = nlstr = property(lambda self: "\n".join(self))
 
         @property
-        def s(self):
-                return " ".join(self)
+        def p(self):
+                from pathlib import Path
+                return [Path(x) for x in self if os.path.exists(x)]
 
-        @property
-        def n(self):
-                return "\n".join(self)
+        paths = p
 
-        @property
-        def l(self):  # noqa: E743 - IPython's name
-                return list(self)
+        def grep(self, pattern, prune=False, field=None):
+                """The lines matching pattern (a regex, case-insensitive, or a
+                callable), or not matching with prune; in one field if given."""
+                def target(line):
+                        if field is None:
+                                return line
+                        parts = line.split()
+                        return parts[field] if -len(parts) <= field < len(parts) else ""
 
-        p = property(lambda self: [os.path.abspath(x) for x in self])
+                pred = (lambda x: re.search(pattern, x, re.IGNORECASE)) if isinstance(pattern, str) else pattern
+                return SList([el for el in self if bool(pred(target(el))) != bool(prune)])
+
+        def fields(self, *fields):
+                """Whitespace-separated fields joined by a space (IndexErrors ignored);
+                without arguments, each line split."""
+                if not fields:
+                        return [el.split() for el in self]
+                res = SList()
+                for parts in [f.split() for f in self]:
+                        picked = []
+                        for fd in fields:
+                                try:
+                                        picked.append(parts[fd])
+                                except IndexError:
+                                        pass
+                        if picked:
+                                res.append(" ".join(picked))
+                return res
+
+        def sort(self, field=None, nums=False):
+                """A new SList sorted by a field (numerically with nums)."""
+                dsu = [[SList([line]).fields(field) if field is not None else line, line] for line in self]
+                if nums:
+                        for item in dsu:
+                                try:
+                                        item[0] = int("".join(ch for ch in item[0] if ch.isdigit()))
+                                except ValueError:
+                                        item[0] = 0
+                dsu.sort()
+                return SList([t[1] for t in dsu])
 
 
 # What IPython 8.5's %matplotlib --list shows (pylabtools.backends).
@@ -1653,6 +1692,36 @@ def _trait_error(message):
         return TraitError(message)
 
 
+def _render_signature(sig, name):
+        """IPython's _render_signature: one line, or one parameter a line past 75
+        characters."""
+        import inspect
+        result = []
+        pos_only = False
+        kw_only = True
+        for param in sig.parameters.values():
+                if param.kind == inspect.Parameter.POSITIONAL_ONLY:
+                        pos_only = True
+                elif pos_only:
+                        result.append("/")
+                        pos_only = False
+                if param.kind == inspect.Parameter.VAR_POSITIONAL:
+                        kw_only = False
+                elif param.kind == inspect.Parameter.KEYWORD_ONLY and kw_only:
+                        result.append("*")
+                        kw_only = False
+                result.append(str(param))
+        if pos_only:
+                result.append("/")
+        if len(name) + sum(len(r) + 2 for r in result) > 75:
+                rendered = "{}(\n{})".format(name, "".join("    {},\n".format(r) for r in result))
+        else:
+                rendered = "{}({})".format(name, ", ".join(result))
+        if sig.return_annotation is not inspect.Signature.empty:
+                rendered += " -> {}".format(inspect.formatannotation(sig.return_annotation))
+        return rendered
+
+
 class Shell:
         """What `get_ipython()` returns: enough of InteractiveShell for transformed cells.
         Named as ipykernel's (below): libraries tell a notebook by the class
@@ -1663,6 +1732,7 @@ class Shell:
                 self.user_ns = kernel.ns
                 self.extensions = set()  # loaded by %load_ext (autoreload aside)
                 self.aliases = dict(_ALIASES)
+                self.dir_stack = []  # %pushd/%popd
                 self._interactivity = None  # the trait's value (set on the shell, or %config)
                 self._plain_interactivity = None  # set on the shell once the trait is hidden
 
@@ -1826,6 +1896,219 @@ class Shell:
                 return self.getoutput(line)
 
         magic_system = magic_sx
+
+        def magic_unalias(self, line):
+                """IPython's %unalias NAME."""
+                name = line.strip()
+                if name not in self.aliases:
+                        print(f"{name} is not an alias")  # IPython's ValueError, printed
+                        return
+                del self.aliases[name]
+
+        def magic_reset_selective(self, line):
+                """IPython's %reset_selective [-f] REGEX: the user's names matching it
+                go; without -f it asks (input(), which fails here)."""
+                args = line.split()
+                force = "-f" in args
+                args = [a for a in args if a != "-f"]
+                if not force and input("Once deleted, variables cannot be recovered. "
+                                       "Proceed (y/[n])? ").strip().lower() not in ("y", "yes"):
+                        print("Nothing done.")
+                        return
+                if not args:
+                        raise TypeError("regex must be a string or compiled pattern")
+                m = re.compile(args[0])
+                for name in self.magic_who_ls(""):
+                        if m.search(name):
+                                del self.user_ns[name]
+
+        def _find_object(self, oname):
+                """IPython's _object_find: a dotted name in the user's namespace or
+                the builtins; (found, obj)."""
+                parts = oname.split(".")
+                if not oname or not all(p.isidentifier() for p in parts):
+                        return False, None
+                for ns in (self.user_ns, builtins.__dict__):
+                        if parts[0] in ns:
+                                obj = ns[parts[0]]
+                                try:
+                                        for attr in parts[1:]:
+                                                obj = getattr(obj, attr)
+                                except Exception:
+                                        return False, None
+                                return True, obj
+                return False, None
+
+        def magic_pdef(self, line):
+                """IPython's %pdef: the call signature, printed."""
+                import inspect
+                found, obj = self._find_object(line.strip())
+                if not found:
+                        print(f"Object `{line.strip()}` not found.")
+                        return
+                if not callable(obj):
+                        print("Object is not callable.")
+                        return
+                header = "Class constructor information:\n" if inspect.isclass(obj) else ""
+                try:
+                        hdef = _render_signature(inspect.signature(obj), line.strip())
+                except Exception:
+                        print(f"No definition header found for {line.strip()}")
+                        return
+                print(header, hdef + "\n", end=" ")
+
+        def magic_pdoc(self, line):
+                """IPython's %pdoc: the docstring goes to the pager (a payload E2B
+                drops): only a miss is printed."""
+                import inspect
+                found, obj = self._find_object(line.strip())
+                if not found:
+                        print(f"Object `{line.strip()}` not found.")
+                elif inspect.getdoc(obj) is None and not callable(obj):
+                        print(f"No documentation found for {line.strip()}")
+
+        def magic_psource(self, line):
+                """IPython's %psource: the source goes to the pager (a payload E2B drops)."""
+                import inspect
+                if not line.strip():
+                        raise UsageError("Missing object name.")
+                found, obj = self._find_object(line.strip())
+                if not found:
+                        print(f"Object `{line.strip()}` not found.")
+                        return
+                try:
+                        inspect.getsource(obj)
+                except Exception:
+                        print(f"No source found for {line.strip()}")
+
+        def _find_user_code(self, target):
+                """IPython's find_user_code: input history, a file (.py optional), or
+                a string in the user's namespace."""
+                text = self._history_range(target)
+                if text:
+                        return text
+                for path in (target + ".py", target) if not target.endswith(".py") else (target,):
+                        path = os.path.expanduser(path)
+                        if os.path.isfile(path):
+                                with open(path, encoding="utf-8", errors="replace") as f:
+                                        return f.read()
+                        if os.path.isdir(path):
+                                raise ValueError(f"'{target}' is a directory, not a regular file.")
+                try:
+                        obj = eval(target, self.user_ns)
+                except Exception as e:
+                        raise ValueError(f"'{target}' was not found in history, as a file, url, "
+                                         "nor in the user namespace.") from e
+                if isinstance(obj, str):
+                        return obj
+                raise TypeError(f"{target} is neither a string nor a macro.")
+
+        def magic_load(self, line):
+                """IPython's %load: the code becomes the frontend's next input (a
+                payload E2B drops): only errors show."""
+                args = [a for a in line.split() if not a.startswith("-")]
+                if not args:
+                        raise UsageError("Missing filename, URL, input history range, or element in "
+                                         "the user namespace.")
+                self._find_user_code(args[-1])
+
+        magic_loadpy = magic_load
+
+        def magic_pycat(self, line):
+                """IPython's %pycat: the file to the pager (a payload E2B drops)."""
+                if not line.strip():
+                        raise UsageError("Missing filename, URL, input history range, or element in "
+                                         "the user namespace.")
+                try:
+                        self._find_user_code(line.strip())
+                except (ValueError, OSError):
+                        print("Error: no such file, variable, URL, history range or macro")
+
+        _RANGE_RE = re.compile(r"((?P<startsess>~?\d+)/)?(?P<start>\d+)?((?P<sep>[\-:])"
+                               r"((?P<endsess>~?\d+)/)?(?P<end>\d+))?$")
+
+        def _history_lines(self, ranges):
+                """(line, raw input) of this session for IPython's range strings ("4",
+                "2-5", "2:5", "~0/3"); other sessions have nothing here."""
+                raw = self.kernel.raw_in
+                out = []
+                for spec in ranges:
+                        m = self._RANGE_RE.match(spec)
+                        if not m or m.group("startsess") not in (None, "~0", "0") \
+                           or m.group("endsess") not in (None, "~0", "0"):
+                                continue
+                        start = int(m.group("start") or 1)
+                        end = int(m.group("end") or start) if m.group("end") or m.group("start") else len(raw) - 1
+                        if m.group("sep") == ":":
+                                end -= 1
+                        out.extend((i, raw[i]) for i in range(start, min(end, len(raw) - 1) + 1))
+                return out
+
+        def _history_range(self, target):
+                return "\n".join(text for _, text in self._history_lines(target.split())
+                                 if text) if target and target[0].isdigit() else ""
+
+        def magic_history(self, line):
+                """IPython's %history of this session: [-n] [-p] [-t] [-l [N]] [-g PATTERN]
+                [-f FILE] [RANGE...]."""
+                import fnmatch
+                import shlex
+                args = shlex.split(line)
+                nums = pyprompts = translated = False
+                limit = pattern = filename = None
+                ranges = []
+                i = 0
+                while i < len(args):
+                        a = args[i]
+                        if a == "-n":
+                                nums = True
+                        elif a == "-p":
+                                pyprompts = True
+                        elif a == "-t":
+                                translated = True
+                        elif a == "-l":
+                                limit = 10
+                                if i + 1 < len(args) and args[i + 1].isdigit():
+                                        i += 1
+                                        limit = int(args[i])
+                        elif a == "-g":
+                                pattern = []
+                                while i + 1 < len(args) and not args[i + 1].startswith("-"):
+                                        i += 1
+                                        pattern.append(args[i])
+                        elif a == "-f" and i + 1 < len(args):
+                                i += 1
+                                filename = args[i]
+                        elif not a.startswith("-"):
+                                ranges.append(a)
+                        i += 1
+                source = self.kernel.In if translated else self.kernel.raw_in
+                current = len(source) - 1
+                if pattern is not None:
+                        glob = "*" + " ".join(pattern) + "*"
+                        hist = [(n, source[n]) for n in range(1, current + 1) if fnmatch.fnmatch(source[n], glob)]
+                        nums = True
+                elif limit is not None:
+                        hist = [(n, source[n]) for n in range(max(1, current - limit), current)]
+                else:
+                        hist = [(n, source[n]) for n, _ in self._history_lines(ranges or [""])]
+                out = open(os.path.expanduser(filename), "w", encoding="utf-8") if filename else sys.stdout
+                try:
+                        for n, text in hist:
+                                text = text.expandtabs(4).rstrip()
+                                multiline = "\n" in text
+                                if nums:
+                                        print(f"{str(n).rjust(4)}:{chr(10) if multiline else ' '}", end="", file=out)
+                                if pyprompts:
+                                        print(">>> ", end="", file=out)
+                                        if multiline:
+                                                text = "\n... ".join(text.splitlines()) + "\n..."
+                                print(text, file=out)
+                finally:
+                        if filename:
+                                out.close()
+
+        magic_hist = magic_history
 
         def get_ipython(self):
                 return self
@@ -2090,6 +2373,27 @@ class Shell:
                 self.user_ns.setdefault("_dh", []).append(os.getcwd())
                 print(os.getcwd())
 
+        def magic_pushd(self, line):
+                """IPython's %pushd [DIR]: the current directory onto the stack (home
+                as ~), then %cd DIR; returns the stack."""
+                stack = self.dir_stack
+                cwd = os.getcwd().replace(os.path.expanduser("~"), "~")
+                if line:
+                        self.magic_cd(line)
+                stack.insert(0, cwd)
+                return stack
+
+        def magic_popd(self, line):
+                stack = self.dir_stack
+                if not stack:
+                        raise UsageError("%popd on empty stack")
+                top = stack.pop(0)
+                self.magic_cd(top)
+                print("popd ->", top)
+
+        def magic_dirs(self, line):
+                return self.dir_stack
+
         def magic_env(self, line):
                 """IPython's %env: the environment (likely secrets hidden), one
                 variable, or %set_env."""
@@ -2265,6 +2569,21 @@ class Shell:
                                 _run_file_with_matplotlib(lambda: exec(code, ns))
                         else:
                                 exec(code, ns)
+                except SystemExit as e:
+                        # IPython's safe_execfile: exit(0) is quiet, any other
+                        # status shown as the error alone; the cell goes on.
+                        if e.code:
+                                self.kernel.report_error(e, exit_warning=False)
+                except KeyboardInterrupt:
+                        raise  # the cell's interrupt, as the agent expects it
+                except BaseException as e:  # noqa: BLE001 - IPython's bare except
+                        # Shown from the script's frames on (showtraceback(tb_offset=2)),
+                        # and the cell goes on.
+                        tb = e.__traceback__
+                        while tb is not None and tb.tb_frame.f_code is not code:
+                                tb = tb.tb_next
+                        e.__traceback__ = tb or e.__traceback__
+                        self.kernel.report_error(e)
                 finally:
                         sys.argv = saved_argv
                         if interactive:
@@ -2356,12 +2675,21 @@ class Shell:
                 argv = shlex.split(line)
                 raise_error = "--no-raise-error" not in argv
                 argv = [a for a in argv if a != "--no-raise-error"]
+                # --out/--err NAME (anywhere, as argparse's parse_known_args takes them).
+                into = {}
+                for opt in ("--out", "--err"):
+                        while opt in argv[:-1]:
+                                i = argv.index(opt)
+                                into[opt] = argv[i + 1]
+                                del argv[i:i + 2]
                 if not cell.endswith("\n"):
                         cell += "\n"
                 body = cell.encode("utf8", "replace")
                 _flush_std()
                 try:
-                        p = subprocess.Popen(argv, stdin=subprocess.PIPE)
+                        p = subprocess.Popen(argv, stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE if "--out" in into else None,
+                                             stderr=subprocess.PIPE if "--err" in into else None)
                 except OSError as e:
                         # EACCES too when some directory of PATH is unreadable and
                         # none has the program.
@@ -2371,7 +2699,12 @@ class Shell:
                                 return
                         raise
                 try:
-                        p.communicate(body)
+                        captured = p.communicate(body)
+                        # IPython's _handle_stream: the name holds the last line read.
+                        for opt, data in zip(("--out", "--err"), captured):
+                                lines = (data or b"").decode("utf8", "replace").splitlines(True)
+                                if opt in into and lines:
+                                        self.user_ns[into[opt]] = lines[-1]
                 except KeyboardInterrupt:
                         def ended():
                                 try:
@@ -2804,6 +3137,7 @@ class Kernel:
                 self.ns = main.__dict__
                 self.shell = Shell(self)
                 self.In = [""]
+                self.raw_in = [""]  # what %history shows (IPython's input_hist_raw)
                 self.Out = {}
                 self.exiter = _ExitAutocall()
                 self.get_ipython = self.shell.get_ipython  # one bound method: %who hides it by identity
@@ -3008,6 +3342,7 @@ class Kernel:
         def _store_inputs(self, raw, transformed):
                 n = self.count
                 self.In.append(transformed)
+                self.raw_in.append(raw)
                 self.inputs = self.inputs[1:] + [raw]
                 _iii, _ii, _i, _i00 = self.inputs
                 self.ns.update({"_i": _i, "_ii": _ii, "_iii": _iii, f"_i{n}": _i00})
@@ -3315,15 +3650,34 @@ class Kernel:
                 same transformations, no execution count, nothing displayed for
                 a trailing expression (IPython sends that outside the capture)."""
                 cell = transform_cell(cleanup_cell(raw))
-                code, last = self._compile(cell, self._register_source(cell))
-                if code is not None:
-                        self._run_code(code)
-                if last is not None:
-                        self._run_code(last)
+                filename = self._register_source(cell)
+                try:
+                        code, last = self._compile(cell, filename)
+                        if code is not None:
+                                self._run_code(code)
+                        if last is not None:
+                                self._run_code(last)
+                except KeyboardInterrupt:
+                        raise
+                except BaseException as e:  # noqa: BLE001
+                        # IPython's nested run_cell shows the error (from the body's
+                        # frames on) and returns: the magic goes on.
+                        tb = e.__traceback__
+                        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+                                tb = tb.tb_next
+                        e.__traceback__ = tb or e.__traceback__
+                        self.report_error(e)
 
-        def report_error(self, e):
+        def report_error(self, e, exit_warning=True):
                 """An error shown while the cell goes on (a formatter's, as IPython's
                 showtraceback); the cell's status becomes "error"."""
+                if not exit_warning:
+                        saved, self.exit_warned = self.exit_warned, True
+                        try:
+                                self._send_error(e)
+                        finally:
+                                self.exit_warned = saved
+                        return
                 self._send_error(e)
 
         def _send_error(self, e, running=False, full=False):

@@ -91,8 +91,9 @@ static PyObject *out_stream_write(PyObject *self, PyObject *text)
         if (check_open(f) < 0)
                 return NULL;
         if (!PyUnicode_Check(text)) {
-                PyErr_Format(PyExc_TypeError, "write() argument must be str, not %.100s",
-                             Py_TYPE(text)->tp_name);
+                /* ipykernel's message: f"... not {type(string)}" */
+                PyErr_Format(PyExc_TypeError, "write() argument must be str, not %R",
+                             (PyObject *)Py_TYPE(text));
                 return NULL;
         }
         Py_ssize_t n;

@@ -115,7 +115,7 @@ def test_stream_is_a_text_io_base_named_outstream_as_in_ipykernel(ex):
     r = ex.run("sys.stdout.read()")
     assert (r.error["name"], r.error["value"]) == ("UnsupportedOperation", "read")
     r = ex.run("sys.stdout.write(b'x')")
-    assert (r.error["name"], r.error["value"]) == ("TypeError", "write() argument must be str, not bytes")
+    assert (r.error["name"], r.error["value"]) == ("TypeError", "write() argument must be str, not <class 'bytes'>")
     r = ex.ok("n = sys.stdout.write('h\\u00e9llo \\u6771\\n'); sys.stdout.writelines(['a', 'b\\n']); n")
     assert r.stdout == "h\u00e9llo \u6771\nab\n" and r.result["data"]["text/plain"] == "8"
 
