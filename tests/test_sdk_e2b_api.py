@@ -24,6 +24,7 @@ from cellvm import (
     RateLimitException,
     Sandbox,
     SandboxException,
+    TimeoutException,
     SandboxInfo,
     SandboxMetrics,
     SandboxNotFoundException,
@@ -54,6 +55,23 @@ def test_kill_returns_true_then_false_and_ends_the_sandbox(agent):
     assert sbx.kill() is True
     assert sbx.is_running() is False
     assert sbx.kill() is False
+
+
+def test_a_command_running_when_the_sandbox_is_killed_raises_e2bs_timeout(agent):
+    import threading
+    sbx = Sandbox.connect(agent.addr)
+    timer = threading.Timer(1.0, sbx.kill)
+    timer.start()
+    try:
+        with pytest.raises(TimeoutException, match="sandbox was killed while the request was in progress"):
+            sbx.commands.run("sleep 30 # killed-sandbox", timeout=60)
+    finally:
+        timer.cancel()
+    with Sandbox.connect(agent.addr) as other:  # a foreground command dies with its client
+        deadline = time.monotonic() + 5
+        while any(p.args[-1] == "sleep 30 # killed-sandbox" for p in other.commands.list()):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
 
 
 def test_class_kill_by_id(agent, fresh_agent):
