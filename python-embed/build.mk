@@ -3,7 +3,8 @@
 
 EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_proc.c \
              python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
-             python-embed/png_write.c python-embed/output_flusher.c python-embed/out_stream.c
+             python-embed/png_write.c python-embed/output_flusher.c python-embed/out_stream.c \
+             python-embed/cell_hash.c
 EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o $(CONFINE_OBJS)
 EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py) \
              $(wildcard python-embed/cellvm_charts.py)
@@ -32,3 +33,16 @@ $(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
 
 $(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB) $(PY_STATIC_LIB) python-embed/build.mk
 	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(PY_EMBED_LIBS) -lpng -lz $(PROTO_LIBS) $(CONFINE_LIBS)
+
+# C unit test of the cell file-name hash (tests/c/test_cell_hash.c): part of `make check-c`.
+EXEC_TESTS := $(B)/tests/c/test_cell_hash
+
+$(B)/tests/c/test_cell_hash: $(B)/tests/c/test_cell_hash.o $(B)/python-embed/cell_hash.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+.PHONY: check-c-executor
+check-c-executor: $(EXEC_TESTS)
+	@set -e; for t in $(EXEC_TESTS); do echo "== $$t"; $$t; done
+
+check-c: check-c-executor
+

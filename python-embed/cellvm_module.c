@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cbor_util.h"
+#include "cell_hash.h"
 #include "ctl_channel.h"
 #include "embedded_py.h"
 #include "output_flusher.h"
@@ -298,7 +299,20 @@ static PyObject *cellvm_flusher_stop(PyObject *self, PyObject *unused)
         Py_RETURN_NONE;
 }
 
+static PyObject *cellvm_cell_hash(PyObject *self, PyObject *arg)
+{
+        (void)self;
+        Py_ssize_t n;
+        const char *utf8 = PyUnicode_AsUTF8AndSize(arg, &n);
+        if (!utf8)
+                return NULL;
+        return PyLong_FromUnsignedLong(
+            cell_hash_murmur2((const unsigned char *)utf8, (size_t)n, CELL_HASH_SEED));
+}
+
 static PyMethodDef cellvm_methods[] = {
+    {"cell_hash", cellvm_cell_hash, METH_O,
+     "cell_hash(source) -> int: the number ipykernel names the cell's file by"},
     {"flusher_start", cellvm_flusher_start, METH_VARARGS,
      "flusher_start(flush, interval): call flush() every interval seconds while a cell runs"},
     {"flusher_active", cellvm_flusher_active, METH_O,

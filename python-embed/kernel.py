@@ -3129,7 +3129,8 @@ class Kernel:
                 self.oldpwd = None
                 self.mpl_run = False  # %matplotlib was used: %run as IPython's mpl_execfile
                 self.cell_files = {}
-                self.cell_dir = os.path.join(tempfile.gettempdir(), f"cellvm_{os.getpid()}")
+                # ipykernel's cell files: <tmp>/ipykernel_<pid>/<hash of the raw cell>.py
+                self.cell_dir = os.path.join(tempfile.gettempdir(), f"ipykernel_{os.getpid()}")
                 main = types.ModuleType("__main__", "Automatically created module for IPython "
                                          "interactive environment")  # IPython's, as __doc__ shows
                 main.__dict__.update({"__builtin__": builtins, "__builtins__": builtins})
@@ -3327,13 +3328,18 @@ class Kernel:
                 return out
 
         # --- one execution
-        def _next_filename(self):
-                """The name _register_source() gives the next cell."""
-                return f"{self.cell_dir}/{self.serial + 1}.py"
+        def _cell_filename(self, raw):
+                """ipykernel's name for a cell's file (compiler.get_file_name): a
+                hash of the raw cell, so the same source always gets the same name."""
+                try:
+                        return f"{self.cell_dir}/{_cellvm.cell_hash(raw)}.py"
+                except UnicodeEncodeError:  # lone surrogates: not UTF-8
+                        self.serial += 1
+                        return f"{self.cell_dir}/cell{self.serial}.py"
 
-        def _register_source(self, source):
-                self.serial += 1
-                filename = f"{self.cell_dir}/{self.serial}.py"
+        def _register_source(self, source, filename):
+                """IPython's compiler.cache: the source for tracebacks and inspect,
+                and the execution count its file name shows as (In[n])."""
                 lines = source.splitlines(keepends=True)
                 linecache.cache[filename] = (len(source), None, lines, filename)
                 self.cell_files[filename] = self.count
@@ -3574,6 +3580,7 @@ class Kernel:
 
         def _run_cell(self, raw):
                 cleaned = cleanup_cell(raw)
+                filename = self._cell_filename(raw)
                 # Plain Python (nothing to transform) is parsed here, under the name
                 # the cell gets below: a cell that parses cannot fail IPython's
                 # tokenizer check, whose pure-Python tokenize is then skipped.
@@ -3581,7 +3588,7 @@ class Kernel:
                 tree = parse_err = None
                 if plain:
                         try:
-                                tree = self._parse(cleaned, self._next_filename())
+                                tree = self._parse(cleaned, filename)
                         except _COMPILE_ERRORS as e:
                                 parse_err = e
                 # A cell magic's body is not Python: IPython never tokenizes it.
@@ -3601,7 +3608,7 @@ class Kernel:
                 if magic is not None:
                         cell, tree, parse_err = magic, None, None
                 self._store_inputs(raw, cell)
-                filename = self._register_source(cell)
+                self._register_source(cell, filename)
                 self.cell_text = cell
                 compile_err = None
                 interactivity = self.shell.ast_node_interactivity
@@ -3650,7 +3657,7 @@ class Kernel:
                 same transformations, no execution count, nothing displayed for
                 a trailing expression (IPython sends that outside the capture)."""
                 cell = transform_cell(cleanup_cell(raw))
-                filename = self._register_source(cell)
+                filename = self._register_source(cell, self._cell_filename(raw))
                 try:
                         code, last = self._compile(cell, filename)
                         if code is not None:

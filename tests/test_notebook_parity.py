@@ -8,7 +8,7 @@ traceback line, the cells and lines of its frames).
 
 Normalised, because the two legitimately differ: execution counts (relative
 to the notebook's first cell), memory addresses, the working directory, the
-cells' file names, timings of %time/%timeit, ANSI colours, Styler ids,
+kernel's pid in the cells' file names, timings of %time/%timeit, ANSI colours, Styler ids,
 CRLF from !commands (a pty in ipykernel), the source path of IPython's own
 warnings ("To exit", FormatterWarning).
 """
@@ -121,8 +121,9 @@ def normalise(text, cwd):
     # ipykernel runs !commands in a pty (CRLF line ends); cellvm in pipes.
     text = text.replace("\r\n", "\n")
     text = text.replace(cwd, "<cwd>")
-    text = re.sub(r"/tmp/(ipykernel|cellvm)_\d+/\d+\.py", "<cell>.py", text)
-    text = re.sub(r"\(\d+\.py, line (\d+)\)", r"(<cell>.py, line \1)", text)
+    # A cell's file is named after its source's hash, in a directory named
+    # after the kernel's pid: only the pid differs.
+    text = re.sub(r"/tmp/ipykernel_\d+/", "/tmp/ipykernel_<pid>/", text)
     text = re.sub(r"0x[0-9a-fA-F]{6,}", "0x<addr>", text)
     text = re.sub(r"T_[0-9a-f]{5}", "T_<id>", text)
     # IPython warns with warnings.warn from its own source file.
