@@ -282,7 +282,10 @@ def test_agent_restart_with_backoff_then_agent_requested_shutdown():
         assert [int(m.group(1)) for _, m in deaths] == [100, 200], console
         assert len(starts) == 3, console
         for (died, m), (restarted, _) in zip(deaths, starts[1:]):
-            assert restarted - died >= int(m.group(1)) / 1000 - 0.001, console
+            # The console's stamps are printk's clock (sched_clock), init sleeps
+            # on CLOCK_MONOTONIC: under TCG the two drift apart by a few per
+            # cent (CI saw a 100 ms wait stamped 96 ms apart).
+            assert restarted - died >= 0.9 * int(m.group(1)) / 1000, console
         # AGENT_EXEC is taken again at each start: the serving agent got the third
         assert boot_stamps["agent_exec"] - boot_stamps["system_ready"] >= 300e6, boot_stamps
         assert boot_stamps["agent_exec"] < boot_stamps["agent_start"] < boot_stamps["agent_ready"]
