@@ -752,10 +752,30 @@ def _e2b_json(obj):
         _repr_json_ lookup) when the value is not JSON."""
         import json
         try:
-                value = json.loads(json.dumps(obj, default=lambda o: o.tolist()))
-        except (TypeError, AttributeError, ValueError, RecursionError):
+                value = json.loads(json.dumps(obj, default=lambda o: o.tolist(), allow_nan=False))
+        except ValueError:
+                # NaN or an infinity (or a cycle: no JSON, checked below). The
+                # warning jupyter_client's packer prints then, with a path into
+                # E2B's installation, is not copied (docs/SDK.md).
+                try:
+                        value = _json_clean(json.loads(json.dumps(obj, default=lambda o: o.tolist())))
+                except (TypeError, AttributeError, ValueError, RecursionError):
+                        return None
+        except (TypeError, AttributeError, RecursionError):
                 return None
         return value, {"expanded": True}
+
+
+def _json_clean(v):
+        """jupyter_client's json_clean as its packer applies it when JSON refuses
+        a message: NaN and infinities become their repr."""
+        if isinstance(v, float):
+                return repr(v) if v != v or v in (float("inf"), float("-inf")) else v
+        if isinstance(v, list):
+                return [_json_clean(x) for x in v]
+        if isinstance(v, dict):
+                return {k: _json_clean(x) for k, x in v.items()}
+        return v
 
 
 def _figure_chart(fig):
@@ -3011,6 +3031,36 @@ def _source_lines(filename, lineno, before=2, after=2):
         return "\n".join(out) + "\n"
 
 
+def _stack_data():
+        """IPython's stack_data (imported in the zygote with IPython's package), or None."""
+        mod = sys.modules.get("stack_data")
+        if mod is None:
+                try:
+                        import stack_data as mod
+                except Exception:
+                        return None
+        return mod
+
+
+def _stack_data_entry(stack_data, tb, context, frame, cell=None):
+        """A library frame as IPython's VerboseTB shows it: stack_data's pieces
+        around the line, dedented, '(...)' for gaps, none for a Cython frame,
+        and executing's qualname of the function."""
+        info = stack_data.FrameInfo(tb, stack_data.Options(before=context, after=context))
+        func = info.executing.code_qualname() if info.executing is not None else "?"
+        where = f"Cell In[{cell}], line {info.lineno}" if cell is not None else f"File {info.filename}:{info.lineno}"
+        out = [where
+               + ("" if func == "<module>" else f", in {func}{_call_signature(frame)}") + "\n"]
+        for line in info.lines:
+                if line is stack_data.LINE_GAP:
+                        out.append("   (...)\n")
+                        continue
+                num = str(line.lineno)
+                mark = "-" * (5 - len(num)) + "> " + num if line.is_current else num.rjust(7)
+                out.append(f"{mark} {line.render().rstrip()}\n")
+        return "".join(out)
+
+
 def _pandas_kernel_defaults():
         """pandas chose display.max_columns at import (in the zygote, before
         get_ipython existed) as for a terminal (0: fit the width); in a kernel
@@ -3263,15 +3313,25 @@ class Kernel:
                 while skip_kernel and tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
                         tb = tb.tb_next
                 frames = []
+                tbs = {}
                 while tb is not None:
                         frames.append((tb.tb_frame, tb.tb_lineno))
+                        tbs[id(tb.tb_frame)] = tb
                         tb = tb.tb_next
                 entries = []
+                stack_data = _stack_data()
                 for frame, lineno, skipped in _collapse_repeated(frames):
                         code = frame.f_code
                         if skipped:
                                 entries.append(f"    [... skipping similar frames: {skipped}]\n")
                                 continue
+                        if stack_data is not None:
+                                try:
+                                        entries.append(_stack_data_entry(stack_data, tbs[id(frame)], context, frame,
+                                                                         self.cell_files.get(code.co_filename)))
+                                        continue
+                                except Exception:
+                                        pass
                         entries.append(self._frame_header(code.co_filename, lineno, code.co_name, frame)
                                        + "\n" + _source_lines(code.co_filename, lineno, context, context))
                 # VerboseTB writes 'Name: value' even when the value is empty.
@@ -3895,8 +3955,9 @@ def zygote_preload(modules):
                         import cellvm_charts  # noqa: F401
                 except Exception:
                         pass
-        # Every executor's Kernel imports getpass (and termios, a shared library).
-        for name in ("cellvm_pretty", "getpass"):
+        # Every executor's Kernel imports getpass (and termios, a shared library);
+        # stack_data (IPython's) formats library frames of tracebacks.
+        for name in ("cellvm_pretty", "getpass", "stack_data"):
                 try:
                         importlib.import_module(name)
                 except Exception:

@@ -10,7 +10,8 @@ Normalised, because the two legitimately differ: execution counts (relative
 to the notebook's first cell), memory addresses, the working directory, the
 kernel's pid in the cells' file names, timings of %time/%timeit, ANSI colours, Styler ids,
 CRLF from !commands (a pty in ipykernel), the source path of IPython's own
-warnings ("To exit", FormatterWarning).
+warnings ("To exit", FormatterWarning), jupyter_client's warning when it cleans
+NaN out of a message.
 """
 
 import glob
@@ -126,6 +127,11 @@ def normalise(text, cwd):
     text = re.sub(r"/tmp/ipykernel_\d+/", "/tmp/ipykernel_<pid>/", text)
     text = re.sub(r"0x[0-9a-fA-F]{6,}", "0x<addr>", text)
     text = re.sub(r"T_[0-9a-f]{5}", "T_<id>", text)
+    # jupyter_client's packer warns, from its own source file, when it had to
+    # clean NaN or infinities out of a message; cellvm cleans them as it does
+    # but does not copy the warning (docs/SDK.md).
+    text = re.sub(r"\S*/jupyter_client/session\.py:\d+: UserWarning: Message serialization failed with:\n"
+                  r".*?\n  content = self\.pack\(content\)\n", "", text, flags=re.S)
     # IPython warns with warnings.warn from its own source file.
     text = re.sub(r"\S*/IPython/core/interactiveshell\.py:\d+: (UserWarning: To exit.*\n)  warn\(.*\)\n",
                   r"\1", text)
