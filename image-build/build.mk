@@ -4,9 +4,15 @@
 
 IMAGE_BINS := $(B)/cellvm-agent $(B)/cellvm-executor $(B)/cellvm-init.stripped
 
-.PHONY: image kernel
+.PHONY: image image-data kernel
 image: $(IMAGE_BINS)
 	$(PYTHON) image-build/build_image.py --build $(B)
+
+# Opt-in: the "data" profile, $(B)/image-data/ (the default image plus SciPy,
+# seaborn, scikit-learn, statsmodels, ...: image-build/packages-data.txt).
+# Same artefacts and manifest; its base layer is cached beside the default's.
+image-data: $(IMAGE_BINS)
+	$(PYTHON) image-build/build_image.py --build $(B) --profile data
 
 # Optional: a minimal kernel with every needed driver built in (fastest boot).
 kernel:

@@ -1,12 +1,19 @@
 #!/usr/bin/python3
-"""Build the cellvm guest image: `make image` -> build/image/.
+"""Build the cellvm guest image: `make image` -> build/image/, `make image-data` -> build/image-data/.
+
+Profiles (--profile): "default" (build/image: numpy, pandas, matplotlib,
+PIL, IPython; under 400 MB) and "data" (build/image-data: the same plus
+SciPy, seaborn, scikit-learn, statsmodels and more of E2B's
+code-interpreter packages; packages-data.txt, docs/IMAGE.md).
 
 Layers, each rebuilt only when its inputs change (so a changed agent costs a
 mkfs.ext4, never an mmdebstrap):
 
   base      mmdebstrap tarball of Debian bookworm + the data stack, cached as
-            build/image-cache/base-<hash>.tar; the hash covers packages.txt,
-            dpkg-excludes.txt, customize-base.sh, the stub package and mirrors.
+            build/image-cache/base-<hash>.tar (base-data-<hash>.tar for the
+            data profile); the hash covers the profile, its package lists,
+            dpkg-excludes.txt, its customize scripts, its stub package and
+            the mirrors.
   kernel    linux-image-cloud-amd64 (apt-get download, dpkg-deb -x):
             vmlinuz (bzImage, for QEMU), vmlinux (ELF, for Firecracker and
             Cloud Hypervisor, extracted by extract_vmlinux.py), modules.
@@ -67,6 +74,23 @@ CMDLINE_VMM = {
 }
 # Without KVM (TCG) the kernel's TSC calibration can hang for a long time.
 CMDLINE_TCG = "tsc_early_khz=2000000"
+
+# Image profiles. "default" is build/image, held to the 400 MB budget; the
+# others are opt-in supersets with an output directory of their own. Each
+# lists its package lists (mmdebstrap --include, in order), its customize
+# hooks (in order) and the control file of its stub package (what it
+# Provides is kept out). The default's inputs are exactly those the base
+# hash covered before there were profiles, so its cache key is unchanged.
+PROFILES = {
+    "default": {"out": "image", "packages": ["packages.txt"],
+                "customize": ["customize-base.sh"], "stub": "stub-control"},
+    # docs/IMAGE.md, "The data profile": what E2B's code-interpreter has that
+    # Debian ships at a reasonable size; python3-pythran stubbed out.
+    "data": {"out": "image-data", "packages": ["packages.txt", "packages-data.txt"],
+             "customize": ["customize-base.sh", "customize-data.sh"],
+             "stub": "stub-control-data"},
+}
+DEFAULT_PROFILE = "default"
 
 # Small guest files shipped next to the binaries (test tooling, see each file).
 GUEST_FILES = {
@@ -169,54 +193,83 @@ def check_sonames(tree, sonames):
 
 
 # ----------------------------------------------------------------------- base
-def build_stub_deb(out_dir):
-    """A package that Provides what we keep out on purpose (Tk, jQuery UI)."""
-    pkg = os.path.join(out_dir, "stub")
+def profile_packages(profile):
+    """The packages a profile's lists name, in order, without repeats."""
+    names = []
+    for listing in PROFILES[profile]["packages"]:
+        names += [p for p in read_list(os.path.join(HERE, listing)) if p not in names]
+    return names
+
+
+def base_tar_name(profile, key):
+    return f"base-{key}.tar" if profile == DEFAULT_PROFILE else f"base-{profile}-{key}.tar"
+
+
+def is_base_tar_of(profile, name):
+    """`name` (a file in the cache) is a base tarball of `profile`, any hash."""
+    return re.fullmatch(re.escape(base_tar_name(profile, "KEY")).replace("KEY", "[0-9a-f]{16}")
+                        + r"(\.part)?", name) is not None
+
+
+def build_stub_deb(out_dir, profile=DEFAULT_PROFILE):
+    """A package that Provides what we keep out on purpose (Tk, jQuery UI;
+    pythran in the data profile)."""
+    suffix = "" if profile == DEFAULT_PROFILE else "-" + profile
+    pkg = os.path.join(out_dir, "stub" + suffix)
     shutil.rmtree(pkg, ignore_errors=True)
     os.makedirs(os.path.join(pkg, "DEBIAN"))
-    shutil.copyfile(os.path.join(HERE, "stub-control"), os.path.join(pkg, "DEBIAN", "control"))
-    deb = os.path.join(out_dir, "cellvm-guest-stubs.deb")
+    shutil.copyfile(os.path.join(HERE, PROFILES[profile]["stub"]),
+                    os.path.join(pkg, "DEBIAN", "control"))
+    deb = os.path.join(out_dir, f"cellvm-guest-stubs{suffix}.deb")
     run(["dpkg-deb", "--root-owner-group", "-Zxz", "--build", pkg, deb], stdout=subprocess.DEVNULL)
     shutil.rmtree(pkg)
     return deb
 
 
-def base_key(mirrors, extra_packages):
+def base_key(mirrors, extra_packages, profile=DEFAULT_PROFILE):
+    """The base layer's cache key. The default profile hashes what it always
+    has (so existing caches stay valid); any other profile also its name and
+    its own files."""
+    p = PROFILES[profile]
     h = hashlib.sha256()
+    if profile != DEFAULT_PROFILE:
+        h.update(b"profile\0" + profile.encode() + b"\0")
     h.update(" ".join(extra_packages).encode() + b"\0")
-    for name in ("packages.txt", "dpkg-excludes.txt", "customize-base.sh", "stub-control"):
+    files = p["packages"] + ["dpkg-excludes.txt"] + p["customize"] + [p["stub"]]
+    for name in files:
         with open(os.path.join(HERE, name), "rb") as f:
             h.update(name.encode() + b"\0" + f.read() + b"\0")
     h.update("\n".join(mirrors).encode())
     return h.hexdigest()[:16]
 
 
-def build_base(cache, extra_packages):
+def build_base(cache, extra_packages, profile=DEFAULT_PROFILE):
     mirrors = mirror_lines()
-    key = base_key(mirrors, extra_packages)
-    tar = os.path.join(cache, f"base-{key}.tar")
+    key = base_key(mirrors, extra_packages, profile)
+    tar = os.path.join(cache, base_tar_name(profile, key))
     if os.path.exists(tar):
         progress("base", f"cached {os.path.relpath(tar, ROOT)}")
         return tar
-    for old in glob.glob(os.path.join(cache, "base-*")):
-        os.unlink(old)
-    stub = build_stub_deb(cache)
+    for old in os.listdir(cache):  # this profile's stale tarballs, not the others'
+        if is_base_tar_of(profile, old):
+            os.unlink(os.path.join(cache, old))
+    stub = build_stub_deb(cache, profile)
     # apt (outside) and the chrooted dpkg (inside) both open the .deb by the
     # path given to --include: a copy sits at the same path inside the chroot
     # while packages are installed.
-    listed = read_list(os.path.join(HERE, "packages.txt"))
+    listed = profile_packages(profile)
     packages = listed + [p for p in extra_packages if p not in listed] + [stub]
     args = ["mmdebstrap", "--variant=essential", "--format=tar",
             "--aptopt=APT::Install-Recommends \"false\"",
             "--aptopt=APT::Install-Suggests \"false\"",
             "--include=" + ",".join(packages),
-            f"--setup-hook=mkdir -p \"$1{os.path.dirname(stub)}\" && cp {stub} \"$1{stub}\"",
-            "--customize-hook=" + os.path.join(HERE, "customize-base.sh"),
-            f"--customize-hook=rm -rf \"$1{stub}\"; rmdir -p \"$1{os.path.dirname(stub)}\" 2>/dev/null || true"]
+            f"--setup-hook=mkdir -p \"$1{os.path.dirname(stub)}\" && cp {stub} \"$1{stub}\""]
+    args += ["--customize-hook=" + os.path.join(HERE, c) for c in PROFILES[profile]["customize"]]
+    args += [f"--customize-hook=rm -rf \"$1{stub}\"; rmdir -p \"$1{os.path.dirname(stub)}\" 2>/dev/null || true"]
     args += ["--dpkgopt=" + ln for ln in read_list(os.path.join(HERE, "dpkg-excludes.txt"))]
     args += [SUITE, tar + ".part"] + mirrors
-    progress("base", f"mmdebstrap {SUITE} ({len(packages)} packages, mirror {mirrors[0].split()[1]})"
-             " - a few minutes")
+    progress("base", f"mmdebstrap {SUITE}, profile {profile} ({len(packages)} packages, "
+             f"mirror {mirrors[0].split()[1]}) - a few minutes")
     run(args)
     os.replace(tar + ".part", tar)
     progress("base", f"done: {os.path.getsize(tar) >> 20} MiB tarball")
@@ -471,14 +524,16 @@ def build_rootfs(base_tar, binaries, sonames, out, staging, compression):
 
 
 # ------------------------------------------------------------------- manifest
-def write_manifest(out, kernel, modules, module_paths, versions, base_tar, compression):
+def write_manifest(out, kernel, modules, module_paths, versions, base_tar, compression,
+                   profile=DEFAULT_PROFILE):
     files = {}
     for name in ("vmlinuz", "vmlinux", "initramfs.cpio.gz", "rootfs.ext4", "rootfs.erofs"):
         files[name] = {"size": os.path.getsize(os.path.join(out, name))}
-    wanted = read_list(os.path.join(HERE, "packages.txt"))
+    wanted = profile_packages(profile)
     manifest = {
         "format": 1,
         "built": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "profile": profile,
         "kernel": {"package": kernel["package"], "version": kernel["version"],
                    "release": kernel["release"]},
         "modules": {"load": modules,
@@ -519,13 +574,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"),
                     help="directory holding cellvm-agent, cellvm-executor, cellvm-init.stripped")
-    ap.add_argument("--out", help="output directory (default BUILD/image)")
+    ap.add_argument("--profile", choices=sorted(PROFILES), default=DEFAULT_PROFILE,
+                    help="what the root filesystem holds: 'default' (numpy, pandas, matplotlib, "
+                         "PIL, IPython; under 400 MB) or 'data' (that plus SciPy, seaborn, "
+                         "scikit-learn, statsmodels, scikit-image, plotly, openpyxl, requests, "
+                         "...; packages-data.txt). Default: %(default)s")
+    ap.add_argument("--out", help="output directory (default BUILD/image, "
+                                  "BUILD/image-PROFILE for another profile)")
     ap.add_argument("--cache", help="layer cache (default BUILD/image-cache)")
     ap.add_argument("--erofs-compression", choices=EROFS_COMPRESSIONS, default=EROFS_COMPRESSION,
                     help=f"rootfs.erofs' compression (default {EROFS_COMPRESSION})")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    out = os.path.abspath(args.out or os.path.join(build, "image"))
+    out = os.path.abspath(args.out or os.path.join(build, PROFILES[args.profile]["out"]))
     cache = os.path.abspath(args.cache or os.path.join(build, "image-cache"))
     os.makedirs(out, exist_ok=True)
     os.makedirs(cache, exist_ok=True)
@@ -549,11 +610,11 @@ def main():
         modules, module_paths = build_initramfs(kernel, binaries["/sbin/cellvm-init"], out, staging)
         libs = runtime_packages(binaries)
         progress("base", "the binaries link " + ", ".join(f"{so} ({p})" for so, p in libs.items()))
-        base_tar = build_base(cache, sorted(set(libs.values())))
+        base_tar = build_base(cache, sorted(set(libs.values())), args.profile)
         versions = build_rootfs(base_tar, binaries, list(libs), out, staging,
                                 args.erofs_compression)
         write_manifest(out, kernel, modules, module_paths, versions, base_tar,
-                       args.erofs_compression)
+                       args.erofs_compression, args.profile)
     lock.close()
     progress("image", f"ready in {os.path.relpath(out, ROOT)}")
 

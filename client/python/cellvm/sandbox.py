@@ -123,6 +123,27 @@ def _e2b_template(name):
     return not os.path.exists(os.path.join(resolve_image(name), "manifest.json"))
 
 
+# Template names of the opt-in image profiles (docs/IMAGE.md, "The data
+# profile"): create(template="data") boots `make image-data`'s directory.
+PROFILE_TEMPLATES = {"data": "image-data", "cellvm-data": "image-data"}
+
+
+def _profile_image(name):
+    """The built image directory a profile's template name (`PROFILE_TEMPLATES`)
+    stands for: the `image-data` beside the default image ($CELLVM_IMAGE,
+    else build/image), else the checkout's build/image-data. None for other
+    names, or when that image is not built."""
+    sub = PROFILE_TEMPLATES.get(name)
+    if sub is None:
+        return None
+    from .launch import DEFAULT_IMAGE, resolve_image
+    for candidate in (os.path.join(os.path.dirname(resolve_image(None)), sub),
+                      resolve_image(os.path.join(os.path.dirname(DEFAULT_IMAGE), sub))):
+        if os.path.exists(os.path.join(candidate, "manifest.json")):
+            return candidate
+    return None
+
+
 class ExecutionAborted(SandboxException):
     """_run_code()'s `abort` event was set: the execution was cancelled in the sandbox."""
 
@@ -400,7 +421,8 @@ class Sandbox:
 
         `image`: a `make image` directory (default: $CELLVM_IMAGE, else
         build/image; E2B's `template` is taken as the image when `image` is
-        not given). `vmm`: "qemu" (KVM when usable, else TCG),
+        not given; template "data" or "cellvm-data" is build/image-data, from
+        `make image-data`, when built). `vmm`: "qemu" (KVM when usable, else TCG),
         "firecracker" or "cloud-hypervisor" (their binary must be on PATH).
         `network`: "none" (loopback only) or "user" (QEMU's NAT).
         `envs`: environment for every execution and command of this Sandbox.
@@ -443,12 +465,18 @@ class Sandbox:
         """Boots a micro-VM and returns a Sandbox connected to it (see create)."""
         from .launch import create_sandbox
         name = image or template
-        if _e2b_template(name):
-            logger.info("%r is no cellvm image: booting the default image (E2B template names "
-                        "are accepted, cellvm has its own images)", name)
-            image = None
-        else:
+        if not _e2b_template(name):
             image = name
+        elif _profile_image(name):
+            image = _profile_image(name)
+        else:
+            if name in PROFILE_TEMPLATES:
+                logger.warning("template %r: %s is not built (make %s): booting the default "
+                               "image", name, PROFILE_TEMPLATES[name], PROFILE_TEMPLATES[name])
+            else:
+                logger.info("%r is no cellvm image: booting the default image (E2B template "
+                            "names are accepted, cellvm has its own images)", name)
+            image = None
         self = create_sandbox(cls, image=image, **launch)
         self._metadata = dict(metadata or {})
         self._template = name
