@@ -382,7 +382,8 @@ def test_connect_to_a_command_another_connection_follows(sbx, agent):
 
 
 def test_handle_stdin_with_request_timeout(sbx):
-    h = sbx.commands.run("read a; read b; echo $a-$b", background=True, stdin=True)
+    # It ends at EOF only: the command may not be gone before close_stdin.
+    h = sbx.commands.run("read a; read b; cat >/dev/null; echo $a-$b", background=True, stdin=True)
     h.send_stdin("x\n", request_timeout=5)
     h.send_stdin(b"y\n", 5)
     h.close_stdin(request_timeout=5)
