@@ -511,6 +511,19 @@ static int set_nonblock(int fd)
         return 0;
 }
 
+/* CMD_STARTED{pid}: the command of request `id` runs and its output follows. */
+static void send_started(struct conn *c, uint32_t id, pid_t pid)
+{
+        size_t mark;
+        cv_out_begin(&c->out, &mark);
+        cv_enc_map(&c->out, 1);
+        cv_enc_cstr(&c->out, "pid");
+        cv_enc_uint(&c->out, (uint64_t)pid);
+        if (cv_out_end(&c->out, mark, CV_MSG_CMD_STARTED, id) < 0)
+                log_error("conn %u: id %u: queueing CMD_STARTED failed", c->num, id);
+        conn_touch(c);
+}
+
 void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         char *user = NULL, *cwd = NULL, *tag = NULL;
@@ -620,14 +633,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
         output_interest(a, k);
         log_debug("conn %u: command %d started as %s in %s: %.200s", c->num, (int)pid, cr.name,
                   cwd_abs, k->cmd);
-        size_t mark;
-        cv_out_begin(&c->out, &mark);
-        cv_enc_map(&c->out, 1);
-        cv_enc_cstr(&c->out, "pid");
-        cv_enc_uint(&c->out, (uint64_t)pid);
-        if (cv_out_end(&c->out, mark, CV_MSG_CMD_STARTED, id) < 0)
-                log_error("conn %u: id %u: queueing CMD_STARTED failed", c->num, id);
-        conn_touch(c);
+        send_started(c, id, pid);
 out:
         free_env(env);
         free(cmd_copy);
@@ -751,12 +757,5 @@ void commands_connect_request(struct agent *a, struct conn *c, uint32_t id, cons
         svc_attach(c, &k->r, id, &command_ops);
         output_interest(a, k);
         log_info("conn %u: follows command %d", c->num, (int)k->pid);
-        size_t mark;
-        cv_out_begin(&c->out, &mark);
-        cv_enc_map(&c->out, 1);
-        cv_enc_cstr(&c->out, "pid");
-        cv_enc_uint(&c->out, (uint64_t)k->pid);
-        if (cv_out_end(&c->out, mark, CV_MSG_CMD_STARTED, id) < 0)
-                log_error("conn %u: id %u: queueing CMD_STARTED failed", c->num, id);
-        conn_touch(c);
+        send_started(c, id, k->pid);
 }

@@ -182,6 +182,18 @@ static bool envs_valid(const cbor_item_t *envs)
         return true;
 }
 
+/* body[key] into *out when present (else *out stays NULL); false, with the
+ * error sent, if it is no map of text to text. */
+static bool get_envs(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body,
+                     const char *key, cbor_item_t **out)
+{
+        int rc = cv_map_get_map(body, key, out);
+        if (rc == -ENOENT || (rc == 0 && envs_valid(*out)))
+                return true;
+        conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`%s` must map text to text", key);
+        return false;
+}
+
 static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         const char *code;
@@ -191,19 +203,11 @@ static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_
                 return;
         }
         cbor_item_t *envs = NULL, *sandbox_envs = NULL;
-        int rc = cv_map_get_map(body, "envs", &envs);
-        if ((rc < 0 && rc != -ENOENT) || (envs && !envs_valid(envs))) {
-                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`envs` must map text to text");
+        if (!get_envs(a, c, id, body, "envs", &envs) ||
+            !get_envs(a, c, id, body, "sandbox_envs", &sandbox_envs))
                 return;
-        }
-        rc = cv_map_get_map(body, "sandbox_envs", &sandbox_envs);
-        if ((rc < 0 && rc != -ENOENT) || (sandbox_envs && !envs_valid(sandbox_envs))) {
-                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
-                                "`sandbox_envs` must map text to text");
-                return;
-        }
         uint64_t timeout_ms = 0;
-        rc = cv_map_get_uint(body, "timeout_ms", &timeout_ms);
+        int rc = cv_map_get_uint(body, "timeout_ms", &timeout_ms);
         if (rc < 0 && rc != -ENOENT) {
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
                                 "`timeout_ms` must be an unsigned integer");

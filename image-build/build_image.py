@@ -201,14 +201,17 @@ def profile_packages(profile):
     return names
 
 
+def _base_prefix(profile):
+    return "base-" if profile == DEFAULT_PROFILE else f"base-{profile}-"
+
+
 def base_tar_name(profile, key):
-    return f"base-{key}.tar" if profile == DEFAULT_PROFILE else f"base-{profile}-{key}.tar"
+    return f"{_base_prefix(profile)}{key}.tar"
 
 
 def is_base_tar_of(profile, name):
     """`name` (a file in the cache) is a base tarball of `profile`, any hash."""
-    return re.fullmatch(re.escape(base_tar_name(profile, "KEY")).replace("KEY", "[0-9a-f]{16}")
-                        + r"(\.part)?", name) is not None
+    return re.fullmatch(re.escape(_base_prefix(profile)) + r"[0-9a-f]{16}\.tar(\.part)?", name) is not None
 
 
 def build_stub_deb(out_dir, profile=DEFAULT_PROFILE):

@@ -811,6 +811,11 @@ _float_format = "%r"  # %precision changes it (and cellvm_pretty's, for floats i
 _NO_REPR_METHODS_TYPES = _REPR_IS_TEXT_TYPES | {list, tuple, dict, set, frozenset, range}
 
 
+def _excluded(mime, include, exclude):
+        """Left out of a bundle by display()'s include/exclude."""
+        return bool(include and mime not in include or exclude and mime in exclude)
+
+
 def format_bundle(obj, include=None, exclude=None):
         """IPython's DisplayFormatter.format: (data, metadata), ({}, {}) if handled elsewhere."""
         t = type(obj)
@@ -834,21 +839,18 @@ def format_bundle(obj, include=None, exclude=None):
                         r = None
                 if isinstance(r, tuple):
                         r, rmd = r
-                        md.update({k: v for k, v in (rmd or {}).items()
-                                   if not (include and k not in include or exclude and k in exclude)})
+                        md.update({k: v for k, v in (rmd or {}).items() if not _excluded(k, include, exclude)})
                 if r:
                         for k, v in dict(r).items():
                                 # IPython filters the bundle too: the method may ignore include/exclude.
-                                if include and k not in include or exclude and k in exclude:
+                                if _excluded(k, include, exclude):
                                         continue
                                 v = _check_value(k, v)
                                 if v is not None:
                                         data[k] = v
         by_type = _type_formatters(obj)
         for mime, meth in _FORMAT_ORDER:
-                if include and mime not in include or exclude and mime in exclude:
-                        continue
-                if mime in data:
+                if _excluded(mime, include, exclude) or mime in data:
                         continue
                 try:
                         value = None
@@ -886,8 +888,7 @@ def format_bundle(obj, include=None, exclude=None):
         if _display_formatter is not None:
                 # Formatters added for other types (IPython calls them all, in order).
                 for mime, f in list(_display_formatter.formatters.items()):
-                        if mime in _FORMAT_KEYS or include and mime not in include \
-                                        or exclude and mime in exclude or mime in data:
+                        if mime in _FORMAT_KEYS or _excluded(mime, include, exclude) or mime in data:
                                 continue
                         try:
                                 value = f(obj)
@@ -1541,6 +1542,11 @@ def _shell_events():
         return None if kernel is None else kernel.shell.__dict__.get("events")
 
 
+def _type_key(cls):
+        """(module, name): how a printer registered by name finds its type."""
+        return getattr(cls, "__module__", None), getattr(cls, "__name__", None)
+
+
 class _Formatter:
         """IPython's BaseFormatter for one MIME type: printers by type (and by
         'module.name'), and enabled. The text/plain one (PlainTextFormatter)
@@ -1595,7 +1601,7 @@ class _Formatter:
                         if key in self.deferred_printers:
                                 return self.deferred_printers[key]
                         for cls in self.type_printers:
-                                if (getattr(cls, "__module__", None), getattr(cls, "__name__", None)) == key:
+                                if _type_key(cls) == key:
                                         return self.type_printers[cls]
                 else:
                         for cls in getattr(typ, "__mro__", (typ,)):
@@ -1604,7 +1610,7 @@ class _Formatter:
                 raise KeyError("No registered printer for {0!r}".format(typ))
 
         def _in_deferred_types(self, cls):
-                key = (getattr(cls, "__module__", None), getattr(cls, "__name__", None))
+                key = _type_key(cls)
                 printer = None
                 if key in self.deferred_printers:
                         printer = self.deferred_printers.pop(key)
@@ -1637,7 +1643,7 @@ class _Formatter:
                         key = tuple(typ.rsplit(".", 1))
                         if key not in self.deferred_printers:
                                 for cls in self.type_printers:
-                                        if (getattr(cls, "__module__", None), getattr(cls, "__name__", None)) == key:
+                                        if _type_key(cls) == key:
                                                 typ = cls
                                                 break
                         else:
@@ -1707,6 +1713,11 @@ def _user_formatter(mime, obj):
 
 
 _INTERACTIVITY = ("all", "last", "last_expr", "none", "last_expr_or_assign")
+
+
+def _magic_attr(kind, name):
+        """The Shell attribute a line or cell magic lives in."""
+        return ("magic_" if kind == "line" else "cell_magic_") + name
 
 
 def _trait_error(message):
@@ -2196,10 +2207,9 @@ class Shell:
                 if magic_kind not in ("line", "cell", "line_cell"):
                         raise ValueError(f"magic_kind must be one of ['line', 'cell', 'line_cell'], "
                                          f"{magic_kind} given")
-                if magic_kind in ("line", "line_cell"):
-                        setattr(self, "magic_" + name, func)
-                if magic_kind in ("cell", "line_cell"):
-                        setattr(self, "cell_magic_" + name, func)
+                for kind in ("line", "cell"):
+                        if kind in magic_kind:
+                                setattr(self, _magic_attr(kind, name), func)
 
         def register_magics(self, *objs):
                 """IPython's register_magics: Magics classes (or instances)."""
@@ -2210,10 +2220,10 @@ class Shell:
                                 for name, meth in table.items():
                                         if isinstance(meth, str):
                                                 meth = getattr(m, meth)
-                                        setattr(self, ("magic_" if kind == "line" else "cell_magic_") + name, meth)
+                                        setattr(self, _magic_attr(kind, name), meth)
 
         def find_magic(self, magic_name, magic_kind="line"):
-                return getattr(self, ("magic_" if magic_kind == "line" else "cell_magic_") + magic_name, None)
+                return getattr(self, _magic_attr(magic_kind, magic_name), None)
 
         find_line_magic = find_magic
 
@@ -2606,11 +2616,7 @@ class Shell:
                 except BaseException as e:  # noqa: BLE001 - IPython's bare except
                         # Shown from the script's frames on (showtraceback(tb_offset=2)),
                         # and the cell goes on.
-                        tb = e.__traceback__
-                        while tb is not None and tb.tb_frame.f_code is not code:
-                                tb = tb.tb_next
-                        e.__traceback__ = tb or e.__traceback__
-                        self.kernel.report_error(e)
+                        self.kernel.report_error(_from_file(e, path))
                 finally:
                         sys.argv = saved_argv
                         if interactive:
@@ -3143,6 +3149,16 @@ def _collapse_repeated(frames):
         return out
 
 
+def _from_file(e, filename):
+        """e's traceback from its first frame in `filename` on (the code a
+        magic ran, as IPython shows it), or whole if it has none there."""
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+                tb = tb.tb_next
+        e.__traceback__ = tb or e.__traceback__
+        return e
+
+
 def _user_tb(tb):
         """tb less the kernel's frames it starts with."""
         while tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
@@ -3309,9 +3325,7 @@ class Kernel:
 
         def _format_one(self, exc, skip_kernel, context):
                 name = type(exc).__name__
-                tb = exc.__traceback__
-                while skip_kernel and tb is not None and tb.tb_frame.f_code.co_filename == KERNEL_FILE:
-                        tb = tb.tb_next
+                tb = _user_tb(exc.__traceback__) if skip_kernel else exc.__traceback__
                 frames = []
                 tbs = {}
                 while tb is not None:
@@ -3748,11 +3762,7 @@ class Kernel:
                 except BaseException as e:  # noqa: BLE001
                         # IPython's nested run_cell shows the error (from the body's
                         # frames on) and returns: the magic goes on.
-                        tb = e.__traceback__
-                        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
-                                tb = tb.tb_next
-                        e.__traceback__ = tb or e.__traceback__
-                        self.report_error(e)
+                        self.report_error(_from_file(e, filename))
 
         def report_error(self, e, exit_warning=True):
                 """An error shown while the cell goes on (a formatter's, as IPython's

@@ -467,8 +467,8 @@ class Sandbox:
         name = image or template
         if not _e2b_template(name):
             image = name
-        elif _profile_image(name):
-            image = _profile_image(name)
+        elif (profile := _profile_image(name)) is not None:
+            image = profile
         else:
             if name in PROFILE_TEMPLATES:
                 logger.warning("template %r: %s is not built (make %s): booting the default "
