@@ -103,6 +103,8 @@ struct context {
         struct context *next;
         char id[UUID_TEXT_LEN + 1];
         char *cwd;
+        const char *language; /* canonical name (language.c), static */
+        bool lang_default;    /* the context EXECUTE{language} without `context` runs in */
         enum ctx_state state;
         bool removed;        /* gone from the list; freed once its process is */
         bool restarting;     /* CONTEXT_RESTART: the death is expected */
@@ -245,8 +247,17 @@ void conn_send_error(struct agent *a, struct conn *c, uint32_t id, const char *c
 void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
                       const uint8_t *body, size_t len);
 
+/* --- language.c --- */
+/* The canonical name of language or alias `s` (case-insensitive), or NULL if unknown. */
+const char *language_canonical(const char *s, size_t n);
+/* The known names and aliases, as text for an error message. */
+void language_names(char *out, size_t size);
+
 /* --- context.c --- */
-struct context *context_new(struct agent *a, const char *cwd, int *err);
+/* `language` is a canonical name (language_canonical). */
+struct context *context_new(struct agent *a, const char *cwd, const char *language, int *err);
+/* The default context of `language`, created (in the workdir) on first use; NULL with *err set. */
+struct context *context_for_language(struct agent *a, const char *language, int *err);
 struct context *context_find(struct agent *a, const char *id, size_t len);
 void context_spawn(struct agent *a, struct context *ctx);
 void context_restart(struct agent *a, struct context *ctx);

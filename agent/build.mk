@@ -1,7 +1,7 @@
 # agent/: cellvm-agent, the guest-side server of the cellvm protocol.
 AGENT_SRCS := agent/main.c agent/loop.c agent/log.c agent/boot.c agent/listen.c agent/conn.c \
               agent/requests.c agent/context.c agent/execution.c agent/zygote.c \
-              agent/utf8_stream.c agent/uuid.c
+              agent/utf8_stream.c agent/uuid.c agent/language.c
 # Files and commands services (docs/PROTOCOL.md sections 9-10).
 AGENT_SRCS += agent/svc.c agent/creds.c agent/files.c agent/file_transfer.c agent/fswatch.c \
               agent/commands.c

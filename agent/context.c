@@ -39,7 +39,7 @@ struct context *context_find(struct agent *a, const char *id, size_t len)
         return NULL;
 }
 
-struct context *context_new(struct agent *a, const char *cwd, int *err)
+struct context *context_new(struct agent *a, const char *cwd, const char *language, int *err)
 {
         struct context *ctx = calloc(1, sizeof(*ctx));
         if (!ctx) {
@@ -55,6 +55,7 @@ struct context *context_new(struct agent *a, const char *cwd, int *err)
                 free(ctx);
                 return NULL;
         }
+        ctx->language = language;
         ctx->ctl = (struct watch){.fd = -1, .fn = on_ctl};
         ctx->out = (struct watch){.fd = -1, .fn = on_pipe};
         ctx->err = (struct watch){.fd = -1, .fn = on_pipe};
@@ -66,6 +67,23 @@ struct context *context_new(struct agent *a, const char *cwd, int *err)
         a->contexts = ctx;
         a->ncontexts++;
         context_spawn(a, ctx);
+        return ctx;
+}
+
+struct context *context_for_language(struct agent *a, const char *language, int *err)
+{
+        for (struct context *ctx = a->contexts; ctx; ctx = ctx->next)
+                if (!ctx->removed && ctx->lang_default && strcmp(ctx->language, language) == 0)
+                        return ctx;
+        if (a->ncontexts >= AGENT_MAX_CONTEXTS) {
+                *err = -EMFILE;
+                return NULL;
+        }
+        struct context *ctx = context_new(a, a->workdir, language, err);
+        if (ctx) {
+                ctx->lang_default = true;
+                log_info("created context %s, the default %s context", ctx->id, language);
+        }
         return ctx;
 }
 

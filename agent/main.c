@@ -381,7 +381,7 @@ int main(int argc, char **argv)
                 return 1;
         }
         int err = 0;
-        struct context *def = context_new(a, a->workdir, &err);
+        struct context *def = context_for_language(a, "python", &err);
         if (!def) {
                 log_error("creating the default context: %s", strerror(-err));
                 shutdown_agent(a);

@@ -194,6 +194,63 @@ static bool get_envs(struct agent *a, struct conn *c, uint32_t id, const cbor_it
         return false;
 }
 
+/* body.language, when present, as its canonical name into *out; false, with the error
+ * sent, if it is no text or names no language this agent runs. */
+static bool get_language(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body,
+                         const char **out)
+{
+        const char *s;
+        size_t n;
+        int rc = cv_map_get_str(body, "language", &s, &n);
+        if (rc == -ENOENT)
+                return true;
+        const char *canonical = rc == 0 ? language_canonical(s, n) : NULL;
+        if (canonical) {
+                *out = canonical;
+                return true;
+        }
+        char known[256];
+        language_names(known, sizeof(known));
+        if (rc < 0)
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`language` must be text: one of %s",
+                                known);
+        else
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "language \"%.*s\" is not supported; this agent runs %s",
+                                (int)(n > 64 ? 64 : n), s, known);
+        return false;
+}
+
+/* The context an EXECUTE runs in: `context`, else the default context of `language`,
+ * else the agent's default context. NULL with the error sent. */
+static struct context *execute_context(struct agent *a, struct conn *c, uint32_t id,
+                                       const cbor_item_t *body)
+{
+        const char *language = NULL;
+        if (!get_language(a, c, id, body, &language))
+                return NULL;
+        if (!language)
+                return lookup_context(a, c, id, body, "context", true);
+        if (cv_map_get(body, "context")) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "give `context` or `language`, not both");
+                return NULL;
+        }
+        int err = 0;
+        struct context *ctx = context_for_language(a, language, &err);
+        if (!ctx) {
+                if (err == -EMFILE)
+                        conn_send_error(a, c, id, CV_ERR_BUSY,
+                                        "%u contexts exist already: none left for the default "
+                                        "%s context",
+                                        a->ncontexts, language);
+                else
+                        conn_send_error(a, c, id, CV_ERR_INTERNAL, "creating the %s context: %s",
+                                        language, strerror(-err));
+        }
+        return ctx;
+}
+
 static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         const char *code;
@@ -215,14 +272,14 @@ static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_
         }
         if (timeout_ms > UINT64_MAX / 1000000ull)
                 timeout_ms = UINT64_MAX / 1000000ull;
-        struct context *ctx = lookup_context(a, c, id, body, "context", true);
-        if (!ctx)
-                return;
         if (c->ninflight >= CONN_MAX_INFLIGHT) {
                 conn_send_error(a, c, id, CV_ERR_BUSY,
                                 "%u requests already in flight on this connection", c->ninflight);
                 return;
         }
+        struct context *ctx = execute_context(a, c, id, body);
+        if (!ctx)
+                return;
         struct exec *e = calloc(1, sizeof(*e));
         if (!e) {
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
@@ -271,22 +328,18 @@ static void encode_context(struct cv_buf *b, const struct context *ctx)
         cv_enc_cstr(b, "id");
         cv_enc_cstr(b, ctx->id);
         cv_enc_cstr(b, "language");
-        cv_enc_cstr(b, "python");
+        cv_enc_cstr(b, ctx->language);
         cv_enc_cstr(b, "cwd");
         cv_enc_cstr(b, ctx->cwd);
 }
 
 static void do_context_create(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
-        const char *lang;
-        size_t lang_len;
-        int rc = cv_map_get_str(body, "language", &lang, &lang_len);
-        if (rc == -EINVAL || (rc == 0 && !(lang_len == 6 && memcmp(lang, "python", 6) == 0))) {
-                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`language` must be \"python\"");
+        const char *language = "python";
+        if (!get_language(a, c, id, body, &language))
                 return;
-        }
         char *cwd = NULL;
-        rc = cv_map_dup_str(body, "cwd", &cwd);
+        int rc = cv_map_dup_str(body, "cwd", &cwd);
         if (rc == -ENOENT) {
                 cwd = strdup(a->workdir);
                 rc = cwd ? 0 : -ENOMEM;
@@ -308,14 +361,15 @@ static void do_context_create(struct agent *a, struct conn *c, uint32_t id, cons
                 return;
         }
         int err = 0;
-        struct context *ctx = context_new(a, cwd, &err);
+        struct context *ctx = context_new(a, cwd, language, &err);
         free(cwd);
         if (!ctx) {
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "creating a context: %s",
                                 strerror(-err));
                 return;
         }
-        log_info("conn %u: created context %s (cwd %s)", c->num, ctx->id, ctx->cwd);
+        log_info("conn %u: created %s context %s (cwd %s)", c->num, ctx->language, ctx->id,
+                 ctx->cwd);
         size_t mark;
         cv_out_begin(&c->out, &mark);
         encode_context(&c->out, ctx);

@@ -16,6 +16,7 @@
 #include "cbor_util.h"
 #include "cellvm_module.h"
 #include "ctl_channel.h"
+#include "executor_language.h"
 #include "executor_proc.h"
 #include "fd_pass.h"
 #include "msgtypes.h"
@@ -71,21 +72,6 @@ static struct {
         int sock;  /* the zygote's end of the spare's socket */
 } spare = {0, -1};
 
-/* In an executor, once attached to its context: serves it; never returns. */
-static void __attribute__((noreturn)) serve_executor(PyObject *kernel)
-{
-        PyObject *r = PyObject_CallMethod(kernel, "executor_main", "i", EXECUTOR_CTL_FD);
-        int status = 0;
-        if (r == NULL) {
-                log_python_error("executor failed");
-                status = 1;
-        }
-        Py_XDECREF(r);
-        if (Py_FinalizeEx() < 0)
-                status = 120;
-        _exit(status);
-}
-
 static void __attribute__((noreturn)) setup_failed(const char *step, int rc)
 {
         /* fd 2 is the context's stderr pipe once attached, else the zygote's. */
@@ -106,6 +92,7 @@ static void prepare_python(PyObject *kernel)
 
 struct assignment {
         int fds[SPAWN_NFDS];
+        const char *language;
         const char *cwd;
 };
 
@@ -125,30 +112,38 @@ static void __attribute__((noreturn)) run_executor(PyObject *kernel, void *arg)
         if (rc < 0)
                 setup_failed(step, rc);
         prepare_python(kernel);
-        serve_executor(kernel);
+        executor_language_serve(kernel, as->language, EXECUTOR_CTL_FD);
 }
 
-/* Receives the context's fds and directory on `sock` (fd 3); 0, -EPIPE when
- * the zygote closed it without one, or another negative errno. */
-static int wait_for_assignment(int sock, int fds[SPAWN_NFDS], char *cwd, size_t cwd_size)
+/* An assignment's text: the language, NUL, the cwd. */
+#define ASSIGNMENT_MAX (EXECUTOR_LANGUAGE_MAX + 1 + 4096)
+
+/* Receives the context's fds, language and directory on `sock` (fd 3) into `buf`
+ * (ASSIGNMENT_MAX + 1 bytes); 0, -EPIPE when the zygote closed it without one, or
+ * another negative errno. */
+static int wait_for_assignment(int sock, int fds[SPAWN_NFDS], char *buf, const char **language,
+                               const char **cwd)
 {
         size_t nfds;
         ssize_t n;
         PyThreadState *ts = PyEval_SaveThread(); /* the flusher thread runs meanwhile */
         do
-                n = cv_recv_with_fds(sock, cwd, cwd_size - 1, fds, SPAWN_NFDS, &nfds);
+                n = cv_recv_with_fds(sock, buf, ASSIGNMENT_MAX, fds, SPAWN_NFDS, &nfds);
         while (n == -EINTR);
         PyEval_RestoreThread(ts);
         if (n < 0)
                 return (int)n;
         if (n == 0)
                 return -EPIPE;
-        cwd[n] = '\0';
-        if (nfds != SPAWN_NFDS) {
+        buf[n] = '\0';
+        size_t lang_len = strlen(buf);
+        if (nfds != SPAWN_NFDS || lang_len == (size_t)n) {
                 for (size_t i = 0; i < nfds; i++)
                         (void)close(fds[i]);
                 return -EPROTO;
         }
+        *language = buf;
+        *cwd = buf + lang_len + 1;
         return 0;
 }
 
@@ -163,8 +158,9 @@ static void __attribute__((noreturn)) run_spare(PyObject *kernel, void *arg)
                 setup_failed(step, rc);
         prepare_python(kernel);
         int fds[SPAWN_NFDS];
-        char cwd[4097];
-        rc = wait_for_assignment(EXECUTOR_CTL_FD, fds, cwd, sizeof(cwd));
+        static char buf[ASSIGNMENT_MAX + 1];
+        const char *language = NULL, *cwd = NULL;
+        rc = wait_for_assignment(EXECUTOR_CTL_FD, fds, buf, &language, &cwd);
         if (rc == -EPIPE)
                 _exit(0); /* the zygote is gone or stopping: nobody needs us */
         step = "receive a context";
@@ -179,7 +175,7 @@ static void __attribute__((noreturn)) run_spare(PyObject *kernel, void *arg)
         rc = executor_proc_attach(fds[0], fds[1], fds[2], &step);
         if (rc < 0)
                 setup_failed(step, rc);
-        serve_executor(kernel);
+        executor_language_serve(kernel, language, EXECUTOR_CTL_FD);
 }
 
 /* Forks an executor running `body` through a short-lived middle process so the
@@ -257,17 +253,21 @@ static void spare_start(PyObject *kernel)
 
 /* Hands the context to the spare; its pid, or a negative errno (the spare is
  * gone: the caller forks one for the context). The spare is used up either way. */
-static pid_t spare_assign(const int fds[SPAWN_NFDS], const char *cwd)
+static pid_t spare_assign(const int fds[SPAWN_NFDS], const char *language, const char *cwd)
 {
         if (spare.pid <= 0)
                 return -ENOENT;
+        size_t lang_len = strlen(language);
         size_t len = cwd ? strlen(cwd) : 0;
-        if (len > 4096)
+        if (len > 4096 || lang_len > EXECUTOR_LANGUAGE_MAX)
                 return -ENAMETOOLONG;
-        /* One byte at least: an empty cwd goes as "\0" (a zero-length message would
-         * read as the end of the socket). */
-        const char *body = len ? cwd : "";
-        size_t body_len = len ? len : 1;
+        /* The language, NUL, the cwd (maybe empty). */
+        char body[ASSIGNMENT_MAX];
+        memcpy(body, language, lang_len);
+        body[lang_len] = '\0';
+        if (len)
+                memcpy(body + lang_len + 1, cwd, len);
+        size_t body_len = lang_len + 1 + len;
         ssize_t n = cv_send_with_fds(spare.sock, body, body_len, fds, SPAWN_NFDS, MSG_NOSIGNAL);
         pid_t pid = n == (ssize_t)body_len ? spare.pid : (n < 0 ? (pid_t)n : -EIO);
         if (pid > 0) {
@@ -286,14 +286,16 @@ static pid_t spare_assign(const int fds[SPAWN_NFDS], const char *cwd)
         return pid;
 }
 
-static int send_spawned(int fd, uint32_t id, const char *context, pid_t pid, int err)
+static int send_spawned(int fd, uint32_t id, const char *context, pid_t pid, int err,
+                        const char *why)
 {
         PyObject *body =
             Py_BuildValue("{s:s,s:l}", "context", context, "pid", (long)(pid > 0 ? pid : 0));
         if (body != NULL && err < 0) {
                 /* Not in the protocol table: a hint for the agent's log (unknown keys are ignored).
                  */
-                PyObject *msg = PyUnicode_FromFormat("spawn failed: %s", strerror(-err));
+                PyObject *msg = why ? PyUnicode_FromString(why)
+                                    : PyUnicode_FromFormat("spawn failed: %s", strerror(-err));
                 if (msg == NULL || PyDict_SetItemString(body, "error", msg) < 0)
                         Py_CLEAR(body);
                 Py_XDECREF(msg);
@@ -316,7 +318,8 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
                 fds[got++] = fd;
         }
         cbor_item_t *body = NULL;
-        char *context = NULL, *cwd = NULL;
+        char *context = NULL, *cwd = NULL, *language = NULL;
+        const char *why = NULL;
         int rc = cv_body_parse(msg->body, msg->len, &body);
         if (rc == 0)
                 rc = cv_map_dup_str(body, "context", &context);
@@ -325,19 +328,32 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
                 if (rc == -ENOENT)
                         rc = 0;
         }
+        if (rc == 0) {
+                /* Absent: an agent from before languages, which only knew Python. */
+                rc = cv_map_dup_str(body, "language", &language);
+                if (rc == -ENOENT && !(language = strdup("python")))
+                        rc = -ENOMEM;
+                else if (rc == -ENOENT)
+                        rc = 0;
+        }
         if (body != NULL)
                 cbor_decref(&body);
         pid_t pid = 0;
-        if (rc < 0)
+        if (rc < 0) {
                 fprintf(stderr, "cellvm-executor: bad Z_SPAWN body: %s\n", strerror(-rc));
-        else if (got < SPAWN_NFDS) {
+        } else if (!executor_language_known(language)) {
+                rc = -EPROTONOSUPPORT;
+                why = "this executor runs no such language";
+                fprintf(stderr, "cellvm-executor: Z_SPAWN for %s: no executor for language %.64s\n",
+                        context, language);
+        } else if (got < SPAWN_NFDS) {
                 fprintf(stderr, "cellvm-executor: Z_SPAWN for %s came with %zu fds, need %d\n",
                         context, got, SPAWN_NFDS);
                 rc = -EBADF;
         } else {
-                pid = spare_assign(fds, cwd);
+                pid = spare_assign(fds, language, cwd);
                 if (pid < 0) {
-                        struct assignment as = {{fds[0], fds[1], fds[2]}, cwd};
+                        struct assignment as = {{fds[0], fds[1], fds[2]}, language, cwd};
                         pid = fork_executor(kernel, run_executor, &as);
                 }
                 if (pid < 0) {
@@ -348,9 +364,10 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
         }
         for (size_t i = 0; i < got; i++)
                 close(fds[i]);
-        int send_rc = send_spawned(chan->fd, msg->id, context ? context : "", pid, rc);
+        int send_rc = send_spawned(chan->fd, msg->id, context ? context : "", pid, rc, why);
         free(context);
         free(cwd);
+        free(language);
         spare_start(kernel); /* for the next context, while this one starts */
         return send_rc;
 }

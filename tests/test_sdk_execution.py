@@ -255,7 +255,7 @@ def test_language_and_context_are_exclusive(sbx, ctx):
     with pytest.raises(InvalidArgumentException):
         sbx.run_code("1", language="python", context=ctx)
     with pytest.raises(InvalidArgumentException):
-        sbx.run_code("1", language="javascript")
+        sbx.run_code("1", language="r")
     assert sbx.run_code("1", language="python").text == "1"
 
 

@@ -43,6 +43,16 @@ _POLL_S = 0.2
 _DRAIN_S = 5.0
 
 
+def normalize_language(language: Optional[str]) -> Optional[str]:
+    """E2B's names for a language as its server reads them (lower case, trimmed,
+    "js" for "javascript"); the agent knows the rest ("python3" is "python") and
+    refuses what it does not run. None or "" is the default context."""
+    if not language:
+        return None
+    language = language.lower().strip()
+    return "javascript" if language == "js" else language
+
+
 def _context_id(context: Union[Context, str, None]) -> Optional[str]:
     if context is None:
         return None
@@ -830,8 +840,7 @@ class Sandbox:
         ExecutionAborted is raised (AsyncSandbox's task cancellation)."""
         if language and context:
             raise InvalidArgumentException("You can provide context or language, but not both at the same time.")
-        if language is not None and language.lower() not in ("python", "python3"):
-            raise InvalidArgumentException(f"language {language!r} is not supported: cellvm runs Python only")
+        language = normalize_language(language)
         timeout = None if timeout == 0 else (timeout or DEFAULT_TIMEOUT)
         request_timeout = request_timeout or self._request_timeout
 
@@ -839,6 +848,8 @@ class Sandbox:
         ctx = _context_id(context)
         if ctx is not None:
             body["context"] = ctx
+        elif language:
+            body["language"] = language  # its default context, created on first use
         if self._envs:
             body["sandbox_envs"] = self._envs  # set once in the context (E2B)
         if envs:
@@ -953,6 +964,7 @@ class Sandbox:
         prints), a `cwd` that is not a directory leaves the context in the
         default working directory (logged as a warning)."""
         body = {}
+        language = normalize_language(language)
         if language:
             body["language"] = language
         if cwd:

@@ -1,0 +1,51 @@
+/* The languages a context can run: canonical names and the aliases clients may use. */
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "agent.h"
+
+struct language {
+        const char *name;           /* canonical: what OK and CONTEXT_LIST report */
+        const char *const *aliases; /* NULL-terminated */
+};
+
+static const char *const python_aliases[] = {"python3", NULL};
+static const char *const bash_aliases[] = {NULL};
+
+/* The executor's zygote must know each of these (python-embed/executor_language.c). */
+static const struct language languages[] = {
+    {"python", python_aliases},
+    {"bash", bash_aliases},
+};
+
+#define NLANGUAGES (sizeof(languages) / sizeof(languages[0]))
+
+static bool same(const char *known, const char *s, size_t n)
+{
+        return strlen(known) == n && strncasecmp(known, s, n) == 0;
+}
+
+const char *language_canonical(const char *s, size_t n)
+{
+        for (size_t i = 0; i < NLANGUAGES; i++) {
+                if (same(languages[i].name, s, n))
+                        return languages[i].name;
+                for (const char *const *al = languages[i].aliases; *al; al++)
+                        if (same(*al, s, n))
+                                return languages[i].name;
+        }
+        return NULL;
+}
+
+void language_names(char *out, size_t size)
+{
+        size_t k = 0;
+        out[0] = '\0';
+        for (size_t i = 0; i < NLANGUAGES && k < size; i++) {
+                k += (size_t)snprintf(out + k, size - k, "%s\"%s\"", k ? ", " : "",
+                                      languages[i].name);
+                for (const char *const *al = languages[i].aliases; *al && k < size; al++)
+                        k += (size_t)snprintf(out + k, size - k, " (or \"%s\")", *al);
+        }
+}

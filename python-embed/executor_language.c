@@ -1,0 +1,63 @@
+/* Dispatch of an attached executor to its language's driver. */
+#include "executor_language.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * Every language is driven from this process, after the same confinement: Python by
+ * the kernel itself, others by an embedded module (python-embed/embed_sources.py) with
+ * an executor_main(fd) that speaks section 8 on `fd` and fds 1 and 2.
+ */
+struct executor_language {
+        const char *name;
+        const char *module; /* NULL: the kernel's own executor_main */
+};
+
+static const struct executor_language languages[] = {
+    {"python", NULL},
+    {"bash", "cellvm_bash"},
+};
+
+#define NLANGUAGES (sizeof(languages) / sizeof(languages[0]))
+
+static const struct executor_language *find(const char *language)
+{
+        for (size_t i = 0; i < NLANGUAGES; i++)
+                if (language && strcmp(languages[i].name, language) == 0)
+                        return &languages[i];
+        return NULL;
+}
+
+bool executor_language_known(const char *language)
+{
+        return find(language) != NULL;
+}
+
+void executor_language_serve(PyObject *kernel, const char *language, int fd)
+{
+        const struct executor_language *l = find(language);
+        PyObject *driver = kernel, *r = NULL;
+        if (l && l->module) {
+                driver = PyImport_ImportModule(l->module);
+        } else if (l) {
+                Py_INCREF(driver);
+        } else {
+                PyErr_Format(PyExc_ValueError, "no executor for language %s", language);
+                driver = NULL;
+        }
+        if (driver)
+                r = PyObject_CallMethod(driver, "executor_main", "i", fd);
+        int status = 0;
+        if (r == NULL) {
+                fprintf(stderr, "cellvm-executor: %s executor failed:\n", language);
+                PyErr_Print();
+                status = 1;
+        }
+        Py_XDECREF(r);
+        Py_XDECREF(driver);
+        if (Py_FinalizeEx() < 0)
+                status = 120;
+        _exit(status);
+}
