@@ -92,6 +92,7 @@ struct exec {
 };
 
 enum ctx_state {
+        CTX_DORMANT,     /* no process until its first execution (context_dormant) */
         CTX_WAIT_ZYGOTE, /* no process; spawn when the zygote is ready */
         CTX_STARTING,    /* Z_SPAWN sent, waiting for X_READY */
         CTX_READY,       /* executor idle or running `running` */
@@ -258,6 +259,10 @@ void language_names(char *out, size_t size);
 struct context *context_new(struct agent *a, const char *cwd, const char *language, int *err);
 /* The default context of `language`, created (in the workdir) on first use; NULL with *err set. */
 struct context *context_for_language(struct agent *a, const char *language, int *err);
+/* Creates the default context of `language` with no process until its first execution:
+ * listed from the start, as E2B lists its JavaScript context, without a Node.js start
+ * for sandboxes that never run JavaScript. NULL with *err set. */
+struct context *context_dormant(struct agent *a, const char *language, int *err);
 struct context *context_find(struct agent *a, const char *id, size_t len);
 void context_spawn(struct agent *a, struct context *ctx);
 void context_restart(struct agent *a, struct context *ctx);

@@ -39,7 +39,8 @@ struct context *context_find(struct agent *a, const char *id, size_t len)
         return NULL;
 }
 
-struct context *context_new(struct agent *a, const char *cwd, const char *language, int *err)
+static struct context *context_alloc(struct agent *a, const char *cwd, const char *language,
+                                     int *err)
 {
         struct context *ctx = calloc(1, sizeof(*ctx));
         if (!ctx) {
@@ -66,7 +67,26 @@ struct context *context_new(struct agent *a, const char *cwd, const char *langua
         ctx->next = a->contexts;
         a->contexts = ctx;
         a->ncontexts++;
-        context_spawn(a, ctx);
+        return ctx;
+}
+
+struct context *context_new(struct agent *a, const char *cwd, const char *language, int *err)
+{
+        struct context *ctx = context_alloc(a, cwd, language, err);
+        if (ctx)
+                context_spawn(a, ctx);
+        return ctx;
+}
+
+struct context *context_dormant(struct agent *a, const char *language, int *err)
+{
+        struct context *ctx = context_alloc(a, a->workdir, language, err);
+        if (ctx) {
+                ctx->state = CTX_DORMANT;
+                ctx->lang_default = true;
+                log_info("created context %s, the default %s context (started on first use)",
+                         ctx->id, language);
+        }
         return ctx;
 }
 
@@ -499,6 +519,7 @@ void context_restart(struct agent *a, struct context *ctx)
         fail_queue(a, ctx, CV_ERR_CANCELLED, "the context was restarted");
         ctx->start_failures = 0;
         switch (ctx->state) {
+        case CTX_DORMANT:
         case CTX_WAIT_ZYGOTE:
                 return;
         case CTX_BACKOFF:

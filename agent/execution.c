@@ -46,6 +46,8 @@ void exec_enqueue(struct agent *a, struct context *ctx, struct exec *e)
         else
                 ctx->queue_head = e;
         ctx->queue_tail = e;
+        if (ctx->state == CTX_DORMANT)
+                context_spawn(a, ctx); /* its first execution */
         exec_start_next(a, ctx);
 }
 

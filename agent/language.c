@@ -12,11 +12,16 @@ struct language {
 
 static const char *const python_aliases[] = {"python3", NULL};
 static const char *const bash_aliases[] = {NULL};
+/* E2B's names ("js", "ts"); both run cellvm's driver in Node.js (node-executor/). */
+static const char *const javascript_aliases[] = {"js", NULL};
+static const char *const typescript_aliases[] = {"ts", NULL};
 
 /* The executor's zygote must know each of these (python-embed/executor_language.c). */
 static const struct language languages[] = {
     {"python", python_aliases},
     {"bash", bash_aliases},
+    {"javascript", javascript_aliases},
+    {"typescript", typescript_aliases},
 };
 
 #define NLANGUAGES (sizeof(languages) / sizeof(languages[0]))

@@ -389,6 +389,10 @@ int main(int argc, char **argv)
                 return 1;
         }
         memcpy(a->default_ctx, def->id, sizeof(a->default_ctx));
+        /* E2B's sandboxes list a JavaScript context beside Python's: so does this one,
+         * started by its first execution (docs/JAVASCRIPT.md). */
+        if (!context_dormant(a, "javascript", &err))
+                log_error("creating the default javascript context: %s", strerror(-err));
         /* Setup is done: from here on the agent needs none of this (agent_caps.c,
          * agent_seccomp.c). */
         if ((rc = agent_drop_capabilities()) < 0) {

@@ -97,6 +97,10 @@ GUEST_FILES = {
     "/usr/lib/cellvm/agent-selftest": os.path.join(HERE, "guest", "agent-selftest"),
     "/usr/lib/cellvm/vsock_selftest.py": os.path.join(HERE, "guest", "vsock_selftest.py"),
 }
+# The JavaScript/TypeScript executor's driver, run by Debian's node (docs/JAVASCRIPT.md).
+NODE_EXECUTOR = os.path.join(os.path.dirname(HERE), "node-executor")
+GUEST_FILES.update({f"/usr/lib/cellvm/node-executor/{name}": os.path.join(NODE_EXECUTOR, name)
+                    for name in ("driver.js", "cbor.js", "frame.js", "output.js", "transform.js")})
 
 T0 = time.monotonic()
 

@@ -115,7 +115,7 @@ function errorBody(err) {
     return {
       name: String(err.name || 'Error'),
       value: String(err.message),
-      traceback: userStack(err),
+      traceback: [userStack(err).join('\n')],
     };
   }
   // `throw 'x'`, `throw 42`: no Error around the value.

@@ -5,19 +5,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "node_exec.h"
+
 /*
- * Every language is driven from this process, after the same confinement: Python by
- * the kernel itself, others by an embedded module (python-embed/embed_sources.py) with
- * an executor_main(fd) that speaks section 8 on `fd` and fds 1 and 2.
+ * Every language starts in this process, after the same confinement: Python is the
+ * kernel itself, bash an embedded module (python-embed/embed_sources.py) with an
+ * executor_main(fd) that speaks section 8 on `fd` and fds 1 and 2; JavaScript and
+ * TypeScript exec Node.js with cellvm's driver on the same fds (node_exec.h).
  */
 struct executor_language {
         const char *name;
         const char *module; /* NULL: the kernel's own executor_main */
+        bool node;          /* exec Node.js instead */
 };
 
 static const struct executor_language languages[] = {
-    {"python", NULL},
-    {"bash", "cellvm_bash"},
+    {"python", NULL, false},
+    {"bash", "cellvm_bash", false},
+    {"javascript", NULL, true},
+    {"typescript", NULL, true},
 };
 
 #define NLANGUAGES (sizeof(languages) / sizeof(languages[0]))
@@ -39,6 +45,14 @@ void executor_language_serve(PyObject *kernel, const char *language, int fd)
 {
         const struct executor_language *l = find(language);
         PyObject *driver = kernel, *r = NULL;
+        if (l && l->node) {
+                const char *what;
+                int rc = node_exec(language, fd, &what);
+                /* fd 2 is the context's stderr: the agent logs this. */
+                fprintf(stderr, "cellvm-executor: %s executor: %s: %s\n", language, what,
+                        strerror(-rc));
+                _exit(127);
+        }
         if (l && l->module) {
                 driver = PyImport_ImportModule(l->module);
         } else if (l) {

@@ -1,0 +1,17 @@
+/* JavaScript and TypeScript executors: Node.js running cellvm's driver
+ * (node-executor/, docs/JAVASCRIPT.md) on the executor's fds. */
+#ifndef CELLVM_NODE_EXEC_H
+#define CELLVM_NODE_EXEC_H
+
+/* Environment variables that override where Node.js and the driver are. */
+#define NODE_EXEC_NODE_ENV "CELLVM_NODE"
+#define NODE_EXEC_DRIVER_ENV "CELLVM_JS_DRIVER"
+
+/*
+ * In an executor attached to its context and confined: replaces the process
+ * with `node driver.js --language <language>`, fd `ctl_fd` (3) kept open for it.
+ * Returns only on failure, with a negative errno and `*what` naming the step.
+ */
+int node_exec(const char *language, int ctl_fd, const char **what);
+
+#endif
