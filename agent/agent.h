@@ -284,6 +284,9 @@ void exec_finish(struct agent *a, struct exec *e, const uint8_t *xend_body, size
 void exec_died(struct agent *a, struct exec *e, const char *why);
 void exec_free(struct exec *e);
 void exec_relay(struct agent *a, struct exec *e, uint16_t type, const uint8_t *body, size_t len);
+/* A STREAM the executor sent itself (the JavaScript driver's console output): relayed
+ * under the same per-execution output cap as the pipes' bytes. */
+void exec_stream_message(struct agent *a, struct exec *e, const uint8_t *body, size_t len);
 void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t *p, size_t n,
                  bool final);
 void exec_detach_conn(struct exec *e);

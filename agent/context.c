@@ -372,6 +372,9 @@ static void ctl_message(struct agent *a, struct context *ctx, const struct cv_ms
                         exec_finish(a, e, m->body, m->len);
                         context_update_interest(a, ctx);
                         exec_start_next(a, ctx);
+                } else if (m->type == CV_MSG_STREAM) {
+                        if (e->input_seen)
+                                exec_stream_message(a, e, m->body, m->len);
                 } else {
                         exec_relay(a, e, m->type, m->body, m->len);
                         if (m->type == CV_MSG_EXEC_INPUT) {

@@ -229,6 +229,59 @@ void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t 
         }
 }
 
+/* The longest prefix of `p` (n bytes of UTF-8) that ends on a character boundary. */
+static size_t utf8_boundary(const char *p, size_t n)
+{
+        size_t k = n;
+        while (k > 0 && ((unsigned char)p[k - 1] & 0xC0) == 0x80)
+                k--;
+        if (k == 0)
+                return 0;
+        unsigned char lead = (unsigned char)p[k - 1];
+        size_t need = lead < 0x80 ? 1 : lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+        return n - (k - 1) >= need ? n : k - 1;
+}
+
+void exec_stream_message(struct agent *a, struct exec *e, const uint8_t *body, size_t len)
+{
+        cbor_item_t *item;
+        const char *name, *text;
+        size_t name_len, n;
+        if (cv_body_parse(body, len, &item) < 0) {
+                log_warn("context %s: STREAM from the executor is not a CBOR map", e->ctx->id);
+                return;
+        }
+        if (cv_map_get_str(item, "name", &name, &name_len) < 0 ||
+            cv_map_get_str(item, "text", &text, &n) < 0 ||
+            !((name_len == 6 && memcmp(name, "stdout", 6) == 0) ||
+              (name_len == 6 && memcmp(name, "stderr", 6) == 0))) {
+                log_warn("context %s: dropping a STREAM without name or text", e->ctx->id);
+                cbor_decref(&item);
+                return;
+        }
+        int which = name[3] == 'o' ? 1 : 2;
+        if (e->conn && !(e->output_truncated)) {
+                size_t want = n;
+                bool notice = output_cap(a, e, &n);
+                if (n < want)
+                        n = utf8_boundary(text, n);
+                if (n > 0)
+                        queue_stream(a, e->ctx, e, which, text, n);
+                if (notice) {
+                        char msg[160];
+                        int mlen =
+                            snprintf(msg, sizeof(msg),
+                                     "\n[cellvm: output truncated: this execution wrote more than "
+                                     "%llu bytes to stdout/stderr; the rest is discarded]\n",
+                                     (unsigned long long)a->output_max);
+                        log_info("context %s: execution %u: output over %llu bytes, truncated",
+                                 e->ctx->id, e->client_id, (unsigned long long)a->output_max);
+                        queue_stream(a, e->ctx, e, 2, msg, (size_t)mlen);
+                }
+        }
+        cbor_decref(&item);
+}
+
 /* Queues a STREAM with `len` bytes of valid UTF-8 for the client of `e`. */
 static void queue_stream(struct agent *a, struct context *ctx, struct exec *e, int which,
                          const char *text, size_t len)

@@ -35,10 +35,22 @@ function tsCompiler() {
   return typescript;
 }
 
+// TypeScript's syntax errors (it reports no type errors here) as a SyntaxError
+// with V8's layout: "file:line", the line, then the message.
+function syntaxError(ts, code, d) {
+  const message = ts.flattenDiagnosticMessageText(d.messageText, '\n');
+  const err = new SyntaxError(message);
+  const pos = d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : null;
+  const line = pos ? code.split('\n')[pos.line] : '';
+  const where = pos ? `evalmachine.<anonymous>:${pos.line + 1}\n${line}\n${' '.repeat(pos.character)}^\n\n` : '';
+  err.stack = `${where}SyntaxError: ${message}`;
+  return err;
+}
+
 function stripTypes(code) {
   const ts = tsCompiler();
-  const out = ts.transpileModule(code, {
-    reportDiagnostics: false,
+  const result = ts.transpileModule(code, {
+    reportDiagnostics: true,
     compilerOptions: {
       target: ts.ScriptTarget.ES2022,
       module: ts.ModuleKind.ESNext,
@@ -48,7 +60,10 @@ function stripTypes(code) {
       removeComments: false,
       sourceMap: false,
     },
-  }).outputText;
+  });
+  const errors = (result.diagnostics || []).filter((d) => d.category === ts.DiagnosticCategory.Error);
+  if (errors.length) throw syntaxError(ts, code, errors[0]);
+  const out = result.outputText;
   // Added to files without imports or exports (a module marker): not a script's.
   return out.replace(/\n?export \{\};\s*$/, '\n');
 }
@@ -107,19 +122,32 @@ function keyText(node) {
 
 // Returns {code, async}: the script to run and whether its value is a promise
 // of the cell's value.
+function parse(code) {
+  return parser().parse(code, {
+    ecmaVersion: 'latest',
+    sourceType: 'script',
+    allowAwaitOutsideFunction: true,
+    allowImportExportEverywhere: true,
+    allowHashBang: true,
+  });
+}
+
+// A TypeScript cell that is no valid TypeScript throws TypeScript's SyntaxError.
 function prepare(source, language) {
   let code = language === 'typescript' ? stripTypes(source) : source;
   let ast;
   try {
-    ast = parser().parse(code, {
-      ecmaVersion: 'latest',
-      sourceType: 'script',
-      allowAwaitOutsideFunction: true,
-      allowImportExportEverywhere: true,
-      allowHashBang: true,
-    });
+    ast = parse(code);
   } catch (e) {
-    return { code, async: false };
+    if (language === 'typescript') return { code, async: false };
+    // A JavaScript cell with TypeScript's syntax (types, interfaces) runs as
+    // TypeScript, as in E2B's kernel; anything else is V8's to report.
+    try {
+      code = stripTypes(source);
+      ast = parse(code);
+    } catch (e2) {
+      return { code: source, async: false };
+    }
   }
   const found = { topAwait: false, edits: [] };
   scan(ast, false, found);
