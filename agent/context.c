@@ -64,8 +64,11 @@ static struct context *context_alloc(struct agent *a, const char *cwd, const cha
         cv_buf_init(&ctx->ctl_out);
         ctx->state = CTX_WAIT_ZYGOTE;
         confine_context_created(a, ctx);
-        ctx->next = a->contexts;
-        a->contexts = ctx;
+        /* At the end: CONTEXT_LIST lists contexts in creation order (E2B lists its newest last). */
+        struct context **tail = &a->contexts;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = ctx;
         a->ncontexts++;
         return ctx;
 }
