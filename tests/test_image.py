@@ -26,7 +26,9 @@ from cellvm.vmm_qemu import AGENT_VSOCK_PORT, QemuVM  # noqa: E402
 from conftest import BOOT_TIMEOUT, FIRST_RUN_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
 
 BUILD = os.path.join(ROOT, "build")
-ROOTFS_BUDGET = 400 * 1000 * 1000  # "under 400 MB uncompressed" (issue 6)
+# "under 400 MB uncompressed" (issue 6), raised to 480 MB for Node.js and
+# TypeScript's transpiler (issue 14; docs/IMAGE.md).
+ROOTFS_BUDGET = 480 * 1000 * 1000
 EXT4 = os.path.join(IMAGE, "rootfs.ext4")
 EROFS = os.path.join(IMAGE, "rootfs.erofs")
 XEN_ELFNOTE_PHYS32_ENTRY = 18  # the PVH entry point (xen/interface/elfnote.h)
@@ -201,6 +203,20 @@ def test_rootfs_is_under_budget_and_keeps_compilers_out(image):
              or n.startswith("x86_64-linux-gnu-")]
     assert tools == []
     assert ext4_ls("/usr/lib/gcc") in (None, {})  # cc1, crt*.o, libgcc.a live there
+
+
+def test_rootfs_has_node_and_the_javascript_driver(image):
+    """Debian's node, cellvm's driver, acorn, and of TypeScript only lib/typescript.js."""
+    found = ext4_ls_many(["/usr/bin", "/usr/lib/cellvm/node-executor",
+                          "/usr/share/nodejs/typescript/lib", "/usr/share/nodejs/acorn/dist",
+                          "/usr/share/nodejs/typescript/loc"])
+    assert "node" in found["/usr/bin"]
+    assert {"driver.js", "cbor.js", "frame.js", "output.js", "transform.js"} <= set(
+        found["/usr/lib/cellvm/node-executor"])
+    assert set(found["/usr/share/nodejs/typescript/lib"]) == {"typescript.js"}
+    assert "acorn.js" in found["/usr/share/nodejs/acorn/dist"]
+    assert not found["/usr/share/nodejs/typescript/loc"]
+    assert {"nodejs", "node-acorn", "node-typescript"} <= set(image["packages"]["all"])
 
 
 @pytest.mark.parametrize("path", ["/usr/share/man", "/usr/share/locale", "/usr/include",

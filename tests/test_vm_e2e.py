@@ -194,6 +194,32 @@ def test_each_context_has_its_own_cgroup_with_a_memory_limit(sbx):
     sbx.remove_code_context(ctx)
 
 
+def test_javascript_and_typescript_contexts(sbx):
+    """Debian's Node.js in the image runs cellvm's driver (docs/JAVASCRIPT.md):
+    E2B's JavaScript cases, confined as Python cells are, in the context's cgroup."""
+    contexts = sbx.list_code_contexts()
+    assert "javascript" in [c.language for c in contexts]
+    ex = sbx.run_code("console.log('Hello, World!')", language="js", timeout=120)
+    assert ex.logs.stdout == ["Hello, World!\n"], ex
+    ex = sbx.run_code("import { readFileSync } from 'fs'\nconst n = await Promise.resolve(41); n + 1",
+                      language="js", timeout=60)
+    assert ex.text == "42" and ex.error is None, ex
+    ex = sbx.run_code("typeof readFileSync + ' ' + process.cwd()", language="js", timeout=60)
+    assert ex.text == "function /home/user", ex
+    ex = sbx.run_code("const st = require('fs').readFileSync('/proc/self/status', 'utf8');\n"
+                      "const cg = require('fs').readFileSync('/proc/self/cgroup', 'utf8').trim();\n"
+                      "`${process.getuid()} ${st.split('Seccomp:')[1].trim().split(/\\s/)[0]} ${cg}`",
+                      language="js", timeout=60)
+    uid, seccomp, cg = ex.text.split()
+    assert (uid, seccomp) == ("1000", "2") and cg.startswith("0::/user/ctx-"), ex
+    ex = sbx.run_code("const message: string = 'Hello, World!'; console.log(message)",
+                      language="ts", timeout=120)
+    assert ex.logs.stdout == ["Hello, World!\n"], ex
+    with pytest.raises(TimeoutException):
+        sbx.run_code("while (true) {}", language="js", timeout=3)
+    assert sbx.run_code("n", language="js", timeout=60).text == "41"
+
+
 # --- kill and a fresh boot (last of the session: ends its VM) --------------
 
 @pytest.mark.ends_session_vm(2)
