@@ -110,6 +110,8 @@ struct context {
         bool removed;        /* gone from the list; freed once its process is */
         bool restarting;     /* CONTEXT_RESTART: the death is expected */
         bool executor_ready; /* the current executor sent X_READY */
+        bool spawned_seen;   /* the zygote answered this spawn's Z_SPAWN */
+        bool ctl_eof_early;  /* its first control socket ended before that answer */
         pid_t pid;           /* executor pid, 0 if unknown */
         uint32_t spawn_id;
         unsigned start_failures;
@@ -128,11 +130,19 @@ struct context {
         bool pipe_lost;     /* the live executor closed its stdout or stderr */
 };
 
+/* Fds a Z_SPAWNED may carry (a warm Node.js spare's ctl, stdout, stderr), queued until read. */
+#define ZYGOTE_MAX_FDS 16
+#define ZYGOTE_READ_CHUNK 4096
+
 struct zygote {
         pid_t pid;
         bool ready;
         struct watch w;
         struct cv_reader rd;
+        uint8_t in[ZYGOTE_READ_CHUNK]; /* bytes received with their fds, not yet fed to `rd` */
+        size_t in_off, in_len;
+        int fds[ZYGOTE_MAX_FDS]; /* received fds in arrival order */
+        size_t nfds;
         struct cv_buf out;
         uint64_t started_at;
         uint64_t restart_at; /* monotonic ns, 0 = none */
@@ -265,6 +275,11 @@ struct context *context_for_language(struct agent *a, const char *language, int 
 struct context *context_dormant(struct agent *a, const char *language, int *err);
 struct context *context_find(struct agent *a, const char *id, size_t len);
 void context_spawn(struct agent *a, struct context *ctx);
+/* The executor the zygote spawned came with its own ends (a warm spare): `fds` (control
+ * socket, stdout, stderr) replace the ones the context made; taken over either way. */
+int context_adopt_fds(struct agent *a, struct context *ctx, const int fds[3]);
+/* The zygote answered the context's Z_SPAWN (after any context_adopt_fds). */
+void context_spawned(struct agent *a, struct context *ctx);
 void context_restart(struct agent *a, struct context *ctx);
 void context_remove(struct agent *a, struct context *ctx);
 /* The executor with `pid` was reaped; returns true if it belonged to a context. */

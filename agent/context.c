@@ -192,12 +192,46 @@ void context_spawn(struct agent *a, struct context *ctx)
         ctx->kill_at = 0;
         ctx->paused = false;
         ctx->pipe_lost = false;
+        ctx->spawned_seen = false;
+        ctx->ctl_eof_early = false;
         ctx->state = CTX_STARTING;
         ctx->start_deadline = now_mono() + EXECUTOR_START_TIMEOUT_NS;
         free(ctx->death_reason);
         ctx->death_reason = NULL;
         context_update_interest(a, ctx);
         log_debug("context %s: spawn %u requested", ctx->id, ctx->spawn_id);
+}
+
+void context_spawned(struct agent *a, struct context *ctx)
+{
+        ctx->spawned_seen = true;
+        if (ctx->ctl_eof_early) {
+                ctx->ctl_eof_early = false;
+                context_gone(a, ctx, "the executor closed its control socket");
+        }
+}
+
+int context_adopt_fds(struct agent *a, struct context *ctx, const int fds[3])
+{
+        int rc = 0;
+        for (int i = 0; i < 3 && rc == 0; i++)
+                rc = set_nonblock(fds[i]);
+        if (rc < 0) {
+                for (int i = 0; i < 3; i++)
+                        close_fd(fds[i], "a spare's fd");
+                return rc;
+        }
+        watch_close(a, &ctx->ctl);
+        watch_close(a, &ctx->out);
+        watch_close(a, &ctx->err);
+        ctx->ctl.fd = fds[0];
+        ctx->out.fd = fds[1];
+        ctx->err.fd = fds[2];
+        cv_reader_reset(&ctx->ctl_rd);
+        cv_buf_reset(&ctx->ctl_out);
+        ctx->ctl_eof_early = false; /* that was the old socket */
+        context_update_interest(a, ctx);
+        return 0;
 }
 
 void context_update_interest(struct agent *a, struct context *ctx)
@@ -414,7 +448,12 @@ static void on_ctl(struct agent *a, struct watch *w, uint32_t events)
                 }
                 if (rc == CV_READ_NEED)
                         return;
-                if (rc == CV_READ_EOF) {
+                if (rc == CV_READ_EOF && ctx->state == CTX_STARTING && !ctx->spawned_seen) {
+                        /* The zygote closed the ends we sent: its answer may bring a warm
+                         * spare's own (context_adopt_fds). Settled in context_spawned(). */
+                        ctx->ctl_eof_early = true;
+                        watch_close(a, w);
+                } else if (rc == CV_READ_EOF) {
                         context_gone(a, ctx, "the executor closed its control socket");
                 } else {
                         log_error("context %s: reading from the executor: %s", ctx->id,

@@ -26,6 +26,59 @@
 
 static void on_zygote(struct agent *a, struct watch *w, uint32_t events);
 
+static void zygote_drop_fds(struct zygote *z)
+{
+        for (size_t i = 0; i < z->nfds; i++)
+                if (close(z->fds[i]) < 0)
+                        log_warn("close(fd from the zygote): %s", strerror(errno));
+        z->nfds = 0;
+}
+
+/* The next `n` fds the zygote sent, in order; false (and none taken) if fewer came. */
+static bool zygote_take_fds(struct zygote *z, int *out, size_t n)
+{
+        if (z->nfds < n)
+                return false;
+        memcpy(out, z->fds, n * sizeof(int));
+        memmove(z->fds, z->fds + n, (z->nfds - n) * sizeof(int));
+        z->nfds -= n;
+        return true;
+}
+
+/* cv_reader_read() with the fds that ride along (SCM_RIGHTS), queued in z->fds. */
+static int zygote_read(struct zygote *z, struct cv_msg *m)
+{
+        for (;;) {
+                if (z->in_off < z->in_len) {
+                        size_t used = 0;
+                        int rc = cv_reader_feed(&z->rd, z->in + z->in_off, z->in_len - z->in_off,
+                                                &used, m);
+                        z->in_off += used;
+                        if (rc != CV_READ_NEED)
+                                return rc;
+                }
+                int fds[CV_FDS_MAX];
+                size_t nfds = 0;
+                ssize_t n = cv_recv_with_fds(z->w.fd, z->in, sizeof(z->in), fds, CV_FDS_MAX, &nfds);
+                if (n == -EINTR)
+                        continue;
+                if (n == -EAGAIN || n == -EWOULDBLOCK)
+                        return CV_READ_NEED;
+                if (n < 0)
+                        return (int)n;
+                for (size_t i = 0; i < nfds; i++) {
+                        if (z->nfds < ZYGOTE_MAX_FDS)
+                                z->fds[z->nfds++] = fds[i];
+                        else if (close(fds[i]) < 0) /* nobody took the earlier ones */
+                                log_warn("close(fd from the zygote): %s", strerror(errno));
+                }
+                z->in_off = 0;
+                z->in_len = (size_t)n;
+                if (n == 0)
+                        return CV_READ_EOF;
+        }
+}
+
 /* In the child the spawner created (spawner.h): never returns. Only async-signal-safe calls;
  * reports errno on `errfd` if it cannot exec the zygote. */
 void zygote_child_exec(struct agent *a, int fd, int errfd)
@@ -92,6 +145,8 @@ int zygote_start(struct agent *a)
         z->started_at = now_mono();
         cv_reader_free(&z->rd);
         cv_reader_init(&z->rd, CV_DEFAULT_MAX_MESSAGE);
+        zygote_drop_fds(z);
+        z->in_off = z->in_len = 0;
         cv_buf_reset(&z->out);
         z->w = (struct watch){.fd = sv[0], .fn = on_zygote};
         int rc = watch_set(a, &z->w, EPOLLIN);
@@ -156,6 +211,12 @@ static void handle_ready(struct agent *a, const struct cv_msg *m)
         }
 }
 
+static void kill_pid(pid_t pid)
+{
+        if (kill(pid, SIGKILL) < 0 && errno != ESRCH)
+                log_error("kill(%d): %s", (int)pid, strerror(errno));
+}
+
 static void handle_spawned(struct agent *a, const struct cv_msg *m)
 {
         cbor_item_t *body;
@@ -172,6 +233,15 @@ static void handle_spawned(struct agent *a, const struct cv_msg *m)
                 cbor_decref(&body);
                 return;
         }
+        /* A warm spare's own ends (docs/PROTOCOL.md section 8): they replace the context's. */
+        uint64_t nfds = 0;
+        int fds[3] = {-1, -1, -1};
+        bool have_fds = false;
+        if (cv_map_get_uint(body, "fds", &nfds) == 0 && nfds == 3) {
+                have_fds = zygote_take_fds(&a->zyg, fds, 3);
+                if (!have_fds)
+                        log_error("zygote: Z_SPAWNED announces 3 fds, fewer came");
+        }
         const char *err;
         size_t errlen;
         for (struct context *ctx = a->contexts; ctx; ctx = ctx->next) {
@@ -187,9 +257,23 @@ static void handle_spawned(struct agent *a, const struct cv_msg *m)
                 } else if (ctx->pid == 0) {
                         ctx->pid = (pid_t)pid;
                         log_debug("context %s: executor pid %d spawned", ctx->id, (int)ctx->pid);
+                        if (have_fds) {
+                                have_fds = false;
+                                int rc = context_adopt_fds(a, ctx, fds);
+                                if (rc < 0) {
+                                        log_error("context %s: taking the spare's fds: %s", ctx->id,
+                                                  strerror(-rc));
+                                        kill_pid(ctx->pid);
+                                }
+                        }
                 }
+                context_spawned(a, ctx);
                 break;
         }
+        if (have_fds) /* no context wants them: the spare ends with its socket */
+                for (int i = 0; i < 3; i++)
+                        if (close(fds[i]) < 0)
+                                log_warn("close(a spare's fd): %s", strerror(errno));
         cbor_decref(&body);
 }
 
@@ -218,7 +302,7 @@ static void on_zygote(struct agent *a, struct watch *w, uint32_t events)
         }
         while (w->fd >= 0) {
                 struct cv_msg m;
-                int rc = cv_reader_read(&z->rd, w->fd, &m);
+                int rc = zygote_read(z, &m);
                 if (rc == CV_READ_NEED)
                         return;
                 if (rc == CV_READ_EOF) {
@@ -327,5 +411,6 @@ void zygote_stop(struct agent *a)
                 z->pid = 0;
         }
         cv_reader_free(&z->rd);
+        zygote_drop_fds(z);
         cv_buf_free(&z->out);
 }

@@ -32,11 +32,16 @@ const MSG = {
   X_READY: 0x4010,
   X_EXECUTE: 0x4011,
   X_END: 0x4012,
+  X_ASSIGN: 0x4030,
+  X_ASSIGNED: 0x4031,
 };
 // What an interrupted cell reports: Node's own words for a script stopped by SIGINT.
 const INTERRUPTED = 'Script execution was interrupted by `SIGINT`';
 
-const language = process.argv.includes('typescript') ? 'typescript' : 'javascript';
+// `--spare`: started ahead of any context; X_ASSIGN from the zygote gives the
+// language and the directory (docs/JAVASCRIPT.md, "Warm spare").
+const spare = process.argv.includes('--spare');
+let language = process.argv.includes('typescript') ? 'typescript' : 'javascript';
 
 // ---------------------------------------------------------------- the control socket
 
@@ -189,7 +194,39 @@ async function drain() {
   }
 }
 
+let assigned = !spare;
+
+// The spare's context: enter its directory (as the sandbox user) and answer the
+// zygote; X_READY then goes to the agent, which holds the other end by now.
+function assign(raw) {
+  let body = {};
+  try {
+    body = cbor.decode(raw);
+  } catch (e) {
+    // an empty assignment: the default language, the current directory
+  }
+  if (body.language === 'typescript' || body.language === 'javascript') language = body.language;
+  let errno = 0;
+  if (typeof body.cwd === 'string' && body.cwd !== '') {
+    try {
+      process.chdir(body.cwd);
+    } catch (e) {
+      errno = Math.abs(e.errno || 0) || 13;
+    }
+  }
+  send(MSG.X_ASSIGNED, 0, errno ? { errno } : {});
+  if (errno) process.exit(0);
+  assigned = true;
+  refreshGlobals();
+  send(MSG.X_READY, 0, { pid: process.pid });
+}
+
 function onMessage(type, id, raw) {
+  if (!assigned) {
+    if (type === MSG.X_ASSIGN) assign(raw);
+    else output.log(`cellvm-node: spare: ignoring message type 0x${type.toString(16)}`);
+    return;
+  }
   if (type !== MSG.X_EXECUTE) {
     output.log(`cellvm-node: ignoring message type 0x${type.toString(16)}`);
     return;
@@ -249,6 +286,12 @@ function start() {
   // The agent closed its end: the context is gone.
   sock.on('end', () => process.exit(0));
   sock.on('error', () => process.exit(1));
+  if (spare) {
+    // What every context needs, done while none waits: the parser, a first compile.
+    transform.prepare('await 0', 'javascript');
+    new vm.Script('0').runInThisContext();
+    return;
+  }
   refreshGlobals();
   send(MSG.X_READY, 0, { pid: process.pid });
 }

@@ -91,6 +91,10 @@ const char *cv_msg_type_name(uint16_t type)
                 return "X_EXECUTE";
         case CV_MSG_X_END:
                 return "X_END";
+        case CV_MSG_X_ASSIGN:
+                return "X_ASSIGN";
+        case CV_MSG_X_ASSIGNED:
+                return "X_ASSIGNED";
         }
         return "UNKNOWN";
 }

@@ -54,6 +54,9 @@ enum cv_msg_type {
         CV_MSG_X_READY = 0x4010,
         CV_MSG_X_EXECUTE = 0x4011,
         CV_MSG_X_END = 0x4012,
+        /* A warm Node.js spare's assignment (zygote -> driver) and its answer. */
+        CV_MSG_X_ASSIGN = 0x4030,
+        CV_MSG_X_ASSIGNED = 0x4031,
 };
 
 /* Reserved ranges (section 4). */

@@ -6,7 +6,7 @@ EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_pro
              python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
              python-embed/png_write.c python-embed/output_flusher.c python-embed/out_stream.c \
              python-embed/cell_hash.c python-embed/executor_language.c \
-             python-embed/node_exec.c
+             python-embed/node_exec.c python-embed/node_spare.c
 EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o $(CONFINE_OBJS)
 EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py) \
              $(wildcard python-embed/cellvm_charts.py) python-embed/bash_kernel.py

@@ -72,8 +72,9 @@ int node_exec(const char *language, int ctl_fd, const char **what)
             sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 return -errno;
         char lang[64];
-        snprintf(lang, sizeof(lang), "%s", language);
-        char *argv[] = {(char *)node, driver, "--language", lang, NULL};
+        snprintf(lang, sizeof(lang), "%s", language ? language : "");
+        char *argv[] = {(char *)node, driver, language ? "--language" : "--spare",
+                        language ? lang : NULL, NULL};
         *what = node;
         execv(node, argv);
         return -errno;

@@ -9,7 +9,8 @@
 
 /*
  * In an executor attached to its context and confined: replaces the process
- * with `node driver.js --language <language>`, fd `ctl_fd` (3) kept open for it.
+ * with `node driver.js --language <language>`, fd `ctl_fd` (3) kept open for it;
+ * `language` NULL: `--spare` (a warm spare that waits for X_ASSIGN on fd 3).
  * Returns only on failure, with a negative errno and `*what` naming the step.
  */
 int node_exec(const char *language, int ctl_fd, const char **what);

@@ -20,6 +20,7 @@
 #include "executor_proc.h"
 #include "fd_pass.h"
 #include "msgtypes.h"
+#include "node_spare.h"
 
 /* Z_SPAWN carries the control socket, stdout and stderr pipe write ends. */
 #define SPAWN_NFDS 3
@@ -180,7 +181,7 @@ static void __attribute__((noreturn)) run_spare(PyObject *kernel, void *arg)
 
 /* Forks an executor running `body` through a short-lived middle process so the
  * agent (a child subreaper) inherits it. Returns its pid or a negative errno. */
-static pid_t fork_executor(PyObject *kernel, void (*body)(PyObject *, void *), void *arg)
+pid_t zygote_fork_executor(PyObject *kernel, void (*body)(PyObject *, void *), void *arg)
 {
         int pidpipe[2];
         if (pipe2(pidpipe, O_CLOEXEC) < 0)
@@ -240,7 +241,7 @@ static void spare_start(PyObject *kernel)
                         strerror(errno));
                 return;
         }
-        pid_t pid = fork_executor(kernel, run_spare, &sv[1]);
+        pid_t pid = zygote_fork_executor(kernel, run_spare, &sv[1]);
         close(sv[1]);
         if (pid < 0) {
                 fprintf(stderr, "cellvm-executor: forking a spare executor: %s\n", strerror(-pid));
@@ -320,6 +321,8 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
         cbor_item_t *body = NULL;
         char *context = NULL, *cwd = NULL, *language = NULL;
         const char *why = NULL;
+        int spare_fds[3];
+        bool with_fds = false;
         int rc = cv_body_parse(msg->body, msg->len, &body);
         if (rc == 0)
                 rc = cv_map_dup_str(body, "context", &context);
@@ -350,11 +353,15 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
                 fprintf(stderr, "cellvm-executor: Z_SPAWN for %s came with %zu fds, need %d\n",
                         context, got, SPAWN_NFDS);
                 rc = -EBADF;
+        } else if (node_spare_wants(language) &&
+                   (pid = node_spare_assign(language, cwd, spare_fds)) > 0) {
+                /* A warm Node.js with its own fds: the agent takes them (Z_SPAWNED `fds`). */
+                with_fds = true;
         } else {
                 pid = spare_assign(fds, language, cwd);
                 if (pid < 0) {
                         struct assignment as = {{fds[0], fds[1], fds[2]}, language, cwd};
-                        pid = fork_executor(kernel, run_executor, &as);
+                        pid = zygote_fork_executor(kernel, run_executor, &as);
                 }
                 if (pid < 0) {
                         rc = pid;
@@ -364,11 +371,16 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
         }
         for (size_t i = 0; i < got; i++)
                 close(fds[i]);
-        int send_rc = send_spawned(chan->fd, msg->id, context ? context : "", pid, rc, why);
+        int send_rc = with_fds
+                          ? node_spare_send_spawned(chan->fd, msg->id, context, pid, spare_fds)
+                          : send_spawned(chan->fd, msg->id, context ? context : "", pid, rc, why);
+        bool node = rc == 0 && node_spare_wants(language);
         free(context);
         free(cwd);
         free(language);
         spare_start(kernel); /* for the next context, while this one starts */
+        if (node)
+                node_spare_start(kernel); /* JavaScript is in use: keep a Node.js warm */
         return send_rc;
 }
 
@@ -416,6 +428,7 @@ int zygote_run(int fd, PyObject *kernel, const char *preload)
                 }
         }
         spare_drop();
+        node_spare_drop();
         ctl_channel_free(&chan);
         return status;
 }

@@ -14,4 +14,8 @@
  */
 int zygote_run(int fd, PyObject *kernel, const char *preload);
 
+/* Forks a process running `body(kernel, arg)` (which must not return) through a short-lived
+ * middle process, so the agent (a child subreaper) inherits it. Its pid or a negative errno. */
+pid_t zygote_fork_executor(PyObject *kernel, void (*body)(PyObject *, void *), void *arg);
+
 #endif

@@ -51,7 +51,7 @@ def wait_for(pred, timeout=20):
 def spares(sbx, agent_pid):
     """Executors no context owns."""
     owned = {int(sbx.run_code("import os; os.getpid()", context=c).text)
-             for c in sbx.list_code_contexts()}
+             for c in sbx.list_code_contexts() if c.language == "python"}
     return [p for p in executors(agent_pid) if p not in owned]
 
 
