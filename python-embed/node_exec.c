@@ -14,9 +14,9 @@
 #define NODE_DEFAULT "/usr/bin/node"
 /* Where the image installs the driver (image-build/build_image.py). */
 #define DRIVER_INSTALLED "/usr/lib/cellvm/node-executor/driver.js"
-/* Relative to the executor binary: build/cellvm-executor in a checkout. */
-static const char *const driver_near_exe[] = {"../node-executor/driver.js",
-                                              "node-executor/driver.js"};
+/* Relative to the executor binary: build/cellvm-executor (build/san/ too) in a checkout. */
+static const char *const driver_near_exe[] = {
+    "../node-executor/driver.js", "../../node-executor/driver.js", "node-executor/driver.js"};
 
 /* The driver beside this binary (a checkout), else the installed one. */
 static int find_driver(char *out, size_t size)

@@ -307,3 +307,27 @@ def test_missing_node_is_a_clear_error(tmp_path):
             os.environ["CELLVM_NODE"] = old
         if env_agent:
             env_agent.stop()
+
+
+def test_next_context_gets_a_warm_node(fresh_agent):
+    """After a first JavaScript context the zygote keeps a Node.js started (the
+    spare): the next context is that process, already running before it was asked."""
+    from cellvm import Sandbox
+    with Sandbox.connect(fresh_agent.addr) as s:
+        assert s.run_code("1", language="js").text == "1"
+        mine = lambda: [p for p in _node_pids() if _ppid_chain_has(p, fresh_agent.proc.pid)]
+        used = {int(s.run_code("process.pid", language="js").text)}
+        deadline = time.monotonic() + 30
+        while not set(mine()) - used and time.monotonic() < deadline:
+            time.sleep(0.05)
+        spare = set(mine()) - used
+        assert len(spare) == 1, spare
+        # Confined before any context asked for it: the same uid as the executors.
+        with open(f"/proc/{next(iter(spare))}/status") as f:
+            st = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+        assert st["Seccomp"].strip() == "2"
+        c = s.create_code_context(language="ts")
+        pid = int(s.run_code("process.pid", context=c).text)
+        assert {pid} == spare
+        assert s.run_code("const n: number = 2; n * 21", context=c).text == "42"
+        assert s.run_code("process.cwd()", context=c).text == fresh_agent.workdir

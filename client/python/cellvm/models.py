@@ -23,8 +23,9 @@ OutputHandlerWithAsync = OutputHandler
 cellvm's OutputHandler already allows coroutine functions."""
 
 RunCodeLanguage = Union[Literal["python", "javascript", "typescript", "r", "java", "bash"], str]
-"""E2B's type of run_code's `language`; the agent says which it runs ("python" and
-"bash" today, E2B's aliases too: see docs/PROTOCOL.md, CONTEXT_CREATE)."""
+"""E2B's type of run_code's `language`; the agent says which it runs ("python",
+"bash", "javascript" and "typescript" today, E2B's aliases too: see
+docs/PROTOCOL.md, CONTEXT_CREATE)."""
 
 logger = logging.getLogger(__name__)
 
