@@ -254,6 +254,9 @@ static void handle_spawned(struct agent *a, const struct cv_msg *m)
                                 err = "unknown error", errlen = 13;
                         log_error("context %s: the zygote could not spawn an executor: %.*s",
                                   ctx->id, (int)(errlen > 200 ? 200 : errlen), err);
+                        /* What the client's error will say once the start is given up. */
+                        if (!ctx->death_reason)
+                                ctx->death_reason = strndup(err, errlen > 400 ? 400 : errlen);
                 } else if (ctx->pid == 0) {
                         ctx->pid = (pid_t)pid;
                         log_debug("context %s: executor pid %d spawned", ctx->id, (int)ctx->pid);

@@ -47,6 +47,33 @@ static int find_driver(char *out, size_t size)
         return access(out, R_OK) == 0 ? 0 : -errno;
 }
 
+static const char *node_path(void)
+{
+        const char *node = getenv(NODE_EXEC_NODE_ENV);
+        return node && *node ? node : NODE_DEFAULT;
+}
+
+int node_exec_available(char *why, size_t size)
+{
+        char driver[PATH_MAX];
+        const char *node = node_path();
+        if (access(node, X_OK) < 0) {
+                int err = errno;
+                snprintf(why, size,
+                         "no Node.js at %s (%s): JavaScript and TypeScript contexts need "
+                         "Debian's nodejs, which the default image has",
+                         node, strerror(err));
+                return -err;
+        }
+        int rc = find_driver(driver, sizeof(driver));
+        if (rc < 0) {
+                snprintf(why, size, "cellvm's JavaScript driver is missing (%s: %s)", driver,
+                         strerror(-rc));
+                return rc;
+        }
+        return 0;
+}
+
 int node_exec(const char *language, int ctl_fd, const char **what)
 {
         char driver[PATH_MAX];
@@ -54,9 +81,7 @@ int node_exec(const char *language, int ctl_fd, const char **what)
         int rc = find_driver(driver, sizeof(driver));
         if (rc < 0)
                 return rc;
-        const char *node = getenv(NODE_EXEC_NODE_ENV);
-        if (!node || !*node)
-                node = NODE_DEFAULT;
+        const char *node = node_path();
         /* The control socket stays open across the exec; nothing else does. */
         *what = "keep the control socket";
         int fl = fcntl(ctl_fd, F_GETFD);

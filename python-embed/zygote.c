@@ -20,6 +20,7 @@
 #include "executor_proc.h"
 #include "fd_pass.h"
 #include "msgtypes.h"
+#include "node_exec.h"
 #include "node_spare.h"
 
 /* Z_SPAWN carries the control socket, stdout and stderr pipe write ends. */
@@ -323,6 +324,7 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
         const char *why = NULL;
         int spare_fds[3];
         bool with_fds = false;
+        char missing[512];
         int rc = cv_body_parse(msg->body, msg->len, &body);
         if (rc == 0)
                 rc = cv_map_dup_str(body, "context", &context);
@@ -349,6 +351,10 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
                 why = "this executor runs no such language";
                 fprintf(stderr, "cellvm-executor: Z_SPAWN for %s: no executor for language %.64s\n",
                         context, language);
+        } else if (node_spare_wants(language) &&
+                   (rc = node_exec_available(missing, sizeof(missing))) < 0) {
+                why = missing;
+                fprintf(stderr, "cellvm-executor: Z_SPAWN for %s: %s\n", context, missing);
         } else if (got < SPAWN_NFDS) {
                 fprintf(stderr, "cellvm-executor: Z_SPAWN for %s came with %zu fds, need %d\n",
                         context, got, SPAWN_NFDS);
