@@ -219,6 +219,12 @@ function assign(raw) {
   assigned = true;
   refreshGlobals();
   send(MSG.X_READY, 0, { pid: process.pid });
+  warmSoon();
+}
+
+// While the client sends its first cell: a cell that arrives first waits for it.
+function warmSoon() {
+  setImmediate(() => transform.warm(language));
 }
 
 function onMessage(type, id, raw) {
@@ -294,6 +300,7 @@ function start() {
   }
   refreshGlobals();
   send(MSG.X_READY, 0, { pid: process.pid });
+  warmSoon();
 }
 
 start();
