@@ -293,8 +293,9 @@ function start() {
   sock.on('end', () => process.exit(0));
   sock.on('error', () => process.exit(1));
   if (spare) {
-    // What every context needs, done while none waits: the parser, a first compile.
-    transform.prepare('await 0', 'javascript');
+    // What the next context needs, done while none waits: the parser, a first
+    // compile, TypeScript's compiler if the last context was TypeScript.
+    transform.prepare('await 0', language);
     new vm.Script('0').runInThisContext();
     return;
   }

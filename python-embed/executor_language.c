@@ -47,7 +47,7 @@ void executor_language_serve(PyObject *kernel, const char *language, int fd)
         PyObject *driver = kernel, *r = NULL;
         if (l && l->node) {
                 const char *what;
-                int rc = node_exec(language, fd, &what);
+                int rc = node_exec(language, false, fd, &what);
                 /* fd 2 is the context's stderr: the agent logs this. */
                 fprintf(stderr, "cellvm-executor: %s executor: %s: %s\n", language, what,
                         strerror(-rc));

@@ -74,7 +74,7 @@ int node_exec_available(char *why, size_t size)
         return 0;
 }
 
-int node_exec(const char *language, int ctl_fd, const char **what)
+int node_exec(const char *language, bool spare, int ctl_fd, const char **what)
 {
         char driver[PATH_MAX];
         *what = "find node-executor/driver.js";
@@ -97,9 +97,8 @@ int node_exec(const char *language, int ctl_fd, const char **what)
             sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 return -errno;
         char lang[64];
-        snprintf(lang, sizeof(lang), "%s", language ? language : "");
-        char *argv[] = {(char *)node, driver, language ? "--language" : "--spare",
-                        language ? lang : NULL, NULL};
+        snprintf(lang, sizeof(lang), "%s", language);
+        char *argv[] = {(char *)node, driver, "--language", lang, spare ? "--spare" : NULL, NULL};
         *what = node;
         execv(node, argv);
         return -errno;

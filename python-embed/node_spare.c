@@ -27,6 +27,12 @@
 /* Largest X_ASSIGNED body accepted. */
 #define ANSWER_MAX 4096
 
+/* What the spare's process gets to exec with. */
+struct spare_args {
+        int ends[3]; /* control socket, stdout and stderr write ends */
+        const char *language;
+};
+
 static struct {
         pid_t pid;  /* 0: none */
         int fds[3]; /* the zygote's ends: control socket, stdout and stderr read ends */
@@ -57,18 +63,18 @@ void node_spare_drop(void)
 static void __attribute__((noreturn)) run_node_spare(PyObject *kernel, void *arg)
 {
         (void)kernel;
-        const int *ends = arg; /* control socket, stdout and stderr write ends */
+        const struct spare_args *sa = arg;
         const char *step;
-        int rc = executor_proc_attach(ends[0], ends[1], ends[2], &step);
+        int rc = executor_proc_attach(sa->ends[0], sa->ends[1], sa->ends[2], &step);
         if (rc == 0)
                 rc = executor_proc_detach(EXECUTOR_CTL_FD, &step);
         if (rc == 0)
-                rc = node_exec(NULL, EXECUTOR_CTL_FD, &step);
+                rc = node_exec(sa->language, true, EXECUTOR_CTL_FD, &step);
         fprintf(stderr, "cellvm-executor: node spare: %s: %s\n", step, strerror(-rc));
         _exit(127);
 }
 
-void node_spare_start(PyObject *kernel)
+void node_spare_start(PyObject *kernel, const char *language)
 {
         if (spare.pid > 0)
                 return;
@@ -80,9 +86,9 @@ void node_spare_start(PyObject *kernel)
                 close_all(all, 6);
                 return;
         }
-        int ends[3] = {sv[1], po[1], pe[1]};
-        pid_t pid = zygote_fork_executor(kernel, run_node_spare, ends);
-        close_all(ends, 3);
+        struct spare_args sa = {{sv[1], po[1], pe[1]}, language};
+        pid_t pid = zygote_fork_executor(kernel, run_node_spare, &sa);
+        close_all(sa.ends, 3);
         if (pid < 0) {
                 fprintf(stderr, "cellvm-executor: forking a node spare: %s\n", strerror(-pid));
                 int mine[3] = {sv[0], po[0], pe[0]};

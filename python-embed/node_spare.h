@@ -15,9 +15,11 @@ bool node_spare_wants(const char *language);
 /*
  * Forks (unless one is there) a confined executor that execs `node driver.js
  * --spare` on fds 1, 2, 3 of its own (pipes and a socket whose other ends this
- * zygote keeps): Node.js starts and loads the driver before any context needs it.
+ * zygote keeps): Node.js starts and loads the driver before any context needs it,
+ * and what `language` (the last context's: the likely next one's) needs, such as
+ * TypeScript's compiler.
  */
-void node_spare_start(PyObject *kernel);
+void node_spare_start(PyObject *kernel, const char *language);
 
 /*
  * Gives the spare its context (X_ASSIGN{language, cwd}) and waits for its answer.

@@ -381,12 +381,12 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
                           ? node_spare_send_spawned(chan->fd, msg->id, context, pid, spare_fds)
                           : send_spawned(chan->fd, msg->id, context ? context : "", pid, rc, why);
         bool node = rc == 0 && node_spare_wants(language);
+        spare_start(kernel); /* for the next context, while this one starts */
+        if (node)
+                node_spare_start(kernel, language); /* JavaScript is in use: keep a Node.js warm */
         free(context);
         free(cwd);
         free(language);
-        spare_start(kernel); /* for the next context, while this one starts */
-        if (node)
-                node_spare_start(kernel); /* JavaScript is in use: keep a Node.js warm */
         return send_rc;
 }
 
