@@ -34,7 +34,10 @@ not the agent or init. That needs no guest support and keeps values off the
 kernel command line, which any process in the guest can read.
 
 Every live VM is also killed at interpreter exit (atexit), so a script that
-forgets kill() leaves no QEMU behind.
+forgets kill() leaves no QEMU behind, unless it was created with
+`detach=True`: then it lives until its timeout (cellvm.lifetime). Each VM is
+recorded in the user's registry of live sandboxes (cellvm.registry) with
+its deadline, under the registry's lock, after the limits were checked.
 """
 
 import atexit
@@ -65,8 +68,13 @@ def _kill_all_at_exit():
     with _live_lock:
         vms = list(_live)
     for vm in vms:
+        if getattr(vm, "detached", False):
+            continue  # lives until its timeout (cellvm.lifetime)
         try:
             vm.kill()
+            if getattr(vm, "registry_key", None):
+                from . import registry
+                registry.Registry().forget(vm.registry_key)
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
 
@@ -249,17 +257,40 @@ def wait_executor_ready(vm, conn, deadline):
 
 def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none",
                    envs=None, timeout=None, request_timeout=None, wait_ready=True, extra_cmdline="",
-                   kernel=None, initramfs=True, rootfs=None):
-    """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create."""
+                   kernel=None, initramfs=True, rootfs=None, boot_timeout=None, detach=None,
+                   metadata=None, template=None):
+    """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create.
+    `timeout`: the sandbox's lifetime (cellvm.lifetime); `boot_timeout`: how
+    long to wait for the agent (and the zygote)."""
+    from . import lifetime
+    from . import registry as _reg
     from .exceptions import SandboxException, TimeoutException
 
-    timeout = float(timeout) if timeout else DEFAULT_CREATE_TIMEOUT
-    deadline = time.monotonic() + timeout
     try:
-        vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline,
-                      kernel=kernel, initramfs=initramfs, rootfs=rootfs)
-    except VMError as e:
+        lifetime_s = lifetime.resolve_timeout(timeout)
+    except _reg.LimitExceeded as e:
+        raise lifetime.limit_error(e) from None
+    boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
+    deadline = time.monotonic() + boot_s
+    extra_cmdline = f"{extra_cmdline} {lifetime.boot_cmdline(boot_s, lifetime_s)}".strip()
+    try:
+        registry = _reg.Registry()
+        with registry.lock():
+            registry.check_limits(lifetime_s)
+            vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline,
+                          kernel=kernel, initramfs=initramfs, rootfs=rootfs)
+            try:
+                entry = lifetime.record(registry, vm, boot_s, lifetime_s, template=template,
+                                        metadata=metadata)
+            except BaseException:
+                vm.kill()
+                raise
+    except _reg.LimitExceeded as e:
+        raise lifetime.limit_error(e) from None
+    except (VMError, OSError) as e:
         raise SandboxException(str(e)) from None
+    vm.detached = lifetime.detach_default() if detach is None else bool(detach)
+    vm.registry_key = entry.key
     try:
         try:
             conn = vm.connect(timeout=max(0.1, deadline - time.monotonic()))
@@ -268,14 +299,25 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
         try:
             if wait_ready:
                 wait_executor_ready(vm, conn, deadline)
+            entry.address = vm.address or ""  # the channel may have changed (vsock -> serial)
+            entry.id = entry.address or f"{entry.vmm}:{vm.pid}"
+            lifetime.start_clock(registry, entry, conn, lifetime_s)
         except BaseException:
             conn.close()
             raise
-        return cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
+        sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
+        sbx._entry = entry
+        lifetime.watch(sbx)
+        return sbx
     except VMError as e:
-        vm.kill()
+        _kill_recorded(vm, registry, entry)
         exc = TimeoutException if "in time" in str(e) or "within" in str(e) else SandboxException
         raise exc(str(e)) from None
     except BaseException:
-        vm.kill()
+        _kill_recorded(vm, registry, entry)
         raise
+
+
+def _kill_recorded(vm, registry, entry):
+    vm.kill()
+    registry.forget(entry.key)
