@@ -231,8 +231,9 @@ static void test_bad_values_keep_defaults_and_warn(void)
         config_defaults(&c);
         w.n = 0;
         CHECK(c.deadline_ms == 0);
-        CHECK(config_parse(&c, "cellvm.deadline_ms=20s cellvm.deadline_ms=-1 "
-                               "cellvm.deadline_ms=18446744073709552",
+        CHECK(config_parse(&c,
+                           "cellvm.deadline_ms=20s cellvm.deadline_ms=-1 "
+                           "cellvm.deadline_ms=18446744073709552",
                            collect, &w) == 3);
         CHECK(c.deadline_ms == 0 && strcmp(w.last_key, "cellvm.deadline_ms") == 0);
         CHECK(config_parse(&c, "cellvm.deadline_ms=18446744073709", collect, &w) == 0);
