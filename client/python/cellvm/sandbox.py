@@ -808,7 +808,7 @@ class Sandbox:
     def pause(self, *args, **opts) -> bool:
         """E2B pauses a sandbox (memory snapshot); cellvm cannot:
         SandboxException. (Guest snapshots are taken by the VMM, docs/VMM.md.)"""
-        raise SandboxException(f"pause is not supported: sandbox {self.sandbox_id} runs until "
+        raise SandboxException(f"pause is not supported: sandbox {self.sandbox_id} runs until its timeout or "
                                "kill()", code="unsupported")
 
     beta_pause = pause
