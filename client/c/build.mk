@@ -15,7 +15,10 @@ $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(CLIENT_LIB) $(P
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm
 
 # C unit tests of the CLI's VM helpers (tests/c/test_client_vmm.c): `make check-c`.
-CLIENT_TESTS := $(B)/tests/c/test_client_vmm
+CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry
+
+$(B)/tests/c/test_client_registry: $(B)/tests/c/test_client_registry.o $(B)/client/c/registry.o
+	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_vmm: $(B)/tests/c/test_client_vmm.o $(B)/client/c/vmm_boot.o \
 		$(B)/client/c/vmm_vsock.o $(B)/client/c/connect.o

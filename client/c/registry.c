@@ -253,7 +253,7 @@ int creg_parse(const char *text, const char *key, struct creg_entry *e, char *wh
 
 int creg_write(struct creg *r, const struct creg_entry *e)
 {
-        char final[700], tmp[720];
+        char final[sizeof(r->dir) + 100], tmp[sizeof(r->dir) + 130];
         snprintf(final, sizeof(final), "%s/%s" SUFFIX, r->dir, e->key);
         snprintf(tmp, sizeof(tmp), "%s.tmp-%d", final, (int)getpid());
         int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -310,7 +310,7 @@ static bool our_vmm_dir(const char *path)
 
 void creg_remove(struct creg *r, const struct creg_entry *e, bool with_dir)
 {
-        char path[700];
+        char path[sizeof(r->dir) + 300];
         snprintf(path, sizeof(path), "%s/%s" SUFFIX, r->dir, e->key);
         (void)unlink(path);
         if (with_dir && e->dir[0] && our_vmm_dir(e->dir))
@@ -345,7 +345,7 @@ static bool valid_key(const char *k)
 /* Reads the file `name` of the registry into buf; 0, or -E2BIG/-errno. */
 static int read_file(struct creg *r, const char *name, char *buf, size_t cap)
 {
-        char path[700];
+        char path[sizeof(r->dir) + 300];
         snprintf(path, sizeof(path), "%s/%s", r->dir, name);
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
@@ -416,7 +416,7 @@ int creg_sweep(struct creg *r, struct creg_entry *out, size_t max, FILE *log)
                                 "cellvm: removed damaged registry entry %s/%s: %s (its process "
                                 "was not touched)\n",
                                 r->dir, de->d_name, why);
-                        char path[700];
+                        char path[sizeof(r->dir) + 300];
                         snprintf(path, sizeof(path), "%s/%s", r->dir, de->d_name);
                         (void)unlink(path);
                         continue;
@@ -456,7 +456,7 @@ int creg_new_key(struct creg *r, const char *vmm, char *key, size_t keylen)
                 if (getrandom(&rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
                         return -EIO;
                 snprintf(key, keylen, "%.16s-%08x", vmm, rnd);
-                char path[700];
+                char path[sizeof(r->dir) + 300];
                 struct stat st;
                 snprintf(path, sizeof(path), "%s/%s" SUFFIX, r->dir, key);
                 if (lstat(path, &st) < 0 && errno == ENOENT)
