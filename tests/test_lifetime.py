@@ -263,3 +263,19 @@ def test_runtime_dir_of_another_user_or_writable_by_others_is_refused(tmp_path, 
     monkeypatch.setenv("CELLVM_RUNTIME_DIR", str(d))
     with pytest.raises(PermissionError):
         registry.runtime_dir()
+
+
+def test_dev_mode_agent_keeps_its_lifetime_and_says_so(agent, caplog):
+    """An agent not under cellvm-init: no deadline to set, and the SDK says so."""
+    from cellvm import _wire
+    with Sandbox.connect(agent.addr) as sbx:
+        with caplog.at_level("WARNING"):
+            sbx.set_timeout(60)
+            Sandbox.set_timeout(agent.addr, 60)
+        assert sum("dev mode" in r.message and "lifetime belongs to whoever started it" in r.message
+                   for r in caplog.records) >= 1
+        assert sbx.get_info().end_at is None
+        with pytest.raises(_wire.AgentError) as e:
+            sbx._conn.call(_wire.SET_DEADLINE, {"timeout_ms": 1000})
+        assert e.value.code == "unsupported" and "dev mode" in e.value.message
+        assert sbx.run_code("1 + 1").text == "2"  # still there

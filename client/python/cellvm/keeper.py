@@ -24,10 +24,13 @@ POLL_S = 1.0
 
 def keep(path, key):
     r = reg.Registry(path)
-    e = r.read(key)
-    if e is None or not e.vmm_alive():
+    try:
+        e = r.read(key)
+    except (reg.DamagedEntry, ValueError):
         return
-    pid, start = e.pid, e.pid_start
+    if e is None:
+        return
+    pid, start = e.pid, e.pid_start  # a VMM already gone is cleaned up below
     try:
         pidfd = os.pidfd_open(pid)
     except OSError:
@@ -62,7 +65,10 @@ def main():
     if child:
         print(child, flush=True)
         os._exit(0)
-    os.setsid() if os.getsid(0) != os.getpid() else None
+    try:
+        os.setsid()
+    except OSError:
+        pass  # already a session leader
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)

@@ -482,6 +482,9 @@ class Sandbox:
         if os.environ.get(ADDR_ENV) and (name is None or _e2b_template(name)):
             # As Sandbox(): an E2B program's Sandbox.create() uses the agent
             # named by $CELLVM_ADDR (dev mode) instead of booting a VM.
+            if timeout is not None:
+                from . import lifetime
+                lifetime.warn_dev_mode(os.environ[ADDR_ENV], "create(timeout=...)")
             return cls(template=name, envs=envs, request_timeout=request_timeout,
                        metadata=e2b_options.get("metadata"))
         return cls._boot(image=image, template=template, metadata=e2b_options.get("metadata"),
