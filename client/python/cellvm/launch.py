@@ -263,34 +263,19 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
     `timeout`: the sandbox's lifetime (cellvm.lifetime); `boot_timeout`: how
     long to wait for the agent (and the zygote)."""
     from . import lifetime
-    from . import registry as _reg
     from .exceptions import SandboxException, TimeoutException
 
-    try:
-        lifetime_s = lifetime.resolve_timeout(timeout)
-    except _reg.LimitExceeded as e:
-        raise lifetime.limit_error(e) from None
     boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
+    adm = lifetime.Admission(timeout, boot_s, detach, metadata, template)
     deadline = time.monotonic() + boot_s
-    extra_cmdline = f"{extra_cmdline} {lifetime.boot_cmdline(boot_s, lifetime_s)}".strip()
+    extra_cmdline = f"{extra_cmdline} {adm.cmdline()}".strip()
     try:
-        registry = _reg.Registry()
-        with registry.lock():
-            registry.check_limits(lifetime_s)
+        with adm.starting():
             vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline,
                           kernel=kernel, initramfs=initramfs, rootfs=rootfs)
-            try:
-                entry = lifetime.record(registry, vm, boot_s, lifetime_s, template=template,
-                                        metadata=metadata)
-            except BaseException:
-                vm.kill()
-                raise
-    except _reg.LimitExceeded as e:
-        raise lifetime.limit_error(e) from None
+            adm.record(vm)
     except (VMError, OSError) as e:
         raise SandboxException(str(e)) from None
-    vm.detached = lifetime.detach_default() if detach is None else bool(detach)
-    vm.registry_key = entry.key
     try:
         try:
             conn = vm.connect(timeout=max(0.1, deadline - time.monotonic()))
@@ -299,25 +284,19 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
         try:
             if wait_ready:
                 wait_executor_ready(vm, conn, deadline)
-            entry.address = vm.address or ""  # the channel may have changed (vsock -> serial)
-            entry.id = entry.address or f"{entry.vmm}:{vm.pid}"
-            lifetime.start_clock(registry, entry, conn, lifetime_s)
+            adm.start_clock(vm, conn)
         except BaseException:
             conn.close()
             raise
         sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
-        sbx._entry = entry
-        lifetime.watch(sbx)
+        adm.adopt(sbx)
         return sbx
     except VMError as e:
-        _kill_recorded(vm, registry, entry)
+        vm.kill()
+        adm.forget()
         exc = TimeoutException if "in time" in str(e) or "within" in str(e) else SandboxException
         raise exc(str(e)) from None
     except BaseException:
-        _kill_recorded(vm, registry, entry)
+        vm.kill()
+        adm.forget()
         raise
-
-
-def _kill_recorded(vm, registry, entry):
-    vm.kill()
-    registry.forget(entry.key)

@@ -31,6 +31,8 @@ import weakref
 from . import _wire
 from . import registry as _reg
 
+logger = logging.getLogger(__name__)
+
 DEFAULT_TIMEOUT_ENV = "CELLVM_DEFAULT_TIMEOUT"
 DEFAULT_SANDBOX_TIMEOUT = 300
 """Seconds a sandbox lives when create() gets no timeout (E2B's default)."""
@@ -108,8 +110,7 @@ def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, me
         e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
         registry.write(e)
     except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
-        import logging
-        logging.getLogger(__name__).warning("cellvm: no keeper for %s (%s): its files are "
+        logger.warning("cellvm: no keeper for %s (%s): its files are "
                                             "removed by the next cellvm process", e.key, err)
     return e
 
@@ -135,6 +136,9 @@ def start_clock(registry, entry, conn, timeout_s, metadata=None, template=None):
     if template is not None:
         entry.template = str(template)
     with registry.lock():
+        if registry.read(entry.key) is None:  # killed meanwhile by another process
+            from .exceptions import SandboxException
+            raise SandboxException(f"sandbox {entry.id} was killed while it started")
         registry.write(entry)
     try:
         send_deadline(conn, timeout_s, entry.accel)
@@ -146,7 +150,75 @@ def start_clock(registry, entry, conn, timeout_s, metadata=None, template=None):
                        "enforces its deadline", entry.id, e)
 
 
-def set_timeout(registry, ident, timeout_s, conn=None) -> "_reg.Entry":  # noqa: C901
+class Admission:
+    """One VM's way into the registry, for any code path that starts a VMM
+    (launch.create_sandbox; a snapshot restore would do the same):
+
+        adm = Admission(timeout, boot_s, detach, metadata, template)
+        extra_cmdline += " " + adm.cmdline()
+        with adm.starting():        # the lock; limits checked (SDK exceptions)
+            vm = start_vm(...)
+            adm.record(vm)          # entry written, keeper started
+        conn = vm.connect(...)      # ... the sandbox gets ready
+        adm.start_clock(vm, conn)   # lifetime from now: registry + SET_DEADLINE
+        sbx = Sandbox._from_vm(vm, conn); adm.adopt(sbx)
+        # on failure after record(): vm.kill(); adm.forget()
+    """
+
+    def __init__(self, timeout, boot_s, detach=None, metadata=None, template=None):
+        try:
+            self.lifetime_s = resolve_timeout(timeout)
+        except _reg.LimitExceeded as e:
+            raise limit_error(e) from None
+        self.boot_s = float(boot_s)
+        self.detach = detach_default() if detach is None else bool(detach)
+        self.metadata, self.template = metadata, template
+        self.registry = self.entry = None
+
+    def cmdline(self) -> str:
+        return boot_cmdline(self.boot_s, self.lifetime_s)
+
+    def starting(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def hold():
+            try:
+                self.registry = _reg.Registry()
+                with self.registry.lock():
+                    self.registry.check_limits(self.lifetime_s)
+                    yield self
+            except _reg.LimitExceeded as e:
+                raise limit_error(e) from None
+        return hold()
+
+    def record(self, vm):
+        """Call inside starting(), right after the VMM started."""
+        try:
+            self.entry = record(self.registry, vm, self.boot_s, self.lifetime_s,
+                                template=self.template, metadata=self.metadata)
+        except BaseException:
+            vm.kill()
+            raise
+        vm.detached = self.detach
+        vm.registry_key = self.entry.key
+
+    def start_clock(self, vm, conn):
+        e = self.entry
+        e.address = vm.address or ""  # the channel may have changed (vsock -> serial)
+        e.id = e.address or f"{e.vmm}:{vm.pid}"
+        start_clock(self.registry, e, conn, self.lifetime_s)
+
+    def adopt(self, sbx):
+        sbx._entry = self.entry
+        watch(sbx)
+
+    def forget(self):
+        if self.entry is not None:
+            self.registry.forget(self.entry.key)
+
+
+def set_timeout(registry, ident, timeout_s, conn=None) -> "_reg.Entry":
     """E2B's set_timeout: the sandbox ends `timeout_s` from now. Records it,
     then tells the guest over `conn` (the caller's connection) when there is
     one. Raises LookupError if `ident` is no live sandbox."""
@@ -160,7 +232,6 @@ def set_timeout(registry, ident, timeout_s, conn=None) -> "_reg.Entry":  # noqa:
     return e
 
 
-logger = logging.getLogger(__name__)
 RELAY_POLL_S = 1.0
 
 

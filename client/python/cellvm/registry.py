@@ -22,7 +22,6 @@ rest of the package.
 """
 
 import contextlib
-import errno
 import fcntl
 import json
 import logging
