@@ -893,6 +893,7 @@ int main(int argc, char **argv)
                 fputs("cellvm: no agent address: pass --connect ADDR or set CELLVM_ADDR\n", stderr);
                 return EXIT_USAGE;
         }
+        sbx_sweep();
         struct cvc *c = NULL;
         if (cvc_connect(addr, &c) < 0) {
                 fprintf(stderr, "cellvm: %s\n", c ? cvc_errmsg(c) : "out of memory");

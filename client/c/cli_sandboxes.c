@@ -153,6 +153,15 @@ int cmd_kill(int argc, char **argv)
         return status;
 }
 
+void sbx_sweep(void)
+{
+        char err[600];
+        if (creg_open(&reg, err, sizeof(err)) < 0 || creg_lock(&reg) < 0)
+                return; /* no registry here: nothing of ours to enforce */
+        (void)creg_sweep(&reg, entries, CREG_MAX_ENTRIES, stderr);
+        creg_unlock(&reg);
+}
+
 int sbx_reserve(double lifetime_s)
 {
         double max_t = creg_max_timeout_s();

@@ -9,6 +9,9 @@
 #include "vmm.h"
 
 int cmd_ps(int argc, char **argv);
+/* Every other command looks too: ends what is past deadline + grace,
+ * reporting only what it does; a missing or unusable registry is skipped. */
+void sbx_sweep(void);
 int cmd_kill(int argc, char **argv);
 
 /* Before booting: the limits (live sandboxes, `lifetime_s` against the
