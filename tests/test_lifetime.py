@@ -279,3 +279,38 @@ def test_dev_mode_agent_keeps_its_lifetime_and_says_so(agent, caplog):
             sbx._conn.call(_wire.SET_DEADLINE, {"timeout_ms": 1000})
         assert e.value.code == "unsupported" and "dev mode" in e.value.message
         assert sbx.run_code("1 + 1").text == "2"  # still there
+
+
+def cli(*args, env=None):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **(env or {})))
+
+
+def test_cli_ps_kill_and_limits_on_the_same_registry(rt, standins):
+    """The C CLI reads what the SDK wrote: ps lists it, kill stops its VMM
+    (here a stand-in); run refuses past the limits before booting."""
+    a, b = standins(), standins()
+    ea, eb = entry_for(rt, a, timeout_s=90), entry_for(rt, b, timeout_s=3600)
+    r = cli("ps")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split()[:6] == ["KEY", "AGE", "LEFT", "VMM", "MEMORY", "STATE"]
+    row = next(line for line in lines if line.startswith(ea.key)).split()
+    assert row[2] in ("1m29s", "1m30s") and row[3:5] == ["qemu", str(a.pid)]
+    assert row[5].endswith("M/512M") and row[6] == "running" and row[7] == ea.id
+    os.kill(b.pid, signal.SIGSTOP)
+    assert "frozen" in next(line for line in cli("ps").stdout.splitlines() if line.startswith(eb.key))
+    r = cli("kill", ea.key, "qemu-nope")
+    assert r.returncode == 1 and f"killed {ea.key}" in r.stdout and "no live sandbox qemu-nope" in r.stderr
+    a.proc.wait(timeout=5)
+    assert a.proc.returncode == -signal.SIGKILL and not os.path.exists(ea.dir)
+    # Limits, refused before anything boots (exit 3, E2B's wording).
+    r = cli("run", "--timeout", "61", "--", "1", env={"CELLVM_MAX_TIMEOUT": "60"})
+    assert r.returncode == 3 and "Timeout cannot be greater than 60 seconds" in r.stderr
+    r = cli("run", "--", "1", env={"CELLVM_MAX_SANDBOXES": "1"})
+    assert r.returncode == 3
+    assert "maximum number of concurrent sandboxes (1)" in r.stderr
+    r = cli("kill", "--all")
+    assert r.returncode == 0 and f"killed {eb.key}" in r.stdout
+    b.proc.wait(timeout=5)
+    assert rt.keys() == []
