@@ -131,7 +131,7 @@ def test_list_get_info_kill_of_another_process_sandbox_and_host_enforcement(rt, 
     first list() after deadline + grace kills its VMM."""
     monkeypatch.setenv("CELLVM_DEADLINE_GRACE", "1")
     a, b = standins(), standins()
-    ea = entry_for(rt, a, timeout_s=60, creator_pid=1)
+    ea = entry_for(rt, a, timeout_s=60, holder_pid=1)
     eb = entry_for(rt, b, timeout_s=0.5)
     ids = {i.sandbox_id for i in Sandbox.list().next_items()}
     assert {ea.id, eb.id} <= ids
@@ -140,8 +140,8 @@ def test_list_get_info_kill_of_another_process_sandbox_and_host_enforcement(rt, 
     assert info.end_at == lifetime.ms_to_datetime(ea.deadline_ms)
     assert info.memory_mb == 512 and info.metadata == {"user": "a=b\nc"}
     # set_timeout from here: recorded (the guest is reached by its holder;
-    # creator_pid 1 stands for a live holder, so no connection is tried).
-    ea.creator_start = registry.proc_start_time(1)
+    # holder pid 1 stands for a live holder, so no connection is tried).
+    ea.holder_start = registry.proc_start_time(1)
     rt.write(ea)
     t0 = registry.now_ms()
     Sandbox.set_timeout(ea.id, 120)

@@ -8,9 +8,9 @@ to the agent's HELLO only: wait_ready=False).
 2. Across processes: a program creates a detached sandbox; while it holds
    the channel this process lists it, reads get_info(), is refused a second
    connection and extends the timeout (the creator relays it to the guest);
-   the creator exits normally (the sandbox outlives it); this process
-   connects, runs code, shortens the timeout (the guest's init logs each new
-   deadline) and kills it.
+   the creator closes its connection and this process connects and runs
+   code; the creator exits normally (the sandbox outlives it); this process
+   shortens the timeout (the guest's init logs each new deadline) and kills it.
 3. Host side: the guest is frozen (SIGSTOP of QEMU: the vCPUs stop, as with
    QMP `stop`; this QEMU command line has no QMP socket) and its keeper is
    SIGKILLed too, so only "the next cellvm process that looks" can act: the
@@ -45,8 +45,11 @@ CREATOR = textwrap.dedent("""
                        metadata={{"who": "creator"}})
     e = registry.Registry().find(s.sandbox_id)
     print(s.sandbox_id, s.vmm_pid, e.key, e.dir, e.keeper_pid, flush=True)
-    if {linger}:
-        sys.stdin.readline()  # SIGKILLed here, or a line: a normal exit (atexit runs)
+    while {linger}:  # SIGKILLed here, or told to close / exit (normally: atexit runs)
+        if sys.stdin.readline().strip() != "close":
+            break
+        s.close()
+        print("closed", flush=True)
 """)
 
 
@@ -142,13 +145,18 @@ def test_second_process_lists_connects_times_out_and_kills(rt, tmp_path):
         end = Sandbox.get_info(sid).end_at.timestamp()
         assert t0 + 199 <= end <= time.time() + 200
         wait_for(lambda: len(deadlines_said(vmdir)) == 2, 15, "the creator did not relay it")
+        # The creator closes its connection: the channel is free for us.
+        proc.stdin.write("close\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "closed"
+        sbx = Sandbox.connect(sid)
+        assert sbx.run_code("6 * 7").text == "42"
         # The creator exits normally: detached, the sandbox outlives it.
         proc.stdin.write("exit\n")
         proc.stdin.flush()
         assert proc.wait(timeout=30) == 0
         assert not process_gone(qemu)
-        sbx = Sandbox.connect(sid)
-        assert sbx.run_code("6 * 7").text == "42"
+        assert sbx.run_code("6 * 8").text == "48"
         assert sbx.get_info().end_at.timestamp() == end
         sbx.set_timeout(40)  # shortens, over this process's own connection
         assert abs(Sandbox.get_info(sid).end_at.timestamp() - (time.time() + 40)) < 2

@@ -211,6 +211,7 @@ class Admission:
 
     def adopt(self, sbx):
         sbx._entry = self.entry
+        hold(sbx)
         watch(sbx)
 
     def forget(self):
@@ -305,8 +306,8 @@ def set_timeout_of(sbx, entry, timeout):
             except (_wire.AgentError, _wire.ConnectionClosed, _wire.ProtocolError, TimeoutError) as err:
                 raise SandboxException(f"set_timeout: the guest did not take its deadline: {err}") from None
             return
-    if e.creator_alive() and e.creator_pid != os.getpid():
-        return  # its creator holds the channel and relays the new deadline
+    if e.held_by_other():
+        return  # the process holding the channel relays the new deadline
     try:
         conn = _wire.Connection.connect(e.address, timeout=10.0)
     except (OSError, TimeoutError, _wire.ConnectionClosed, _wire.ProtocolError, ValueError) as err:
@@ -322,9 +323,9 @@ def set_timeout_of(sbx, entry, timeout):
 def connect_entry(cls, entry, timeout, request_timeout, envs):
     """Sandbox.connect() of another process's VM (its registry entry)."""
     from .exceptions import SandboxException
-    if entry.creator_alive() and entry.creator_pid != os.getpid() and entry.address.startswith("unix:"):
+    if entry.held_by_other() and entry.address.startswith("unix:"):
         raise SandboxException(
-            f"sandbox {entry.id} is in use by process {entry.creator_pid}, which created it: "
+            f"sandbox {entry.id} is in use by process {entry.holder_pid}: "
             "its channel (QEMU's virtio-serial socket) serves one client at a time; list, "
             "get_info, set_timeout and kill work meanwhile (vhost-vsock has no such limit)")
     sbx = cls(addr=entry.address, request_timeout=request_timeout, envs=envs)
@@ -332,10 +333,27 @@ def connect_entry(cls, entry, timeout, request_timeout, envs):
     sbx._metadata = dict(entry.metadata)
     sbx._template = entry.template or None
     sbx._started_at = ms_to_datetime(entry.started_ms)
+    hold(sbx)
     if timeout is not None:
         sbx.set_timeout(timeout)
     watch(sbx)
     return sbx
+
+
+def hold(sbx):
+    """This process holds the sandbox's channel now (a serial channel takes
+    one client: others are refused with a clear error, and set_timeout from
+    them is relayed by us)."""
+    r = registry_or_none()
+    if r is not None and getattr(sbx, "_entry", None) is not None:
+        r.set_holder(sbx._entry.key, os.getpid())
+
+
+def release(sbx):
+    """sbx closed its connection: the channel is free for another process."""
+    r = registry_or_none()
+    if r is not None and getattr(sbx, "_entry", None) is not None:
+        r.set_holder(sbx._entry.key, 0)
 
 
 def info_of(owner, hello):

@@ -132,11 +132,13 @@ class Entry:
     template: str = ""
     creator_pid: int = 0
     creator_start: int = 0
+    holder_pid: int = 0
+    holder_start: int = 0
     keeper_pid: int = 0
     metadata: Dict[str, str] = field(default_factory=dict)
 
     _INTS = ("pid", "pid_start", "started_ms", "deadline_ms", "memory_mb", "vcpus",
-             "creator_pid", "creator_start", "keeper_pid")
+             "creator_pid", "creator_start", "holder_pid", "holder_start", "keeper_pid")
     _REQUIRED = ("key", "id", "vmm", "pid", "pid_start", "started_ms", "deadline_ms")
 
     def to_text(self) -> str:
@@ -198,6 +200,11 @@ class Entry:
 
     def creator_alive(self) -> bool:
         return self.creator_pid > 0 and proc_start_time(self.creator_pid) == self.creator_start
+
+    def held_by_other(self) -> bool:
+        """Another live process holds the sandbox's channel (it relays set_timeout)."""
+        return (self.holder_pid > 0 and self.holder_pid != os.getpid()
+                and proc_start_time(self.holder_pid) == self.holder_start)
 
     def time_left_s(self, at_ms: Optional[int] = None) -> float:
         return (self.deadline_ms - (now_ms() if at_ms is None else at_ms)) / 1000.0
@@ -389,6 +396,20 @@ class Registry:
                     self.remove(e)
                     return e
         return None
+
+    def set_holder(self, key: str, pid: int) -> None:
+        """Records that `pid` (0: nobody) holds the channel of `key`; a release
+        (pid 0) only undoes this process's own hold."""
+        with self.lock():
+            try:
+                e = self.read(key)
+            except (DamagedEntry, ValueError):
+                return
+            if e is None or (pid == 0 and e.holder_pid != os.getpid()):
+                return
+            e.holder_pid = pid
+            e.holder_start = (proc_start_time(pid) or 0) if pid else 0
+            self.write(e)
 
     def forget(self, key: str) -> None:
         """Removes the entry `key` (its VMM was stopped by its owner)."""

@@ -383,6 +383,9 @@ class Sandbox:
             else:
                 self._conn = _open_connection(self._addr, self._request_timeout)
                 self._closed = False
+                if getattr(self, "_entry", None) is not None:
+                    from . import lifetime
+                    lifetime.hold(self)
             _register(self)
         if timeout is not None:
             self.set_timeout(timeout)
@@ -544,6 +547,9 @@ class Sandbox:
             self._closed = True
             if self._owner is None:
                 self._conn.close()
+                if getattr(self, "_entry", None) is not None and not self._killed:
+                    from . import lifetime
+                    lifetime.release(self)
 
     @_class_or_instance("_cls_kill")
     def kill(self, **opts) -> bool:
