@@ -299,6 +299,10 @@ def test_cli_ps_kill_and_limits_on_the_same_registry(rt, standins):
     assert row[2] in ("1m29s", "1m30s") and row[3:5] == ["qemu", str(a.pid)]
     assert row[5].endswith("M/512M") and row[6] == "running" and row[7] == ea.id
     os.kill(b.pid, signal.SIGSTOP)
+    deadline = time.monotonic() + 10
+    while open(f"/proc/{b.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
+        assert time.monotonic() < deadline, "the stand-in did not stop"
+        time.sleep(0.01)  # the stop takes effect once it is scheduled
     assert "frozen" in next(line for line in cli("ps").stdout.splitlines() if line.startswith(eb.key))
     r = cli("kill", ea.key, "qemu-nope")
     assert r.returncode == 1 and f"killed {ea.key}" in r.stdout and "no live sandbox qemu-nope" in r.stderr
