@@ -54,8 +54,8 @@ static const char *const agent_allowed[] = {
     /* memory, libc */
     "brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "futex", "getrandom", "uname",
     "sched_yield", "getrlimit", "prlimit64", "sysinfo", "exit", "exit_group",
-    /* SET_TIME (system.c); ADD_ENTROPY's ioctls are below */
-    "clock_settime",
+    /* SET_TIME (system.c); ADD_ENTROPY's ioctls are below; SET_DEADLINE's sigqueue to init */
+    "clock_settime", "rt_sigqueueinfo",
 #ifdef __SANITIZE_ADDRESS__
     /* LeakSanitizer stops the world at exit with a tracer task (clone with CLONE_VM, below)
      * that lists /proc/<agent>/task (getdents on x86_64) and ptraces the agent's threads.

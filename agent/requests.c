@@ -418,6 +418,7 @@ static bool is_known_request(uint16_t type)
         case CV_MSG_SET_TIME:
         case CV_MSG_ADD_ENTROPY:
         case CV_MSG_SHUTDOWN:
+        case CV_MSG_SET_DEADLINE:
                 return true;
         }
         return false;
@@ -496,6 +497,9 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                 break;
         case CV_MSG_SHUTDOWN:
                 system_shutdown_request(a, c, id, item);
+                break;
+        case CV_MSG_SET_DEADLINE:
+                system_set_deadline_request(a, c, id, item);
                 break;
         default:
                 svc_dispatch(a, c, type, id, item);

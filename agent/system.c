@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../init/deadline.h"
 #include "../init/entropy.h"
 #include "cbor_util.h"
 #include "log.h"
@@ -89,6 +90,41 @@ void system_shutdown_request(struct agent *a, struct conn *c, uint32_t id, const
         }
         log_info("conn %u: %s requested by the host", c->num, poweroff ? "power-off" : "shutdown");
         a->init_signal = poweroff ? SIGUSR2 : SIGTERM;
+        reply_ok(a, c, id, NULL, 0);
+}
+
+/*
+ * SET_DEADLINE: init owns the deadline (it must hold while the agent restarts
+ * or dies), so the agent only relays it, as a queued signal whose value is the
+ * milliseconds left (docs/INIT.md, "Deadline").
+ */
+void system_set_deadline_request(struct agent *a, struct conn *c, uint32_t id,
+                                 const cbor_item_t *body)
+{
+        uint64_t ms;
+        int rc = cv_map_get_uint(body, "timeout_ms", &ms);
+        if (rc < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`timeout_ms` (milliseconds from now, 0 for none) is required");
+                return;
+        }
+        if (ms > (uint64_t)UINTPTR_MAX) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`timeout_ms` is too large");
+                return;
+        }
+        const char *init = getenv("CELLVM_INIT");
+        if (!init || strcmp(init, "1") != 0) {
+                conn_send_error(a, c, id, "unsupported",
+                                "the agent was not started by cellvm-init (dev mode): its "
+                                "lifetime belongs to whoever started it, there is no deadline");
+                return;
+        }
+        union sigval v = {.sival_ptr = (void *)(uintptr_t)ms};
+        if (sigqueue(1, INIT_SIG_DEADLINE, v) < 0) {
+                svc_send_errno(a, c, id, errno, "signal the deadline to", "cellvm-init (pid 1)");
+                return;
+        }
+        log_info("conn %u: deadline in %llu ms set by the host", c->num, (unsigned long long)ms);
         reply_ok(a, c, id, NULL, 0);
 }
 

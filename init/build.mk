@@ -1,7 +1,7 @@
 # cellvm-init: static PID 1 for the guest, built with musl (not $(CC)) so the
 # image needs no libc or dynamic loader for it. Unit tests of its pure parts
 # (command line, modules.dep ordering, agent argv, restart backoff, hex seed,
-# CIDR and resolv.conf text) build with the normal $(CC), under ASan/UBSan
+# CIDR and resolv.conf text, deadline) build with the normal $(CC), under ASan/UBSan
 # with SAN=1, and run from `make check-init` (part of check-c).
 
 MUSL_CC        ?= musl-gcc
@@ -47,7 +47,7 @@ check-init-size: $(B)/cellvm-init.stripped
 TEST_INIT_BINS := $(B)/tests/c/test_init_cmdline $(B)/tests/c/test_init_moddep \
                   $(B)/tests/c/test_init_modparams $(B)/tests/c/test_init_agent \
                   $(B)/tests/c/test_init_backoff $(B)/tests/c/test_init_entropy \
-                  $(B)/tests/c/test_init_network
+                  $(B)/tests/c/test_init_network $(B)/tests/c/test_init_deadline
 
 $(B)/tests/c/test_init_cmdline: $(B)/tests/c/test_init_cmdline.o $(B)/init/cmdline.o \
 				$(B)/init/config.o
@@ -72,6 +72,9 @@ $(B)/tests/c/test_init_entropy: $(B)/tests/c/test_init_entropy.o $(B)/init/entro
 
 $(B)/tests/c/test_init_network: $(B)/tests/c/test_init_network.o $(B)/init/netconf.o \
 				$(B)/init/network.o $(B)/init/log.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(B)/tests/c/test_init_deadline: $(B)/tests/c/test_init_deadline.o $(B)/init/deadline.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 check-init: $(TEST_INIT_BINS) check-init-size

@@ -219,6 +219,8 @@ static int apply_key(struct init_config *c, const char *key, const char *v)
                 return apply_u32(v, 600000, &c->shutdown_timeout_ms);
         if (strcmp(key, "restart_max_ms") == 0)
                 return apply_u32(v, 600000, &c->restart_max_ms);
+        if (strcmp(key, "deadline_ms") == 0)
+                return parse_uint(v, UINT64_MAX / 1000000ull, &c->deadline_ms);
         if (strcmp(key, "shutdown") == 0) {
                 if (strcmp(v, "reboot") == 0)
                         c->shutdown = SHUTDOWN_REBOOT;

@@ -48,6 +48,7 @@ struct init_config {
         enum shutdown_action shutdown;
         unsigned shutdown_timeout_ms;
         unsigned restart_max_ms; /* floored at RESTART_MIN_MS (backoff.h) */
+        uint64_t deadline_ms;    /* CLOCK_BOOTTIME ms of the shutdown (deadline.h), 0 = none */
 };
 
 typedef void (*config_warn_fn)(void *ctx, const char *key, const char *why);

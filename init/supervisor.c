@@ -2,6 +2,7 @@
 
 #include "agent.h"
 #include "backoff.h"
+#include "deadline.h"
 #include "log.h"
 #include "shutdown.h"
 
@@ -38,6 +39,7 @@ struct supervisor {
         uint64_t agent_started_ns;
         uint64_t restart_at_ns;
         unsigned backoff_ms;
+        uint64_t deadline_ns; /* DEADLINE_NONE or CLOCK_BOOTTIME of the shutdown */
 };
 
 static void start_agent(struct supervisor *s)
@@ -54,6 +56,29 @@ static void start_agent(struct supervisor *s)
         s->restart_at_ns = now + (uint64_t)s->backoff_ms * 1000000ull;
         log_error("start agent %s: %s; retry in %u ms", s->cfg->agent, strerror(-pid),
                   s->backoff_ms);
+}
+
+static void log_deadline(uint64_t deadline_ns, const char *why)
+{
+        if (deadline_ns == DEADLINE_NONE) {
+                log_info("deadline cleared (%s)", why);
+                return;
+        }
+        uint64_t now = boottime_ns();
+        uint64_t left_ms = deadline_ns > now ? (deadline_ns - now) / 1000000ull : 0;
+        log_info("deadline in %llu ms (%s)", (unsigned long long)left_ms, why);
+}
+
+/* A queued INIT_SIG_DEADLINE moves the deadline; anything else is ignored. */
+static void take_deadline_request(struct supervisor *s, const siginfo_t *info)
+{
+        if (!deadline_request_valid(info)) {
+                log_warn("ignored deadline signal from pid %d uid %d (code %d): not queued by root",
+                         (int)info->si_pid, (int)info->si_uid, info->si_code);
+                return;
+        }
+        s->deadline_ns = deadline_from_request(boottime_ns(), deadline_request_ms(info));
+        log_deadline(s->deadline_ns, "set by the agent");
 }
 
 static void reap_children(struct supervisor *s)
@@ -87,21 +112,26 @@ void supervise(const struct init_config *c, bool user_cgroup, void (*after_start
         siginfo_t info;
 
         sigfillset(&all);
+        s.deadline_ns = deadline_from_boot_ms(c->deadline_ms);
+        if (s.deadline_ns != DEADLINE_NONE)
+                log_deadline(s.deadline_ns, "cellvm.deadline_ms");
         start_agent(&s);
         if (after_start != NULL)
                 after_start();
         for (;;) {
-                struct timespec ts = {3600, 0};
+                uint64_t now = boottime_ns();
+                uint64_t wait = deadline_wait_ns(s.deadline_ns, now, 3600ull * 1000000000ull);
+                if (wait == 0)
+                        shutdown_machine(c, c->shutdown, "the sandbox's deadline passed");
                 if (s.agent == 0) {
-                        uint64_t now = boottime_ns();
                         if (now >= s.restart_at_ns) {
                                 start_agent(&s);
                                 continue;
                         }
-                        uint64_t left = s.restart_at_ns - now;
-                        ts.tv_sec = (time_t)(left / 1000000000ull);
-                        ts.tv_nsec = (long)(left % 1000000000ull);
+                        if (s.restart_at_ns - now < wait)
+                                wait = s.restart_at_ns - now;
                 }
+                struct timespec ts = {(time_t)(wait / 1000000000ull), (long)(wait % 1000000000ull)};
                 int sig = sigtimedwait(&all, &info, &ts);
                 if (sig < 0) {
                         if (errno != EAGAIN && errno != EINTR)
@@ -118,6 +148,9 @@ void supervise(const struct init_config *c, bool user_cgroup, void (*after_start
                 case SIGUSR2:
                 case SIGPWR:
                         shutdown_machine(c, SHUTDOWN_POWEROFF, strsignal(sig));
+                case INIT_SIG_DEADLINE:
+                        take_deadline_request(&s, &info);
+                        break;
                 default:
                         log_debug("ignored signal %d (%s) from pid %d", sig, strsignal(sig),
                                   (int)info.si_pid);

@@ -1,5 +1,6 @@
 /* PID 1's steady state: keep the agent running (restart with backoff), reap
- * every orphan, turn SIGTERM/SIGINT/SIGUSR2/SIGPWR into a shutdown. */
+ * every orphan, turn SIGTERM/SIGINT/SIGUSR2/SIGPWR into a shutdown, and shut
+ * down at the sandbox's deadline (deadline.h), which signal 40 moves. */
 #ifndef CELLVM_INIT_SUPERVISOR_H
 #define CELLVM_INIT_SUPERVISOR_H
 

@@ -27,6 +27,8 @@ const char *cv_msg_type_name(uint16_t type)
                 return "ADD_ENTROPY";
         case CV_MSG_SHUTDOWN:
                 return "SHUTDOWN";
+        case CV_MSG_SET_DEADLINE:
+                return "SET_DEADLINE";
         case CV_MSG_OK:
                 return "OK";
         case CV_MSG_ERROR:

@@ -18,6 +18,7 @@ enum cv_msg_type {
         CV_MSG_SET_TIME = 0x0030,
         CV_MSG_ADD_ENTROPY = 0x0031,
         CV_MSG_SHUTDOWN = 0x0032,
+        CV_MSG_SET_DEADLINE = 0x0033,
         /* agent -> client */
         CV_MSG_OK = 0x8000,
         CV_MSG_ERROR = 0x8001,

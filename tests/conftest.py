@@ -13,6 +13,10 @@ import time
 
 import pytest
 
+# Sandboxes of the suite live as long as its session VM may need (E2B's
+# default of 300 s would end it mid-run); tests of the lifetime pass their own.
+os.environ.setdefault("CELLVM_DEFAULT_TIMEOUT", str(6 * 3600))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
@@ -233,7 +237,7 @@ def vm_sandbox():
     from cellvm import Sandbox
     t0 = time.monotonic()
     s = Sandbox.create(IMAGE, memory_mb=SESSION_VM_MEMORY_MB, envs=SESSION_VM_ENVS,
-                       timeout=FIRST_RUN_TIMEOUT, request_timeout=60,
+                       boot_timeout=FIRST_RUN_TIMEOUT, request_timeout=60,
                        extra_cmdline=SELFTEST_CMDLINE)
     try:
         s.created_after = time.monotonic() - t0

@@ -50,7 +50,7 @@ def fake_vmms(tmp_path, monkeypatch, agent):
 @pytest.mark.parametrize("vmm", ["firecracker", "cloud-hypervisor"])
 def test_create_runs_a_cell_and_kill_leaves_nothing(fake_vmms, vmm):
     tmp, log = fake_vmms
-    sbx = Sandbox.create(IMAGE, vmm=vmm, memory_mb=512, vcpus=2, timeout=120,
+    sbx = Sandbox.create(IMAGE, vmm=vmm, memory_mb=512, vcpus=2, boot_timeout=120,
                          envs={"GREETING": "hello"})
     try:
         vm_dir = sbx.vm.dir
@@ -94,7 +94,7 @@ def test_a_vmm_that_exits_at_once_fails_fast_with_its_output(fake_vmms, monkeypa
     tmp, _ = fake_vmms
     monkeypatch.setenv("CELLVM_FAKE_VMM_FAIL", "Error booting VM: KVM not available")
     with pytest.raises(SandboxException) as e:
-        Sandbox.create(IMAGE, vmm="firecracker", timeout=60)
+        Sandbox.create(IMAGE, vmm="firecracker", boot_timeout=60)
     assert "firecracker exited with 1" in str(e.value)
     assert "KVM not available" in str(e.value)
     assert os.listdir(tmp) == []

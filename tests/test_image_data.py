@@ -181,7 +181,7 @@ def data_sbx(data_manifest, monkeypatch_module):
     """build/image-data booted under QEMU (TCG here) through the SDK's
     template name, as an E2B program asks for a template."""
     monkeypatch_module.delenv("CELLVM_ADDR", raising=False)
-    s = Sandbox.create(template="data", memory_mb=1024, timeout=BOOT_TIMEOUT + FIRST_RUN_TIMEOUT,
+    s = Sandbox.create(template="data", memory_mb=1024, boot_timeout=BOOT_TIMEOUT + FIRST_RUN_TIMEOUT,
                        request_timeout=FIRST_RUN_TIMEOUT)
     try:
         yield s

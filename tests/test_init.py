@@ -542,3 +542,61 @@ def test_real_agent_under_init_reports_boot_stamps_and_requests_power_off(init_n
     assert conn.call(0x0032, {"poweroff": True}) == {}
     assert ns.wait(timeout=30) == -signal.SIGINT  # test mode: power-off ends init with SIGINT
     assert "shutdown (power off): User defined signal 2" in ns.read_log()
+
+
+def boottime_ms():
+    # The namespace shares the host's kernel, so init's CLOCK_BOOTTIME is ours.
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME) // 1_000_000
+
+
+def test_boot_deadline_shuts_down_and_a_plain_signal_does_not_move_it(init_ns):
+    ns = init_ns(extra=f"cellvm.shutdown=poweroff cellvm.deadline_ms={boottime_ms() + 2500}")
+    ns.ask("info")
+    ns.wait_log("deadline in ")
+    # kill(1, 40) carries no value: only a sigqueue from root moves the deadline.
+    os.kill(ns.init_pid(), 40)
+    ns.wait_log("ignored deadline signal")
+    t0 = time.monotonic()
+    rc = ns.wait(timeout=20)
+    assert rc == -signal.SIGINT, (rc, ns.read_log())  # power off, as configured
+    log = ns.read_log()
+    assert "shutdown (power off): the sandbox's deadline passed" in log
+    assert "sync and unmount done" in log
+    assert time.monotonic() - t0 < 10
+
+
+def test_real_agent_relays_set_deadline_extend_shorten(init_ns, request):
+    import sys
+    sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+    from cellvm._wire import AgentError, Connection
+
+    bindir = tempfile.mkdtemp(prefix="cellvm-bin-", dir="/var/tmp")
+    request.addfinalizer(lambda: shutil.rmtree(bindir, ignore_errors=True))
+    for name in ("cellvm-agent", "cellvm-executor"):
+        shutil.copy2(os.path.join(os.path.dirname(AGENT), name), bindir)
+    # Boot deadline 6 s away; the host extends it, then shortens it.
+    ns = init_ns(agent=os.path.join(bindir, "cellvm-agent"), agent_args=None,
+                 extra=f"cellvm.deadline_ms={boottime_ms() + 6000}")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(ns.sock):
+        assert ns.proc.poll() is None and time.monotonic() < deadline, ns.read_log()
+        time.sleep(0.02)
+    conn = Connection.connect("unix:" + ns.sock)
+    conn.call(0x0001, {"protocol": 1})
+    with pytest.raises(AgentError) as e:
+        conn.call(0x0033, {})
+    assert e.value.code == "bad_request" and "timeout_ms" in str(e.value)
+    assert conn.call(0x0033, {"timeout_ms": 60_000}) == {}
+    ns.wait_log("(set by the agent)")
+    import re
+    said = re.findall(r"deadline in (\d+) ms \(set by the agent\)", ns.read_log())
+    assert said and 59_000 <= int(said[-1]) <= 60_000, ns.read_log()
+    time.sleep(7)  # past the boot deadline: it was moved
+    assert ns.proc.poll() is None, ns.read_log()
+    t0 = time.monotonic()
+    assert conn.call(0x0033, {"timeout_ms": 1000}) == {}
+    rc = ns.wait(timeout=30)
+    took = time.monotonic() - t0
+    assert rc == -signal.SIGHUP, (rc, ns.read_log())  # cellvm.shutdown: reboot (default)
+    assert 0.9 <= took < 10, took
+    assert "the sandbox's deadline passed" in ns.read_log()

@@ -41,7 +41,7 @@ def test_boot_timeout_raises_and_leaves_nothing(tmp_path, monkeypatch):
     import tempfile
     monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
     with pytest.raises(TimeoutException):
-        Sandbox.create(IMAGE, timeout=0.5)
+        Sandbox.create(IMAGE, boot_timeout=0.5)
     assert os.listdir(tmp_path) == []
     assert processes_mentioning(str(tmp_path)) == []
 

@@ -232,8 +232,13 @@ def test_a_new_client_connection_is_a_new_peer(vm, sbx):
         finally:
             conn.close()
     for _ in range(3):
-        with Sandbox.connect(vm.address, request_timeout=30) as s:
+        # close(), not a `with`: leaving a `with` kills the sandbox (E2B's
+        # __exit__), and connect() of a VM in the registry gives one that can.
+        s = Sandbox.connect(vm.address, request_timeout=30)
+        try:
             assert s.run_code("left_by_the_first_client + 1").text == "43"
+        finally:
+            s.close()
     for _ in range(2):
         r = subprocess.run([os.path.join(ROOT, "build", "cellvm"), "--connect", vm.address, "exec",
                             "left_by_the_first_client + 2"],

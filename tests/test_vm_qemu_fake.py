@@ -186,7 +186,7 @@ def test_sandbox_create_passes_its_vm_options_to_qemu(fake_qemu, agent, monkeypa
     from cellvm import Sandbox
     monkeypatch.setenv("CELLVM_FAKE_QEMU_AGENT", agent.sock)
     monkeypatch.setenv("CELLVM_ACCEL", "tcg")
-    sbx = Sandbox.create(IMAGE, vmm="qemu", network="user", memory_mb=768, vcpus=2, timeout=60)
+    sbx = Sandbox.create(IMAGE, vmm="qemu", network="user", memory_mb=768, vcpus=2, boot_timeout=60)
     try:
         assert sbx.run_code("6 * 7").text == "42"
         pid = sbx.vmm_pid

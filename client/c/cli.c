@@ -12,6 +12,8 @@
 #include "buf.h"
 #include "cbor_util.h"
 #include "cellvm.h"
+#include "cli_sandboxes.h"
+#include "registry.h"
 #include "msgtypes.h"
 #include "print_json.h"
 #include "vmm.h"
@@ -83,6 +85,16 @@ static const char usage[] =
     "                            is also the fallback (default auto)\n"
     "  The VM is killed and its temp files removed on exit, on Ctrl-C twice, and on\n"
     "  SIGTERM/SIGHUP; it also dies with this process (PR_SET_PDEATHSIG).\n"
+    "  run's --timeout SEC is also the sandbox's lifetime: its guest and any cellvm\n"
+    "  process end it SEC + 10 s after boot (without it: $CELLVM_MAX_TIMEOUT, 24 h).\n"
+    "\n"
+    "Live sandboxes of this user (any cellvm process's, from the registry in\n"
+    "$CELLVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cellvm, else /tmp/cellvm-UID; no --connect):\n"
+    "  ps                        list them: key, age, time left, VMM pid, memory (RSS/RAM),\n"
+    "                            state, sandbox id; ends those past deadline + grace\n"
+    "  kill ID... | kill --all   stop them (ID: the key or the sandbox id)\n"
+    "  Limits: $CELLVM_MAX_SANDBOXES live sandboxes (20), $CELLVM_MAX_TIMEOUT s (86400);\n"
+    "  $CELLVM_DEADLINE_GRACE s (10) after a deadline before the host kills a VMM.\n"
     "\n"
     "exit status: 0 success, 1 the code raised an error, 2 usage, 3 connection or\n"
     "protocol failure (or the VM did not boot), 124 timeout. Ctrl-C during exec\n"
@@ -97,6 +109,7 @@ static void on_sigint(int sig)
         (void)sig;
         if (interrupted) { /* second Ctrl-C: give up waiting */
                 cvm_kill(&the_vm);
+                sbx_forget();
                 _exit(130);
         }
         interrupted = 1;
@@ -106,6 +119,7 @@ static void on_sigint(int sig)
 static void on_fatal_signal(int sig)
 {
         cvm_kill(&the_vm);
+        sbx_forget();
         _exit(128 + sig);
 }
 
@@ -501,7 +515,8 @@ struct vm_cmd {
         struct cvc_exec_opts eo;
         struct exec_out out;
         const char *delim; /* shell: the only cell terminator, or NULL */
-        char extra[64];
+        double lifetime_s; /* the sandbox's timeout (registry, guest deadline) */
+        char extra[128];
 };
 
 static int parse_positive(const char *what, const char *s, double max, double *v)
@@ -634,7 +649,17 @@ static int parse_vm_options(struct vm_cmd *v, bool is_run, int argc, char **argv
         /* Same rule as cellvm.launch: user code gets RAM minus a reserve, in a cgroup. */
         unsigned reserve = v->vm.memory_mb / 8 > 128 ? v->vm.memory_mb / 8 : 128;
         unsigned user_mb = v->vm.memory_mb > reserve + 64 ? v->vm.memory_mb - reserve : 64;
-        snprintf(v->extra, sizeof(v->extra), "cellvm.mem_limit=%uM", user_mb);
+        /* run --timeout bounds the whole sandbox; 10 s more so that the cell's
+         * interrupt is reported before the guest ends. */
+        v->lifetime_s =
+            v->eo.timeout_ms ? (double)v->eo.timeout_ms / 1000.0 + 10.0 : creg_max_timeout_s();
+        if (v->eo.timeout_ms && v->lifetime_s > creg_max_timeout_s())
+                v->lifetime_s = (double)v->eo.timeout_ms / 1000.0; /* refused by sbx_reserve */
+        /* The guest's provisional deadline: boot budget + lifetime (TCG slack). */
+        snprintf(
+            v->extra, sizeof(v->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%llu", user_mb,
+            (unsigned long long)(sbx_guest_timeout_s(v->boot_timeout_s + v->lifetime_s, false) *
+                                 1000));
         v->vm.extra = v->extra;
         v->eo.envs = v->nenv ? v->envs : NULL;
         return optind;
@@ -664,13 +689,19 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
         set_handler(SIGINT, on_fatal_signal); /* nothing to interrupt while booting */
         double t0 = mono_s();
         char err[512];
-        int rc = cvm_start(&v->vm, &the_vm, err, sizeof(err));
+        int rc = sbx_reserve(v->lifetime_s);
+        if (rc < 0)
+                return rc;
+        rc = cvm_start(&v->vm, &the_vm, err, sizeof(err));
         if (rc < 0) {
+                sbx_release();
                 fprintf(stderr, "cellvm: starting the VM: %s\n", err);
                 cvm_print_console_tail(&the_vm, stderr, 3000);
                 cvm_kill(&the_vm);
                 return rc;
         }
+        sbx_record(&the_vm, v->vm.image, v->vm.memory_mb, v->vm.vcpus, v->boot_timeout_s,
+                   v->lifetime_s);
         rc = cvm_connect(&the_vm, (int)(v->boot_timeout_s * 1000), c);
         if (rc < 0) {
                 fprintf(stderr, "cellvm: the agent in the VM did not answer: %s\n",
@@ -679,8 +710,10 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                 cvc_close(*c);
                 *c = NULL;
                 cvm_kill(&the_vm);
+                sbx_forget();
                 return rc;
         }
+        sbx_start_clock(*c, &the_vm, v->lifetime_s);
         if (verbose) {
                 char channel[48] = "the serial port";
                 if (the_vm.over_vsock)
@@ -717,6 +750,7 @@ static int cmd_run(int argc, char **argv)
         rc = run_cell(c, &v.eo, &v.out);
         cvc_close(c);
         cvm_kill(&the_vm);
+        sbx_forget();
         free(code);
         return rc;
 }
@@ -809,6 +843,7 @@ static int cmd_shell(int argc, char **argv)
         free(cell);
         cvc_close(c);
         cvm_kill(&the_vm);
+        sbx_forget();
         if (tty)
                 fputc('\n', stdout);
         return status;
@@ -846,6 +881,10 @@ int main(int argc, char **argv)
                 return cmd_run(argc - i, argv + i);
         if (strcmp(argv[i], "shell") == 0)
                 return cmd_shell(argc - i, argv + i);
+        if (strcmp(argv[i], "ps") == 0)
+                return cmd_ps(argc - i, argv + i);
+        if (strcmp(argv[i], "kill") == 0)
+                return cmd_kill(argc - i, argv + i);
         if (!known_command(argv[i])) {
                 fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", argv[i]);
                 return EXIT_USAGE;
@@ -854,6 +893,7 @@ int main(int argc, char **argv)
                 fputs("cellvm: no agent address: pass --connect ADDR or set CELLVM_ADDR\n", stderr);
                 return EXIT_USAGE;
         }
+        sbx_sweep();
         struct cvc *c = NULL;
         if (cvc_connect(addr, &c) < 0) {
                 fprintf(stderr, "cellvm: %s\n", c ? cvc_errmsg(c) : "out of memory");

@@ -169,7 +169,7 @@ static void test_defaults(void)
         CHECK(strcmp(c.workdir, "/home/user") == 0);
         CHECK(c.net == NET_LOOPBACK);
         CHECK(!c.debug && !c.test && c.boot_timer == BOOT_TIMER_OFF);
-        CHECK(c.shutdown == SHUTDOWN_REBOOT);
+        CHECK(c.shutdown == SHUTDOWN_REBOOT && c.deadline_ms == 0);
         CHECK(strcmp(c.root, "/dev/vda") == 0);
 }
 
@@ -184,7 +184,8 @@ static void test_every_key(void)
             "cellvm.gateway=10.0.0.1 cellvm.dns=1.1.1.1,8.8.8.8 cellvm.mem_limit=512M "
             "cellvm.pids_limit=256 cellvm.entropy=00ff cellvm.debug cellvm.boot_timer=1 "
             "cellvm.boot_timer_addr=0x40000000 cellvm.test=1 cellvm.root_timeout_ms=100 "
-            "cellvm.shutdown=poweroff cellvm.shutdown_timeout_ms=50 cellvm.restart_max_ms=9";
+            "cellvm.shutdown=poweroff cellvm.shutdown_timeout_ms=50 cellvm.restart_max_ms=9 "
+            "cellvm.deadline_ms=20000";
 
         config_defaults(&c);
         CHECK(config_parse(&c, line, collect, &w) == 0);
@@ -202,6 +203,7 @@ static void test_every_key(void)
         CHECK(c.boot_timer_addr == 0x40000000ull);
         CHECK(c.root_timeout_ms == 100 && c.shutdown == SHUTDOWN_POWEROFF);
         CHECK(c.shutdown_timeout_ms == 50 && c.restart_max_ms == 9);
+        CHECK(c.deadline_ms == 20000);
 }
 
 static void test_bad_values_keep_defaults_and_warn(void)
@@ -223,6 +225,19 @@ static void test_bad_values_keep_defaults_and_warn(void)
         w.n = 0;
         CHECK(config_parse(&c, "cellvm.entropy=abc cellvm.entropy=zz", collect, &w) == 2);
         CHECK(c.entropy[0] == '\0');
+
+        /* The deadline: a number of ms, not a duration with a unit, nor one
+         * that overflows nanoseconds. */
+        config_defaults(&c);
+        w.n = 0;
+        CHECK(c.deadline_ms == 0);
+        CHECK(config_parse(&c,
+                           "cellvm.deadline_ms=20s cellvm.deadline_ms=-1 "
+                           "cellvm.deadline_ms=18446744073709552",
+                           collect, &w) == 3);
+        CHECK(c.deadline_ms == 0 && strcmp(w.last_key, "cellvm.deadline_ms") == 0);
+        CHECK(config_parse(&c, "cellvm.deadline_ms=18446744073709", collect, &w) == 0);
+        CHECK(c.deadline_ms == 18446744073709ull);
 }
 
 static void test_unknown_cellvm_key_warns_others_ignored(void)

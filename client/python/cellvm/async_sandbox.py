@@ -109,8 +109,8 @@ class AsyncSandbox:
 
     @_class_or_instance("_cls_set_timeout")
     async def set_timeout(self, timeout: int, **opts) -> None:
-        """Accepted and ignored: a cellvm sandbox lives until kill()."""
-        self._sbx.set_timeout(timeout)
+        """The sandbox ends `timeout` s from now (Sandbox.set_timeout, cellvm.lifetime)."""
+        await bridge.call(self._sbx.set_timeout, timeout)
 
     @classmethod
     async def _cls_set_timeout(cls, sandbox_id: str, timeout: int, **opts) -> None:

@@ -34,7 +34,10 @@ not the agent or init. That needs no guest support and keeps values off the
 kernel command line, which any process in the guest can read.
 
 Every live VM is also killed at interpreter exit (atexit), so a script that
-forgets kill() leaves no QEMU behind.
+forgets kill() leaves no QEMU behind, unless it was created with
+`detach=True`: then it lives until its timeout (cellvm.lifetime). Each VM is
+recorded in the user's registry of live sandboxes (cellvm.registry) with
+its deadline, under the registry's lock, after the limits were checked.
 """
 
 import atexit
@@ -65,8 +68,13 @@ def _kill_all_at_exit():
     with _live_lock:
         vms = list(_live)
     for vm in vms:
+        if getattr(vm, "detached", False):
+            continue  # lives until its timeout (cellvm.lifetime)
         try:
             vm.kill()
+            if getattr(vm, "registry_key", None):
+                from . import registry
+                registry.Registry().forget(vm.registry_key)
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
 
@@ -249,16 +257,24 @@ def wait_executor_ready(vm, conn, deadline):
 
 def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none",
                    envs=None, timeout=None, request_timeout=None, wait_ready=True, extra_cmdline="",
-                   kernel=None, initramfs=True, rootfs=None):
-    """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create."""
+                   kernel=None, initramfs=True, rootfs=None, boot_timeout=None, detach=None,
+                   metadata=None, template=None):
+    """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create.
+    `timeout`: the sandbox's lifetime (cellvm.lifetime); `boot_timeout`: how
+    long to wait for the agent (and the zygote)."""
+    from . import lifetime
     from .exceptions import SandboxException, TimeoutException
 
-    timeout = float(timeout) if timeout else DEFAULT_CREATE_TIMEOUT
-    deadline = time.monotonic() + timeout
+    boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
+    adm = lifetime.Admission(timeout, boot_s, detach, metadata, template)
+    deadline = time.monotonic() + boot_s
+    extra_cmdline = f"{extra_cmdline} {adm.cmdline()}".strip()
     try:
-        vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline,
-                      kernel=kernel, initramfs=initramfs, rootfs=rootfs)
-    except VMError as e:
+        with adm.starting():
+            vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline,
+                          kernel=kernel, initramfs=initramfs, rootfs=rootfs)
+            adm.record(vm)
+    except (VMError, OSError) as e:
         raise SandboxException(str(e)) from None
     try:
         try:
@@ -268,14 +284,19 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
         try:
             if wait_ready:
                 wait_executor_ready(vm, conn, deadline)
+            adm.start_clock(vm, conn)
         except BaseException:
             conn.close()
             raise
-        return cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
+        sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
+        adm.adopt(sbx)
+        return sbx
     except VMError as e:
         vm.kill()
+        adm.forget()
         exc = TimeoutException if "in time" in str(e) or "within" in str(e) else SandboxException
         raise exc(str(e)) from None
     except BaseException:
         vm.kill()
+        adm.forget()
         raise

@@ -476,8 +476,8 @@ class SandboxInfo:
     """E2B's SandboxInfo (fields in E2B's order), from Sandbox.get_info() and
     Sandbox.list(): `sandbox_id` is the agent's address (or the VMM's pid for
     hybrid vsock); `template_id` the image directory of a booted VM, else
-    None; `end_at` is None (the sandbox lives until kill(): there is no
-    lifetime timeout); `envd_version` is the agent's version;
+    None; `started_at`/`end_at` the lifetime's start and end (cellvm.lifetime;
+    `end_at` None for a dev-mode agent, which has no timeout); `envd_version` is the agent's version;
     `cpu_count`/`memory_mb` those of a booted VM, else of the agent's host."""
 
     sandbox_id: str

@@ -297,6 +297,10 @@ class SandboxPaginator:
                 infos.append(sbx.get_info())
             except SandboxException:
                 continue
+        from . import lifetime
+        mine = {i.sandbox_id for i in infos}
+        infos.extend(lifetime.info_from_entry(e) for e in lifetime.live_entries()
+                     if e.id not in mine)  # other processes' VMs (cellvm.registry)
         addr = os.environ.get(ADDR_ENV)
         if addr and addr not in {i.sandbox_id for i in infos}:
             try:
@@ -352,11 +356,14 @@ class Sandbox:
             # E2B's Sandbox() starts a new sandbox: boot a micro-VM from the
             # image ($CELLVM_IMAGE, else build/image), as Sandbox.create() does.
             booted = type(self)._boot(template=template, metadata=metadata, envs=envs,
-                                      request_timeout=request_timeout)
+                                      request_timeout=request_timeout, timeout=timeout,
+                                      detach=e2b_options.get("detach"))
             with _LIVE_LOCK:
                 _LIVE.discard(booted)
             self.__dict__.update(booted.__dict__)
             _register(self)
+            from . import lifetime
+            lifetime.watch(self)
             return
         self._addr = addr
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
@@ -369,13 +376,15 @@ class Sandbox:
         self._started_at = _dt.datetime.now(_dt.timezone.utc)
         self._metadata = dict(metadata or {})
         self._template = template
+        self._entry = None
         _register(self)
 
     @_class_or_instance("_cls_connect")
     def connect(self, timeout: Optional[int] = None, **opts) -> "Sandbox":
         """`sbx.connect()` (E2B: resume and reconnect): reopens this
         Sandbox's connection if close() closed it; returns the Sandbox.
-        `Sandbox.connect(sandbox_id)` is the classmethod `_cls_connect`."""
+        `Sandbox.connect(sandbox_id)` is the classmethod `_cls_connect`.
+        `timeout` (E2B): the sandbox's new lifetime, as set_timeout()."""
         if self._killed or (self._owner is not None and self._owner._killed):
             raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
         if self._closed:
@@ -384,7 +393,12 @@ class Sandbox:
             else:
                 self._conn = _open_connection(self._addr, self._request_timeout)
                 self._closed = False
+                if getattr(self, "_entry", None) is not None:
+                    from . import lifetime
+                    lifetime.hold(self)
             _register(self)
+        if timeout is not None:
+            self.set_timeout(timeout)
         return self
 
     @classmethod
@@ -394,15 +408,25 @@ class Sandbox:
         """Connect to the sandbox `sandbox_id`: the agent at that address
         ('unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT'), or a sandbox this
         process booted (its `sandbox_id`; the new Sandbox shares its
-        connection, and its kill() stops the VM as E2B's does). `timeout` (E2B:
-        the sandbox's new lifetime) and E2B's other options (api_key, ...)
-        are accepted and ignored. SandboxNotFoundException if nothing answers."""
+        connection, and its kill() stops the VM as E2B's does), or one that
+        another process booted (the registry, cellvm.registry: its kill()
+        stops that VM too). `timeout` (E2B): the sandbox's new lifetime, as
+        set_timeout(). E2B's other options (api_key, ...) are accepted and
+        ignored. SandboxNotFoundException if nothing answers."""
         if isinstance(sandbox_id, Sandbox):
             return sandbox_id.connect(timeout)
         owners = [s for s in _live(sandbox_id) if s._vm is not None]
         if owners:
-            return owners[0]._view(envs=envs, request_timeout=request_timeout)
-        return cls(addr=sandbox_id, request_timeout=request_timeout, envs=envs)
+            view = owners[0]._view(envs=envs, request_timeout=request_timeout)
+        else:
+            from . import lifetime
+            entry = lifetime.find(sandbox_id)
+            if entry is not None:  # another process's VM (cellvm.registry)
+                return lifetime.connect_entry(cls, entry, timeout, request_timeout, envs)
+            view = cls(addr=sandbox_id, request_timeout=request_timeout, envs=envs)
+        if timeout is not None:
+            view.set_timeout(timeout)
+        return view
 
     def _view(self, envs=None, request_timeout=None) -> "Sandbox":
         """Another Sandbox over this one's connection (a booted VM's channel
@@ -426,6 +450,7 @@ class Sandbox:
                request_timeout: Optional[float] = None, wait_ready: bool = True,
                extra_cmdline: str = "", kernel: Optional[str] = None,
                initramfs: Union[str, bool, None] = True, rootfs: Optional[str] = None,
+               boot_timeout: Optional[float] = None, detach: Optional[bool] = None,
                **e2b_options) -> "Sandbox":
         """Boot a micro-VM from `image` and return a Sandbox connected to it.
 
@@ -436,8 +461,15 @@ class Sandbox:
         "firecracker" or "cloud-hypervisor" (their binary must be on PATH).
         `network`: "none" (loopback only) or "user" (QEMU's NAT).
         `envs`: environment for every execution and command of this Sandbox.
-        `timeout`: seconds to wait for the VM to be ready (default 300; E2B
-        uses it for the sandbox's lifetime: here the VM lives until kill()).
+        `timeout`: the sandbox's lifetime in seconds, as E2B's (default 300,
+        $CELLVM_DEFAULT_TIMEOUT; at most 24 h, $CELLVM_MAX_TIMEOUT), counted
+        from when create() returns; set_timeout() moves it. The guest ends
+        itself then, and any cellvm process kills a VMM past it (cellvm.lifetime).
+        `boot_timeout`: seconds to wait for the VM to be ready (default 300).
+        `detach=True` ($CELLVM_DETACH=1): this process's exit does not kill
+        the sandbox, it lives until its timeout (E2B's behaviour); a `with`
+        block and kill() still end it. Too many live sandboxes
+        ($CELLVM_MAX_SANDBOXES, 20) raise RateLimitException.
         With `wait_ready` (default) create() returns once the zygote has
         imported numpy, pandas and matplotlib, so the first cell runs at once.
         Raises SandboxException (TimeoutException when time ran out); nothing
@@ -453,7 +485,8 @@ class Sandbox:
                 envs = vcpus
             vmm, memory_mb, vcpus = "qemu", 1024, 1
             e2b_options.setdefault("metadata", metadata)
-            e2b_options.setdefault("e2b_timeout", e2b_timeout)
+            if timeout is None and isinstance(e2b_timeout, (int, float)):
+                timeout = e2b_timeout
         if not isinstance(network, str):
             raise InvalidArgumentException(
                 "network must be 'none' (loopback only) or 'user' (QEMU's NAT); "
@@ -462,13 +495,16 @@ class Sandbox:
         if os.environ.get(ADDR_ENV) and (name is None or _e2b_template(name)):
             # As Sandbox(): an E2B program's Sandbox.create() uses the agent
             # named by $CELLVM_ADDR (dev mode) instead of booting a VM.
+            if timeout is not None:
+                from . import lifetime
+                lifetime.warn_dev_mode(os.environ[ADDR_ENV], "create(timeout=...)")
             return cls(template=name, envs=envs, request_timeout=request_timeout,
                        metadata=e2b_options.get("metadata"))
         return cls._boot(image=image, template=template, metadata=e2b_options.get("metadata"),
                          vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
                          timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
                          extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
-                         rootfs=rootfs)
+                         rootfs=rootfs, boot_timeout=boot_timeout, detach=detach)
 
     @classmethod
     def _boot(cls, image=None, template=None, metadata=None, **launch) -> "Sandbox":
@@ -487,7 +523,7 @@ class Sandbox:
                 logger.info("%r is no cellvm image: booting the default image (E2B template "
                             "names are accepted, cellvm has its own images)", name)
             image = None
-        self = create_sandbox(cls, image=image, **launch)
+        self = create_sandbox(cls, image=image, metadata=metadata, template=name, **launch)
         self._metadata = dict(metadata or {})
         self._template = name
         return self
@@ -507,6 +543,7 @@ class Sandbox:
         self._started_at = _dt.datetime.now(_dt.timezone.utc)
         self._metadata = {}
         self._template = None
+        self._entry = None
         _register(self)
         return self
 
@@ -520,6 +557,9 @@ class Sandbox:
             self._closed = True
             if self._owner is None:
                 self._conn.close()
+                if getattr(self, "_entry", None) is not None and not self._killed:
+                    from . import lifetime
+                    lifetime.release(self)
 
     @_class_or_instance("_cls_kill")
     def kill(self, **opts) -> bool:
@@ -540,6 +580,12 @@ class Sandbox:
             self._vm.kill()
             for view in _live(self._addr):  # connect()'s views of this VM
                 view._closed = True
+        entry = getattr(self, "_entry", None)
+        if entry is not None:
+            from . import lifetime
+            if self._vm is None:  # another process's VM: stopped host-side (cellvm.registry)
+                return lifetime.kill_entry(entry)
+            lifetime.forget(entry)
         return True
 
     @classmethod
@@ -555,6 +601,10 @@ class Sandbox:
             for s in known:
                 s.kill()
             return True
+        from . import lifetime
+        entry = lifetime.find(sandbox_id)
+        if entry is not None:  # another process's VM: stopped host-side (cellvm.registry)
+            return lifetime.kill_entry(entry)
         try:
             other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
         except (SandboxNotFoundException, InvalidArgumentException):
@@ -605,15 +655,35 @@ class Sandbox:
 
     @_class_or_instance("_cls_set_timeout")
     def set_timeout(self, timeout: int, **opts) -> None:
-        """E2B extends a sandbox's lifetime with it. A cellvm sandbox lives
-        until kill(): accepted and ignored. `Sandbox.set_timeout(sandbox_id,
-        timeout)` is the classmethod `_cls_set_timeout`."""
+        """E2B's set_timeout: the sandbox now ends `timeout` seconds from now
+        (extends or shortens; at most $CELLVM_MAX_TIMEOUT, 24 h). Recorded in
+        the registry and sent to the guest's init (SET_DEADLINE). An agent in
+        dev mode has no lifetime (whoever started it ends it): a warning, no
+        effect. `Sandbox.set_timeout(sandbox_id, timeout)` is `_cls_set_timeout`."""
+        from . import lifetime
+        owner = self._owner if self._owner is not None else self
+        entry = getattr(owner, "_entry", None)
+        if entry is None:
+            lifetime.warn_dev_mode(self.sandbox_id, "set_timeout")
+            return
+        lifetime.set_timeout_of(self, entry, timeout)
 
     @classmethod
     def _cls_set_timeout(cls, sandbox_id: str, timeout: int, **opts) -> None:
-        """As set_timeout(), for the sandbox `sandbox_id`: SandboxNotFoundException
-        (E2B's) if there is none."""
-        cls._cls_get_info(sandbox_id, **opts)
+        """As set_timeout(), for the sandbox `sandbox_id` (this process's or
+        another's, through the registry): SandboxNotFoundException (E2B's) if
+        there is none."""
+        if isinstance(sandbox_id, Sandbox):
+            return sandbox_id.set_timeout(timeout)
+        known = _live(sandbox_id)
+        if known:
+            return known[0].set_timeout(timeout)
+        from . import lifetime
+        entry = lifetime.find(sandbox_id)
+        if entry is not None:
+            return lifetime.set_timeout_of(None, entry, timeout)
+        cls._cls_get_info(sandbox_id, **opts)  # dev mode: found (no effect) or not found
+        lifetime.warn_dev_mode(sandbox_id, "set_timeout")
 
     @_class_or_instance("_cls_get_info")
     def get_info(self, request_timeout: Optional[float] = None, **opts) -> SandboxInfo:
@@ -625,6 +695,10 @@ class Sandbox:
         else:
             cpus, memory = _host_cpus_and_memory(self._addr)
         hello = self._conn.hello or {}
+        owner = self._owner if self._owner is not None else self
+        if getattr(owner, "_entry", None) is not None:
+            from . import lifetime
+            return lifetime.info_of(owner, hello)
         return SandboxInfo(
             sandbox_id=self.sandbox_id, sandbox_domain=None,
             template_id=getattr(vm, "image", None) if vm is not None else None,
@@ -642,6 +716,10 @@ class Sandbox:
         known = _live(sandbox_id)
         if known:
             return known[0].get_info()
+        from . import lifetime
+        entry = lifetime.find(sandbox_id)
+        if entry is not None:  # another process's VM: what the registry knows
+            return lifetime.info_from_entry(entry)
         try:
             other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
         except (SandboxNotFoundException, InvalidArgumentException):
@@ -658,7 +736,10 @@ class Sandbox:
         """E2B's Sandbox.list(): a SandboxPaginator over the running
         sandboxes this process can reach, newest first (`order="asc"`:
         oldest first): the ones it created or connected to and has not
-        closed, and the agent named by $CELLVM_ADDR if it answers.
+        closed, every live VM of this user in the registry (whichever
+        process created it; the sweep first ends those past deadline +
+        grace, cellvm.registry), and the agent named by $CELLVM_ADDR if it
+        answers.
         `query` (SandboxQuery) filters by metadata, state, started_after and
         template; `limit` is the page size."""
         return SandboxPaginator(query=query, limit=limit, next_token=next_token, order=order,
@@ -746,7 +827,7 @@ class Sandbox:
     def pause(self, *args, **opts) -> bool:
         """E2B pauses a sandbox (memory snapshot); cellvm cannot:
         SandboxException. (Guest snapshots are taken by the VMM, docs/VMM.md.)"""
-        raise SandboxException(f"pause is not supported: sandbox {self.sandbox_id} runs until "
+        raise SandboxException(f"pause is not supported: sandbox {self.sandbox_id} runs until its timeout or "
                                "kill()", code="unsupported")
 
     beta_pause = pause

@@ -384,6 +384,8 @@ class QemuVM:
         self.kill()
 
     def __del__(self):
+        if getattr(self, "detached", False):
+            return  # create(detach=True): it outlives this process (cellvm.lifetime)
         if getattr(self, "proc", None) is not None and self.proc.poll() is None:
             self.kill()
 

@@ -1,0 +1,273 @@
+/* `cellvm ps`, `cellvm kill`, and the registry record of run/shell's VM. */
+#include "cli_sandboxes.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cbor_util.h"
+#include "msgtypes.h"
+#include "registry.h"
+
+#define TCG_CLOCK_SLACK 0.3 /* same as client/python/cellvm/lifetime.py */
+
+static struct creg reg = {.lock_fd = -1};
+static struct creg_entry mine;
+static char mine_path[sizeof(reg.dir) + sizeof(mine.key) + 16]; /* "" when none */
+
+double sbx_guest_timeout_s(double s, bool kvm)
+{
+        return kvm ? s : s * (1 + TCG_CLOCK_SLACK) + 2.0;
+}
+
+static void fmt_duration(char *out, size_t cap, int64_t ms)
+{
+        const char *sign = ms < 0 ? "-" : "";
+        int64_t s = (ms < 0 ? -ms : ms) / 1000;
+        if (s >= 3600)
+                snprintf(out, cap, "%s%" PRId64 "h%02" PRId64 "m", sign, s / 3600, s / 60 % 60);
+        else if (s >= 60)
+                snprintf(out, cap, "%s%" PRId64 "m%02" PRId64 "s", sign, s / 60, s % 60);
+        else
+                snprintf(out, cap, "%s%" PRId64 "s", sign, s);
+}
+
+/* VmRSS in MiB and the state letter of /proc/PID. */
+static void proc_info(pid_t pid, unsigned long *rss_mb, char *state)
+{
+        char path[64], line[256];
+        *rss_mb = 0;
+        *state = '?';
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return;
+        while (fgets(line, sizeof(line), f)) {
+                unsigned long kb;
+                char st;
+                if (sscanf(line, "VmRSS: %lu", &kb) == 1)
+                        *rss_mb = kb / 1024;
+                else if (sscanf(line, "State: %c", &st) == 1)
+                        *state = st;
+        }
+        fclose(f);
+}
+
+static int open_locked(void)
+{
+        char err[600];
+        int rc = creg_open(&reg, err, sizeof(err));
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: %s\n", err);
+                return rc;
+        }
+        rc = creg_lock(&reg);
+        if (rc < 0)
+                fprintf(stderr, "cellvm: locking %s/lock: %s\n", reg.dir, strerror(-rc));
+        return rc;
+}
+
+static struct creg_entry entries[CREG_MAX_ENTRIES];
+
+int cmd_ps(int argc, char **argv)
+{
+        (void)argv;
+        if (argc != 1) {
+                fputs("cellvm: ps takes no arguments\n", stderr);
+                return 2;
+        }
+        if (open_locked() < 0)
+                return 3;
+        int n = creg_sweep(&reg, entries, CREG_MAX_ENTRIES, stderr);
+        creg_unlock(&reg);
+        if (n < 0) {
+                fprintf(stderr, "cellvm: reading %s: %s\n", reg.dir, strerror(-n));
+                return 3;
+        }
+        printf("%-16s %-8s %-8s %-14s %-13s %-9s %s\n", "KEY", "AGE", "LEFT", "VMM", "MEMORY",
+               "STATE", "SANDBOX ID");
+        int64_t now = creg_now_ms();
+        for (int i = 0; i < n; i++) {
+                const struct creg_entry *e = &entries[i];
+                char age[24], left[24], vmm[48], mem[32];
+                unsigned long rss;
+                char st;
+                fmt_duration(age, sizeof(age), now - e->started_ms);
+                fmt_duration(left, sizeof(left), e->deadline_ms - now);
+                snprintf(vmm, sizeof(vmm), "%s %d", e->vmm, (int)e->pid);
+                proc_info(e->pid, &rss, &st);
+                snprintf(mem, sizeof(mem), "%luM/%uM", rss, e->memory_mb);
+                const char *state = st == 'T' || st == 't' ? "frozen"
+                                    : now > e->deadline_ms ? "expiring"
+                                                           : "running";
+                printf("%-16s %-8s %-8s %-14s %-13s %-9s %s\n", e->key, age, left, vmm, mem, state,
+                       e->id);
+        }
+        return 0;
+}
+
+int cmd_kill(int argc, char **argv)
+{
+        bool all = argc == 2 && strcmp(argv[1], "--all") == 0;
+        if (argc < 2 || (!all && argv[1][0] == '-')) {
+                fputs("cellvm: usage: kill ID... | kill --all (IDs and keys as cellvm ps shows)\n",
+                      stderr);
+                return 2;
+        }
+        if (open_locked() < 0)
+                return 3;
+        int n = creg_sweep(&reg, entries, CREG_MAX_ENTRIES, stderr);
+        if (n < 0) {
+                creg_unlock(&reg);
+                fprintf(stderr, "cellvm: reading %s: %s\n", reg.dir, strerror(-n));
+                return 3;
+        }
+        int status = 0;
+        for (int a = all ? 0 : 1; a < (all ? 1 : argc); a++) {
+                bool found = false;
+                for (int i = 0; i < n; i++) {
+                        struct creg_entry *e = &entries[i];
+                        if (!e->key[0])
+                                continue; /* killed already */
+                        if (!all && strcmp(argv[a], e->key) != 0 && strcmp(argv[a], e->id) != 0)
+                                continue;
+                        creg_kill_vmm(e);
+                        creg_remove(&reg, e, true);
+                        printf("killed %s (%s)\n", e->key, e->id);
+                        e->key[0] = '\0';
+                        found = true;
+                }
+                if (!all && !found) {
+                        fprintf(stderr, "cellvm: no live sandbox %s (cellvm ps lists them)\n",
+                                argv[a]);
+                        status = 1;
+                }
+        }
+        creg_unlock(&reg);
+        return status;
+}
+
+void sbx_sweep(void)
+{
+        char err[600];
+        if (creg_open(&reg, err, sizeof(err)) < 0 || creg_lock(&reg) < 0)
+                return; /* no registry here: nothing of ours to enforce */
+        (void)creg_sweep(&reg, entries, CREG_MAX_ENTRIES, stderr);
+        creg_unlock(&reg);
+}
+
+int sbx_reserve(double lifetime_s)
+{
+        double max_t = creg_max_timeout_s();
+        if (lifetime_s > max_t) {
+                if (max_t >= 3600 && max_t == (double)(long)(max_t / 3600) * 3600)
+                        fprintf(stderr, "cellvm: Timeout cannot be greater than %ld hours\n",
+                                (long)(max_t / 3600));
+                else
+                        fprintf(stderr, "cellvm: Timeout cannot be greater than %g seconds\n",
+                                max_t);
+                fputs("cellvm: (the maximum sandbox timeout, $CELLVM_MAX_TIMEOUT)\n", stderr);
+                return -EINVAL;
+        }
+        if (open_locked() < 0)
+                return -EIO;
+        int n = creg_sweep(&reg, entries, CREG_MAX_ENTRIES, stderr);
+        unsigned limit = creg_max_sandboxes();
+        if (n >= 0 && (unsigned)n >= limit) {
+                creg_unlock(&reg);
+                fprintf(stderr,
+                        "cellvm: Rate limit exceeded, please try again later: you have reached the "
+                        "maximum number of concurrent sandboxes (%u); kill one (cellvm kill ID) or "
+                        "raise $CELLVM_MAX_SANDBOXES\n",
+                        limit);
+                return -EAGAIN;
+        }
+        return 0;
+}
+
+void sbx_release(void)
+{
+        creg_unlock(&reg);
+}
+
+void sbx_record(const struct cvm *vm, const char *image, unsigned memory_mb, unsigned vcpus,
+                double boot_budget_s, double lifetime_s)
+{
+        struct creg_entry *e = &mine;
+        memset(e, 0, sizeof(*e));
+        int rc = creg_new_key(&reg, "qemu", e->key, sizeof(e->key));
+        snprintf(e->vmm, sizeof(e->vmm), "qemu");
+        snprintf(e->accel, sizeof(e->accel), "%s", vm->kvm ? "kvm" : "tcg");
+        if (vm->over_vsock)
+                snprintf(e->address, sizeof(e->address), "vsock:%u:1024", vm->vsock_cid);
+        else
+                snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
+        memcpy(e->id, e->address, sizeof(e->id));
+        snprintf(e->dir, sizeof(e->dir), "%s", vm->dir);
+        char abs[PATH_MAX];
+        const char *img = realpath(image, abs) ? abs : image;
+        if (strlen(img) < sizeof(e->image))
+                strcpy(e->image, img); /* else left empty: informational only */
+        e->pid = vm->pid;
+        e->pid_start = creg_proc_start(vm->pid);
+        e->started_ms = creg_now_ms();
+        e->deadline_ms = e->started_ms + (int64_t)((boot_budget_s + lifetime_s) * 1000);
+        e->memory_mb = memory_mb;
+        e->vcpus = vcpus;
+        e->creator_pid = getpid();
+        e->creator_start = creg_proc_start(getpid());
+        if (rc == 0 && e->pid_start != 0)
+                rc = creg_write(&reg, e);
+        else if (rc == 0)
+                rc = -ESRCH;
+        creg_unlock(&reg);
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: recording the VM in %s: %s\n", reg.dir, strerror(-rc));
+                return;
+        }
+        int n = snprintf(mine_path, sizeof(mine_path), "%s/%s.sandbox", reg.dir, e->key);
+        if (n < 0 || (size_t)n >= sizeof(mine_path))
+                mine_path[0] = '\0'; /* cannot happen: the sizes add up */
+}
+
+void sbx_start_clock(struct cvc *c, const struct cvm *vm, double lifetime_s)
+{
+        if (mine_path[0]) {
+                /* The channel may have changed (vsock -> serial) during the connect. */
+                if (!vm->over_vsock)
+                        snprintf(mine.address, sizeof(mine.address), "unix:%s", vm->sock);
+                memcpy(mine.id, mine.address, sizeof(mine.id));
+                mine.started_ms = creg_now_ms();
+                mine.deadline_ms = mine.started_ms + (int64_t)(lifetime_s * 1000);
+                if (creg_lock(&reg) == 0) {
+                        int rc = creg_write(&reg, &mine);
+                        if (rc < 0)
+                                fprintf(stderr, "cellvm: updating %s: %s\n", mine_path,
+                                        strerror(-rc));
+                        creg_unlock(&reg);
+                }
+        }
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "timeout_ms");
+        cv_enc_uint(&b, (uint64_t)(sbx_guest_timeout_s(lifetime_s, vm->kvm) * 1000));
+        if (cvc_call_buf(c, CV_MSG_SET_DEADLINE, &b, NULL) < 0)
+                fprintf(stderr, "cellvm: SET_DEADLINE: %s (the host still enforces it)\n",
+                        cvc_errmsg(c));
+        cv_buf_free(&b);
+}
+
+void sbx_forget(void)
+{
+        if (mine_path[0]) {
+                (void)unlink(mine_path);
+                mine_path[0] = '\0';
+        }
+}

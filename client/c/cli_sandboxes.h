@@ -1,0 +1,35 @@
+/* The CLI's side of the sandbox registry (registry.h): `cellvm ps`,
+ * `cellvm kill`, and the record of the VM that `run`/`shell` boot. */
+#ifndef CELLVM_CLIENT_CLI_SANDBOXES_H
+#define CELLVM_CLIENT_CLI_SANDBOXES_H
+
+#include <stdbool.h>
+
+#include "cellvm.h"
+#include "vmm.h"
+
+int cmd_ps(int argc, char **argv);
+/* Every other command looks too: ends what is past deadline + grace,
+ * reporting only what it does; a missing or unusable registry is skipped. */
+void sbx_sweep(void);
+int cmd_kill(int argc, char **argv);
+
+/* Before booting: the limits (live sandboxes, `lifetime_s` against the
+ * maximum) checked under the registry's lock, which stays held until
+ * sbx_record. Prints why and returns a negative errno when refused. */
+int sbx_reserve(double lifetime_s);
+/* Releases sbx_reserve's lock without a record (the VM did not start). */
+void sbx_release(void);
+/* After cvm_start: records the VM (deadline: boot budget + lifetime) and
+ * releases the lock. Errors are reported, not fatal: the VM still runs. */
+void sbx_record(const struct cvm *vm, const char *image, unsigned memory_mb, unsigned vcpus,
+                double boot_budget_s, double lifetime_s);
+/* The agent answered: the lifetime starts now; recorded and sent to the
+ * guest (SET_DEADLINE, with the TCG clock slack when not under KVM). */
+void sbx_start_clock(struct cvc *c, const struct cvm *vm, double lifetime_s);
+/* Removes the record (async-signal-safe: a signal handler may call it). */
+void sbx_forget(void);
+/* The guest's own deadline for a sandbox ending in `s` seconds (docs/SDK.md). */
+double sbx_guest_timeout_s(double s, bool kvm);
+
+#endif

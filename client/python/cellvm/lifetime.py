@@ -1,0 +1,439 @@
+"""Sandbox lifetime as E2B has it: a timeout that holds whether or not the
+creating program still runs (docs/SDK.md, "Lifetime").
+
+A booted sandbox lives `timeout` seconds (default 300, E2B's) from the
+moment create() returns it; set_timeout(n) moves the end to n seconds from
+now. Both sides enforce it:
+
+- the guest: the kernel command line carries a provisional deadline
+  (`cellvm.deadline_ms`: the boot budget plus the timeout, so a boot that
+  hangs ends too) and, once the sandbox is ready, SET_DEADLINE sets the real
+  one; cellvm-init shuts the machine down when it passes and the VMM exits
+  (docs/INIT.md). A snapshot-restored guest gets its SET_DEADLINE the same
+  way, so it never inherits its template's deadline.
+- the host: the registry (registry.py) records the deadline with the VMM's
+  pid and start time; the keeper (keeper.py) and every cellvm process that
+  sweeps the registry kill a VMM past deadline + grace.
+
+A `with` block, kill() and the interpreter's exit (atexit) still end what
+this process created, unless create() was given `detach=True` (or
+$CELLVM_DETACH=1): then it lives until its timeout, as every E2B sandbox does.
+"""
+
+import datetime as _dt
+import logging
+import os
+import sys
+import threading
+import time
+import weakref
+
+from . import _wire
+from . import registry as _reg
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_ENV = "CELLVM_DEFAULT_TIMEOUT"
+DEFAULT_SANDBOX_TIMEOUT = 300
+"""Seconds a sandbox lives when create() gets no timeout (E2B's default)."""
+DETACH_ENV = "CELLVM_DETACH"
+
+
+TCG_CLOCK_SLACK = 0.3
+"""Under TCG the guest's clock (refined-jiffies) ran 20-30% fast or slow
+against the host's in our measurements (8 s of host time read as 6.9 to
+10.5 s in the guest), so the deadline the guest enforces on its own is
+timeout * 1.3 + 2 s there; the host's record stays exact and the host
+enforces it (deadline + grace). With KVM (kvm-clock) the guest's is exact."""
+
+
+def guest_timeout_s(timeout_s: float, accel: str) -> float:
+    """The guest's own deadline for a sandbox that ends in `timeout_s`."""
+    if accel == "kvm":
+        return timeout_s
+    return timeout_s * (1 + TCG_CLOCK_SLACK) + 2.0
+
+
+def default_timeout() -> float:
+    return _reg._env_number(DEFAULT_TIMEOUT_ENV, DEFAULT_SANDBOX_TIMEOUT)
+
+
+def detach_default() -> bool:
+    return os.environ.get(DETACH_ENV, "") in ("1", "yes", "true", "on")
+
+
+def resolve_timeout(timeout) -> float:
+    """The sandbox's lifetime in seconds: `timeout`, else the default; raises
+    the E2B-style error for one over the maximum (registry.check_timeout)."""
+    t = default_timeout() if timeout is None else float(timeout)
+    _reg.check_timeout(t)
+    return t
+
+
+def limit_error(e: "_reg.LimitExceeded"):
+    """The SDK exception for a refused limit: E2B raises RateLimitException
+    (HTTP 429) for too many sandboxes, a 400 for a timeout over its maximum."""
+    from .exceptions import InvalidArgumentException, RateLimitException
+    if e.kind == "sandboxes":
+        return RateLimitException(str(e), code="rate_limit")
+    return InvalidArgumentException(str(e), code="bad_request")
+
+
+def boot_cmdline(boot_budget_s: float, timeout_s: float) -> str:
+    """cellvm-init's provisional deadline (CLOCK_BOOTTIME starts with the
+    guest kernel, right after the VMM; the TCG slack applies, the
+    accelerator being unknown here)."""
+    return f"cellvm.deadline_ms={int(guest_timeout_s(boot_budget_s + timeout_s, 'tcg') * 1000)}"
+
+
+def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, metadata=None):
+    """Writes the registry entry of a just-started VM (call with the lock
+    held) and starts its keeper; returns the Entry."""
+    start = _reg.proc_start_time(vm.pid)
+    if start is None:
+        raise OSError(f"the VMM (pid {vm.pid}) exited right after its start")
+    now = _reg.now_ms()
+    e = _reg.Entry(
+        key=registry.new_key(getattr(vm, "vmm", "qemu")), id="", vmm=getattr(vm, "vmm", "qemu"),
+        pid=vm.pid, pid_start=start, started_ms=now,
+        deadline_ms=now + int((boot_budget_s + timeout_s) * 1000),
+        dir=getattr(vm, "dir", "") or "", memory_mb=int(getattr(vm, "memory_mb", 0) or 0),
+        vcpus=int(getattr(vm, "vcpus", 0) or 0), accel=str(getattr(vm, "accel", "") or ""),
+        image=str(image or getattr(vm, "image", "")),
+        template=str(template or ""), creator_pid=os.getpid(),
+        creator_start=_reg.proc_start_time(os.getpid()) or 0,
+        metadata={str(k): str(v) for k, v in (metadata or {}).items()})
+    e.address = vm.address or ""
+    e.id = e.address or f"{e.vmm}:{vm.pid}"
+    registry.write(e)
+    try:
+        e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
+        registry.write(e)
+    except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
+        logger.warning("cellvm: no keeper for %s (%s): its files are "
+                                            "removed by the next cellvm process", e.key, err)
+    return e
+
+
+def _python() -> str:
+    return sys.executable if sys.executable and os.access(sys.executable, os.X_OK) else "/usr/bin/python3"
+
+
+def send_deadline(conn, timeout_s: float, accel: str = "", request_timeout: float = 30.0) -> None:
+    """SET_DEADLINE: the guest's init ends the machine `timeout_s` from now
+    (by its clock: guest_timeout_s)."""
+    ms = max(1, int(guest_timeout_s(timeout_s, accel) * 1000))
+    conn.call(_wire.SET_DEADLINE, {"timeout_ms": ms}, timeout=request_timeout)
+
+
+def start_clock(registry, entry, conn, timeout_s, metadata=None, template=None):
+    """The sandbox is ready: its lifetime starts now. Records the deadline
+    (host) and sends it to the guest."""
+    entry.started_ms = _reg.now_ms()
+    entry.deadline_ms = entry.started_ms + int(timeout_s * 1000)
+    if metadata is not None:
+        entry.metadata = {str(k): str(v) for k, v in metadata.items()}
+    if template is not None:
+        entry.template = str(template)
+    with registry.lock():
+        if registry.read(entry.key) is None:  # killed meanwhile by another process
+            from .exceptions import SandboxException
+            raise SandboxException(f"sandbox {entry.id} was killed while it started")
+        registry.write(entry)
+    try:
+        send_deadline(conn, timeout_s, entry.accel)
+    except _wire.AgentError as e:
+        if e.code != "unsupported":
+            raise
+        # A VMM stand-in running the agent without cellvm-init (tests/fake_*.py).
+        logger.warning("sandbox %s: the guest has no cellvm-init (%s): only the host "
+                       "enforces its deadline", entry.id, e)
+
+
+class Admission:
+    """One VM's way into the registry, for any code path that starts a VMM
+    (launch.create_sandbox; a snapshot restore would do the same):
+
+        adm = Admission(timeout, boot_s, detach, metadata, template)
+        extra_cmdline += " " + adm.cmdline()
+        with adm.starting():        # the lock; limits checked (SDK exceptions)
+            vm = start_vm(...)
+            adm.record(vm)          # entry written, keeper started
+        conn = vm.connect(...)      # ... the sandbox gets ready
+        adm.start_clock(vm, conn)   # lifetime from now: registry + SET_DEADLINE
+        sbx = Sandbox._from_vm(vm, conn); adm.adopt(sbx)
+        # on failure after record(): vm.kill(); adm.forget()
+    """
+
+    def __init__(self, timeout, boot_s, detach=None, metadata=None, template=None):
+        try:
+            self.lifetime_s = resolve_timeout(timeout)
+        except _reg.LimitExceeded as e:
+            raise limit_error(e) from None
+        self.boot_s = float(boot_s)
+        self.detach = detach_default() if detach is None else bool(detach)
+        self.metadata, self.template = metadata, template
+        self.registry = self.entry = None
+
+    def cmdline(self) -> str:
+        return boot_cmdline(self.boot_s, self.lifetime_s)
+
+    def starting(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def hold():
+            try:
+                self.registry = _reg.Registry()
+                with self.registry.lock():
+                    self.registry.check_limits(self.lifetime_s)
+                    yield self
+            except _reg.LimitExceeded as e:
+                raise limit_error(e) from None
+        return hold()
+
+    def record(self, vm):
+        """Call inside starting(), right after the VMM started."""
+        try:
+            self.entry = record(self.registry, vm, self.boot_s, self.lifetime_s,
+                                template=self.template, metadata=self.metadata)
+        except BaseException:
+            vm.kill()
+            raise
+        vm.detached = self.detach
+        vm.registry_key = self.entry.key
+
+    def start_clock(self, vm, conn):
+        e = self.entry
+        e.address = vm.address or ""  # the channel may have changed (vsock -> serial)
+        e.id = e.address or f"{e.vmm}:{vm.pid}"
+        start_clock(self.registry, e, conn, self.lifetime_s)
+
+    def adopt(self, sbx):
+        sbx._entry = self.entry
+        hold(sbx)
+        watch(sbx)
+
+    def forget(self):
+        if self.entry is not None:
+            self.registry.forget(self.entry.key)
+
+
+def set_timeout(registry, ident, timeout_s, conn=None) -> "_reg.Entry":
+    """E2B's set_timeout: the sandbox ends `timeout_s` from now. Records it,
+    then tells the guest over `conn` (the caller's connection) when there is
+    one. Raises LookupError if `ident` is no live sandbox."""
+    timeout_s = float(timeout_s)
+    _reg.check_timeout(timeout_s)
+    e = registry.set_deadline(ident, _reg.now_ms() + int(timeout_s * 1000))
+    if e is None:
+        raise LookupError(ident)
+    if conn is not None:
+        send_deadline(conn, timeout_s, e.accel)
+    return e
+
+
+RELAY_POLL_S = 1.0
+
+
+def registry_or_none():
+    try:
+        return _reg.Registry()
+    except OSError as e:
+        logger.warning("cellvm registry unavailable: %s", e)
+        return None
+
+
+def live_entries():
+    r = registry_or_none()
+    return r.sweep() if r is not None else []
+
+
+def find(ident):
+    """The live registry entry with that id, key or address (after a sweep)."""
+    if not isinstance(ident, str):
+        return None
+    r = registry_or_none()
+    return r.find(ident) if r is not None else None
+
+
+def kill_entry(entry) -> bool:
+    r = registry_or_none()
+    return r is not None and r.kill(entry.key) is not None
+
+
+def forget(entry) -> None:
+    """Removes the entry of a VM its owner has stopped."""
+    r = registry_or_none()
+    if r is not None:
+        r.forget(entry.key)
+
+
+_warned = set()
+
+
+def warn_dev_mode(sandbox_id, call):
+    """Dev mode: the agent's lifetime belongs to whoever started it."""
+    if (sandbox_id, call) not in _warned:
+        _warned.add((sandbox_id, call))
+        logger.warning("%s(%s): the agent runs in dev mode (not in a VM cellvm started): its "
+                       "lifetime belongs to whoever started it, there is no timeout to set",
+                       call, sandbox_id)
+
+
+def set_timeout_of(sbx, entry, timeout):
+    """set_timeout() for a sandbox with a registry entry: recorded, then
+    sent to the guest over `sbx`'s connection, or over a connection of our
+    own when no process holds the VM's channel; a live holder relays it
+    (relay thread below)."""
+    from .exceptions import SandboxException, SandboxNotFoundException
+    r = registry_or_none()
+    try:
+        e = set_timeout(r, entry.key, timeout) if r is not None else None
+    except _reg.LimitExceeded as err:
+        raise limit_error(err) from None
+    except LookupError:
+        e = None
+    if e is None:
+        raise SandboxNotFoundException(f"Sandbox {entry.id} not found")
+    if sbx is not None:
+        owner = sbx._owner if sbx._owner is not None else sbx
+        owner._entry = e
+        if not owner._closed:
+            try:
+                send_deadline(owner._conn, float(timeout), e.accel)
+                owner._sent_deadline_ms = e.deadline_ms
+            except (_wire.AgentError, _wire.ConnectionClosed, _wire.ProtocolError, TimeoutError) as err:
+                raise SandboxException(f"set_timeout: the guest did not take its deadline: {err}") from None
+            return
+    if e.held_by_other():
+        return  # the process holding the channel relays the new deadline
+    try:
+        conn = _wire.Connection.connect(e.address, timeout=10.0)
+    except (OSError, TimeoutError, _wire.ConnectionClosed, _wire.ProtocolError, ValueError) as err:
+        logger.warning("set_timeout(%s): recorded (the host enforces it) but the guest was not "
+                       "reached: %s", e.id, err)
+        return
+    try:
+        send_deadline(conn, float(timeout), e.accel)
+    finally:
+        conn.close()
+
+
+def connect_entry(cls, entry, timeout, request_timeout, envs):
+    """Sandbox.connect() of another process's VM (its registry entry)."""
+    from .exceptions import SandboxException
+    if entry.held_by_other() and entry.address.startswith("unix:"):
+        raise SandboxException(
+            f"sandbox {entry.id} is in use by process {entry.holder_pid}: "
+            "its channel (QEMU's virtio-serial socket) serves one client at a time; list, "
+            "get_info, set_timeout and kill work meanwhile (vhost-vsock has no such limit)")
+    sbx = cls(addr=entry.address, request_timeout=request_timeout, envs=envs)
+    sbx._entry = entry
+    sbx._metadata = dict(entry.metadata)
+    sbx._template = entry.template or None
+    sbx._started_at = ms_to_datetime(entry.started_ms)
+    hold(sbx)
+    if timeout is not None:
+        sbx.set_timeout(timeout)
+    watch(sbx)
+    return sbx
+
+
+def hold(sbx):
+    """This process holds the sandbox's channel now (a serial channel takes
+    one client: others are refused with a clear error, and set_timeout from
+    them is relayed by us)."""
+    r = registry_or_none()
+    if r is not None and getattr(sbx, "_entry", None) is not None:
+        r.set_holder(sbx._entry.key, os.getpid())
+
+
+def release(sbx):
+    """sbx closed its connection: the channel is free for another process."""
+    r = registry_or_none()
+    if r is not None and getattr(sbx, "_entry", None) is not None:
+        r.set_holder(sbx._entry.key, 0)
+
+
+def info_of(owner, hello):
+    """get_info() of a Sandbox with a registry entry: the entry as it is now
+    (another process may have moved the deadline)."""
+    from .exceptions import SandboxNotFoundException
+    r = registry_or_none()
+    e = r.find(owner._entry.key) if r is not None else None
+    if e is None:
+        raise SandboxNotFoundException(f"Sandbox {owner._entry.id} not found")
+    owner._entry = e
+    info = info_from_entry(e)
+    info.envd_version = str(hello.get("agent_version", ""))
+    vm = owner._vm
+    if vm is not None:
+        info.allow_internet_access = getattr(vm, "network", "none") == "user"
+    return info
+
+
+# The relay: a process holding a VM's channel sends it the deadlines other
+# processes record (their own connection would wait behind ours).
+_watched = weakref.WeakSet()
+_watch_lock = threading.Lock()
+_relay = None
+
+
+def watch(sbx):
+    global _relay
+    e = getattr(sbx, "_entry", None)
+    if e is None:
+        return
+    sbx._sent_deadline_ms = e.deadline_ms
+    with _watch_lock:
+        _watched.add(sbx)
+        if _relay is None:
+            _relay = threading.Thread(target=_relay_loop, name="cellvm-deadline-relay", daemon=True)
+            _relay.start()
+
+
+def _relay_loop():
+    while True:
+        time.sleep(RELAY_POLL_S)
+        with _watch_lock:
+            sandboxes = list(_watched)
+        r = registry_or_none() if sandboxes else None
+        for sbx in sandboxes:
+            if sbx._killed or sbx._closed or r is None:
+                continue
+            try:
+                e = r.read(sbx._entry.key)
+            except (_reg.DamagedEntry, ValueError):
+                continue
+            if e is None or e.deadline_ms == getattr(sbx, "_sent_deadline_ms", None):
+                continue
+            sbx._entry = e
+            try:
+                send_deadline(sbx._conn, max(0.001, e.time_left_s()), e.accel)
+                sbx._sent_deadline_ms = e.deadline_ms
+            except Exception as err:  # noqa: BLE001 - the host side still enforces
+                logger.debug("deadline relay for %s: %s", e.id, err)
+
+
+def ms_to_datetime(ms: int) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(ms / 1000.0, _dt.timezone.utc)
+
+
+def info_from_entry(e):
+    """E2B's SandboxInfo of a registry entry (no connection needed)."""
+    from .models import SandboxInfo, SandboxState
+    return SandboxInfo(
+        sandbox_id=e.id, sandbox_domain=None, template_id=e.image or None,
+        name=e.template or None, metadata=dict(e.metadata),
+        started_at=ms_to_datetime(e.started_ms), end_at=ms_to_datetime(e.deadline_ms),
+        state=SandboxState.RUNNING, cpu_count=e.vcpus, memory_mb=e.memory_mb)
+
+
+def wait_gone(entry, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while entry.vmm_alive():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
