@@ -331,3 +331,27 @@ def test_next_context_gets_a_warm_node(fresh_agent):
         assert {pid} == spare
         assert s.run_code("const n: number = 2; n * 21", context=c).text == "42"
         assert s.run_code("process.cwd()", context=c).text == fresh_agent.workdir
+
+
+def test_interrupt_request(sbx, js):
+    """INTERRUPT (Sandbox.interrupt): a synchronous loop ends with Node's own
+    interruption error and the context keeps its names; a loop V8 cannot stop
+    (after an await) is killed 2 s later and the client is told ContextRestarted."""
+    import threading
+    sbx.run_code("let kept = 7", context=js)
+    for code, name, value_part in (
+            ("while (true) {}", "Error", "Script execution was interrupted by `SIGINT`"),
+            ("await null; while (true) {}", "ContextRestarted", "did not stop within 2 s")):
+        timer = threading.Timer(1.0, lambda: sbx.interrupt(js))
+        timer.start()
+        try:
+            t0 = time.monotonic()
+            e = sbx.run_code(code, context=js, timeout=30)
+        finally:
+            timer.cancel()
+        assert e.error is not None and e.error.name == name, e.error
+        assert value_part in e.error.value
+        assert time.monotonic() - t0 < 10
+    # Killed and restarted: a fresh namespace that works.
+    assert sbx.run_code("typeof kept", context=js).text == "undefined"
+    assert sbx.run_code("1 + 1", context=js).text == "2"
