@@ -268,6 +268,7 @@ def test_runtime_dir_of_another_user_or_writable_by_others_is_refused(tmp_path, 
 def test_dev_mode_agent_keeps_its_lifetime_and_says_so(agent, caplog):
     """An agent not under cellvm-init: no deadline to set, and the SDK says so."""
     from cellvm import _wire
+    lifetime._warned.clear()  # it warns once per sandbox and call: an earlier test may have
     with Sandbox.connect(agent.addr) as sbx:
         with caplog.at_level("WARNING"):
             sbx.set_timeout(60)
