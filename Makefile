@@ -22,7 +22,7 @@ endif
 CFLAGS      := $(CFLAGS_BASE) $(CFLAGS_OPT) $(EXTRA_CFLAGS)
 LDFLAGS     := $(LDFLAGS_SAN) $(EXTRA_LDFLAGS)
 
-.PHONY: all deps demo demo-dev test check-c fuzz format clean
+.PHONY: all deps demo demo-dev test conformance check-c fuzz format clean
 all: $(B)/cellvm-agent $(B)/cellvm-executor $(B)/cellvm
 
 include protocol/build.mk
@@ -57,6 +57,11 @@ demo-dev: deps
 
 test: deps
 	tests/run
+
+# E2B's own code-interpreter tests (../shared/e2b_conformance) against dev-mode
+# agents, with the counts per class (docs/CONFORMANCE.md); .ci/run runs it too.
+conformance: all
+	tests/conformance/run
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

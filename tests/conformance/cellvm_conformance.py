@@ -1,0 +1,288 @@
+"""pytest plugin: E2B's code-interpreter SDK tests (../shared/e2b_conformance,
+run unchanged, with their own conftest.py) against cellvm. tests/conformance/run
+loads it (`-p cellvm_conformance`); docs/CONFORMANCE.md explains the classes.
+
+Each test gets a fresh dev-mode agent (tests/agent_process.py) named by
+$CELLVM_ADDR, with its working directory at /home/user as in the image: as root,
+the agent runs in a mount namespace of its own where a tmpfs hides /home and a
+directory of the test is bind-mounted on /home/user. E2B's `Sandbox.create()`
+(client/python/compat) then connects to it.
+
+Every collected test is put in one class:
+  python, bash, javascript-typescript  must pass (a failure fails the run);
+  other-language    R and Java, which cellvm does not offer (not asked for):
+                    run, and expected to fail (xfail; an XPASS is reported);
+  e2b-plumbing      E2B's own services and transport: skipped, with the reason.
+The summary gives the counts per class and names every test that did not pass;
+its last line is `conformance: N passed, N failed, N skipped` (skipped counts
+the out-of-scope and not-asked-for tests).
+"""
+
+import ast
+import inspect
+import itertools
+import os
+import re
+import shutil
+import signal
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/: agent_process
+from agent_process import AgentProcess  # noqa: E402
+
+SUITE = os.path.realpath(os.environ.get("CELLVM_CONFORMANCE_SUITE",
+                                        os.path.join(os.path.dirname(ROOT), "shared",
+                                                     "e2b_conformance")))
+SANDBOX_WORKDIR = "/home/user"  # the image's, where E2B's tests expect it
+TEST_TIMEOUT = float(os.environ.get("CELLVM_CONFORMANCE_TEST_TIMEOUT", "300"))
+
+PYTHON, BASH, JSTS = "python", "bash", "javascript-typescript"
+OTHER, PLUMBING = "other-language", "e2b-plumbing"
+CLASSES = (PYTHON, BASH, JSTS, OTHER, PLUMBING)
+MUST_PASS = (PYTHON, BASH, JSTS)
+
+# Whole files that test E2B's own services, not a sandbox's behaviour.
+PLUMBING_FILES = {
+    "sync/test_systemd.py": "E2B plumbing: restarts of its jupyter and uvicorn services "
+                            "under systemd (cellvm has neither)",
+    "async/test_async_systemd.py": "E2B plumbing: restarts of its jupyter and uvicorn services "
+                                   "under systemd (cellvm has neither)",
+    "test_sandbox_url.py": "E2B plumbing: its sandbox URL scheme (https://PORT-ID.domain, "
+                           "e2b.connection_config); cellvm sandboxes have no URL",
+    "test_execute_timeout.py": "E2B plumbing: the timeouts of its httpx transport "
+                               "(e2b.connection_config); cellvm speaks its own protocol",
+}
+# E2B files these under bash, though they run `!pwd` (a shell escape of IPython).
+BASH_FILES = {"sync/test_bash.py", "async/test_async_bash.py"}
+LANGUAGE_CLASS = {"python": PYTHON, "bash": BASH, "js": JSTS, "javascript": JSTS,
+                  "ts": JSTS, "typescript": JSTS}
+OTHER_REASON = "R and Java contexts are not offered by cellvm (not asked for)"
+LANGUAGE_RE = re.compile(r"""\blanguage\s*=\s*["']([A-Za-z0-9_+-]+)["']""")
+
+
+def _rel(path):
+    return os.path.relpath(os.path.realpath(str(path)), SUITE)
+
+
+def _languages(item):
+    fn = getattr(item, "function", None)
+    try:
+        src = inspect.getsource(fn) if fn is not None else ""
+    except (OSError, TypeError):
+        src = ""
+    return {m.lower() for m in LANGUAGE_RE.findall(src)}
+
+
+def classify(item):
+    """(class, reason): plumbing by file; else the most foreign language the
+    test's source names (language="..."), python when it names none."""
+    rel = _rel(item.path)
+    if rel in PLUMBING_FILES:
+        return PLUMBING, PLUMBING_FILES[rel]
+    classes = {LANGUAGE_CLASS.get(lang, OTHER) for lang in _languages(item)}
+    if os.path.basename(rel).startswith("test_bash") or rel in BASH_FILES:
+        classes.add(BASH)
+    for c in (OTHER, JSTS, BASH):
+        if c in classes:
+            return c, OTHER_REASON if c == OTHER else ""
+    return PYTHON, ""
+
+
+# --- collection: a plumbing module that cannot be imported here ------------
+
+class _OutOfScopeItem(pytest.Item):
+    """A test of a plumbing module that cannot even be imported here (it needs
+    E2B's own modules): listed, and skipped with the reason."""
+
+    def __init__(self, *, reason, **kw):
+        super().__init__(**kw)
+        self.reason = reason
+
+    def runtest(self):
+        pytest.skip(self.reason)
+
+    def reportinfo(self):
+        return self.path, None, self.name
+
+
+def _param_ids(deco):
+    """The ids pytest gives @pytest.mark.parametrize("name", [...]) of literals."""
+    if not (isinstance(deco, ast.Call) and getattr(deco.func, "attr", "") == "parametrize"
+            and len(deco.args) >= 2 and isinstance(deco.args[1], (ast.List, ast.Tuple))):
+        return None
+    name = deco.args[0].value if isinstance(deco.args[0], ast.Constant) else "arg"
+    ids = []
+    for i, v in enumerate(deco.args[1].elts):
+        ok = isinstance(v, ast.Constant) and isinstance(v.value, (str, int, float, bool))
+        ids.append(str(v.value) if ok else f"{name}{i}")
+    return ids
+
+
+def _test_names(path):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                node.name.startswith("test"):
+            params = [p for p in map(_param_ids, node.decorator_list) if p]
+            if not params:
+                yield node.name
+                continue
+            for combo in itertools.product(*reversed(params)):
+                yield f"{node.name}[{'-'.join(combo)}]"
+
+
+class _PlumbingModule(pytest.Module):
+    def collect(self):
+        try:
+            return super().collect()
+        except self.CollectError as e:
+            first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+            reason = f"{PLUMBING_FILES[_rel(self.path)]}; not importable here: {first}"
+            return [_OutOfScopeItem.from_parent(self, name=n, reason=reason)
+                    for n in _test_names(self.path)]
+
+
+def pytest_pycollect_makemodule(module_path, parent):
+    if _rel(module_path) in PLUMBING_FILES:
+        return _PlumbingModule.from_parent(parent, path=module_path)
+    return None
+
+
+# nodeid -> class, nodeid -> outcome, collectors that failed
+_STATE = {"classes": {}, "results": {}, "collect_errors": []}
+
+
+def pytest_configure(config):
+    os.environ.pop("E2B_DEBUG", None)  # E2B's tests skip some cases under it
+    config.addinivalue_line("markers", "skip_debug: E2B's: skipped when E2B_DEBUG is set")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        cls, reason = classify(item)
+        _STATE["classes"][item.nodeid] = cls
+        item.user_properties.append(("cellvm_class", cls))
+        if cls == PLUMBING and not isinstance(item, _OutOfScopeItem):
+            item.add_marker(pytest.mark.skip(reason=reason))
+        elif cls == OTHER:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
+
+
+def pytest_deselected(items):
+    """-k/-m: what the command line leaves out is not counted."""
+    for item in items:
+        _STATE["classes"].pop(item.nodeid, None)
+
+
+# --- a fresh agent per test ------------------------------------------------
+
+def _home_user_launcher(workdir):
+    """unshare(1) into a private mount namespace where /home is a tmpfs and the
+    test's `workdir` is bind-mounted on /home/user, then exec the agent."""
+    script = ('mount -t tmpfs -o mode=0755 cellvm-home /home && mkdir /home/user && '
+              'mount --bind "$0" /home/user && exec "$@"')
+    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script,
+            workdir]
+
+
+@pytest.fixture(autouse=True)
+def cellvm_agent(request, monkeypatch):
+    """A dev-mode agent of this test's own: $CELLVM_ADDR names it."""
+    if os.geteuid() == 0:
+        agent = AgentProcess(launcher=_home_user_launcher, agent_workdir=SANDBOX_WORKDIR)
+    else:  # no mount namespace: the tests that expect /home/user fail, visibly
+        agent = AgentProcess()
+    monkeypatch.setenv("CELLVM_ADDR", agent.addr)
+    try:
+        yield agent
+    finally:
+        agent.stop()
+        log, report = agent.read_log(), agent.sanitizer_report()
+        shutil.rmtree(agent.dir, ignore_errors=True)
+        request.node.add_report_section("teardown", "agent log", log[-6000:])
+        assert report is None, report
+
+
+class _TestTimeout(Exception):
+    pass
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A hung test fails after TEST_TIMEOUT s instead of stalling the run."""
+    def expired(signum, frame):
+        raise _TestTimeout(f"{item.nodeid}: still running after {TEST_TIMEOUT:.0f} s")
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, TEST_TIMEOUT)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# --- outcomes and the summary ------------------------------------------------
+
+def pytest_collectreport(report):
+    if report.failed:
+        _STATE["collect_errors"].append(report.nodeid)
+
+
+def pytest_runtest_logreport(report):
+    results = _STATE["results"]
+    xfail = hasattr(report, "wasxfail")
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        if report.passed:
+            outcome = "xpassed" if xfail else "passed"
+        elif report.skipped:
+            outcome = "xfailed" if xfail else "skipped"
+        else:
+            outcome = "failed" if report.when == "call" else "error"
+        results[report.nodeid] = outcome
+    elif report.when == "teardown" and report.failed:
+        results[report.nodeid] = "error"
+
+
+def _origin():
+    try:
+        with open(os.path.join(SUITE, "ORIGIN")) as f:
+            m = re.search(r"\b[0-9a-f]{40}\b", f.read())
+            return m.group(0)[:12] if m else "?"
+    except OSError:
+        return "?"
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    state = _STATE
+    counts = {c: {} for c in CLASSES}
+    for nodeid, cls in state["classes"].items():
+        outcome = state["results"].get(nodeid, "not run")
+        counts[cls][outcome] = counts[cls].get(outcome, 0) + 1
+    tr = terminalreporter
+    cols = ("passed", "failed", "error", "xfailed", "xpassed", "skipped", "not run")
+    tr.section(f"cellvm conformance: E2B's tests at {_origin()} ({SUITE})")
+    tr.write_line(f"{'class':24}" + "".join(f"{c:>9}" for c in cols) + f"{'total':>8}")
+    for cls in CLASSES:
+        row = counts[cls]
+        note = {OTHER: "  (not asked for: expected to fail)",
+                PLUMBING: "  (out of scope: skipped)"}.get(cls, "  (must pass)")
+        tr.write_line(f"{cls:24}" + "".join(f"{row.get(c, 0):>9}" for c in cols) +
+                      f"{sum(row.values()):>8}{note}")
+    for err in state["collect_errors"]:
+        tr.write_line(f"collection error: {err}")
+    bad = [(n, state["results"].get(n, "not run"), c) for n, c in state["classes"].items()
+           if c in MUST_PASS and state["results"].get(n, "not run") != "passed"]
+    bad += [(n, "xpassed", c) for n, c in state["classes"].items()
+            if state["results"].get(n) == "xpassed"]
+    for nodeid, outcome, cls in bad:
+        tr.write_line(f"  {outcome.upper():8} [{cls}] {nodeid}")
+    passed = sum(row.get("passed", 0) + row.get("xpassed", 0) for row in counts.values())
+    failed = sum(counts[c].get(o, 0) for c in MUST_PASS for o in ("failed", "error", "not run"))
+    failed += len(state["collect_errors"])
+    skipped = sum(row.get("skipped", 0) + row.get("xfailed", 0) for row in counts.values())
+    failed += sum(counts[c].get("failed", 0) + counts[c].get("error", 0) for c in (OTHER, PLUMBING))
+    tr.write_line(f"conformance: {passed} passed, {failed} failed, {skipped} skipped")
