@@ -162,6 +162,13 @@ struct boot_stamp {
         uint64_t ns;
 };
 
+/* What user code's AF_INET/AF_INET6 sockets may reach (--network). */
+enum user_net {
+        USER_NET_NONE,     /* no such socket: the default, and dev mode's on a networked host */
+        USER_NET_LOOPBACK, /* sockets, where no interface but lo is up (a guest without NIC) */
+        USER_NET_ALLOW,    /* sockets, and whatever the machine's interfaces reach */
+};
+
 struct agent {
         int epfd;
         struct watch sig;
@@ -189,7 +196,7 @@ struct agent {
         struct cgroup_limits limits;
         uint64_t file_size_max;        /* RLIMIT_FSIZE of user code, bytes */
         uint64_t output_max;           /* stdout + stderr bytes relayed per execution */
-        bool network_allowed;          /* false: AF_INET/AF_INET6 denied to user code */
+        enum user_net network;         /* user code's AF_INET/AF_INET6 (confine_agent.c) */
         bool allow_local_vsock;        /* test flag: accept vsock peers other than the host */
         bool no_agent_seccomp;         /* debug flag: skip the agent's and the spawner's filters */
         bool disconnect_continues;     /* a disconnect leaves running cells running */
@@ -221,6 +228,14 @@ int confine_context_adopt(struct agent *a, struct context *ctx, pid_t pid);
 /* Kills every process of the context (cgroup.kill); false if there is no cgroup. */
 bool confine_context_kill(struct agent *a, struct context *ctx);
 void confine_context_removed(struct agent *a, struct context *ctx);
+
+/* The policy's name ("none", "loopback", "allow"), as --network and HELLO spell it. */
+const char *user_net_name(enum user_net p);
+
+/* --- netif.c --- */
+/* How many interfaces other than loopback are up in this network namespace; their
+ * names, space-separated, in `names` (truncated to `size`). Or -errno. */
+int netif_others_up(char *names, size_t size);
 
 /* --- agent_seccomp.c --- */
 /* Loads the agent's own syscall allowlist: after it, no fork, exec or socket. 0 or -errno. */

@@ -129,13 +129,38 @@ static void give_workdir(const struct agent *a, const struct confine_policy *p)
                          (unsigned)p->uid);
 }
 
+const char *user_net_name(enum user_net p)
+{
+        return p == USER_NET_ALLOW ? "allow" : p == USER_NET_LOOPBACK ? "loopback" : "none";
+}
+
+/* `loopback` holds only where sockets reach nothing but this machine: else `none`. */
+static void check_loopback_only(struct agent *a)
+{
+        char names[256];
+        if (a->network != USER_NET_LOOPBACK)
+                return;
+        int n = netif_others_up(names, sizeof(names));
+        if (n == 0)
+                return;
+        if (n < 0)
+                log_error("isolation: --network loopback: listing interfaces: %s; network none",
+                          strerror(-n));
+        else
+                log_error("isolation: --network loopback: interface(s) other than lo up (%s): user "
+                          "code could reach beyond this machine; network none",
+                          names);
+        a->network = USER_NET_NONE;
+}
+
 int confine_agent_setup(struct agent *a)
 {
         struct confine_policy p = {0};
         sandbox_user(&p);
         default_limits(a);
         setup_cgroups(a);
-        p.net_none = !a->network_allowed;
+        check_loopback_only(a);
+        p.net_none = a->network == USER_NET_NONE;
         p.agent_pid = getpid();
         p.fsize = a->file_size_max;
         p.nofile = DEFAULT_NOFILE;
@@ -157,11 +182,11 @@ int confine_agent_setup(struct agent *a)
         }
         if (p.drop_user)
                 log_info("isolation: user code runs as uid %u gid %u, network %s", (unsigned)p.uid,
-                         (unsigned)p.gid, p.net_none ? "off" : "on");
+                         (unsigned)p.gid, user_net_name(a->network));
         else
                 log_warn("isolation: the agent is not root: user code keeps uid %u (seccomp "
                          "and rlimits still apply), network %s",
-                         (unsigned)geteuid(), p.net_none ? "off" : "on");
+                         (unsigned)geteuid(), user_net_name(a->network));
         return 0;
 }
 

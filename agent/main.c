@@ -45,8 +45,9 @@ static void usage(FILE *f)
             "  --preload LIST     modules the zygote imports, comma-separated; \"\" for none\n"
             "                     (default: " DEFAULT_PRELOAD ")\n"
             "  --log-level LEVEL  error, warn, info (default) or debug\n"
-            "  --network POLICY   none (default: user code gets no AF_INET/AF_INET6 sockets) "
-            "or allow\n"
+            "  --network POLICY   user code's AF_INET/AF_INET6 sockets: none (default: no such\n"
+            "                     socket), loopback (allowed where no interface but lo is up,\n"
+            "                     else none; cellvm-init's choice without a NIC) or allow\n"
             "  --memory-max SIZE  memory of each context (K/M/G suffixes; default: RAM - 1/8)\n"
             "  --pids-max N       processes of each context (default 1024)\n"
             "  --cpu-weight N     cpu.weight of each context (default 100)\n"
@@ -99,9 +100,14 @@ static int isolation_option(struct agent *a, int opt, const char *arg)
         uint64_t v = 0;
         switch (opt) {
         case 'N':
-                if (strcmp(arg, "none") != 0 && strcmp(arg, "allow") != 0)
+                if (strcmp(arg, "none") == 0)
+                        a->network = USER_NET_NONE;
+                else if (strcmp(arg, "loopback") == 0)
+                        a->network = USER_NET_LOOPBACK;
+                else if (strcmp(arg, "allow") == 0)
+                        a->network = USER_NET_ALLOW;
+                else
                         return -EINVAL;
-                a->network_allowed = strcmp(arg, "allow") == 0;
                 return 0;
         case 'V':
                 a->allow_local_vsock = true;
@@ -371,6 +377,10 @@ int main(int argc, char **argv)
                         free(executor_alloc);
                         return 1;
                 }
+                if (strncmp(listen_addrs[i], "tcp:", 4) == 0 && a->network != USER_NET_NONE)
+                        log_warn("--listen %s with --network %s: user code can connect to the "
+                                 "agent (docs/SECURITY.md)",
+                                 listen_addrs[i], user_net_name(a->network));
         }
         boot_stamp(a, "agent_listening", now_boottime());
         rc = zygote_start(a);

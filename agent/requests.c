@@ -97,7 +97,7 @@ static void do_hello(struct agent *a, struct conn *c, uint32_t id, const cbor_it
         struct cv_buf *b = &c->out;
         size_t mark;
         cv_out_begin(b, &mark);
-        cv_enc_map(b, 7);
+        cv_enc_map(b, 8);
         cv_enc_cstr(b, "protocol");
         cv_enc_uint(b, CV_PROTOCOL_VERSION);
         cv_enc_cstr(b, "agent_version");
@@ -115,6 +115,8 @@ static void do_hello(struct agent *a, struct conn *c, uint32_t id, const cbor_it
         cv_enc_uint(b, (uint64_t)getpid());
         cv_enc_cstr(b, "default_context");
         cv_enc_cstr(b, a->default_ctx);
+        cv_enc_cstr(b, "network");
+        cv_enc_cstr(b, user_net_name(a->network));
         cv_enc_cstr(b, "boot");
         cv_enc_map(b, a->nboot);
         for (size_t i = 0; i < a->nboot; i++) {

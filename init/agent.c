@@ -74,6 +74,11 @@ int agent_argv(const struct init_config *c, char **argv, size_t max, char *strbu
         }
         if (c->workdir[0] != '\0' && ((r = PUSH("--workdir")) < 0 || (r = PUSH(c->workdir)) < 0))
                 return r;
+        /* User code's sockets: without eth0 they reach only this machine (loopback),
+         * with it what cellvm.net configured. */
+        if ((r = PUSH("--network")) < 0 ||
+            (r = PUSH(c->net == NET_STATIC ? "allow" : "loopback")) < 0)
+                return r;
 #undef PUSH
         /* Extra arguments (the whole value double-quoted on the kernel command
          * line): whitespace-separated words; '...' inside a word is literal. */

@@ -128,6 +128,7 @@ def test_clone3_is_enosys_and_processes_still_start(box):
 
 
 def test_network_is_off_by_default(box):
+    assert box.conn.hello["network"] == "none"
     out = box.run("import socket\nfor fam in ('AF_INET', 'AF_INET6'):\n"
                   "    try:\n        socket.socket(getattr(socket, fam)); print(fam, 'open')\n"
                   "    except OSError as e:\n        print(fam, e.errno)\n"
@@ -138,10 +139,88 @@ def test_network_is_off_by_default(box):
 def test_network_allowed_on_request():
     b = Box("--network", "allow")
     try:
+        assert b.conn.hello["network"] == "allow"
         out = b.run("import socket\ns = socket.socket(); s.close(); print('inet ok')\n"
                     "try: socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)\n"
                     "except OSError as e: print('vsock', e.errno)")
         assert out.stdout == "inet ok\nvsock 1\n", out
+    finally:
+        b.close()
+
+
+def _interfaces_up_besides_lo():
+    import fcntl
+    import struct
+    up = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            ifr = fcntl.ioctl(s, 0x8913, struct.pack("16sH14x", name.encode(), 0))  # SIOCGIFFLAGS
+            flags = struct.unpack("16sH14x", ifr)[1]
+            if flags & 0x1 and not flags & 0x8:  # IFF_UP, not IFF_LOOPBACK
+                up.append(name)
+    return up
+
+
+def test_network_loopback_on_a_networked_host_is_none():
+    """--network loopback (cellvm-init's choice in a guest without NIC) where an
+    interface besides lo is up, as on this host: user code would reach the
+    network through it, so the agent keeps sockets denied and says why."""
+    others = _interfaces_up_besides_lo()
+    if not others:
+        pytest.skip("this host has no interface up but lo")
+    b = Box("--network", "loopback")
+    try:
+        assert b.conn.hello["network"] == "none"
+        out = b.run("import socket\ntry: socket.socket(socket.AF_INET)\n"
+                    "except OSError as e: print(e.errno)")
+        assert out.stdout == "1\n", out
+        log = b.agent.read_log()
+        assert "--network loopback: interface(s) other than lo up (" in log
+        assert others[0] in log.split("other than lo up (", 1)[1].split(")")[0]
+    finally:
+        b.close()
+
+
+# In a new network namespace, as root: lo (down there) brought up, then exec.
+LO_UP = ("import fcntl, os, socket, struct, sys\n"
+         "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+         "ifr = fcntl.ioctl(s, 0x8913, struct.pack('16sH14x', b'lo', 0))\n"
+         "flags = struct.unpack('16sH14x', ifr)[1] | 0x1\n"
+         "fcntl.ioctl(s, 0x8914, struct.pack('16sH14x', b'lo', flags))\n"
+         "os.execv(sys.argv[1], sys.argv[1:])")
+
+LOOPBACK_CELL = (
+    "import http.server, socket, threading, urllib.request\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        self.send_response(200); self.end_headers(); self.wfile.write(b'from 127.0.0.1')\n"
+    "    def log_message(self, *a): pass\n"
+    "srv = http.server.HTTPServer(('127.0.0.1', 0), H)\n"
+    "threading.Thread(target=srv.serve_forever, daemon=True).start()\n"
+    "port = srv.server_address[1]\n"
+    "print(urllib.request.urlopen(f'http://127.0.0.1:{port}/', timeout=10).read().decode())\n"
+    "srv.shutdown()\n"
+    "s6 = socket.socket(socket.AF_INET6); s6.bind(('::1', 0)); s6.close(); print('inet6 ok')\n"
+    "for addr in (('192.0.2.1', 80), ('10.0.2.2', 80)):\n"
+    "    try: socket.create_connection(addr, timeout=5); print(addr, 'connected')\n"
+    "    except OSError as e: print(addr[0], e.errno)\n"
+    "try: socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)\n"
+    "except OSError as e: print('vsock', e.errno)")
+# ENETUNREACH for anything but loopback, EPERM for vsock
+LOOPBACK_OUT = "from 127.0.0.1\ninet6 ok\n192.0.2.1 101\n10.0.2.2 101\nvsock 1\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace of its own needs root")
+def test_network_loopback_where_only_lo_is_up():
+    """The agent in a network namespace with nothing but lo (what a guest
+    without NIC has): user code opens AF_INET/AF_INET6 sockets, serves and
+    reaches 127.0.0.1, and reaches nothing else; vsock stays denied."""
+    b = Box("--network", "loopback",
+            launcher=lambda workdir: ["unshare", "--net", "--", "/usr/bin/python3", "-c", LO_UP])
+    try:
+        assert b.conn.hello["network"] == "loopback"
+        out = b.run(LOOPBACK_CELL)
+        assert out.stdout == LOOPBACK_OUT, out
     finally:
         b.close()
 

@@ -41,8 +41,8 @@ class Outcome:
 class Box:
     """A private agent plus one connection to it."""
 
-    def __init__(self, *args, preload=""):
-        self.agent = conftest.AgentProcess(*args, preload=preload)
+    def __init__(self, *args, preload="", launcher=None):
+        self.agent = conftest.AgentProcess(*args, preload=preload, launcher=launcher)
         # The sandbox user needs its cwd writable, and a way through the 0700 temp dir.
         os.chmod(self.agent.dir, 0o711)
         os.chmod(self.agent.workdir, 0o777)

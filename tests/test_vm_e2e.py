@@ -166,11 +166,33 @@ def test_seccomp_denies_mount_and_user_namespaces(sbx):
     assert lines[2] == "1"  # the kernel would have allowed it
 
 
-def test_network_is_off(sbx):
-    ex = run(sbx, "import os, socket\nprint(sorted(os.listdir('/sys/class/net')))\n"
-                  "try:\n    socket.socket(socket.AF_INET, socket.SOCK_STREAM)\n    print('opened')\n"
-                  "except OSError as e:\n    print(e.errno)")
-    assert out(ex).splitlines() == ["['lo']", "1"]
+def test_loopback_networking_without_a_nic(sbx):
+    """network='none': no interface but lo, so init gives the agent `--network
+    loopback` and user code's sockets reach this machine only
+    (docs/SECURITY.md, "Network"): a web server a command starts on 127.0.0.1
+    answers a cell, as when an agent tries the app it just wrote; other
+    addresses are unreachable, vsock stays denied."""
+    assert sbx.hello["network"] == "loopback"
+    server = sbx.commands.run("exec python3 -m http.server 8000 --bind 127.0.0.1", background=True,
+                              timeout=0)
+    try:
+        ex = run(sbx, "import os, socket, time, urllib.request\n"
+                      "print(sorted(os.listdir('/sys/class/net')))\n"
+                      "deadline = time.monotonic() + 60\n"
+                      "while True:\n"
+                      "    try:\n"
+                      "        r = urllib.request.urlopen('http://127.0.0.1:8000/', timeout=10); break\n"
+                      "    except OSError:\n"
+                      "        if time.monotonic() > deadline: raise\n"
+                      "        time.sleep(0.2)\n"
+                      "print(r.status, b'Directory listing' in r.read())\n"
+                      "try: socket.create_connection(('10.0.2.2', 80), timeout=5)\n"
+                      "except OSError as e: print(e.errno)\n"
+                      "try: socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)\n"
+                      "except OSError as e: print(e.errno)")
+        assert out(ex).splitlines() == ["['lo']", "200 True", "101", "1"], ex  # ENETUNREACH, EPERM
+    finally:
+        server.kill()
 
 
 def test_each_context_has_its_own_cgroup_with_a_memory_limit(sbx):

@@ -118,10 +118,12 @@ def test_pid1_name_and_the_agents_argv(configured):
     rc, out = root_sh(conn, f"cat /proc/1/comm; tr '\\0' '\\n' </proc/{conn.hello['pid']}/cmdline")
     lines = out.split("\n")
     assert rc == 0 and lines[0] == "cellvm-init"
-    # init's defaults, then cellvm.agent_args with '' as an empty argument
+    # init's defaults (eth0 configured: user code's sockets allowed), then
+    # cellvm.agent_args with '' as an empty argument
     assert lines[1:-1] == ["/usr/bin/cellvm-agent", "--listen", "vsock:1024", "--listen",
                            "serial:/dev/virtio-ports/cellvm", "--workdir", "/home/user",
-                           "--preload", ""], lines
+                           "--network", "allow", "--preload", ""], lines
+    assert conn.hello["network"] == "allow"
 
 
 def test_hostname_static_eth0_default_route_and_resolv_conf(configured):
