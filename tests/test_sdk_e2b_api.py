@@ -222,6 +222,78 @@ def test_get_host_reaches_a_server_in_the_sandbox(net_agent):
             server.kill()
 
 
+# --- E2B's network options (cellvm.network) -----------------------------------
+
+def test_e2b_network_options_on_a_sandbox_without_egress(agent, monkeypatch):
+    """An agent whose user code has no network (--network none): E2B's options
+    that hold there are accepted, with E2B's meaning; an allow rule is refused
+    with the rule named, and nothing is left connected."""
+    monkeypatch.setenv("CELLVM_ADDR", agent.addr)
+    ok = [dict(secure=True, network={"allow_public_traffic": False}),
+          dict(secure=False, network={"allow_public_traffic": True, "mask_request_host": "x"}),
+          dict(allow_internet_access=False),
+          dict(network={"deny_out": ["0.0.0.0/0"]}),
+          dict(network={"deny_out": lambda ctx: [ctx.all_traffic]}),
+          dict(network={"deny_out": ["8.8.8.8", "example.com"]}),
+          dict(network=None)]
+    for kw in ok:
+        with Sandbox.create("code-interpreter-v1", **kw) as sbx:
+            assert sbx.run_code("6 * 7").text == "42", kw
+            assert sbx._conn.hello["network"] == "none"
+    before = len(os.listdir("/proc/self/fd"))
+    refused = [({"allow_out": ["1.1.1.1"], "deny_out": ["0.0.0.0/0"]},
+                r"egress rule allow_out \['1\.1\.1\.1'\] cannot be enforced: the agent at "
+                r"unix:.* \(user code's network: none\) has no egress at all"),
+               ({"allow_out": ["0.0.0.0/0"]}, r"allow_out \['0\.0\.0\.0/0'\]"),
+               ({"deny_out": "8.8.8.8"}, r"network\['deny_out'\] must be a list"),
+               ({"alow_out": ["1.1.1.1"]}, r"unknown option\(s\) alow_out"),
+               ({"rules": {"api.example.com": [{}]}}, r"network\['rules'\].*egress proxy"),
+               ({"allow_public_traffic": "no"}, r"allow_public_traffic'\] must be True or False")]
+    for network, message in refused:
+        with pytest.raises(InvalidArgumentException, match=message):
+            Sandbox.create("code-interpreter-v1", network=network)
+    with pytest.raises(InvalidArgumentException, match="secure must be True or False"):
+        Sandbox.create(secure="yes")
+    assert len(os.listdir("/proc/self/fd")) == before  # the refused ones were closed
+
+
+def test_e2b_network_options_on_a_sandbox_with_all_egress(net_agent, monkeypatch):
+    """--network allow: user code reaches every address, so a deny rule (or
+    allow_internet_access=False) cannot be enforced; one allow_out covers is."""
+    monkeypatch.setenv("CELLVM_ADDR", net_agent.addr)
+    for kw in (dict(network={"allow_public_traffic": False}, secure=True),
+               dict(network={"allow_out": ["1.1.1.1"]}),
+               dict(network={"deny_out": ["8.8.8.8"], "allow_out": ["8.8.0.0/16"]}),
+               dict(network={"deny_out": ["0.0.0.0/0"], "allow_out": ["0.0.0.0/0"]})):
+        with Sandbox.create(**kw) as sbx:
+            assert sbx._conn.hello["network"] == "allow", kw
+    for kw, message in ((dict(network={"deny_out": ["8.8.8.0/24"]}),
+                         r"egress rule deny_out \['8\.8\.8\.0/24'\] cannot be enforced: the agent "
+                         r"at unix:.* lets user code reach every address"),
+                        (dict(network={"deny_out": ["0.0.0.0/0"], "allow_out": ["1.1.1.1"]}),
+                         r"deny_out \['0\.0\.0\.0/0'\]"),
+                        (dict(allow_internet_access=False),
+                         r"allow_internet_access=False cannot be enforced")):
+        with pytest.raises(InvalidArgumentException, match=message):
+            Sandbox.create(**kw)
+
+
+def test_e2b_network_options_are_checked_before_a_micro_vm_boots(monkeypatch):
+    """The check of a boot comes before QEMU starts: E2B's options mean a
+    micro-VM with network='none', which cannot allow an address."""
+    monkeypatch.delenv("CELLVM_ADDR", raising=False)
+    before = conftest.qemu_pids()
+    with pytest.raises(InvalidArgumentException,
+                       match=r"allow_out \['10\.0\.0\.1'\] cannot be enforced: a micro-VM with "
+                             r"network='none' has no egress"):
+        Sandbox.create(conftest.IMAGE, network={"allow_out": ["10.0.0.1"]})
+    with pytest.raises(InvalidArgumentException,
+                       match=r"allow_internet_access=False cannot be enforced: a micro-VM with "
+                             r"network='user'"):
+        Sandbox.create(conftest.IMAGE, network="user", allow_internet_access=False)
+    assert conftest.qemu_pids() <= before
+
+
 def test_get_metrics_and_pause(sbx):
     [m] = sbx.get_metrics()
     assert isinstance(m, SandboxMetrics)

@@ -16,6 +16,7 @@ import weakref
 from typing import Dict, List, Optional, Union
 
 from . import _wire
+from . import network as _network
 from .boot import BootReport
 from .exceptions import (
     InvalidArgumentException,
@@ -445,7 +446,7 @@ class Sandbox:
 
     @classmethod
     def create(cls, image: Optional[str] = None, vmm: str = "qemu", memory_mb: int = 1024,
-               vcpus: int = 1, network: str = "none", envs: Optional[Dict[str, str]] = None,
+               vcpus: int = 1, network: Union[str, Dict, None] = "none", envs: Optional[Dict[str, str]] = None,
                timeout: Optional[float] = None, *, template: Optional[str] = None,
                request_timeout: Optional[float] = None, wait_ready: bool = True,
                extra_cmdline: str = "", kernel: Optional[str] = None,
@@ -459,7 +460,12 @@ class Sandbox:
         not given; template "data" or "cellvm-data" is build/image-data, from
         `make image-data`, when built). `vmm`: "qemu" (KVM when usable, else TCG),
         "firecracker" or "cloud-hypervisor" (their binary must be on PATH).
-        `network`: "none" (loopback only) or "user" (QEMU's NAT).
+        `network`: "none" (loopback only) or "user" (QEMU's NAT); or E2B's
+        options ({"allow_out": [...], "deny_out": [...], "allow_public_traffic":
+        False, ...}) on a "none" sandbox, with E2B's `secure` and
+        `allow_internet_access`: those that hold there are accepted, an egress
+        rule cellvm cannot enforce raises InvalidArgumentException naming it
+        (cellvm.network).
         `envs`: environment for every execution and command of this Sandbox.
         `timeout`: the sandbox's lifetime in seconds, as E2B's (default 300,
         $CELLVM_DEFAULT_TIMEOUT; at most 24 h, $CELLVM_MAX_TIMEOUT), counted
@@ -487,10 +493,13 @@ class Sandbox:
             e2b_options.setdefault("metadata", metadata)
             if timeout is None and isinstance(e2b_timeout, (int, float)):
                 timeout = e2b_timeout
+        # E2B's network options (a dict), `secure` and `allow_internet_access`
+        # are checked against the egress the sandbox has (cellvm.network).
+        e2b_network = None
         if not isinstance(network, str):
-            raise InvalidArgumentException(
-                "network must be 'none' (loopback only) or 'user' (QEMU's NAT); "
-                "E2B's egress rules (allow_out, deny_out, ...) are not supported")
+            e2b_network, network = network, "none"
+        net_check = dict(allow_internet_access=e2b_options.get("allow_internet_access", True),
+                         secure=e2b_options.get("secure", True))
         name = image or template
         if os.environ.get(ADDR_ENV) and (name is None or _e2b_template(name)):
             # As Sandbox(): an E2B program's Sandbox.create() uses the agent
@@ -498,8 +507,19 @@ class Sandbox:
             if timeout is not None:
                 from . import lifetime
                 lifetime.warn_dev_mode(os.environ[ADDR_ENV], "create(timeout=...)")
-            return cls(template=name, envs=envs, request_timeout=request_timeout,
-                       metadata=e2b_options.get("metadata"))
+            sbx = cls(template=name, envs=envs, request_timeout=request_timeout,
+                      metadata=e2b_options.get("metadata"))
+            policy = (sbx._conn.hello or {}).get("network", "none")
+            try:
+                _network.check(e2b_network, egress=_network.egress_of(policy), **net_check,
+                               place=f"the agent at {sbx.sandbox_id} (user code's network: "
+                                     f"{policy})")
+            except BaseException:
+                sbx.close()
+                raise
+            return sbx
+        _network.check(e2b_network, egress=_network.egress_of(network), **net_check,
+                       place=f"a micro-VM with network={network!r}")
         return cls._boot(image=image, template=template, metadata=e2b_options.get("metadata"),
                          vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
                          timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
