@@ -144,6 +144,18 @@ def test_hostname_static_eth0_default_route_and_resolv_conf(configured):
     assert logged(vm.console(), r"^eth0 10\.0\.2\.15/24 up$")
 
 
+def test_user_code_reaches_the_network_through_eth0(configured):
+    """With eth0 (cellvm.net=static, QEMU's NAT) init gives the agent --network
+    allow: a cell's TCP connect to the NAT's host address is routed (refused
+    by QEMU for a closed port, or accepted), not denied or unreachable."""
+    vm, conn = configured
+    result, stdout, error = cell(conn, "import errno, socket\n"
+                                       "try:\n    socket.create_connection(('10.0.2.2', 9), timeout=10)"
+                                       "; print('connected')\n"
+                                       "except OSError as e: print(errno.errorcode[e.errno])")
+    assert error is None and stdout in ("connected\n", "ECONNREFUSED\n"), stdout
+
+
 def test_entropy_seed_is_credited(configured):
     vm, conn = configured
     console = vm.console()
