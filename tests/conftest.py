@@ -196,6 +196,8 @@ def vm_sandbox():
 def pytest_configure(config):
     config.addinivalue_line("markers", "ends_session_vm(order): runs after every other test "
                                        "(it closes or stops the session's micro-VM)")
+    # E2B's, on the tests of its suite test_vm_e2e runs (E2B_DEBUG is never set here)
+    config.addinivalue_line("markers", "skip_debug: E2B's: skipped when E2B_DEBUG is set")
 
 
 def pytest_collection_modifyitems(config, items):

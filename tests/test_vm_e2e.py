@@ -242,6 +242,52 @@ def test_javascript_and_typescript_contexts(sbx):
     assert sbx.run_code("n", language="js", timeout=60).text == "41"
 
 
+# --- E2B's own tests in the micro-VM (docs/CONFORMANCE.md) -------------------
+# A few of ../shared/e2b_conformance's tests, unchanged, against the session
+# VM (tests/conformance/run runs them all against dev-mode agents): bash, cwd
+# at the image's /home/user, JavaScript, contexts, a matplotlib figure. Only
+# tests that take E2B's `sandbox` fixture and leave the sandbox alive.
+E2B_SUITE = os.path.join(os.path.dirname(ROOT), "shared", "e2b_conformance")
+VM_CONFORMANCE = [
+    "sync/test_bash.py::test_bash",
+    "sync/test_cwd.py::test_cwd_python",
+    "sync/test_cwd.py::test_cwd_bash",
+    "sync/test_cwd.py::test_cwd_javascript",
+    "sync/env_vars/test_bash.py::test_env_vars_per_execution",
+    "sync/test_default_kernels.py::test_js_top_level_await",
+    "sync/test_contexts.py::test_restart_context",
+    "sync/test_kernels.py::test_independence_of_kernels",
+    "sync/test_display_data.py::test_display_data",
+    "sync/test_streaming.py::test_streaming_output",
+]
+
+
+def _e2b_test(case):
+    """The test function `case` names, from E2B's module imported with E2B's
+    module names (client/python/compat)."""
+    import importlib.util
+    path, name = case.split("::")
+    full = os.path.join(E2B_SUITE, path)
+    if not os.path.exists(full):
+        pytest.skip(f"E2B's suite is not at {E2B_SUITE}")
+    compat = os.path.join(ROOT, "client", "python", "compat")
+    if compat not in sys.path:
+        sys.path.insert(0, compat)
+    modname = "e2b_conformance__" + path[:-3].replace("/", "__")
+    mod = sys.modules.get(modname)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(modname, full)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[modname] = mod
+    return getattr(mod, name)
+
+
+@pytest.mark.parametrize("case", VM_CONFORMANCE)
+def test_e2b_conformance_in_the_vm(sbx, case):
+    _e2b_test(case)(sbx)
+
+
 # --- kill and a fresh boot (last of the session: ends its VM) --------------
 
 @pytest.mark.ends_session_vm(2)
