@@ -148,32 +148,32 @@ def test_timeout_interrupts_and_the_shell_survives(sbx, sh):
     assert out(e) == "alive\n/tmp\n" and e.error is None
 
 
+def run_interrupted(sbx, context, code):
+    """Runs `code`, with Sandbox.interrupt(context) 1 s in: (execution, seconds)."""
+    timer = threading.Timer(1.0, lambda: sbx.interrupt(context))
+    timer.start()
+    try:
+        t0 = time.monotonic()
+        e = sbx.run_code(code, context=context, timeout=60)
+        return e, time.monotonic() - t0
+    finally:
+        timer.cancel()
+
+
 def test_interrupt_ends_the_whole_cell(sbx, sh):
     """INTERRUPT: the running command and the rest of the cell are dropped
     (E2B's ExecutionAborted), the shell and its state stay."""
     sbx.run_code("kept=7", context=sh)
-    timer = threading.Timer(1.0, lambda: sbx.interrupt(sh))
-    timer.start()
-    try:
-        t0 = time.monotonic()
-        e = sbx.run_code("echo start; sleep 30; echo rest-of-cell", context=sh, timeout=60)
-    finally:
-        timer.cancel()
-    assert time.monotonic() - t0 < 5
+    e, took = run_interrupted(sbx, sh, "echo start; sleep 30; echo rest-of-cell")
+    assert took < 5
     assert out(e) == "start\n" and e.error.name == "ExecutionAborted", e
     assert out(sbx.run_code("echo $kept", context=sh)) == "7\n"
 
 
 def test_a_cell_that_ignores_the_interrupt_is_killed_and_the_context_restarts(sbx, sh):
     sbx.run_code("before=1", context=sh)
-    timer = threading.Timer(1.0, lambda: sbx.interrupt(sh))
-    timer.start()
-    try:
-        t0 = time.monotonic()
-        e = sbx.run_code("trap '' INT; while :; do sleep 0.1; done", context=sh, timeout=60)
-    finally:
-        timer.cancel()
-    assert time.monotonic() - t0 < 10
+    e, took = run_interrupted(sbx, sh, "trap '' INT; while :; do sleep 0.1; done")
+    assert took < 10
     assert e.error.name == "ContextRestarted", e.error
     # A new bash: the old state is gone, the context works.
     e = sbx.run_code("echo \"[${before:-}]\" $((1 + 1))", context=sh)
