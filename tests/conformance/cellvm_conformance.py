@@ -98,15 +98,17 @@ class _OutOfScopeItem(pytest.Item):
     """A test of a plumbing module that cannot even be imported here (it needs
     E2B's own modules): listed, and skipped with the reason."""
 
-    def __init__(self, *, reason, **kw):
+    def __init__(self, *, reason, lineno, **kw):
         super().__init__(**kw)
         self.reason = reason
+        self.lineno = lineno
+        self.add_marker(pytest.mark.skip(reason=reason))
 
     def runtest(self):
         pytest.skip(self.reason)
 
     def reportinfo(self):
-        return self.path, None, self.name
+        return self.path, self.lineno, self.name
 
 
 def _param_ids(deco):
@@ -123,16 +125,17 @@ def _param_ids(deco):
 
 
 def _test_names(path):
+    """(name, 0-based line) of each test function, parametrized ones once per id."""
     tree = ast.parse(path.read_text(), str(path))
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
                 node.name.startswith("test"):
             params = [p for p in map(_param_ids, node.decorator_list) if p]
             if not params:
-                yield node.name
+                yield node.name, node.lineno - 1
                 continue
             for combo in itertools.product(*reversed(params)):
-                yield f"{node.name}[{'-'.join(combo)}]"
+                yield f"{node.name}[{'-'.join(combo)}]", node.lineno - 1
 
 
 class _PlumbingModule(pytest.Module):
@@ -140,10 +143,11 @@ class _PlumbingModule(pytest.Module):
         try:
             return super().collect()
         except self.CollectError as e:
-            first = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
-            reason = f"{PLUMBING_FILES[_rel(self.path)]}; not importable here: {first}"
-            return [_OutOfScopeItem.from_parent(self, name=n, reason=reason)
-                    for n in _test_names(self.path)]
+            lines = str(e).strip().splitlines()
+            last = re.sub(r"^E\s+", "", lines[-1]) if lines else type(e).__name__
+            reason = f"{PLUMBING_FILES[_rel(self.path)]}; not importable here: {last}"
+            return [_OutOfScopeItem.from_parent(self, name=n, reason=reason, lineno=line)
+                    for n, line in _test_names(self.path)]
 
 
 def pytest_pycollect_makemodule(module_path, parent):
@@ -152,8 +156,8 @@ def pytest_pycollect_makemodule(module_path, parent):
     return None
 
 
-# nodeid -> class, nodeid -> outcome, collectors that failed
-_STATE = {"classes": {}, "results": {}, "collect_errors": []}
+# nodeid -> class, nodeid -> outcome, nodeid -> why it did not pass, collectors that failed
+_STATE = {"classes": {}, "results": {}, "why": {}, "collect_errors": []}
 
 
 def pytest_configure(config):
@@ -243,6 +247,9 @@ def pytest_runtest_logreport(report):
         else:
             outcome = "failed" if report.when == "call" else "error"
         results[report.nodeid] = outcome
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if outcome in ("failed", "error", "xfailed") and crash is not None:
+            _STATE["why"][report.nodeid] = crash.message.strip().splitlines()[0][:160]
     elif report.when == "teardown" and report.failed:
         results[report.nodeid] = "error"
 
@@ -274,12 +281,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                       f"{sum(row.values()):>8}{note}")
     for err in state["collect_errors"]:
         tr.write_line(f"collection error: {err}")
-    bad = [(n, state["results"].get(n, "not run"), c) for n, c in state["classes"].items()
-           if c in MUST_PASS and state["results"].get(n, "not run") != "passed"]
-    bad += [(n, "xpassed", c) for n, c in state["classes"].items()
-            if state["results"].get(n) == "xpassed"]
-    for nodeid, outcome, cls in bad:
-        tr.write_line(f"  {outcome.upper():8} [{cls}] {nodeid}")
+    # Every test that did not pass, by class: nothing is hidden behind a count.
+    for cls in CLASSES:
+        for nodeid, c in state["classes"].items():
+            outcome = state["results"].get(nodeid, "not run")
+            if c == cls and outcome != "passed":
+                why = state["why"].get(nodeid)
+                tr.write_line(f"  {outcome.upper():8} [{cls}] {nodeid}" + (f": {why}" if why else ""))
     passed = sum(row.get("passed", 0) + row.get("xpassed", 0) for row in counts.values())
     failed = sum(counts[c].get(o, 0) for c in MUST_PASS for o in ("failed", "error", "not run"))
     failed += len(state["collect_errors"])
