@@ -254,6 +254,9 @@ def test_e2b_network_options_on_a_sandbox_without_egress(agent, monkeypatch):
             Sandbox.create("code-interpreter-v1", network=network)
     with pytest.raises(InvalidArgumentException, match="secure must be True or False"):
         Sandbox.create(secure="yes")
+    with pytest.raises(InvalidArgumentException,
+                       match=r"allow_internet_access=True cannot be honoured: the agent at "):
+        Sandbox.create(allow_internet_access=True)
     assert len(os.listdir("/proc/self/fd")) == before  # the refused ones were closed
 
 
@@ -262,6 +265,7 @@ def test_e2b_network_options_on_a_sandbox_with_all_egress(net_agent, monkeypatch
     allow_internet_access=False) cannot be enforced; one allow_out covers is."""
     monkeypatch.setenv("CELLVM_ADDR", net_agent.addr)
     for kw in (dict(network={"allow_public_traffic": False}, secure=True),
+               dict(allow_internet_access=True),
                dict(network={"allow_out": ["1.1.1.1"]}),
                dict(network={"deny_out": ["8.8.8.8"], "allow_out": ["8.8.0.0/16"]}),
                dict(network={"deny_out": ["0.0.0.0/0"], "allow_out": ["0.0.0.0/0"]})):

@@ -13,7 +13,9 @@ InvalidArgumentException that names the option otherwise:
   that `deny_out` does not. With no egress, every `deny_out` holds and an
   `allow_out` entry cannot be honoured; with all egress, it is the other way
   round.
-- `allow_internet_access=False` is E2B's `deny_out=["0.0.0.0/0"]`.
+- `allow_internet_access=False` is E2B's `deny_out=["0.0.0.0/0"]`; an
+  explicit `allow_internet_access=True` asks for egress (E2B's default, when
+  it is not given, is taken as no request).
 - `allow_public_traffic` (whether E2B's public sandbox URLs need a token) and
   `mask_request_host` (the Host header E2B's proxy sends) concern E2B's
   ingress proxy: cellvm has none and publishes no port, so a sandbox is never
@@ -87,14 +89,14 @@ def _where(egress, place):
             f"a sandbox without egress (network='none') holds this rule")
 
 
-def check(network=None, *, egress, allow_internet_access=True, secure=True,
+def check(network=None, *, egress, allow_internet_access=None, secure=True,
           place="this sandbox"):
     """Raises InvalidArgumentException unless E2B's options hold in a sandbox
     whose egress is `egress` (EGRESS_NONE or EGRESS_ALL); `place` names that
     sandbox in the message ("a micro-VM with network='user'"). Returns None."""
     if not isinstance(secure, bool):
         raise InvalidArgumentException(f"secure must be True or False, not {secure!r}")
-    if not isinstance(allow_internet_access, bool):
+    if allow_internet_access is not None and not isinstance(allow_internet_access, bool):
         raise InvalidArgumentException(
             f"allow_internet_access must be True or False, not {allow_internet_access!r}")
     if network is None:
@@ -122,8 +124,11 @@ def check(network=None, *, egress, allow_internet_access=True, secure=True,
             f"network['mask_request_host'] must be a string, not {mask!r}")
     allow = _selector("allow_out", network.get("allow_out"))
     deny = _selector("deny_out", network.get("deny_out"))
-    if not allow_internet_access:
+    if allow_internet_access is False:
         deny.append(ALL_TRAFFIC)
+    if allow_internet_access is True and egress == EGRESS_NONE:
+        raise InvalidArgumentException(
+            f"allow_internet_access=True cannot be honoured: {_where(egress, place)}")
     if egress == EGRESS_NONE and allow:
         raise InvalidArgumentException(
             f"egress rule allow_out {allow} cannot be enforced: {_where(egress, place)}")

@@ -498,7 +498,7 @@ class Sandbox:
         e2b_network = None
         if not isinstance(network, str):
             e2b_network, network = network, "none"
-        net_check = dict(allow_internet_access=e2b_options.get("allow_internet_access", True),
+        net_check = dict(allow_internet_access=e2b_options.get("allow_internet_access"),
                          secure=e2b_options.get("secure", True))
         name = image or template
         if os.environ.get(ADDR_ENV) and (name is None or _e2b_template(name)):
