@@ -282,12 +282,16 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     for err in state["collect_errors"]:
         tr.write_line(f"collection error: {err}")
     # Every test that did not pass, by class: nothing is hidden behind a count.
-    for cls in CLASSES:
+    for cls in CLASSES if not config.option.collectonly else ():
         for nodeid, c in state["classes"].items():
             outcome = state["results"].get(nodeid, "not run")
             if c == cls and outcome != "passed":
                 why = state["why"].get(nodeid)
                 tr.write_line(f"  {outcome.upper():8} [{cls}] {nodeid}" + (f": {why}" if why else ""))
+    if config.option.collectonly:
+        tr.write_line(f"collected only: {len(state['classes'])} tests, none run")
+        tr.write_line("conformance: 0 passed, 0 failed, 0 skipped")
+        return
     passed = sum(row.get("passed", 0) + row.get("xpassed", 0) for row in counts.values())
     failed = sum(counts[c].get(o, 0) for c in MUST_PASS for o in ("failed", "error", "not run"))
     failed += len(state["collect_errors"])
