@@ -45,9 +45,10 @@ static void usage(FILE *f)
             "  --preload LIST     modules the zygote imports, comma-separated; \"\" for none\n"
             "                     (default: " DEFAULT_PRELOAD ")\n"
             "  --log-level LEVEL  error, warn, info (default) or debug\n"
-            "  --network POLICY   user code's AF_INET/AF_INET6 sockets: none (default: no such\n"
-            "                     socket), loopback (allowed where no interface but lo is up,\n"
-            "                     else none; cellvm-init's choice without a NIC) or allow\n"
+            "  --network POLICY   user code's AF_INET/AF_INET6 sockets: none (no such socket),\n"
+            "                     loopback (allowed where no interface but lo is up, else\n"
+            "                     none) or allow; default none, and under cellvm-init loopback\n"
+            "                     without a NIC, allow with one (its CELLVM_NET)\n"
             "  --memory-max SIZE  memory of each context (K/M/G suffixes; default: RAM - 1/8)\n"
             "  --pids-max N       processes of each context (default 1024)\n"
             "  --cpu-weight N     cpu.weight of each context (default 100)\n"
@@ -93,6 +94,17 @@ static int parse_size(const char *s, uint64_t *out)
                 return -EINVAL;
         *out = (uint64_t)v << shift;
         return 0;
+}
+
+/* cellvm-init's CELLVM_NET (from cellvm.net): without a NIC user code's sockets
+ * reach only the guest (loopback), with eth0 the network; else (dev mode) none. */
+static enum user_net network_from_init(const char *net)
+{
+        if (net && strcmp(net, "loopback") == 0)
+                return USER_NET_LOOPBACK;
+        if (net && strcmp(net, "static") == 0)
+                return USER_NET_ALLOW;
+        return USER_NET_NONE;
 }
 
 static int isolation_option(struct agent *a, int opt, const char *arg)
@@ -232,6 +244,7 @@ int main(int argc, char **argv)
         a->sig.fd = -1;
         a->zyg.w.fd = -1;
         a->spawner.fd = -1;
+        a->network = network_from_init(getenv("CELLVM_NET")); /* --network overrides */
 
         static const struct option opts[] = {
             {"listen", required_argument, NULL, 'l'},

@@ -74,11 +74,6 @@ int agent_argv(const struct init_config *c, char **argv, size_t max, char *strbu
         }
         if (c->workdir[0] != '\0' && ((r = PUSH("--workdir")) < 0 || (r = PUSH(c->workdir)) < 0))
                 return r;
-        /* User code's sockets: without eth0 they reach only this machine (loopback),
-         * with it what cellvm.net configured. */
-        if ((r = PUSH("--network")) < 0 ||
-            (r = PUSH(c->net == NET_STATIC ? "allow" : "loopback")) < 0)
-                return r;
 #undef PUSH
         /* Extra arguments (the whole value double-quoted on the kernel command
          * line): whitespace-separated words; '...' inside a word is literal. */
@@ -136,6 +131,8 @@ pid_t agent_start(const struct init_config *c, bool user_cgroup)
         envp[envc++] = "CELLVM_INIT=1";
         if (user_cgroup)
                 envp[envc++] = "CELLVM_USER_CGROUP=" CGROUP_USER_PATH;
+        /* Whether the guest has a NIC: the agent's default for user code's sockets. */
+        envp[envc++] = c->net == NET_STATIC ? "CELLVM_NET=static" : "CELLVM_NET=loopback";
         stamp_record("agent_exec");
         r = stamps_to_env(envp + envc, STAMPS_MAX, stampbuf, sizeof(stampbuf));
         if (r < 0)

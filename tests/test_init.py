@@ -300,8 +300,7 @@ def test_runs_as_pid1_mounts_and_starts_agent(init_ns):
     assert info["devfd"] == "/proc/self/fd"
     assert info["hostname"] == "cellvm-test"
     assert info["lo_up"]  # a new net namespace starts with lo down
-    # init's network policy (no eth0: loopback), then cellvm.agent_args
-    assert info["argv"][1:] == ["--network", "loopback", "--listen", "unix:" + ns.sock]
+    assert info["argv"][1:] == ["--listen", "unix:" + ns.sock]
     assert info["cwd"] == "/"
     assert info["sigmask"] == "0000000000000000"  # init's blocked signals are not inherited
     assert "started as pid 1" in log and "stamp agent_exec" in log
@@ -325,6 +324,7 @@ def test_agent_environment_is_clean_and_carries_stamps(init_ns):
     env = ns.ask("info")["env"]
     assert "SECRET_HOST_VAR" not in env and "CELLVM_CMDLINE" not in env
     assert env["CELLVM_INIT"] == "1"
+    assert env["CELLVM_NET"] == "loopback"  # no eth0: the agent's default network policy
     assert env["PATH"].startswith("/usr/local/sbin:")
     stamps = {k[len("CELLVM_STAMP_"):].lower(): int(v)
               for k, v in env.items() if k.startswith("CELLVM_STAMP_")}
@@ -536,7 +536,7 @@ def test_real_agent_under_init_reports_boot_stamps_and_requests_power_off(init_n
         time.sleep(0.02)
     conn = Connection.connect("unix:" + ns.sock)
     hello = conn.call(0x0001, {"protocol": 1})
-    # init said --network loopback, and the namespace has no interface but lo.
+    # CELLVM_NET=loopback from init, and the namespace has no interface but lo.
     assert hello["network"] == "loopback"
     boot = hello["boot"]
     assert boot["init_start"] <= boot["agent_exec"] <= boot["agent_start"] <= boot["agent_ready"]

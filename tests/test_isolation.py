@@ -181,6 +181,19 @@ def test_network_loopback_on_a_networked_host_is_none():
         b.close()
 
 
+def test_network_policy_from_cellvm_init_and_its_override():
+    """Under cellvm-init the default comes from CELLVM_NET (static: the guest
+    has eth0, allow); --network on the command line (cellvm.agent_args) wins."""
+    def under_init(*args):
+        return Box(*args, launcher=lambda workdir: ["env", "CELLVM_NET=static"])
+    for args, policy in (((), "allow"), (("--network", "none"), "none")):
+        b = under_init(*args)
+        try:
+            assert b.conn.hello["network"] == policy, args
+        finally:
+            b.close()
+
+
 # In a new network namespace, as root: lo (down there) brought up, then exec.
 LO_UP = ("import fcntl, os, socket, struct, sys\n"
          "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
@@ -212,11 +225,12 @@ LOOPBACK_OUT = "from 127.0.0.1\ninet6 ok\n192.0.2.1 101\n10.0.2.2 101\nvsock 1\n
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace of its own needs root")
 def test_network_loopback_where_only_lo_is_up():
-    """The agent in a network namespace with nothing but lo (what a guest
-    without NIC has): user code opens AF_INET/AF_INET6 sockets, serves and
+    """The agent in a network namespace with nothing but lo, told
+    CELLVM_NET=loopback as cellvm-init tells it in a guest without NIC: user
+    code opens AF_INET/AF_INET6 sockets, serves and
     reaches 127.0.0.1, and reaches nothing else; vsock stays denied."""
-    b = Box("--network", "loopback",
-            launcher=lambda workdir: ["unshare", "--net", "--", "/usr/bin/python3", "-c", LO_UP])
+    b = Box(launcher=lambda workdir: ["unshare", "--net", "--", "env", "CELLVM_NET=loopback",
+                                      "/usr/bin/python3", "-c", LO_UP])
     try:
         assert b.conn.hello["network"] == "loopback"
         out = b.run(LOOPBACK_CELL)

@@ -118,11 +118,11 @@ def test_pid1_name_and_the_agents_argv(configured):
     rc, out = root_sh(conn, f"cat /proc/1/comm; tr '\\0' '\\n' </proc/{conn.hello['pid']}/cmdline")
     lines = out.split("\n")
     assert rc == 0 and lines[0] == "cellvm-init"
-    # init's defaults (eth0 configured: user code's sockets allowed), then
-    # cellvm.agent_args with '' as an empty argument
+    # init's defaults, then cellvm.agent_args with '' as an empty argument
     assert lines[1:-1] == ["/usr/bin/cellvm-agent", "--listen", "vsock:1024", "--listen",
                            "serial:/dev/virtio-ports/cellvm", "--workdir", "/home/user",
-                           "--network", "allow", "--preload", ""], lines
+                           "--preload", ""], lines
+    # eth0 configured: init's CELLVM_NET=static, user code's sockets allowed
     assert conn.hello["network"] == "allow"
 
 
@@ -145,8 +145,8 @@ def test_hostname_static_eth0_default_route_and_resolv_conf(configured):
 
 
 def test_user_code_reaches_the_network_through_eth0(configured):
-    """With eth0 (cellvm.net=static, QEMU's NAT) init gives the agent --network
-    allow: a cell's TCP connect to the NAT's host address is routed (refused
+    """With eth0 (cellvm.net=static, QEMU's NAT) init's CELLVM_NET=static makes
+    the agent's policy allow: a cell's TCP connect to the NAT's host address is routed (refused
     by QEMU for a closed port, or accepted), not denied or unreachable."""
     vm, conn = configured
     result, stdout, error = cell(conn, "import errno, socket\n"

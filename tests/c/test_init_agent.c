@@ -1,6 +1,6 @@
-/* Unit tests for cellvm-init's agent argv (agent_argv): the listeners, workdir
- * and network policy from the configuration, then cellvm.agent_args split on
- * whitespace with '...' quoting. */
+/* Unit tests for cellvm-init's agent argv (agent_argv): the listeners and
+ * workdir from the configuration, then cellvm.agent_args split on whitespace
+ * with '...' quoting. */
 #include "../../init/agent.h"
 #include "../../init/config.h"
 
@@ -13,8 +13,7 @@
 static char *argv[AGENT_MAX_ARGS];
 static char buf[2048];
 
-/* A configuration with no listener or workdir: argv is the agent, its network
- * policy, then args. */
+/* A configuration with no listener or workdir: argv is the agent plus args. */
 static void bare(struct init_config *c, const char *args)
 {
         config_defaults(c);
@@ -43,29 +42,12 @@ static void test_defaults(void)
         struct init_config c;
         config_defaults(&c);
         int n = agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf));
-        CHECK(n == 9);
+        CHECK(n == 7);
         CHECK(strcmp(argv[0], "/usr/bin/cellvm-agent") == 0);
         const char *const want[] = {
-            "--listen",  "vsock:1024", "--listen",  "serial:/dev/virtio-ports/cellvm",
-            "--workdir", "/home/user", "--network", "loopback",
-            NULL};
+            "--listen",  "vsock:1024", "--listen", "serial:/dev/virtio-ports/cellvm",
+            "--workdir", "/home/user", NULL};
         CHECK(args_are(n, want));
-}
-
-/* No NIC configured: user code's sockets reach only loopback; with eth0, the network. */
-static void test_network_policy_follows_cellvm_net(void)
-{
-        struct init_config c;
-        bare(&c, "");
-        int n = agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf));
-        const char *const loopback[] = {"--network", "loopback", NULL};
-        CHECK(args_are(n, loopback));
-        bare(&c, "--network none");
-        c.net = NET_STATIC;
-        n = agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf));
-        /* cellvm.agent_args come last: the agent takes the last --network. */
-        const char *const allow[] = {"--network", "allow", "--network", "none", NULL};
-        CHECK(args_are(n, allow));
 }
 
 static void test_disabled_listeners_and_workdir_are_omitted(void)
@@ -73,12 +55,11 @@ static void test_disabled_listeners_and_workdir_are_omitted(void)
         struct init_config c;
         bare(&c, "");
         int n = agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf));
-        const char *const just_network[] = {"--network", "loopback", NULL};
-        CHECK(args_are(n, just_network));
+        CHECK(n == 1 && argv[1] == NULL);
         bare(&c, "");
         c.vsock_port = 52;
         n = agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf));
-        const char *const want[] = {"--listen", "vsock:52", "--network", "loopback", NULL};
+        const char *const want[] = {"--listen", "vsock:52", NULL};
         CHECK(args_are(n, want));
 }
 
@@ -87,7 +68,7 @@ static void test_words_split_on_spaces_and_tabs(void)
         struct init_config c;
         bare(&c, "  --preload numpy\t-x  ");
         int n = agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf));
-        const char *const want[] = {"--network", "loopback", "--preload", "numpy", "-x", NULL};
+        const char *const want[] = {"--preload", "numpy", "-x", NULL};
         CHECK(args_are(n, want));
 }
 
@@ -96,13 +77,12 @@ static void test_single_quotes(void)
         struct init_config c;
         bare(&c, "--preload '' -c 'a b' x'y z'w ''''");
         int n = agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf));
-        const char *const want[] = {"--network", "loopback", "--preload", "",  "-c",
-                                    "a b",       "xy zw",    "",          NULL};
+        const char *const want[] = {"--preload", "", "-c", "a b", "xy zw", "", NULL};
         CHECK(args_are(n, want));
 
         bare(&c, "'a\tb'  'c''d'");
         n = agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf));
-        const char *const want2[] = {"--network", "loopback", "a\tb", "cd", NULL};
+        const char *const want2[] = {"a\tb", "cd", NULL};
         CHECK(args_are(n, want2));
 }
 
@@ -121,16 +101,16 @@ static void test_limits(void)
         char small[16];
 
         config_defaults(&c);
-        /* 9 arguments and the NULL need 10 slots. */
-        CHECK(agent_argv(&c, argv, 9, buf, sizeof(buf)) == -E2BIG);
-        CHECK(agent_argv(&c, argv, 10, buf, sizeof(buf)) == 9);
+        /* 7 arguments and the NULL need 8 slots. */
+        CHECK(agent_argv(&c, argv, 7, buf, sizeof(buf)) == -E2BIG);
+        CHECK(agent_argv(&c, argv, 8, buf, sizeof(buf)) == 7);
         CHECK(agent_argv(&c, argv, AGENT_MAX_ARGS, small, sizeof(small)) == -E2BIG);
 
         bare(&c, "");
         for (int i = 0; i < AGENT_MAX_ARGS; i++)
                 strcat(c.agent_args, "a ");
         CHECK(agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf)) == -E2BIG);
-        c.agent_args[2 * (AGENT_MAX_ARGS - 4)] = '\0';
+        c.agent_args[2 * (AGENT_MAX_ARGS - 2)] = '\0';
         CHECK(agent_argv(&c, argv, AGENT_MAX_ARGS, buf, sizeof(buf)) == AGENT_MAX_ARGS - 1);
         CHECK(argv[AGENT_MAX_ARGS - 1] == NULL);
 }
@@ -139,7 +119,6 @@ int main(void)
 {
         test_defaults();
         test_disabled_listeners_and_workdir_are_omitted();
-        test_network_policy_follows_cellvm_net();
         test_words_split_on_spaces_and_tabs();
         test_single_quotes();
         test_unterminated_quote_is_an_error();
