@@ -260,6 +260,18 @@ def test_e2b_network_options_on_a_sandbox_without_egress(agent, monkeypatch):
     assert len(os.listdir("/proc/self/fd")) == before  # the refused ones were closed
 
 
+def test_e2b_network_names_in_an_e2b_program(agent, tmp_path):
+    """E2B's ALL_TRAFFIC and SandboxNetworkOpts, by E2B's module names."""
+    r = run_e2b_program(agent, tmp_path, (
+        "from e2b import ALL_TRAFFIC, SandboxNetworkOpts\n"
+        "from e2b.sandbox.sandbox_api import SandboxNetworkOpts as FromApi\n"
+        "from e2b_code_interpreter import Sandbox\n"
+        "assert FromApi is SandboxNetworkOpts\n"
+        "with Sandbox.create(network=SandboxNetworkOpts(deny_out=[ALL_TRAFFIC])) as s:\n"
+        "    print(ALL_TRAFFIC, s.run_code('6 * 7').text)\n"), "e2b-network-names")
+    assert r.returncode == 0 and r.stdout == "0.0.0.0/0 42\n", r.stderr
+
+
 def test_e2b_network_options_on_a_sandbox_with_all_egress(net_agent, monkeypatch):
     """--network allow: user code reaches every address, so a deny rule (or
     allow_internet_access=False) cannot be enforced; one allow_out covers is."""

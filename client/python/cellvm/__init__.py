@@ -58,12 +58,15 @@ from .models import (
 )
 from .commands import CommandHandle
 from .files import WatchHandle
+from .network import ALL_TRAFFIC, SandboxNetworkOpts
 from .sandbox import Sandbox, SandboxPaginator
 from .async_commands import AsyncCommandHandle
 from .async_files import AsyncWatchHandle
 from .async_sandbox import AsyncSandbox, AsyncSandboxPaginator
 
 __all__ = [
+    "ALL_TRAFFIC",
+    "SandboxNetworkOpts",
     "AsyncCommandHandle",
     "AsyncSandbox",
     "AsyncSandboxPaginator",

@@ -28,11 +28,21 @@ InvalidArgumentException that names the option otherwise:
 
 import ipaddress
 import types
+from typing import Callable, List, TypedDict, Union
 
 from .exceptions import InvalidArgumentException
 
 ALL_TRAFFIC = "0.0.0.0/0"
 """E2B's ALL_TRAFFIC: every IPv4 address."""
+
+
+class SandboxNetworkOpts(TypedDict, total=False):
+    """E2B's `network=` options of Sandbox.create() (a plain dict does too)."""
+
+    allow_out: Union[List[str], Callable]
+    deny_out: Union[List[str], Callable]
+    allow_public_traffic: bool
+    mask_request_host: str
 
 EGRESS_NONE, EGRESS_ALL = "none", "all"
 _KNOWN = ("allow_out", "deny_out", "allow_public_traffic", "mask_request_host", "rules")

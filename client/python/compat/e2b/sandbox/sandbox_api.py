@@ -1,3 +1,4 @@
 """e2b.sandbox.sandbox_api under E2B's module name."""
 
 from cellvm.models import SandboxInfo, SandboxQuery, SandboxState  # noqa: F401
+from cellvm.network import SandboxNetworkOpts  # noqa: F401
