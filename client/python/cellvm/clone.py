@@ -89,9 +89,25 @@ def _warn_once(key, msg, *args):
         logger.warning(msg, *args)
 
 
+def under_init(conn) -> bool:
+    """The agent runs in a guest under cellvm-init (its HELLO carries init's
+    boot stamps). Not so for a dev-mode agent behind a VMM stand-in
+    (tests/fake_vmm.py): its clock and CRNG are the host's, never to be set."""
+    boot = (conn.hello or {}).get("boot") or {}
+    return "init_start" in boot or "kernel_to_init" in boot
+
+
+def _no_guest(what):
+    _warn_once(("no-guest", what), "cellvm: the agent is not under cellvm-init (a VMM stand-in "
+               "or dev mode): no %s (its clock and entropy are this host's)", what)
+
+
 def prepare(conn, timeout=30.0) -> int:
     """SNAPSHOT_PREPARE: the agent gets the guest ready to be saved and from
     then on serves no user code until NEW_GENERATION; the generation that ends."""
+    if not under_init(conn):
+        _no_guest("SNAPSHOT_PREPARE")
+        return 0
     try:
         return int(conn.call(_wire.SNAPSHOT_PREPARE, {}, timeout=timeout).get("generation", 0))
     except _wire.AgentError as e:
@@ -107,6 +123,9 @@ def new_generation(conn, timeout=30.0) -> int:
     """NEW_GENERATION with 64 bytes of this host's entropy, its clock (taken
     right before sending) and a generation of its own; the generation.
     An agent without it gets ADD_ENTROPY and SET_TIME (what it has)."""
+    if not under_init(conn):
+        _no_guest("NEW_GENERATION")
+        return 0
     gen = (1 << 62) | secrets.randbits(62)  # above any counter a guest reaches, unique per clone
     body = {"generation": gen, "entropy": os.urandom(64), "realtime_ns": time.time_ns()}
     try:
@@ -123,6 +142,9 @@ def refresh_clock_and_entropy(conn, timeout=30.0):
     """ADD_ENTROPY and SET_TIME (a resumed sandbox: the same guest again,
     its own random generators untouched). An agent that may not (dev mode,
     a stand-in's) is reported once, not fatal."""
+    if not under_init(conn):
+        _no_guest("SET_TIME/ADD_ENTROPY")
+        return
     for mtype, body in ((_wire.ADD_ENTROPY, {"seed": os.urandom(64)}),
                         (_wire.SET_TIME, {"realtime_ns": time.time_ns()})):
         try:
@@ -161,7 +183,9 @@ class Launch:
         self.kw = dict(memory_mb=memory_mb, vcpus=vcpus, network=network,
                        kernel=kernel, initramfs=initramfs, rootfs=rootfs)
         self.want = self.manifest()
-        self.name = snap.template_name(vmm, self.want.arg + self.want.request)
+        w = self.want
+        self.name = snap.template_name(vmm, w.arg + w.request + [w.cmdline, str(w.memory_mb), str(w.vcpus)]
+                                       + [f.split(" ", 2)[2] for f in w.file])
 
     def new_vm(self):
         if self.vmm == "qemu":
@@ -176,7 +200,8 @@ class Launch:
         if self.vmm == "qemu":
             from .snapshot_qemu import template_manifest
             return template_manifest(vm, self.image)
-        return vm.template_manifest()
+        from . import snapshot_hybrid
+        return snapshot_hybrid.template_manifest(vm)
 
 
 def resolve(launch: Launch, want_mode: str):
@@ -265,7 +290,8 @@ def build(launch: Launch, td: "snap.TemplateDir"):
             if launch.vmm == "qemu":
                 m.state_size = _save_qemu(vm, tmp)
             else:
-                vm.save_template(tmp, m)
+                from . import snapshot_hybrid
+                snapshot_hybrid.save_template(vm, tmp, m)
         finally:
             conn.close()
     except BaseException:
@@ -331,13 +357,15 @@ def restore_sandbox(cls, launch: Launch, snapdir: str, m: "snap.Manifest", *, ti
                     adm.record(vm, keeper_in_background=True)
                 conn = sq.load(vm, deadline, stages.stamp)
             else:
+                from . import snapshot_hybrid as sh
                 vm = launch.new_vm()
+                vm.api = False
                 with _live_lock:
                     _live.add(vm)
                 with adm.starting():
-                    vm.restore_spawn(snapdir, m, stages.stamp)
+                    sh.restore_spawn(vm, snapdir, m, stages.stamp)
                     adm.record(vm, keeper_in_background=True)
-                conn = vm.restore_load(deadline, stages.stamp)
+                conn = sh.restore_load(vm, deadline, stages.stamp)
         sbx = _finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout, fresh=True)
         sbx._snapshot_dir = snapdir
         return sbx

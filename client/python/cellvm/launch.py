@@ -102,7 +102,7 @@ class HybridVsockVM:
     create_sandbox() needs: start, connect, pid, alive, console, kill."""
 
     def __init__(self, vmm, image, memory_mb=1024, vcpus=1, network="none", extra_cmdline="",
-                 kernel=None, initramfs=True, rootfs=None):
+                 kernel=None, initramfs=True, rootfs=None, api=False):
         binary = "firecracker" if vmm == "firecracker" else "cloud-hypervisor"
         self.binary = shutil.which(binary)
         if self.binary is None:
@@ -118,6 +118,12 @@ class HybridVsockVM:
         self.accel = "kvm"
         self.dir = None
         self.proc = None
+        # Snapshots (cellvm.snapshot_hybrid): the VMM's API socket; `restoring`:
+        # started with the API alone, to load a snapshot; `sandbox_id`: the id
+        # a resumed sandbox keeps (its VMM's pid is another one now).
+        self.api = bool(api)
+        self.restoring = False
+        self.sandbox_id = None
 
     @property
     def pid(self):
@@ -131,17 +137,28 @@ class HybridVsockVM:
     def vsock_socket(self):
         return os.path.join(self.dir, "vsock.sock") if self.dir else None
 
+    @property
+    def api_socket(self):
+        return os.path.join(self.dir, "api.sock") if self.dir and (self.api or self.restoring) else None
+
     def argv(self):
         if self.vmm == "firecracker":
-            from .vmm_firecracker import firecracker_argv, write_firecracker_config
+            from .vmm_firecracker import firecracker_api_argv, firecracker_argv, write_firecracker_config
+            if self.restoring:
+                return firecracker_api_argv(self.api_socket, firecracker=self.binary)
             path, _ = write_firecracker_config(self.image, self.dir, memory_mb=self.memory_mb,
                                                vcpus=self.vcpus, kvm=kvm_usable(),
                                                extra_cmdline=self.extra_cmdline, **self.boot_files)
+            if self.api:
+                return firecracker_api_argv(self.api_socket, path, self.binary)
             return firecracker_argv(path, self.binary)
-        from .vmm_cloud_hypervisor import cloud_hypervisor_argv
-        return cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
+        from .vmm_cloud_hypervisor import api_argv, cloud_hypervisor_argv
+        if self.restoring:
+            return api_argv(self.api_socket, self.binary)
+        argv = cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
                                      extra_cmdline=self.extra_cmdline, binary=self.binary,
                                      **self.boot_files)
+        return argv + (["--api-socket", self.api_socket] if self.api else [])
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix=f"cellvm-{self.vmm}-")

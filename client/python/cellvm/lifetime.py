@@ -106,7 +106,7 @@ def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, me
         creator_start=_reg.proc_start_time(os.getpid()) or 0,
         metadata={str(k): str(v) for k, v in (metadata or {}).items()})
     e.address = vm.address or ""
-    e.id = e.address or f"{e.vmm}:{vm.pid}"
+    e.id = getattr(vm, "sandbox_id", None) or e.address or f"{e.vmm}:{vm.pid}"
     registry.write(e)
     if keeper:
         try:
@@ -234,7 +234,7 @@ class Admission:
     def start_clock(self, vm, conn):
         e = self.entry
         e.address = vm.address or ""  # the channel may have changed (vsock -> serial)
-        e.id = e.address or f"{e.vmm}:{vm.pid}"
+        e.id = getattr(vm, "sandbox_id", None) or e.address or f"{e.vmm}:{vm.pid}"
         start_clock(self.registry, e, conn, self.lifetime_s)
 
     def adopt(self, sbx):

@@ -217,9 +217,11 @@ def _pause_hybrid(owner, vm, entry):
         snap.remove_unused(tmp)
         os.mkdir(tmp, 0o700)
     try:
-        m = vm.save_paused(tmp, sandbox_id=owner.sandbox_id, registry_key=entry.key,
-                           template=owner._template or "", metadata=dict(owner._metadata),
-                           envs=dict(owner._envs))
+        from . import snapshot_hybrid
+        m = snapshot_hybrid.save_paused(vm, tmp, sandbox_id=owner.sandbox_id,
+                                        registry_key=entry.key, template=owner._template or "",
+                                        metadata=dict(owner._metadata), envs=dict(owner._envs),
+                                        started_ms=entry.started_ms)
         snap.write_atomic(os.path.join(tmp, snap.MANIFEST), m.to_text().encode())
         with store.lock():
             os.rename(tmp, final)
@@ -294,14 +296,14 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
                     adm.record(vm, keeper_in_background=True)
                 conn = sq.load(vm, deadline, stages.stamp)
             else:
-                from .launch import HybridVsockVM
-                vm = HybridVsockVM.for_paused(m)
+                from . import snapshot_hybrid as sh
+                vm = sh.vm_for_paused(m)
                 with _live_lock:
                     _live.add(vm)
                 with adm.starting():
-                    vm.restore_spawn(d, m, stages.stamp)
+                    sh.restore_spawn(vm, d, m, stages.stamp)
                     adm.record(vm, keeper_in_background=True)
-                conn = vm.restore_load(deadline, stages.stamp)
+                conn = sh.restore_load(vm, deadline, stages.stamp)
             envs = m.envs if envs is None else envs
             sbx = clone._finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout,
                                 fresh=False)

@@ -552,7 +552,8 @@ class Sandbox:
     def _from_vm(cls, vm, conn, envs=None, request_timeout=None) -> "Sandbox":
         """A Sandbox over `conn` (HELLO done) that owns `vm` (kill() stops it)."""
         self = cls.__new__(cls)
-        self._addr = vm.address or f"{getattr(vm, 'vmm', 'qemu')}:{vm.pid}"
+        self._addr = (getattr(vm, "sandbox_id", None) or vm.address
+                      or f"{getattr(vm, 'vmm', 'qemu')}:{vm.pid}")
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
         self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
         self._conn = conn
