@@ -185,7 +185,7 @@ class Launch:
         self.want = self.manifest()
         w = self.want
         self.name = snap.template_name(vmm, w.arg + w.request + [w.cmdline, str(w.memory_mb), str(w.vcpus)]
-                                       + [f.split(" ", 2)[2] for f in w.file])
+                                       + [f.split(" ", 3)[3] for f in w.file])
 
     def new_vm(self):
         if self.vmm == "qemu":
@@ -260,9 +260,11 @@ def explicit(launch: Launch, path: str):
     return cur, m
 
 
-def build(launch: Launch, td: "snap.TemplateDir"):
+def build(launch: Launch, td: "snap.TemplateDir", before_prepare=None):
     """Boots the launch, waits for its preloads, prepares and saves it into a
-    new snapshot dir of `td`, publishes it; (dir, manifest)."""
+    new snapshot dir of `td`, publishes it; (dir, manifest). Call with
+    td.build_lock() held. `before_prepare(conn)`, if given, runs right
+    before SNAPSHOT_PREPARE (the tests read the template's own state)."""
     from .launch import _live, _live_lock, wait_executor_ready
     t0 = time.monotonic()
     logger.warning("cellvm: building the template %s (%s, %d MiB): booting the image and "
@@ -285,6 +287,8 @@ def build(launch: Launch, td: "snap.TemplateDir"):
             logger.warning("cellvm: template %s: the guest is ready after %.1f s; saving it",
                            td.path, time.monotonic() - t0)
             clear_deadline(conn)
+            if before_prepare is not None:
+                before_prepare(conn)
             m.generation = prepare(conn)
             # The channel stays connected while the state is saved: see snapshot_qemu.
             if launch.vmm == "qemu":
