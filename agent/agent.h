@@ -79,7 +79,8 @@ struct exec {
         struct context *ctx;
         uint32_t client_id;
         uint32_t internal_id;
-        struct cv_buf xbody; /* the X_EXECUTE body */
+        struct cv_buf xbody; /* the X_EXECUTE body's pairs (without the map header) */
+        unsigned xpairs;     /* how many */
         uint64_t timeout_ns; /* 0 = none */
         uint64_t deadline;   /* monotonic ns, while running */
         enum exec_end end;
@@ -195,6 +196,11 @@ struct agent {
         bool disconnect_continues;     /* a disconnect leaves running cells running */
         const char *isolation_caps[4]; /* extra HELLO capabilities */
         size_t nisolation_caps;
+        /* Snapshots (generation.c, vmfork.c; docs/SNAPSHOTS.md). */
+        uint64_t generation;      /* the host's number for this copy of the guest; 1 at boot */
+        bool awaiting_generation; /* SNAPSHOT_PREPARE answered: user work waits for the next */
+        uint64_t epoch;           /* X_EXECUTE/Z_SPAWN carry it: a change makes executors reseed */
+        struct watch vmfork;      /* the kernel log, for the vmgenid driver's VM-fork notice */
 };
 
 /* --- loop.c --- */
@@ -232,6 +238,13 @@ int spawner_seccomp_apply(void);
 /* --- boot.c --- */
 void boot_stamp(struct agent *a, const char *name, uint64_t ns);
 void boot_stamps_from_env(struct agent *a);
+
+/* --- vmfork.c --- */
+/* Watches `path` (the kernel log, /dev/kmsg) for the kernel's VM-fork notice: each one
+ * starts a new epoch. Opened during setup (the agent's filter allows reading it later).
+ * Returns 0 or -errno (the agent then runs without the watch). */
+int vmfork_watch_open(struct agent *a, const char *path);
+void vmfork_watch_close(struct agent *a);
 
 /* --- listen.c --- */
 int listener_add(struct agent *a, const char *addr);

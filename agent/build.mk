@@ -8,7 +8,8 @@ AGENT_SRCS += agent/svc.c agent/creds.c agent/files.c agent/file_transfer.c agen
 AGENT_SRCS += agent/confine_agent.c agent/cgroup.c agent/agent_seccomp.c agent/agent_caps.c \
               agent/spawner.c
 # SET_TIME / ADD_ENTROPY; the seeding code is cellvm-init's own (init/entropy.c).
-AGENT_SRCS += agent/system.c init/entropy.c
+# Snapshots: SNAPSHOT_PREPARE / NEW_GENERATION and the kernel's VM-fork notice.
+AGENT_SRCS += agent/system.c init/entropy.c agent/generation.c agent/vmfork.c agent/kmsg.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o)
 
 # Confinement of user code (agent/confine.h): linked into the agent and the executor.
@@ -40,3 +41,15 @@ check-c-confine: $(CONFINE_TESTS)
 	@set -e; for t in $(CONFINE_TESTS); do echo "== $$t"; $$t; done
 
 check-c: check-c-confine
+
+# The kernel log records the agent reads for the VM-fork notice (tests/c/test_agent_kmsg.c).
+AGENT_TESTS := $(B)/tests/c/test_agent_kmsg
+
+$(B)/tests/c/test_agent_kmsg: $(B)/tests/c/test_agent_kmsg.o $(B)/agent/kmsg.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+.PHONY: check-c-agent
+check-c-agent: $(AGENT_TESTS)
+	@set -e; for t in $(AGENT_TESTS); do echo "== $$t"; $$t; done
+
+check-c: check-c-agent

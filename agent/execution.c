@@ -51,9 +51,26 @@ void exec_enqueue(struct agent *a, struct context *ctx, struct exec *e)
         exec_start_next(a, ctx);
 }
 
+/* X_EXECUTE: the request's pairs and the agent's epoch now (the executor reseeds
+ * before the cell if it has not seen this one, section 8). */
+static int queue_x_execute(struct agent *a, struct context *ctx, struct exec *e)
+{
+        struct cv_buf *b = &ctx->ctl_out;
+        size_t mark;
+        cv_out_begin(b, &mark);
+        cv_enc_map(b, e->xpairs + 1);
+        cv_buf_append(b, cv_buf_head(&e->xbody), cv_buf_pending(&e->xbody));
+        cv_enc_cstr(b, "epoch");
+        cv_enc_uint(b, a->epoch);
+        return cv_out_end(b, mark, CV_MSG_X_EXECUTE, e->internal_id);
+}
+
 void exec_start_next(struct agent *a, struct context *ctx)
 {
         if (ctx->state != CTX_READY || ctx->running || !ctx->queue_head)
+                return;
+        /* Prepared for a snapshot: no cell starts before the copy has its generation. */
+        if (a->awaiting_generation)
                 return;
         struct exec *e = ctx->queue_head;
         ctx->queue_head = e->queue_next;
@@ -66,8 +83,7 @@ void exec_start_next(struct agent *a, struct context *ctx)
                 e->internal_id = ++a->next_internal_id;
         ctx->running = e;
         ctx->dec_out.npending = ctx->dec_err.npending = 0;
-        int rc = cv_out_msg(&ctx->ctl_out, CV_MSG_X_EXECUTE, 0, e->internal_id,
-                            cv_buf_head(&e->xbody), cv_buf_pending(&e->xbody));
+        int rc = queue_x_execute(a, ctx, e);
         cv_buf_free(&e->xbody);
         if (rc == 0)
                 rc = cv_buf_flush(&ctx->ctl_out, ctx->ctl.fd);

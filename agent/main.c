@@ -17,11 +17,14 @@
 #include "agent.h"
 #include "log.h"
 #include "spawner.h"
+#include "system.h"
 
 #define DEFAULT_PRELOAD "numpy,pandas,matplotlib,matplotlib.pyplot"
 #define MAX_LISTEN 16
 /* stdout + stderr bytes relayed per execution before the truncation notice. */
 #define DEFAULT_OUTPUT_MAX (64ull << 20)
+/* Where the kernel logs that the VM generation ID changed (vmfork.c). */
+#define DEFAULT_VMFORK_LOG "/dev/kmsg"
 
 static void usage(FILE *f)
 {
@@ -57,6 +60,9 @@ static void usage(FILE *f)
             "(debugging)\n"
             "  --on-disconnect WHAT  interrupt (default) or continue the running cells of a\n"
             "                     connection that closes\n"
+            "  --vmfork-log PATH  the kernel log watched for the VM-fork notice of the vmgenid\n"
+            "                     driver (default " DEFAULT_VMFORK_LOG
+            "; a FIFO in its format: tests)\n"
             "  --help             this text\n");
 }
 
@@ -167,6 +173,7 @@ static void shutdown_agent(struct agent *a)
         zygote_stop(a);
         listeners_close(a);
         spawner_stop(a);
+        vmfork_watch_close(a);
         /* Reap what the subreaper inherited, without waiting forever for daemons. */
         for (int i = 0; i < 100; i++) {
                 pid_t pid = waitpid(-1, NULL, WNOHANG);
@@ -226,6 +233,11 @@ int main(int argc, char **argv)
         a->sig.fd = -1;
         a->zyg.w.fd = -1;
         a->spawner.fd = -1;
+        a->vmfork.fd = -1;
+        /* A guest booted normally is generation 1 (docs/SNAPSHOTS.md). */
+        a->generation = 1;
+        a->epoch = 1;
+        const char *vmfork_log = DEFAULT_VMFORK_LOG;
 
         static const struct option opts[] = {
             {"listen", required_argument, NULL, 'l'},
@@ -243,6 +255,7 @@ int main(int argc, char **argv)
             {"allow-local-vsock", no_argument, NULL, 'V'},
             {"no-agent-seccomp", no_argument, NULL, 'S'},
             {"on-disconnect", required_argument, NULL, 'D'},
+            {"vmfork-log", required_argument, NULL, 'K'},
             {NULL, 0, NULL, 0},
         };
         int opt;
@@ -263,6 +276,9 @@ int main(int argc, char **argv)
                         break;
                 case 'p':
                         a->preload = optarg;
+                        break;
+                case 'K':
+                        vmfork_log = optarg;
                         break;
                 case 'v':
                         if (log_level_parse(optarg, &log_threshold) < 0) {
@@ -373,6 +389,13 @@ int main(int argc, char **argv)
                 }
         }
         boot_stamp(a, "agent_listening", now_boottime());
+        /* Before the filter and the capability drop: reading the kernel log may need
+         * CAP_SYSLOG to open; the fd keeps working. Not fatal: a dev host may refuse. */
+        if ((rc = vmfork_watch_open(a, vmfork_log)) < 0)
+                log_msg(system_under_init() ? LOG_WARN : LOG_INFO,
+                        "not watching %s for VM forks (%s): only NEW_GENERATION makes "
+                        "executors reseed",
+                        vmfork_log, strerror(-rc));
         rc = zygote_start(a);
         if (rc < 0) {
                 log_error("starting the zygote (%s): %s", a->executor, strerror(-rc));

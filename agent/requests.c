@@ -97,7 +97,7 @@ static void do_hello(struct agent *a, struct conn *c, uint32_t id, const cbor_it
         struct cv_buf *b = &c->out;
         size_t mark;
         cv_out_begin(b, &mark);
-        cv_enc_map(b, 7);
+        cv_enc_map(b, 9);
         cv_enc_cstr(b, "protocol");
         cv_enc_uint(b, CV_PROTOCOL_VERSION);
         cv_enc_cstr(b, "agent_version");
@@ -121,6 +121,11 @@ static void do_hello(struct agent *a, struct conn *c, uint32_t id, const cbor_it
                 cv_enc_cstr(b, a->boot[i].name);
                 cv_enc_uint(b, a->boot[i].ns);
         }
+        /* After a restore the host sees whether it must send NEW_GENERATION (section 11). */
+        cv_enc_cstr(b, "generation");
+        cv_enc_uint(b, a->generation);
+        cv_enc_cstr(b, "awaiting_generation");
+        cv_enc_bool(b, a->awaiting_generation);
         reply_end(a, c, mark, id);
 }
 
@@ -288,7 +293,8 @@ static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_
         e->client_id = id;
         e->timeout_ns = timeout_ms * 1000000ull;
         cv_buf_init(&e->xbody);
-        cv_enc_map(&e->xbody, 1 + (envs != NULL) + (sandbox_envs != NULL));
+        /* The map's pairs; exec_start_next() adds the header and the epoch of the moment. */
+        e->xpairs = 1 + (envs != NULL) + (sandbox_envs != NULL);
         cv_enc_cstr(&e->xbody, "code");
         cv_enc_text(&e->xbody, code, code_len);
         if (envs) {
@@ -419,6 +425,8 @@ static bool is_known_request(uint16_t type)
         case CV_MSG_ADD_ENTROPY:
         case CV_MSG_SHUTDOWN:
         case CV_MSG_SET_DEADLINE:
+        case CV_MSG_SNAPSHOT_PREPARE:
+        case CV_MSG_NEW_GENERATION:
                 return true;
         }
         return false;
@@ -450,6 +458,14 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
         if (!is_known_request(type) && !svc_is_request(type)) {
                 conn_send_error(a, c, id, CV_ERR_UNKNOWN_TYPE, "message type %#x is not a request",
                                 type);
+                return;
+        }
+        if (a->awaiting_generation && generation_gated(type)) {
+                conn_send_error(a, c, id, CV_ERR_NO_GENERATION,
+                                "%s refused: this guest was prepared for a snapshot (or restored "
+                                "from one) and has no generation of its own yet; send "
+                                "NEW_GENERATION first (docs/SNAPSHOTS.md)",
+                                cv_msg_type_name(type));
                 return;
         }
         cbor_item_t *item = NULL;
@@ -500,6 +516,12 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                 break;
         case CV_MSG_SET_DEADLINE:
                 system_set_deadline_request(a, c, id, item);
+                break;
+        case CV_MSG_SNAPSHOT_PREPARE:
+                system_snapshot_prepare_request(a, c, id, item);
+                break;
+        case CV_MSG_NEW_GENERATION:
+                system_new_generation_request(a, c, id, item);
                 break;
         default:
                 svc_dispatch(a, c, type, id, item);

@@ -1,7 +1,8 @@
 /*
  * Requests about the guest itself (docs/PROTOCOL.md section 11): the host sets
  * the clock and feeds entropy after boot, which matters most for VMs restored
- * from a snapshot (same CRNG state, stale clock in every clone).
+ * from a snapshot (same CRNG state, stale clock in every clone); the snapshot
+ * requests themselves are generation.c's.
  */
 #include <errno.h>
 #include <signal.h>
@@ -32,6 +33,19 @@ static void reply_ok(struct agent *a, struct conn *c, uint32_t id, const char *k
         conn_touch(c);
 }
 
+bool system_under_init(void)
+{
+        const char *init = getenv("CELLVM_INIT");
+        return init && strcmp(init, "1") == 0;
+}
+
+int system_set_realtime(uint64_t ns)
+{
+        struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                              .tv_nsec = (long)(ns % 1000000000u)};
+        return clock_settime(CLOCK_REALTIME, &ts) < 0 ? -errno : 0;
+}
+
 void system_set_time_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         uint64_t ns;
@@ -40,10 +54,9 @@ void system_set_time_request(struct agent *a, struct conn *c, uint32_t id, const
                                 "`realtime_ns` must be an unsigned integer");
                 return;
         }
-        struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
-                              .tv_nsec = (long)(ns % 1000000000u)};
-        if (clock_settime(CLOCK_REALTIME, &ts) < 0) {
-                svc_send_errno(a, c, id, errno, "set", "CLOCK_REALTIME");
+        int rc = system_set_realtime(ns);
+        if (rc < 0) {
+                svc_send_errno(a, c, id, -rc, "set", "CLOCK_REALTIME");
                 return;
         }
         log_info("conn %u: clock set by the host", c->num);
@@ -82,8 +95,7 @@ void system_shutdown_request(struct agent *a, struct conn *c, uint32_t id, const
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`poweroff` must be a boolean");
                 return;
         }
-        const char *init = getenv("CELLVM_INIT");
-        if (!init || strcmp(init, "1") != 0) {
+        if (!system_under_init()) {
                 conn_send_error(a, c, id, "unsupported",
                                 "the agent was not started by cellvm-init: nothing to shut down");
                 return;
@@ -112,8 +124,7 @@ void system_set_deadline_request(struct agent *a, struct conn *c, uint32_t id,
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`timeout_ms` is too large");
                 return;
         }
-        const char *init = getenv("CELLVM_INIT");
-        if (!init || strcmp(init, "1") != 0) {
+        if (!system_under_init()) {
                 conn_send_error(a, c, id, "unsupported",
                                 "the agent was not started by cellvm-init (dev mode): its "
                                 "lifetime belongs to whoever started it, there is no deadline");

@@ -1,8 +1,10 @@
-/* SET_TIME, ADD_ENTROPY, SHUTDOWN and SET_DEADLINE (docs/PROTOCOL.md section 11). */
+/* SET_TIME, ADD_ENTROPY, SHUTDOWN and SET_DEADLINE (system.c); SNAPSHOT_PREPARE and
+ * NEW_GENERATION (generation.c). docs/PROTOCOL.md section 11. */
 #ifndef CELLVM_AGENT_SYSTEM_H
 #define CELLVM_AGENT_SYSTEM_H
 
 #include <cbor.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "agent.h"
@@ -16,6 +18,22 @@ void system_shutdown_request(struct agent *a, struct conn *c, uint32_t id, const
 /* Relays the host's deadline to PID 1 (INIT_SIG_DEADLINE). Only under cellvm-init. */
 void system_set_deadline_request(struct agent *a, struct conn *c, uint32_t id,
                                  const cbor_item_t *body);
+/* The agent runs in the VM under cellvm-init (CELLVM_INIT=1), not in dev mode. */
+bool system_under_init(void);
+/* Sets CLOCK_REALTIME to `ns` since the epoch. 0 or -errno. */
+int system_set_realtime(uint64_t ns);
+
+/* SNAPSHOT_PREPARE: from its OK on, requests that run user work wait for a new generation. */
+void system_snapshot_prepare_request(struct agent *a, struct conn *c, uint32_t id,
+                                     const cbor_item_t *body);
+/* NEW_GENERATION: the clock, the entropy, the generation; executors reseed (a new epoch). */
+void system_new_generation_request(struct agent *a, struct conn *c, uint32_t id,
+                                   const cbor_item_t *body);
+/* True for the requests refused with `no_generation` while a generation is awaited. */
+bool generation_gated(uint16_t type);
+/* Something copied this guest (a new generation, a VM fork): executors reseed. */
+void generation_new_epoch(struct agent *a, const char *why);
+
 /* Sends a->init_signal to PID 1 if a shutdown was accepted; called by the loop after flushing. */
 void system_signal_init(struct agent *a);
 

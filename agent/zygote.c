@@ -339,13 +339,16 @@ int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, i
         cv_buf_reset(b);
         size_t mark;
         cv_out_begin(b, &mark);
-        cv_enc_map(b, 3);
+        cv_enc_map(b, 4);
         cv_enc_cstr(b, "context");
         cv_enc_cstr(b, ctx->id);
         cv_enc_cstr(b, "language");
         cv_enc_cstr(b, ctx->language);
         cv_enc_cstr(b, "cwd");
         cv_enc_cstr(b, ctx->cwd);
+        /* The zygote reseeds itself on a new one and drops spares of an older one. */
+        cv_enc_cstr(b, "epoch");
+        cv_enc_uint(b, a->epoch);
         int rc = cv_out_end(b, mark, CV_MSG_Z_SPAWN, ctx->spawn_id);
         if (rc < 0)
                 return rc;

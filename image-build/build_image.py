@@ -100,7 +100,8 @@ GUEST_FILES = {
 # The JavaScript/TypeScript executor's driver, run by Debian's node (docs/JAVASCRIPT.md).
 NODE_EXECUTOR = os.path.join(os.path.dirname(HERE), "node-executor")
 GUEST_FILES.update({f"/usr/lib/cellvm/node-executor/{name}": os.path.join(NODE_EXECUTOR, name)
-                    for name in ("driver.js", "cbor.js", "frame.js", "output.js", "transform.js")})
+                    for name in ("driver.js", "cbor.js", "frame.js", "output.js", "reseed.js",
+                                 "transform.js")})
 
 T0 = time.monotonic()
 

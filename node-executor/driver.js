@@ -5,7 +5,7 @@
 // EXEC_ERROR, X_END out), fds 1 and 2 the context's stdout and stderr pipes
 // (left to subprocesses; the cell's own console output travels as STREAM on
 // fd 3, in order with its other messages). docs/JAVASCRIPT.md describes it.
-//   node driver.js [--language javascript|typescript]
+//   node driver.js [--language javascript|typescript] [--epoch N] [--spare]
 
 // Before anything touches process.stdout: Node would make the pipe behind it
 // non-blocking, for every subprocess that shares it too.
@@ -21,6 +21,7 @@ const Module = require('module');
 const { pathToFileURL } = require('url');
 const cbor = require('./cbor');
 const frame = require('./frame');
+const reseed = require('./reseed');
 const transform = require('./transform');
 
 const CTL_FD = 3;
@@ -41,6 +42,7 @@ const INTERRUPTED = 'Script execution was interrupted by `SIGINT`';
 // `--spare`: started ahead of any context; X_ASSIGN from the zygote gives the
 // language and the directory (docs/JAVASCRIPT.md, "Warm spare").
 const spare = process.argv.includes('--spare');
+reseed.start(process.argv);
 let language = process.argv.includes('typescript') ? 'typescript' : 'javascript';
 
 // ---------------------------------------------------------------- the control socket
@@ -136,6 +138,7 @@ function settle(cell, p) {
 }
 
 async function execute(id, body) {
+  reseed.beforeCell(body); // a copy of a snapshot: before any of the cell runs
   const code = typeof body.code === 'string' ? body.code : '';
   applySandboxEnvs(body.sandbox_envs);
   const envs = body.envs && typeof body.envs === 'object' ? body.envs : null;

@@ -29,6 +29,10 @@ const char *cv_msg_type_name(uint16_t type)
                 return "SHUTDOWN";
         case CV_MSG_SET_DEADLINE:
                 return "SET_DEADLINE";
+        case CV_MSG_SNAPSHOT_PREPARE:
+                return "SNAPSHOT_PREPARE";
+        case CV_MSG_NEW_GENERATION:
+                return "NEW_GENERATION";
         case CV_MSG_OK:
                 return "OK";
         case CV_MSG_ERROR:

@@ -19,6 +19,8 @@ enum cv_msg_type {
         CV_MSG_ADD_ENTROPY = 0x0031,
         CV_MSG_SHUTDOWN = 0x0032,
         CV_MSG_SET_DEADLINE = 0x0033,
+        CV_MSG_SNAPSHOT_PREPARE = 0x0034,
+        CV_MSG_NEW_GENERATION = 0x0035,
         /* agent -> client */
         CV_MSG_OK = 0x8000,
         CV_MSG_ERROR = 0x8001,
@@ -83,6 +85,8 @@ enum cv_msg_type {
 #define CV_ERR_TOO_LARGE "too_large"
 #define CV_ERR_BUSY "busy"
 #define CV_ERR_INTERNAL "internal"
+/* A request that needs a generation came after SNAPSHOT_PREPARE (section 11). */
+#define CV_ERR_NO_GENERATION "no_generation"
 
 /* Returns the spec name of `type` ("HELLO", "X_END", ...) or "UNKNOWN", for logs. */
 const char *cv_msg_type_name(uint16_t type);

@@ -24,7 +24,9 @@ bash process that lives as long as the context, as E2B's bash kernel
   ExecutionAborted. A cell that ignores it is killed with its group by the
   agent 2 s later (the context restarts, as a Python one);
 - if bash exits (`exit` in a cell), it is started again and the cell's output
-  ends with "Restarting Bash", as bash_kernel does.
+  ends with "Restarting Bash", as bash_kernel does;
+- in a copy of a snapshot (a new epoch in X_EXECUTE) bash's $RANDOM is seeded
+  anew before the cell, as this process's Python state (cellvm_reseed).
 """
 
 import os
@@ -35,6 +37,7 @@ import sys
 import tempfile
 
 import _cellvm
+import cellvm_reseed
 
 X_READY = 0x4010
 X_EXECUTE = 0x4011
@@ -200,6 +203,11 @@ class Bash:
         def export(self, name, value):
                 self._line(f"export {name}={_quote(value)}\n")
 
+        def reseed(self):
+                """A copy of a snapshot (docs/SNAPSHOTS.md): $RANDOM's generator
+                anew, from the kernel (bash 5.1's $SRANDOM is getrandom's)."""
+                self._line("RANDOM=$SRANDOM\n")
+
         def stop(self):
                 """bash is gone: reap it and drop its pipes."""
                 for fd in (self.ctl, self.status_r):
@@ -249,6 +257,11 @@ class BashKernel:
                 code = body.get("code", "")
                 if not isinstance(code, str):
                         code = ""
+                if cellvm_reseed.before_cell(body):
+                        try:
+                                self.bash.reseed()
+                        except (BrokenPipeError, ValueError):
+                                pass  # bash is gone: the cell restarts it, with a fresh seed
                 self.count += 1  # every execution counts (ipykernel's Kernel base)
                 status = 0
                 interrupted = False

@@ -1,15 +1,17 @@
 # python-embed/: the executor binary $(B)/cellvm-executor (zygote + notebook kernel).
-# kernel.py, cellvm_pretty.py, cellvm_charts.py and bash_kernel.py (the bash contexts'
-# driver, module cellvm_bash) are compiled into the binary as C arrays.
+# kernel.py, cellvm_pretty.py, cellvm_charts.py, bash_kernel.py (the bash contexts'
+# driver, module cellvm_bash) and reseed.py (module cellvm_reseed: what a snapshot's
+# copies redo, docs/SNAPSHOTS.md) are compiled into the binary as C arrays.
 
 EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_proc.c \
              python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
              python-embed/png_write.c python-embed/output_flusher.c python-embed/out_stream.c \
              python-embed/cell_hash.c python-embed/executor_language.c \
-             python-embed/node_exec.c python-embed/node_spare.c
+             python-embed/node_exec.c python-embed/node_spare.c python-embed/executor_epoch.c
 EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o $(CONFINE_OBJS)
 EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py) \
-             $(wildcard python-embed/cellvm_charts.py) python-embed/bash_kernel.py
+             $(wildcard python-embed/cellvm_charts.py) python-embed/bash_kernel.py \
+             python-embed/reseed.py
 
 PY_EMBED_CFLAGS := $(shell $(PY_CONFIG) --includes)
 # libpython linked in statically, as Debian's own /usr/bin/python3.11 has it:
@@ -29,7 +31,7 @@ $(B)/python-embed/embedded_py.c: python-embed/embed_sources.py $(EXEC_PY)
 	@mkdir -p $(dir $@)
 	$(PYTHON) python-embed/embed_sources.py $@ _cellvm_kernel=python-embed/kernel.py \
 		cellvm_pretty=python-embed/cellvm_pretty.py cellvm_charts=python-embed/cellvm_charts.py \
-		cellvm_bash=python-embed/bash_kernel.py
+		cellvm_bash=python-embed/bash_kernel.py cellvm_reseed=python-embed/reseed.py
 
 $(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
 	$(CC) $(CFLAGS) -Ipython-embed -c -o $@ $<

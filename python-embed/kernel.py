@@ -3842,6 +3842,8 @@ class Kernel:
                 self.sandbox_envs = {str(k): str(v) for k, v in envs.items()}
 
         def execute(self, req_id, body):
+                import cellvm_reseed  # a copy of a snapshot reseeds before its cell (docs/SNAPSHOTS.md)
+                cellvm_reseed.before_cell(body)
                 _state.req_id = req_id
                 code = body.get("code", "")
                 if not isinstance(code, str):
@@ -3946,6 +3948,7 @@ def zygote_preload(modules):
         sys.modules["_cellvm_mpl"] = sys.modules["matplotlib_inline.backend_inline"] = _make_mpl_backend()
         _default_mplconfigdir()
         _install_finders()
+        import cellvm_reseed  # noqa: F401 - the zygote's epoch, which its forks inherit (docs/SNAPSHOTS.md)
         preloaded, errors = [], []
         for name in modules:
                 if not name:

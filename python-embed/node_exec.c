@@ -1,6 +1,8 @@
 /* Exec of Node.js with cellvm's JavaScript driver (see node_exec.h). */
 #include "node_exec.h"
 
+#include "executor_epoch.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -98,7 +100,21 @@ int node_exec(const char *language, bool spare, int ctl_fd, const char **what)
                 return -errno;
         char lang[64];
         snprintf(lang, sizeof(lang), "%s", language);
-        char *argv[] = {(char *)node, driver, "--language", lang, spare ? "--spare" : NULL, NULL};
+        /* The epoch it starts in (docs/PROTOCOL.md section 8): the driver reseeds when
+         * an X_EXECUTE brings another. */
+        char epoch_text[24] = "";
+        uint64_t epoch;
+        if (executor_epoch_get(&epoch))
+                snprintf(epoch_text, sizeof(epoch_text), "%llu", (unsigned long long)epoch);
+        char *argv[8] = {(char *)node, driver, "--language", lang};
+        int argc = 4;
+        if (epoch_text[0]) {
+                argv[argc++] = "--epoch";
+                argv[argc++] = epoch_text;
+        }
+        if (spare)
+                argv[argc++] = "--spare";
+        argv[argc] = NULL;
         *what = node;
         execv(node, argv);
         return -errno;

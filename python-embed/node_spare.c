@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "cbor_util.h"
 #include "ctl_channel.h"
+#include "executor_epoch.h"
 #include "executor_proc.h"
 #include "fd_pass.h"
 #include "frame.h"
@@ -36,7 +37,9 @@ struct spare_args {
 static struct {
         pid_t pid;  /* 0: none */
         int fds[3]; /* the zygote's ends: control socket, stdout and stderr read ends */
-} spare = {0, {-1, -1, -1}};
+        bool has_epoch;
+        uint64_t epoch; /* the zygote's when it started the spare */
+} spare = {0, {-1, -1, -1}, false, 0};
 
 bool node_spare_wants(const char *language)
 {
@@ -57,6 +60,16 @@ void node_spare_drop(void)
 {
         close_all(spare.fds, 3);
         spare.pid = 0;
+}
+
+void node_spare_drop_unless_epoch(uint64_t epoch)
+{
+        if (spare.pid > 0 && (!spare.has_epoch || spare.epoch != epoch)) {
+                if (kill(spare.pid, SIGKILL) < 0 && errno != ESRCH)
+                        fprintf(stderr, "cellvm-executor: kill(node spare %d): %s\n",
+                                (int)spare.pid, strerror(errno));
+                node_spare_drop();
+        }
 }
 
 /* In the spare: its own fds as 1..3, detached and confined, then node. */
@@ -96,6 +109,7 @@ void node_spare_start(PyObject *kernel, const char *language)
                 return;
         }
         spare.pid = pid;
+        spare.has_epoch = executor_epoch_get(&spare.epoch);
         spare.fds[0] = sv[0];
         spare.fds[1] = po[0];
         spare.fds[2] = pe[0];

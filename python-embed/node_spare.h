@@ -36,5 +36,8 @@ int node_spare_send_spawned(int sock, uint32_t id, const char *context, pid_t pi
 
 /* Ends the spare (its socket closes: the driver exits). */
 void node_spare_drop(void);
+/* Kills and drops a spare started in another epoch (or before any): a copy of a snapshot
+ * must not hand out a Node.js whose generators every copy shares. */
+void node_spare_drop_unless_epoch(uint64_t epoch);
 
 #endif

@@ -16,6 +16,7 @@
 #include "cbor_util.h"
 #include "cellvm_module.h"
 #include "ctl_channel.h"
+#include "executor_epoch.h"
 #include "executor_language.h"
 #include "executor_proc.h"
 #include "fd_pass.h"
@@ -117,14 +118,36 @@ static void __attribute__((noreturn)) run_executor(PyObject *kernel, void *arg)
         executor_language_serve(kernel, as->language, EXECUTOR_CTL_FD);
 }
 
-/* An assignment's text: the language, NUL, the cwd. */
-#define ASSIGNMENT_MAX (EXECUTOR_LANGUAGE_MAX + 1 + 4096)
+/* An assignment's text: the language, NUL, the cwd, and if the zygote knows it, NUL and
+ * the epoch in decimal. */
+#define EPOCH_TEXT_MAX 20
+#define ASSIGNMENT_MAX (EXECUTOR_LANGUAGE_MAX + 1 + 4096 + 1 + EPOCH_TEXT_MAX)
 
-/* Receives the context's fds, language and directory on `sock` (fd 3) into `buf`
- * (ASSIGNMENT_MAX + 1 bytes); 0, -EPIPE when the zygote closed it without one, or
- * another negative errno. */
-static int wait_for_assignment(int sock, int fds[SPAWN_NFDS], char *buf, const char **language,
-                               const char **cwd)
+struct spare_context {
+        const char *language;
+        const char *cwd;
+        bool has_epoch;
+        uint64_t epoch;
+};
+
+/* The epoch field of an assignment: decimal digits only. */
+static bool parse_epoch(const char *s, uint64_t *out)
+{
+        char *end;
+        if (*s < '0' || *s > '9')
+                return false;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end)
+                return false;
+        *out = v;
+        return true;
+}
+
+/* Receives the context's fds, language, directory and epoch on `sock` (fd 3) into
+ * `buf` (ASSIGNMENT_MAX + 1 bytes); 0, -EPIPE when the zygote closed it without one,
+ * or another negative errno. */
+static int wait_for_assignment(int sock, int fds[SPAWN_NFDS], char *buf, struct spare_context *sc)
 {
         size_t nfds;
         ssize_t n;
@@ -139,13 +162,16 @@ static int wait_for_assignment(int sock, int fds[SPAWN_NFDS], char *buf, const c
                 return -EPIPE;
         buf[n] = '\0';
         size_t lang_len = strlen(buf);
-        if (nfds != SPAWN_NFDS || lang_len == (size_t)n) {
+        size_t cwd_end = lang_len == (size_t)n ? 0 : lang_len + 1 + strlen(buf + lang_len + 1);
+        bool epoch_ok = cwd_end >= (size_t)n || parse_epoch(buf + cwd_end + 1, &sc->epoch);
+        if (nfds != SPAWN_NFDS || lang_len == (size_t)n || !epoch_ok) {
                 for (size_t i = 0; i < nfds; i++)
                         (void)close(fds[i]);
                 return -EPROTO;
         }
-        *language = buf;
-        *cwd = buf + lang_len + 1;
+        sc->language = buf;
+        sc->cwd = buf + lang_len + 1;
+        sc->has_epoch = cwd_end < (size_t)n;
         return 0;
 }
 
@@ -161,15 +187,15 @@ static void __attribute__((noreturn)) run_spare(PyObject *kernel, void *arg)
         prepare_python(kernel);
         int fds[SPAWN_NFDS];
         static char buf[ASSIGNMENT_MAX + 1];
-        const char *language = NULL, *cwd = NULL;
-        rc = wait_for_assignment(EXECUTOR_CTL_FD, fds, buf, &language, &cwd);
+        struct spare_context sc = {0};
+        rc = wait_for_assignment(EXECUTOR_CTL_FD, fds, buf, &sc);
         if (rc == -EPIPE)
                 _exit(0); /* the zygote is gone or stopping: nobody needs us */
         step = "receive a context";
         /* The answer the zygote waits for: 0, or why it must fork for this context
          * (a directory the sandbox user cannot enter, say). */
         if (rc == 0)
-                rc = executor_proc_chdir(cwd, &step);
+                rc = executor_proc_chdir(sc.cwd, &step);
         int32_t answer = rc;
         ssize_t n = write(EXECUTOR_CTL_FD, &answer, sizeof(answer));
         if (rc < 0 || n != (ssize_t)sizeof(answer))
@@ -177,7 +203,12 @@ static void __attribute__((noreturn)) run_spare(PyObject *kernel, void *arg)
         rc = executor_proc_attach(fds[0], fds[1], fds[2], &step);
         if (rc < 0)
                 setup_failed(step, rc);
-        executor_language_serve(kernel, language, EXECUTOR_CTL_FD);
+        /* Forked before a snapshot, the spare may be one of its copies: reseed before
+         * X_READY (its failure is printed on the context's stderr; the first cell's
+         * X_EXECUTE tries again). */
+        if (sc.has_epoch)
+                (void)executor_epoch_enter(sc.epoch);
+        executor_language_serve(kernel, sc.language, EXECUTOR_CTL_FD);
 }
 
 /* Forks an executor running `body` through a short-lived middle process so the
@@ -263,13 +294,17 @@ static pid_t spare_assign(const int fds[SPAWN_NFDS], const char *language, const
         size_t len = cwd ? strlen(cwd) : 0;
         if (len > 4096 || lang_len > EXECUTOR_LANGUAGE_MAX)
                 return -ENAMETOOLONG;
-        /* The language, NUL, the cwd (maybe empty). */
+        /* The language, NUL, the cwd (maybe empty), NUL and the epoch if known. */
         char body[ASSIGNMENT_MAX];
         memcpy(body, language, lang_len);
         body[lang_len] = '\0';
         if (len)
                 memcpy(body + lang_len + 1, cwd, len);
         size_t body_len = lang_len + 1 + len;
+        uint64_t epoch;
+        if (executor_epoch_get(&epoch))
+                body_len += (size_t)snprintf(body + body_len, sizeof(body) - body_len, "%c%llu",
+                                             '\0', (unsigned long long)epoch);
         ssize_t n = cv_send_with_fds(spare.sock, body, body_len, fds, SPAWN_NFDS, MSG_NOSIGNAL);
         pid_t pid = n == (ssize_t)body_len ? spare.pid : (n < 0 ? (pid_t)n : -EIO);
         if (pid > 0) {
@@ -321,6 +356,8 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
         }
         cbor_item_t *body = NULL;
         char *context = NULL, *cwd = NULL, *language = NULL;
+        uint64_t epoch = 0;
+        bool has_epoch = false;
         const char *why = NULL;
         int spare_fds[3];
         bool with_fds = false;
@@ -341,8 +378,23 @@ static int handle_spawn(struct ctl_channel *chan, PyObject *kernel, const struct
                 else if (rc == -ENOENT)
                         rc = 0;
         }
+        if (rc == 0) {
+                /* Absent: an agent from before snapshots. */
+                int erc = cv_map_get_uint(body, "epoch", &epoch);
+                has_epoch = erc == 0;
+                if (erc < 0 && erc != -ENOENT)
+                        rc = erc;
+        }
         if (body != NULL)
                 cbor_decref(&body);
+        if (rc == 0 && has_epoch) {
+                /* A copy of a snapshot: what this zygote forks from now on starts from a
+                 * fresh state, and a Node.js spare of an older epoch is not used (its
+                 * V8 and OpenSSL generators cannot be reseeded). A failed reseed is
+                 * printed; the forks reseed themselves at fork all the same. */
+                (void)executor_epoch_enter(epoch);
+                node_spare_drop_unless_epoch(epoch);
+        }
         pid_t pid = 0;
         if (rc < 0) {
                 fprintf(stderr, "cellvm-executor: bad Z_SPAWN body: %s\n", strerror(-rc));

@@ -211,7 +211,7 @@ def test_rootfs_has_node_and_the_javascript_driver(image):
                           "/usr/share/nodejs/typescript/lib", "/usr/share/nodejs/acorn/dist",
                           "/usr/share/nodejs/typescript/loc"])
     assert "node" in found["/usr/bin"]
-    assert {"driver.js", "cbor.js", "frame.js", "output.js", "transform.js"} <= set(
+    assert {"driver.js", "cbor.js", "frame.js", "output.js", "reseed.js", "transform.js"} <= set(
         found["/usr/lib/cellvm/node-executor"])
     assert set(found["/usr/share/nodejs/typescript/lib"]) == {"typescript.js"}
     assert "acorn.js" in found["/usr/share/nodejs/acorn/dist"]

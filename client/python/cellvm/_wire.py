@@ -63,8 +63,8 @@ SET_TIME = 0x0030
 ADD_ENTROPY = 0x0031
 SHUTDOWN = 0x0032
 SET_DEADLINE = 0x0033
-SNAPSHOT_PREPARE = 0x0034  # docs/SNAPSHOTS.md: the host is about to save the guest
-NEW_GENERATION = 0x0035  # a restored guest: fresh entropy, the clock, a generation
+SNAPSHOT_PREPARE = 0x0034
+NEW_GENERATION = 0x0035
 # Agent -> client
 OK = 0x8000
 ERROR = 0x8001
