@@ -80,8 +80,10 @@ def pause(sbx) -> bool:
         return False
     vm, entry = owner._vm, owner._entry
     if vm is None or entry is None:
-        raise SandboxException(f"pause(): sandbox {sbx.sandbox_id} is not a VM this process "
-                               "started or connected to through the registry", code="unsupported")
+        raise SandboxException(f"pause is not supported for sandbox {sbx.sandbox_id}: it is no "
+                               "VM this process started or reached through the registry (an "
+                               "agent in dev mode, say, whose lifetime is its starter's)",
+                               code="unsupported")
     if getattr(vm, "vmm", "qemu") != "qemu":
         return _pause_hybrid(owner, vm, entry)
     if not getattr(vm, "qmp_socket", None) or not vm.alive():
@@ -210,6 +212,10 @@ def _stopped(owner, d, m):
 
 def _pause_hybrid(owner, vm, entry):
     from .exceptions import SandboxException
+    if not vm.api_socket or not vm.alive():
+        raise SandboxException(f"pause(): sandbox {owner.sandbox_id} has no API socket (a cold "
+                               f"boot runs {vm.vmm} without one: create it from a template) or "
+                               "its VMM is gone", code="unsupported")
     store = snap.PausedStore()
     with store.lock():
         final = store.dir_of(entry.key)
