@@ -71,6 +71,17 @@ def _files_of(vm):
     return files
 
 
+def _new_record(key):
+    """(store, final dir, its .tmp dir, created) of a paused record being written."""
+    store = snap.PausedStore()
+    with store.lock():
+        final = store.dir_of(key)
+        tmp = final + ".tmp"
+        snap.remove_unused(tmp)  # a crashed pause's leftover
+        os.mkdir(tmp, 0o700)
+    return store, final, tmp
+
+
 def pause(sbx) -> bool:
     """Saves `sbx`'s VM into the paused store and stops it; False if it was paused."""
     from . import snapshot_qemu as sq
@@ -90,12 +101,7 @@ def pause(sbx) -> bool:
         raise SandboxException(f"pause(): sandbox {sbx.sandbox_id} has no QMP socket (started "
                                "by an older cellvm) or its VMM is gone", code="unsupported")
     t0 = time.monotonic()
-    store = snap.PausedStore()
-    with store.lock():
-        final = store.dir_of(entry.key)
-        tmp = final + ".tmp"
-        snap.remove_unused(tmp)
-        os.mkdir(tmp, 0o700)
+    store, final, tmp = _new_record(entry.key)
     try:
         m = snap.Manifest(kind="paused", vmm="qemu", vmm_version=sq.qemu_version(vm.qemu),
                           vmm_binary=vm.qemu, accel=vm.accel, memory_mb=vm.memory_mb,
@@ -216,12 +222,7 @@ def _pause_hybrid(owner, vm, entry):
         raise SandboxException(f"pause(): sandbox {owner.sandbox_id} has no API socket (a cold "
                                f"boot runs {vm.vmm} without one: create it from a template) or "
                                "its VMM is gone", code="unsupported")
-    store = snap.PausedStore()
-    with store.lock():
-        final = store.dir_of(entry.key)
-        tmp = final + ".tmp"
-        snap.remove_unused(tmp)
-        os.mkdir(tmp, 0o700)
+    store, final, tmp = _new_record(entry.key)
     try:
         from . import snapshot_hybrid
         m = snapshot_hybrid.save_paused(vm, tmp, sandbox_id=owner.sandbox_id,

@@ -81,15 +81,20 @@ class Qmp:
         except ValueError:
             raise QmpError(f"QMP: not JSON: {line[:200]!r}") from None
 
-    def execute(self, command, arguments=None, timeout=10.0):
+    def execute(self, command, arguments=None, timeout=10.0, fds=()):
         """Run `command`; its "return" value. QmpError with QEMU's
-        description if it answers with an error."""
+        description if it answers with an error. `fds` go with the command
+        (SCM_RIGHTS), as `getfd` wants its fd."""
         msg = {"execute": command}
         if arguments:
             msg["arguments"] = arguments
         deadline = time.monotonic() + timeout
+        data = json.dumps(msg).encode() + b"\n"
         try:
-            self._sock.sendall(json.dumps(msg).encode() + b"\n")
+            if fds:
+                socket.send_fds(self._sock, [data], list(fds))
+            else:
+                self._sock.sendall(data)
         except OSError as e:
             raise QmpError(f"QMP {command}: {e}") from None
         while True:

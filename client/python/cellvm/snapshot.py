@@ -38,6 +38,8 @@ import stat
 import time
 from typing import Dict, List, Optional
 
+from .exceptions import SandboxException
+
 logger = logging.getLogger("cellvm.snapshot")
 
 FORMAT = "cellvm-snapshot 1"
@@ -52,13 +54,13 @@ SNAPSHOT_PLACEHOLDER = "@SNAPSHOT@"
 """Stands for the snapshot's directory (t-<id>/, or the paused record's) in `arg` lines."""
 
 
-class SnapshotError(Exception):
+class SnapshotError(SandboxException):
     """A snapshot that cannot be used: missing, truncated, foreign, or made
     for another image/VMM/configuration. The message names the file and
-    what is wrong."""
+    what is wrong. (A SandboxException: what a resume raises to the user.)"""
 
     def __init__(self, message, path=None, stale=False):
-        super().__init__(message)
+        super().__init__(message, code="bad_snapshot")
         self.path = path
         self.stale = stale  # valid once, made for something that changed since
 
@@ -102,6 +104,25 @@ def fnv1a64(data: bytes) -> int:
 def template_name(vmm: str, args: List[str]) -> str:
     """`<vmm>-<16 hex>`: FNV-1a 64 of the launch (its `arg` values joined by NUL)."""
     return f"{vmm}-{fnv1a64(chr(0).join(args).encode()):016x}"
+
+
+_versions = {}
+
+
+def vmm_version(binary: str) -> str:
+    """The first line of `<binary> --version`, run once per binary file
+    (path, size, mtime): a manifest's `vmm_version`."""
+    import subprocess
+    try:
+        st = os.stat(binary)
+    except OSError as e:
+        raise SnapshotError(f"{binary}: {e.strerror}", binary) from None
+    key = (binary, st.st_size, st.st_mtime_ns)
+    if key not in _versions:
+        out = subprocess.run([binary, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=30)
+        _versions[key] = (out.stdout.strip().splitlines() or [""])[0]
+    return _versions[key]
 
 
 def file_identity(path: str) -> str:

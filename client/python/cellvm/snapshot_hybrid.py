@@ -11,7 +11,6 @@ these API calls as the two VMMs document them.
 
 import json
 import os
-import subprocess
 import time
 
 from . import _http_unix as http
@@ -20,20 +19,7 @@ from . import bootfiles
 from . import snapshot as snap
 from .vmm_qemu import VMError, kernel_cmdline, load_manifest
 
-_versions = {}
-
-
-def vmm_version(binary):
-    try:
-        st = os.stat(binary)
-    except OSError as e:
-        raise VMError(f"{binary}: {e.strerror}") from None
-    key = (binary, st.st_size, st.st_mtime_ns)
-    if key not in _versions:
-        out = subprocess.run([binary, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                             text=True, timeout=30)
-        _versions[key] = (out.stdout.strip().splitlines() or [""])[0]
-    return _versions[key]
+vmm_version = snap.vmm_version
 
 
 def _restore_calls(vmm):
@@ -117,6 +103,7 @@ def vm_for_paused(m):
     from .launch import HybridVsockVM
     vm = HybridVsockVM(m.vmm, m.image, memory_mb=m.memory_mb, vcpus=m.vcpus)
     vm.sandbox_id = m.sandbox_id
+    vm.paused_manifest = m  # what a later pause() records again
     return vm
 
 

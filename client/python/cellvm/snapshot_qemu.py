@@ -21,9 +21,7 @@ RAM is a private mapping: it cannot be skipped), and resumed with an
 anonymous `memory-backend-ram` of the same id, so it depends on no template.
 """
 
-import json
 import os
-import socket
 import time
 
 from . import snapshot as snap
@@ -34,24 +32,12 @@ QEMU_MAGIC = b"QEVM"  # QEMU_VM_FILE_MAGIC, then version 3 (be32)
 QEMU_VERSION_3 = b"\x00\x00\x00\x03"
 RAM_ID = "ram0"
 MIGRATE_TIMEOUT_S = 120.0
-_versions = {}
 
 
 def qemu_version(binary: str) -> str:
-    """The first line of `<binary> --version`, cached per binary file (path, size, mtime)."""
+    """The first line of `<binary> --version` (cached per binary file)."""
     import shutil
-    import subprocess
-    path = shutil.which(binary) or binary
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise VMError(f"{binary}: {e.strerror}") from None
-    key = (path, st.st_size, st.st_mtime_ns)
-    if key not in _versions:
-        out = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                             text=True, timeout=30)
-        _versions[key] = (out.stdout.strip().splitlines() or [""])[0]
-    return _versions[key]
+    return snap.vmm_version(shutil.which(binary) or binary)
 
 
 def _opt_path(path: str) -> str:
@@ -126,21 +112,6 @@ def template_manifest(vm: QemuVM, image: str) -> "snap.Manifest":
                          memory_size=vm.memory_mb << 20)
 
 
-def _send_fd(q: Qmp, name: str, fd: int):
-    """QMP getfd: hands `fd` to QEMU under `name` (SCM_RIGHTS with the command)."""
-    msg = json.dumps({"execute": "getfd", "arguments": {"fdname": name}}).encode() + b"\n"
-    socket.send_fds(q._sock, [msg], [fd])
-    deadline = time.monotonic() + 10
-    while True:
-        reply = q._read(deadline)
-        if "event" in reply:
-            q.events.append(reply)
-            continue
-        if "error" in reply:
-            raise QmpError(f"QMP getfd: {reply['error'].get('desc')}")
-        return
-
-
 def set_ignore_shared(q: Qmp, on: bool):
     q.execute("migrate-set-capabilities",
               {"capabilities": [{"capability": "x-ignore-shared", "state": bool(on)}]})
@@ -151,7 +122,7 @@ def save_state(q: Qmp, path: str, ignore_shared: bool, timeout=MIGRATE_TIMEOUT_S
     set_ignore_shared(q, ignore_shared)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        _send_fd(q, "cellvm-state", fd)
+        q.execute("getfd", {"fdname": "cellvm-state"}, fds=(fd,))
         q.execute("migrate", {"uri": "fd:cellvm-state"})
         q.wait_migration(timeout=timeout)
         os.fsync(fd)
@@ -204,6 +175,12 @@ class RestoreQemuVM(QemuVM):
 
     def cmdline(self):
         return self.manifest.cmdline
+
+    def kill(self):
+        if self.state_fd is not None:  # spawned, never loaded
+            os.close(self.state_fd)
+            self.state_fd = None
+        super().kill()
 
 
 def _qemu_says(vm):
