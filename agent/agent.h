@@ -244,6 +244,9 @@ void boot_stamps_from_env(struct agent *a);
  * starts a new epoch. Opened during setup (the agent's filter allows reading it later).
  * Returns 0 or -errno (the agent then runs without the watch). */
 int vmfork_watch_open(struct agent *a, const char *path);
+/* Reads what the kernel logged since (without waiting): called before a cell or a spawn
+ * goes out, so a notice already logged counts even if epoll has not reported it yet. */
+void vmfork_check(struct agent *a);
 void vmfork_watch_close(struct agent *a);
 
 /* --- listen.c --- */

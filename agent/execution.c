@@ -72,6 +72,7 @@ void exec_start_next(struct agent *a, struct context *ctx)
         /* Prepared for a snapshot: no cell starts before the copy has its generation. */
         if (a->awaiting_generation)
                 return;
+        vmfork_check(a); /* the epoch of this very moment */
         struct exec *e = ctx->queue_head;
         ctx->queue_head = e->queue_next;
         if (!ctx->queue_head)

@@ -73,6 +73,12 @@ int vmfork_watch_open(struct agent *a, const char *path)
         return rc;
 }
 
+void vmfork_check(struct agent *a)
+{
+        if (a->vmfork.fd >= 0)
+                on_kmsg(a, &a->vmfork, EPOLLIN);
+}
+
 void vmfork_watch_close(struct agent *a)
 {
         watch_close(a, &a->vmfork);

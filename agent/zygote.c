@@ -335,6 +335,7 @@ int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, i
                 return -EAGAIN;
         if (cv_buf_pending(&z->out) > 0)
                 return -EAGAIN; /* fds must ride with the first byte of their message */
+        vmfork_check(a);        /* the epoch of this very moment */
         struct cv_buf *b = &a->scratch;
         cv_buf_reset(b);
         size_t mark;

@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
 from cellvm.vmm_cloud_hypervisor import cloud_hypervisor_argv  # noqa: E402
 from cellvm.vmm_firecracker import firecracker_argv, write_firecracker_config  # noqa: E402
+from cellvm import host_tsc  # noqa: E402
 from cellvm.vmm_qemu import QemuVM, VMError, kernel_cmdline, load_manifest  # noqa: E402
 from conftest import IMAGE, build_image_or_skip  # noqa: E402
 
@@ -73,7 +74,9 @@ def test_qemu_argv_uses_microvm_and_the_serial_port(manifest):
     assert argv[argv.index("-M") + 1].startswith("microvm")
     assert argv[argv.index("-cpu") + 1] == "max"  # TCG: the default CPU lacks what numpy uses
     cmdline = argv[argv.index("-append") + 1]
-    assert "tsc_early_khz=2000000" in cmdline and "cellvm.net=static" in cmdline
+    # TCG: the host's TSC frequency, not the image's fallback (docs/VMM.md)
+    assert f"tsc_early_khz={host_tsc.khz()}" in cmdline.split() and "cellvm.net=static" in cmdline
+    assert cmdline.count("tsc_early_khz=") == 1
     assert "virtserialport,chardev=agent,name=cellvm" in joined
     assert "readonly=on" in joined and "virtio-net-device" in joined
     assert argv[argv.index("-m") + 1] == "256" and argv[argv.index("-smp") + 1] == "2"
@@ -112,7 +115,8 @@ def test_qemu_argv_kvm_and_tcg(manifest):
     assert opt(kvm, "-append")[0] == kernel_cmdline(manifest, "qemu", False, "")
     _, tcg = qemu_argv(accel="tcg", vsock=False)
     assert opt(tcg, "-accel") == ["tcg"] and opt(tcg, "-cpu") == ["max"]
-    assert opt(tcg, "-append")[0].split()[-1] == "tsc_early_khz=2000000"
+    assert opt(tcg, "-append")[0].split()[-1] == f"tsc_early_khz={host_tsc.khz()}"
+    # The image's value is only the fallback for hosts where the TSC cannot be read.
     assert manifest["cmdline"]["tcg"] == "tsc_early_khz=2000000"
 
 

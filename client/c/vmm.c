@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "host_tsc.h"
 #include "vmm_boot.h"
 #include "vmm_vsock.h"
 
@@ -202,7 +203,8 @@ static int resolve_boot_files(const struct cvm_opts *o, struct boot_files *f, ch
 static int build_argv(const struct cvm_opts *o, const struct launch *l, const struct boot_files *f,
                       struct cvm *vm, struct argv_buf *a)
 {
-        /* TSC calibration stalls TCG boots without tsc_early_khz (cmdline_tcg). */
+        /* TSC calibration stalls TCG boots without tsc_early_khz (cmdline_tcg, set to the
+         * host's frequency by set_host_tsc). */
         const char *more[] = {l->qemu, vm->kvm ? "" : l->tcg, o->extra ? o->extra : "", NULL};
         static char cmdline[CMDLINE_MAX];
         if (cvm_compose_cmdline(cmdline, sizeof(cmdline), l->base, f->rootfstype, o->no_initramfs,
@@ -277,6 +279,33 @@ static void exec_qemu(struct argv_buf *a, const char *errpath, int report_fd)
         _exit(127);
 }
 
+/* TCG: cmdline_tcg with tsc_early_khz= set to this host's TSC frequency, which the
+ * guest's TSC (the host's, under TCG) runs at; launch.txt's value is only the fallback
+ * for a host whose TSC cannot be read (docs/VMM.md, "The guest's clock under TCG"). */
+static int set_host_tsc(struct launch *l, char *err, size_t errlen)
+{
+        uint64_t khz;
+        int rc = cvm_host_tsc_khz(&khz);
+        if (rc == -EINVAL) {
+                snprintf(err, errlen, "$CELLVM_TSC_KHZ must be a TSC frequency in kHz");
+                return rc;
+        }
+        if (rc < 0) {
+                fprintf(stderr,
+                        "cellvm: cannot measure this host's TSC frequency (%s): the guest keeps "
+                        "%s and its clock may run fast or slow\n",
+                        strerror(-rc), l->tcg);
+                return 0;
+        }
+        char words[LAUNCH_LINE_MAX];
+        if (cvm_tcg_cmdline(l->tcg, khz, words, sizeof(words)) < 0) {
+                snprintf(err, errlen, "cmdline_tcg of launch.txt is too long");
+                return -E2BIG;
+        }
+        memcpy(l->tcg, words, sizeof(words));
+        return 0;
+}
+
 /* Forks and execs QEMU with the current settings (a serial socket left by an
  * earlier attempt is removed first: its existence means "QEMU is up"). */
 static int spawn(struct cvm *vm, char *err, size_t errlen)
@@ -288,6 +317,8 @@ static int spawn(struct cvm *vm, char *err, size_t errlen)
         int rc = read_launch(o->image, &l, err, errlen);
         if (rc == 0)
                 rc = resolve_boot_files(o, &files, err, errlen);
+        if (rc == 0 && !vm->kvm)
+                rc = set_host_tsc(&l, err, errlen);
         if (rc < 0)
                 return rc;
         memset(&a, 0, sizeof(a));

@@ -31,9 +31,10 @@ guest cid: Address already in use"): start()/connect() then start QEMU again
 with the next CID (at most MAX_CID_RETRIES times).
 
 Acceleration: KVM when /dev/kvm can be opened, else TCG with `-cpu max` (the
-default TCG CPU lacks instructions numpy's wheels use) and
-`tsc_early_khz=2000000` on the command line (TSC calibration otherwise stalls
-the boot). `accel="tcg"` forces TCG.
+default TCG CPU lacks instructions numpy's wheels use) and `tsc_early_khz=` set
+to this host's TSC frequency on the command line (cellvm.host_tsc: TCG's TSC is
+the host's, and the guest's clocks run at the rate this value gives them; the
+kernel's own calibration stalls the boot). `accel="tcg"` forces TCG.
 
 Network: "none" (no NIC; the guest has loopback only) or "user" (QEMU's
 user-mode NAT: guest 10.0.2.15/24, gateway 10.0.2.2, DNS 10.0.2.3).
@@ -52,7 +53,7 @@ import subprocess
 import tempfile
 import time
 
-from . import bootfiles, vsock as _vsock
+from . import bootfiles, host_tsc, vsock as _vsock
 
 QEMU = "qemu-system-x86_64"
 AGENT_VSOCK_PORT = _vsock.AGENT_PORT
@@ -117,12 +118,14 @@ def load_manifest(image):
 
 def kernel_cmdline(manifest, vmm, tcg, extra="", files=None):
     """The command line for `vmm` ("qemu", "firecracker", "cloud-hypervisor");
-    `files` (bootfiles.BootFiles) edits the base for another root or no initramfs."""
+    `files` (bootfiles.BootFiles) edits the base for another root or no initramfs.
+    Without KVM (`tcg`) the image's TCG words come with tsc_early_khz= set to this
+    host's TSC frequency (host_tsc), so the guest's clocks keep the host's rate."""
     c = manifest["cmdline"]
     base = files.edit_cmdline(c["base"]) if files is not None else c["base"]
     parts = [base, c["vmm"].get(vmm, "")]
     if tcg:
-        parts.append(c["tcg"])
+        parts.append(host_tsc.tcg_cmdline(c["tcg"]))
     parts.append(extra)
     return " ".join(p for p in parts if p)
 
