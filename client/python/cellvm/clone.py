@@ -126,7 +126,9 @@ def new_generation(conn, timeout=30.0) -> int:
     if not under_init(conn):
         _no_guest("NEW_GENERATION")
         return 0
-    gen = (1 << 62) | secrets.randbits(62)  # above any counter a guest reaches, unique per clone
+    # Above the snapshot's (HELLO says it), and this copy's own: + 1 + 32 random
+    # bits, so that it still grows when a copy is snapshotted again (PROTOCOL.md).
+    gen = int((conn.hello or {}).get("generation") or 1) + 1 + secrets.randbits(32)
     body = {"generation": gen, "entropy": os.urandom(64), "realtime_ns": time.time_ns()}
     try:
         conn.call(_wire.NEW_GENERATION, body, timeout=timeout)
