@@ -491,6 +491,12 @@ class Sandbox:
         ($CELLVM_MAX_SANDBOXES, 20) raise RateLimitException.
         With `wait_ready` (default) create() returns once the zygote has
         imported numpy, pandas and matplotlib, so the first cell runs at once.
+        `snapshot` (default None: $CELLVM_SNAPSHOT, on unless "0"): restore
+        the sandbox from the template of this launch (built on first use,
+        ~25 s under TCG, then ~0.2-0.4 s per create; rebuilt when the image or
+        VMM changed; a template that does not restore: a warning and a cold
+        boot); False: boot cold; a directory: that template, any problem a
+        SandboxException (cellvm.clone, docs/SNAPSHOTS.md).
         Raises SandboxException (TimeoutException when time ran out); nothing
         is left running then. `kernel`, `initramfs` (None/False: boot without
         one) and `rootfs` replace the image's files (cellvm.bootfiles, e.g. the
