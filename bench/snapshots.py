@@ -13,8 +13,10 @@ density (host memory of clones against a cold-booted VM).
    template, each followed by the same first cell
    (`import numpy, pandas, matplotlib; 1 + 1`). Medians; the restore's stages
    (sbx.restore_report: spawn, state loaded, running, HELLO, NEW_GENERATION,
-   SET_DEADLINE), and two cells more in the same clone (a second cell, a
-   first cell in a new context) that show what the first cell pays.
+   SET_DEADLINE); what QEMU did for each first cell (new TCG translation
+   blocks from `info jit`, host minor faults, CPU seconds), and two cells
+   more in the same clone (the same cell again, `1 + 1` as a new context's
+   first cell) that show what the first cell pays.
 3. `--clones` clones alive at once, each after its first cell and 5 s idle:
    the PSS of each QEMU (/proc/PID/smaps_rollup: shared pages divided among
    the processes mapping them, so the clones' shared template pages count a
@@ -49,35 +51,62 @@ def rollup(pid):
     return out
 
 
-def first_cell(sbx):
+def qemu_counters(vm):
+    """(TCG translation blocks so far, minor faults, CPU seconds) of a QEMU
+    VM: `info jit` over its QMP socket, /proc/PID/stat."""
+    import re
+    from cellvm.qmp import Qmp
+    q = Qmp.connect(vm.qmp_socket)
+    try:
+        out = q.execute("human-monitor-command", {"command-line": "info jit"})
+    finally:
+        q.close()
+    m = re.search(r"TB count\s+(\d+)", out)
+    with open(f"/proc/{vm.pid}/stat") as f:
+        st = f.read().rsplit(")", 1)[1].split()
+    return (int(m.group(1)) if m else -1, int(st[7]),
+            (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK"))
+
+
+def first_cell(sbx, counters=None):
+    """The first cell's duration; with `counters` (a dict), what QEMU did for
+    it: new TCG blocks, host minor faults, CPU seconds."""
+    before = qemu_counters(sbx.vm) if counters is not None else None
     t = time.monotonic()
     ex = sbx.run_code(FIRST_CELL, timeout=600)
+    took = time.monotonic() - t
     if ex.text != "2":
         raise RuntimeError(f"first cell: {ex}")
-    return time.monotonic() - t
+    if counters is not None:
+        after = qemu_counters(sbx.vm)
+        counters.update(new_tbs=after[0] - before[0], minor_faults=after[1] - before[1],
+                        qemu_cpu_s=after[2] - before[2])
+    return took
 
 
 def cold_run(Sandbox, image, memory_mb):
     t0 = time.monotonic()
     sbx = Sandbox.create(image, memory_mb=memory_mb, snapshot=False, boot_timeout=600)
     created = time.monotonic() - t0
-    cell = first_cell(sbx)
+    counters = {}
+    cell = first_cell(sbx, counters)
     return sbx, {"create_s": created, "first_cell_s": cell, "total_s": created + cell,
-                 "boot": sbx.boot_report.as_dict()}
+                 "first_cell_qemu": counters, "boot": sbx.boot_report.as_dict()}
 
 
 def restore_run(Sandbox, image, memory_mb, extra=False):
     t0 = time.monotonic()
     sbx = Sandbox.create(image, memory_mb=memory_mb, snapshot=True)
     created = time.monotonic() - t0
-    cell = first_cell(sbx)
+    counters = {}
+    cell = first_cell(sbx, counters)
     r = {"create_s": created, "first_cell_s": cell, "total_s": created + cell,
-         "stages": sbx.restore_report.as_dict(),
+         "first_cell_qemu": counters, "stages": sbx.restore_report.as_dict(),
          "spawn_to_first_cell_s": sbx.restore_report.total + cell}
     if extra:
         t = time.monotonic()
-        sbx.run_code("1 + 1")
-        r["second_cell_s"] = time.monotonic() - t
+        sbx.run_code(FIRST_CELL)
+        r["second_cell_s"] = time.monotonic() - t  # the same cell again
         ctx = sbx.create_code_context()
         t = time.monotonic()
         sbx.run_code("1 + 1", context=ctx)
@@ -156,7 +185,13 @@ def main():
             "restore_spawn_to_first_cell_s": med(warm, "spawn_to_first_cell_s"),
             "restore_second_cell_s": med(warm, "second_cell_s"),
             "restore_new_context_first_cell_s": med(warm, "new_context_first_cell_s"),
-            "restore_stages_s": stages}
+            "restore_stages_s": stages,
+            "cold_first_cell_new_tbs": med([r["first_cell_qemu"] for r in cold], "new_tbs"),
+            "restore_first_cell_new_tbs": med([r["first_cell_qemu"] for r in warm], "new_tbs"),
+            "cold_first_cell_qemu_cpu_s": med([r["first_cell_qemu"] for r in cold], "qemu_cpu_s"),
+            "restore_first_cell_qemu_cpu_s": med([r["first_cell_qemu"] for r in warm], "qemu_cpu_s"),
+            "restore_first_cell_minor_faults": med([r["first_cell_qemu"] for r in warm],
+                                                   "minor_faults")}
         res["summary"]["speedup"] = res["summary"]["cold_total_s"] / res["summary"]["restore_total_s"]
 
         # 3. Density.
