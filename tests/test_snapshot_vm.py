@@ -279,16 +279,16 @@ def test_async_create_restores_and_async_pause_resumes(vm_template):
     assert asyncio.run(main()) == "10"
 
 
-def test_the_default_create_restores_and_snapshot_false_boots_cold(vm_template, monkeypatch):
+def test_the_default_create_and_e2b_sandbox_restore_from_the_template(vm_template, monkeypatch):
     monkeypatch.delenv(clone.SNAPSHOT_ENV)  # E2B programs unchanged: templates by default
-    sbx = create()
-    try:
-        assert sbx.restore_report is not None
-    finally:
-        sbx.kill()
-    monkeypatch.setenv(clone.SNAPSHOT_ENV, "0")
-    assert clone.mode(None) == "off" and clone.mode(True) == "auto"
-    assert clone.mode(False) == "off"
+    monkeypatch.delenv("CELLVM_ADDR", raising=False)
+    monkeypatch.setenv("CELLVM_IMAGE", IMAGE)
+    for sbx in (create(), Sandbox()):  # E2B's Sandbox() boots as create() does
+        try:
+            assert sbx.restore_report is not None
+            assert sbx.run_code("1 + 1").text == "2"
+        finally:
+            sbx.kill()
 
 
 # --- templates that do not fit, and bad snapshot files ---------------------------
