@@ -53,6 +53,16 @@ def values(sbx):
     return json.loads(sbx.run_code(CLONE_VALUES).text)
 
 
+def head_hash(path, size=256 << 20):
+    """sha256 of a memory file's first 256 MiB (the guest kernel, the page
+    cache and most of user space: what a clone writes to first)."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        h.update(f.read(size))
+    return h.hexdigest()
+
+
 def shm():
     return set(os.listdir("/dev/shm"))
 
@@ -72,7 +82,7 @@ def assert_gone(sbx_dir, pid, key=None):
 def test_a_clone_runs_cells_files_and_commands_and_gets_its_own_deadline(vm_template):
     before_shm = shm()
     mem = os.path.join(vm_template.snapdir, "memory")
-    mem_before = os.stat(mem)
+    mem_before, head_before = os.stat(mem), head_hash(mem)
     t0 = time.time()
     sbx = create(timeout=120)
     try:
@@ -103,6 +113,7 @@ def test_a_clone_runs_cells_files_and_commands_and_gets_its_own_deadline(vm_temp
     after = os.stat(mem)  # the template's memory was mapped privately: never written
     assert (after.st_mtime_ns, after.st_size, after.st_blocks) == \
         (mem_before.st_mtime_ns, mem_before.st_size, mem_before.st_blocks)
+    assert head_hash(mem) == head_before
 
 
 def test_two_clones_differ_from_each_other_and_from_the_template(vm_template):

@@ -321,6 +321,8 @@ def build(launch: Launch, td: "snap.TemplateDir", before_prepare=None):
         raise
     vm.kill()
     try:
+        if m.memory:  # on disk before the manifest says the template is whole
+            _fsync(os.path.join(tmp, m.memory))
         m.created_ms = time.time_ns() // 1_000_000
         m.build_ms = int((time.monotonic() - t0) * 1000)
         snap.check_files(m, tmp)
@@ -336,6 +338,14 @@ def build(launch: Launch, td: "snap.TemplateDir", before_prepare=None):
                    "allocated of %d MiB", final, time.monotonic() - t0, m.state_size >> 10,
                    used >> 20, m.memory_size >> 20)
     return final, m
+
+
+def _fsync(path):
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _save_qemu(vm, tmp) -> int:
