@@ -112,9 +112,11 @@ def test_khz_is_cached_per_host_boot(tmp_path, monkeypatch):
 def test_the_override_and_the_command_line(monkeypatch):
     monkeypatch.setenv("CELLVM_TSC_KHZ", "2445000")
     assert host_tsc.khz() == 2445000
-    assert host_tsc.tcg_cmdline("tsc_early_khz=2000000") == "tsc_early_khz=2445000"
-    assert host_tsc.tcg_cmdline("a=1 tsc_early_khz=2000000 b") == "a=1 b tsc_early_khz=2445000"
-    assert host_tsc.tcg_cmdline("") == "tsc_early_khz=2445000"
+    assert host_tsc.tcg_cmdline("tsc_early_khz=2000000") == "tsc_early_khz=2445000 tsc=reliable"
+    assert host_tsc.tcg_cmdline("a=1 tsc_early_khz=2000000 b") == \
+        "a=1 b tsc_early_khz=2445000 tsc=reliable"
+    assert host_tsc.tcg_cmdline("") == "tsc_early_khz=2445000 tsc=reliable"
+    assert host_tsc.tcg_cmdline("tsc=unstable") == "tsc=unstable tsc_early_khz=2445000"
     for bad in ("2.4e6", "99", "-2445000", "fast"):
         monkeypatch.setenv("CELLVM_TSC_KHZ", bad)
         with pytest.raises(ValueError, match="CELLVM_TSC_KHZ"):
@@ -124,7 +126,7 @@ def test_the_override_and_the_command_line(monkeypatch):
     monkeypatch.setattr(host_tsc, "_known", None)
     monkeypatch.setattr(host_tsc, "read_cache", lambda *a: None)
     monkeypatch.setattr(host_tsc, "measure_khz", lambda *a, **k: None)
-    assert host_tsc.tcg_cmdline("tsc_early_khz=2000000") == "tsc_early_khz=2000000"
+    assert host_tsc.tcg_cmdline("tsc_early_khz=2000000") == "tsc_early_khz=2000000 tsc=reliable"
 
 
 def test_the_cli_uses_the_frequency_the_sdk_cached(fake_qemu, agent, tmp_path):
@@ -142,4 +144,4 @@ def test_the_cli_uses_the_frequency_the_sdk_cached(fake_qemu, agent, tmp_path):
     assert (r.returncode, r.stdout) == (0, "42\n"), r.stderr
     (argv,) = launches(fake_qemu["log"])
     words = argv[argv.index("-append") + 1].split()
-    assert [w for w in words if w.startswith("tsc_early_khz=")] == ["tsc_early_khz=2345678"]
+    assert [w for w in words if w.startswith("tsc")] == ["tsc_early_khz=2345678", "tsc=reliable"]

@@ -115,7 +115,7 @@ def test_qemu_argv_kvm_and_tcg(manifest):
     assert opt(kvm, "-append")[0] == kernel_cmdline(manifest, "qemu", False, "")
     _, tcg = qemu_argv(accel="tcg", vsock=False)
     assert opt(tcg, "-accel") == ["tcg"] and opt(tcg, "-cpu") == ["max"]
-    assert opt(tcg, "-append")[0].split()[-1] == f"tsc_early_khz={host_tsc.khz()}"
+    assert opt(tcg, "-append")[0].split()[-2:] == [f"tsc_early_khz={host_tsc.khz()}", "tsc=reliable"]
     # The image's value is only the fallback for hosts where the TSC cannot be read.
     assert manifest["cmdline"]["tcg"] == "tsc_early_khz=2000000"
 

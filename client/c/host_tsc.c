@@ -117,21 +117,38 @@ int cvm_tsc_cache_parse(const char *text, const char *boot_id, uint64_t *khz)
 int cvm_tcg_cmdline(const char *image_tcg, uint64_t khz, char *out, size_t outlen)
 {
         size_t len = 0;
+        bool has_tsc = false;
+        if (outlen == 0)
+                return -E2BIG;
+        out[0] = '\0';
         for (const char *w = image_tcg; *w;) {
                 size_t n = strcspn(w, " ");
-                if (n && strncmp(w, "tsc_early_khz=", 14) != 0) {
+                has_tsc = has_tsc || (n >= 4 && strncmp(w, "tsc=", 4) == 0);
+                if (n && !(khz && strncmp(w, "tsc_early_khz=", 14) == 0)) {
                         if (len + n + 2 > outlen)
                                 return -E2BIG;
                         if (len)
                                 out[len++] = ' ';
                         memcpy(out + len, w, n);
                         len += n;
+                        out[len] = '\0';
                 }
                 w += n;
                 w += strspn(w, " ");
         }
-        int k = snprintf(out + len, outlen - len, "%stsc_early_khz=%" PRIu64, len ? " " : "", khz);
-        return k < 0 || (size_t)k >= outlen - len ? -E2BIG : 0;
+        int k = 0;
+        if (khz)
+                k = snprintf(out + len, outlen - len, "%stsc_early_khz=%" PRIu64, len ? " " : "",
+                             khz);
+        if (k < 0 || (size_t)k >= outlen - len)
+                return -E2BIG;
+        len += (size_t)k;
+        if (!has_tsc) {
+                k = snprintf(out + len, outlen - len, "%stsc=reliable", len ? " " : "");
+                if (k < 0 || (size_t)k >= outlen - len)
+                        return -E2BIG;
+        }
+        return 0;
 }
 
 /* The host's boot id (a new one at each boot of the host), without its newline. */

@@ -22,7 +22,9 @@ int cvm_host_tsc_measure(uint64_t *khz);
 /* The cache's frequency if `text` is a cache line of boot `boot_id`: 0 or -EINVAL. */
 int cvm_tsc_cache_parse(const char *text, const char *boot_id, uint64_t *khz);
 /* `image_tcg` (launch.txt's cmdline_tcg) with its tsc_early_khz= word replaced by
- * (or, if absent, followed by) tsc_early_khz=`khz`. 0 or -E2BIG. */
+ * (or, if absent, followed by) tsc_early_khz=`khz` (unless `khz` is 0: unknown), and
+ * tsc=reliable unless it has a tsc= word: under TCG the TSC is the host's, and the
+ * clocksource watchdog would trade it for jiffies that lag on a busy host. 0 or -E2BIG. */
 int cvm_tcg_cmdline(const char *image_tcg, uint64_t khz, char *out, size_t outlen);
 
 #endif

@@ -280,8 +280,9 @@ static void exec_qemu(struct argv_buf *a, const char *errpath, int report_fd)
 }
 
 /* TCG: cmdline_tcg with tsc_early_khz= set to this host's TSC frequency, which the
- * guest's TSC (the host's, under TCG) runs at; launch.txt's value is only the fallback
- * for a host whose TSC cannot be read (docs/VMM.md, "The guest's clock under TCG"). */
+ * guest's TSC (the host's, under TCG) runs at, and tsc=reliable (cvm_tcg_cmdline);
+ * launch.txt's value is only the fallback for a host whose TSC cannot be read
+ * (docs/VMM.md, "The guest's clock under TCG"). */
 static int set_host_tsc(struct launch *l, char *err, size_t errlen)
 {
         uint64_t khz;
@@ -295,7 +296,7 @@ static int set_host_tsc(struct launch *l, char *err, size_t errlen)
                         "cellvm: cannot measure this host's TSC frequency (%s): the guest keeps "
                         "%s and its clock may run fast or slow\n",
                         strerror(-rc), l->tcg);
-                return 0;
+                khz = 0;
         }
         char words[LAUNCH_LINE_MAX];
         if (cvm_tcg_cmdline(l->tcg, khz, words, sizeof(words)) < 0) {

@@ -40,14 +40,22 @@ static void test_cmdline(void)
 {
         char out[128];
         CHECK(cvm_tcg_cmdline("tsc_early_khz=2000000", 2445000, out, sizeof(out)) == 0);
-        CHECK(strcmp(out, "tsc_early_khz=2445000") == 0);
+        CHECK(strcmp(out, "tsc_early_khz=2445000 tsc=reliable") == 0);
         CHECK(cvm_tcg_cmdline("a=1 tsc_early_khz=2000000  b", 2100000, out, sizeof(out)) == 0);
-        CHECK(strcmp(out, "a=1 b tsc_early_khz=2100000") == 0);
+        CHECK(strcmp(out, "a=1 b tsc_early_khz=2100000 tsc=reliable") == 0);
         CHECK(cvm_tcg_cmdline("", 2100000, out, sizeof(out)) == 0);
-        CHECK(strcmp(out, "tsc_early_khz=2100000") == 0);
+        CHECK(strcmp(out, "tsc_early_khz=2100000 tsc=reliable") == 0);
+        /* A tsc= of the image's stays, and is not added twice. */
+        CHECK(cvm_tcg_cmdline("tsc=unstable tsc_early_khz=1", 2100000, out, sizeof(out)) == 0);
+        CHECK(strcmp(out, "tsc=unstable tsc_early_khz=2100000") == 0);
+        /* Unknown frequency (0): the image's value stays. */
+        CHECK(cvm_tcg_cmdline("tsc_early_khz=2000000", 0, out, sizeof(out)) == 0);
+        CHECK(strcmp(out, "tsc_early_khz=2000000 tsc=reliable") == 0);
         CHECK(cvm_tcg_cmdline("a=1", 2100000, out, 10) == -E2BIG);
-        CHECK(cvm_tcg_cmdline("a=1", 2100000, out, 26) == 0); /* 25 characters and the NUL */
-        CHECK(cvm_tcg_cmdline("a=1", 2100000, out, 25) == -E2BIG);
+        /* "a=1 tsc_early_khz=2100000 tsc=reliable": 38 characters and the NUL */
+        CHECK(cvm_tcg_cmdline("a=1", 2100000, out, 39) == 0);
+        CHECK(cvm_tcg_cmdline("a=1", 2100000, out, 38) == -E2BIG);
+        CHECK(cvm_tcg_cmdline("a=1", 2100000, out, 0) == -E2BIG);
 }
 
 /* Two measurements (each the median of three 50 ms intervals) agree to 0.1 %:

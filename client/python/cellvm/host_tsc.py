@@ -187,9 +187,16 @@ def khz() -> Optional[int]:
 
 def tcg_cmdline(image_tcg: str) -> str:
     """The image's TCG command-line words (manifest cmdline.tcg) with
-    tsc_early_khz= set to this host's frequency (kept as is if unknown)."""
+    tsc_early_khz= set to this host's frequency (kept as is if unknown), and
+    tsc=reliable: the TSC, the host's own under TCG, is the one clock that keeps
+    time there; the kernel's clocksource watchdog would otherwise compare it with
+    jiffies, which lag behind when the host is busy, call it unstable and fall
+    back to jiffies (seen: the guest's clock then ran 4 % slow)."""
     host = khz()
-    if host is None:
-        return image_tcg
-    words = [w for w in image_tcg.split() if not w.startswith("tsc_early_khz=")]
-    return " ".join(words + [f"tsc_early_khz={host}"])
+    words = image_tcg.split()
+    if host is not None:
+        words = [w for w in words if not w.startswith("tsc_early_khz=")]
+        words.append(f"tsc_early_khz={host}")
+    if not any(w.startswith("tsc=") for w in words):
+        words.append("tsc=reliable")
+    return " ".join(words)

@@ -120,7 +120,8 @@ def kernel_cmdline(manifest, vmm, tcg, extra="", files=None):
     """The command line for `vmm` ("qemu", "firecracker", "cloud-hypervisor");
     `files` (bootfiles.BootFiles) edits the base for another root or no initramfs.
     Without KVM (`tcg`) the image's TCG words come with tsc_early_khz= set to this
-    host's TSC frequency (host_tsc), so the guest's clocks keep the host's rate."""
+    host's TSC frequency and tsc=reliable (host_tsc.tcg_cmdline), so the guest's
+    clocks keep the host's rate."""
     c = manifest["cmdline"]
     base = files.edit_cmdline(c["base"]) if files is not None else c["base"]
     parts = [base, c["vmm"].get(vmm, "")]
