@@ -127,14 +127,17 @@ def start_keeper_of(registry, e):
         logger.warning("cellvm: no keeper for %s (%s): its files are removed by the next "
                        "cellvm process", e.key, err)
         return
-    with registry.lock():
-        try:
-            cur = registry.read(e.key)
-        except (_reg.DamagedEntry, ValueError):
-            return
-        if cur is not None and (cur.pid, cur.pid_start) == (e.pid, e.pid_start):
-            cur.keeper_pid = e.keeper_pid
-            registry.write(cur)
+    try:
+        with registry.lock():
+            try:
+                cur = registry.read(e.key)
+            except (_reg.DamagedEntry, ValueError):
+                return
+            if cur is not None and (cur.pid, cur.pid_start) == (e.pid, e.pid_start):
+                cur.keeper_pid = e.keeper_pid
+                registry.write(cur)
+    except OSError as err:  # the registry went away meanwhile: the keeper finds no entry
+        logger.debug("keeper of %s not recorded: %s", e.key, err)
 
 
 def _python() -> str:
