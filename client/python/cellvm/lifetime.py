@@ -120,7 +120,13 @@ def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, me
 
 def start_keeper_of(registry, e):
     """Starts the keeper of the recorded entry `e` and records its pid (under
-    the lock, into the entry as it is now: others may have written it)."""
+    the lock, into the entry as it is now: others may have written it);
+    nothing if the sandbox ended meanwhile."""
+    try:
+        if registry.read(e.key) is None:
+            return
+    except (_reg.DamagedEntry, ValueError, OSError):
+        return
     try:
         e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
     except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
