@@ -22,7 +22,7 @@ endif
 CFLAGS      := $(CFLAGS_BASE) $(CFLAGS_OPT) $(EXTRA_CFLAGS)
 LDFLAGS     := $(LDFLAGS_SAN) $(EXTRA_LDFLAGS)
 
-.PHONY: all deps demo demo-dev test conformance check-c fuzz format clean
+.PHONY: all deps demo demo-dev test conformance check-c fuzz format clean snapshot
 all: $(B)/cellvm-agent $(B)/cellvm-executor $(B)/cellvm
 
 include protocol/build.mk
@@ -62,6 +62,12 @@ test: deps
 # agents, with the counts per class (docs/CONFORMANCE.md); .ci/run runs it too.
 conformance: all
 	tests/conformance/run
+
+# The template Sandbox.create() restores from (docs/SNAPSHOTS.md): build/image
+# booted once, its preloads done, saved into the user's cache (~20 s under TCG;
+# create() would build it on first use otherwise).
+snapshot: image
+	PYTHONPATH=client/python $(PYTHON) -m cellvm.snapshot_cli create --image $(B)/image
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -14,6 +14,10 @@ import pytest
 # Sandboxes of the suite live as long as its session VM may need (E2B's
 # default of 300 s would end it mid-run); tests of the lifetime pass their own.
 os.environ.setdefault("CELLVM_DEFAULT_TIMEOUT", str(6 * 3600))
+# The suites boot cold unless a test asks for a template (test_snapshot*.py:
+# one template per session, tests/snapshot_fixtures.py); a template build
+# per distinct launch of the other suites would cost ~20 s each.
+os.environ.setdefault("CELLVM_SNAPSHOT", "0")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
@@ -205,3 +209,83 @@ def pytest_collection_modifyitems(config, items):
         m = item.get_closest_marker("ends_session_vm")
         return (1, m.args[0]) if m else (0, 0)
     items.sort(key=last)  # stable: the rest keeps its order
+
+
+# --- the session's template (tests/test_snapshot_vm.py) ------------------------
+# One template of build/image per session, built fresh (~25 s under TCG) into
+# a private template root; clones of it cost ~0.3 s each. Before it is
+# prepared, a cell in its default context reads what that process's random
+# generators would give next (their states put back) and two reads of the
+# kernel's CRNG: the template's own values, which no clone may repeat.
+
+SNAPSHOT_MEMORY_MB = 1024
+TEMPLATE_PEEK = """
+def _cellvm_peek():
+    import json, os, random, uuid
+    import numpy
+    s, n = random.getstate(), numpy.random.get_state()
+    v = [random.random(), float(numpy.random.rand())]
+    random.setstate(s)
+    numpy.random.set_state(n)
+    return json.dumps(v + [os.urandom(16).hex(), str(uuid.uuid4())])
+_cellvm_peek()
+"""
+CLONE_VALUES = ("import json, os, random, uuid, numpy\n"
+                "json.dumps([random.random(), float(numpy.random.rand()), os.urandom(16).hex(), "
+                "str(uuid.uuid4())])")
+
+
+def run_cell(conn, code, timeout=120):
+    """The text/plain result of `code` run over a raw _wire.Connection (the
+    default context); raises on an error."""
+    from cellvm import _wire
+    req = conn.request(_wire.EXECUTE, {"code": code})
+    result, error = None, None
+    for t, body in req.messages(timeout=timeout):
+        if t == _wire.RESULT:
+            result = body["data"].get("text/plain")
+        elif t == _wire.EXEC_ERROR:
+            error = body
+        elif t == _wire.ERROR:
+            raise RuntimeError(f"{body.get('code')}: {body.get('message')}")
+    if error:
+        raise RuntimeError(f"{error.get('name')}: {error.get('value')}")
+    return result
+
+
+class Template:
+    def __init__(self, launch, tdir, snapdir, manifest, peek):
+        self.launch, self.tdir, self.snapdir, self.manifest = launch, tdir, snapdir, manifest
+        self.peek = peek  # [random.random(), numpy rand, urandom hex, uuid4]
+
+
+@pytest.fixture(scope="session")
+def vm_template():
+    """The session's template, with CELLVM_TEMPLATE_DIR naming its root so
+    that Sandbox.create(..., snapshot=True) of the same launch restores it."""
+    build_image_or_skip()
+    import ast
+    import json
+    import shutil
+    from cellvm import clone, snapshot
+    root = tempfile.mkdtemp(prefix="cellvm-tpl-", dir="/tmp")
+    old = os.environ.get(snapshot.TEMPLATE_DIR_ENV)
+    os.environ[snapshot.TEMPLATE_DIR_ENV] = root
+    try:
+        launch = clone.Launch(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB)
+        tdir = snapshot.TemplateDir(launch.name, root)
+        peek = []
+
+        def read_own_values(conn):
+            peek.extend(json.loads(ast.literal_eval(run_cell(conn, TEMPLATE_PEEK))))
+            run_cell(conn, "del _cellvm_peek")
+
+        with tdir.build_lock():
+            snapdir, m = clone.build(launch, tdir, before_prepare=read_own_values)
+        yield Template(launch, tdir, snapdir, m, peek)
+    finally:
+        if old is None:
+            os.environ.pop(snapshot.TEMPLATE_DIR_ENV, None)
+        else:
+            os.environ[snapshot.TEMPLATE_DIR_ENV] = old
+        shutil.rmtree(root, ignore_errors=True)

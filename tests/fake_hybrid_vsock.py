@@ -25,6 +25,7 @@ class FakeHybridVsock:
         self.extra_after_ok = extra_after_ok
         self.attempts = 0
         self.requests = []
+        self.accepting = True  # False: the "VM" is paused, CONNECTs are turned away
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self.srv.bind(path)
         self.srv.listen(8)
@@ -54,7 +55,8 @@ class FakeHybridVsock:
             line += b
         self.attempts += 1
         self.requests.append(line)
-        if line != f"CONNECT {self.port}\n".encode() or self.attempts <= self.refuse_first:
+        if (line != f"CONNECT {self.port}\n".encode() or self.attempts <= self.refuse_first
+                or not self.accepting):
             c.close()  # nobody listens on that port (yet)
             return
         if self.reply is not None:

@@ -161,9 +161,18 @@ class AsyncSandbox:
         """Not supported (SandboxException), as Sandbox.upload_url()."""
         return self._sbx.upload_url(path)
 
-    async def pause(self, *args, **opts) -> bool:
-        """Not supported (SandboxException), as Sandbox.pause()."""
-        return self._sbx.pause()
+    @_class_or_instance("_cls_pause")
+    async def pause(self, keep_memory: bool = True, **opts) -> bool:
+        """Sandbox.pause(), awaited: the sandbox saved whole and its VMM
+        stopped; `await sbx.connect()` or `AsyncSandbox.connect(id)` resumes
+        it. `await AsyncSandbox.pause(sandbox_id)` is the classmethod `_cls_pause`."""
+        return await bridge.call(self._sbx.pause, keep_memory)
+
+    @classmethod
+    async def _cls_pause(cls, sandbox_id: str, keep_memory: bool = True, **opts) -> bool:
+        if isinstance(sandbox_id, AsyncSandbox):
+            return await sandbox_id.pause(keep_memory)
+        return await bridge.call(Sandbox._cls_pause, sandbox_id, keep_memory)
 
     beta_pause = pause
 
@@ -198,6 +207,10 @@ class AsyncSandbox:
     @property
     def boot_report(self) -> BootReport:
         return self._sbx.boot_report
+
+    @property
+    def restore_report(self) -> Optional[BootReport]:
+        return self._sbx.restore_report
 
     async def ping(self, payload=None, request_timeout: Optional[float] = None) -> dict:
         return await bridge.call(self._sbx.ping, payload, request_timeout)

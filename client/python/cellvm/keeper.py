@@ -23,6 +23,8 @@ POLL_S = 1.0
 
 
 def keep(path, key):
+    if not os.path.isdir(path):
+        return  # the registry is gone (its owner removed it): nothing to keep, nothing to make
     r = reg.Registry(path)
     try:
         e = r.read(key)

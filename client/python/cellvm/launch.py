@@ -41,6 +41,7 @@ its deadline, under the registry's lock, after the limits were checked.
 """
 
 import atexit
+import logging
 import os
 import shutil
 import subprocess
@@ -60,6 +61,7 @@ DEFAULT_CREATE_TIMEOUT = 300.0
 _READY_POLL_S = 0.5
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+logger = logging.getLogger("cellvm")
 _live = weakref.WeakSet()
 _live_lock = threading.Lock()
 
@@ -100,7 +102,7 @@ class HybridVsockVM:
     create_sandbox() needs: start, connect, pid, alive, console, kill."""
 
     def __init__(self, vmm, image, memory_mb=1024, vcpus=1, network="none", extra_cmdline="",
-                 kernel=None, initramfs=True, rootfs=None):
+                 kernel=None, initramfs=True, rootfs=None, api=False):
         binary = "firecracker" if vmm == "firecracker" else "cloud-hypervisor"
         self.binary = shutil.which(binary)
         if self.binary is None:
@@ -116,6 +118,12 @@ class HybridVsockVM:
         self.accel = "kvm"
         self.dir = None
         self.proc = None
+        # Snapshots (cellvm.snapshot_hybrid): the VMM's API socket; `restoring`:
+        # started with the API alone, to load a snapshot; `sandbox_id`: the id
+        # a resumed sandbox keeps (its VMM's pid is another one now).
+        self.api = bool(api)
+        self.restoring = False
+        self.sandbox_id = None
 
     @property
     def pid(self):
@@ -129,17 +137,28 @@ class HybridVsockVM:
     def vsock_socket(self):
         return os.path.join(self.dir, "vsock.sock") if self.dir else None
 
+    @property
+    def api_socket(self):
+        return os.path.join(self.dir, "api.sock") if self.dir and (self.api or self.restoring) else None
+
     def argv(self):
         if self.vmm == "firecracker":
-            from .vmm_firecracker import firecracker_argv, write_firecracker_config
+            from .vmm_firecracker import firecracker_api_argv, firecracker_argv, write_firecracker_config
+            if self.restoring:
+                return firecracker_api_argv(self.api_socket, firecracker=self.binary)
             path, _ = write_firecracker_config(self.image, self.dir, memory_mb=self.memory_mb,
                                                vcpus=self.vcpus, kvm=kvm_usable(),
                                                extra_cmdline=self.extra_cmdline, **self.boot_files)
+            if self.api:
+                return firecracker_api_argv(self.api_socket, path, self.binary)
             return firecracker_argv(path, self.binary)
-        from .vmm_cloud_hypervisor import cloud_hypervisor_argv
-        return cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
+        from .vmm_cloud_hypervisor import api_argv, cloud_hypervisor_argv
+        if self.restoring:
+            return api_argv(self.api_socket, self.binary)
+        argv = cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
                                      extra_cmdline=self.extra_cmdline, binary=self.binary,
                                      **self.boot_files)
+        return argv + (["--api-socket", self.api_socket] if self.api else [])
 
     def start(self):
         self.dir = tempfile.mkdtemp(prefix=f"cellvm-{self.vmm}-")
@@ -225,7 +244,8 @@ def start_vm(image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none", ex
             raise VMError("qemu: the `qemu-system-x86_64` binary was not found on PATH "
                           "(Debian: apt-get install qemu-system-x86)")
         vm = QemuVM(image, memory_mb=memory_mb, vcpus=vcpus, network=network,
-                    extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs, rootfs=rootfs)
+                    extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs, rootfs=rootfs,
+                    qmp=True)  # pause() saves it over QMP
     else:
         vm = HybridVsockVM(vmm, image, memory_mb=memory_mb, vcpus=vcpus, network=network,
                            extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
@@ -258,13 +278,23 @@ def wait_executor_ready(vm, conn, deadline):
 def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none",
                    envs=None, timeout=None, request_timeout=None, wait_ready=True, extra_cmdline="",
                    kernel=None, initramfs=True, rootfs=None, boot_timeout=None, detach=None,
-                   metadata=None, template=None):
+                   metadata=None, template=None, snapshot=None):
     """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create.
     `timeout`: the sandbox's lifetime (cellvm.lifetime); `boot_timeout`: how
-    long to wait for the agent (and the zygote)."""
+    long to wait for the agent (and the zygote). `snapshot`: restore from a
+    template (None: $CELLVM_SNAPSHOT, default on; False: boot cold; a
+    directory: that template; cellvm.clone)."""
     from . import lifetime
     from .exceptions import SandboxException, TimeoutException
 
+    if wait_ready and vmm in VMMS:
+        sbx = _from_template(cls, snapshot, image=image, vmm=vmm, memory_mb=memory_mb,
+                             vcpus=vcpus, network=network, extra_cmdline=extra_cmdline,
+                             kernel=kernel, initramfs=initramfs, rootfs=rootfs, timeout=timeout,
+                             detach=detach, metadata=metadata, template=template, envs=envs,
+                             request_timeout=request_timeout)
+        if sbx is not None:
+            return sbx
     boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
     adm = lifetime.Admission(timeout, boot_s, detach, metadata, template)
     deadline = time.monotonic() + boot_s
@@ -300,3 +330,36 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
         vm.kill()
         adm.forget()
         raise
+
+
+def _from_template(cls, snapshot, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
+                   initramfs, rootfs, **restore):
+    """create() from a template (cellvm.clone); None when it boots cold instead:
+    snapshots off, or (default mode) the template unusable, said in a warning."""
+    from . import clone, snapshot as snap
+    from .exceptions import InvalidArgumentException, SandboxException
+    try:
+        want = clone.mode(snapshot)
+    except ValueError as e:
+        raise InvalidArgumentException(str(e)) from None
+    if want == "off":
+        return None
+    explicit = want != "auto"
+    try:
+        launch = clone.Launch(image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
+                              initramfs, rootfs)
+        snapdir, m = clone.resolve(launch, want)
+    except (snap.SnapshotError, VMError, OSError, TimeoutError) as e:
+        if explicit:
+            raise SandboxException(f"snapshot {want}: {e}") from None
+        logger.warning("cellvm: no usable template (%s): booting cold", e)
+        return None
+    try:
+        return clone.restore_sandbox(cls, launch, snapdir, m, **restore)
+    except (snap.SnapshotError, VMError) as e:
+        if explicit:
+            raise SandboxException(str(e)) from None
+        removed = snap.remove_unused(snapdir) if isinstance(e, snap.SnapshotError) else False
+        logger.warning("cellvm: the template %s did not restore (%s)%s: booting cold", snapdir, e,
+                       "; removed, the next create() builds it anew" if removed else "")
+        return None

@@ -86,9 +86,11 @@ def boot_cmdline(boot_budget_s: float, timeout_s: float) -> str:
     return f"cellvm.deadline_ms={int(guest_timeout_s(boot_budget_s + timeout_s, 'tcg') * 1000)}"
 
 
-def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, metadata=None):
+def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, metadata=None,
+           keeper=True):
     """Writes the registry entry of a just-started VM (call with the lock
-    held) and starts its keeper; returns the Entry."""
+    held) and starts its keeper (`keeper=False`: the caller does, with
+    start_keeper_of); returns the Entry."""
     start = _reg.proc_start_time(vm.pid)
     if start is None:
         raise OSError(f"the VMM (pid {vm.pid}) exited right after its start")
@@ -104,15 +106,44 @@ def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, me
         creator_start=_reg.proc_start_time(os.getpid()) or 0,
         metadata={str(k): str(v) for k, v in (metadata or {}).items()})
     e.address = vm.address or ""
-    e.id = e.address or f"{e.vmm}:{vm.pid}"
+    e.id = getattr(vm, "sandbox_id", None) or e.address or f"{e.vmm}:{vm.pid}"
     registry.write(e)
+    if keeper:
+        try:
+            e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
+            registry.write(e)
+        except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
+            logger.warning("cellvm: no keeper for %s (%s): its files are "
+                                                "removed by the next cellvm process", e.key, err)
+    return e
+
+
+def start_keeper_of(registry, e):
+    """Starts the keeper of the recorded entry `e` and records its pid (under
+    the lock, into the entry as it is now: others may have written it);
+    nothing if the sandbox ended meanwhile."""
+    try:
+        if registry.read(e.key) is None:
+            return
+    except (_reg.DamagedEntry, ValueError, OSError):
+        return
     try:
         e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
-        registry.write(e)
     except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
-        logger.warning("cellvm: no keeper for %s (%s): its files are "
-                                            "removed by the next cellvm process", e.key, err)
-    return e
+        logger.warning("cellvm: no keeper for %s (%s): its files are removed by the next "
+                       "cellvm process", e.key, err)
+        return
+    try:
+        with registry.lock():
+            try:
+                cur = registry.read(e.key)
+            except (_reg.DamagedEntry, ValueError):
+                return
+            if cur is not None and (cur.pid, cur.pid_start) == (e.pid, e.pid_start):
+                cur.keeper_pid = e.keeper_pid
+                registry.write(cur)
+    except OSError as err:  # the registry went away meanwhile: the keeper finds no entry
+        logger.debug("keeper of %s not recorded: %s", e.key, err)
 
 
 def _python() -> str:
@@ -192,21 +223,27 @@ class Admission:
                 raise limit_error(e) from None
         return hold()
 
-    def record(self, vm):
-        """Call inside starting(), right after the VMM started."""
+    def record(self, vm, keeper_in_background=False):
+        """Call inside starting(), right after the VMM started. With
+        `keeper_in_background` (a restore, where ~0.1 s counts) the keeper is
+        started by a thread instead of before this returns."""
         try:
             self.entry = record(self.registry, vm, self.boot_s, self.lifetime_s,
-                                template=self.template, metadata=self.metadata)
+                                template=self.template, metadata=self.metadata,
+                                keeper=not keeper_in_background)
         except BaseException:
             vm.kill()
             raise
+        if keeper_in_background:
+            threading.Thread(target=start_keeper_of, args=(self.registry, self.entry),
+                             name="cellvm-keeper-start").start()
         vm.detached = self.detach
         vm.registry_key = self.entry.key
 
     def start_clock(self, vm, conn):
         e = self.entry
         e.address = vm.address or ""  # the channel may have changed (vsock -> serial)
-        e.id = e.address or f"{e.vmm}:{vm.pid}"
+        e.id = getattr(vm, "sandbox_id", None) or e.address or f"{e.vmm}:{vm.pid}"
         start_clock(self.registry, e, conn, self.lifetime_s)
 
     def adopt(self, sbx):
@@ -391,6 +428,11 @@ def watch(sbx):
         if _relay is None:
             _relay = threading.Thread(target=_relay_loop, name="cellvm-deadline-relay", daemon=True)
             _relay.start()
+
+
+def unwatch(sbx):
+    with _watch_lock:
+        _watched.discard(sbx)
 
 
 def _relay_loop():

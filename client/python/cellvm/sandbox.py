@@ -302,6 +302,8 @@ class SandboxPaginator:
         mine = {i.sandbox_id for i in infos}
         infos.extend(lifetime.info_from_entry(e) for e in lifetime.live_entries()
                      if e.id not in mine)  # other processes' VMs (cellvm.registry)
+        from . import pause
+        infos.extend(pause.info(d, m) for d, m in pause.records())  # E2B lists paused ones too
         addr = os.environ.get(ADDR_ENV)
         if addr and addr not in {i.sandbox_id for i in infos}:
             try:
@@ -388,6 +390,18 @@ class Sandbox:
         `timeout` (E2B): the sandbox's new lifetime, as set_timeout()."""
         if self._killed or (self._owner is not None and self._owner._killed):
             raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
+        owner = self._owner if self._owner is not None else self
+        if getattr(owner, "_paused", None) is not None:  # E2B: connect() resumes it
+            from . import pause
+            d, m = owner._paused
+            if not os.path.isdir(d):
+                raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
+            pause.resume(type(owner), d, m, timeout=timeout, into=owner,
+                         request_timeout=owner._request_timeout, envs=owner._envs)
+            if owner is not self:
+                self._conn, self._vm, self._closed = owner._conn, owner._vm, False
+                _register(self)
+            return self
         if self._closed:
             if self._owner is not None:
                 self._closed = False
@@ -424,6 +438,11 @@ class Sandbox:
             entry = lifetime.find(sandbox_id)
             if entry is not None:  # another process's VM (cellvm.registry)
                 return lifetime.connect_entry(cls, entry, timeout, request_timeout, envs)
+            from . import pause
+            paused = pause.find(sandbox_id)
+            if paused is not None:  # E2B: connecting resumes a paused sandbox
+                return pause.resume(cls, *paused, timeout=timeout,
+                                    request_timeout=request_timeout, envs=envs)
             view = cls(addr=sandbox_id, request_timeout=request_timeout, envs=envs)
         if timeout is not None:
             view.set_timeout(timeout)
@@ -452,7 +471,7 @@ class Sandbox:
                extra_cmdline: str = "", kernel: Optional[str] = None,
                initramfs: Union[str, bool, None] = True, rootfs: Optional[str] = None,
                boot_timeout: Optional[float] = None, detach: Optional[bool] = None,
-               **e2b_options) -> "Sandbox":
+               snapshot: Union[bool, str, None] = None, **e2b_options) -> "Sandbox":
         """Boot a micro-VM from `image` and return a Sandbox connected to it.
 
         `image`: a `make image` directory (default: $CELLVM_IMAGE, else
@@ -478,6 +497,12 @@ class Sandbox:
         ($CELLVM_MAX_SANDBOXES, 20) raise RateLimitException.
         With `wait_ready` (default) create() returns once the zygote has
         imported numpy, pandas and matplotlib, so the first cell runs at once.
+        `snapshot` (default None: $CELLVM_SNAPSHOT, on unless "0"): restore
+        the sandbox from the template of this launch (built on first use,
+        ~25 s under TCG, then ~0.2-0.4 s per create; rebuilt when the image or
+        VMM changed; a template that does not restore: a warning and a cold
+        boot); False: boot cold; a directory: that template, any problem a
+        SandboxException (cellvm.clone, docs/SNAPSHOTS.md).
         Raises SandboxException (TimeoutException when time ran out); nothing
         is left running then. `kernel`, `initramfs` (None/False: boot without
         one) and `rootfs` replace the image's files (cellvm.bootfiles, e.g. the
@@ -524,7 +549,8 @@ class Sandbox:
                          vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
                          timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
                          extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
-                         rootfs=rootfs, boot_timeout=boot_timeout, detach=detach)
+                         rootfs=rootfs, boot_timeout=boot_timeout, detach=detach,
+                         snapshot=snapshot)
 
     @classmethod
     def _boot(cls, image=None, template=None, metadata=None, **launch) -> "Sandbox":
@@ -552,7 +578,8 @@ class Sandbox:
     def _from_vm(cls, vm, conn, envs=None, request_timeout=None) -> "Sandbox":
         """A Sandbox over `conn` (HELLO done) that owns `vm` (kill() stops it)."""
         self = cls.__new__(cls)
-        self._addr = vm.address or f"{getattr(vm, 'vmm', 'qemu')}:{vm.pid}"
+        self._addr = (getattr(vm, "sandbox_id", None) or vm.address
+                      or f"{getattr(vm, 'vmm', 'qemu')}:{vm.pid}")
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
         self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
         self._conn = conn
@@ -564,6 +591,7 @@ class Sandbox:
         self._metadata = {}
         self._template = None
         self._entry = None
+        self._restore_stages = None  # cellvm.clone: a sandbox restored from a snapshot
         _register(self)
         return self
 
@@ -595,6 +623,9 @@ class Sandbox:
         if self._killed:
             return False
         self._killed = True
+        if getattr(self, "_paused", None) is not None:  # its record is all there is
+            from . import pause
+            return pause.kill(self._paused[0])
         self.close()
         if self._vm is not None:
             self._vm.kill()
@@ -625,6 +656,10 @@ class Sandbox:
         entry = lifetime.find(sandbox_id)
         if entry is not None:  # another process's VM: stopped host-side (cellvm.registry)
             return lifetime.kill_entry(entry)
+        from . import pause
+        paused = pause.find(sandbox_id)
+        if paused is not None:
+            return pause.kill(paused[0])
         try:
             other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
         except (SandboxNotFoundException, InvalidArgumentException):
@@ -682,6 +717,9 @@ class Sandbox:
         effect. `Sandbox.set_timeout(sandbox_id, timeout)` is `_cls_set_timeout`."""
         from . import lifetime
         owner = self._owner if self._owner is not None else self
+        if getattr(owner, "_paused", None) is not None:
+            raise SandboxException(f"sandbox {self.sandbox_id} is paused: it has no timeout "
+                                   "until connect() resumes it (connect(timeout=...))")
         entry = getattr(owner, "_entry", None)
         if entry is None:
             lifetime.warn_dev_mode(self.sandbox_id, "set_timeout")
@@ -709,6 +747,12 @@ class Sandbox:
     def get_info(self, request_timeout: Optional[float] = None, **opts) -> SandboxInfo:
         """E2B's SandboxInfo for this sandbox. `Sandbox.get_info(sandbox_id)`
         is the classmethod `_cls_get_info`."""
+        owner = self._owner if self._owner is not None else self
+        if getattr(owner, "_paused", None) is not None:
+            from . import pause
+            if not os.path.isdir(owner._paused[0]):
+                raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found")
+            return pause.info(*owner._paused)
         vm = self._vm
         if vm is not None:
             cpus, memory = getattr(vm, "vcpus", 0), getattr(vm, "memory_mb", 0)
@@ -740,6 +784,10 @@ class Sandbox:
         entry = lifetime.find(sandbox_id)
         if entry is not None:  # another process's VM: what the registry knows
             return lifetime.info_from_entry(entry)
+        from . import pause
+        paused = pause.find(sandbox_id)
+        if paused is not None:
+            return pause.info(*paused)
         try:
             other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
         except (SandboxNotFoundException, InvalidArgumentException):
@@ -844,11 +892,42 @@ class Sandbox:
         raise SandboxException(f"upload_url({path!r}) is not supported: cellvm has no HTTP file "
                                "endpoint; use files.write()", code="unsupported")
 
-    def pause(self, *args, **opts) -> bool:
-        """E2B pauses a sandbox (memory snapshot); cellvm cannot:
-        SandboxException. (Guest snapshots are taken by the VMM, docs/VMM.md.)"""
-        raise SandboxException(f"pause is not supported: sandbox {self.sandbox_id} runs until its timeout or "
-                               "kill()", code="unsupported")
+    @_class_or_instance("_cls_pause")
+    def pause(self, keep_memory: bool = True, **opts) -> bool:
+        """E2B's pause(): saves the sandbox whole (memory, files, running
+        processes; docs/SNAPSHOTS.md) and stops its VMM; True, or False if it
+        was paused already. `connect()` (or `Sandbox.connect(sandbox_id)`)
+        resumes it; list() shows it with state "paused"; kill() deletes it.
+        An execution in flight meanwhile ends with the connection.
+        `keep_memory=False` (E2B: keep only the filesystem) is refused: a
+        sandbox's files live in its memory (the root is read-only).
+        `Sandbox.pause(sandbox_id)` is the classmethod `_cls_pause`."""
+        if not keep_memory:
+            raise InvalidArgumentException("pause(keep_memory=False) is not supported: the "
+                                           "sandbox's files live in its memory (a read-only "
+                                           "root with an in-memory overlay)")
+        if self._was_killed():
+            raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found")
+        from . import pause
+        return pause.pause(self)
+
+    @classmethod
+    def _cls_pause(cls, sandbox_id: str, keep_memory: bool = True, **opts) -> bool:
+        """pause() of the sandbox `sandbox_id`: this process's, or another
+        process's VM (the registry: saved over its QMP socket); False if it
+        is paused already, SandboxNotFoundException if there is none."""
+        if isinstance(sandbox_id, Sandbox):
+            return sandbox_id.pause(keep_memory)
+        known = [s for s in _live(sandbox_id) if s._vm is not None]
+        if known:
+            return known[0].pause(keep_memory)
+        from . import lifetime, pause
+        if pause.find(sandbox_id) is not None:
+            return False
+        entry = lifetime.find(sandbox_id)
+        if entry is None:
+            raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
+        return pause.pause_entry(entry)
 
     beta_pause = pause
 
@@ -882,6 +961,16 @@ class Sandbox:
         if "kernel_to_init" in stamps:
             stamps.setdefault("kernel_start", 0)
         return BootReport(stamps)
+
+    @property
+    def restore_report(self) -> Optional[BootReport]:
+        """For a sandbox restored from a template or resumed after pause():
+        the host's stages in time order (`vmm_spawn`, `state_loaded`,
+        `running`, `handshake`, `new_generation`, `deadline`; ns since the
+        VMM was spawned), as a BootReport; None for a cold boot. (Its
+        boot_report is the template's boot, saved with it.)"""
+        stages = getattr(self, "_restore_stages", None)
+        return stages.report() if stages is not None else None
 
     def ping(self, payload=None, request_timeout: Optional[float] = None) -> dict:
         """Round trip to the agent; returns {payload?, time_ns}."""
@@ -1098,6 +1187,8 @@ class Sandbox:
     # --- plumbing ------------------------------------------------------------
 
     def _request(self, mtype, body):
+        if getattr(self, "_paused", None) is not None:
+            raise SandboxException(f"sandbox {self.sandbox_id} is paused: connect() resumes it")
         if self._closed and self._owner is not None:  # a closed view of a shared connection
             raise SandboxException("connection to the agent failed: the Sandbox was closed")
         try:

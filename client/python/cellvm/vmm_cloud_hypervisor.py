@@ -46,3 +46,51 @@ def cloud_hypervisor_argv(image, workdir, memory_mb=1024, vcpus=1, extra_cmdline
     if tap:
         argv += ["--net", f"tap={tap}"]
     return argv
+
+
+# --- snapshots through the API (docs/VMM.md, "Snapshots") ---------------------
+# A template: booted with `--api-socket`, then PUT /api/v1/vm.pause and
+# PUT /api/v1/vm.snapshot {destination_url: file://DIR}: DIR gets config.json
+# (the VM's configuration, naming its vsock socket and serial file), state.json
+# and memory-ranges. A clone: `cloud-hypervisor --api-socket S` alone, a
+# directory of its own holding config.json with the template VM's temp dir
+# replaced by its own (so its sockets are its own) and links to state.json and
+# memory-ranges, PUT /api/v1/vm.restore {source_url: file://that dir}, then
+# PUT /api/v1/vm.resume. Cloud Hypervisor copies memory-ranges into the
+# clone's RAM (its default restore mode): clones share no pages.
+
+API_PREFIX = "/api/v1"
+SNAPSHOT_FILES = ("config.json", "state.json", "memory-ranges")
+
+
+def api_argv(api_sock, binary="cloud-hypervisor"):
+    return [binary, "--api-socket", api_sock]
+
+
+def pause_request():
+    return "PUT", f"{API_PREFIX}/vm.pause", None
+
+
+def resume_request():
+    return "PUT", f"{API_PREFIX}/vm.resume", None
+
+
+def snapshot_request(directory):
+    return "PUT", f"{API_PREFIX}/vm.snapshot", {"destination_url": f"file://{directory}"}
+
+
+def restore_request(directory):
+    return "PUT", f"{API_PREFIX}/vm.restore", {"source_url": f"file://{directory}"}
+
+
+def prepare_restore_dir(snapdir, restore_dir, old_instance_dir, new_instance_dir):
+    """`restore_dir`: config.json of `snapdir` with the template VM's temp
+    dir replaced by the clone's (plain text: every path of it is one), the
+    other files linked."""
+    os.makedirs(restore_dir, mode=0o700, exist_ok=True)
+    with open(os.path.join(snapdir, "config.json")) as f:
+        config = f.read()
+    with open(os.path.join(restore_dir, "config.json"), "w") as f:
+        f.write(config.replace(old_instance_dir, new_instance_dir))
+    for name in SNAPSHOT_FILES[1:]:
+        os.symlink(os.path.join(snapdir, name), os.path.join(restore_dir, name))

@@ -152,3 +152,40 @@ def write_firecracker_config(image, workdir, **kw):
 
 def firecracker_argv(config_path, firecracker="firecracker"):
     return [firecracker, "--no-api", "--config-file", config_path]
+
+
+# --- snapshots through the API (docs/VMM.md, "Snapshots") ---------------------
+# A template: booted with `--api-sock` next to `--config-file`, then
+# PATCH /vm Paused, PUT /snapshot/create (Full). A clone: `firecracker
+# --api-sock S` alone, PUT /snapshot/load with a File memory backend (the
+# memory file mapped MAP_PRIVATE: clones share its pages) and a vsock_override
+# (each clone its own socket; the snapshot names the template's), then
+# PATCH /vm Resumed. Firecracker resets the guest's vsock connections when it
+# snapshots, so the host reconnects (CONNECT 1024) after a restore.
+
+def firecracker_api_argv(api_sock, config_path=None, firecracker="firecracker"):
+    argv = [firecracker, "--api-sock", api_sock]
+    if config_path:
+        argv += ["--config-file", config_path]
+    return argv
+
+
+def pause_request():
+    return "PATCH", "/vm", {"state": "Paused"}
+
+
+def resume_request():
+    return "PATCH", "/vm", {"state": "Resumed"}
+
+
+def snapshot_create_request(state_path, mem_path):
+    return "PUT", "/snapshot/create", {"snapshot_type": "Full", "snapshot_path": state_path,
+                                       "mem_file_path": mem_path}
+
+
+def snapshot_load_request(state_path, mem_path, uds_path):
+    return "PUT", "/snapshot/load", {"snapshot_path": state_path,
+                                     "mem_backend": {"backend_type": "File",
+                                                     "backend_path": mem_path},
+                                     "vsock_override": {"uds_path": uds_path},
+                                     "resume_vm": False}

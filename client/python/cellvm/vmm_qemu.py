@@ -148,7 +148,7 @@ def stop_vmm(proc, tmpdir):
 class QemuVM:
     def __init__(self, image="build/image", memory_mb=1024, vcpus=1, network="none",
                  accel="auto", extra_cmdline="", qemu=QEMU, vsock="auto",
-                 kernel=None, initramfs=True, rootfs=None):
+                 kernel=None, initramfs=True, rootfs=None, qmp=False):
         if network not in ("none", "user"):
             raise ValueError(f"network must be 'none' or 'user', not {network!r}")
         if accel not in ("auto", "kvm", "tcg"):
@@ -170,6 +170,13 @@ class QemuVM:
         self.dir = None
         self.proc = None
         self.started_at = None  # time.monotonic() just before QEMU was spawned
+        # Snapshots (cellvm.snapshot_qemu): a QMP socket in the temp dir,
+        # arguments appended to the argv, fds QEMU inherits, and the temp
+        # dir's path when it must be a given one (a resumed sandbox's).
+        self.qmp = bool(qmp)
+        self.extra_args = []
+        self.pass_fds = ()
+        self.instance_dir = None
 
     # --- the API ---------------------------------------------------------
 
@@ -196,6 +203,10 @@ class QemuVM:
         if not self.dir:
             return None
         return self.vsock_address if self.channel == "vsock" else self.serial_address
+
+    @property
+    def qmp_socket(self):
+        return os.path.join(self.dir, "qmp.sock") if self.dir and self.qmp else None
 
     @property
     def console_path(self):
@@ -232,13 +243,19 @@ class QemuVM:
             args += ["-netdev", "user,id=net0", "-device", "virtio-net-device,netdev=net0"]
         if self.vsock_cid is not None:
             args += ["-device", f"vhost-vsock-device,guest-cid={self.vsock_cid}"]
-        return args
+        if self.qmp:
+            args += ["-qmp", f"unix:{self.qmp_socket},server=on,wait=off"]
+        return args + list(self.extra_args)
 
     def start(self, timeout=10.0):
         """Spawn QEMU; return once its serial socket exists (the guest boots on)."""
         if self.proc is not None:
             raise VMError("already started")
-        self.dir = tempfile.mkdtemp(prefix="cellvm-qemu-")
+        if self.instance_dir:
+            os.mkdir(self.instance_dir, 0o700)  # FileExistsError: in use
+            self.dir = self.instance_dir
+        else:
+            self.dir = tempfile.mkdtemp(prefix="cellvm-qemu-")
         try:
             self._spawn()
             deadline = time.monotonic() + timeout
@@ -264,7 +281,7 @@ class QemuVM:
         with open(os.path.join(self.dir, "qemu.err"), "wb") as err:
             self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=err,
-                                         start_new_session=True)
+                                         start_new_session=True, pass_fds=self.pass_fds)
 
     def _respawn_if_cid_in_use(self):
         """QEMU exited: if because another VM holds our guest CID, start it

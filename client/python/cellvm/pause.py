@@ -1,0 +1,388 @@
+"""E2B's pause and resume (docs/SNAPSHOTS.md, "Pause and resume").
+
+    sbx.pause()                      # True; False if it was paused already
+    Sandbox.list()                   # ... SandboxInfo(state=SandboxState.PAUSED)
+    sbx = Sandbox.connect(sbx_id)    # resumed: variables, files, background commands
+
+pause() saves the whole guest (device state and RAM, in one QEMU migration
+stream: a clone's RAM is a private mapping of its template's file, which
+cannot be left out of the stream) into a record of the paused store
+(cellvm.snapshot.PausedStore, $XDG_STATE_HOME/cellvm/paused: it survives a
+reboot of the host), then stops the VMM and removes its registry entry. The
+record names the sandbox (its id), its registry key, metadata, template
+name and envs, and the VMM's argv with the RAM as an anonymous
+memory-backend-ram, so a resume needs no template.
+
+connect(id) resumes it: the same argv in the same temp directory (so the
+sandbox keeps its id, which is its channel's address), the state loaded, the
+guest running, HELLO, then its clock and the kernel's entropy refreshed
+(ADD_ENTROPY, SET_TIME: the same guest again, its Python random generators
+are left as they were, as E2B's resume leaves them), a deadline of its own
+(E2B: `timeout`, default 300 s, counted from the resume), and the record is
+removed. While paused a sandbox counts against no limit and has no deadline
+(E2B keeps paused sandboxes until they are killed).
+"""
+
+import logging
+import os
+import time
+
+from . import clone
+from . import snapshot as snap
+from .vmm_qemu import VMError
+
+logger = logging.getLogger("cellvm")
+
+
+def _proc_argv(pid):
+    with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
+        return [a.decode() for a in f.read().split(b"\0")[:-1]]
+
+
+def paused_args(vm):
+    """The argv that resumes `vm` from a stream that carries its RAM: its own
+    (read back from /proc: exactly what runs), paths as placeholders, without
+    `-incoming`, the RAM an anonymous backend of the same id and size."""
+    from . import snapshot_qemu as sq
+    args = sq.normalize_args(_proc_argv(vm.pid), vm.dir)
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "-incoming":
+            i += 2
+            continue
+        if a == "-object" and i + 1 < len(args) and args[i + 1].startswith("memory-backend-file,"):
+            opts = dict(p.split("=", 1) for p in args[i + 1].split(",")[1:] if "=" in p)
+            out += ["-object", f"memory-backend-ram,id={opts['id']},size={opts['size']}"]
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def _files_of(vm):
+    if getattr(vm, "manifest", None) is not None:
+        return list(vm.manifest.file)
+    f = vm.files
+    files = [f"kernel {snap.file_identity(f.kernel)}", f"rootfs {snap.file_identity(f.rootfs)}"]
+    if f.initramfs is not None:
+        files.insert(1, f"initramfs {snap.file_identity(f.initramfs)}")
+    return files
+
+
+def _new_record(key):
+    """(store, final dir, its .tmp dir, created) of a paused record being written."""
+    store = snap.PausedStore()
+    with store.lock():
+        final = store.dir_of(key)
+        tmp = final + ".tmp"
+        snap.remove_unused(tmp)  # a crashed pause's leftover
+        os.mkdir(tmp, 0o700)
+    return store, final, tmp
+
+
+def pause(sbx) -> bool:
+    """Saves `sbx`'s VM into the paused store and stops it; False if it was paused."""
+    from . import snapshot_qemu as sq
+    from .exceptions import SandboxException
+    owner = sbx._owner if sbx._owner is not None else sbx
+    if getattr(owner, "_paused", None) is not None:
+        return False
+    vm, entry = owner._vm, owner._entry
+    if vm is None or entry is None:
+        raise SandboxException(f"pause is not supported for sandbox {sbx.sandbox_id}: it is no "
+                               "VM this process started or reached through the registry (an "
+                               "agent in dev mode, say, whose lifetime is its starter's)",
+                               code="unsupported")
+    if getattr(vm, "vmm", "qemu") != "qemu":
+        return _pause_hybrid(owner, vm, entry)
+    if not getattr(vm, "qmp_socket", None) or not vm.alive():
+        raise SandboxException(f"pause(): sandbox {sbx.sandbox_id} has no QMP socket (started "
+                               "by an older cellvm) or its VMM is gone", code="unsupported")
+    t0 = time.monotonic()
+    store, final, tmp = _new_record(entry.key)
+    try:
+        m = snap.Manifest(kind="paused", vmm="qemu", vmm_version=sq.qemu_version(vm.qemu),
+                          vmm_binary=vm.qemu, accel=vm.accel, memory_mb=vm.memory_mb,
+                          vcpus=vm.vcpus, image=vm.image, cmdline=vm.cmdline(),
+                          file=_files_of(vm), arg=paused_args(vm), state="state",
+                          instance_dir=vm.dir, sandbox_id=owner.sandbox_id,
+                          registry_key=entry.key, template=owner._template or "",
+                          metadata=dict(owner._metadata), envs=dict(owner._envs),
+                          started_ms=entry.started_ms)
+        q = sq.Qmp.connect(vm.qmp_socket)
+        try:
+            q.execute("stop")
+            m.state_size = sq.save_state(q, os.path.join(tmp, "state"), ignore_shared=False)
+        except BaseException:
+            try:
+                q.execute("cont")  # it runs on as it was
+            finally:
+                q.close()
+            raise
+        m.created_ms = time.time_ns() // 1_000_000
+        m.build_ms = int((time.monotonic() - t0) * 1000)
+        snap.write_atomic(os.path.join(tmp, snap.MANIFEST), m.to_text().encode())
+        with store.lock():
+            os.rename(tmp, final)
+    except sq.QmpError as e:
+        snap.remove_unused(tmp)
+        raise SandboxException(f"pause(): QEMU did not save sandbox {sbx.sandbox_id}: {e}") from None
+    except BaseException:
+        snap.remove_unused(tmp)
+        raise
+    sq.quit_qemu(vm, q)
+    _stopped(owner, final, m)
+    logger.info("cellvm: paused %s in %.2f s (%d MiB of state in %s)", owner.sandbox_id,
+                time.monotonic() - t0, m.state_size >> 20, final)
+    return True
+
+
+class _ForeignQemu:
+    """Another process's QEMU VM (its registry entry), as pause() needs it:
+    what it runs is read from /proc/PID/cmdline."""
+
+    vmm = "qemu"
+
+    def __init__(self, entry):
+        from . import bootfiles
+        self.entry = entry
+        self.pid, self.dir = entry.pid, entry.dir
+        args = _proc_argv(entry.pid)
+        opt = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("-")}
+        self.qemu = args[0]
+        self.accel = entry.accel
+        self.memory_mb, self.vcpus, self.image = entry.memory_mb, entry.vcpus, entry.image
+        self._cmdline = opt.get("-append", "")
+        drive = dict(p.split("=", 1) for p in opt.get("-drive", "").split(",") if "=" in p)
+        initramfs = opt.get("-initrd")
+        self.files = bootfiles.BootFiles(opt.get("-kernel", ""), initramfs, drive.get("file", ""), "")
+        self.qmp_socket = os.path.join(self.dir, "qmp.sock")
+        self.proc = self
+
+    def cmdline(self):
+        return self._cmdline
+
+    def alive(self):
+        return self.entry.vmm_alive()
+
+    def wait(self, timeout=None):
+        from . import lifetime
+        lifetime.wait_gone(self.entry, timeout or 10)
+
+    def kill(self):
+        from . import registry
+        registry.kill_vmm(self.entry)
+        registry.remove_vmm_dir(self.dir)
+
+
+def pause_entry(entry) -> bool:
+    """Sandbox.pause(id) of another process's VM (its registry entry)."""
+    from .exceptions import SandboxException
+    from .sandbox import Sandbox
+    if entry.vmm != "qemu":
+        raise SandboxException(f"pause({entry.id}): a {entry.vmm} sandbox is paused by the "
+                               "process that holds it", code="unsupported")
+    vm = _ForeignQemu(entry)
+    if not os.path.exists(vm.qmp_socket):
+        raise SandboxException(f"pause({entry.id}): its VMM has no QMP socket (started by an "
+                               "older cellvm)", code="unsupported")
+    owner = Sandbox.__new__(Sandbox)
+    owner.__dict__.update(_owner=None, _vm=vm, _entry=entry, _template=entry.template or None,
+                          _metadata=dict(entry.metadata), _envs={}, _addr=entry.id,
+                          _conn=_NoConnection(), _closed=False, _killed=False, _paused=None)
+    return pause(owner)
+
+
+class _NoConnection:
+    def close(self):
+        pass
+
+
+def _stopped(owner, d, m):
+    """The sandbox's VMM is gone: its entry and files too; the Sandbox (and
+    its views) now stand for the paused record."""
+    from . import lifetime
+    from .sandbox import _live
+    owner._paused = (d, m)
+    owner._conn.close()
+    owner._closed = True
+    owner._vm.kill()
+    lifetime.forget(owner._entry)
+    lifetime.unwatch(owner)
+    for view in _live(owner.sandbox_id):
+        view._closed = True
+        view._paused = owner._paused
+
+
+def _pause_hybrid(owner, vm, entry):
+    from .exceptions import SandboxException
+    if not vm.api_socket or not vm.alive():
+        raise SandboxException(f"pause(): sandbox {owner.sandbox_id} has no API socket (a cold "
+                               f"boot runs {vm.vmm} without one: create it from a template) or "
+                               "its VMM is gone", code="unsupported")
+    store, final, tmp = _new_record(entry.key)
+    try:
+        from . import snapshot_hybrid
+        m = snapshot_hybrid.save_paused(vm, tmp, sandbox_id=owner.sandbox_id,
+                                        registry_key=entry.key, template=owner._template or "",
+                                        metadata=dict(owner._metadata), envs=dict(owner._envs),
+                                        started_ms=entry.started_ms)
+        snap.write_atomic(os.path.join(tmp, snap.MANIFEST), m.to_text().encode())
+        with store.lock():
+            os.rename(tmp, final)
+    except (OSError, VMError) as e:
+        snap.remove_unused(tmp)
+        raise SandboxException(f"pause(): {vm.vmm} did not save sandbox {owner.sandbox_id}: "
+                               f"{e}") from None
+    _stopped(owner, final, m)
+    return True
+
+
+def check_resumable(d, m):
+    """The paused record can be resumed here: its files are whole, the
+    image and the VMM are those it was paused with. SnapshotError otherwise."""
+    snap.check_files(m, d)
+    if m.vmm == "qemu":
+        from . import snapshot_qemu as sq
+        sq.check_stream(os.path.join(d, m.state))
+        version = sq.qemu_version(m.vmm_binary or "qemu-system-x86_64")
+        if version != m.vmm_version:
+            raise snap.SnapshotError(f"{os.path.join(d, snap.MANIFEST)}: paused under "
+                                     f"{m.vmm_version!r}, the VMM is now {version!r}", d)
+    for line in m.file:
+        role, _, ident = line.partition(" ")
+        path = ident.split(" ", 2)[-1]
+        now = snap.file_identity(path) if os.path.exists(path) else "missing"
+        if now != ident:
+            raise snap.SnapshotError(f"sandbox {m.sandbox_id} was paused with the {role} "
+                                     f"{ident!r} (size mtime_ns path); it is now {now!r}: the "
+                                     "image changed, so the paused guest cannot run on it", d,
+                                     stale=True)
+
+
+def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
+    """The paused sandbox of record `d` running again: a new Sandbox (`cls`),
+    or `into` (the paused Sandbox object) brought back. The record is removed
+    once the guest answered; SnapshotError/SandboxException if it cannot be."""
+    import fcntl
+    from . import lifetime
+    from .exceptions import SandboxException
+    from .launch import _live, _live_lock
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SandboxException(f"sandbox {m.sandbox_id} is being resumed by another "
+                                   "process") from None
+        if not os.path.exists(os.path.join(d, snap.MANIFEST)):
+            raise SandboxException(f"Paused sandbox {m.sandbox_id} not found (resumed or "
+                                   "killed meanwhile)")
+        check_resumable(d, m)
+        stages = clone.Stages()
+        adm = lifetime.Admission(timeout, clone.RESTORE_TIMEOUT_S, None, m.metadata,
+                                 m.template or None)
+        deadline = time.monotonic() + clone.RESTORE_TIMEOUT_S
+        vm = None
+        try:
+            if m.vmm == "qemu":
+                from . import snapshot_qemu as sq
+                vm = sq.RestoreQemuVM(m.image, m, d, instance_dir=m.instance_dir,
+                                      qemu=m.vmm_binary or None)
+                with _live_lock:
+                    _live.add(vm)
+                with adm.starting():
+                    try:
+                        sq.spawn(vm, stages.stamp)
+                    except FileExistsError:
+                        raise snap.SnapshotError(f"{m.instance_dir} exists: the paused sandbox "
+                                                 f"{m.sandbox_id} cannot take its address back "
+                                                 "while it does", d) from None
+                    adm.record(vm, keeper_in_background=True)
+                conn = sq.load(vm, deadline, stages.stamp)
+            else:
+                from . import snapshot_hybrid as sh
+                vm = sh.vm_for_paused(m)
+                with _live_lock:
+                    _live.add(vm)
+                with adm.starting():
+                    sh.restore_spawn(vm, d, m, stages.stamp)
+                    adm.record(vm, keeper_in_background=True)
+                conn = sh.restore_load(vm, deadline, stages.stamp)
+            envs = m.envs if envs is None else envs
+            sbx = clone._finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout,
+                                fresh=False)
+        except BaseException:
+            if vm is not None:
+                vm.kill()
+            adm.forget()
+            raise
+        snap.PausedStore().remove(d)
+    finally:
+        os.close(fd)
+    sbx._metadata = dict(m.metadata)
+    sbx._template = m.template or None
+    if into is not None:
+        _adopt_into(into, sbx)
+        return into
+    return sbx
+
+
+def _adopt_into(old, new):
+    """`old` (the Sandbox that was paused) takes over `new`'s VM and connection."""
+    from . import lifetime
+    from .sandbox import _LIVE, _LIVE_LOCK, _register
+    with _LIVE_LOCK:
+        _LIVE.discard(new)
+    lifetime.unwatch(new)
+    for name in ("_addr", "_conn", "_vm", "_entry", "_restore_stages", "_started_at",
+                 "_sent_deadline_ms"):
+        if hasattr(new, name):
+            setattr(old, name, getattr(new, name))
+    old._closed = False
+    old._killed = False
+    old._paused = None
+    _register(old)
+    lifetime.hold(old)
+    lifetime.watch(old)
+
+
+def info(d, m):
+    """E2B's SandboxInfo of a paused record."""
+    from .lifetime import ms_to_datetime
+    from .models import SandboxInfo, SandboxState
+    return SandboxInfo(sandbox_id=m.sandbox_id, sandbox_domain=None,
+                       template_id=m.image or None, name=m.template or None,
+                       metadata=dict(m.metadata),
+                       started_at=ms_to_datetime(m.started_ms or m.created_ms),
+                       end_at=None, state=SandboxState.PAUSED, cpu_count=m.vcpus,
+                       memory_mb=m.memory_mb)
+
+
+def find(ident):
+    """(dir, Manifest) of the paused sandbox `ident` (its id or registry key), or None."""
+    if not isinstance(ident, str):
+        return None
+    try:
+        return snap.PausedStore().find(ident)
+    except OSError:
+        return None
+
+
+def records():
+    try:
+        return snap.PausedStore().records()
+    except OSError:
+        return []
+
+
+def kill(d) -> bool:
+    """Removes a paused record (E2B's kill of a paused sandbox); False if it is gone."""
+    store = snap.PausedStore()
+    with store.lock():
+        if not os.path.isdir(d):
+            return False
+        store.remove(d)
+    return True

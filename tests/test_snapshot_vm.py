@@ -1,0 +1,476 @@
+"""Templates, clones, pause and resume with real QEMU booting the real image
+(docs/SNAPSHOTS.md). One template per session (conftest.vm_template, ~25 s
+under TCG); every clone costs ~0.3 s. The session template ran two cells in
+its default context before it was saved (its own random values are read
+for the clone test), so a clone's first cell there is execution 3.
+
+The registry and the paused store are private to each test (CELLVM_RUNTIME_DIR,
+CELLVM_PAUSED_DIR): other work on this machine does not show in list().
+"""
+
+import ast
+import asyncio
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from cellvm import (AsyncSandbox, Sandbox, SandboxException, SandboxNotFoundException,  # noqa: E402
+                    SandboxQuery, SandboxState)
+from cellvm import clone, launch, registry, snapshot  # noqa: E402
+from conftest import (CLONE_VALUES, IMAGE, SNAPSHOT_MEMORY_MB, process_gone,  # noqa: E402
+                      processes_mentioning, qemu_pids)
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path, monkeypatch):
+    rt = tmp_path / "rt"
+    monkeypatch.setenv(registry.RUNTIME_ENV, str(rt))
+    monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
+    monkeypatch.setenv(clone.SNAPSHOT_ENV, "1")
+    yield
+    left = registry.Registry(str(rt)).entries(enforce=False) if rt.exists() else []
+    for e in left:  # a failed test's sandboxes: not left running
+        registry.kill_vmm(e)
+    assert not left, f"sandboxes left in the registry: {[e.id for e in left]}"
+
+
+def create(**kw):
+    return Sandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB, **kw)
+
+
+def values(sbx):
+    return json.loads(sbx.run_code(CLONE_VALUES).text)
+
+
+def head_hash(path, size=256 << 20):
+    """sha256 of a memory file's first 256 MiB (the guest kernel, the page
+    cache and most of user space: what a clone writes to first)."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        h.update(f.read(size))
+    return h.hexdigest()
+
+
+def shm():
+    return set(os.listdir("/dev/shm"))
+
+
+def assert_gone(sbx_dir, pid, key=None):
+    """No process, temp dir or registry entry of that VM; its keeper gone too."""
+    assert process_gone(pid)
+    assert not os.path.exists(sbx_dir)
+    assert processes_mentioning(sbx_dir) == []
+    if key:
+        deadline = time.monotonic() + 5  # the keeper polls its entry once a second
+        while processes_mentioning(key) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert processes_mentioning(key) == []
+
+
+def test_a_clone_runs_cells_files_and_commands_and_gets_its_own_deadline(vm_template):
+    before_shm = shm()
+    mem = os.path.join(vm_template.snapdir, "memory")
+    mem_before, head_before = os.stat(mem), head_hash(mem)
+    t0 = time.time()
+    sbx = create(timeout=120)
+    try:
+        report = sbx.restore_report
+        assert [b for _, b, _ in report.stages] == ["state_loaded", "running", "handshake",
+                                                    "new_generation", "deadline"]
+        assert report.total < clone.RESTORE_TIMEOUT_S
+        ex = sbx.run_code("import numpy, pandas\nx = numpy.arange(5).sum()\nx * 2")
+        assert ex.text == "20" and ex.error is None
+        sbx.files.write("/home/user/clone.txt", "from the host")
+        assert sbx.files.read("/home/user/clone.txt") == "from the host"
+        r = sbx.commands.run("cat /home/user/clone.txt; echo; id -un")
+        assert r.exit_code == 0 and r.stdout == "from the host\nuser\n"
+        # Its own registry entry and deadline: 120 s from create(), not the template's.
+        info = sbx.get_info()
+        assert info.state == SandboxState.RUNNING
+        assert abs(info.end_at.timestamp() - (t0 + 120)) < 15
+        listed = [i.sandbox_id for i in Sandbox.list().next_items()]
+        assert listed == [sbx.sandbox_id]
+        # The guest took SET_DEADLINE: init's deadline is no longer the template's (none).
+        up = float(sbx.commands.run("cut -d' ' -f1 /proc/uptime").stdout)
+        assert up > 15  # the template's boot time goes on in the clone
+        pid, d, key = sbx.vmm_pid, sbx.vm.dir, sbx._entry.key
+    finally:
+        sbx.kill()
+    assert_gone(d, pid, key)
+    assert shm() == before_shm
+    after = os.stat(mem)  # the template's memory was mapped privately: never written
+    assert (after.st_mtime_ns, after.st_size, after.st_blocks) == \
+        (mem_before.st_mtime_ns, mem_before.st_size, mem_before.st_blocks)
+    assert head_hash(mem) == head_before
+
+
+def test_two_clones_differ_from_each_other_and_from_the_template(vm_template):
+    a, b = create(), create()
+    try:
+        va, vb = values(a), values(b)
+    finally:
+        a.kill()
+        b.kill()
+    names = ["random.random()", "numpy.random.rand()", "os.urandom(16)", "uuid.uuid4()"]
+    for i, name in enumerate(names):
+        assert va[i] != vb[i], f"both clones gave {name} = {va[i]!r}"
+        assert va[i] != vm_template.peek[i] and vb[i] != vm_template.peek[i], \
+            f"a clone repeated the template's {name} = {vm_template.peek[i]!r}"
+
+
+def test_the_clock_is_the_hosts_right_after_a_restore(vm_template):
+    sbx = create()
+    try:
+        before = time.time()
+        guest = float(sbx.run_code("import time; time.time()").text)
+        after = time.time()
+    finally:
+        sbx.kill()
+    assert before - 0.05 <= guest <= after + 0.05, (before, guest, after)
+
+
+def test_the_clock_runs_at_the_hosts_rate_in_a_clone(vm_template):
+    """20 s of host time: the guest's time.time() and time.monotonic() within 0.5%."""
+    sbx = create()
+    try:
+        code = "import time; (time.time(), time.monotonic())"
+        h0 = time.time()
+        g0 = ast.literal_eval(sbx.run_code(code).text)
+        h0 = (h0 + time.time()) / 2
+        time.sleep(20)
+        h1 = time.time()
+        g1 = ast.literal_eval(sbx.run_code(code).text)
+        h1 = (h1 + time.time()) / 2
+    finally:
+        sbx.kill()
+    host = h1 - h0
+    for i, clock in enumerate(("time.time()", "time.monotonic()")):
+        rate = (g1[i] - g0[i]) / host
+        assert abs(rate - 1) < 0.005, f"{clock} advanced {g1[i] - g0[i]:.3f} s in {host:.3f} s"
+
+
+def test_three_clones_at_once_give_distinct_outputs_and_leave_nothing(vm_template):
+    before_qemu, before_shm = qemu_pids(), shm()
+    out, errors = {}, []
+
+    def one(i):
+        try:
+            s = create()
+            out[i] = (s, s.run_code(f"import os\nopen('/home/user/me', 'w').write('{i}')\n"
+                                    "os.urandom(8).hex()").text)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    try:
+        assert not errors, errors
+        assert len({h for _, h in out.values()}) == 3
+        assert len({s.vmm_pid for s, _ in out.values()}) == 3
+        for i, (s, _) in out.items():
+            assert s.files.read("/home/user/me") == str(i)
+        ids = sorted(i.sandbox_id for i in Sandbox.list().next_items())
+        assert ids == sorted(s.sandbox_id for s, _ in out.values())
+    finally:
+        gone = [(s.vm.dir, s.vmm_pid, s._entry.key) for s, _ in out.values()]
+        for s, _ in out.values():
+            s.kill()
+    for d, pid, key in gone:
+        assert_gone(d, pid, key)
+    assert qemu_pids() <= before_qemu and shm() == before_shm
+
+
+def test_pause_and_resume_keep_a_variable_a_file_and_a_background_command(vm_template):
+    sbx = create()
+    sid = sbx.sandbox_id
+    sbx.run_code("kept = 41")
+    sbx.files.write("/home/user/kept.txt", "still here")
+    cmd = sbx.commands.run("i=0; while true; do i=$((i+1)); echo $i > /home/user/count; "
+                           "sleep 0.2; done", background=True)
+    time.sleep(1.5)
+    assert int(sbx.files.read("/home/user/count")) > 0
+    old_pid, old_dir = sbx.vmm_pid, sbx.vm.dir
+    assert sbx.pause() is True
+    assert sbx.pause() is False  # E2B: already paused
+    assert process_gone(old_pid) and not os.path.exists(old_dir)
+    with pytest.raises(SandboxException, match="paused"):
+        sbx.run_code("1")
+    infos = Sandbox.list().next_items()
+    assert [(i.sandbox_id, i.state) for i in infos] == [(sid, SandboxState.PAUSED)]
+    assert [i.sandbox_id for i in
+            Sandbox.list(query=SandboxQuery(state=[SandboxState.RUNNING])).next_items()] == []
+    assert Sandbox.get_info(sid).state == SandboxState.PAUSED
+    # Another process's view of the id resumes it (E2B's Sandbox.connect(id)).
+    resumed = Sandbox.connect(sid, timeout=60)
+    try:
+        assert resumed.sandbox_id == sid  # the same id: its channel's address
+        assert [b for _, b, _ in resumed.restore_report.stages][:2] == ["state_loaded", "running"]
+        assert resumed.run_code("kept + 1").text == "42"
+        assert resumed.files.read("/home/user/kept.txt") == "still here"
+        c1 = int(resumed.files.read("/home/user/count"))
+        time.sleep(1.0)
+        c2 = int(resumed.files.read("/home/user/count"))
+        assert c2 > c1, "the background loop does not run on"
+        assert cmd.pid in [p.pid for p in resumed.commands.list()]
+        info = resumed.get_info()
+        assert info.state == SandboxState.RUNNING
+        assert abs(info.end_at.timestamp() - time.time() - 60) < 15
+        assert os.listdir(snapshot.paused_root()) == ["lock"]  # the record is consumed
+    finally:
+        pid, d, key = resumed.vmm_pid, resumed.vm.dir, resumed._entry.key
+        resumed.kill()
+    assert_gone(d, pid, key)
+
+
+def test_a_paused_sandbox_is_resumed_by_its_own_object_and_killed_while_paused(vm_template):
+    sbx = create()
+    sbx.run_code("n = 7")
+    assert Sandbox.pause(sbx.sandbox_id) is True  # E2B's class-level form
+    assert sbx.connect() is sbx  # E2B: connect() on the instance resumes it
+    assert sbx.run_code("n * 6").text == "42"
+    assert sbx.pause() is True
+    records = os.listdir(snapshot.paused_root())
+    assert len(records) == 2  # lock + the record
+    assert sbx.kill() is True  # a paused sandbox's kill deletes its record
+    assert os.listdir(snapshot.paused_root()) == ["lock"]
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.connect(sbx.sandbox_id)
+    assert Sandbox.list().next_items() == []
+
+
+def test_another_process_pauses_a_sandbox_and_this_one_resumes_it(vm_template, tmp_path):
+    prog = tmp_path / "creator.py"
+    prog.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {os.path.join(ROOT, 'client', 'python')!r})\n"
+        "from cellvm import Sandbox\n"
+        f"s = Sandbox.create({IMAGE!r}, memory_mb={SNAPSHOT_MEMORY_MB}, snapshot=True, detach=True)\n"
+        "s.run_code('made_by = \"the creator\"')\n"
+        "s.close()\n"
+        "print(s.sandbox_id, flush=True)\n")
+    out = subprocess.run([sys.executable, str(prog)], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    sid = out.stdout.split()[-1]
+    assert Sandbox.pause(sid) is True  # through its registry entry and QMP socket
+    assert Sandbox.get_info(sid).state == SandboxState.PAUSED
+    sbx = Sandbox.connect(sid)
+    try:
+        assert sbx.run_code("made_by").text == "the creator"
+    finally:
+        sbx.kill()
+
+
+def test_async_create_restores_and_async_pause_resumes(vm_template):
+    async def main():
+        sbx = await AsyncSandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB)
+        assert sbx.restore_report is not None
+        await sbx.run_code("a = 5")
+        assert await sbx.pause() is True
+        back = await AsyncSandbox.connect(sbx.sandbox_id)
+        try:
+            return (await back.run_code("a * 2")).text
+        finally:
+            await back.kill()
+    assert asyncio.run(main()) == "10"
+
+
+def test_the_default_create_and_e2b_sandbox_restore_from_the_template(vm_template, monkeypatch):
+    monkeypatch.delenv(clone.SNAPSHOT_ENV)  # E2B programs unchanged: templates by default
+    monkeypatch.delenv("CELLVM_ADDR", raising=False)
+    monkeypatch.setenv("CELLVM_IMAGE", IMAGE)
+    for sbx in (create(), Sandbox()):  # E2B's Sandbox() boots as create() does
+        try:
+            assert sbx.restore_report is not None
+            assert sbx.run_code("1 + 1").text == "2"
+        finally:
+            sbx.kill()
+
+
+# --- templates that do not fit, and bad snapshot files ---------------------------
+
+
+def copy_template(vm_template, root):
+    """A copy of the session template under `root` (its memory file hard-linked:
+    snapshot files are never written once published)."""
+    td = snapshot.TemplateDir(vm_template.launch.name, str(root))
+    snapshot.private_dir(td.root)
+    snapshot.private_dir(td.path)
+    d = td.new_snapshot_dir()
+    for name in ("manifest", "state"):
+        shutil.copy(os.path.join(vm_template.snapdir, name), os.path.join(d, name))
+    os.link(os.path.join(vm_template.snapdir, "memory"), os.path.join(d, "memory"))
+    return td, td.publish(d)
+
+
+def no_vm_left(before):
+    deadline = time.monotonic() + 5
+    while qemu_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert qemu_pids() - before == set()
+
+
+@pytest.mark.parametrize("damage, words", [
+    ("missing", "state: No such file or directory"),
+    ("truncated", "truncated or replaced"),
+    ("truncated-quietly", "QEMU could not restore it"),
+    ("foreign", "not a QEMU migration stream"),
+    ("manifest", "not a cellvm snapshot manifest"),
+])
+def test_a_bad_snapshot_is_a_clear_error_naming_the_file_and_leaves_no_process(
+        vm_template, tmp_path, damage, words):
+    td, d = copy_template(vm_template, tmp_path / "templates")
+    state, manifest = os.path.join(d, "state"), os.path.join(d, "manifest")
+    if damage == "missing":
+        os.unlink(state)
+    elif damage == "truncated":
+        os.truncate(state, os.path.getsize(state) // 2)
+    elif damage == "truncated-quietly":  # the manifest agrees: only QEMU can tell
+        size = os.path.getsize(state) // 2
+        os.truncate(state, size)
+        with open(manifest) as f:
+            text = f.read()
+        old = next(ln for ln in text.splitlines() if ln.startswith("state_size="))
+        with open(manifest, "w") as f:
+            f.write(text.replace(old, f"state_size={size}"))
+    elif damage == "foreign":
+        size = os.path.getsize(state)
+        with open(state, "wb") as f:
+            f.write(os.urandom(size))
+    else:
+        with open(manifest, "w") as f:
+            f.write("PK\x03\x04 not a manifest\n")
+    before = qemu_pids()
+    with pytest.raises(SandboxException) as e:
+        create(snapshot=td.path)
+    msg = str(e.value)
+    assert words in msg, msg
+    assert (manifest if damage == "manifest" else state) in msg, msg
+    no_vm_left(before)
+
+
+def test_a_template_made_for_another_launch_is_refused_saying_what_differs(vm_template):
+    before = qemu_pids()
+    with pytest.raises(SandboxException) as e:
+        Sandbox.create(IMAGE, memory_mb=768, snapshot=vm_template.tdir.path)
+    assert "memory_mb: snapshot has 1024, now 768" in str(e.value)
+    no_vm_left(before)
+
+
+def test_a_changed_image_invalidates_its_template(vm_template, tmp_path, monkeypatch, caplog):
+    """A copy of the image with the session template rewritten for it: usable
+    as long as the copy is unchanged; a rewritten root makes it stale (an
+    explicit template is refused naming the file; by default it is rebuilt)."""
+    image = tmp_path / "image"
+    image.mkdir()
+    for name in ("manifest.json", "vmlinuz", "initramfs.cpio.gz", "rootfs.ext4"):
+        shutil.copy2(os.path.join(IMAGE, name), image / name)
+    fork = clone.Launch(str(image), memory_mb=SNAPSHOT_MEMORY_MB)
+    td = snapshot.TemplateDir(fork.name, str(tmp_path / "templates"))
+    snapshot.private_dir(td.root)
+    snapshot.private_dir(td.path)
+    d = td.new_snapshot_dir()
+    m = snapshot.read_manifest(vm_template.snapdir)
+    m.image, m.file, m.arg = fork.want.image, fork.want.file, fork.want.arg
+    shutil.copy(os.path.join(vm_template.snapdir, "state"), os.path.join(d, "state"))
+    os.link(os.path.join(vm_template.snapdir, "memory"), os.path.join(d, "memory"))
+    snapshot.write_atomic(os.path.join(d, "manifest"), m.to_text().encode())
+    d = td.publish(d)
+    # It fits, and it restores (the copy's files are the same bytes).
+    found, why = clone._usable(td, fork.want)
+    assert why is None and found[0] == d
+    sbx = Sandbox.create(str(image), memory_mb=SNAPSHOT_MEMORY_MB, snapshot=td.path)
+    try:
+        assert sbx.run_code("6 * 7").text == "42"
+    finally:
+        sbx.kill()
+    # The image is rebuilt: its root is replaced (here: the same bytes, a new mtime).
+    st = os.stat(image / "rootfs.ext4")
+    os.utime(image / "rootfs.ext4", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    changed = clone.Launch(str(image), memory_mb=SNAPSHOT_MEMORY_MB)
+    assert changed.name == fork.name  # same launch, so same template directory
+    found, why = clone._usable(td, changed.want)
+    assert found is None and "rootfs file: snapshot was taken with" in why
+    with pytest.raises(SandboxException) as e:
+        Sandbox.create(str(image), memory_mb=SNAPSHOT_MEMORY_MB, snapshot=td.path)
+    assert "rootfs file" in str(e.value) and str(image / "rootfs.ext4") in str(e.value)
+    # By default create() says why and builds it anew (the build itself is the
+    # session fixture's: here it is recorded, not run, to spare ~25 s of TCG).
+    built = []
+
+    def fake_build(launch_, tdir, before_prepare=None):
+        built.append(tdir.path)
+        raise snapshot.SnapshotError("(test: build not run)")
+
+    monkeypatch.setattr(clone, "build", fake_build)
+    monkeypatch.setenv(snapshot.TEMPLATE_DIR_ENV, td.root)
+    with caplog.at_level(logging.WARNING, logger="cellvm"):
+        assert launch._from_template(Sandbox, True, str(image), "qemu", SNAPSHOT_MEMORY_MB,
+                                     1, "none", "", None, True, None) is None
+    assert built == [td.path]
+    assert "is stale: rootfs file" in caplog.text and "booting cold" in caplog.text
+
+
+def test_a_template_that_does_not_restore_is_removed_and_create_boots_cold(
+        vm_template, tmp_path, monkeypatch, caplog):
+    """The default mode's fallback: a damaged template (its state cut short,
+    the manifest agreeing) fails in QEMU; _from_template says so, removes it
+    and returns None: create() then boots cold (not run here: ~25 s)."""
+    monkeypatch.setenv(snapshot.TEMPLATE_DIR_ENV, str(tmp_path / "templates"))
+    td, d = copy_template(vm_template, tmp_path / "templates")
+    state, manifest = os.path.join(d, "state"), os.path.join(d, "manifest")
+    size = os.path.getsize(state) // 3
+    os.truncate(state, size)
+    with open(manifest) as f:
+        text = f.read()
+    with open(manifest, "w") as f:
+        f.write("\n".join(f"state_size={size}" if ln.startswith("state_size=") else ln
+                          for ln in text.splitlines()) + "\n")
+    before = qemu_pids()
+    with caplog.at_level(logging.WARNING, logger="cellvm"):
+        assert launch._from_template(Sandbox, None, IMAGE, "qemu", SNAPSHOT_MEMORY_MB, 1, "none",
+                                     "", None, True, None) is None
+    assert "did not restore" in caplog.text and "booting cold" in caplog.text
+    assert not os.path.exists(d)
+    no_vm_left(before)
+
+
+def test_two_builders_of_one_template_do_not_corrupt_it(vm_template, tmp_path):
+    """Two processes resolving a template at once: one builds (here: a copy
+    stands in for the boot), the other waits on the lock and then uses it."""
+    root = tmp_path / "templates"
+    td = snapshot.TemplateDir(vm_template.launch.name, str(root))
+    order = []
+
+    def builder(tag):
+        with td.build_lock():
+            order.append(("locked", tag))
+            if td.current() is None:
+                time.sleep(0.5)
+                copy_template(vm_template, root)
+                order.append(("built", tag))
+            found, why = clone._usable(td, vm_template.launch.want)
+            order.append(("usable" if found else f"unusable {why}", tag))
+
+    ts = [threading.Thread(target=builder, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(30)
+    assert [o for o, _ in order] == ["locked", "built", "usable", "locked", "usable"]
+    assert len([n for n in os.listdir(td.path) if n.startswith("t-")]) == 1
