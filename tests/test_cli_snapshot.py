@@ -212,5 +212,13 @@ def test_usage(store):
     r = cli(dict(env, CELLVM_SNAPSHOT="sometimes"), "run", "--image", IMAGE, "--", "1")
     assert r.returncode == 2
     assert r.stderr == "cellvm: $CELLVM_SNAPSHOT=sometimes: expected 0/off or 1/on\n"
+    # An option says it: the variable is not read (here: no image, so nothing starts).
+    r = cli(dict(env, CELLVM_SNAPSHOT="sometimes"), "run", "--no-snapshot", "--image",
+            str(tmp / "no-image"), "--", "1")
+    assert r.returncode == 3 and "launch.txt: No such file or directory" in r.stderr
+    # Off: the template store is not even looked at.
+    r = cli(dict(env, CELLVM_SNAPSHOT="0", CELLVM_TEMPLATE_DIR="/proc/no/such"), "run",
+            "--image", str(tmp / "no-image"), "--", "1")
+    assert r.returncode == 3 and "template" not in r.stderr
     r = cli(env, "--help")
     assert "--no-snapshot" in r.stdout and "snapshot create|check|manifest" in r.stdout

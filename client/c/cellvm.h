@@ -116,8 +116,12 @@ void cvc_close(struct cvc *c);
 
 /* The reason of the last failure on `c` (never NULL). */
 const char *cvc_errmsg(const struct cvc *c);
-/* The HELLO reply body (borrowed, valid until cvc_close). */
+/* The HELLO reply body (borrowed, valid until cvc_close or cvc_rehello). */
 const cbor_item_t *cvc_hello(const struct cvc *c);
+/* HELLO again on an open connection (allowed: docs/PROTOCOL.md section 3),
+ * e.g. until its boot stamps say the executor is ready; the reply replaces
+ * cvc_hello's. As cvc_call_timeout. */
+int cvc_rehello(struct cvc *c, int timeout_ms);
 
 /* PING: round trip; `*rtt_ns` gets the measured time if not NULL. */
 int cvc_ping(struct cvc *c, uint64_t *rtt_ns);

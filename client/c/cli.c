@@ -95,9 +95,10 @@ static const char usage[] =
     "  memory, vCPUs, QEMU: docs/SNAPSHOTS.md), made on first use (the image booted and\n"
     "  saved with its preloads done, ~25 s under TCG, said on stderr) and shared with the\n"
     "  Python SDK's Sandbox.create(); a restore takes well under a second. A template made\n"
-    "  for something that changed since (image rebuilt, QEMU upgraded) is rebuilt; one that\n"
-    "  cannot be restored is removed and the VM boots cold; both say so on stderr. Each\n"
-    "  restored VM gets fresh entropy, this host's clock and a generation of its own.\n"
+    "  for something that changed since (image rebuilt, QEMU upgraded) or whose files do\n"
+    "  not match its manifest is rebuilt; one that cannot be restored is removed and the\n"
+    "  VM boots cold; both say what is wrong on stderr. Each restored VM gets fresh\n"
+    "  entropy, this host's clock and a generation of its own.\n"
     "  The VM is killed and its temp files removed on exit, on Ctrl-C twice, and on\n"
     "  SIGTERM/SIGHUP; it also dies with this process (PR_SET_PDEATHSIG).\n"
     "  run's --timeout SEC is also the sandbox's lifetime: its guest and any cellvm\n"
@@ -125,7 +126,7 @@ static const char snapshot_usage[] =
     "restore their VMs from (docs/SNAPSHOTS.md): one per launch (image, boot files,\n"
     "memory, vCPUs, kernel command line, QEMU and its version), in\n"
     "$CELLVM_TEMPLATE_DIR, else $XDG_CACHE_HOME/cellvm/templates, else\n"
-    "~/.cache/cellvm/templates. The same as `python3 -m cellvm.snapshot_cli`.\n"
+    "~/.cache/cellvm/templates. As `python3 -m cellvm.snapshot_cli` (plus manifest).\n"
     "\n"
     "commands:\n"
     "  create [vm options] [--force]\n"
@@ -617,9 +618,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         v->boot_timeout_s = BOOT_TIMEOUT_S;
         v->out.out_dir = ".";
         v->eo.interrupt = &interrupted;
-        bool is_run = kind == VM_RUN, snapshot_cmd = kind == VM_SNAPSHOT;
-        if (!snapshot_cmd && snap_env_mode(&v->snapshot) < 0)
-                return -1;
+        bool is_run = kind == VM_RUN, snapshot_cmd = kind == VM_SNAPSHOT, mode_given = false;
         int opt;
         double d;
         optind = 1;
@@ -638,10 +637,12 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                 case 'N':
                         v->snapshot = SNAP_OFF;
                         v->snapshot_dir = NULL;
+                        mode_given = true;
                         break;
                 case 'P':
                         v->snapshot = SNAP_DIR;
                         v->snapshot_dir = optarg;
+                        mode_given = true;
                         break;
                 case 'v':
                         v->verbose = true;
@@ -725,6 +726,9 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         return -1;
                 }
         }
+        /* $CELLVM_SNAPSHOT when no option says (as create(snapshot=None)). */
+        if (!snapshot_cmd && !mode_given && snap_env_mode(&v->snapshot) < 0)
+                return -1;
         if (strcmp(v->vmm, "qemu") != 0) {
                 fprintf(stderr,
                         "cellvm: --vmm %s: the CLI launches QEMU only; use the Python SDK's "

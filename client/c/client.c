@@ -308,6 +308,26 @@ int cvc_connect_fd(int fd, const struct cvc_connect_opts *opts, struct cvc **out
         return hello_with_retry(c, opts ? opts : &plain_opts);
 }
 
+int cvc_rehello(struct cvc *c, int timeout_ms)
+{
+        struct cv_buf b;
+        cv_buf_init(&b);
+        int rc = encode_hello(&b);
+        cbor_item_t *reply = NULL;
+        if (rc < 0)
+                rc = cvc_fail(c, rc, "encode HELLO: %s", strerror(-rc));
+        else
+                rc = cvc_call_timeout(c, CV_MSG_HELLO, cv_buf_head(&b), cv_buf_pending(&b),
+                                      timeout_ms, &reply);
+        cv_buf_free(&b);
+        if (rc == 0) {
+                if (c->hello)
+                        cbor_decref(&c->hello);
+                c->hello = reply;
+        }
+        return rc;
+}
+
 int cvc_connect(const char *addr, struct cvc **out)
 {
         return cvc_connect_ex(addr, NULL, out);

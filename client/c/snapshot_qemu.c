@@ -18,7 +18,6 @@
 #include "buf.h"
 #include "cbor_util.h"
 #include "connect.h"
-#include "frame.h"
 #include "msgtypes.h"
 #include "qmp.h"
 #include "template.h"
@@ -266,16 +265,6 @@ static int alive_cb(void *ud)
         return cvm_alive(ud);
 }
 
-static int encode_hello(struct cv_buf *b)
-{
-        cv_enc_map(b, 2);
-        cv_enc_cstr(b, "protocol");
-        cv_enc_uint(b, CV_PROTOCOL_VERSION);
-        cv_enc_cstr(b, "client");
-        cv_enc_cstr(b, "libcellvm/" CVC_VERSION);
-        return b->err;
-}
-
 /* A call whose body was encoded into `b` (freed here). */
 static int call(struct cvc *c, uint16_t type, struct cv_buf *b, int timeout_ms, cbor_item_t **reply)
 {
@@ -319,19 +308,14 @@ static int wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline,
                         return -ECHILD;
                 }
                 sleep_ms(READY_POLL_MS);
-                struct cv_buf b;
-                cv_buf_init(&b);
-                encode_hello(&b);
-                cbor_item_t *reply = NULL;
-                int rc = call(c, CV_MSG_HELLO, &b, left_ms(deadline), &reply);
+                int rc = cvc_rehello(c, left_ms(deadline));
                 if (rc == -ETIMEDOUT)
                         continue;
                 if (rc < 0) {
                         snprintf(err, errlen, "HELLO: %s", cvc_errmsg(c));
                         return rc;
                 }
-                ready = executor_ready(reply);
-                cbor_decref(&reply);
+                ready = executor_ready(cvc_hello(c));
         }
         return 0;
 }
@@ -522,19 +506,29 @@ int csq_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
 
 /* --- restoring a clone ------------------------------------------------------ */
 
+/* The snapshot's state file, open for reading (its path in `path`). */
+static int open_state(const struct csm *m, const char *snapdir, char *path, size_t pathlen,
+                      char *err, size_t errlen)
+{
+        snprintf(path, pathlen, "%s/%s", snapdir, m->state);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                int e = errno;
+                snprintf(err, errlen, "%s: %s", path, strerror(e));
+                return -e;
+        }
+        return fd;
+}
+
 int csq_check_restorable(const struct csm *m, const char *snapdir, char *err, size_t errlen)
 {
         int rc = csm_check_files(m, snapdir, err, errlen);
         if (rc < 0)
                 return rc;
         char path[PATH_MAX + 8];
-        snprintf(path, sizeof(path), "%s/%s", snapdir, m->state);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                rc = -errno;
-                snprintf(err, errlen, "%s: %s", path, strerror(errno));
-                return rc;
-        }
+        int fd = open_state(m, snapdir, path, sizeof(path), err, errlen);
+        if (fd < 0)
+                return fd;
         unsigned char head[8] = {0};
         ssize_t n = pread(fd, head, sizeof(head), 0);
         int e = errno;
@@ -646,13 +640,9 @@ int csq_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, int *sta
                 return -E2BIG;
         }
         char path[PATH_MAX + 8];
-        snprintf(path, sizeof(path), "%s/%s", snapdir, m->state);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                rc = -errno;
-                snprintf(err, errlen, "%s: %s", path, strerror(errno));
-                return rc;
-        }
+        int fd = open_state(m, snapdir, path, sizeof(path), err, errlen);
+        if (fd < 0)
+                return fd;
         st->t0 = mono_ns();
         rc = cvm_spawn(vm, a.argv, fd, err, errlen);
         if (rc < 0) {
