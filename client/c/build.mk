@@ -1,7 +1,9 @@
 # client/c: libcellvm (host-side C client) and the `cellvm` CLI.
 CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/c/files.c \
                    client/c/print_json.c client/c/vmm.c client/c/vmm_boot.c \
-                   client/c/vmm_vsock.c client/c/registry.c client/c/host_tsc.c
+                   client/c/vmm_vsock.c client/c/registry.c client/c/host_tsc.c \
+                   client/c/manifest.c client/c/template.c client/c/qmp.c \
+                   client/c/snapshot_qemu.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c
@@ -11,12 +13,21 @@ $(CLIENT_LIB): $(CLIENT_LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(CLIENT_LIB) $(PROTO_LIB)
+$(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
+		$(CLIENT_LIB) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm
 
 # C unit tests of the CLI's VM helpers (tests/c/test_client_vmm.c): `make check-c`.
 CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \
-                $(B)/tests/c/test_client_host_tsc
+                $(B)/tests/c/test_client_host_tsc $(B)/tests/c/test_client_manifest \
+                $(B)/tests/c/test_client_qmp
+
+$(B)/tests/c/test_client_manifest: $(B)/tests/c/test_client_manifest.o \
+		$(B)/client/c/manifest.o $(B)/client/c/template.o $(PROTO_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PROTO_LIBS)
+
+$(B)/tests/c/test_client_qmp: $(B)/tests/c/test_client_qmp.o $(B)/client/c/qmp.o
+	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_host_tsc: $(B)/tests/c/test_client_host_tsc.o $(B)/client/c/host_tsc.o \
 		$(B)/client/c/registry.o

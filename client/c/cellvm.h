@@ -108,12 +108,20 @@ struct cvc_connect_opts {
  * `*out` is still set (read cvc_errmsg, then cvc_close). -ETIMEDOUT, -ECHILD,
  * or as cvc_connect. */
 int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct cvc **out);
+/* The HELLO handshake of cvc_connect_ex over `fd`, a stream already connected
+ * to an agent (e.g. before its VM runs: a restore); the connection owns `fd`
+ * from then on, even on failure (read cvc_errmsg, then cvc_close). */
+int cvc_connect_fd(int fd, const struct cvc_connect_opts *opts, struct cvc **out);
 void cvc_close(struct cvc *c);
 
 /* The reason of the last failure on `c` (never NULL). */
 const char *cvc_errmsg(const struct cvc *c);
-/* The HELLO reply body (borrowed, valid until cvc_close). */
+/* The HELLO reply body (borrowed, valid until cvc_close or cvc_rehello). */
 const cbor_item_t *cvc_hello(const struct cvc *c);
+/* HELLO again on an open connection (allowed: docs/PROTOCOL.md section 3),
+ * e.g. until its boot stamps say the executor is ready; the reply replaces
+ * cvc_hello's. As cvc_call_timeout. */
+int cvc_rehello(struct cvc *c, int timeout_ms);
 
 /* PING: round trip; `*rtt_ns` gets the measured time if not NULL. */
 int cvc_ping(struct cvc *c, uint64_t *rtt_ns);
@@ -122,6 +130,11 @@ int cvc_ping(struct cvc *c, uint64_t *rtt_ns);
  * terminal message. On OK, `*reply` (if not NULL) gets the body (cbor_decref it).
  * An agent ERROR returns -EREMOTEIO with cvc_errmsg() = "code: message". */
 int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor_item_t **reply);
+
+/* cvc_call() waiting at most `timeout_ms` (< 0: no limit) for the answer:
+ * -ETIMEDOUT after that (a late answer is skipped by later calls). */
+int cvc_call_timeout(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, int timeout_ms,
+                     cbor_item_t **reply);
 
 struct cv_buf;
 /* cvc_call() with a body encoded by the cv_enc_* helpers (protocol/cbor_util.h)

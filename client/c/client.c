@@ -115,15 +115,25 @@ int cvc_remote_error(struct cvc *c, const struct cvc_event *ev)
                         (int)ev->u.fail.message_len, ev->u.fail.message);
 }
 
-int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor_item_t **reply)
+int cvc_call_timeout(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, int timeout_ms,
+                     cbor_item_t **reply)
 {
+        uint64_t deadline = timeout_ms >= 0 ? now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
         uint32_t id = cvc_new_id(c);
         int rc = cvc_send(c, type, id, body, len);
         if (rc < 0)
                 return rc;
         for (;;) {
+                int wait = -1;
+                if (deadline) {
+                        uint64_t now = now_ns();
+                        if (now >= deadline)
+                                return cvc_fail(c, -ETIMEDOUT, "no answer to %s within %d ms",
+                                                cv_msg_type_name(type), timeout_ms);
+                        wait = (int)((deadline - now) / 1000000u) + 1;
+                }
                 struct cvc_event ev;
-                rc = cvc_next_event(c, -1, &ev);
+                rc = cvc_next_event(c, wait, &ev);
                 if (rc < 0)
                         return rc;
                 if (rc == 0)
@@ -142,6 +152,11 @@ int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor
                 cvc_event_free(&ev);
                 return 0;
         }
+}
+
+int cvc_call(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, cbor_item_t **reply)
+{
+        return cvc_call_timeout(c, type, body, len, -1, reply);
 }
 
 int cvc_call_buf(struct cvc *c, uint16_t type, struct cv_buf *b, cbor_item_t **reply)
@@ -233,17 +248,27 @@ static int hello_with_retry(struct cvc *c, const struct cvc_connect_opts *o)
         return rc;
 }
 
-int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct cvc **out)
+static struct cvc *new_cvc(void)
 {
         struct cvc *c = calloc(1, sizeof(*c));
         if (!c)
-                return -ENOMEM;
+                return NULL;
+        c->fd = -1;
         cv_reader_init(&c->reader, 0);
         cv_buf_init(&c->out);
+        return c;
+}
+
+static const struct cvc_connect_opts plain_opts = {.hello_resend_ms = CVC_HELLO_RESEND_MS};
+
+int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct cvc **out)
+{
+        struct cvc *c = new_cvc();
+        if (!c)
+                return -ENOMEM;
         *out = c; /* even on failure, so the caller can read the error */
-        static const struct cvc_connect_opts plain = {.hello_resend_ms = CVC_HELLO_RESEND_MS};
         if (!opts)
-                opts = &plain;
+                opts = &plain_opts;
         /* A VMM creates its socket file (bind) a moment before it listens: a
          * refusal then is retried while the VMM runs, within the deadline. */
         uint64_t deadline =
@@ -269,6 +294,38 @@ int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct
                 rest.timeout_ms = now >= deadline ? 1 : (int)((deadline - now) / 1000000u) + 1;
         }
         return hello_with_retry(c, &rest);
+}
+
+int cvc_connect_fd(int fd, const struct cvc_connect_opts *opts, struct cvc **out)
+{
+        struct cvc *c = new_cvc();
+        if (!c) {
+                close(fd);
+                return -ENOMEM;
+        }
+        *out = c;
+        c->fd = fd;
+        return hello_with_retry(c, opts ? opts : &plain_opts);
+}
+
+int cvc_rehello(struct cvc *c, int timeout_ms)
+{
+        struct cv_buf b;
+        cv_buf_init(&b);
+        int rc = encode_hello(&b);
+        cbor_item_t *reply = NULL;
+        if (rc < 0)
+                rc = cvc_fail(c, rc, "encode HELLO: %s", strerror(-rc));
+        else
+                rc = cvc_call_timeout(c, CV_MSG_HELLO, cv_buf_head(&b), cv_buf_pending(&b),
+                                      timeout_ms, &reply);
+        cv_buf_free(&b);
+        if (rc == 0) {
+                if (c->hello)
+                        cbor_decref(&c->hello);
+                c->hello = reply;
+        }
+        return rc;
 }
 
 int cvc_connect(const char *addr, struct cvc **out)

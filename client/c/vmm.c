@@ -19,11 +19,8 @@
 #include "vmm_boot.h"
 #include "vmm_vsock.h"
 
-#define QEMU_DEFAULT "qemu-system-x86_64"
 #define SOCKET_WAIT_MS 10000
 #define LAUNCH_LINE_MAX 4096
-#define CMDLINE_MAX 8192
-#define MAX_ARGS 64
 
 /* The kernel command line pieces of launch.txt. */
 struct launch {
@@ -127,20 +124,9 @@ bool cvm_kvm_usable(void)
         return true;
 }
 
-/* argv storage: strings formatted into one arena. */
-struct argv_buf {
-        char *argv[MAX_ARGS + 1];
-        size_t argc;
-        char arena[3 * CMDLINE_MAX];
-        size_t used;
-        bool overflow;
-};
-
-static void add_arg(struct argv_buf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void add_arg(struct argv_buf *a, const char *fmt, ...)
+void cvm_argv_add(struct cvm_argv *a, const char *fmt, ...)
 {
-        if (a->overflow || a->argc == MAX_ARGS) {
+        if (a->overflow || a->argc == CVM_MAX_ARGS) {
                 a->overflow = true;
                 return;
         }
@@ -153,23 +139,21 @@ static void add_arg(struct argv_buf *a, const char *fmt, ...)
                 return;
         }
         a->argv[a->argc++] = a->arena + a->used;
+        a->argv[a->argc] = NULL;
         a->used += (size_t)n + 1;
 }
 
-/* The files QEMU boots: the image's, or the ones the options name. */
-struct boot_files {
-        char kernel[PATH_MAX];
-        char initramfs[PATH_MAX]; /* "" with no_initramfs */
-        char rootfs[PATH_MAX];
-        const char *rootfstype;
-};
+#define add_arg cvm_argv_add
 
+/* A boot file: the one given, else the image's `name`; absolute (as
+ * os.path.abspath makes it: no symlink resolved) and readable. */
 static int pick_file(char *dst, const char *given, const char *image, const char *name,
                      const char *what, char *err, size_t errlen)
 {
-        int n = given ? snprintf(dst, PATH_MAX, "%s", given)
-                      : snprintf(dst, PATH_MAX, "%s/%s", image, name);
-        if (n < 0 || n >= PATH_MAX) {
+        char path[PATH_MAX];
+        int n = given ? snprintf(path, sizeof(path), "%s", given)
+                      : snprintf(path, sizeof(path), "%s/%s", image, name);
+        if (n < 0 || n >= PATH_MAX || cvm_abspath(path, dst, PATH_MAX) < 0) {
                 snprintf(err, errlen, "%s path too long", what);
                 return -ENAMETOOLONG;
         }
@@ -181,7 +165,7 @@ static int pick_file(char *dst, const char *given, const char *image, const char
         return 0;
 }
 
-static int resolve_boot_files(const struct cvm_opts *o, struct boot_files *f, char *err,
+static int resolve_boot_files(const struct cvm_opts *o, struct cvm_launch *f, char *err,
                               size_t errlen)
 {
         int rc = pick_file(f->kernel, o->kernel, o->image, "vmlinuz", "kernel", err, errlen);
@@ -200,17 +184,34 @@ static int resolve_boot_files(const struct cvm_opts *o, struct boot_files *f, ch
         return rc;
 }
 
-static int build_argv(const struct cvm_opts *o, const struct launch *l, const struct boot_files *f,
-                      struct cvm *vm, struct argv_buf *a)
+int cvm_opt_path(const char *path, char *out, size_t outlen)
+{
+        size_t k = 0;
+        for (const char *p = path; *p; p++) {
+                if (k + 3 > outlen)
+                        return -E2BIG;
+                if (*p == ',')
+                        out[k++] = ',';
+                out[k++] = *p;
+        }
+        if (k + 1 > outlen)
+                return -E2BIG;
+        out[k] = '\0';
+        return 0;
+}
+
+static int build_argv(const struct cvm_opts *o, const struct launch *l, struct cvm_launch *f,
+                      bool kvm, unsigned vsock_cid, const char *dir)
 {
         /* TSC calibration stalls TCG boots without tsc_early_khz (cmdline_tcg, set to the
          * host's frequency by set_host_tsc). */
-        const char *more[] = {l->qemu, vm->kvm ? "" : l->tcg, o->extra ? o->extra : "", NULL};
-        static char cmdline[CMDLINE_MAX];
-        if (cvm_compose_cmdline(cmdline, sizeof(cmdline), l->base, f->rootfstype, o->no_initramfs,
-                                more) < 0)
+        const char *more[] = {l->qemu, kvm ? "" : l->tcg, o->extra ? o->extra : "", NULL};
+        if (cvm_compose_cmdline(f->cmdline, sizeof(f->cmdline), l->base, f->rootfstype,
+                                o->no_initramfs, more) < 0)
                 return -E2BIG;
-        add_arg(a, "%s", o->qemu ? o->qemu : QEMU_DEFAULT);
+        struct cvm_argv *a = &f->args;
+        memset(a, 0, sizeof(*a));
+        add_arg(a, "%s", o->qemu ? o->qemu : CVM_QEMU_DEFAULT);
         add_arg(a, "-M");
         add_arg(a, "microvm,x-option-roms=off,acpi=on");
         add_arg(a, "-nodefaults");
@@ -222,9 +223,9 @@ static int build_argv(const struct cvm_opts *o, const struct launch *l, const st
         add_arg(a, "-smp");
         add_arg(a, "%u", o->vcpus);
         add_arg(a, "-accel");
-        add_arg(a, "%s", vm->kvm ? "kvm" : "tcg");
+        add_arg(a, "%s", kvm ? "kvm" : "tcg");
         add_arg(a, "-cpu");
-        add_arg(a, "%s", vm->kvm ? "host" : "max"); /* TCG's default CPU lacks what numpy uses */
+        add_arg(a, "%s", kvm ? "host" : "max"); /* TCG's default CPU lacks what numpy uses */
         add_arg(a, "-kernel");
         add_arg(a, "%s", f->kernel);
         if (f->initramfs[0]) {
@@ -232,9 +233,9 @@ static int build_argv(const struct cvm_opts *o, const struct launch *l, const st
                 add_arg(a, "%s", f->initramfs);
         }
         add_arg(a, "-append");
-        add_arg(a, "%s", cmdline);
+        add_arg(a, "%s", f->cmdline);
         add_arg(a, "-chardev");
-        add_arg(a, "file,id=console,path=%s", vm->console);
+        add_arg(a, "file,id=console,path=%s/console.log", dir);
         add_arg(a, "-serial");
         add_arg(a, "chardev:console");
         add_arg(a, "-drive");
@@ -246,22 +247,39 @@ static int build_argv(const struct cvm_opts *o, const struct launch *l, const st
         add_arg(a, "-device");
         add_arg(a, "virtio-serial-device");
         add_arg(a, "-chardev");
-        add_arg(a, "socket,id=agent,path=%s,server=on,wait=off", vm->sock);
+        add_arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off", dir);
         add_arg(a, "-device");
         add_arg(a, "virtserialport,chardev=agent,name=cellvm");
-        if (vm->vsock_cid) {
+        if (vsock_cid) {
                 add_arg(a, "-device");
-                add_arg(a, "vhost-vsock-device,guest-cid=%u", vm->vsock_cid);
+                add_arg(a, "vhost-vsock-device,guest-cid=%u", vsock_cid);
         }
-        a->argv[a->argc] = NULL;
+        if (o->qmp) {
+                add_arg(a, "-qmp");
+                add_arg(a, "unix:%s/qmp.sock,server=on,wait=off", dir);
+        }
+        if (o->mem_path) {
+                /* The guest RAM as a file (snapshots): the same id as snapshot_qemu.py's. */
+                char mem[PATH_MAX * 2];
+                if (cvm_opt_path(o->mem_path, mem, sizeof(mem)) < 0)
+                        return -E2BIG;
+                add_arg(a, "-object");
+                add_arg(a, "memory-backend-file,id=ram0,size=%uM,mem-path=%s,share=%s",
+                        o->memory_mb, mem, o->mem_share ? "on" : "off");
+                add_arg(a, "-machine");
+                add_arg(a, "memory-backend=ram0");
+        }
         return a->overflow ? -E2BIG : 0;
 }
 
-/* The forked child: own process group, dies with the CLI, stdio to files, exec. */
-static void exec_qemu(struct argv_buf *a, const char *errpath, int report_fd)
+/* The forked child: own process group, dies with the CLI, stdio to files,
+ * `keep_fd` inherited, exec. */
+static void exec_qemu(char *const argv[], const char *errpath, int keep_fd, int report_fd)
 {
         int e = 0;
         if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+                e = errno;
+        if (!e && keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
                 e = errno;
         int null = e ? -1 : open("/dev/null", O_RDWR | O_CLOEXEC);
         int log = null < 0 ? -1 : open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -270,7 +288,7 @@ static void exec_qemu(struct argv_buf *a, const char *errpath, int report_fd)
         if (!e && (dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log, 2) < 0))
                 e = errno;
         if (!e) {
-                execvp(a->argv[0], a->argv);
+                execvp(argv[0], argv);
                 e = errno;
         }
         /* report_fd is CLOEXEC: the parent reads EOF on success, errno here. */
@@ -307,26 +325,29 @@ static int set_host_tsc(struct launch *l, char *err, size_t errlen)
         return 0;
 }
 
-/* Forks and execs QEMU with the current settings (a serial socket left by an
- * earlier attempt is removed first: its existence means "QEMU is up"). */
-static int spawn(struct cvm *vm, char *err, size_t errlen)
+int cvm_render(const struct cvm_opts *o, bool kvm, unsigned vsock_cid, const char *dir,
+               struct cvm_launch *f, char *err, size_t errlen)
 {
-        const struct cvm_opts *o = vm->opts;
-        static struct launch l;         /* large; the CLI starts one VM */
-        static struct boot_files files; /* likewise */
-        static struct argv_buf a;
+        static struct launch l; /* large; the CLI renders one launch at a time */
         int rc = read_launch(o->image, &l, err, errlen);
         if (rc == 0)
-                rc = resolve_boot_files(o, &files, err, errlen);
-        if (rc == 0 && !vm->kvm)
+                rc = resolve_boot_files(o, f, err, errlen);
+        if (rc == 0 && !kvm)
                 rc = set_host_tsc(&l, err, errlen);
         if (rc < 0)
                 return rc;
-        memset(&a, 0, sizeof(a));
-        if (build_argv(o, &l, &files, vm, &a) < 0) {
+        if (build_argv(o, &l, f, kvm, vsock_cid, dir) < 0) {
                 snprintf(err, errlen, "QEMU command line too long");
                 return -E2BIG;
         }
+        return 0;
+}
+
+/* Forks and execs `argv` (a serial socket left by an earlier attempt is
+ * removed first: its existence means "QEMU is up"). */
+static int fork_exec(struct cvm *vm, char *const argv[], int keep_fd, char *err, size_t errlen)
+{
+        int rc;
         if (unlink(vm->sock) < 0 && errno != ENOENT) {
                 rc = -errno;
                 snprintf(err, errlen, "unlink %s: %s", vm->sock, strerror(-rc));
@@ -348,7 +369,7 @@ static int spawn(struct cvm *vm, char *err, size_t errlen)
         }
         if (pid == 0) {
                 close(report[0]);
-                exec_qemu(&a, vm->qemu_err, report[1]);
+                exec_qemu(argv, vm->qemu_err, keep_fd, report[1]);
         }
         vm->pid = pid;
         close(report[1]);
@@ -358,10 +379,21 @@ static int spawn(struct cvm *vm, char *err, size_t errlen)
                 ;
         close(report[0]);
         if (n > 0) {
-                snprintf(err, errlen, "cannot run %s: %s", a.argv[0], strerror(child_errno));
+                snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(child_errno));
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                vm->pid = 0;
                 return -child_errno;
         }
         return 0;
+}
+
+/* Renders the launch of vm->opts into its temp dir, then forks and execs it. */
+static int spawn(struct cvm *vm, char *err, size_t errlen)
+{
+        static struct cvm_launch l; /* large; the CLI starts one VM at a time */
+        int rc = cvm_render(vm->opts, vm->kvm, vm->vsock_cid, vm->dir, &l, err, errlen);
+        return rc < 0 ? rc : fork_exec(vm, l.args.argv, -1, err, errlen);
 }
 
 /* QEMU exited (cvm_alive said so): if because another VM holds the guest
@@ -369,7 +401,7 @@ static int spawn(struct cvm *vm, char *err, size_t errlen)
  * case, or the negative errno of the restart. */
 static int restart_if_cid_in_use(struct cvm *vm, char *err, size_t errlen)
 {
-        if (!vm->vsock_cid || vm->cid_retries >= CVM_MAX_CID_RETRIES ||
+        if (!vm->opts || !vm->vsock_cid || vm->cid_retries >= CVM_MAX_CID_RETRIES ||
             !cvm_cid_in_use(vm->qemu_err))
                 return 0;
         vm->cid_retries++;
@@ -378,10 +410,9 @@ static int restart_if_cid_in_use(struct cvm *vm, char *err, size_t errlen)
         return rc < 0 ? rc : 1;
 }
 
-int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen)
+int cvm_make_dir(struct cvm *vm, char *err, size_t errlen)
 {
         memset(vm, 0, sizeof(*vm));
-        vm->opts = o;
         const char *tmp = getenv("TMPDIR");
         if (!tmp || !tmp[0] || strlen(tmp) > 32)
                 tmp = "/tmp";
@@ -395,13 +426,15 @@ int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen
         snprintf(vm->sock, sizeof(vm->sock), "%s/agent.sock", vm->dir);
         snprintf(vm->console, sizeof(vm->console), "%s/console.log", vm->dir);
         snprintf(vm->qemu_err, sizeof(vm->qemu_err), "%s/qemu.err", vm->dir);
-        vm->kvm = cvm_kvm_usable();
-        bool vsock =
-            o->vsock == CVM_VSOCK_ON || (o->vsock == CVM_VSOCK_AUTO && cvm_vhost_vsock_usable());
-        vm->vsock_cid = vsock ? cvm_allocate_cid() : 0;
-        vm->over_vsock = vsock;
+        snprintf(vm->qmp, sizeof(vm->qmp), "%s/qmp.sock", vm->dir);
+        return 0;
+}
 
-        int rc = spawn(vm, err, errlen);
+/* Waits until QEMU created vm->sock: 0, -ECHILD (it exited; qemu.err says
+ * why), -ETIMEDOUT, or a restart's error. */
+static int wait_socket(struct cvm *vm, char *err, size_t errlen)
+{
+        int rc = 0;
         for (int waited = 0; rc == 0 && access(vm->sock, F_OK) < 0; waited += 5) {
                 if (!cvm_alive(vm)) {
                         rc = restart_if_cid_in_use(vm, err, errlen);
@@ -421,8 +454,40 @@ int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen
                 }
                 sleep_ms(5);
         }
+        return rc;
+}
+
+int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen)
+{
+        int rc = cvm_make_dir(vm, err, errlen);
         if (rc < 0)
+                return rc;
+        vm->opts = o;
+        vm->kvm = cvm_kvm_usable();
+        bool vsock =
+            o->vsock == CVM_VSOCK_ON || (o->vsock == CVM_VSOCK_AUTO && cvm_vhost_vsock_usable());
+        vm->vsock_cid = vsock ? cvm_allocate_cid() : 0;
+        vm->over_vsock = vsock;
+
+        rc = spawn(vm, err, errlen);
+        if (rc == 0)
+                rc = wait_socket(vm, err, errlen);
+        if (rc < 0 && rc != -ECHILD)
                 cvm_kill(vm);
+        return rc;
+}
+
+int cvm_spawn(struct cvm *vm, char *const argv[], int keep_fd, char *err, size_t errlen)
+{
+        int rc = fork_exec(vm, argv, keep_fd, err, errlen);
+        if (rc == 0)
+                rc = wait_socket(vm, err, errlen);
+        if (rc < 0 && vm->pid > 0) {
+                (void)kill(-vm->pid, SIGKILL); /* it may be gone already: reaped next */
+                while (waitpid(vm->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                vm->pid = 0;
+        }
         return rc;
 }
 
@@ -570,6 +635,7 @@ void cvm_kill(struct cvm *vm)
                 (void)unlink(vm->sock);
                 (void)unlink(vm->console);
                 (void)unlink(vm->qemu_err);
+                (void)unlink(vm->qmp);
                 (void)rmdir(vm->dir);
                 vm->dir[0] = '\0';
         }

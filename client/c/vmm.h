@@ -18,6 +18,8 @@
 
 #include "cellvm.h"
 
+#define CVM_QEMU_DEFAULT "qemu-system-x86_64"
+
 /* Restarts of QEMU with another guest CID when the one tried was taken. */
 #define CVM_MAX_CID_RETRIES 8
 
@@ -34,7 +36,48 @@ struct cvm_opts {
         bool no_initramfs;         /* boot without one: root=/dev/vda ro init=/sbin/cellvm-init */
         const char *rootfs;        /* NULL: the image's rootfs.ext4; ext4 or erofs */
         enum cvm_vsock_mode vsock; /* AUTO: a vhost-vsock device when /dev/vhost-vsock opens */
+        bool qmp;                  /* a QMP socket: -qmp unix:DIR/qmp.sock (snapshots) */
+        const char *mem_path;      /* guest RAM as this file (memory-backend-file ram0), or NULL */
+        bool mem_share;            /* share=on: the file is the RAM; off: a private COW mapping */
 };
+
+#define CVM_CMDLINE_MAX 8192
+#define CVM_MAX_ARGS 72
+
+/* An argv whose strings live in one arena. */
+struct cvm_argv {
+        char *argv[CVM_MAX_ARGS + 1]; /* NULL-terminated */
+        size_t argc;
+        char arena[3 * CVM_CMDLINE_MAX];
+        size_t used;
+        bool overflow;
+};
+
+/* Appends one formatted argument (an overflow is remembered: check a->overflow). */
+void cvm_argv_add(struct cvm_argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What a launch of `cvm_opts` boots and runs: the boot files (absolute paths,
+ * as client/python/cellvm/bootfiles.py resolves them), the kernel command
+ * line, and QEMU's argv. */
+struct cvm_launch {
+        char kernel[PATH_MAX];
+        char initramfs[PATH_MAX]; /* "" without one */
+        char rootfs[PATH_MAX];
+        const char *rootfstype;
+        char cmdline[CVM_CMDLINE_MAX];
+        struct cvm_argv args;
+};
+
+/* `path` for a QEMU option list (commas doubled) into `out`. 0 or -E2BIG. */
+int cvm_opt_path(const char *path, char *out, size_t outlen);
+
+/* Renders the launch of `o` under KVM or TCG with `dir` as the VMM's temp
+ * directory (its sockets and console: a real one, or a placeholder) and
+ * `vsock_cid` (0: no vhost-vsock device): the same argv as
+ * client/python/cellvm/vmm_qemu.py's QemuVM.argv(). 0 or a negative errno
+ * with `err` saying why. */
+int cvm_render(const struct cvm_opts *o, bool kvm, unsigned vsock_cid, const char *dir,
+               struct cvm_launch *l, char *err, size_t errlen);
 
 struct cvm {
         pid_t pid; /* QEMU, leader of its own process group; 0 when not running */
@@ -47,12 +90,22 @@ struct cvm {
         char sock[128];
         char console[128];
         char qemu_err[128];
+        char qmp[128]; /* qmp.sock, when the argv has -qmp */
 };
 
 /* Starts QEMU and returns once its serial socket exists (the guest boots on).
  * `o` must stay valid until cvm_kill. On failure nothing is left running and
  * `err` says why. */
 int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen);
+
+/* The first steps of cvm_start for another argv (a restore): clears `vm`,
+ * makes its temp directory and names its files. */
+int cvm_make_dir(struct cvm *vm, char *err, size_t errlen);
+
+/* Starts `argv` (QEMU's, its paths in vm->dir) with `keep_fd` (>= 0)
+ * inherited, and returns once vm->sock exists. On failure QEMU is killed (the
+ * directory stays for the caller's cvm_kill, qemu.err with it). */
+int cvm_spawn(struct cvm *vm, char *const argv[], int keep_fd, char *err, size_t errlen);
 
 /* Connects to the agent and completes HELLO, until the guest answers or
  * `timeout_ms` passes (or QEMU exits). Over vsock: connects are retried until

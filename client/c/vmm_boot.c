@@ -107,3 +107,52 @@ int cvm_compose_cmdline(char *out, size_t outlen, const char *base, const char *
                 put_str(&l, *m);
         return l.overflow ? -E2BIG : 0;
 }
+
+int cvm_abspath(const char *path, char *out, size_t outlen)
+{
+        char joined[2 * 4096];
+        if (path[0] == '/') {
+                if (strlen(path) >= sizeof(joined))
+                        return -ENAMETOOLONG;
+                strcpy(joined, path);
+        } else {
+                if (!getcwd(joined, 4096))
+                        return -errno;
+                size_t n = strlen(joined);
+                if (n + 1 + strlen(path) >= sizeof(joined))
+                        return -ENAMETOOLONG;
+                joined[n] = '/';
+                strcpy(joined + n + 1, path);
+        }
+        /* posixpath.normpath: exactly two leading slashes stay two, more become one. */
+        size_t lead = joined[1] == '/' && joined[2] != '/' ? 2 : 1;
+        if (outlen <= lead)
+                return -ENAMETOOLONG;
+        memcpy(out, "//", lead);
+        size_t k = lead;
+        for (const char *p = joined; *p;) {
+                p += strspn(p, "/");
+                size_t n = strcspn(p, "/");
+                if (n == 0)
+                        break;
+                if (n == 1 && p[0] == '.') {
+                        /* nothing */
+                } else if (n == 2 && p[0] == '.' && p[1] == '.') {
+                        while (k > lead && out[k - 1] != '/')
+                                k--; /* back over the last component */
+                        if (k > lead)
+                                k--; /* and its slash */
+                } else {
+                        size_t need = (k > lead ? 1 : 0) + n;
+                        if (k + need >= outlen)
+                                return -ENAMETOOLONG;
+                        if (k > lead)
+                                out[k++] = '/';
+                        memcpy(out + k, p, n);
+                        k += n;
+                }
+                p += n;
+        }
+        out[k] = '\0';
+        return 0;
+}

@@ -21,4 +21,9 @@ int cvm_rootfs_type(const char *path, const char **type);
 int cvm_compose_cmdline(char *out, size_t outlen, const char *base, const char *rootfstype,
                         bool no_initramfs, const char *const *more);
 
+/* `path` made absolute as Python's os.path.abspath does: joined to the
+ * current directory, then "." and ".." and repeated slashes removed
+ * lexically (no symlink is resolved). 0, -ENAMETOOLONG, or getcwd's error. */
+int cvm_abspath(const char *path, char *out, size_t outlen);
+
 #endif

@@ -11,6 +11,7 @@
 #include "../../client/c/connect.h"
 #include "../../client/c/vmm_boot.h"
 #include "../../client/c/vmm_vsock.h"
+#include "python_ref.h"
 
 static const char base[] = "console=ttyS0 root=/dev/vda rootfstype=ext4 ro panic=-1 quiet";
 
@@ -125,8 +126,43 @@ static void test_cid_in_use(void)
         assert(!cvm_cid_in_use(path));
 }
 
+/* cvm_abspath gives what os.path.abspath gives (template file lines hold
+ * these paths, so the names of C's and Python's templates depend on it). */
+static void test_abspath_as_python(void)
+{
+        static const char *const paths[] = {
+            "build/image",
+            "./build//image/",
+            "/a/b/../c",
+            "/../x",
+            "//two/slashes",
+            "///three",
+            "a/../../b",
+            ".",
+            "/",
+            "x/./y/.",
+            "/tmp/a,b/é",
+            NULL,
+        };
+        char code[1024] = "import os\n";
+        for (const char *const *p = paths; *p; p++)
+                snprintf(code + strlen(code), sizeof(code) - strlen(code),
+                         "print(os.path.abspath('%s'))\n", *p);
+        char want[4096], mine[4096] = "", one[512];
+        assert(python_ref(code, NULL, 0, want, sizeof(want)) == 0);
+        for (const char *const *p = paths; *p; p++) {
+                assert(cvm_abspath(*p, one, sizeof(one)) == 0);
+                snprintf(mine + strlen(mine), sizeof(mine) - strlen(mine), "%s\n", one);
+        }
+        if (strcmp(want, mine) != 0)
+                fprintf(stderr, "python:\n%sC:\n%s", want, mine);
+        assert(strcmp(want, mine) == 0);
+        assert(cvm_abspath("/abc", one, 4) == -ENAMETOOLONG);
+}
+
 int main(void)
 {
+        test_abspath_as_python();
         test_cmdline_defaults_and_tcg();
         test_cmdline_erofs_without_initramfs();
         test_cmdline_overflow();

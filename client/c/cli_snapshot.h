@@ -1,0 +1,44 @@
+/* The CLI's templates (docs/SNAPSHOTS.md): `cellvm run` and `cellvm shell`
+ * restore their VM from one by default, and `cellvm snapshot` manages them,
+ * as the Python SDK's create() and `python3 -m cellvm.snapshot_cli` do. */
+#ifndef CELLVM_CLIENT_CLI_SNAPSHOT_H
+#define CELLVM_CLIENT_CLI_SNAPSHOT_H
+
+#include <stdbool.h>
+
+#include "cellvm.h"
+#include "vmm.h"
+
+enum snap_mode { SNAP_OFF, SNAP_AUTO, SNAP_DIR };
+
+/* $CELLVM_SNAPSHOT: unset, "", 1, on, yes, true, auto: SNAP_AUTO; 0, off,
+ * no, false, cold: SNAP_OFF; anything else -EINVAL (said on stderr). */
+int snap_env_mode(enum snap_mode *mode);
+
+struct snap_run {
+        const struct cvm_opts *vm; /* run's / shell's VM options */
+        unsigned user_mb;          /* cellvm.mem_limit */
+        double lifetime_s;         /* the sandbox's own lifetime (SET_DEADLINE, registry) */
+        enum snap_mode mode;       /* AUTO or DIR */
+        const char *dir;           /* SNAP_DIR: the template that must be used */
+        bool verbose;              /* say how the VM started */
+};
+
+/* The VM of run/shell from a template: found (or built, saying so) and
+ * restored, HELLO, NEW_GENERATION, SET_DEADLINE, its registry entry. 0 with
+ * *c connected; 1 when it is to boot cold instead (a warning said why; the
+ * template is removed when it cannot be restored); a negative errno when it
+ * must not start at all (SNAP_DIR's template unusable, the limits; said on
+ * stderr). No process is left on failure. */
+int snap_restore_vm(const struct snap_run *r, struct cvm *vm, struct cvc **c);
+
+/* `cellvm snapshot create|check|manifest` for these VM options; `vm` is the
+ * builder's (for the signal handlers). Exit statuses. */
+int snap_cmd_create(const struct cvm_opts *o, unsigned user_mb, bool force, struct cvm *vm);
+int snap_cmd_check(const struct cvm_opts *o, unsigned user_mb);
+int snap_cmd_manifest(const struct cvm_opts *o, unsigned user_mb);
+/* `cellvm snapshot list` and `cellvm snapshot remove NAME...|--all`. */
+int snap_cmd_list(void);
+int snap_cmd_remove(int argc, char **argv);
+
+#endif
