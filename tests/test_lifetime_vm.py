@@ -110,14 +110,17 @@ def test_guest_ends_itself_at_the_deadline_after_its_creator_was_killed(rt, tmp_
     # From here only the guest and the keeper (grace 600 s: it only cleans up) act.
     assert [pid for pid, _ in cellvm_processes(rt.path)] == [keeper]
     # Nothing of ours looks meanwhile: this test only reads /proc and the disk.
-    # The guest's deadline is 20 s * 1.3 + 2 under TCG (its clock drifts, lifetime.py).
-    wait_for(lambda: process_gone(qemu), 20 * 1.3 + 2 + 30,
+    # The guest's own deadline is the timeout: its clock keeps the host's rate
+    # (lifetime.guest_timeout_s); 30 s for its orderly shutdown under TCG.
+    wait_for(lambda: process_gone(qemu), 20 + 30,
              f"QEMU {qemu} still runs {time.monotonic() - created:.0f} s after create")
     ended = time.monotonic() - created
-    assert 20 * 0.7 <= ended <= 20 * 1.3 + 2 + 30, ended
+    assert 20 * 0.9 <= ended <= 20 + 30, ended
     wait_for(lambda: process_gone(keeper), 10, "the keeper did not exit")
     assert not os.path.exists(vmdir)
-    assert rt.keys() == [] and os.listdir(rt.path) == ["lock"]
+    # Left: the registry's lock and the host's TSC frequency cached for this host
+    # boot (host_tsc), neither of them the sandbox's.
+    assert rt.keys() == [] and sorted(os.listdir(rt.path)) in (["lock"], ["host-tsc", "lock"])
     assert cellvm_processes(rt.path) == []
 
 

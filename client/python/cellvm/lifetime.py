@@ -40,16 +40,20 @@ DETACH_ENV = "CELLVM_DETACH"
 
 
 TCG_CLOCK_SLACK = 0.3
-"""Under TCG the guest's clock (refined-jiffies) ran 20-30% fast or slow
-against the host's in our measurements (8 s of host time read as 6.9 to
-10.5 s in the guest), so the deadline the guest enforces on its own is
-timeout * 1.3 + 2 s there; the host's record stays exact and the host
-enforces it (deadline + grace). With KVM (kvm-clock) the guest's is exact."""
+"""Under TCG a guest told a TSC frequency that is not the host's (the image's
+fixed tsc_early_khz, used only where this host's cannot be measured:
+host_tsc) keeps time 20-30% fast or slow (8 s of host time read as 6.9 to
+10.5 s in the guest in our measurements), so the deadline the guest enforces
+on its own is then timeout * 1.3 + 2 s; the host's record stays exact and the
+host enforces it (deadline + grace). With the host's TSC frequency (TCG, the
+usual case) or KVM (kvm-clock) the guest's clock advances at the host's rate
+(tests/test_vm_clock.py) and its deadline is the timeout itself."""
 
 
 def guest_timeout_s(timeout_s: float, accel: str) -> float:
     """The guest's own deadline for a sandbox that ends in `timeout_s`."""
-    if accel == "kvm":
+    from . import host_tsc
+    if accel == "kvm" or host_tsc.khz() is not None:
         return timeout_s
     return timeout_s * (1 + TCG_CLOCK_SLACK) + 2.0
 
@@ -81,8 +85,8 @@ def limit_error(e: "_reg.LimitExceeded"):
 
 def boot_cmdline(boot_budget_s: float, timeout_s: float) -> str:
     """cellvm-init's provisional deadline (CLOCK_BOOTTIME starts with the
-    guest kernel, right after the VMM; the TCG slack applies, the
-    accelerator being unknown here)."""
+    guest kernel, right after the VMM; the accelerator is not known yet
+    here, so a TCG guest's slack applies where its clock may be wrong)."""
     return f"cellvm.deadline_ms={int(guest_timeout_s(boot_budget_s + timeout_s, 'tcg') * 1000)}"
 
 
