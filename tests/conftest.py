@@ -7,6 +7,7 @@ sanitizer build). The agent runs with the real executor and Debian's CPython.
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
