@@ -1,6 +1,7 @@
 # python-embed/: the executor binary $(B)/cellvm-executor (zygote + notebook kernel).
-# kernel.py, cellvm_pretty.py, cellvm_charts.py and bash_kernel.py (the bash contexts'
-# driver, module cellvm_bash) are compiled into the binary as C arrays.
+# The notebook kernel (the package kernel/, module _cellvm_kernel), embedded_import.py
+# (which imports it), cellvm_pretty.py, cellvm_charts.py and bash_kernel.py (the bash
+# contexts' driver, module cellvm_bash) are compiled into the binary as C arrays.
 
 EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_proc.c \
              python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
@@ -8,8 +9,9 @@ EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_pro
              python-embed/cell_hash.c python-embed/executor_language.c \
              python-embed/node_exec.c python-embed/node_spare.c
 EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o $(CONFINE_OBJS)
-EXEC_PY   := python-embed/kernel.py $(wildcard python-embed/cellvm_pretty.py) \
-             $(wildcard python-embed/cellvm_charts.py) python-embed/bash_kernel.py
+EXEC_PY   := python-embed/embedded_import.py $(wildcard python-embed/kernel/*.py python-embed/kernel/*/*.py) \
+             $(wildcard python-embed/cellvm_pretty.py) $(wildcard python-embed/cellvm_charts.py) \
+             python-embed/bash_kernel.py
 
 PY_EMBED_CFLAGS := $(shell $(PY_CONFIG) --includes)
 # libpython linked in statically, as Debian's own /usr/bin/python3.11 has it:
@@ -25,11 +27,13 @@ PY_EMBED_LIBS   := -no-pie $(PY_STATIC_LIB) \
 CFLAGS_python-embed_ := $(PY_EMBED_CFLAGS) -Ipython-embed -DCELLVM_PYTHON='"$(PYTHON)"'
 CFLAGS_$(B)_python-embed_ := $(CFLAGS_python-embed_)
 
-$(B)/python-embed/embedded_py.c: python-embed/embed_sources.py $(EXEC_PY)
+# The package's directories too: a module removed from one changes it.
+$(B)/python-embed/embedded_py.c: python-embed/embed_sources.py $(EXEC_PY) python-embed/kernel \
+                                 python-embed/kernel/magics
 	@mkdir -p $(dir $@)
-	$(PYTHON) python-embed/embed_sources.py $@ _cellvm_kernel=python-embed/kernel.py \
-		cellvm_pretty=python-embed/cellvm_pretty.py cellvm_charts=python-embed/cellvm_charts.py \
-		cellvm_bash=python-embed/bash_kernel.py
+	$(PYTHON) python-embed/embed_sources.py $@ _cellvm_import=python-embed/embedded_import.py \
+		_cellvm_kernel=python-embed/kernel cellvm_pretty=python-embed/cellvm_pretty.py \
+		cellvm_charts=python-embed/cellvm_charts.py cellvm_bash=python-embed/bash_kernel.py
 
 $(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
 	$(CC) $(CFLAGS) -Ipython-embed -c -o $@ $<

@@ -1,6 +1,8 @@
-"""Writes a C file embedding Python sources: embed_sources.py OUT.c NAME=FILE...
+"""Writes a C file embedding Python sources: embed_sources.py OUT.c NAME=PATH...
 
-A missing FILE embeds an empty source (the kernel then falls back).
+PATH is a module's file, or a package's directory: NAME is then its
+__init__.py, NAME.x its x.py, and its subpackages likewise. A missing file
+embeds an empty source (the kernel then falls back).
 """
 import os
 import sys
@@ -10,11 +12,25 @@ def c_array(data):
     return ",".join(str(b) for b in data)
 
 
+def modules(name, path):
+    """(module name, file) of NAME=PATH."""
+    if not os.path.isdir(path):
+        return [(name, path)]
+    out = [(name, os.path.join(path, "__init__.py"))]
+    for entry in sorted(os.listdir(path)):
+        full = os.path.join(path, entry)
+        if entry.endswith(".py") and entry != "__init__.py":
+            out.append((f"{name}.{entry[:-3]}", full))
+        elif os.path.isfile(os.path.join(full, "__init__.py")):
+            out += modules(f"{name}.{entry}", full)
+    return out
+
+
 def main(out, pairs):
     lines = ['#include "embedded_py.h"', ""]
     table = []
-    for i, pair in enumerate(pairs):
-        name, path = pair.split("=", 1)
+    embedded = [m for pair in pairs for m in modules(*pair.split("=", 1))]
+    for i, (name, path) in enumerate(embedded):
         data = open(path, "rb").read() if os.path.exists(path) else b""
         data.decode("utf-8")  # fail the build on a non-UTF-8 source
         body = c_array(data + bytes(1))

@@ -10,7 +10,9 @@ struct embedded_py {
         size_t len;
 };
 
-/* "_cellvm_kernel" (kernel.py) and, when present, "cellvm_pretty". */
+/* "_cellvm_import" (embedded_import.py), the package "_cellvm_kernel" (kernel/) and its
+   modules ("_cellvm_kernel.iostream", ...), "cellvm_bash" and, when present,
+   "cellvm_pretty" and "cellvm_charts". */
 extern const struct embedded_py embedded_py_sources[];
 
 #endif
