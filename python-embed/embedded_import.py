@@ -1,41 +1,33 @@
-"""Imports the Python modules compiled into cellvm-executor (embed_sources.py,
-_cellvm.sources): the notebook kernel, the package _cellvm_kernel
-(python-embed/kernel/), and cellvm_pretty, cellvm_charts and cellvm_bash.
+"""Imports the Python modules compiled into cellvm-executor (embed_sources.py):
+the notebook kernel, the package _cellvm_kernel (python-embed/kernel/), and
+cellvm_pretty, cellvm_charts and cellvm_bash.
 
 main.c runs this module first, as `_cellvm_import`; it puts its finder at the
 end of sys.meta_path, so a module of the same name on sys.path comes first,
-and then imports the kernel as any other package.
+and then imports the kernel as any other package. Each module's code was
+compiled at build time (_cellvm.code); only a Python with other bytecode
+(never the one linked in) would compile the source (_cellvm.sources) here.
 """
 
 import importlib.abc
 import importlib.util
 import linecache
+import marshal
 import sys
 
 import _cellvm
 
 KERNEL = "_cellvm_kernel"
-# The file names of the kernel's modules ("<cellvm kernel/iostream.py>"): how
-# tracebacks tell the kernel's frames from the user's (kernel/ultratb.py).
+# The file name of the kernel's modules' code ("<cellvm kernel/iostream.py>",
+# embed_sources.py): how tracebacks tell the kernel's frames (kernel/ultratb.py).
 KERNEL_FILE_PREFIX = "<cellvm kernel/"
+
+_COMPILED = _cellvm.code_magic == importlib.util.MAGIC_NUMBER
 
 
 def _is_package(name):
         prefix = name + "."
         return any(other.startswith(prefix) for other in _cellvm.sources)
-
-
-def _filename(name, package):
-        """The name a module's code and frames have: the kernel's after its file
-        in python-embed/kernel/, the others `<cellvm NAME>`."""
-        if name != KERNEL and not name.startswith(KERNEL + "."):
-                return f"<cellvm {name}>"
-        path = "/".join(name.split(".")[1:])
-        if package:
-                path = path + "/__init__.py" if path else "__init__.py"
-        else:
-                path += ".py"
-        return KERNEL_FILE_PREFIX + path + ">"
 
 
 class EmbeddedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -46,7 +38,7 @@ class EmbeddedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 if not _cellvm.sources.get(fullname):
                         return None
                 package = _is_package(fullname)
-                return importlib.util.spec_from_loader(fullname, self, origin=_filename(fullname, package),
+                return importlib.util.spec_from_loader(fullname, self, origin=_cellvm.code[fullname][0],
                                                        is_package=package)
 
         def create_module(self, spec):
@@ -54,12 +46,13 @@ class EmbeddedFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
         def exec_module(self, module):
                 name = module.__name__
-                src = _cellvm.sources[name]
-                filename = module.__spec__.origin
-                if filename.startswith(KERNEL_FILE_PREFIX):
+                filename, code = _cellvm.code[name]
+                if name == KERNEL or name.startswith(KERNEL + "."):
                         # The kernel's own source lines in tracebacks of its bugs.
+                        src = _cellvm.sources[name]
                         linecache.cache[filename] = (0, None, src.splitlines(True), filename)
-                exec(compile(src, filename, "exec"), module.__dict__)
+                code = marshal.loads(code) if _COMPILED else compile(_cellvm.sources[name], filename, "exec")
+                exec(code, module.__dict__)
 
 
 sys.meta_path.append(EmbeddedFinder())

@@ -23,7 +23,6 @@
 #endif
 
 #define IMPORT_MODULE "_cellvm_import"
-#define IMPORT_FILE "<cellvm _cellvm_import>"
 #define KERNEL_MODULE "_cellvm_kernel"
 
 static void usage(FILE *f)
@@ -70,9 +69,9 @@ static PyObject *load_kernel(void)
                 fprintf(stderr, "cellvm-executor: no embedded %s\n", IMPORT_MODULE);
                 return NULL;
         }
-        PyObject *code = Py_CompileString(e->source, IMPORT_FILE, Py_file_input);
+        PyObject *code = Py_CompileString(e->source, e->filename, Py_file_input);
         PyObject *importer =
-            code ? PyImport_ExecCodeModuleEx(IMPORT_MODULE, code, IMPORT_FILE) : NULL;
+            code ? PyImport_ExecCodeModuleEx(IMPORT_MODULE, code, e->filename) : NULL;
         Py_XDECREF(code);
         PyObject *mod = importer ? PyImport_ImportModule(KERNEL_MODULE) : NULL;
         Py_XDECREF(importer);
