@@ -2,6 +2,7 @@
 run_ast_nodes, the CachingCompiler's file names and flags, the input
 history), and showtraceback's error message."""
 
+import __future__
 import ast
 import codeop
 import linecache
@@ -21,8 +22,6 @@ from .ultratb import _from_file, _user_tb
 PARSE_FLAGS = codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
 
 # Bits of compile() flags that come from `from __future__ import ...`.
-import __future__  # noqa: E402
-
 FUTURE_FLAGS = 0
 for _name in __future__.all_feature_names:
         FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
