@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "confine.h"
+#include "../confine/confine.h"
 
 /* What the agent's loop, connections, services and supervision call after setup
  * (strace -f of the test suite; names this architecture lacks are skipped). */

@@ -8,7 +8,7 @@ EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_pro
              python-embed/png_write.c python-embed/output_flusher.c python-embed/out_stream.c \
              python-embed/cell_hash.c python-embed/executor_language.c \
              python-embed/node_exec.c python-embed/node_spare.c
-EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o $(CONFINE_OBJS)
+EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o
 EXEC_PY   := python-embed/embedded_import.py $(wildcard python-embed/kernel/*.py python-embed/kernel/*/*.py) \
              $(wildcard python-embed/cellvm_pretty.py) $(wildcard python-embed/cellvm_charts.py) \
              python-embed/bash_kernel.py
@@ -38,8 +38,10 @@ $(B)/python-embed/embedded_py.c: python-embed/embed_sources.py $(EXEC_PY) python
 $(B)/python-embed/embedded_py.o: $(B)/python-embed/embedded_py.c
 	$(CC) $(CFLAGS) -Ipython-embed -c -o $@ $<
 
-$(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB) $(PY_STATIC_LIB) python-embed/build.mk
-	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(PY_EMBED_LIBS) -lpng -lz $(PROTO_LIBS) $(CONFINE_LIBS)
+# Uses protocol/ (the codec) and confine/ (each executor confines itself after fork).
+$(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB) $(CONFINE_LIB) $(PY_STATIC_LIB) python-embed/build.mk
+	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(CONFINE_LIB) $(PY_EMBED_LIBS) -lpng -lz \
+		$(PROTO_LIBS) $(CONFINE_LIBS)
 
 # C unit test of the cell file-name hash (tests/c/test_cell_hash.c): part of `make check-c`.
 EXEC_TESTS := $(B)/tests/c/test_cell_hash

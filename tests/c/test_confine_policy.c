@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../../agent/confine.h"
+#include "../../confine/confine.h"
 
 static void test_round_trip(void)
 {

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../agent/confine.h"
+#include "../../confine/confine.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40
