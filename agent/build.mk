@@ -7,13 +7,15 @@ AGENT_SRCS += agent/svc.c agent/creds.c agent/files.c agent/file_transfer.c agen
               agent/commands.c
 AGENT_SRCS += agent/confine_agent.c agent/cgroup.c agent/agent_seccomp.c agent/agent_caps.c \
               agent/spawner.c
-# SET_TIME / ADD_ENTROPY; the seeding code is cellvm-init's own (init/entropy.c).
-AGENT_SRCS += agent/system.c init/entropy.c
+# SET_TIME / ADD_ENTROPY / SET_DEADLINE (docs/PROTOCOL.md section 11).
+AGENT_SRCS += agent/system.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o)
 
-# Uses protocol/ (the codec) and confine/ (user code's confinement).
-$(B)/cellvm-agent: $(AGENT_OBJS) $(PROTO_LIB) $(CONFINE_LIB)
-	$(CC) $(LDFLAGS) -o $@ $(AGENT_OBJS) $(PROTO_LIB) $(CONFINE_LIB) $(PROTO_LIBS) $(CONFINE_LIBS)
+# Uses protocol/ (the codec), confine/ (user code's confinement) and common/
+# (sizes in its options, entropy seeding, init's deadline signal).
+$(B)/cellvm-agent: $(AGENT_OBJS) $(PROTO_LIB) $(CONFINE_LIB) $(COMMON_LIB)
+	$(CC) $(LDFLAGS) -o $@ $(AGENT_OBJS) $(PROTO_LIB) $(CONFINE_LIB) $(COMMON_LIB) \
+		$(PROTO_LIBS) $(CONFINE_LIBS)
 
 # C unit test of the agent's allowlist, loaded in a forked child
 # (tests/c/test_agent_seccomp.c): part of `make check-c`.

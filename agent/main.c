@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/parse_num.h"
 #include "agent.h"
 #include "log.h"
 #include "spawner.h"
@@ -58,40 +59,6 @@ static void usage(FILE *f)
             "  --on-disconnect WHAT  interrupt (default) or continue the running cells of a\n"
             "                     connection that closes\n"
             "  --help             this text\n");
-}
-
-/* "64M", "1G", "4096": bytes with an optional binary suffix. */
-static int parse_size(const char *s, uint64_t *out)
-{
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || end == s || s[0] == '-')
-                return -EINVAL;
-        unsigned shift = 0;
-        switch (*end) {
-        case 'K':
-        case 'k':
-                shift = 10;
-                end++;
-                break;
-        case 'M':
-        case 'm':
-                shift = 20;
-                end++;
-                break;
-        case 'G':
-        case 'g':
-                shift = 30;
-                end++;
-                break;
-        default:
-                break;
-        }
-        if (*end || (shift && v > (UINT64_MAX >> shift)))
-                return -EINVAL;
-        *out = (uint64_t)v << shift;
-        return 0;
 }
 
 static int isolation_option(struct agent *a, int opt, const char *arg)
