@@ -341,7 +341,8 @@ static struct PyModuleDef cellvm_moduledef = {
     NULL,
 };
 
-/* sources: {name: source text}; code: {name: (file name, marshalled code)}; code_magic. */
+/* sources: {name: source text}; code: {name: (file name, memoryview of the marshalled
+   code)}; code_magic. */
 static int add_embedded(PyObject *m)
 {
         PyObject *sources = PyDict_New(), *code = PyDict_New();
@@ -351,8 +352,10 @@ static int add_embedded(PyObject *m)
                 goto out;
         for (const struct embedded_py *e = embedded_py_sources; e->name != NULL; e++) {
                 PyObject *src = PyUnicode_DecodeUTF8(e->source, (Py_ssize_t)e->len, "strict");
-                PyObject *entry =
-                    Py_BuildValue("(sy#)", e->filename, e->code, (Py_ssize_t)e->code_len);
+                /* A view of the binary's own bytes: no copy on the heap. */
+                PyObject *view =
+                    PyMemoryView_FromMemory((char *)e->code, (Py_ssize_t)e->code_len, PyBUF_READ);
+                PyObject *entry = view ? Py_BuildValue("(sN)", e->filename, view) : NULL;
                 int bad = src == NULL || entry == NULL ||
                           PyDict_SetItemString(sources, e->name, src) < 0 ||
                           PyDict_SetItemString(code, e->name, entry) < 0;
