@@ -1,4 +1,4 @@
-/* The text form of a confinement policy (agent/confine_policy.c): round trip and rejects. */
+/* The text form of a confinement policy (confine/confine_policy.c): round trip and rejects. */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
