@@ -26,6 +26,8 @@ LDFLAGS     := $(LDFLAGS_SAN) $(EXTRA_LDFLAGS)
 all: $(B)/cellvm-agent $(B)/cellvm-executor $(B)/cellvm
 
 include protocol/build.mk
+include confine/build.mk
+include common/build.mk
 include agent/build.mk
 include python-embed/build.mk
 include client/c/build.mk

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "confine.h"
+#include "../confine/confine.h"
 
 /* What the agent's loop, connections, services and supervision call after setup
  * (strace -f of the test suite; names this architecture lacks are skipped). */
@@ -84,7 +84,7 @@ static int allow_socketpair(scmp_filter_ctx ctx)
         return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 }
 
-/* ioctl: only the serial port's tty settings (listen.c) and ADD_ENTROPY (init/entropy.c). */
+/* ioctl: only the serial port's tty settings (listen.c) and ADD_ENTROPY (common/entropy.c). */
 static int allow_ioctls(scmp_filter_ctx ctx)
 {
         static const unsigned long requests[] = {

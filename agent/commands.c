@@ -19,7 +19,7 @@
 #include <grp.h>
 
 #include "cbor_util.h"
-#include "confine.h"
+#include "../confine/confine.h"
 #include "log.h"
 #include "msgtypes.h"
 #include "services.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "confine.h"
+#include "../confine/confine.h"
 #include "log.h"
 
 #define SANDBOX_USER "user"

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../init/entropy.h"
+#include "../common/entropy.h"
 #include "cbor_util.h"
 #include "log.h"
 #include "msgtypes.h"

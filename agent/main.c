@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/parse_num.h"
 #include "agent.h"
 #include "log.h"
 #include "spawner.h"
@@ -66,40 +67,6 @@ static void usage(FILE *f)
             "                     driver (default " DEFAULT_VMFORK_LOG
             "; a FIFO in its format: tests)\n"
             "  --help             this text\n");
-}
-
-/* "64M", "1G", "4096": bytes with an optional binary suffix. */
-static int parse_size(const char *s, uint64_t *out)
-{
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || end == s || s[0] == '-')
-                return -EINVAL;
-        unsigned shift = 0;
-        switch (*end) {
-        case 'K':
-        case 'k':
-                shift = 10;
-                end++;
-                break;
-        case 'M':
-        case 'm':
-                shift = 20;
-                end++;
-                break;
-        case 'G':
-        case 'g':
-                shift = 30;
-                end++;
-                break;
-        default:
-                break;
-        }
-        if (*end || (shift && v > (UINT64_MAX >> shift)))
-                return -EINVAL;
-        *out = (uint64_t)v << shift;
-        return 0;
 }
 
 /* cellvm-init's CELLVM_NET (from cellvm.net): without a NIC user code's sockets

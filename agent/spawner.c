@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "confine.h"
+#include "../confine/confine.h"
 #include "fd_pass.h"
 #include "log.h"
 #include "services.h"

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../init/deadline.h"
-#include "../init/entropy.h"
+#include "../common/init_signal.h"
+#include "../common/entropy.h"
 #include "cbor_util.h"
 #include "log.h"
 #include "msgtypes.h"

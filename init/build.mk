@@ -1,14 +1,16 @@
 # cellvm-init: static PID 1 for the guest, built with musl (not $(CC)) so the
-# image needs no libc or dynamic loader for it. Unit tests of its pure parts
-# (command line, modules.dep ordering, agent argv, restart backoff, hex seed,
-# CIDR and resolv.conf text, deadline) build with the normal $(CC), under ASan/UBSan
+# image needs no libc or dynamic loader for it; with common/'s sources (sizes,
+# entropy seeding), compiled with musl too. Unit tests of its pure parts
+# (command line, modules.dep ordering, agent argv, restart backoff, CIDR and
+# resolv.conf text, deadline) build with the normal $(CC), under ASan/UBSan
 # with SAN=1, and run from `make check-init` (part of check-c).
 
 MUSL_CC        ?= musl-gcc
 INIT_SRCS      := $(wildcard init/*.c)
 INIT_MUSL_DIR  := $(B)/init-musl
 INIT_MUSL_INC  := $(B)/musl-include
-INIT_MUSL_OBJS := $(patsubst init/%.c,$(INIT_MUSL_DIR)/%.o,$(INIT_SRCS))
+INIT_MUSL_OBJS := $(patsubst init/%.c,$(INIT_MUSL_DIR)/%.o,$(INIT_SRCS)) \
+                  $(patsubst common/%.c,$(INIT_MUSL_DIR)/common/%.o,$(COMMON_SRCS))
 INIT_MAX_BYTES := 102400
 INIT_CFLAGS    := -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Os -fno-strict-aliasing \
                   -ffunction-sections -fdata-sections -fno-asynchronous-unwind-tables \
@@ -32,6 +34,10 @@ $(INIT_MUSL_DIR)/%.o: init/%.c $(INIT_MUSL_INC)/.stamp
 	@mkdir -p $(dir $@)
 	$(MUSL_CC) $(INIT_CFLAGS) -MMD -MP -c -o $@ $<
 
+$(INIT_MUSL_DIR)/common/%.o: common/%.c $(INIT_MUSL_INC)/.stamp
+	@mkdir -p $(dir $@)
+	$(MUSL_CC) $(INIT_CFLAGS) -MMD -MP -c -o $@ $<
+
 $(B)/cellvm-init: $(INIT_MUSL_OBJS)
 	$(MUSL_CC) $(INIT_LDFLAGS) -o $@ $^
 
@@ -46,11 +52,11 @@ check-init-size: $(B)/cellvm-init.stripped
 
 TEST_INIT_BINS := $(B)/tests/c/test_init_cmdline $(B)/tests/c/test_init_moddep \
                   $(B)/tests/c/test_init_modparams $(B)/tests/c/test_init_agent \
-                  $(B)/tests/c/test_init_backoff $(B)/tests/c/test_init_entropy \
-                  $(B)/tests/c/test_init_network $(B)/tests/c/test_init_deadline
+                  $(B)/tests/c/test_init_backoff $(B)/tests/c/test_init_network \
+                  $(B)/tests/c/test_init_deadline
 
 $(B)/tests/c/test_init_cmdline: $(B)/tests/c/test_init_cmdline.o $(B)/init/cmdline.o \
-				$(B)/init/config.o
+				$(B)/init/config.o $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_init_moddep: $(B)/tests/c/test_init_moddep.o $(B)/init/moddep.o
@@ -61,13 +67,10 @@ $(B)/tests/c/test_init_modparams: $(B)/tests/c/test_init_modparams.o $(B)/init/m
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_init_agent: $(B)/tests/c/test_init_agent.o $(B)/init/agent.o $(B)/init/config.o \
-				$(B)/init/cmdline.o $(B)/init/log.o $(B)/init/stamps.o
+				$(B)/init/cmdline.o $(B)/init/log.o $(B)/init/stamps.o $(COMMON_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_init_backoff: $(B)/tests/c/test_init_backoff.o $(B)/init/backoff.o
-	$(CC) $(LDFLAGS) -o $@ $^
-
-$(B)/tests/c/test_init_entropy: $(B)/tests/c/test_init_entropy.o $(B)/init/entropy.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_init_network: $(B)/tests/c/test_init_network.o $(B)/init/netconf.o \

@@ -59,8 +59,4 @@ void config_defaults(struct init_config *c);
  * Returns the number of such problems. */
 int config_parse(struct init_config *c, const char *cmdline, config_warn_fn warn, void *ctx);
 
-/* Parses "123", "64K", "512M", "2G" (binary multiples). */
-int parse_size(const char *s, uint64_t *out);
-int parse_uint(const char *s, uint64_t max, uint64_t *out);
-
 #endif

@@ -10,9 +10,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A fixed number, not SIGRTMIN+n: musl's SIGRTMIN (35) and glibc's (34)
- * differ, and the agent (glibc) and init (musl) must agree. */
-#define INIT_SIG_DEADLINE 40
+#include "../common/init_signal.h" /* INIT_SIG_DEADLINE */
 
 /* No deadline. */
 #define DEADLINE_NONE 0

@@ -11,7 +11,7 @@
 #include "cmdline.h"
 #include "config.h"
 #include "devices.h"
-#include "entropy.h"
+#include "../common/entropy.h"
 #include "log.h"
 #include "modules.h"
 #include "mounts.h"

@@ -45,7 +45,7 @@ X_END = 0x4012
 EXEC_INPUT = 0x8010
 EXEC_ERROR = 0x8014
 
-# Longest wait for the agent to read output written before a message (kernel.py's).
+# Longest wait for the agent to read output written before a message (kernel/session.py's).
 OUTPUT_DRAIN_TIMEOUT = 0.05
 
 # Where bash finds the cell's text and writes the statuses. High numbers: a cell's

@@ -341,31 +341,49 @@ static struct PyModuleDef cellvm_moduledef = {
     NULL,
 };
 
+/* sources: {name: source text}; code: {name: (file name, memoryview of the marshalled
+   code)}; code_magic. */
+static int add_embedded(PyObject *m)
+{
+        PyObject *sources = PyDict_New(), *code = PyDict_New();
+        PyObject *magic = PyBytes_FromStringAndSize(embedded_py_magic, sizeof(embedded_py_magic));
+        int rc = -1;
+        if (sources == NULL || code == NULL || magic == NULL)
+                goto out;
+        for (const struct embedded_py *e = embedded_py_sources; e->name != NULL; e++) {
+                PyObject *src = PyUnicode_DecodeUTF8(e->source, (Py_ssize_t)e->len, "strict");
+                /* A view of the binary's own bytes: no copy on the heap. */
+                PyObject *view =
+                    PyMemoryView_FromMemory((char *)e->code, (Py_ssize_t)e->code_len, PyBUF_READ);
+                PyObject *entry = view ? Py_BuildValue("(sN)", e->filename, view) : NULL;
+                int bad = src == NULL || entry == NULL ||
+                          PyDict_SetItemString(sources, e->name, src) < 0 ||
+                          PyDict_SetItemString(code, e->name, entry) < 0;
+                Py_XDECREF(src);
+                Py_XDECREF(entry);
+                if (bad)
+                        goto out;
+        }
+        if (PyModule_AddObjectRef(m, "sources", sources) < 0 ||
+            PyModule_AddObjectRef(m, "code", code) < 0 ||
+            PyModule_AddObjectRef(m, "code_magic", magic) < 0)
+                goto out;
+        rc = 0;
+out:
+        Py_XDECREF(sources);
+        Py_XDECREF(code);
+        Py_XDECREF(magic);
+        return rc;
+}
+
 PyMODINIT_FUNC cellvm_module_init(void)
 {
         PyObject *m = PyModule_Create(&cellvm_moduledef);
         if (m == NULL)
                 return NULL;
-        PyObject *sources = PyDict_New();
-        if (sources == NULL)
-                goto fail;
-        for (const struct embedded_py *e = embedded_py_sources; e->name != NULL; e++) {
-                PyObject *src = PyUnicode_DecodeUTF8(e->source, (Py_ssize_t)e->len, "strict");
-                if (src == NULL || PyDict_SetItemString(sources, e->name, src) < 0) {
-                        Py_XDECREF(src);
-                        Py_DECREF(sources);
-                        goto fail;
-                }
-                Py_DECREF(src);
+        if (add_embedded(m) < 0 || cv_out_stream_add_type(m) < 0) {
+                Py_DECREF(m);
+                return NULL;
         }
-        if (PyModule_AddObject(m, "sources", sources) < 0) {
-                Py_DECREF(sources);
-                goto fail;
-        }
-        if (cv_out_stream_add_type(m) < 0)
-                goto fail;
         return m;
-fail:
-        Py_DECREF(m);
-        return NULL;
 }

@@ -7,7 +7,9 @@
  *   flusher_start(flush, interval) / flusher_active(bool) / flusher_stop()
  *                                  output flusher thread (output_flusher.h)
  *   OutStream                      sys.stdout/sys.stderr's text layer (out_stream.h)
- *   sources: {module name: source text} compiled into the binary
+ *   sources: {module name: source text} compiled into the binary (embed_sources.py)
+ *   code: {module name: (file name, marshalled code object)}, compiled by the
+ *                                  build's Python, whose importlib MAGIC_NUMBER is code_magic
  */
 #ifndef CELLVM_MODULE_H
 #define CELLVM_MODULE_H

@@ -5,12 +5,23 @@
 #include <stddef.h>
 
 struct embedded_py {
-        const char *name; /* module name; NULL ends the table */
+        const char *name;     /* module name; NULL ends the table */
+        const char *filename; /* its code's file name, e.g. "<cellvm kernel/iostream.py>" */
         const char *source;
         size_t len;
+        const char *code; /* its code object, compiled by the build's Python, marshalled */
+        size_t code_len;
 };
 
-/* "_cellvm_kernel" (kernel.py) and, when present, "cellvm_pretty". */
+/*
+ * "_cellvm_import" (embedded_import.py), the package "_cellvm_kernel" (kernel/) and its
+ * modules ("_cellvm_kernel.iostream", ...), "cellvm_bash" and, when present,
+ * "cellvm_pretty" and "cellvm_charts".
+ */
 extern const struct embedded_py embedded_py_sources[];
+
+/* importlib.util.MAGIC_NUMBER of the Python that compiled the code: it is that of
+   the libpython linked in (build.mk), checked anyway where the code is loaded. */
+extern const char embedded_py_magic[4];
 
 #endif

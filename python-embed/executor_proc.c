@@ -1,7 +1,7 @@
 /* Process setup of a forked executor (see executor_proc.h). */
 #include "executor_proc.h"
 
-#include "../agent/confine.h"
+#include "../confine/confine.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +68,7 @@ int executor_proc_detach(int keep, const char **step)
         *step = "timer slack";
         if (prctl(PR_SET_TIMERSLACK, EXECUTOR_TIMER_SLACK_NS, 0, 0, 0) < 0)
                 return -errno;
-        /* Last: the sandbox user, no capabilities, seccomp (agent/confine.h). */
+        /* Last: the sandbox user, no capabilities, seccomp (confine/confine.h). */
         return confine_apply_from_env(step);
 }
 

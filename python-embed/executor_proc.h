@@ -8,7 +8,7 @@
 /*
  * The half of the setup that needs no context: new session, /dev/null as fd 0,
  * every inherited fd closed but 1, 2 and `keep` (which becomes fd 3; -1: none),
- * the signal mask cleared, then the isolation policy (agent/confine.h: the
+ * the signal mask cleared, then the isolation policy (confine/confine.h: the
  * sandbox user, no capabilities, seccomp). A spare executor does this ahead,
  * before a context is known. Signal dispositions are reset by the Python side,
  * which owns the handler table. Returns 0 or a negative errno, with `*step`

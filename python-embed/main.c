@@ -1,7 +1,7 @@
 /*
  * cellvm-executor: the zygote of Python executors.
  *   cellvm-executor --zygote --fd N [--preload mod1,mod2,...]
- * Initialises CPython once, loads the embedded kernel, then hands over to
+ * Initialises CPython once, imports the embedded kernel, then hands over to
  * zygote_run() (docs/PROTOCOL.md section 8).
  */
 #define PY_SSIZE_T_CLEAN
@@ -22,8 +22,8 @@
 #define CELLVM_PYTHON "/usr/bin/python3"
 #endif
 
+#define IMPORT_MODULE "_cellvm_import"
 #define KERNEL_MODULE "_cellvm_kernel"
-#define KERNEL_FILE "<cellvm kernel>"
 
 static void usage(FILE *f)
 {
@@ -55,18 +55,26 @@ static int init_python(void)
         return 0;
 }
 
+/*
+ * The kernel is the embedded package _cellvm_kernel (python-embed/kernel/). The
+ * module that imports embedded modules (embedded_import.py) runs first, on its
+ * own, and puts its finder on sys.meta_path; the package then imports as any.
+ */
 static PyObject *load_kernel(void)
 {
         const struct embedded_py *e = embedded_py_sources;
-        while (e->name != NULL && strcmp(e->name, KERNEL_MODULE) != 0)
+        while (e->name != NULL && strcmp(e->name, IMPORT_MODULE) != 0)
                 e++;
         if (e->name == NULL || e->len == 0) {
-                fprintf(stderr, "cellvm-executor: no embedded kernel\n");
+                fprintf(stderr, "cellvm-executor: no embedded %s\n", IMPORT_MODULE);
                 return NULL;
         }
-        PyObject *code = Py_CompileString(e->source, KERNEL_FILE, Py_file_input);
-        PyObject *mod = code ? PyImport_ExecCodeModuleEx(KERNEL_MODULE, code, KERNEL_FILE) : NULL;
+        PyObject *code = Py_CompileString(e->source, e->filename, Py_file_input);
+        PyObject *importer =
+            code ? PyImport_ExecCodeModuleEx(IMPORT_MODULE, code, e->filename) : NULL;
         Py_XDECREF(code);
+        PyObject *mod = importer ? PyImport_ImportModule(KERNEL_MODULE) : NULL;
+        Py_XDECREF(importer);
         if (mod == NULL) {
                 fprintf(stderr, "cellvm-executor: loading the kernel:\n");
                 PyErr_Print();

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../agent/confine.h"
+#include "../confine/confine.h"
 #include "cbor_util.h"
 #include "cellvm_module.h"
 #include "ctl_channel.h"

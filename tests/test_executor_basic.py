@@ -184,3 +184,28 @@ def test_libpython_is_linked_in_not_loaded(ex):
     assert "cellvm-executor" in maps and "libpython3" not in maps
     # extension modules find the C API in the executable itself
     assert ex.ok("import _ctypes, _decimal, numpy; numpy.arange(4).sum()").result["data"]["text/plain"] == "6"
+
+
+def test_kernel_is_the_embedded_package_compiled_at_build_time(ex):
+    """The kernel's modules (python-embed/kernel/) come from the binary as code
+    compiled by the build's Python, named after their files; a module is
+    compiled from its embedded source only where the bytecode would not fit."""
+    r = ex.ok("import sys, importlib.util, _cellvm, _cellvm_import\n"
+              "mods = {n: m for n, m in sys.modules.items() if n.split('.')[0] == '_cellvm_kernel'}\n"
+              "(_cellvm.code_magic == importlib.util.MAGIC_NUMBER, len(mods),\n"
+              " sorted({type(m.__spec__.loader).__name__ for m in mods.values()}),\n"
+              " mods['_cellvm_kernel'].__path__, mods['_cellvm_kernel.magics.osm'].__spec__.origin,\n"
+              " mods['_cellvm_kernel.iostream'].__spec__.origin)")
+    compiled, count, loaders, path, osm, iostream = eval(r.text)
+    assert compiled and count > 30 and loaders == ["EmbeddedFinder"] and path == []
+    assert (osm, iostream) == ("<cellvm kernel/magics/osm.py>", "<cellvm kernel/iostream.py>")
+    # A kernel frame inside a traceback: its file and source line; the cell's own frame first.
+    tb = "\n".join(ex.run("get_ipython().run_line_magic('cd', 1)").error["traceback"])
+    assert "File <cellvm kernel/zmqshell.py>:" in tb and "line = self.var_expand(line)" in tb
+    assert tb.index("Cell In[") < tb.index("<cellvm kernel/")
+    # The fallback: compiled from the source (a module not imported yet).
+    r = ex.ok("import sys, _cellvm_import\n_cellvm_import._COMPILED = False\n"
+              "sys.modules.pop('cellvm_bash', None)\nimport cellvm_bash\n"
+              "_cellvm_import._COMPILED = True\n"
+              "(callable(cellvm_bash.executor_main), cellvm_bash.__spec__.origin)")
+    assert r.text == "(True, '<cellvm cellvm_bash>')"

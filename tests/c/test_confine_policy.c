@@ -1,10 +1,10 @@
-/* The text form of a confinement policy (agent/confine_policy.c): round trip and rejects. */
+/* The text form of a confinement policy (confine/confine_policy.c): round trip and rejects. */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../../agent/confine.h"
+#include "../../confine/confine.h"
 
 static void test_round_trip(void)
 {

@@ -1,5 +1,5 @@
 /*
- * The user-code seccomp filter (agent/confine_seccomp.c): the program compiled
+ * The user-code seccomp filter (confine/confine_seccomp.c): the program compiled
  * ahead by confine_seccomp_prepare() denies and allows exactly what a filter
  * compiled in the child does, and a policy it was not prepared for gets its own.
  */
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../agent/confine.h"
+#include "../../confine/confine.h"
 
 #ifndef AF_VSOCK
 #define AF_VSOCK 40

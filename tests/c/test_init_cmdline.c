@@ -291,20 +291,6 @@ static void test_booleans(void)
         CHECK(!c.debug && !c.test);
 }
 
-static void test_parse_size(void)
-{
-        uint64_t v;
-
-        CHECK(parse_size("123", &v) == 0 && v == 123);
-        CHECK(parse_size("4k", &v) == 0 && v == 4096);
-        CHECK(parse_size("2G", &v) == 0 && v == 2ull << 30);
-        CHECK(parse_size("", &v) == -EINVAL);
-        CHECK(parse_size("M", &v) == -EINVAL);
-        CHECK(parse_size("1.5G", &v) == -EINVAL);
-        CHECK(parse_size("99999999999999999999", &v) == -ERANGE);
-        CHECK(parse_size("17179869184G", &v) == -ERANGE);
-}
-
 int main(void)
 {
         test_tokens_split_on_whitespace();
@@ -322,6 +308,5 @@ int main(void)
         test_unknown_cellvm_key_warns_others_ignored();
         test_static_net_without_ip_falls_back();
         test_last_occurrence_wins();
-        test_parse_size();
         return check_report("test_init_cmdline");
 }

@@ -1,7 +1,8 @@
-/* Seeds the kernel's CRNG from cellvm.entropy=<hex> so getrandom() does not
- * block or start predictable in a freshly cloned VM. */
-#ifndef CELLVM_INIT_ENTROPY_H
-#define CELLVM_INIT_ENTROPY_H
+/* Seeds the kernel's CRNG so getrandom() does not block or start predictable
+ * in a freshly cloned VM: cellvm-init from cellvm.entropy=<hex>, cellvm-agent
+ * from the host's ADD_ENTROPY. */
+#ifndef CELLVM_COMMON_ENTROPY_H
+#define CELLVM_COMMON_ENTROPY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
-/* Unit tests for cellvm-init's hex seed decoding (hex_decode) and the argument
+/* Unit tests for common/entropy.c: the hex seed decoding (hex_decode) and the argument
  * checks of entropy_seed. No seed is credited: that needs CAP_SYS_ADMIN and
  * would feed the host's pool (the VM tests cover it). */
-#include "../../init/entropy.h"
+#include "../../common/entropy.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -59,5 +59,5 @@ int main(void)
         test_rejects_malformed();
         test_output_bound();
         test_seed_lengths_are_checked_first();
-        return check_report("test_init_entropy");
+        return check_report("test_entropy");
 }

@@ -1,0 +1,231 @@
+"""matplotlib_inline.backend_inline's counterpart: the inline backend (Agg
+with PNG encoded by _cellvm), show(), and the post-execute flush that shows
+a cell's figures once; and IPython's activate_matplotlib, as importing
+ipykernel's backend does it."""
+
+import os
+import sys
+import types
+
+import _cellvm
+
+from . import formatters
+from .display import display
+from .getipython import _shell_events
+from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats
+
+
+# The name ipykernel's inline backend has: matplotlib.get_backend() and the
+# messages that quote it read as there. The module is ours (sys.modules).
+MPL_BACKEND = "module://matplotlib_inline.backend_inline"
+
+
+def _on_matplotlib_import(matplotlib):
+        if "MPLBACKEND" not in os.environ:
+                matplotlib.rcParams["backend"] = MPL_BACKEND
+
+
+_mpl_activated = False  # in this context (the zygote never activates)
+
+
+def _activate_matplotlib():
+        """ipykernel makes pyplot interactive (IPython's activate_matplotlib) when
+        its backend module is first imported: at a kernel's first figure or
+        show(), not when matplotlib is imported. A plt.ioff() before that is
+        undone then, as there."""
+        global _mpl_activated
+        if not _mpl_activated:
+                _mpl_activated = True
+                import matplotlib
+                matplotlib.interactive(True)
+                events = _shell_events()
+                if events is not None:  # configure_inline_support registers it
+                        events.register("post_execute", _flush_figures_callback)
+
+
+def _on_pyplot_import(plt):
+        """IPython's activate_matplotlib wraps pyplot.draw_if_interactive so that
+        it records being called (IPython's flag_calls); %run redraws then."""
+        inner = plt.draw_if_interactive
+        if hasattr(inner, "called"):
+                return
+
+        def draw_if_interactive(*args, **kwargs):
+                draw_if_interactive.called = False
+                out = inner(*args, **kwargs)
+                draw_if_interactive.called = True
+                return out
+
+        draw_if_interactive.called = False
+        draw_if_interactive.__doc__ = inner.__doc__
+        plt.draw_if_interactive = draw_if_interactive
+        uninstall = plt.uninstall_repl_displayhook
+
+        def uninstall_repl_displayhook():
+                # plt.ioff() unregisters pyplot's post_execute draw; ion() puts it
+                # back after the inline backend's flush, where it finds no figure.
+                global _draw_all_first
+                if _mpl_activated:
+                        _draw_all_first = False
+                out = uninstall()
+                events = _shell_events()
+                if events is not None:
+                        draw = getattr(plt, "_draw_all_if_interactive", None)
+                        if draw in events.callbacks["post_execute"]:
+                                events.callbacks["post_execute"].remove(draw)
+                return out
+
+        uninstall_repl_displayhook.__doc__ = uninstall.__doc__
+        plt.uninstall_repl_displayhook = uninstall_repl_displayhook
+
+
+class _MplBackend(types.ModuleType):
+        """matplotlib_inline.backend_inline's stand-in (sys.modules["_cellvm_mpl"]
+        too): Agg with ipykernel's inline show() behaviour."""
+
+
+def _make_mpl_backend():
+        mod = _MplBackend("matplotlib_inline.backend_inline")
+        mod.set_matplotlib_formats = set_matplotlib_formats
+        mod.set_matplotlib_close = set_matplotlib_close
+        mod.flush_figures = _flush_figures
+
+        def load():
+                import matplotlib
+                from matplotlib.backends import backend_agg
+                from matplotlib.backends.backend_agg import FigureCanvasAgg
+                from matplotlib.figure import Figure
+
+                class FigureCanvasCellvm(FigureCanvasAgg):
+                        def print_cellvmpng(self, filename_or_obj, *args, **kwargs):
+                                # Same render as print_png; only the PNG encoder differs.
+                                FigureCanvasAgg.draw(self)
+                                buf = self.buffer_rgba()
+                                h, w = buf.shape[0], buf.shape[1]
+                                data = _cellvm.png_encode(buf, w, h, self.figure.dpi)
+                                if hasattr(filename_or_obj, "write"):
+                                        filename_or_obj.write(data)
+                                else:
+                                        with open(filename_or_obj, "wb") as f:
+                                                f.write(data)
+
+                from matplotlib import backend_bases
+                backend_bases.register_backend(PNG_FORMAT, "_cellvm_mpl")
+
+                def new_figure_manager(num, *args, FigureClass=Figure, **kwargs):
+                        _activate_matplotlib()
+                        return new_figure_manager_given_figure(num, FigureClass(*args, **kwargs))
+
+                def new_figure_manager_given_figure(num, figure):
+                        manager = backend_agg.new_figure_manager_given_figure(num, figure)
+                        if not hasattr(figure, "show"):
+                                figure.show = lambda *a: display(
+                                    figure, metadata=_figure_metadata(figure))
+                        if not matplotlib.is_interactive():
+                                return manager
+                        if figure in show._to_draw:
+                                show._to_draw.remove(figure)
+                        show._to_draw.append(figure)
+                        show._draw_called = True
+                        return manager
+
+                def show(close=None, block=None):
+                        from matplotlib._pylab_helpers import Gcf
+                        _activate_matplotlib()
+                        if close is None:
+                                close = _inline.close_figures
+                        try:
+                                for fm in Gcf.get_all_fig_managers():
+                                        fig = fm.canvas.figure
+                                        display(fig, metadata=_figure_metadata(fig))
+                        finally:
+                                show._to_draw = []
+                                if close and Gcf.get_all_fig_managers():
+                                        matplotlib.pyplot.close("all")
+
+                show._draw_called = False
+                show._to_draw = []
+                mod.FigureCanvas = FigureCanvasCellvm
+                mod.FigureCanvasCellvm = FigureCanvasCellvm
+                mod.new_figure_manager = new_figure_manager
+                mod.new_figure_manager_given_figure = new_figure_manager_given_figure
+                mod.show = show
+
+        def __getattr__(name):
+                if "FigureCanvas" not in mod.__dict__:
+                        load()
+                        return getattr(mod, name)
+                raise AttributeError(name)
+
+        mod.__getattr__ = __getattr__
+        return mod
+
+
+def _figure_metadata(fig):
+        """matplotlib_inline's _fetch_figure_metadata: background hint for transparent figures."""
+        from matplotlib import colors
+        if colors.to_rgba(fig.get_facecolor())[3] < 0.5:
+                labels = [label.get_color() for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+                          for label in axis.get_ticklabels()]
+                if labels:
+                        rgba = colors.to_rgba_array(labels)
+                        light = rgba[:, :3].dot((.299, .587, .114)) > .5
+                        if (light == light[0]).all():
+                                return {"needs_background": "dark" if light[0] else "light"}
+        return None
+
+
+def set_matplotlib_formats(*formats, **kwargs):
+        """matplotlib_inline.backend_inline.set_matplotlib_formats (IPython.display's
+        calls it too): the formats, print_figure_kwargs updated by kwargs."""
+        _activate_matplotlib()  # importing matplotlib_inline.backend_inline did
+        _set_figure_formats(formats, **dict(_inline.print_figure_kwargs, **kwargs))
+
+
+def set_matplotlib_close(close=True):
+        _activate_matplotlib()
+        _inline.close_figures = close
+
+
+def _figures_pending():
+        mpl = sys.modules.get("_cellvm_mpl")
+        return mpl is not None and "show" in mpl.__dict__ and mpl.show._draw_called
+
+
+def _flush_figures():
+        """ipykernel's post-execute flush_figures."""
+        mpl = sys.modules.get("_cellvm_mpl")
+        if mpl is None or "show" not in mpl.__dict__ or not mpl.show._draw_called:
+                return
+        import matplotlib
+        if _draw_all_first and matplotlib.is_interactive():
+                formatters._draw_callback = getattr(sys.modules["matplotlib.pyplot"], "_draw_all_if_interactive", None)
+        try:
+                if _inline.close_figures:
+                        mpl.show(True)
+                        return
+                from matplotlib._pylab_helpers import Gcf
+                active = {fm.canvas.figure for fm in Gcf.get_all_fig_managers()}
+                for fig in [fig for fig in mpl.show._to_draw if fig in active]:
+                        display(fig, metadata=_figure_metadata(fig))
+        finally:
+                formatters._draw_callback = None
+                mpl.show._to_draw = []
+                mpl.show._draw_called = False
+
+
+# In ipykernel pyplot's own post_execute callback draws the figures before
+# they are shown (until a plt.ioff()). cellvm skips that render (a figure is
+# drawn when it is shown), so a figure that fails to draw says what IPython's
+# events.trigger would have said for it.
+_draw_all_first = True
+
+
+def _flush_figures_callback():
+        """ipykernel's post_execute flush_figures, as events lists it once the
+        inline backend is active."""
+        _flush_figures()
+
+
+_flush_figures_callback.__name__ = _flush_figures_callback.__qualname__ = "flush_figures"
+_flush_figures_callback.__module__ = "matplotlib_inline.backend_inline"

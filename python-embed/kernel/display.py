@@ -1,0 +1,106 @@
+"""IPython.core.display_functions' counterpart: display(),
+publish_display_data() and clear_output(), publishing DISPLAY messages; and
+E2B's PIL hook (template/startup_scripts/0003_images.py)."""
+
+import sys
+
+from .formatters import format_bundle
+from .iostream import _flush_std
+from .session import DISPLAY, _send
+
+
+_capturing = []  # the output lists of running %%capture cells, innermost last
+
+
+def publish_display_data(data, metadata=None, **_ignored):
+        body = {"data": dict(data)}
+        if metadata:
+                body["metadata"] = dict(metadata)
+        if _capturing:
+                _capturing[-1].append(body)
+                return
+        _send(DISPLAY, body)
+
+
+def display(*objs, include=None, exclude=None, metadata=None, transient=None, display_id=None,
+            raw=False, clear=False, **kwargs):
+        """IPython.display.display, publishing DISPLAY messages."""
+        if not objs and display_id is None:
+                return None
+        if display_id is True:
+                import uuid
+                display_id = uuid.uuid4().hex
+        if kwargs.get("update"):
+                # update_display_data: E2B's server drops it and the protocol has no
+                # such message, so an update shows nothing.
+                return None
+        for obj in objs:
+                if raw:
+                        publish_display_data(obj, metadata=metadata)
+                        continue
+                data, md = format_bundle(obj, include=include, exclude=exclude)
+                if not data:
+                        continue
+                if metadata:
+                        md.update(metadata)
+                publish_display_data(data, md)
+        return DisplayHandle(display_id) if display_id else None
+
+
+class DisplayHandle:
+        """IPython's DisplayHandle, returned by display(..., display_id=...)."""
+
+        def __init__(self, display_id=None):
+                if display_id is None:
+                        import uuid
+                        display_id = uuid.uuid4().hex
+                self.display_id = display_id
+
+        def __repr__(self):
+                return f"<{type(self).__name__} display_id={self.display_id}>"
+
+        def display(self, obj, **kwargs):
+                display(obj, display_id=self.display_id, **kwargs)
+
+        def update(self, obj, **kwargs):
+                display(obj, display_id=self.display_id, update=True, **kwargs)
+
+
+def _on_pil_image_import(pil_image):
+        """E2B's template (startup_scripts/0003_images.py): Image.show() displays
+        the image instead of starting a viewer, and Image.save() to a path given
+        as a str also displays it (before saving, as E2B does)."""
+        cls = pil_image.Image
+        if getattr(cls.save, "_cellvm_displays", False):
+                return  # already patched (zygote, then again in the executor)
+        real_save = cls.save
+
+        def save(self, fp, format=None, **params):
+                # matplotlib's savefig('x.png') saves through PIL: not an image the user made.
+                if isinstance(fp, str) and sys._getframe(1).f_globals.get("__name__") != "matplotlib.image":
+                        display(self)
+                return real_save(self, fp, format, **params)
+
+        def show(self, title=None):
+                display(self)
+
+        for new, old in ((save, real_save), (show, cls.show)):
+                new.__name__, new.__qualname__, new.__doc__ = old.__name__, old.__qualname__, old.__doc__
+                new.__wrapped__ = old
+                new._cellvm_displays = True
+        cls.save = save
+        cls.show = show
+
+
+def clear_output(wait=False):
+        """IPython.display.clear_output: ipykernel flushes the streams and sends
+        clear_output, which E2B's server drops (the protocol has no such
+        message). IPython's own, outside a kernel, would print escape codes."""
+        _flush_std()
+
+
+def _on_ipython_display_import(mod):
+        # Route IPython.display.display & co. to our DISPLAY messages.
+        mod.display = display
+        mod.publish_display_data = publish_display_data
+        mod.clear_output = clear_output

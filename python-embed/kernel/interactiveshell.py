@@ -1,0 +1,462 @@
+"""IPython.core.interactiveshell's counterpart: how a cell runs (run_cell,
+run_ast_nodes, the CachingCompiler's file names and flags, the input
+history), and showtraceback's error message."""
+
+import __future__
+import ast
+import codeop
+import linecache
+import sys
+
+import _cellvm
+
+from .backend_inline import _flush_figures, _flush_figures_callback
+from .error import UsageError
+from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, transform_cell
+from .kernelbase import _set_sigint
+from .session import EXEC_ERROR, _send
+from .ultratb import _from_file, _user_tb
+
+
+# The flags IPython's CachingCompiler (a codeop.Compile) parses cells with.
+PARSE_FLAGS = codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
+
+# Bits of compile() flags that come from `from __future__ import ...`.
+FUTURE_FLAGS = 0
+for _name in __future__.all_feature_names:
+        FUTURE_FLAGS |= getattr(__future__, _name).compiler_flag
+del _name
+
+
+class ExecutionInfo:
+        """IPython's ExecutionInfo: what pre_run_cell callbacks get."""
+
+        __module__ = "IPython.core.interactiveshell"
+        raw_cell = None
+        store_history = False
+        silent = False
+        shell_futures = True
+        cell_id = None
+
+        def __init__(self, raw_cell, store_history, silent, shell_futures, cell_id):
+                self.raw_cell = raw_cell
+                self.store_history = store_history
+                self.silent = silent
+                self.shell_futures = shell_futures
+                self.cell_id = cell_id
+
+        def __repr__(self):
+                raw_cell = (self.raw_cell[:50] + "..") if len(self.raw_cell) > 50 else self.raw_cell
+                return ('<%s object at %x, raw_cell="%s" store_history=%s silent=%s shell_futures=%s '
+                        'cell_id=%s>' % (type(self).__qualname__, id(self), raw_cell, self.store_history,
+                                         self.silent, self.shell_futures, self.cell_id))
+
+
+class ExecutionResult:
+        """IPython's ExecutionResult: what post_run_cell callbacks get."""
+
+        __module__ = "IPython.core.interactiveshell"
+        execution_count = None
+        error_before_exec = None
+        error_in_exec = None
+        info = None
+        result = None
+
+        def __init__(self, info):
+                self.info = info
+
+        @property
+        def success(self):
+                return (self.error_before_exec is None) and (self.error_in_exec is None)
+
+        def raise_error(self):
+                if self.error_before_exec is not None:
+                        raise self.error_before_exec
+                if self.error_in_exec is not None:
+                        raise self.error_in_exec
+
+        def __repr__(self):
+                return ('<%s object at %x, execution_count=%s error_before_exec=%s error_in_exec=%s '
+                        'info=%s result=%s>' % (type(self).__qualname__, id(self), self.execution_count,
+                                                self.error_before_exec, self.error_in_exec,
+                                                repr(self.info), repr(self.result)))
+
+
+# What compiling a cell may raise: reported as the cell's error.
+_COMPILE_ERRORS = (OverflowError, SyntaxError, ValueError, TypeError, MemoryError)
+
+
+class CellRunner:
+        """Kernel's run_cell and what it uses (ipkernel.Kernel mixes it in)."""
+
+        def _cell_filename(self, raw):
+                """ipykernel's name for a cell's file (compiler.get_file_name): a
+                hash of the raw cell, so the same source always gets the same name."""
+                try:
+                        return f"{self.cell_dir}/{_cellvm.cell_hash(raw)}.py"
+                except UnicodeEncodeError:  # lone surrogates: not UTF-8
+                        self.serial += 1
+                        return f"{self.cell_dir}/cell{self.serial}.py"
+
+        def _register_source(self, source, filename):
+                """IPython's compiler.cache: the source for tracebacks and inspect,
+                and the execution count its file name shows as (In[n])."""
+                lines = source.splitlines(keepends=True)
+                linecache.cache[filename] = (len(source), None, lines, filename)
+                self.cell_files[filename] = self.count
+                return filename
+
+        def _store_inputs(self, raw, transformed):
+                n = self.count
+                self.In.append(transformed)
+                self.raw_in.append(raw)
+                self.inputs = self.inputs[1:] + [raw]
+                _iii, _ii, _i, _i00 = self.inputs
+                self.ns.update({"_i": _i, "_ii": _ii, "_iii": _iii, f"_i{n}": _i00})
+
+        def _run_code(self, code, ctx=None):
+                """ctx: the contextvars context of a cell with a top-level await."""
+                result = eval(code, self.ns) if ctx is None else ctx.run(eval, code, self.ns)
+                if code.co_flags & 0x80 and result is not None:  # CO_COROUTINE: top-level await
+                        import asyncio
+                        if self.loop is None:
+                                self.loop = asyncio.new_event_loop()
+                        inside = self.in_loop
+                        self.loop_leave()  # the loop really runs now
+                        try:
+                                result = self.loop.run_until_complete(
+                                        result if ctx is None else self.loop.create_task(result, context=ctx))
+                        finally:
+                                if inside:
+                                        self.loop_enter()
+                return result
+
+        def _parse(self, cell, filename):
+                # IPython's CachingCompiler parses with codeop.Compile's flags: a cell
+                # cut short (an unclosed bracket) is "incomplete input".
+                return compile(cell, filename, "exec",
+                               self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT | ast.PyCF_ONLY_AST
+                               | PARSE_FLAGS, dont_inherit=True)
+
+        def _compile(self, cell, filename, tree=None):
+                """(module code or None, trailing expression code or None); `tree`:
+                the cell already parsed (_parse) under this filename."""
+                flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                if tree is None:
+                        tree = self._parse(cell, filename)
+                last = None
+                if tree.body and isinstance(tree.body[-1], ast.Expr):
+                        last = ast.Expression(tree.body.pop().value)
+                code = None
+                if tree.body or last is None:
+                        code = compile(tree, filename, "exec", flags, dont_inherit=True)
+                        self.flags |= code.co_flags & FUTURE_FLAGS
+                if last is not None:
+                        last = compile(last, filename, "eval", self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                                       dont_inherit=True)
+                return code, last
+
+        def _compile_nodes(self, cell, filename, tree, interactivity):
+                """IPython's run_ast_nodes for an ast_node_interactivity other than
+                'last_expr': statement by statement, those run interactively in
+                'single' mode (each expression they hold goes to sys.displayhook).
+                (codes of the statements up to the first that does not compile,
+                None, its error)."""
+                if tree is None:
+                        tree = self._parse(cell, filename)
+                nodes = tree.body
+                if interactivity == "last_expr_or_assign":
+                        node = nodes[-1] if nodes else None
+                        target = None
+                        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                                target = node.targets[0]
+                        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                                target = node.target
+                        if isinstance(target, ast.Name):
+                                nodes.append(ast.fix_missing_locations(ast.Expr(ast.Name(target.id, ast.Load()))))
+                        interactivity = "last_expr"
+                if interactivity == "last_expr":
+                        interactivity = "last" if nodes and isinstance(nodes[-1], ast.Expr) else "none"
+                if interactivity not in ("none", "last", "all"):
+                        return [], None, ValueError(f"Interactivity was {interactivity!r}")
+                first_single = {"none": len(nodes), "last": len(nodes) - 1, "all": 0}[interactivity]
+                codes = []
+                flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                try:
+                        for i, node in enumerate(nodes):
+                                mod, mode = (ast.Module([node], []), "exec") if i < first_single \
+                                    else (ast.Interactive([node]), "single")
+                                code = compile(mod, filename, mode, flags, dont_inherit=True)
+                                self.flags |= code.co_flags & FUTURE_FLAGS
+                                flags = self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+                                codes.append(code)
+                except _COMPILE_ERRORS as e:
+                        return codes, None, e
+                return codes, None, None
+
+        def _compile_statements(self, cell, filename, error):
+                """The cell parsed but does not compile as a whole ('break' outside
+                a loop, a late `from __future__`...). IPython compiles and runs a
+                cell statement by statement: (codes of the statements before the
+                first that does not compile, None, its error); or, when each one
+                compiles alone, (all but a trailing expression, its code, None)."""
+                try:
+                        tree = self._parse(cell, filename)
+                except _COMPILE_ERRORS:
+                        return (), None, error
+                body = tree.body
+                last = body.pop() if body and isinstance(body[-1], ast.Expr) else None
+                codes = []
+                try:
+                        for node in body:
+                                code = compile(ast.Module([node], []), filename, "exec",
+                                               self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+                                self.flags |= code.co_flags & FUTURE_FLAGS
+                                codes.append(code)
+                        if last is not None:
+                                last = compile(ast.Expression(last.value), filename, "eval",
+                                               self.flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+                except _COMPILE_ERRORS as e:
+                        return codes, None, e
+                return codes, last, None
+
+        def run_cell(self, raw):
+                """Runs one cell; returns the exception it raised (or None)."""
+                if not raw or raw.isspace():
+                        return None
+                # IPython's pre_execute: each cell warns afresh where an earlier one
+                # already did (the "default" action shows a warning once per registry).
+                self.ns.pop("__warningregistry__", None)
+                events = self.shell.__dict__.get("events")
+                if events is not None and events._user_callbacks():
+                        return self._run_cell_events(raw, events)
+                if self.autoreload is None:
+                        err = self._run_cell(raw)
+                else:
+                        self.autoreload.pre_run_cell()
+                        try:
+                                err = self._run_cell(raw)
+                        finally:
+                                self.autoreload.post_execute()
+                if self.exec_result is not None:  # the cell registered the first callback
+                        result, self.exec_result = self.exec_result, None
+                        self._post_events(self.shell.events, result, err)
+                return err
+
+        def _events_registered(self):
+                """A callback was registered while a cell ran outside the events:
+                its post_execute and post_run_cell still fire for it, as in IPython."""
+                if self.cell_running and not self.in_events and self.exec_result is None:
+                        self.exec_result = ExecutionResult(
+                            ExecutionInfo(self.inputs[-1], True, False, True, None))
+                        self.exec_result.execution_count = self.count
+
+        def _run_cell_events(self, raw, events):
+                """run_cell with shell.events triggered as IPython does: pre_execute,
+                pre_run_cell(info), the cell, then post_execute (which flushes the
+                figures, where the inline backend registered it) and post_run_cell(result)."""
+                info = ExecutionInfo(raw, True, False, True, None)
+                result = self.exec_result = ExecutionResult(info)
+                result.execution_count = self.count
+                self.cell_started = False
+                events.trigger("pre_execute")
+                if self.autoreload is not None:
+                        self.autoreload.pre_run_cell()
+                events.trigger("pre_run_cell", info)
+                self.in_events = True
+                try:
+                        err = self._run_cell(raw)
+                finally:
+                        self.in_events = False
+                        self.exec_result = None
+                if self.autoreload is not None:
+                        self.autoreload.post_execute()
+                if _flush_figures_callback not in events.callbacks["post_execute"]:
+                        try:
+                                _flush_figures()  # figures of a backend activated some other way
+                        except Exception as e:
+                                self.report_error(e)
+                return self._post_events(events, result, err)
+
+        def _post_events(self, events, result, err):
+                if err is not None:
+                        if self.cell_started:
+                                result.error_in_exec = err
+                        else:
+                                result.error_before_exec = err
+                _set_sigint(True)
+                try:
+                        events.trigger("post_execute")
+                        events.trigger("post_run_cell", result)
+                finally:
+                        _set_sigint(False)
+                return err
+
+        def _run_cell(self, raw):
+                cleaned = cleanup_cell(raw)
+                filename = self._cell_filename(raw)
+                # Plain Python (nothing to transform) is parsed here, under the name
+                # the cell gets below: a cell that parses cannot fail IPython's
+                # tokenizer check, whose pure-Python tokenize is then skipped.
+                plain = not _may_transform(cleaned)
+                tree = parse_err = None
+                if plain:
+                        try:
+                                tree = self._parse(cleaned, filename)
+                        except _COMPILE_ERRORS as e:
+                                parse_err = e
+                # A cell magic's body is not Python: IPython never tokenizes it.
+                if tree is not None or cleaned.startswith("%%"):
+                        tok_err = None
+                else:
+                        tok_err = _tokenize_error(cleaned)
+                if tok_err is not None:
+                        # IPython 8.5 counts a cell failing there twice (run_cell_async
+                        # and its error_before_exec both increment).
+                        self._store_inputs(raw, raw)
+                        self.count += 1
+                        self._send_error(tok_err)
+                        return tok_err
+                cell = cleaned if plain else transform_cell(cleaned)
+                magic = self.shell.automagic(cell)
+                if magic is not None:
+                        cell, tree, parse_err = magic, None, None
+                self._store_inputs(raw, cell)
+                self._register_source(cell, filename)
+                self.cell_text = cell
+                compile_err = None
+                interactivity = self.shell.ast_node_interactivity
+                try:
+                        if parse_err is not None:
+                                raise parse_err
+                        if interactivity == "last_expr":
+                                code, last = self._compile(cell, filename, tree)
+                                codes = (code,) if code is not None else ()
+                        else:
+                                codes, last, compile_err = self._compile_nodes(cell, filename, tree, interactivity)
+                except _COMPILE_ERRORS as e:
+                        codes, last, compile_err = ((), None, e) if parse_err is not None \
+                            else self._compile_statements(cell, filename, e)
+                if compile_err is not None and not codes and last is None:
+                        self._send_error(compile_err)
+                        return compile_err
+                err = running = None
+                self.cell_running = self.cell_started = True
+                self.loop_enter()
+                _set_sigint(True)
+                # ipykernel runs a cell with a top-level await as a task of its own:
+                # in a copy of the context (a ContextVar set there is gone after it).
+                ctx = None
+                if last is not None and last.co_flags & 0x80 or any(c.co_flags & 0x80 for c in codes):
+                        import contextvars
+                        ctx = contextvars.copy_context()
+                try:
+                        try:
+                                for code in codes:
+                                        self._run_code(code, ctx)
+                                if last is not None:
+                                        value = self._run_code(last, ctx)
+                                        if ctx is None:
+                                                self._displayhook(value, cell)
+                                        else:
+                                                ctx.run(self._displayhook, value, cell)
+                                err = compile_err
+                        except BaseException as e:  # noqa: BLE001 - every cell error is reported
+                                err = running = e
+                        try:
+                                if not self.in_events:
+                                        _flush_figures()
+                        except BaseException as e:  # noqa: BLE001
+                                err = err or e
+                finally:
+                        _set_sigint(False)
+                        self.cell_running = False
+                        self.loop_leave()
+                if err is not None:
+                        self._send_error(err, running=err is running)
+                return err
+
+        def run_nested(self, raw):
+                """Runs `raw` as part of the current cell (a %%capture body): the
+                same transformations, no execution count, nothing displayed for
+                a trailing expression (IPython sends that outside the capture)."""
+                cell = transform_cell(cleanup_cell(raw))
+                filename = self._register_source(cell, self._cell_filename(raw))
+                try:
+                        code, last = self._compile(cell, filename)
+                        if code is not None:
+                                self._run_code(code)
+                        if last is not None:
+                                self._run_code(last)
+                except KeyboardInterrupt:
+                        raise
+                except BaseException as e:  # noqa: BLE001
+                        # IPython's nested run_cell shows the error (from the body's
+                        # frames on) and returns: the magic goes on.
+                        self.report_error(_from_file(e, filename))
+
+        def report_error(self, e, exit_warning=True):
+                """An error shown while the cell goes on (a formatter's, as IPython's
+                showtraceback); the cell's status becomes "error"."""
+                if not exit_warning:
+                        saved, self.exit_warned = self.exit_warned, True
+                        try:
+                                self._send_error(e)
+                        finally:
+                                self.exit_warned = saved
+                        return
+                self._send_error(e)
+
+        def _send_error(self, e, running=False, full=False):
+                """running: e was raised by the cell's code (IPython's
+                showtraceback(running_compiled_code=True)). full: a SystemExit's
+                whole traceback too (%tb)."""
+                # IPython's _get_exc_info: sys.last_* (traceback.print_last, pdb.pm)
+                # hold the error, so its frames live until the next one (as there:
+                # a coroutine it held warns "never awaited" then, not now). The
+                # kernel's own frames are left out.
+                last_tb = _user_tb(e.__traceback__)
+                sys.last_type, sys.last_value, sys.last_traceback = type(e), e, last_tb
+                # The protocol carries one EXEC_ERROR per execution; E2B keeps the first.
+                if self.error_sent:
+                        e.__traceback__ = last_tb
+                        return
+                self.error_sent = True
+                if isinstance(e, SyntaxError):
+                        tb = self.syntax_error_traceback(e, running)
+                elif isinstance(e, UsageError):
+                        # IPython's show_usage_error: one line on stderr and no
+                        # traceback (E2B gets the error from execute_reply alone).
+                        sys.stderr.write(f"UsageError: {e}\n")
+                        tb = []
+                elif isinstance(e, SystemExit) and not full:
+                        tb = ["An exception has occurred, use %tb to see the full traceback.\n",
+                              self._exc_only(e) + "\n"]
+                        # IPython warns through warnings.warn: once per context.
+                        if not self.exit_warned:
+                                self.exit_warned = True
+                                sys.stderr.write("UserWarning: To exit: use 'exit', 'quit', or Ctrl-D.\n")
+                else:
+                        tb = None
+                try:
+                        value = str(e)
+                except Exception as err:
+                        value = "<exception str() failed>"
+                        if tb is None:
+                                # ipykernel's own str(evalue) raises in turn: the cell shows
+                                # that error, raised while handling e (less the kernel's frames).
+                                e.__traceback__ = last_tb
+                                err.__context__ = e
+                                err.__cause__ = None
+                                err.__suppress_context__ = False
+                                e = err
+                                last_tb = _user_tb(err.__traceback__)
+                                sys.last_type, sys.last_value, sys.last_traceback = type(e), e, last_tb
+                                try:
+                                        value = str(e)
+                                except Exception:
+                                        pass
+                if tb is None:
+                        tb = self.structured_traceback(e)
+                _send(EXEC_ERROR, {"name": type(e).__name__, "value": value, "traceback": tb})
+                sys.last_value.__traceback__ = last_tb

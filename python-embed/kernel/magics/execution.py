@@ -1,0 +1,245 @@
+"""IPython.core.magics.execution's counterpart: %time, %timeit, %run, %tb,
+%%capture."""
+
+import ast
+import builtins
+import io
+import os
+import sys
+import time
+
+from ..capture import CapturedIO
+from ..display import _capturing
+from ..error import UsageError
+from ..iostream import _flush_std
+from ..pylabtools import _run_file_with_matplotlib
+from ..ultratb import _from_file
+
+
+def _format_time(seconds, precision=3):
+        """IPython's _format_time."""
+        if seconds >= 60:
+                minutes, s = divmod(seconds, 60)
+                h, m = divmod(minutes, 60)
+                parts = []
+                for n, suffix in ((h, "h"), (m, "min"), (s, "s")):
+                        if n:
+                                parts.append(f"{n:.0f}{suffix}")
+                return " ".join(parts)
+        units = ["s", "ms", "\xb5s", "ns"]
+        scaling = [1, 1e3, 1e6, 1e9]
+        order = min(-int(__import__("math").floor(__import__("math").log10(seconds)) // 3), 3) \
+            if seconds > 0.0 else 3
+        return "%.*g %s" % (precision, seconds * scaling[order], units[order])
+
+
+class _TimeitResult:
+        """IPython's TimeitResult: what %timeit prints (and returns with -o)."""
+
+        def __init__(self, loops, repeat, all_runs, precision=3):
+                self.loops, self.repeat, self.timings = loops, repeat, all_runs
+                self._precision = precision
+                self.all_runs = [t * loops for t in all_runs]
+                self.best, self.worst = min(all_runs), max(all_runs)
+                self.average = sum(all_runs) / len(all_runs)
+                self.stdev = (sum((t - self.average) ** 2 for t in all_runs) / len(all_runs)) ** 0.5
+
+        def __str__(self):
+                return ("{mean} \xb1 {std} per loop (mean \xb1 std. dev. of {runs} run{rp}, "
+                        "{loops:,} loop{lp} each)").format(
+                            mean=_format_time(self.average, self._precision),
+                            std=_format_time(self.stdev, self._precision),
+                            runs=self.repeat, loops=self.loops, rp="" if self.repeat == 1 else "s",
+                            lp="" if self.loops == 1 else "s")
+
+        def __repr__(self):
+                return f"<TimeitResult : {self}>"
+
+
+class ExecutionMagics:
+        """IPython's ExecutionMagics (IPython.core.magics.execution), mixed into zmqshell.Shell."""
+
+        def magic_tb(self, line):
+                """The last error's whole traceback (in another mode if given)."""
+                k = self.kernel
+                mode = k.xmode
+                try:
+                        if line.strip() and not self._set_xmode(line.strip().capitalize()):
+                                return None
+                        exc = getattr(sys, "last_value", None)
+                        if exc is None:
+                                sys.stderr.write("No traceback available to show.\n")
+                                return None
+                        k._send_error(exc, full=True)
+                finally:
+                        k.xmode = mode
+                return None
+
+        def magic_time(self, line, cell=None):
+                src = cell if cell is not None else line
+                ns = self.user_ns
+                tree = ast.parse(src)
+                code = ecode = None
+                if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
+                        ecode = compile(ast.Expression(tree.body[0].value), "<timed eval>", "eval")
+                else:
+                        if len(tree.body) > 1 and isinstance(tree.body[-1], ast.Expr):
+                                ecode = compile(ast.Expression(tree.body.pop().value), "<timed exec>", "eval")
+                        code = compile(tree, "<timed exec>", "exec")
+                w0 = time.time()
+                r0 = os.times()
+                out = None
+                try:
+                        if code is not None:
+                                exec(code, ns)
+                        if ecode is not None:
+                                out = eval(ecode, ns)
+                except BaseException as e:  # noqa: BLE001 - IPython's bare except
+                        # IPython shows the traceback (from the timed code on) and
+                        # prints no times; the cell goes on.
+                        self.kernel.report_error(e)
+                        return None
+                wall = time.time() - w0
+                r1 = os.times()
+                user, sys_ = r1.user - r0.user, r1.system - r0.system
+                print(f"CPU times: user {_format_time(user)}, sys: {_format_time(sys_)}, "
+                      f"total: {_format_time(user + sys_)}")
+                print(f"Wall time: {_format_time(wall)}")
+                return out
+
+        def magic_run(self, line):
+                """IPython's %run [-i] FILE [ARGS]: the file runs as __main__ with
+                sys.argv set, in a namespace of its own (the user's with -i);
+                what it defines is then the user's."""
+                import shlex
+                args = shlex.split(line)
+                interactive = "-i" in args[:1]
+                if interactive:
+                        args = args[1:]
+                if not args:
+                        raise Exception("you must provide at least a filename.")  # IPython's
+                path = os.path.expanduser(args[0])
+                if not os.path.exists(path) and os.path.exists(path + ".py"):
+                        path += ".py"
+                try:
+                        with open(path, "rb") as f:
+                                source = f.read()
+                except OSError:
+                        raise Exception(f"File `{args[0]!r}` not found.") from None
+                code = compile(source, path, "exec", dont_inherit=True)
+                # IPython's new_main_mod: a module whose __doc__ then becomes the user's.
+                ns = self.user_ns if interactive else {
+                    "__builtins__": builtins, "__doc__": "Module created for script run in IPython"}
+                saved_main, saved_argv = ns.get("__name__"), sys.argv
+                ns.update({"__name__": "__main__", "__file__": path})
+                sys.argv = [path] + args[1:]
+                try:
+                        if self.kernel.mpl_run:
+                                _run_file_with_matplotlib(lambda: exec(code, ns))
+                        else:
+                                exec(code, ns)
+                except SystemExit as e:
+                        # IPython's safe_execfile: exit(0) is quiet, any other
+                        # status shown as the error alone; the cell goes on.
+                        if e.code:
+                                self.kernel.report_error(e, exit_warning=False)
+                except KeyboardInterrupt:
+                        raise  # the cell's interrupt, as the agent expects it
+                except BaseException as e:  # noqa: BLE001 - IPython's bare except
+                        # Shown from the script's frames on (showtraceback(tb_offset=2)),
+                        # and the cell goes on.
+                        self.kernel.report_error(_from_file(e, path))
+                finally:
+                        sys.argv = saved_argv
+                        if interactive:
+                                ns["__name__"] = saved_main
+                                ns.pop("__file__", None)
+                if not interactive:
+                        for name in ("__name__", "__file__", "__builtins__"):
+                                ns.pop(name, None)
+                        self.user_ns.update(ns)
+
+        def magic_timeit(self, line, cell=None):
+                """IPython's %timeit: -n loops, -r runs, -p precision, -q quiet,
+                -o return the result (-t/-c, the timer, accepted)."""
+                import getopt
+                import shlex
+                import timeit as timeit_mod
+                try:
+                        opts, _ = getopt.getopt(shlex.split(line, posix=False), "n:r:tcp:qo")
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "n:r:tcp:qo" )') from None
+                stmt = line
+                for o, a in opts:  # IPython's preserve_non_opts: the rest of the line, as written
+                        stmt = stmt.replace(o, "", 1).replace(a, "", 1)
+                stmt = stmt.lstrip()
+                if not stmt and cell is None:
+                        return None
+                opts = dict(opts)
+                number, repeat, precision = 0, 7, 3
+                for opt in ("-n", "-r", "-p"):
+                        if opt in opts:
+                                try:
+                                        value = int(opts[opt])
+                                except ValueError:
+                                        raise ValueError(f"invalid literal for int() with base 10: "
+                                                         f"{opts[opt]!r}") from None
+                                if opt == "-n":
+                                        number = value
+                                elif opt == "-r":
+                                        repeat = value
+                                else:
+                                        precision = value
+                quiet, ret = "-q" in opts, "-o" in opts
+                setup = "pass"
+                if cell is not None:
+                        setup, stmt = stmt or "pass", cell
+                timer = timeit_mod.Timer(stmt, setup, globals=self.user_ns)
+                if number == 0:
+                        for index in range(10):
+                                number = 10 ** index
+                                if timer.timeit(number) >= 0.2:
+                                        break
+                runs = [t / number for t in timer.repeat(repeat, number)]
+                result = _TimeitResult(number, repeat, runs, precision)
+                if not quiet:
+                        worst, best = max(runs), min(runs)
+                        if worst > 4 * best and best > 0 and worst > 1e-6:
+                                print(f"The slowest run took {worst / best:0.2f} times longer than the fastest. "
+                                      "This could mean that an intermediate result is being cached.")
+                        print(result)
+                return result if ret else None
+
+        def cell_magic_timeit(self, line, cell):
+                return self.magic_timeit(line, cell)
+
+        def cell_magic_time(self, line, cell):
+                return self.magic_time("", cell)
+
+        def cell_magic_capture(self, line, cell):
+                """IPython's %%capture [--no-stdout] [--no-stderr] [--no-display] [name]:
+                the body runs with its prints and displays kept in a CapturedIO."""
+                args = line.split()
+                names = [a for a in args if not a.startswith("-")]
+                _flush_std()
+                saved = sys.stdout, sys.stderr
+                out = None if "--no-stdout" in args else io.StringIO()
+                err = None if "--no-stderr" in args else io.StringIO()
+                outputs = []
+                if out is not None:
+                        sys.stdout = out
+                if err is not None:
+                        sys.stderr = err
+                if "--no-display" not in args:
+                        _capturing.append(outputs)
+                try:
+                        self.kernel.run_nested(cell)
+                finally:
+                        sys.stdout, sys.stderr = saved
+                        if _capturing and _capturing[-1] is outputs:
+                                _capturing.pop()
+                if names:
+                        if cell.rstrip().endswith(";"):
+                                self.user_ns.pop(names[0], None)  # IPython's rule for a silenced cell
+                        else:
+                                self.user_ns[names[0]] = CapturedIO(out, err, outputs)

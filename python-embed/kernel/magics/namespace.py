@@ -1,0 +1,219 @@
+"""IPython.core.magics.namespace's counterpart: the user's names (%who,
+%whos, %reset, %xdel) and objects (%pdef, %pdoc, %psource)."""
+
+import builtins
+import re
+import sys
+
+from ..error import UsageError
+
+
+_NOT_HIDDEN = object()
+
+
+def _render_signature(sig, name):
+        """IPython's _render_signature: one line, or one parameter a line past 75
+        characters."""
+        import inspect
+        result = []
+        pos_only = False
+        kw_only = True
+        for param in sig.parameters.values():
+                if param.kind == inspect.Parameter.POSITIONAL_ONLY:
+                        pos_only = True
+                elif pos_only:
+                        result.append("/")
+                        pos_only = False
+                if param.kind == inspect.Parameter.VAR_POSITIONAL:
+                        kw_only = False
+                elif param.kind == inspect.Parameter.KEYWORD_ONLY and kw_only:
+                        result.append("*")
+                        kw_only = False
+                result.append(str(param))
+        if pos_only:
+                result.append("/")
+        if len(name) + sum(len(r) + 2 for r in result) > 75:
+                rendered = "{}(\n{})".format(name, "".join("    {},\n".format(r) for r in result))
+        else:
+                rendered = "{}({})".format(name, ", ".join(result))
+        if sig.return_annotation is not inspect.Signature.empty:
+                rendered += " -> {}".format(inspect.formatannotation(sig.return_annotation))
+        return rendered
+
+
+class NamespaceMagics:
+        """IPython's NamespaceMagics (IPython.core.magics.namespace), mixed into zmqshell.Shell."""
+
+        def magic_reset_selective(self, line):
+                """IPython's %reset_selective [-f] REGEX: the user's names matching it
+                go; without -f it asks (input(), which fails here)."""
+                args = line.split()
+                force = "-f" in args
+                args = [a for a in args if a != "-f"]
+                if not force and input("Once deleted, variables cannot be recovered. "
+                                       "Proceed (y/[n])? ").strip().lower() not in ("y", "yes"):
+                        print("Nothing done.")
+                        return
+                if not args:
+                        raise TypeError("regex must be a string or compiled pattern")
+                m = re.compile(args[0])
+                for name in self.magic_who_ls(""):
+                        if m.search(name):
+                                del self.user_ns[name]
+
+        def _find_object(self, oname):
+                """IPython's _object_find: a dotted name in the user's namespace or
+                the builtins; (found, obj)."""
+                parts = oname.split(".")
+                if not oname or not all(p.isidentifier() for p in parts):
+                        return False, None
+                for ns in (self.user_ns, builtins.__dict__):
+                        if parts[0] in ns:
+                                obj = ns[parts[0]]
+                                try:
+                                        for attr in parts[1:]:
+                                                obj = getattr(obj, attr)
+                                except Exception:
+                                        return False, None
+                                return True, obj
+                return False, None
+
+        def magic_pdef(self, line):
+                """IPython's %pdef: the call signature, printed."""
+                import inspect
+                found, obj = self._find_object(line.strip())
+                if not found:
+                        print(f"Object `{line.strip()}` not found.")
+                        return
+                if not callable(obj):
+                        print("Object is not callable.")
+                        return
+                header = "Class constructor information:\n" if inspect.isclass(obj) else ""
+                try:
+                        hdef = _render_signature(inspect.signature(obj), line.strip())
+                except Exception:
+                        print(f"No definition header found for {line.strip()}")
+                        return
+                print(header, hdef + "\n", end=" ")
+
+        def magic_pdoc(self, line):
+                """IPython's %pdoc: the docstring goes to the pager (a payload E2B
+                drops): only a miss is printed."""
+                import inspect
+                found, obj = self._find_object(line.strip())
+                if not found:
+                        print(f"Object `{line.strip()}` not found.")
+                elif inspect.getdoc(obj) is None and not callable(obj):
+                        print(f"No documentation found for {line.strip()}")
+
+        def magic_psource(self, line):
+                """IPython's %psource: the source goes to the pager (a payload E2B drops)."""
+                import inspect
+                if not line.strip():
+                        raise UsageError("Missing object name.")
+                found, obj = self._find_object(line.strip())
+                if not found:
+                        print(f"Object `{line.strip()}` not found.")
+                        return
+                try:
+                        inspect.getsource(obj)
+                except Exception:
+                        print(f"No source found for {line.strip()}")
+
+        def magic_pinfo(self, line):
+                return None
+
+        def magic_who_ls(self, line):
+                """IPython's %who_ls: the user's names, optionally of the given type names."""
+                hidden = self.kernel.ns_hidden()
+                out = [n for n, v in self.user_ns.items()
+                       if not n.startswith("_") and v is not hidden.get(n, _NOT_HIDDEN)]
+                types_wanted = set(line.split())
+                if types_wanted:
+                        out = [n for n in out if type(self.user_ns[n]).__name__ in types_wanted]
+                return sorted(out)
+
+        def magic_whos(self, line):
+                """IPython's %whos: a table of the user's names, types and values."""
+                names = self.magic_who_ls(line)
+                if not names:
+                        print("No variables match your requested type." if line
+                              else "Interactive namespace is empty.")
+                        return
+                ndarray = getattr(sys.modules.get("numpy"), "ndarray", None)
+                values = [self.user_ns[n] for n in names]
+                types_ = [type(v).__name__ for v in values]
+                varwidth = max(max(map(len, names)), len("Variable")) + 3
+                typewidth = max(max(map(len, types_)), len("Type")) + 3
+                print("Variable".ljust(varwidth) + "Type".ljust(typewidth) + " Data/Info\n"
+                      + "-" * (varwidth + typewidth + len("Data/Info") + 1))
+                for name, value, tname in zip(names, values, types_):
+                        print(f"{name:<{varwidth}}{tname:<{typewidth}}", end=" ")
+                        if tname in ("dict", "list", "tuple"):
+                                print("n=" + str(len(value)))
+                        elif ndarray is not None and tname == ndarray.__name__:
+                                shape = str(value.shape).replace(",", "").replace(" ", "x")[1:-1]
+                                nbytes = value.size * value.itemsize
+                                info = "%s: %s elems, type `%s`, %s bytes" % (shape, value.size,
+                                                                           value.dtype, nbytes)
+                                if nbytes < 100000:
+                                        print(info)
+                                elif nbytes < 1048576:
+                                        print(info, "(%s kb)" % (nbytes / 1024,))
+                                else:
+                                        print(info, "(%s Mb)" % (nbytes / 1048576,))
+                        else:
+                                try:
+                                        text = str(value)
+                                except Exception:
+                                        text = "<object with id %d (str() failed)>" % id(value)
+                                text = text.replace("\n", "\\n")
+                                print(text if len(text) < 50 else text[:25] + "<...>" + text[-25:])
+
+        def magic_xdel(self, line):
+                """IPython's %xdel NAME: the name and the output history's references to it."""
+                name = line.strip()
+                if name not in self.user_ns:
+                        print(f"NameError: name '{name}' is not defined")  # IPython prints it
+                        return
+                value = self.user_ns.pop(name)
+                for key, out in list(self.kernel.Out.items()):
+                        if out is value:
+                                del self.kernel.Out[key]
+                for under in ("_", "__", "___"):
+                        if self.user_ns.get(under) is value:
+                                self.user_ns[under] = ""
+
+        def magic_reset(self, line):
+                """IPython's %reset [-f]: every user name and the output history
+                go; the input history and the execution count stay. Without -f
+                it asks with input(), which fails here as in ipykernel without stdin."""
+                args = line.split()
+                if "-f" not in args and input("Once deleted, variables cannot be recovered. "
+                                              "Proceed (y/[n])? ").strip().lower() not in ("y", "yes"):
+                        print("Nothing done.")
+                        return
+                keep = {"__builtins__", "__builtin__", "__name__", "__doc__", "__package__",
+                        "__loader__", "__spec__", "In", "Out", "_ih", "_oh", "_dh",
+                        "_i", "_ii", "_iii", "get_ipython", "exit", "quit"}
+                for name in [n for n in self.user_ns if n not in keep and not re.fullmatch(r"_i\d+", n)]:
+                        del self.user_ns[name]
+                self.user_ns.update(self.kernel.ns_hidden())  # IPython's init_user_ns again
+                self.kernel.Out.clear()
+                self.user_ns.update({"_": "", "__": "", "___": ""})
+                self.kernel.under = ["", "", ""]
+
+        def magic_who(self, line):
+                names = self.magic_who_ls(line)
+                if not names:
+                        print("No variables match your requested type." if line
+                              else "Interactive namespace is empty.")
+                        return
+                count = 0
+                for name in names:
+                        print(name + "\t", end=" ")
+                        count += 1
+                        if count > 8:
+                                count = 0
+                                print()
+                print()

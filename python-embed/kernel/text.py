@@ -1,0 +1,61 @@
+"""IPython.utils.text's SList."""
+
+import os
+import re
+
+
+class SList(list):
+        """IPython's SList, the result of `x = !cmd`: a list of lines with
+        .s/.n/.l/.p and awk-like grep(), fields(), sort()."""
+
+        l = list = property(lambda self: self)  # noqa: E741 - IPython's names
+        s = spstr = property(lambda self: " ".join(self))
+        n = nlstr = property(lambda self: "\n".join(self))
+
+        @property
+        def p(self):
+                from pathlib import Path
+                return [Path(x) for x in self if os.path.exists(x)]
+
+        paths = p
+
+        def grep(self, pattern, prune=False, field=None):
+                """The lines matching pattern (a regex, case-insensitive, or a
+                callable), or not matching with prune; in one field if given."""
+                def target(line):
+                        if field is None:
+                                return line
+                        parts = line.split()
+                        return parts[field] if -len(parts) <= field < len(parts) else ""
+
+                pred = (lambda x: re.search(pattern, x, re.IGNORECASE)) if isinstance(pattern, str) else pattern
+                return SList([el for el in self if bool(pred(target(el))) != bool(prune)])
+
+        def fields(self, *fields):
+                """Whitespace-separated fields joined by a space (IndexErrors ignored);
+                without arguments, each line split."""
+                if not fields:
+                        return [el.split() for el in self]
+                res = SList()
+                for parts in [f.split() for f in self]:
+                        picked = []
+                        for fd in fields:
+                                try:
+                                        picked.append(parts[fd])
+                                except IndexError:
+                                        pass
+                        if picked:
+                                res.append(" ".join(picked))
+                return res
+
+        def sort(self, field=None, nums=False):
+                """A new SList sorted by a field (numerically with nums)."""
+                dsu = [[SList([line]).fields(field) if field is not None else line, line] for line in self]
+                if nums:
+                        for item in dsu:
+                                try:
+                                        item[0] = int("".join(ch for ch in item[0] if ch.isdigit()))
+                                except ValueError:
+                                        item[0] = 0
+                dsu.sort()
+                return SList([t[1] for t in dsu])

@@ -1,0 +1,291 @@
+"""IPython.core.ultratb's counterpart: tracebacks as IPython shows them
+(VerboseTB in the Context mode, ListTB for Plain/Minimal, SyntaxTB)."""
+
+import linecache
+import sys
+
+from _cellvm_import import KERNEL_FILE_PREFIX
+
+
+def _source_lines(filename, lineno, before=2, after=2):
+        """IPython's context lines: '      1 code' and '----> 2 code' for the failing one."""
+        lines = linecache.getlines(filename)
+        if not lines or lineno < 1 or lineno > len(lines):
+                return ""
+        out = []
+        for n in range(max(lineno - before, 1), min(lineno + after, len(lines)) + 1):
+                text = lines[n - 1].rstrip("\n")
+                num = str(n)
+                mark = ("-" * (5 - len(num)) + "> " + num) if n == lineno else num.rjust(7)
+                out.append(f"{mark} {text}")
+        return "\n".join(out) + "\n"
+
+
+def _stack_data():
+        """IPython's stack_data (imported in the zygote with IPython's package), or None."""
+        mod = sys.modules.get("stack_data")
+        if mod is None:
+                try:
+                        import stack_data as mod
+                except Exception:
+                        return None
+        return mod
+
+
+def _stack_data_entry(stack_data, tb, context, frame, cell=None):
+        """A library frame as IPython's VerboseTB shows it: stack_data's pieces
+        around the line, dedented, '(...)' for gaps, none for a Cython frame,
+        and executing's qualname of the function."""
+        info = stack_data.FrameInfo(tb, stack_data.Options(before=context, after=context))
+        func = info.executing.code_qualname() if info.executing is not None else "?"
+        where = f"Cell In[{cell}], line {info.lineno}" if cell is not None else f"File {info.filename}:{info.lineno}"
+        out = [where
+               + ("" if func == "<module>" else f", in {func}{_call_signature(frame)}") + "\n"]
+        for line in info.lines:
+                if line is stack_data.LINE_GAP:
+                        out.append("   (...)\n")
+                        continue
+                num = str(line.lineno)
+                mark = "-" * (5 - len(num)) + "> " + num if line.is_current else num.rjust(7)
+                out.append(f"{mark} {line.render().rstrip()}\n")
+        return "".join(out)
+
+
+def _call_signature(frame):
+        """IPython's '(a, b)' after a function's name in a traceback frame."""
+        if frame is None:
+                return "()"
+        import inspect
+        try:
+                return inspect.formatargvalues(*inspect.getargvalues(frame), formatvalue=lambda v: "")
+        except Exception:
+                return "()"
+
+
+def _code_qualname(code):
+        """executing's code_qualname: the qualname of a def, class or lambda
+        found in the source; a comprehension's, or without source, its name."""
+        if (code.co_name.startswith("<") and code.co_name != "<lambda>") \
+                        or not linecache.getlines(code.co_filename):
+                return code.co_name
+        return getattr(code, "co_qualname", code.co_name)
+
+
+def _collapse_repeated(frames):
+        """(frame, lineno, description): stack_data's collapse_repeated as IPython
+        uses it. A frame (code, line) seen more than 3 times in the traceback is
+        shown only where first, second and last seen in its stretch of such frames;
+        each run of the others becomes one '[... skipping similar frames]' entry
+        (description set) that counts them (deep or mutual recursion)."""
+        import collections
+        import itertools
+        keys = [(f.f_code, n) for f, n in frames]
+        counts = collections.Counter(keys)
+        shown = []
+        for common, group in itertools.groupby(keys, key=lambda k: counts[k] > 3):
+                group = list(group)
+                if not common:
+                        shown += [True] * len(group)
+                        continue
+                marks = [False] * len(group)
+                for key in set(group):
+                        first = group.index(key)
+                        marks[first] = True
+                        if key in group[first + 1:]:
+                                marks[group.index(key, first + 1)] = True
+                        marks[len(group) - 1 - group[::-1].index(key)] = True
+                shown += marks
+        out = []
+        i = 0
+        while i < len(frames):
+                j = i
+                while j < len(frames) and shown[j] == shown[i]:
+                        j += 1
+                if shown[i]:
+                        out += [(f, n, None) for f, n in frames[i:j]]
+                else:
+                        # RepeatedFrames.description: most repeated first, then by name.
+                        runs = sorted(collections.Counter(keys[i:j]).items(),
+                                      key=lambda item: (-item[1], item[0][0].co_name))
+                        out.append((frames[i][0], frames[i][1], ", ".join(
+                                f"{_code_qualname(code)} at line {n} ({c} times)"
+                                for (code, n), c in runs)))
+                i = j
+        return out
+
+
+def _from_file(e, filename):
+        """e's traceback from its first frame in `filename` on (the code a
+        magic ran, as IPython shows it), or whole if it has none there."""
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+                tb = tb.tb_next
+        e.__traceback__ = tb or e.__traceback__
+        return e
+
+
+def _user_tb(tb):
+        """tb less the kernel's frames it starts with."""
+        while tb is not None and tb.tb_frame.f_code.co_filename.startswith(KERNEL_FILE_PREFIX):
+                tb = tb.tb_next
+        return tb
+
+
+class FormattedTB:
+        """Kernel's traceback formatting in its %xmode (ipkernel.Kernel mixes it in)."""
+
+        def _frame_header(self, filename, lineno, func, frame=None):
+                n = self.cell_files.get(filename)
+                where = f"Cell In[{n}], line {lineno}" if n is not None else f"File {filename}:{lineno}"
+                if func != "<module>":
+                        where += f", in {func}{_call_signature(frame)}"
+                return where
+
+        def format_traceback(self, exc):
+                """IPython's VerboseTB: the chain of causes and contexts, oldest first."""
+                blocks = [self._format_one(exc, skip_kernel=True, context=2)]
+                seen = {id(exc)}
+                while True:
+                        cause = exc.__cause__
+                        chained = cause or (None if exc.__suppress_context__ else exc.__context__)
+                        if chained is None or id(chained) in seen:
+                                break
+                        seen.add(id(chained))
+                        blocks.append(["\nThe above exception was the direct cause of the following exception:\n"
+                                       if cause else
+                                       "\nDuring handling of the above exception, another exception occurred:\n"])
+                        blocks.append(self._format_one(chained, skip_kernel=False, context=1))
+                        exc = chained
+                out = ["-" * 75]
+                for block in reversed(blocks):
+                        out += block
+                return out
+
+        def structured_traceback(self, exc):
+                """IPython's InteractiveTB (FormattedTB) in the current %xmode.
+                Verbose is shown as Context (no values of the locals)."""
+                if self.xmode in ("Plain", "Minimal"):
+                        return self._list_traceback(exc, skip_kernel=True, seen=set())
+                return self.format_traceback(exc)
+
+        def _list_traceback(self, exc, skip_kernel, seen):
+                """IPython's ListTB: 'Traceback' and one entry a frame (Plain) or the
+                exception alone (Minimal), after the errors it was chained to."""
+                out = []
+                tb = _user_tb(exc.__traceback__) if skip_kernel else exc.__traceback__
+                if self.xmode == "Plain" and tb is not None:
+                        import traceback
+                        out.append("Traceback (most recent call last):\n")
+                        for fs in traceback.extract_tb(tb):
+                                item = "  " + self._list_location(fs.filename, fs.lineno)
+                                item += f" in {fs.name}\n" if fs.name != "<module>" else "\n"
+                                if fs.line:
+                                        item += f"    {fs.line.strip()}\n"
+                                out.append(item)
+                if isinstance(exc, SyntaxError):
+                        out.append(self.syntax_error_traceback(exc)[-1])
+                else:
+                        # ListTB's _format_exception_only: an error's .msg before its str.
+                        name = type(exc).__name__
+                        try:
+                                text = exc.msg
+                        except Exception:
+                                try:
+                                        text = str(exc)
+                                except Exception:
+                                        text = f"<unprintable {name} object>"
+                        out.append(f"{name}: {text}\n" if text else f"{name}\n")
+                chained = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+                if chained is not None and id(chained) not in seen:
+                        seen.add(id(chained))
+                        out = (self._list_traceback(chained, False, seen)
+                               + ["\nThe above exception was the direct cause of the following exception:\n"
+                                  if exc.__cause__ else
+                                  "\nDuring handling of the above exception, another exception occurred:\n"]
+                               + out)
+                return out
+
+        def _format_one(self, exc, skip_kernel, context):
+                name = type(exc).__name__
+                tb = _user_tb(exc.__traceback__) if skip_kernel else exc.__traceback__
+                frames = []
+                tbs = {}
+                while tb is not None:
+                        frames.append((tb.tb_frame, tb.tb_lineno))
+                        tbs[id(tb.tb_frame)] = tb
+                        tb = tb.tb_next
+                entries = []
+                stack_data = _stack_data()
+                for frame, lineno, skipped in _collapse_repeated(frames):
+                        code = frame.f_code
+                        if skipped:
+                                entries.append(f"    [... skipping similar frames: {skipped}]\n")
+                                continue
+                        if stack_data is not None:
+                                try:
+                                        entries.append(_stack_data_entry(stack_data, tbs[id(frame)], context, frame,
+                                                                         self.cell_files.get(code.co_filename)))
+                                        continue
+                                except Exception:
+                                        pass
+                        entries.append(self._frame_header(code.co_filename, lineno, code.co_name, frame)
+                                       + "\n" + _source_lines(code.co_filename, lineno, context, context))
+                # VerboseTB writes 'Name: value' even when the value is empty.
+                try:
+                        last = f"{name}: {exc}"
+                except Exception as err:
+                        # VerboseTB.format_exception's fallback: str and the error as a tuple.
+                        try:
+                                last = f"<class 'str'>: {(type(err), err)}"
+                        except Exception:
+                                last = f"{name}: <exception str() failed>"
+                return [f"{name:<42}Traceback (most recent call last)"] + entries + [last]
+
+        def _exc_only(self, exc):
+                try:
+                        s = str(exc)
+                except Exception:
+                        s = "<exception str() failed>"
+                return f"{type(exc).__name__}: {s}" if s else type(exc).__name__
+
+        def _list_location(self, filename, lineno):
+                """IPython's _format_filename: where a ListTB entry is."""
+                n = self.cell_files.get(filename)
+                if n is not None:
+                        return f"Cell In[{n}]" + (f", line {lineno}" if lineno is not None else "")
+                return f"File {filename}" + (f":{lineno}" if lineno is not None else "")
+
+        def syntax_error_traceback(self, exc, running=False):
+                """IPython's showsyntaxerror (SyntaxTB). running: raised by the cell's
+                code (eval, ast.parse, a library), not by compiling the cell; the
+                frames that raised it are listed first then."""
+                out = []
+                frames = []
+                if running:
+                        import traceback
+                        frames = traceback.extract_tb(exc.__traceback__)
+                # A magic compiling a file (%run) shows its error as IPython's does:
+                # alone, as a cell's own.
+                if frames and not frames[-1].filename.startswith(KERNEL_FILE_PREFIX):
+                        out.append("Traceback (most recent call last):\n")
+                        for fs in frames:
+                                if fs.filename.startswith(KERNEL_FILE_PREFIX):
+                                        continue
+                                item = "  " + self._list_location(fs.filename, fs.lineno)
+                                item += f" in {fs.name}\n" if fs.name != "<module>" else "\n"
+                                if fs.line:
+                                        item += f"    {fs.line.strip()}\n"
+                                out.append(item)
+                filename = exc.filename or "<string>"
+                lines = ["  " + self._list_location(filename, exc.lineno or None)]
+                text = (linecache.getline(filename, exc.lineno) if exc.lineno else "") or exc.text
+                if text is not None:
+                        i = len(text) - len(text.lstrip())
+                        lines.append("    " + text.strip())
+                        if exc.offset is not None:
+                                # IPython's slice, [i:offset - 1], even when offset is 0.
+                                lines.append("    " + "".join(c if c.isspace() else " "
+                                                              for c in text[i:exc.offset - 1]) + "^")
+                lines.append(f"{type(exc).__name__}: {exc.msg}" if exc.msg else type(exc).__name__)
+                out.append("\n".join(lines) + "\n")
+                return out

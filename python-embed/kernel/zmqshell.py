@@ -1,0 +1,325 @@
+"""ipykernel.zmqshell's counterpart: ZMQInteractiveShell, what
+get_ipython() returns (its magics are in magics/), and ZMQExitAutocall."""
+
+import builtins
+import functools
+import os
+import re
+import subprocess
+import sys
+
+from . import formatters
+from .error import UsageError
+from .events import EventManager
+from .formatters import DisplayFormatter
+from .iostream import _flush_std
+from .magics import _IPYTHON_LINE_MAGICS, _NO_VAR_EXPAND
+from .magics.basic import BasicMagics
+from .magics.code import CodeMagics
+from .magics.config import ConfigMagics
+from .magics.display import DisplayMagics
+from .magics.execution import ExecutionMagics
+from .magics.extension import ExtensionMagics
+from .magics.history import HistoryMagics
+from .magics.namespace import NamespaceMagics
+from .magics.osm import _ALIASES, OSMagics
+from .magics.packaging import PackagingMagics
+from .magics.pylab import PylabMagics
+from .magics.script import ScriptMagics
+from .text import SList
+
+
+class _ExitAutocall:
+        """exit/quit as in ipykernel (ZMQExitAutocall): the cell ends quietly, no
+        SystemExit. ipykernel then stops the kernel process; a cellvm context
+        stays usable (its owner removes or restarts it)."""
+
+        def __call__(self, keep_kernel=False):
+                return None
+
+        def __repr__(self):
+                return "<IPython.core.autocall.ZMQExitAutocall object>"
+
+
+def _on_ipython_shell_import(mod):
+        # As ipykernel registers its ZMQInteractiveShell: isinstance() checks and
+        # traits typed InteractiveShellABC (Magics.shell) accept the shell.
+        mod.InteractiveShellABC.register(Shell)
+
+
+_AUTOMAGIC_RE = re.compile(r"([\w.*]*)(.*)", re.S)
+
+
+_INTERACTIVITY = ("all", "last", "last_expr", "none", "last_expr_or_assign")
+
+
+def _magic_attr(kind, name):
+        """The Shell attribute a line or cell magic lives in."""
+        return ("magic_" if kind == "line" else "cell_magic_") + name
+
+
+def _trait_error(message):
+        try:
+                from traitlets import TraitError
+        except ImportError:
+                TraitError = ValueError
+        return TraitError(message)
+
+
+class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagics, ExtensionMagics,
+            HistoryMagics, NamespaceMagics, OSMagics, PackagingMagics, PylabMagics, ScriptMagics):
+        """What `get_ipython()` returns: enough of InteractiveShell for transformed cells.
+        Named as ipykernel's (below): libraries tell a notebook by the class
+        (pandas' in_ipython_frontend, tqdm, plotly)."""
+
+        def __init__(self, kernel):
+                self.kernel = kernel
+                self.user_ns = kernel.ns
+                self.extensions = set()  # loaded by %load_ext (autoreload aside)
+                self.aliases = dict(_ALIASES)
+                self.dir_stack = []  # %pushd/%popd
+                self._interactivity = None  # the trait's value (set on the shell, or %config)
+                self._plain_interactivity = None  # set on the shell once the trait is hidden
+
+        @staticmethod
+        def _class_interactivity():
+                """What a notebook set on IPython's InteractiveShell class (a common
+                idiom): that string hides the trait for every shell, or None."""
+                m = sys.modules.get("IPython.core.interactiveshell")
+                value = getattr(getattr(m, "InteractiveShell", None), "ast_node_interactivity", None)
+                return value if isinstance(value, str) else None
+
+        @property
+        def ast_node_interactivity(self):
+                """InteractiveShell.ast_node_interactivity, as IPython resolves it."""
+                hidden_by = self._class_interactivity()
+                if hidden_by is not None:
+                        return self._plain_interactivity if self._plain_interactivity is not None else hidden_by
+                return self._interactivity if self._interactivity is not None else "last_expr"
+
+        @ast_node_interactivity.setter
+        def ast_node_interactivity(self, value):
+                if self._class_interactivity() is not None:
+                        self._plain_interactivity = value  # a plain attribute: no validation
+                        return
+                if value not in _INTERACTIVITY:
+                        raise _trait_error(f"The 'ast_node_interactivity' trait of a ZMQInteractiveShell "
+                                           f"instance expected any of {list(_INTERACTIVITY)}, not the "
+                                           f"{type(value).__name__} {value!r}.")
+                self._interactivity = value
+
+        @ast_node_interactivity.deleter
+        def ast_node_interactivity(self):
+                if self._class_interactivity() is None:
+                        raise AttributeError("__delete__")  # a trait cannot be deleted
+                if self._plain_interactivity is None:
+                        raise AttributeError("'ZMQInteractiveShell' object has no attribute 'ast_node_interactivity'")
+                self._plain_interactivity = None
+
+        def var_expand(self, cmd):
+                """$name and {expr} expansion as IPython does for ! lines (best effort)."""
+                ns = self.user_ns
+
+                def brace(m):
+                        try:
+                                return str(eval(m.group(1), ns))
+                        except Exception:
+                                return m.group(0)
+
+                cmd = re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", brace, cmd)
+                cmd = re.sub(r"(?<!\$)\$([A-Za-z_]\w*)",
+                             lambda m: str(ns[m.group(1)]) if m.group(1) in ns else m.group(0), cmd)
+                return cmd.replace("$$", "$")
+
+        def system(self, cmd):
+                """`!cmd` as ipykernel runs it (IPython's pexpect-based system):
+                /bin/sh on a pseudo-terminal of 24x80, stderr merged into stdout,
+                so programs see a tty (ls in columns, CRLF line ends) and the
+                output streams as it comes."""
+                import codecs
+                import fcntl
+                import pty
+                import struct
+                import termios
+
+                _flush_std()
+                master, slave = pty.openpty()
+                try:
+                        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+                        p = subprocess.Popen(["/bin/sh", "-c", self.var_expand(cmd)], stdin=slave,
+                                             stdout=slave, stderr=slave, start_new_session=True)
+                finally:
+                        os.close(slave)
+                decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                try:
+                        while True:
+                                try:
+                                        chunk = os.read(master, 65536)
+                                except OSError:  # EIO: every holder of the slave is gone
+                                        chunk = b""
+                                if not chunk:
+                                        break
+                                sys.stdout.write(decoder.decode(chunk))
+                                sys.stdout.flush()
+                except KeyboardInterrupt:
+                        os.write(master, b"\x03")  # ^C as a terminal sends it
+                        try:
+                                p.wait(timeout=1)
+                        except subprocess.TimeoutExpired:
+                                p.kill()
+                        raise
+                finally:
+                        sys.stdout.write(decoder.decode(b"", final=True))
+                        os.close(master)
+                        if p.poll() is None:
+                                p.kill()
+                        rc = p.wait()
+                self.user_ns["_exit_code"] = rc
+
+        def getoutput(self, cmd, split=True):
+                _flush_std()
+                p = subprocess.run(["/bin/sh", "-c", self.var_expand(cmd)], stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT)
+                text = p.stdout.decode(errors="replace")
+                return SList(text.splitlines()) if split else text
+
+        def run_line_magic(self, name, line):
+                fn = getattr(self, "magic_" + name, None)
+                if fn is None and name in ("autoreload", "aimport") and self.kernel.autoreload is not None:
+                        fn = getattr(self.kernel.autoreload, name)
+                if fn is None and name in self.aliases:
+                        fn = functools.partial(self._alias, name)
+                if fn is None:
+                        raise UsageError(f"Line magic function `%{name}` not found.")
+                if name not in _NO_VAR_EXPAND:
+                        line = self.var_expand(line)
+                return fn(line.strip())
+
+        def run_cell_magic(self, name, line, cell):
+                fn = getattr(self, "cell_magic_" + name, None)
+                if fn is None:
+                        raise UsageError(f"Cell magic `%%{name}` not found.")
+                if name not in _NO_VAR_EXPAND:
+                        line = self.var_expand(line)
+                return fn(line.strip(), cell)
+
+        def get_ipython(self):
+                return self
+
+        # What libraries and notebooks use of InteractiveShell beyond magics.
+        colors = "Neutral"  # the trait's default (sympy's init_printing picks its colour from it)
+
+        @functools.cached_property
+        def events(self):
+                return EventManager(self)
+
+        @functools.cached_property
+        def display_formatter(self):
+                formatters._display_formatter = DisplayFormatter()
+                return formatters._display_formatter
+
+        @functools.cached_property
+        def config(self):
+                """The kernel's traitlets config: notebook detection looks for IPKernelApp."""
+                try:
+                        from traitlets.config import Config
+                except ImportError:
+                        Config = dict
+                return Config({"IPKernelApp": Config()})
+
+        @property
+        def execution_count(self):
+                return self.kernel.count
+
+        @property
+        def user_ns_hidden(self):
+                return self.kernel.ns_hidden()
+
+        def magic(self, arg_s):
+                """IPython's deprecated magic('name args')."""
+                import warnings as _warnings
+                _warnings.warn("`magic(...)` is deprecated since IPython 0.13 (warning added in "
+                               "8.1), use run_line_magic(magic_name, parameter_s).",
+                               DeprecationWarning, stacklevel=2)
+                name, _, rest = arg_s.partition(" ")
+                return self.run_line_magic(name.lstrip("%"), rest)
+
+        def showtraceback(self, exc=None, *args, **kwargs):
+                """IPython's showtraceback: the error shown, the cell goes on."""
+                if exc is None or not isinstance(exc, BaseException):
+                        # IPython's _get_exc_info: the error being handled, else the last one.
+                        exc = sys.exc_info()[1] or getattr(sys, "last_value", None)
+                if exc is None:
+                        sys.stderr.write("No traceback available to show.\n")
+                else:
+                        self.kernel.report_error(exc)
+
+        def enable_gui(self, gui=None):
+                return None
+
+        def register_magic_function(self, func, magic_kind="line", magic_name=None):
+                """IPython's register_magic_function (@register_line_magic and kin)."""
+                name = magic_name or func.__name__
+                if magic_kind not in ("line", "cell", "line_cell"):
+                        raise ValueError(f"magic_kind must be one of ['line', 'cell', 'line_cell'], "
+                                         f"{magic_kind} given")
+                for kind in ("line", "cell"):
+                        if kind in magic_kind:
+                                setattr(self, _magic_attr(kind, name), func)
+
+        def register_magics(self, *objs):
+                """IPython's register_magics: Magics classes (or instances)."""
+                for m in objs:
+                        if isinstance(m, type):
+                                m = m(shell=self)
+                        for kind, table in getattr(m, "magics", {}).items():
+                                for name, meth in table.items():
+                                        if isinstance(meth, str):
+                                                meth = getattr(m, meth)
+                                        setattr(self, _magic_attr(kind, name), meth)
+
+        def find_magic(self, magic_name, magic_kind="line"):
+                return getattr(self, _magic_attr(magic_kind, magic_name), None)
+
+        find_line_magic = find_magic
+
+        def find_cell_magic(self, magic_name):
+                return self.find_magic(magic_name, "cell")
+
+        def push(self, variables, interactive=True):
+                if isinstance(variables, str):
+                        frame = sys._getframe(1)
+                        variables = {n: eval(n, frame.f_globals, frame.f_locals) for n in variables.split()}
+                self.user_ns.update(variables)
+
+        def ev(self, expr):
+                return eval(expr, self.user_ns)
+
+        def ex(self, cmd):
+                exec(cmd, self.user_ns)
+
+        def automagic(self, cell):
+                """IPython's automagic, applied by its prefilter to one-line cells
+                only: a line starting with a magic's name runs that magic (`pwd`,
+                `ls -l`, `pip install x`) unless a variable, builtin or keyword
+                has the name, or the line assigns to it. None if it does not apply."""
+                if not cell[:1].isalpha():  # every magic's name starts with a letter
+                        return None
+                end = cell.find("\n")
+                if end != -1 and cell[end:].strip("\n"):
+                        return None
+                ifun, rest = _AUTOMAGIC_RE.match(cell.rstrip("\n")).groups()
+                rest = rest.lstrip()
+                if not ifun or rest[:1] in ("=", ","):
+                        return None
+                if not (ifun in _IPYTHON_LINE_MAGICS or ifun in self.aliases or hasattr(self, "magic_" + ifun)
+                        or ifun in ("autoreload", "aimport") and self.kernel.autoreload is not None):
+                        return None
+                import keyword
+                if ifun in self.user_ns or ifun in builtins.__dict__ or keyword.iskeyword(ifun):
+                        return None
+                return f"get_ipython().run_line_magic({ifun!r}, {rest!r})\n"
+
+
+Shell.__name__ = Shell.__qualname__ = "ZMQInteractiveShell"
+Shell.__module__ = "ipykernel.zmqshell"
