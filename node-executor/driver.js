@@ -142,12 +142,8 @@ async function execute(id, body) {
   const code = typeof body.code === 'string' ? body.code : '';
   applySandboxEnvs(body.sandbox_envs);
   const envs = body.envs && typeof body.envs === 'object' ? body.envs : null;
-  const saved = {};
   if (envs) {
-    for (const [k, v] of Object.entries(envs)) {
-      saved[k] = Object.prototype.hasOwnProperty.call(process.env, k) ? process.env[k] : undefined;
-      process.env[k] = String(v);
-    }
+    for (const [k, v] of Object.entries(envs)) process.env[k] = String(v);
   }
   const count = state.count;
   const cell = { id, interrupt: null, lateError: undefined };
@@ -179,11 +175,13 @@ async function execute(id, body) {
     output.end();
     cell.interrupt = null;
     if (code.trim() !== '') state.count++;
-    for (const [k, v] of Object.entries(saved)) {
-      // As E2B: a sandbox-wide variable gets its sandbox value back.
-      const back = state.sandboxEnvs && k in state.sandboxEnvs ? state.sandboxEnvs[k] : v;
-      if (back === undefined) delete process.env[k];
-      else process.env[k] = back;
+    // As E2B's server after the cell (_reset_env_vars_code): a sandbox-wide
+    // variable gets its sandbox value back, any other is deleted, whatever it
+    // was before the cell.
+    for (const k of Object.keys(envs || {})) {
+      if (state.sandboxEnvs && Object.prototype.hasOwnProperty.call(state.sandboxEnvs, k)) {
+        process.env[k] = state.sandboxEnvs[k];
+      } else delete process.env[k];
     }
     state.running = null;
   }

@@ -62,15 +62,6 @@ set +o history +H
 export -n PS1 PS2
 PS4='+ ' PROMPT_COMMAND=
 export PAGER=cat
-__cellvm_setenv() {{
-        if [[ -v $1 ]]; then __cellvm_prev[$1]=${{!1}}; else unset "__cellvm_prev[$1]"; fi
-        export "$1=$2"
-}}
-__cellvm_restore() {{
-        if [[ -v __cellvm_prev[$1] ]]; then export "$1=${{__cellvm_prev[$1]}}"; else unset "$1"; fi
-        unset "__cellvm_prev[$1]"
-}}
-declare -A __cellvm_prev
 """
 
 
@@ -192,11 +183,13 @@ class Bash:
                         self.buf += chunk
 
         def setenv(self, name, value):
-                self._line(f"__cellvm_setenv {name} {_quote(value)}\n")
+                self.export(name, value)
 
         def restore(self, name, sandbox_value=None):
+                """After a cell, as E2B's server does (_reset_env_vars_code): the
+                sandbox-wide value back, else `unset`, whatever it was before."""
                 if sandbox_value is None:
-                        self._line(f"__cellvm_restore {name}\n")
+                        self._line(f"unset {name}\n")
                 else:
                         self.export(name, sandbox_value)
 

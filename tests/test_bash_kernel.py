@@ -112,15 +112,15 @@ def test_execution_count_counts_every_cell(sbx, sh):
     assert sbx.run_code("false", context=sh).execution_count == first + 2
 
 
-def test_per_execution_envs_are_set_for_the_cell_and_restored(sbx, sh):
+def test_per_execution_envs_are_set_for_the_cell_then_unset_as_e2b_does(sbx, sh):
     run = lambda code, **kw: sbx.run_code(code, context=sh, **kw)
     e = run("echo $FOO; bash -c 'echo child $FOO'", envs={"FOO": "bar"})
     assert out(e) == "bar\nchild bar\n"
     assert out(run("echo ${FOO:-default}")) == "default\n"
-    # A value the context had before comes back after the cell.
+    # As E2B's server: `unset` after the cell, even a value the context had before.
     run("export FOO=mine")
     assert out(run("echo $FOO", envs={"FOO": "cell's"})) == "cell's\n"
-    assert out(run("echo $FOO")) == "mine\n"
+    assert out(run("echo ${FOO-unset}")) == "unset\n"
     # Values are taken literally: quotes, $, newlines.
     e = run("printf '%s|' \"$ODD\"", envs={"ODD": "it's $HOME\nline2"})
     assert out(e) == "it's $HOME\nline2|"

@@ -143,6 +143,11 @@ def test_env_per_execution_and_sandbox(agent):
         assert run("process.env.FOO || 'default'").text == "default"
         assert run("process.env.SBX_VAR", envs={"SBX_VAR": "overwrite"}).text == "overwrite"
         assert run("process.env.SBX_VAR").text == "sandbox"
+        # As E2B's server: a run's variable is deleted after it, even one the
+        # context had set before (only a sandbox-wide one gets its value back).
+        run("process.env.MINE = 'mine'")
+        assert run("process.env.MINE", envs={"MINE": "run"}).text == "run"
+        assert run("'MINE' in process.env").text == "false"
         # Subprocesses see them too.
         e = run("require('child_process').execSync('echo $FOO').toString().trim()", envs={"FOO": "sub"})
         assert e.text == "sub"

@@ -173,7 +173,6 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                         code = ""
                 envs = body.get("envs")
                 self.apply_sandbox_envs(body.get("sandbox_envs"))
-                saved = {k: os.environ.get(k) for k in envs} if envs else None
                 count = self.count
                 try:
                         if envs:
@@ -191,15 +190,15 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                 finally:
                         _set_sigint(False)
                         _cellvm.flusher_active(False)
-                        if saved:
-                                for k, v in saved.items():
-                                        # E2B resets a sandbox-wide variable to its
-                                        # sandbox value, whatever the cell did to it.
-                                        v = self.sandbox_envs.get(k, v)
-                                        if v is None:
-                                                os.environ.pop(k, None)
-                                        else:
-                                                os.environ[k] = v
+                        # As E2B's server after the cell (_reset_env_vars_code): a
+                        # sandbox-wide variable gets its sandbox value back, any other
+                        # is deleted, whatever it was before the cell.
+                        for k in envs or ():
+                                v = self.sandbox_envs.get(str(k))
+                                if v is None:
+                                        os.environ.pop(str(k), None)
+                                else:
+                                        os.environ[str(k)] = v
                 # A formatter's error (IPython's showtraceback) fails the cell too.
                 status = "error" if err is not None or self.error_sent else "ok"
                 _send(X_END, {"status": status, "execution_count": count})
