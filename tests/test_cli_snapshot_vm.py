@@ -98,6 +98,7 @@ def test_create_then_run_and_shell_restore(store):
     r = store.cli("snapshot", "create", "--image", IMAGE)
     assert r.returncode == 0, r.stderr
     assert BUILDING in r.stderr and "the guest is ready after" in r.stderr
+    assert "cellvm: the template's guest settled in " in r.stderr  # saved idle (vmm_idle.c)
     (snapdir,) = store.template_dirs()
     assert r.stdout.startswith(f"{snapdir}: built in ")
     m = open(os.path.join(snapdir, "manifest")).read()

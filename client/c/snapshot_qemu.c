@@ -22,6 +22,7 @@
 #include "qmp.h"
 #include "template.h"
 #include "vmm_boot.h"
+#include "vmm_idle.h"
 
 #define STATE_FDNAME "cellvm-state"
 #define READY_POLL_MS 500
@@ -320,10 +321,35 @@ static int wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline,
         return 0;
 }
 
+/* The guest's background work (the next spare executor's warm-up, above all)
+ * ended, or a warning: what still runs at the save runs again in every clone. */
+static int settle(const struct cvm *vm, char *err, size_t errlen)
+{
+        uint64_t t0 = mono_ns();
+        int rc = cvi_wait_settled(vm->pid, CSQ_SETTLE_TIMEOUT_MS, CVI_IDLE_PERCENT, CVI_WINDOWS,
+                                  CVI_WINDOW_MS);
+        if (rc < 0) {
+                snprintf(err, errlen, "watching the VMM's CPU time (pid %d): %s", (int)vm->pid,
+                         strerror(-rc));
+                return rc;
+        }
+        if (rc == 0)
+                fprintf(stderr,
+                        "cellvm: the template's guest was still busy after %d s; saving it anyway: "
+                        "its clones will finish that work in their first cell\n",
+                        CSQ_SETTLE_TIMEOUT_MS / 1000);
+        else
+                fprintf(stderr, "cellvm: the template's guest settled in %.1f s\n",
+                        (double)(mono_ns() - t0) / 1e9);
+        return 0;
+}
+
 /* SET_DEADLINE 0 (a template carries no deadline), an empty cell (the default
  * context's executor spawned now, not in every clone's first cell; an empty
- * cell is not counted), SNAPSHOT_PREPARE: the generation that ends. */
-static int prepare_guest(struct cvc *c, uint64_t *generation, char *err, size_t errlen)
+ * cell is not counted), the guest settled, SNAPSHOT_PREPARE: the generation
+ * that ends. */
+static int prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generation, char *err,
+                         size_t errlen)
 {
         struct cv_buf b;
         cv_buf_init(&b);
@@ -342,6 +368,8 @@ static int prepare_guest(struct cvc *c, uint64_t *generation, char *err, size_t 
                          rc < 0 ? cvc_errmsg(c) : "timed out");
                 return rc < 0 ? rc : -ETIMEDOUT;
         }
+        if ((rc = settle(vm, err, errlen)) < 0)
+                return rc;
         cv_buf_init(&b);
         cv_enc_map(&b, 0);
         cbor_item_t *reply = NULL;
@@ -462,7 +490,7 @@ int csq_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
         if (rc == 0) {
                 fprintf(stderr, "cellvm: template %s: the guest is ready after %.1f s; saving it\n",
                         l->tdir, (double)(mono_ns() - t0) / 1e9);
-                rc = prepare_guest(c, &generation, err, errlen);
+                rc = prepare_guest(vm, c, &generation, err, errlen);
         }
         /* The channel stays connected while the state is saved (snapshot_qemu.py says why). */
         if (rc == 0)

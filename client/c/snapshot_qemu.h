@@ -24,6 +24,7 @@
 #include "vmm.h"
 
 #define CSQ_BUILD_TIMEOUT_MS 300000   /* boot + preloads (~25 s under TCG here) */
+#define CSQ_SETTLE_TIMEOUT_MS 30000   /* the template's guest settling (~1 s here) */
 #define CSQ_RESTORE_TIMEOUT_MS 30000  /* spawn to NEW_GENERATION's answer (~0.3 s) */
 #define CSQ_BUILD_DEADLINE_MS 900000  /* the guest's deadline while a template boots */
 #define CSQ_MIGRATE_TIMEOUT_MS 120000 /* saving or loading the state */

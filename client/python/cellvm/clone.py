@@ -40,6 +40,9 @@ RESTORE_TIMEOUT_S = 30.0
 BUILD_DEADLINE_MS = 900_000
 """cellvm-init's deadline while a template boots (so a builder that dies
 leaves no VM); cleared (SET_DEADLINE 0) right before SNAPSHOT_PREPARE."""
+SETTLE_TIMEOUT_S = 30.0
+"""Longest wait for a template's guest to settle before it is saved (~3 s
+under TCG here: the next spare's warm-up)."""
 SNAPSHOT_VMMS = ("qemu", "firecracker", "cloud-hypervisor")
 _OFF = ("0", "off", "no", "false", "cold")
 _ON = ("", "1", "on", "yes", "true", "auto")
@@ -170,6 +173,20 @@ def warm_default_context(conn, timeout=120.0):
                                      f"{body.get('code')}: {body.get('message')}")
         if t == _wire.OK:
             return
+
+
+def settle(vm, timeout=SETTLE_TIMEOUT_S):
+    """Waits for the guest's background work (the next spare executor's
+    warm-up, above all) to end before it is saved: what is still running
+    then runs again in every clone (cellvm.vmm_idle). A guest that stays busy
+    is saved anyway, with a warning."""
+    from . import vmm_idle
+    t0 = time.monotonic()
+    if not vmm_idle.wait_settled(vm.pid, timeout):
+        logger.warning("cellvm: the template's guest was still busy after %.0f s; saving it "
+                       "anyway: its clones will finish that work in their first cell", timeout)
+    else:
+        logger.debug("cellvm: the template's guest settled in %.1f s", time.monotonic() - t0)
 
 
 def clear_deadline(conn, timeout=30.0):
@@ -306,6 +323,7 @@ def build(launch: Launch, td: "snap.TemplateDir", before_prepare=None):
             warm_default_context(conn)
             if before_prepare is not None:
                 before_prepare(conn)
+            settle(vm)
             m.generation = prepare(conn)
             # The channel stays connected while the state is saved: see snapshot_qemu.
             if launch.vmm == "qemu":
