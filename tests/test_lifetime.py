@@ -306,7 +306,7 @@ def test_cli_ps_kill_and_limits_on_the_same_registry(rt, standins):
         time.sleep(0.01)  # the stop takes effect once it is scheduled
     assert "frozen" in next(line for line in cli("ps").stdout.splitlines() if line.startswith(eb.key))
     r = cli("kill", ea.key, "qemu-nope")
-    assert r.returncode == 1 and f"killed {ea.key}" in r.stdout and "no live sandbox qemu-nope" in r.stderr
+    assert r.returncode == 1 and f"killed {ea.key}" in r.stdout and "no live or paused sandbox qemu-nope" in r.stderr
     a.proc.wait(timeout=5)
     assert a.proc.returncode == -signal.SIGKILL and not os.path.exists(ea.dir)
     # Limits, refused before anything boots (exit 3, E2B's wording).
@@ -319,3 +319,36 @@ def test_cli_ps_kill_and_limits_on_the_same_registry(rt, standins):
     assert r.returncode == 0 and f"killed {eb.key}" in r.stdout
     b.proc.wait(timeout=5)
     assert rt.keys() == []
+
+
+def test_cli_ps_lists_paused_records_and_skips_a_damaged_one(rt, tmp_path, monkeypatch):
+    """The paused store as the SDK writes it (cellvm.snapshot.Manifest, kind
+    paused): ps lists each record, a manifest that does not read is reported
+    and left alone, kill of a paused id removes its record only. (The real
+    thing, a paused clone: test_snapshot_vm's
+    test_the_cli_lists_a_paused_sandbox_and_kills_it.)"""
+    from cellvm import snapshot
+    root = tmp_path / "paused"
+    monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(root))
+    started = int(time.time() * 1000) - 125_000
+    for key, sid in (("qemu-aaaa", "sbx-one"), ("qemu-bbbb", "sbx-two")):
+        d = root / key
+        d.mkdir(parents=True)
+        m = snapshot.Manifest(kind="paused", vmm="qemu", state="state", memory_mb=512,
+                              sandbox_id=sid, registry_key=key, started_ms=started)
+        (d / "manifest").write_text(m.to_text())
+    (root / "qemu-bad").mkdir()
+    (root / "qemu-bad" / "manifest").write_text("cellvm-snapshot 99\nnonsense\n")
+    (root / "qemu-half.tmp").mkdir()  # a pause in progress: not listed
+    r = cli("ps")
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines()[1:]]
+    assert all(row[1] in ("2m05s", "2m06s") for row in rows), r.stdout  # AGE: since started
+    assert [row[:1] + row[2:] for row in rows] == [
+        ["qemu-aaaa", "-", "qemu", "-", "-/512M", "paused", "sbx-one"],
+        ["qemu-bbbb", "-", "qemu", "-", "-/512M", "paused", "sbx-two"]], r.stdout
+    assert f"paused sandbox {root}/qemu-bad is unreadable" in r.stderr
+    r = cli("kill", "sbx-two")
+    assert r.returncode == 0 and "killed qemu-bbbb (sbx-two, paused" in r.stdout, r.stderr
+    assert sorted(os.listdir(root)) == ["lock", "qemu-aaaa", "qemu-bad", "qemu-half.tmp"]
+    assert [i.sandbox_id for i in Sandbox.list().next_items()] == ["sbx-one"]

@@ -269,6 +269,39 @@ def test_a_paused_sandbox_is_resumed_by_its_own_object_and_killed_while_paused(v
     assert Sandbox.list().next_items() == []
 
 
+def test_the_cli_lists_a_paused_sandbox_and_kills_it(vm_template):
+    """`cellvm ps` shows what Sandbox.list() shows, paused ones too (state
+    "paused"), and `cellvm kill ID` of a paused one removes its record, as
+    the SDK's kill does; `kill --all` keeps it."""
+    cli = os.path.join(os.path.dirname(IMAGE), "cellvm")
+    sbx = create()
+    other = create()
+    try:
+        assert sbx.pause() is True
+        r = subprocess.run([cli, "ps"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        rows = {ln.split()[-1]: ln.split() for ln in r.stdout.splitlines()[1:]}
+        assert set(rows) == {sbx.sandbox_id, other.sandbox_id}, r.stdout
+        # KEY AGE LEFT VMM PID MEMORY STATE ID
+        assert rows[sbx.sandbox_id][2:] == ["-", "qemu", "-", f"-/{SNAPSHOT_MEMORY_MB}M",
+                                            "paused", sbx.sandbox_id]
+        assert rows[other.sandbox_id][6] == "running"
+        r = subprocess.run([cli, "kill", "--all"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and other.sandbox_id in r.stdout, r.stdout + r.stderr
+        assert [i.sandbox_id for i in Sandbox.list().next_items()] == [sbx.sandbox_id]
+        r = subprocess.run([cli, "kill", sbx.sandbox_id], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and "paused: its saved state removed" in r.stdout, r.stderr
+        assert os.listdir(snapshot.paused_root()) == ["lock"]
+        assert Sandbox.list().next_items() == []
+        r = subprocess.run([cli, "kill", sbx.sandbox_id], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 1 and "no live or paused sandbox" in r.stderr
+    finally:
+        for s in (sbx, other):
+            s.kill()
+
+
 def test_another_process_pauses_a_sandbox_and_this_one_resumes_it(vm_template, tmp_path):
     prog = tmp_path / "creator.py"
     prog.write_text(

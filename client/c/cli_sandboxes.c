@@ -14,6 +14,7 @@
 #include "host_tsc.h"
 #include "cbor_util.h"
 #include "msgtypes.h"
+#include "paused.h"
 #include "registry.h"
 
 /* A TCG guest that could not be told the host's TSC frequency keeps time up to
@@ -80,6 +81,23 @@ static int open_locked(void)
 }
 
 static struct creg_entry entries[CREG_MAX_ENTRIES];
+static struct cpaused paused[CPAUSED_MAX];
+
+/* The paused store's records into `paused`: their count, or -1 (said on stderr). */
+static int read_paused(char *root, size_t rootlen)
+{
+        int rc = cpaused_root(root, rootlen);
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: the paused store's directory: %s\n", strerror(-rc));
+                return -1;
+        }
+        int n = cpaused_list(root, paused, CPAUSED_MAX, stderr);
+        if (n < 0) {
+                fprintf(stderr, "cellvm: reading %s: %s\n", root, strerror(-n));
+                return -1;
+        }
+        return n;
+}
 
 int cmd_ps(int argc, char **argv)
 {
@@ -115,7 +133,46 @@ int cmd_ps(int argc, char **argv)
                 printf("%-16s %-8s %-8s %-14s %-13s %-9s %s\n", e->key, age, left, vmm, mem, state,
                        e->id);
         }
-        return 0;
+        /* Paused ones too, as Sandbox.list() shows them (E2B's state "paused"). */
+        char root[PATH_MAX];
+        int np = read_paused(root, sizeof(root));
+        for (int i = 0; i < np; i++) {
+                const struct cpaused *p = &paused[i];
+                char age[24], vmm[48], mem[32];
+                fmt_duration(age, sizeof(age), now - (int64_t)p->started_ms);
+                snprintf(vmm, sizeof(vmm), "%s -", p->vmm);
+                snprintf(mem, sizeof(mem), "-/%" PRIu64 "M", p->memory_mb);
+                printf("%-16s %-8s %-8s %-14s %-13s %-9s %s\n", p->key, age, "-", vmm, mem,
+                       "paused", p->sandbox_id[0] ? p->sandbox_id : p->key);
+        }
+        return np < 0 ? 3 : 0;
+}
+
+/* E2B's kill of a paused sandbox: its record (saved state and all) removed.
+ * Whether `ident` named one; a failure sets *status. */
+static bool kill_paused(const char *ident, int *status)
+{
+        char root[PATH_MAX];
+        int n = read_paused(root, sizeof(root));
+        if (n < 0) {
+                *status = 3;
+                return false;
+        }
+        for (int i = 0; i < n; i++) {
+                const struct cpaused *p = &paused[i];
+                if (strcmp(ident, p->key) != 0 && strcmp(ident, p->sandbox_id) != 0)
+                        continue;
+                int rc = cpaused_remove(root, p);
+                if (rc < 0) {
+                        fprintf(stderr, "cellvm: removing %s: %s\n", p->dir, strerror(-rc));
+                        *status = 3;
+                } else {
+                        printf("killed %s (%s, paused: its saved state removed)\n", p->key,
+                               p->sandbox_id[0] ? p->sandbox_id : p->key);
+                }
+                return true;
+        }
+        return false;
 }
 
 int cmd_kill(int argc, char **argv)
@@ -149,8 +206,11 @@ int cmd_kill(int argc, char **argv)
                         e->key[0] = '\0';
                         found = true;
                 }
+                if (!all && !found)
+                        found = kill_paused(argv[a], &status);
                 if (!all && !found) {
-                        fprintf(stderr, "cellvm: no live sandbox %s (cellvm ps lists them)\n",
+                        fprintf(stderr,
+                                "cellvm: no live or paused sandbox %s (cellvm ps lists them)\n",
                                 argv[a]);
                         status = 1;
                 }

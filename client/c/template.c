@@ -7,7 +7,6 @@
 #include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "user_dirs.h"
 
 uint64_t ctpl_fnv1a64(uint64_t h, const void *data, size_t len)
 {
@@ -66,26 +67,8 @@ int ctpl_name(const struct csm *want, char *out, size_t outlen)
 
 int ctpl_root(char *out, size_t outlen)
 {
-        const char *env = getenv(CTPL_ROOT_ENV);
-        int n;
-        if (env && env[0]) {
-                n = snprintf(out, outlen, "%s", env);
-        } else {
-                const char *xdg = getenv("XDG_CACHE_HOME");
-                if (xdg && xdg[0] == '/') {
-                        n = snprintf(out, outlen, "%s/cellvm/templates", xdg);
-                } else {
-                        const char *home = getenv("HOME");
-                        if (!home || !home[0]) {
-                                struct passwd *pw = getpwuid(getuid());
-                                home = pw ? pw->pw_dir : NULL;
-                        }
-                        if (!home)
-                                return -ENOENT;
-                        n = snprintf(out, outlen, "%s/.cache/cellvm/templates", home);
-                }
-        }
-        return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;
+        return cvm_user_dir(CTPL_ROOT_ENV, "XDG_CACHE_HOME", ".cache", "cellvm/templates", out,
+                            outlen);
 }
 
 /* mkdir -p of the parents (default mode, as os.makedirs), then the leaf 0700. */

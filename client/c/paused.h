@@ -1,0 +1,37 @@
+/*
+ * The user's paused sandboxes as the CLI sees them: the Python SDK's paused
+ * store (client/python/cellvm/pause.py, docs/SNAPSHOTS.md "Pause and
+ * resume"), <root>/<registry key>/{manifest,state} with kind=paused. The CLI
+ * lists them (`cellvm ps`) and drops them (`cellvm kill ID`, E2B's kill of a
+ * paused sandbox); resuming one is the SDK's `Sandbox.connect(id)`.
+ */
+#ifndef CELLVM_CLIENT_PAUSED_H
+#define CELLVM_CLIENT_PAUSED_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define CPAUSED_ROOT_ENV "CELLVM_PAUSED_DIR"
+#define CPAUSED_MAX 256
+
+struct cpaused {
+        char dir[PATH_MAX];
+        char key[96];         /* the directory's name: the registry key it had */
+        char sandbox_id[160]; /* "" when the manifest has none */
+        char vmm[32];
+        uint64_t memory_mb, started_ms, paused_ms;
+};
+
+/* $CELLVM_PAUSED_DIR, else $XDG_STATE_HOME/cellvm/paused, else
+ * ~/.local/state/cellvm/paused (as the SDK). 0, -ENOENT (no home) or -ENAMETOOLONG. */
+int cpaused_root(char *out, size_t outlen);
+/* The complete paused sandboxes under `root`, at most `max`, by name; a
+ * manifest that does not read is reported on `warn` and skipped, never
+ * removed. The count (0 when `root` does not exist) or a negative errno. */
+int cpaused_list(const char *root, struct cpaused *out, int max, FILE *warn);
+/* Removes the record `p` under the store's lock (<root>/lock, the SDK's).
+ * 1 removed, 0 already gone, or a negative errno. */
+int cpaused_remove(const char *root, const struct cpaused *p);
+
+#endif
