@@ -17,7 +17,7 @@
 
 struct cpaused {
         char dir[PATH_MAX];
-        char key[96];         /* the directory's name: the registry key it had */
+        char key[256];        /* the directory's name: the registry key it had */
         char sandbox_id[160]; /* "" when the manifest has none */
         char vmm[32];
         uint64_t memory_mb, started_ms, paused_ms;
