@@ -86,6 +86,47 @@ def test_differences_say_what_changed():
     assert d and d[0].startswith("the VMM's command line: ")
 
 
+def test_the_hosts_tsc_frequency_is_compared_within_a_tolerance():
+    """tsc_early_khz is this host's TSC frequency, measured anew per host boot
+    (and per runtime directory) with a few kHz of noise: one template serves
+    all such measurements, another host's gets its own (C: tsc_word.c)."""
+    def with_tsc(khz, rest="ro quiet"):
+        line = f"{rest} tsc_early_khz={khz}" if khz is not None else rest
+        return sample(cmdline=line, arg=["qemu", "-append", line])
+    have = with_tsc(2300001)
+    assert snapshot.differences(have, with_tsc(2300003)) == []  # ~1 ppm: noise
+    assert snapshot.differences(have, with_tsc(2300001 + 230)) == []  # 100 ppm: the line
+    assert snapshot.differences(have, with_tsc(2323000)) == [
+        "tsc_early_khz: snapshot has 2300001, this host's TSC is now 2323000 kHz "
+        "(more than 100 ppm apart)"]
+    assert snapshot.differences(have, with_tsc(2300001, "rw quiet"))[0].startswith("cmdline: ")
+    assert snapshot.tsc_neutral("a tsc_early_khz=1\ttsc_early_khz=22 xtsc_early_khz=3 "
+                                "tsc_early_khz=4x") == (
+        "a tsc_early_khz=host\ttsc_early_khz=host xtsc_early_khz=3 tsc_early_khz=4x")
+    name = snapshot.template_name("qemu", with_tsc(2300001).arg)
+    assert snapshot.template_name("qemu", with_tsc(2300999).arg) == name
+    assert snapshot.template_name("qemu", with_tsc(None).arg) != name
+
+
+def test_a_launchs_template_does_not_change_with_the_tsc_measurement(monkeypatch):
+    """Two processes that measured the TSC a few kHz apart look for the same
+    template, and it fits both."""
+    image = os.path.join(ROOT, "build", "image")
+    if not os.path.exists(os.path.join(image, "launch.txt")):
+        pytest.skip("needs `make image`")
+    monkeypatch.setenv("CELLVM_TSC_KHZ", "2300001")
+    a = clone.Launch(image)
+    monkeypatch.setenv("CELLVM_TSC_KHZ", "2300004")
+    b = clone.Launch(image)
+    assert "tsc_early_khz=2300001" in a.want.cmdline and "tsc_early_khz=2300004" in b.want.cmdline
+    assert a.name == b.name and snapshot.differences(a.want, b.want) == []
+    monkeypatch.setenv("CELLVM_TSC_KHZ", "2400000")
+    c = clone.Launch(image)
+    assert c.name == a.name and snapshot.differences(a.want, c.want) == [
+        "tsc_early_khz: snapshot has 2300001, this host's TSC is now 2400000 kHz "
+        "(more than 100 ppm apart)"]
+
+
 def test_check_files_names_a_missing_or_truncated_file(tmp_path):
     m = sample()
     with pytest.raises(SnapshotError, match=f"{tmp_path}/state: No such file.*missing"):

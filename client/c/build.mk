@@ -4,7 +4,7 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/vmm_vsock.c client/c/registry.c client/c/host_tsc.c \
                    client/c/manifest.c client/c/template.c client/c/qmp.c \
                    client/c/snapshot_qemu.c client/c/vmm_idle.c client/c/paused.c \
-                   client/c/user_dirs.c
+                   client/c/user_dirs.c client/c/tsc_word.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c
@@ -25,7 +25,7 @@ CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \
 
 $(B)/tests/c/test_client_manifest: $(B)/tests/c/test_client_manifest.o \
 		$(B)/client/c/manifest.o $(B)/client/c/template.o $(B)/client/c/user_dirs.o \
-		$(PROTO_LIB)
+		$(B)/client/c/tsc_word.o $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 $(B)/tests/c/test_client_vmm_idle: $(B)/tests/c/test_client_vmm_idle.o $(B)/client/c/vmm_idle.o

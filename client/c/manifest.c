@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cbor_util.h" /* cv_utf8_valid */
+#include "tsc_word.h"
 
 enum kind { STR, NUM, LIST };
 
@@ -573,6 +574,19 @@ static int cmp_str(const void *a, const void *b)
         return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Whether two command-line strings are equal but for their TSC frequency
+ * (tsc_word.h): 1, 0, or -ENOMEM. */
+static int neutral_equal(const char *x, const char *y)
+{
+        if (strcmp(x, y) == 0)
+                return 1;
+        char *a = ctsc_neutral(x), *b = ctsc_neutral(y);
+        int rc = a && b ? strcmp(a, b) == 0 : -ENOMEM;
+        free(a);
+        free(b);
+        return rc;
+}
+
 int csm_differences(const struct csm *have, const struct csm *want, char *out, size_t outlen)
 {
         int count = 0;
@@ -595,10 +609,16 @@ int csm_differences(const struct csm *have, const struct csm *want, char *out, s
         if (have->vcpus != want->vcpus)
                 add_diff(out, outlen, &count, "vcpus: snapshot has %" PRIu64 ", now %" PRIu64,
                          have->vcpus, want->vcpus);
-        if (strcmp(have->cmdline, want->cmdline) != 0) {
+        int same = neutral_equal(have->cmdline, want->cmdline);
+        if (same < 0)
+                return same;
+        char tsc[200];
+        if (!same) {
                 excerpt(a, sizeof(a), have->cmdline, strlen(have->cmdline), 150);
                 excerpt(b, sizeof(b), want->cmdline, strlen(want->cmdline), 150);
                 add_diff(out, outlen, &count, "cmdline: snapshot has %s, now %s", a, b);
+        } else if (ctsc_mismatch(have->cmdline, want->cmdline, tsc, sizeof(tsc))) {
+                add_diff(out, outlen, &count, "%s", tsc);
         }
         /* The roles of both, sorted and once each (a set, as in Python). */
         const char *roles[32];
@@ -635,14 +655,19 @@ int csm_differences(const struct csm *have, const struct csm *want, char *out, s
         if (count)
                 return count;
         bool args_differ = have->arg.n != want->arg.n;
-        for (size_t i = 0; i < have->arg.n && i < want->arg.n && !args_differ; i++)
-                args_differ = strcmp(have->arg.v[i], want->arg.v[i]) != 0;
+        for (size_t i = 0; i < have->arg.n && i < want->arg.n && !args_differ; i++) {
+                if ((same = neutral_equal(have->arg.v[i], want->arg.v[i])) < 0)
+                        return same;
+                args_differ = !same;
+        }
         if (!args_differ)
                 return 0;
         char detail[1024] = "";
         int shown = 0;
         for (size_t i = 0; i < have->arg.n && i < want->arg.n && shown < 4; i++) {
-                if (strcmp(have->arg.v[i], want->arg.v[i]) == 0)
+                if ((same = neutral_equal(have->arg.v[i], want->arg.v[i])) < 0)
+                        return same;
+                if (same)
                         continue;
                 excerpt(a, sizeof(a), have->arg.v[i], strlen(have->arg.v[i]), 100);
                 excerpt(b, sizeof(b), want->arg.v[i], strlen(want->arg.v[i]), 100);

@@ -83,8 +83,10 @@ int csm_add_file(struct csm *m, const char *role, const char *path, char *err, s
 int csm_check_files(const struct csm *m, const char *snapdir, char *err, size_t errlen);
 
 /* What differs between a stored manifest and the one a launch would write
- * now, in words joined by "; " (as snapshot.differences()). Returns how many
- * differences there are (0: the snapshot fits); `out` is always terminated. */
+ * now, in words joined by "; " (as snapshot.differences()); the kernel's
+ * tsc_early_khz is compared within CTSC_TOLERANCE_PPM (tsc_word.h). Returns
+ * how many differences there are (0: the snapshot fits) or -ENOMEM; `out`
+ * is always terminated. */
 int csm_differences(const struct csm *have, const struct csm *want, char *out, size_t outlen);
 
 #endif

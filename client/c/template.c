@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tsc_word.h"
 #include "user_dirs.h"
 
 uint64_t ctpl_fnv1a64(uint64_t h, const void *data, size_t len)
@@ -38,16 +39,30 @@ static uint64_t hash_part(uint64_t h, const char *s, bool *first)
         return ctpl_fnv1a64(h, s, strlen(s));
 }
 
+/* hash_part of `s` made TSC frequency neutral (tsc_word.h); false: out of memory. */
+static bool hash_neutral(uint64_t *h, const char *s, bool *first)
+{
+        char *n = ctsc_neutral(s);
+        if (!n)
+                return false;
+        *h = hash_part(*h, n, first);
+        free(n);
+        return true;
+}
+
 int ctpl_name(const struct csm *want, char *out, size_t outlen)
 {
         uint64_t h = CTPL_FNV_BASIS;
         bool first = true;
+        bool ok = true;
         for (size_t i = 0; i < want->arg.n; i++)
-                h = hash_part(h, want->arg.v[i], &first);
+                ok = ok && hash_neutral(&h, want->arg.v[i], &first);
         for (size_t i = 0; i < want->request.n; i++)
-                h = hash_part(h, want->request.v[i], &first);
+                ok = ok && hash_neutral(&h, want->request.v[i], &first);
+        ok = ok && hash_neutral(&h, want->cmdline, &first);
+        if (!ok)
+                return -ENOMEM;
         char num[24];
-        h = hash_part(h, want->cmdline, &first);
         snprintf(num, sizeof(num), "%" PRIu64, want->memory_mb);
         h = hash_part(h, num, &first);
         snprintf(num, sizeof(num), "%" PRIu64, want->vcpus);
@@ -59,7 +74,8 @@ int ctpl_name(const struct csm *want, char *out, size_t outlen)
                         p = strchr(p, ' ');
                         p = p ? p + 1 : NULL;
                 }
-                h = hash_part(h, p ? p : "", &first);
+                if (!hash_neutral(&h, p ? p : "", &first))
+                        return -ENOMEM;
         }
         int n = snprintf(out, outlen, "%s-%016" PRIx64, want->vmm, h);
         return n < 0 || (size_t)n >= outlen ? -ENAMETOOLONG : 0;

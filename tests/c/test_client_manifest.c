@@ -9,6 +9,7 @@
  */
 #include "../../client/c/manifest.h"
 #include "../../client/c/template.h"
+#include "../../client/c/tsc_word.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -412,6 +413,68 @@ static void test_differences(void)
         csm_free(&b);
 }
 
+static void neutral_is(const char *in, const char *want)
+{
+        char *got = ctsc_neutral(in);
+        CHECK(got && strcmp(got, want) == 0);
+        if (got && strcmp(got, want) != 0)
+                fprintf(stderr, "ctsc_neutral(%s) = %s\n", in, got);
+        free(got);
+}
+
+/* The kernel's tsc_early_khz: left out of a template's name, compared within
+ * CTSC_TOLERANCE_PPM, with the words and messages of Python's snapshot.py. */
+static void test_tsc_word(void)
+{
+        neutral_is("ro tsc_early_khz=2300001 quiet", "ro tsc_early_khz=host quiet");
+        neutral_is("tsc_early_khz=1\ttsc_early_khz=22", "tsc_early_khz=host\ttsc_early_khz=host");
+        neutral_is("xtsc_early_khz=5 tsc_early_khz=5x tsc_early_khz= tsc_early_khz=-1",
+                   "xtsc_early_khz=5 tsc_early_khz=5x tsc_early_khz= tsc_early_khz=-1");
+        neutral_is("tsc_early_khz=12345678901234567890", "tsc_early_khz=12345678901234567890");
+        neutral_is("", "");
+        uint64_t khz = 0;
+        CHECK(ctsc_khz_of("a tsc_early_khz=2300001 b", &khz) && khz == 2300001);
+        CHECK(!ctsc_khz_of("a tsc_early_khz=x", &khz));
+
+        static const char base[] = "cellvm-snapshot 1\nkind=template\nvmm=qemu\nstate=state\n"
+                                   "memory_mb=1024\nvcpus=1\n";
+        static const char *const pairs[][2] = {
+            {"ro tsc_early_khz=2300001", "ro tsc_early_khz=2300003"}, /* noise: fits */
+            {"ro tsc_early_khz=2300000", "ro tsc_early_khz=2323000"}, /* 1%: another host */
+            {"ro", "ro tsc_early_khz=2300000"},                       /* made without one */
+            {"ro tsc_early_khz=2300000", "rw tsc_early_khz=2300000"}, /* the rest differs */
+        };
+        static const char code[] =
+            "import sys\nfrom cellvm import snapshot\n"
+            "a, b = sys.stdin.read().split('\\0')\n"
+            "print('; '.join(snapshot.differences(snapshot.Manifest.from_text(a, 'a'), "
+            "snapshot.Manifest.from_text(b, 'b'))))\n";
+        for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+                char ta[512], tb[512], in[1100], why[1024], py[1100], name_a[96], name_b[96];
+                snprintf(ta, sizeof(ta), "%scmdline=%s\narg=qemu\narg=-append\narg=%s\n", base,
+                         pairs[i][0], pairs[i][0]);
+                snprintf(tb, sizeof(tb), "%scmdline=%s\narg=qemu\narg=-append\narg=%s\n", base,
+                         pairs[i][1], pairs[i][1]);
+                struct csm a, b;
+                CHECK(csm_init(&a) == 0 && csm_init(&b) == 0);
+                CHECK(csm_parse(ta, strlen(ta), &a, why, sizeof(why)) == 0);
+                CHECK(csm_parse(tb, strlen(tb), &b, why, sizeof(why)) == 0);
+                int n = csm_differences(&a, &b, why, sizeof(why));
+                CHECK(n == (i == 0 ? 0 : 1));
+                CHECK(ctpl_name(&a, name_a, sizeof(name_a)) == 0 &&
+                      ctpl_name(&b, name_b, sizeof(name_b)) == 0);
+                CHECK((strcmp(name_a, name_b) == 0) == (i < 2)); /* one template for one host */
+                int len = snprintf(in, sizeof(in), "%s%c%s", ta, 0, tb);
+                CHECK(python_ref(code, in, (size_t)len, py, sizeof(py)) == 0);
+                strcat(why, "\n");
+                CHECK(strcmp(py, why) == 0);
+                if (strcmp(py, why) != 0)
+                        fprintf(stderr, "differences: python %sC %s", py, why);
+                csm_free(&a);
+                csm_free(&b);
+        }
+}
+
 static void test_fnv_against_python(void)
 {
         /* The published FNV-1a 64 test vectors. */
@@ -444,6 +507,10 @@ static void test_name_against_python(void)
             "vcpus=2\ncmdline=\nfile=kernel 1 2 /k k\nrequest=PUT /vm {}\nrequest=\n"
             "arg=firecracker\narg=--api-sock\narg=@DIR@/api.sock\n",
             "cellvm-snapshot 1\nkind=template\nvmm=qemu\nstate=state\n", /* no arg at all */
+            /* the host's TSC frequency: the same name at any value (tsc_word.h) */
+            "cellvm-snapshot 1\nkind=template\nvmm=qemu\nstate=state\n"
+            "cmdline=console=ttyS0 tsc_early_khz=2300001 quiet\narg=qemu\narg=-append\n"
+            "arg=console=ttyS0 tsc_early_khz=2300001 quiet\n",
             NULL,
         };
         static const char code[] =
@@ -475,6 +542,7 @@ int main(void)
         test_written_by_c_read_by_python();
         test_check_files();
         test_differences();
+        test_tsc_word();
         test_fnv_against_python();
         test_name_against_python();
         return check_report("test_client_manifest");

@@ -32,6 +32,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -101,9 +102,40 @@ def fnv1a64(data: bytes) -> int:
     return h
 
 
+TSC_WORD = re.compile(r"(?<![^ \t])tsc_early_khz=(\d{1,19})(?![^ \t])")
+TSC_TOLERANCE_PPM = 100
+"""How far a template's tsc_early_khz (the host's TSC frequency measured when
+it was built) may be from this host's measured now and still fit. The
+measurement varies by a few kHz of ~2.3 GHz (about 1 ppm) from one run or
+host boot to the next; a clone's kernel keeps the template's calibration
+whatever its command line says, so within this its clock stays within
+0.01% of the host's. Farther: another host or CPU, rebuilt."""
+
+
+def tsc_neutral(text: str) -> str:
+    """`text` with each tsc_early_khz=N word as tsc_early_khz=host: what a
+    template's name and its fit compare (the value: tsc_mismatch)."""
+    return TSC_WORD.sub("tsc_early_khz=host", text)
+
+
+def tsc_mismatch(have: str, want: str) -> Optional[str]:
+    """Why the tsc_early_khz words of two command lines do not fit (the
+    first of each; None when they do)."""
+    a, b = TSC_WORD.search(have), TSC_WORD.search(want)
+    if a is None or b is None:
+        return None if a is b else (f"tsc_early_khz: snapshot has {a and a.group(1)}, "
+                                    f"now {b and b.group(1)}")
+    x, y = int(a.group(1)), int(b.group(1))
+    if abs(x - y) * 1_000_000 > TSC_TOLERANCE_PPM * max(y, 1):
+        return (f"tsc_early_khz: snapshot has {x}, this host's TSC is now {y} kHz "
+                f"(more than {TSC_TOLERANCE_PPM} ppm apart)")
+    return None
+
+
 def template_name(vmm: str, args: List[str]) -> str:
-    """`<vmm>-<16 hex>`: FNV-1a 64 of the launch (its `arg` values joined by NUL)."""
-    return f"{vmm}-{fnv1a64(chr(0).join(args).encode()):016x}"
+    """`<vmm>-<16 hex>`: FNV-1a 64 of the launch (its `arg` values, TSC
+    frequency neutral, joined by NUL)."""
+    return f"{vmm}-{fnv1a64(chr(0).join(map(tsc_neutral, args)).encode()):016x}"
 
 
 _versions = {}
@@ -325,17 +357,24 @@ def differences(have: Manifest, want: Manifest) -> List[str]:
     """What differs between a stored manifest and the one a launch would
     write now, in words (empty: the snapshot fits)."""
     out = []
-    for name in ("vmm", "vmm_version", "accel", "memory_mb", "vcpus", "cmdline"):
+    for name in ("vmm", "vmm_version", "accel", "memory_mb", "vcpus"):
         a, b = getattr(have, name), getattr(want, name)
         if a != b:
             out.append(f"{name}: snapshot has {a!r}, now {b!r}")
+    if tsc_neutral(have.cmdline) != tsc_neutral(want.cmdline):
+        out.append(f"cmdline: snapshot has {have.cmdline!r}, now {want.cmdline!r}")
+    else:
+        why = tsc_mismatch(have.cmdline, want.cmdline)
+        if why:
+            out.append(why)
     hf, wf = have.files(), want.files()
     for role in sorted(set(hf) | set(wf)):
         if hf.get(role) != wf.get(role):
             out.append(f"{role} file: snapshot was taken with {hf.get(role) or 'none'!r} "
                        f"(size mtime_ns path), now {wf.get(role) or 'none'!r}")
-    if not out and have.arg != want.arg:
-        diff = [f"{a!r} -> {b!r}" for a, b in zip(have.arg, want.arg) if a != b]
+    if not out and list(map(tsc_neutral, have.arg)) != list(map(tsc_neutral, want.arg)):
+        diff = [f"{a!r} -> {b!r}" for a, b in zip(have.arg, want.arg)
+                if tsc_neutral(a) != tsc_neutral(b)]
         if len(have.arg) != len(want.arg):
             diff.append(f"{len(have.arg)} arguments -> {len(want.arg)}")
         out.append("the VMM's command line: " + "; ".join(diff[:4]))
