@@ -41,7 +41,7 @@ BUILD_DEADLINE_MS = 900_000
 """cellvm-init's deadline while a template boots (so a builder that dies
 leaves no VM); cleared (SET_DEADLINE 0) right before SNAPSHOT_PREPARE."""
 SETTLE_TIMEOUT_S = 30.0
-"""Longest wait for a template's guest to settle before it is saved (~3 s
+"""Longest wait for a template's guest to settle before it is saved (~1 s
 under TCG here: the next spare's warm-up)."""
 SNAPSHOT_VMMS = ("qemu", "firecracker", "cloud-hypervisor")
 _OFF = ("0", "off", "no", "false", "cold")
