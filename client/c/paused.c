@@ -54,7 +54,6 @@ static int read_record(const char *dir, const char *name, struct cpaused *p, FIL
                 snprintf(p->vmm, sizeof(p->vmm), "%s", m.vmm);
                 p->memory_mb = m.memory_mb;
                 p->started_ms = m.started_ms;
-                p->paused_ms = m.created_ms;
         }
         csm_free(&m);
         return ok;

@@ -20,7 +20,7 @@ struct cpaused {
         char key[256];        /* the directory's name: the registry key it had */
         char sandbox_id[160]; /* "" when the manifest has none */
         char vmm[32];
-        uint64_t memory_mb, started_ms, paused_ms;
+        uint64_t memory_mb, started_ms;
 };
 
 /* $CELLVM_PAUSED_DIR, else $XDG_STATE_HOME/cellvm/paused, else

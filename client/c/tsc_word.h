@@ -21,8 +21,9 @@
 char *ctsc_neutral(const char *in);
 /* The value of the first such word of `s`: whether there is one. */
 bool ctsc_khz_of(const char *s, uint64_t *khz);
-/* Why the words of two command lines do not fit, into `out` (1), or 0 when
- * they do (both without one, or within CTSC_TOLERANCE_PPM). */
+/* Why the words of two command lines equal but for their values (ctsc_neutral)
+ * do not fit, into `out` (1), or 0 when they do (none, or within
+ * CTSC_TOLERANCE_PPM). */
 int ctsc_mismatch(const char *have, const char *want, char *out, size_t outlen);
 
 #endif

@@ -119,12 +119,12 @@ def tsc_neutral(text: str) -> str:
 
 
 def tsc_mismatch(have: str, want: str) -> Optional[str]:
-    """Why the tsc_early_khz words of two command lines do not fit (the
-    first of each; None when they do)."""
+    """Why the tsc_early_khz words of two command lines equal but for their
+    values (tsc_neutral) do not fit (the first of each; None when they do,
+    or have none)."""
     a, b = TSC_WORD.search(have), TSC_WORD.search(want)
     if a is None or b is None:
-        return None if a is b else (f"tsc_early_khz: snapshot has {a and a.group(1)}, "
-                                    f"now {b and b.group(1)}")
+        return None
     x, y = int(a.group(1)), int(b.group(1))
     if abs(x - y) * 1_000_000 > TSC_TOLERANCE_PPM * max(y, 1):
         return (f"tsc_early_khz: snapshot has {x}, this host's TSC is now {y} kHz "
