@@ -23,7 +23,11 @@ program made itself, ...) is listed in docs/SNAPSHOTS.md.
 """
 
 import os
+import struct
 import sys
+
+# The words of MT19937's state (numpy's RK_STATE_LEN).
+MT19937_WORDS = 624
 
 # The epoch this process's state belongs to; None until the first one it is
 # told: a process that cannot know (a spare forked before a snapshot) reseeds.
@@ -40,9 +44,13 @@ def reseed():
         np = sys.modules.get("numpy")
         if np is not None:
                 try:
-                        # 256 bits from the kernel through MT19937's init_by_array: a tenth
-                        # of what seed() with no argument costs (its SeedSequence path).
-                        np.random.seed(np.frombuffer(os.urandom(32), dtype=np.uint32))
+                        # A whole MT19937 key from the kernel, as a list: set_state copies it
+                        # word by word and drops a kept gauss. seed(array) checks its array
+                        # with ufuncs, numpy code that a clone's first cell translates
+                        # afresh under TCG (~2,000 blocks); seed() with no argument goes
+                        # through SeedSequence, ten times slower.
+                        key = list(struct.unpack(f"{MT19937_WORDS}I", os.urandom(4 * MT19937_WORDS)))
+                        np.random.set_state(("MT19937", key, MT19937_WORDS, 0, 0.0))
                 except Exception:  # noqa: BLE001 - a broken numpy must not stop the cell
                         pass
         tempfile = sys.modules.get("tempfile")
