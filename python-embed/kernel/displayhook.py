@@ -19,7 +19,7 @@ def _semicolon_after_last_expression(cell):
         Python's tokenize is pure Python over the regex engine: in a clone of a
         template that engine's code is translated afresh under TCG, ~130 ms of a
         first cell such as `import numpy; 1 + 1` (docs/BENCHMARKS.md)."""
-        if "\r" in cell or "\x00" in cell:
+        if "\r" in cell:
                 return None  # line ends other than the parser's "\n": tokenize decides
         try:
                 tree = compile(cell, "<cell>", "exec", ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
@@ -35,7 +35,7 @@ def _semicolon_after_last_expression(cell):
         except (IndexError, UnicodeError):
                 return None
         tail = "\n".join([tail] + lines[last.end_lineno:])
-        semicolons = 0
+        semicolon = False
         i = 0
         while i < len(tail):
                 c = tail[i]
@@ -43,14 +43,14 @@ def _semicolon_after_last_expression(cell):
                         end = tail.find("\n", i)
                         i = len(tail) if end < 0 else end
                         continue
-                if c == ";":
-                        semicolons += 1
+                if c == ";" and not semicolon:
+                        semicolon = True
                 elif c == "\\" and tail.startswith("\n", i + 1):
                         i += 1
                 elif c not in " \t\f\n":
-                        return None
+                        return None  # a second ';' included: tokenize decides
                 i += 1
-        return semicolons == 1 if semicolons <= 1 else None
+        return semicolon
 
 
 def _ends_with_semicolon(cell):
