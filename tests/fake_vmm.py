@@ -22,9 +22,12 @@ line to $CELLVM_FAKE_VMM_LOG.api:
 - Firecracker: PATCH /vm {state: Paused|Resumed}; PUT /snapshot/create
   {snapshot_type: Full, snapshot_path, mem_file_path} (only when paused);
   started with `--api-sock` alone, PUT /snapshot/load {snapshot_path,
-  mem_backend: {backend_type: File, backend_path}, vsock_override?: {uds_path},
-  resume_vm?} (only before anything else; a failed load ends the process, as
-  Firecracker does).
+  mem_backend: {backend_type: File, backend_path}, resume_vm?} (only before
+  anything else; a failed load ends the process, as Firecracker does). It is
+  a release before 1.16 (`--version` says 1.15.1): the load's body is
+  deny_unknown_fields, so 1.16's `vsock_override` is a 400, and the vsock
+  socket is the snapshot's `uds_path`, a relative one bound in the process's
+  working directory.
 - Cloud Hypervisor: PUT /api/v1/vm.pause, vm.resume, vm.snapshot
   {destination_url: file://DIR} (config.json, state.json, memory-ranges; only
   when paused); started with `--api-socket` alone, vm.restore {source_url}
@@ -49,6 +52,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_hybrid_vsock import FakeHybridVsock  # noqa: E402
 
 AGENT_PORT = 1024
+FC_VERSION = "Firecracker v1.15.1"
+# Firecracker 1.15's LoadSnapshotConfig (serde deny_unknown_fields): what
+# else a /snapshot/load body holds is refused with a 400.
+FC_LOAD_FIELDS = {"snapshot_path", "mem_file_path", "mem_backend", "enable_diff_snapshots",
+                  "track_dirty_pages", "resume_vm", "network_overrides"}
 FC_MAGIC = "fake-firecracker-snapshot"
 CH_MAGIC = "fake-cloud-hypervisor-snapshot"
 
@@ -148,6 +156,11 @@ def firecracker_api(vm, method, url, body):
     if method == "PUT" and url == "/snapshot/load":
         if vm.state != "Not started":
             return 400, "Load snapshot: the microVM is already configured"
+        unknown = sorted(set(body) - FC_LOAD_FIELDS)
+        if unknown:
+            return 400, (f"An error occurred when deserializing the json body of a request: "
+                         f"unknown field `{unknown[0]}`, expected one of "
+                         f"{', '.join(sorted(FC_LOAD_FIELDS))}")
         backend = body.get("mem_backend") or {}
         if backend.get("backend_type") != "File" or "mem_file_path" in body:
             return 400, "Load snapshot: expected mem_backend {backend_type: File, backend_path}"
@@ -160,7 +173,7 @@ def firecracker_api(vm, method, url, body):
             return -400, f"Load snapshot error: Failed to restore from snapshot: {e!r}"
         if size != snap["mem_bytes"]:
             return -400, "Load snapshot error: memory file size mismatch"
-        uds = (body.get("vsock_override") or {}).get("uds_path") or snap["vsock_uds_path"]
+        uds = snap["vsock_uds_path"]  # relative: in this process's working directory
         try:
             vm.serve(uds)
         except OSError as e:
@@ -267,6 +280,9 @@ def serve_api(path, vm, handler):
 
 def main():
     name, argv = sys.argv[1], sys.argv[2:]
+    if argv == ["--version"]:
+        print(FC_VERSION if name == "firecracker" else "cloud-hypervisor v40.0.0")
+        return
     if os.environ.get("CELLVM_FAKE_VMM_FAIL"):
         fail(os.environ["CELLVM_FAKE_VMM_FAIL"])
     cfg, kernel, files, uds_path, console, api = (firecracker if name == "firecracker"
@@ -279,7 +295,7 @@ def main():
             if f.read(4) != b"\x7fELF":
                 fail(f"{kernel} is not an ELF kernel")
     with open(os.environ["CELLVM_FAKE_VMM_LOG"], "w") as f:
-        json.dump({"vmm": name, "argv": argv, "config": cfg, "pid": os.getpid()}, f)
+        json.dump({"vmm": name, "argv": argv, "config": cfg, "pid": os.getpid(), "cwd": os.getcwd()}, f)
     if console:
         with open(console, "w") as f:
             f.write("fake guest console\n")

@@ -64,7 +64,7 @@ def test_create_runs_a_cell_and_kill_leaves_nothing(fake_vmms, vmm):
         if vmm == "firecracker":
             cfg = launched["config"]
             assert cfg["boot-source"]["kernel_image_path"] == os.path.join(IMAGE, "vmlinux")
-            assert cfg["vsock"]["uds_path"] == vsock_socket
+            assert cfg["vsock"]["uds_path"] == "vsock.sock" and launched["cwd"] == vm_dir
             assert cfg["machine-config"]["mem_size_mib"] == 512
             assert cfg["machine-config"]["vcpu_count"] == 2
             assert "cellvm.mem_limit=384M" in cfg["boot-source"]["boot_args"]

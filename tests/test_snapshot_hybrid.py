@@ -96,7 +96,10 @@ def test_create_builds_a_template_then_restores_clones_through_the_api(stand_ins
                 assert load["snapshot_path"] == os.path.join(snapdir, "state")
                 assert load["mem_backend"] == {"backend_type": "File",
                                                "backend_path": os.path.join(snapdir, "memory")}
-                assert load["vsock_override"] == {"uds_path": os.path.join(sbx.vm.dir, "vsock.sock")}
+                # No vsock_override (Firecracker < 1.16 refuses the load for it):
+                # the snapshot's relative uds_path is bound in each clone's own dir.
+                assert "vsock_override" not in load
+                assert os.path.exists(os.path.join(sbx.vm.dir, "vsock.sock"))
                 assert mine[1]["body"] == {"state": "Resumed"}
         else:
             assert built == [("PUT", "/api/v1/vm.pause"), ("PUT", "/api/v1/vm.snapshot")]

@@ -1,7 +1,7 @@
 """Sandboxes restored from templates: what Sandbox.create() does by default
 (docs/SNAPSHOTS.md, "Templates" and "Restoring a sandbox").
 
-    sbx = Sandbox.create()          # a clone of the template: ~0.13 s, its first cell ~0.17 s (TCG here)
+    sbx = Sandbox.create()          # a clone of the template: 0.08-0.13 s, its first cell 0.09-0.17 s (TCG)
     sbx.restore_report              # the restore's stages (BootReport)
     Sandbox.create(snapshot=False)  # a cold boot ($CELLVM_SNAPSHOT=0 for unchanged programs)
 

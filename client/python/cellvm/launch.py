@@ -135,7 +135,8 @@ class HybridVsockVM:
 
     @property
     def vsock_socket(self):
-        return os.path.join(self.dir, "vsock.sock") if self.dir else None
+        from .vmm_firecracker import VSOCK_SOCKET
+        return os.path.join(self.dir, VSOCK_SOCKET) if self.dir else None
 
     @property
     def api_socket(self):
@@ -164,8 +165,10 @@ class HybridVsockVM:
         self.dir = tempfile.mkdtemp(prefix=f"cellvm-{self.vmm}-")
         try:
             with open(os.path.join(self.dir, "vmm.log"), "wb") as log:
+                # cwd: Firecracker's relative vsock socket (vmm_firecracker.VSOCK_SOCKET).
                 self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=log,
-                                             stderr=subprocess.STDOUT, start_new_session=True)
+                                             stderr=subprocess.STDOUT, start_new_session=True,
+                                             cwd=self.dir)
         except BaseException:
             self.kill()
             raise

@@ -27,7 +27,7 @@ def _restore_calls(vmm):
     d, s = snap.DIR_PLACEHOLDER, snap.SNAPSHOT_PLACEHOLDER
     if vmm == "firecracker":
         from . import vmm_firecracker as fc
-        calls = [fc.snapshot_load_request(f"{s}/state", f"{s}/memory", f"{d}/vsock.sock"),
+        calls = [fc.snapshot_load_request(f"{s}/state", f"{s}/memory"),
                  fc.resume_request()]
         argv = fc.firecracker_api_argv(f"{d}/api.sock", firecracker="@VMM@")
     else:

@@ -3,8 +3,8 @@
     from cellvm.vmm_firecracker import firecracker_config, hybrid_vsock_connect
 
     cfg = firecracker_config("build/image", workdir, memory_mb=1024, vcpus=1)
-    # write it, then: firecracker --no-api --config-file <workdir>/firecracker.json
-    sock = hybrid_vsock_connect(cfg["vsock"]["uds_path"], port=1024, timeout=30)
+    # write it, then, in workdir: firecracker --no-api --config-file firecracker.json
+    sock = hybrid_vsock_connect(os.path.join(workdir, VSOCK_SOCKET), port=1024, timeout=30)
     conn = cellvm._wire.Connection(sock)   # then HELLO as usual
 
 Hybrid vsock (Firecracker and Cloud Hypervisor): the guest's AF_VSOCK is
@@ -27,6 +27,14 @@ import time
 
 from . import bootfiles
 from .vmm_qemu import load_manifest, kernel_cmdline
+
+VSOCK_SOCKET = "vsock.sock"
+"""The vsock device's `uds_path`: relative, so Firecracker binds it in its
+working directory (the VM's temp dir, as the jailer's chroot does). A
+snapshot keeps the path it was taken with; relative, each clone restored from
+it binds its own socket. Firecracker < 1.16 has no `vsock_override` on
+/snapshot/load and refuses the whole load for it (its body is
+deny_unknown_fields): an absolute path would let one clone run at a time."""
 
 AGENT_VSOCK_PORT = 1024
 GUEST_CID = 3
@@ -133,7 +141,7 @@ def firecracker_config(image, workdir, memory_mb=1024, vcpus=1, kvm=True, extra_
             "is_read_only": True,
         }],
         "machine-config": {"vcpu_count": int(vcpus), "mem_size_mib": int(memory_mb), "smt": False},
-        "vsock": {"guest_cid": guest_cid, "uds_path": os.path.join(workdir, "vsock.sock")},
+        "vsock": {"guest_cid": guest_cid, "uds_path": VSOCK_SOCKET},  # in `workdir`, its cwd
         "entropy": {},
     }
     if tap:
@@ -158,9 +166,9 @@ def firecracker_argv(config_path, firecracker="firecracker"):
 # A template: booted with `--api-sock` next to `--config-file`, then
 # PATCH /vm Paused, PUT /snapshot/create (Full). A clone: `firecracker
 # --api-sock S` alone, PUT /snapshot/load with a File memory backend (the
-# memory file mapped MAP_PRIVATE: clones share its pages) and a vsock_override
-# (each clone its own socket; the snapshot names the template's), then
-# PATCH /vm Resumed. Firecracker resets the guest's vsock connections when it
+# memory file mapped MAP_PRIVATE: clones share its pages), then PATCH /vm
+# Resumed. Each runs in its own temp dir, where the snapshot's relative
+# uds_path puts its vsock socket (VSOCK_SOCKET). Firecracker resets the guest's vsock connections when it
 # snapshots, so the host reconnects (CONNECT 1024) after a restore.
 
 def firecracker_api_argv(api_sock, config_path=None, firecracker="firecracker"):
@@ -183,9 +191,10 @@ def snapshot_create_request(state_path, mem_path):
                                        "mem_file_path": mem_path}
 
 
-def snapshot_load_request(state_path, mem_path, uds_path):
+def snapshot_load_request(state_path, mem_path):
+    """Only fields every release with a File memory backend takes (1.16's
+    vsock_override is not needed: VSOCK_SOCKET)."""
     return "PUT", "/snapshot/load", {"snapshot_path": state_path,
                                      "mem_backend": {"backend_type": "File",
                                                      "backend_path": mem_path},
-                                     "vsock_override": {"uds_path": uds_path},
                                      "resume_vm": False}
