@@ -16,7 +16,7 @@ import pytest
 # default of 300 s would end it mid-run); tests of the lifetime pass their own.
 os.environ.setdefault("CELLVM_DEFAULT_TIMEOUT", str(6 * 3600))
 # The suites boot cold unless a test asks for a template (test_snapshot*.py:
-# one template per session, tests/snapshot_fixtures.py); a template build
+# one template per session, vm_template below); a template build
 # per distinct launch of the other suites would cost ~20 s each.
 os.environ.setdefault("CELLVM_SNAPSHOT", "0")
 
