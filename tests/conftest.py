@@ -255,9 +255,10 @@ def run_cell(conn, code, timeout=120):
 
 
 class Template:
-    def __init__(self, launch, tdir, snapdir, manifest, peek):
+    def __init__(self, launch, tdir, snapdir, manifest, peek, uptime):
         self.launch, self.tdir, self.snapdir, self.manifest = launch, tdir, snapdir, manifest
         self.peek = peek  # [random.random(), numpy rand, urandom hex, uuid4]
+        self.uptime = uptime  # the guest's /proc/uptime shortly before it was saved
 
 
 @pytest.fixture(scope="session")
@@ -275,12 +276,13 @@ def vm_template():
     try:
         launch = clone.Launch(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB)
         tdir = snapshot.TemplateDir(launch.name, root)
-        peek = []
+        peek, uptime = [], []
 
         def read_own_values(conn):
             from cellvm import _wire
             peek.extend(json.loads(ast.literal_eval(run_cell(conn, TEMPLATE_PEEK))))
             run_cell(conn, "del _cellvm_peek")
+            uptime.append(float(run_cell(conn, "float(open('/proc/uptime').read().split()[0])")))
             # A context made and removed last: the spare it took is replaced by a
             # new one, still warming up when clone.build settles the guest, as in a
             # template saved right after its default context started
@@ -290,7 +292,7 @@ def vm_template():
 
         with tdir.build_lock():
             snapdir, m = clone.build(launch, tdir, before_prepare=read_own_values)
-        yield Template(launch, tdir, snapdir, m, peek)
+        yield Template(launch, tdir, snapdir, m, peek, uptime[0])
     finally:
         if old is None:
             os.environ.pop(snapshot.TEMPLATE_DIR_ENV, None)
