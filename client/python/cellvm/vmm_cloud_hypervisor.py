@@ -16,6 +16,7 @@ hybrid vsock as Firecracker's (`CONNECT <port>\\n` -> `OK <n>\\n`).
 import os
 
 from . import bootfiles
+from .vmm_firecracker import VSOCK_SOCKET
 from .vmm_qemu import kernel_cmdline, load_manifest
 
 GUEST_CID = 3
@@ -40,7 +41,7 @@ def cloud_hypervisor_argv(image, workdir, memory_mb=1024, vcpus=1, extra_cmdline
              "--cpus", f"boot={int(vcpus)}",
              "--memory", f"size={int(memory_mb)}M",
              "--rng", "src=/dev/urandom",
-             "--vsock", f"cid={guest_cid},socket={os.path.join(workdir, 'vsock.sock')}",
+             "--vsock", f"cid={guest_cid},socket={os.path.join(workdir, VSOCK_SOCKET)}",
              "--serial", f"file={os.path.join(workdir, 'console.log')}",
              "--console", "off"]
     if tap:

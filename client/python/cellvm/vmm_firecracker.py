@@ -34,7 +34,9 @@ working directory (the VM's temp dir, as the jailer's chroot does). A
 snapshot keeps the path it was taken with; relative, each clone restored from
 it binds its own socket. Firecracker < 1.16 has no `vsock_override` on
 /snapshot/load and refuses the whole load for it (its body is
-deny_unknown_fields): an absolute path would let one clone run at a time."""
+deny_unknown_fields): an absolute path would let one clone run at a time.
+Cloud Hypervisor's socket has the same name, given absolute (its clones get
+their own through the config.json rewritten for each restore)."""
 
 AGENT_VSOCK_PORT = 1024
 GUEST_CID = 3
@@ -168,8 +170,9 @@ def firecracker_argv(config_path, firecracker="firecracker"):
 # --api-sock S` alone, PUT /snapshot/load with a File memory backend (the
 # memory file mapped MAP_PRIVATE: clones share its pages), then PATCH /vm
 # Resumed. Each runs in its own temp dir, where the snapshot's relative
-# uds_path puts its vsock socket (VSOCK_SOCKET). Firecracker resets the guest's vsock connections when it
-# snapshots, so the host reconnects (CONNECT 1024) after a restore.
+# uds_path puts its vsock socket (VSOCK_SOCKET). Firecracker resets the
+# guest's vsock connections when it snapshots, so the host reconnects
+# (CONNECT 1024) after a restore.
 
 def firecracker_api_argv(api_sock, config_path=None, firecracker="firecracker"):
     argv = [firecracker, "--api-sock", api_sock]
