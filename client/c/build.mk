@@ -14,9 +14,19 @@ $(CLIENT_LIB): $(CLIENT_LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+# cellvm serve (docs/SERVE.md): E2B's protocols over libmicrohttpd and jansson;
+# nettle for SHA-256 (signed file URLs), zlib for gzip'ed uploads.
+SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
+              client/c/serve_interp.c client/c/serve_envd.c client/c/serve_files.c \
+              client/c/serve_sandbox.c client/c/serve_mux.c client/c/serve_stream.c \
+              client/c/serve_key.c client/c/serve_sign.c client/c/serve_connect.c \
+              client/c/serve_multipart.c
+SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
+SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
+
 $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
-		$(CLIENT_LIB) $(PROTO_LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm
+		$(SERVE_OBJS) $(CLIENT_LIB) $(PROTO_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm $(SERVE_LIBS)
 
 # C unit tests of the CLI's VM helpers (tests/c/test_client_vmm.c): `make check-c`.
 CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \

@@ -113,6 +113,9 @@ int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct
  * from then on, even on failure (read cvc_errmsg, then cvc_close). */
 int cvc_connect_fd(int fd, const struct cvc_connect_opts *opts, struct cvc **out);
 void cvc_close(struct cvc *c);
+/* The connection's socket, for a caller that multiplexes it itself (cellvm
+ * serve): it then reads only through cvc_next_event, from one thread. */
+int cvc_fd(const struct cvc *c);
 
 /* The reason of the last failure on `c` (never NULL). */
 const char *cvc_errmsg(const struct cvc *c);

@@ -149,9 +149,12 @@ static const char snapshot_usage[] =
     "\n"
     "exit status: 0 success, 1 failure (or check: no fitting template), 2 usage.\n";
 
+int cmd_serve(int argc, char **argv); /* serve_main.c */
+
 static volatile sig_atomic_t interrupted;
 /* The VM of `run`/`shell`: killed by the handlers below before exiting. */
 static struct cvm the_vm;
+static struct sbx_rec the_rec;
 
 static void on_sigint(int sig)
 {
@@ -159,7 +162,7 @@ static void on_sigint(int sig)
         if (interrupted) { /* second Ctrl-C: give up waiting */
                 cvm_kill(&the_vm);
                 csq_abort_build();
-                sbx_forget();
+                sbx_forget(&the_rec);
                 _exit(130);
         }
         interrupted = 1;
@@ -170,7 +173,7 @@ static void on_fatal_signal(int sig)
 {
         cvm_kill(&the_vm);
         csq_abort_build();
-        sbx_forget();
+        sbx_forget(&the_rec);
         _exit(128 + sig);
 }
 
@@ -793,7 +796,7 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                                      .mode = v->snapshot,
                                      .dir = v->snapshot_dir,
                                      .verbose = verbose};
-                rc = snap_restore_vm(&r, &the_vm, c);
+                rc = snap_restore_vm(&r, &the_rec, &the_vm, c);
                 if (rc <= 0) {
                         if (rc == 0)
                                 set_handler(SIGINT, on_sigint);
@@ -812,7 +815,7 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                 cvm_kill(&the_vm);
                 return rc;
         }
-        sbx_record(&the_vm, v->vm.image, v->vm.memory_mb, v->vm.vcpus, v->boot_timeout_s,
+        sbx_record(&the_rec, &the_vm, v->vm.image, v->vm.memory_mb, v->vm.vcpus, v->boot_timeout_s,
                    v->lifetime_s);
         rc = cvm_connect(&the_vm, (int)(v->boot_timeout_s * 1000), c);
         if (rc < 0) {
@@ -822,10 +825,10 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                 cvc_close(*c);
                 *c = NULL;
                 cvm_kill(&the_vm);
-                sbx_forget();
+                sbx_forget(&the_rec);
                 return rc;
         }
-        sbx_start_clock(*c, &the_vm, v->lifetime_s);
+        sbx_start_clock(&the_rec, *c, &the_vm, v->lifetime_s);
         if (verbose) {
                 char channel[48] = "the serial port";
                 if (the_vm.over_vsock)
@@ -862,7 +865,7 @@ static int cmd_run(int argc, char **argv)
         rc = run_cell(c, &v.eo, &v.out);
         cvc_close(c);
         cvm_kill(&the_vm);
-        sbx_forget();
+        sbx_forget(&the_rec);
         free(code);
         return rc;
 }
@@ -955,7 +958,7 @@ static int cmd_shell(int argc, char **argv)
         free(cell);
         cvc_close(c);
         cvm_kill(&the_vm);
-        sbx_forget();
+        sbx_forget(&the_rec);
         if (tty)
                 fputc('\n', stdout);
         return status;
@@ -1042,6 +1045,8 @@ int main(int argc, char **argv)
                 return cmd_kill(argc - i, argv + i);
         if (strcmp(argv[i], "snapshot") == 0)
                 return cmd_snapshot(argc - i, argv + i);
+        if (strcmp(argv[i], "serve") == 0)
+                return cmd_serve(argc - i, argv + i);
         if (!known_command(argv[i])) {
                 fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", argv[i]);
                 return EXIT_USAGE;

@@ -22,8 +22,6 @@
 #define TCG_CLOCK_SLACK 0.3
 
 static struct creg reg = {.lock_fd = -1};
-static struct creg_entry mine;
-static char mine_path[sizeof(reg.dir) + sizeof(mine.key) + 16]; /* "" when none */
 
 double sbx_guest_timeout_s(double s, bool kvm)
 {
@@ -262,11 +260,12 @@ void sbx_release(void)
         creg_unlock(&reg);
 }
 
-void sbx_record(const struct cvm *vm, const char *image, unsigned memory_mb, unsigned vcpus,
-                double boot_budget_s, double lifetime_s)
+void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, unsigned memory_mb,
+                unsigned vcpus, double boot_budget_s, double lifetime_s)
 {
-        struct creg_entry *e = &mine;
+        struct creg_entry *e = &rec->e;
         memset(e, 0, sizeof(*e));
+        rec->path[0] = '\0';
         int rc = creg_new_key(&reg, "qemu", e->key, sizeof(e->key));
         snprintf(e->vmm, sizeof(e->vmm), "qemu");
         snprintf(e->accel, sizeof(e->accel), "%s", vm->kvm ? "kvm" : "tcg");
@@ -274,7 +273,7 @@ void sbx_record(const struct cvm *vm, const char *image, unsigned memory_mb, uns
                 snprintf(e->address, sizeof(e->address), "vsock:%u:1024", vm->vsock_cid);
         else
                 snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
-        memcpy(e->id, e->address, sizeof(e->id));
+        memcpy(e->id, rec->id_is_key ? e->key : e->address, sizeof(e->key));
         snprintf(e->dir, sizeof(e->dir), "%s", vm->dir);
         char abs[PATH_MAX];
         const char *img = realpath(image, abs) ? abs : image;
@@ -297,27 +296,40 @@ void sbx_record(const struct cvm *vm, const char *image, unsigned memory_mb, uns
                 fprintf(stderr, "cellvm: recording the VM in %s: %s\n", reg.dir, strerror(-rc));
                 return;
         }
-        int n = snprintf(mine_path, sizeof(mine_path), "%s/%s.sandbox", reg.dir, e->key);
-        if (n < 0 || (size_t)n >= sizeof(mine_path))
-                mine_path[0] = '\0'; /* cannot happen: the sizes add up */
+        int n = snprintf(rec->path, sizeof(rec->path), "%s/%s.sandbox", reg.dir, e->key);
+        if (n < 0 || (size_t)n >= sizeof(rec->path))
+                rec->path[0] = '\0'; /* cannot happen: the sizes add up */
 }
 
-void sbx_start_clock(struct cvc *c, const struct cvm *vm, double lifetime_s)
+static void rewrite(struct sbx_rec *rec)
 {
-        if (mine_path[0]) {
+        if (creg_lock(&reg) == 0) {
+                int rc = creg_write(&reg, &rec->e);
+                if (rc < 0)
+                        fprintf(stderr, "cellvm: updating %s: %s\n", rec->path, strerror(-rc));
+                creg_unlock(&reg);
+        }
+}
+
+void sbx_set_deadline(struct sbx_rec *rec, double lifetime_s)
+{
+        if (!rec->path[0])
+                return;
+        rec->e.deadline_ms = creg_now_ms() + (int64_t)(lifetime_s * 1000);
+        rewrite(rec);
+}
+
+void sbx_start_clock(struct sbx_rec *rec, struct cvc *c, const struct cvm *vm, double lifetime_s)
+{
+        if (rec->path[0]) {
+                struct creg_entry *e = &rec->e;
                 /* The channel may have changed (vsock -> serial) during the connect. */
                 if (!vm->over_vsock)
-                        snprintf(mine.address, sizeof(mine.address), "unix:%s", vm->sock);
-                memcpy(mine.id, mine.address, sizeof(mine.id));
-                mine.started_ms = creg_now_ms();
-                mine.deadline_ms = mine.started_ms + (int64_t)(lifetime_s * 1000);
-                if (creg_lock(&reg) == 0) {
-                        int rc = creg_write(&reg, &mine);
-                        if (rc < 0)
-                                fprintf(stderr, "cellvm: updating %s: %s\n", mine_path,
-                                        strerror(-rc));
-                        creg_unlock(&reg);
-                }
+                        snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
+                memcpy(e->id, rec->id_is_key ? e->key : e->address, sizeof(e->key));
+                e->started_ms = creg_now_ms();
+                e->deadline_ms = e->started_ms + (int64_t)(lifetime_s * 1000);
+                rewrite(rec);
         }
         struct cv_buf b;
         cv_buf_init(&b);
@@ -330,10 +342,10 @@ void sbx_start_clock(struct cvc *c, const struct cvm *vm, double lifetime_s)
         cv_buf_free(&b);
 }
 
-void sbx_forget(void)
+void sbx_forget(struct sbx_rec *rec)
 {
-        if (mine_path[0]) {
-                (void)unlink(mine_path);
-                mine_path[0] = '\0';
+        if (rec->path[0]) {
+                (void)unlink(rec->path); /* async-signal-safe; gone already is fine */
+                rec->path[0] = '\0';
         }
 }

@@ -6,7 +6,15 @@
 #include <stdbool.h>
 
 #include "cellvm.h"
+#include "registry.h"
 #include "vmm.h"
+
+/* One sandbox's registry record (run/shell have one, cellvm serve one per VM). */
+struct sbx_rec {
+        struct creg_entry e;
+        char path[sizeof(((struct creg *)0)->dir) + sizeof(((struct creg_entry *)0)->key) + 16];
+        bool id_is_key; /* the sandbox id is the key (cellvm serve), not the agent's address */
+};
 
 int cmd_ps(int argc, char **argv);
 /* Every other command looks too: ends what is past deadline + grace,
@@ -22,13 +30,16 @@ int sbx_reserve(double lifetime_s);
 void sbx_release(void);
 /* After cvm_start: records the VM (deadline: boot budget + lifetime) and
  * releases the lock. Errors are reported, not fatal: the VM still runs. */
-void sbx_record(const struct cvm *vm, const char *image, unsigned memory_mb, unsigned vcpus,
-                double boot_budget_s, double lifetime_s);
+void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, unsigned memory_mb,
+                unsigned vcpus, double boot_budget_s, double lifetime_s);
 /* The agent answered: the lifetime starts now; recorded and sent to the
  * guest (SET_DEADLINE, with the TCG clock slack when not under KVM). */
-void sbx_start_clock(struct cvc *c, const struct cvm *vm, double lifetime_s);
+void sbx_start_clock(struct sbx_rec *rec, struct cvc *c, const struct cvm *vm, double lifetime_s);
+/* A new deadline for a recorded sandbox, `lifetime_s` from now (the registry
+ * only: the caller tells the guest). */
+void sbx_set_deadline(struct sbx_rec *rec, double lifetime_s);
 /* Removes the record (async-signal-safe: a signal handler may call it). */
-void sbx_forget(void);
+void sbx_forget(struct sbx_rec *rec);
 /* The guest's own deadline for a sandbox ending in `s` seconds (docs/SDK.md). */
 double sbx_guest_timeout_s(double s, bool kvm);
 

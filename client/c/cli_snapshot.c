@@ -151,8 +151,8 @@ enum outcome { RESTORED, COLD, FATAL };
 /* Restores the clone of `snapdir`; on failure nothing runs and `err` says why,
  * `*bad` whether the snapshot is at fault. */
 static enum outcome restore(const struct snap_run *r, const char *snapdir, const struct csm *m,
-                            struct cvm *vm, struct cvc **c, struct csq_stages *st, bool *bad,
-                            char *err, size_t errlen)
+                            struct sbx_rec *rec, struct cvm *vm, struct cvc **c,
+                            struct csq_stages *st, bool *bad, char *err, size_t errlen)
 {
         int lock, state_fd;
         *bad = false;
@@ -174,20 +174,20 @@ static enum outcome restore(const struct snap_run *r, const char *snapdir, const
                 close(lock);
                 return COLD;
         }
-        sbx_record(vm, r->vm->image, r->vm->memory_mb, r->vm->vcpus,
+        sbx_record(rec, vm, r->vm->image, r->vm->memory_mb, r->vm->vcpus,
                    CSQ_RESTORE_TIMEOUT_MS / 1000.0, r->lifetime_s);
         int rc = csq_load(m, snapdir, vm, state_fd, st, c, bad, err, errlen);
         close(lock);
         if (rc < 0) {
                 cvm_kill(vm);
-                sbx_forget();
+                sbx_forget(rec);
                 return COLD;
         }
-        sbx_start_clock(*c, vm, r->lifetime_s);
+        sbx_start_clock(rec, *c, vm, r->lifetime_s);
         return RESTORED;
 }
 
-int snap_restore_vm(const struct snap_run *r, struct cvm *vm, struct cvc **c)
+int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *vm, struct cvc **c)
 {
         static struct csq_launch l; /* large */
         char err[ERR_MAX] = "", snapdir[PATH_MAX];
@@ -211,7 +211,7 @@ int snap_restore_vm(const struct snap_run *r, struct cvm *vm, struct cvc **c)
         struct csq_stages st = {0};
         bool bad;
         double t0 = mono_s();
-        enum outcome o = restore(r, snapdir, &m, vm, c, &st, &bad, err, sizeof(err));
+        enum outcome o = restore(r, snapdir, &m, rec, vm, c, &st, &bad, err, sizeof(err));
         csm_free(&m);
         if (o == FATAL)
                 return -EAGAIN;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 
 #include "cellvm.h"
+#include "cli_sandboxes.h"
 #include "vmm.h"
 
 enum snap_mode { SNAP_OFF, SNAP_AUTO, SNAP_DIR };
@@ -30,7 +31,7 @@ struct snap_run {
  * template is removed when it cannot be restored); a negative errno when it
  * must not start at all (SNAP_DIR's template unusable, the limits; said on
  * stderr). No process is left on failure. */
-int snap_restore_vm(const struct snap_run *r, struct cvm *vm, struct cvc **c);
+int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *vm, struct cvc **c);
 
 /* `cellvm snapshot create|check|manifest` for these VM options; `vm` is the
  * builder's (for the signal handlers). Exit statuses. */

@@ -41,6 +41,11 @@ const char *cvc_errmsg(const struct cvc *c)
         return c->err;
 }
 
+int cvc_fd(const struct cvc *c)
+{
+        return c->fd;
+}
+
 const cbor_item_t *cvc_hello(const struct cvc *c)
 {
         return c->hello;

@@ -272,12 +272,19 @@ static int build_argv(const struct cvm_opts *o, const struct launch *l, struct c
         return a->overflow ? -E2BIG : 0;
 }
 
-/* The forked child: own process group, dies with the CLI, stdio to files,
- * `keep_fd` inherited, exec. */
+static bool outlive_creator;
+
+void cvm_outlive_creator(bool on)
+{
+        outlive_creator = on;
+}
+
+/* The forked child: own process group, dies with the CLI (unless
+ * cvm_outlive_creator), stdio to files, `keep_fd` inherited, exec. */
 static void exec_qemu(char *const argv[], const char *errpath, int keep_fd, int report_fd)
 {
         int e = 0;
-        if (setsid() < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+        if (setsid() < 0 || (!outlive_creator && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0))
                 e = errno;
         if (!e && keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
                 e = errno;

@@ -126,6 +126,11 @@ void cvm_print_console_tail(const struct cvm *vm, FILE *f, size_t max);
  * Idempotent. Only async-signal-safe calls: usable from a signal handler. */
 void cvm_kill(struct cvm *vm);
 
+/* VMMs started from now on outlive this process (cellvm serve: its VMs are
+ * forked by threads that end, and a SIGKILLed server leaves them to their
+ * deadlines), instead of dying with the thread that started them. */
+void cvm_outlive_creator(bool on);
+
 /* Whether KVM can run a stock guest here (vmx/svm, /dev/kvm opens, not kvm-pvm);
  * $CELLVM_ACCEL=kvm|tcg overrides. Same rule as vmm_qemu.kvm_usable(). */
 bool cvm_kvm_usable(void);

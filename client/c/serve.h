@@ -1,0 +1,96 @@
+/*
+ * cellvm serve: E2B's protocols (control plane, envd, code interpreter) on
+ * one HTTP/1.1 listener, in front of micro-VMs this process owns
+ * (docs/SERVE.md). Every byte a client sends is hostile until parsed within
+ * bounds; every request carries the API key (control plane) or its sandbox's
+ * access token (envd, /execute).
+ *
+ * Threads: libmicrohttpd runs one thread per connection; each sandbox has one
+ * agent connection, shared through serve_mux.h; lifecycle changes (restore,
+ * kill) take `serve.life`; a reaper thread ends sandboxes at their deadline.
+ */
+#ifndef CELLVM_CLIENT_SERVE_H
+#define CELLVM_CLIENT_SERVE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cli_sandboxes.h"
+#include "serve_mux.h"
+#include "vmm.h"
+
+/* E2B's ports: envd and the code interpreter (E2b-Sandbox-Port). */
+#define SERVE_ENVD_PORT 49983
+#define SERVE_JUPYTER_PORT 49999
+/* The envd version the SDKs gate features on (PROTOCOL_NOTES.md section 5). */
+#define SERVE_ENVD_VERSION "0.6.13"
+#define SERVE_DEFAULT_TIMEOUT_S 300
+#define SERVE_TOKEN_LEN 32 /* hex characters of an envdAccessToken */
+
+struct proc;
+struct sandbox;
+/* Ends the process table of a sandbox being freed (serve_envd.c). */
+void serve_procs_free(struct sandbox *s);
+
+struct sandbox {
+        char id[72]; /* the registry key: short, lowercase, DNS-label safe */
+        char token[SERVE_TOKEN_LEN + 1];
+        char template_id[64];
+        json_t *metadata; /* object of strings */
+        json_t *envs;     /* object of strings: the sandbox-wide environment */
+        int refs;         /* under serve.life; the table holds one */
+        bool dead;        /* killed or expired: no longer in the table */
+        struct cvm vm;
+        struct cvm_opts opts;
+        struct sbx_rec rec;
+        struct mux mux;
+        int64_t started_ms, deadline_ms;
+        unsigned memory_mb, vcpus;
+        pthread_mutex_t procs_lock;
+        struct proc *procs; /* commands started through envd (serve_envd.c) */
+        struct sandbox *next;
+};
+
+struct serve {
+        pthread_mutex_t life;
+        struct sandbox *sandboxes;
+        char api_key[128];
+        const char *image;
+        unsigned memory_mb, vcpus;
+        bool ready;
+        volatile int stopping;
+};
+
+extern struct serve serve;
+
+/* --- sandboxes (serve_sandbox.c) --- */
+
+/* A new sandbox from the template: 0 with *out referenced (serve_put it), or
+ * a negative errno with `err` saying why (-EAGAIN: the sandbox limit). */
+int serve_create(const char *template_id, double timeout_s, json_t *metadata, json_t *envs,
+                 struct sandbox **out, char *err, size_t errlen);
+/* The live sandbox `id`, referenced; NULL when there is none. */
+struct sandbox *serve_get(const char *id);
+/* One more reference to `s` (a stream that outlives its request's). */
+struct sandbox *serve_ref(struct sandbox *s);
+void serve_put(struct sandbox *s);
+/* Ends `s` (VM killed, registry record removed); false if it was gone. */
+bool serve_kill(struct sandbox *s);
+/* Moves the deadline to `timeout_s` from now, in the registry and the guest. */
+int serve_set_timeout(struct sandbox *s, double timeout_s, char *err, size_t errlen);
+/* Every live sandbox, referenced (serve_put each, free the array). */
+int serve_list(struct sandbox ***out, size_t *n);
+/* Kills every sandbox (SIGTERM). */
+void serve_kill_all(void);
+/* The reaper: ends sandboxes whose deadline passed or whose VM exited. */
+void *serve_reaper(void *arg);
+
+/* --- the API key (serve_key.c) --- */
+
+/* $CELLVM_API_KEY, else the key in the user's config directory, made (0600)
+ * and printed on first start. */
+int serve_load_key(char *out, size_t outlen, char *err, size_t errlen);
+
+#endif

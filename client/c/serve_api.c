@@ -1,0 +1,388 @@
+/* cellvm serve's control plane: E2B's /sandboxes API (spec/openapi.yml and
+ * the v2 routes of npm e2b 2.51), with its error bodies `{"code","message"}`
+ * whose `code` the JS SDK branches on. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+#include "serve_http.h"
+
+#define LIST_LIMIT_MAX 100
+
+/* The templates a client may name: the image this server serves, under the
+ * names E2B's SDKs send by default. */
+static bool known_template(const char *t)
+{
+        static const char *const names[] = {"base", "code-interpreter-v1", "code-interpreter",
+                                            "cellvm"};
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                if (strcmp(t, names[i]) == 0)
+                        return true;
+        return false;
+}
+
+static json_t *sandbox_json(const struct sandbox *s)
+{
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:n}", "sandboxID", s->id, "templateID",
+                         s->template_id, "clientID", "cellvm", "envdVersion", SERVE_ENVD_VERSION,
+                         "envdAccessToken", s->token, "trafficAccessToken", s->token, "domain");
+}
+
+static json_t *listed_json(const struct sandbox *s, bool detail)
+{
+        char started[40], end[40];
+        iso_time(started, sizeof(started), s->started_ms);
+        iso_time(end, sizeof(end), s->deadline_ms);
+        json_t *o = json_pack(
+            "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:s}", "templateID", s->template_id,
+            "sandboxID", s->id, "clientID", "cellvm", "startedAt", started, "endAt", end,
+            "cpuCount", (int)s->vcpus, "memoryMB", (int)s->memory_mb, "diskSizeMB", 0, "metadata",
+            s->metadata, "state", "running", "envdVersion", SERVE_ENVD_VERSION);
+        if (o && detail) {
+                json_object_set_new(o, "envdAccessToken", json_string(s->token));
+                json_object_set_new(o, "domain", json_null());
+                json_object_set_new(o, "allowInternetAccess", json_false());
+                json_object_set_new(o, "lifecycle",
+                                    json_pack("{s:s, s:b}", "onTimeout", "kill", "autoResume", 0));
+        }
+        return o;
+}
+
+/* A JSON object body, or NULL with a 400 queued in *rc. */
+static json_t *object_body(struct hreq *h, bool empty_ok, enum MHD_Result *rc)
+{
+        if (h->len == 0 && empty_ok)
+                return json_object();
+        json_error_t e;
+        json_t *j = json_loadb(h->body, h->len, JSON_REJECT_DUPLICATES, &e);
+        if (!j || !json_is_object(j)) {
+                json_decref(j);
+                *rc = j ? reply_error(h, 400, "the body must be a JSON object")
+                        : reply_error(h, 400, "malformed JSON body: %s (line %d)", e.text, e.line);
+                return NULL;
+        }
+        return j;
+}
+
+/* An object of strings (metadata, envVars); NULL and `why` when it is not. */
+static json_t *string_map(json_t *v, const char *name, char *why, size_t whylen)
+{
+        if (!v || json_is_null(v))
+                return json_object();
+        if (!json_is_object(v)) {
+                snprintf(why, whylen, "%s must be an object of strings", name);
+                return NULL;
+        }
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x)
+        {
+                if (!json_is_string(x)) {
+                        snprintf(why, whylen, "%s.%s must be a string", name, k);
+                        return NULL;
+                }
+        }
+        return json_incref(v);
+}
+
+/* `timeout` in seconds: absent → the default; 0 < t <= the maximum. */
+static int timeout_of(json_t *body, double *t, char *why, size_t whylen)
+{
+        json_t *v = json_object_get(body, "timeout");
+        if (!v || json_is_null(v)) {
+                *t = SERVE_DEFAULT_TIMEOUT_S;
+                return 0;
+        }
+        if (!json_is_number(v) || json_number_value(v) < 0) {
+                snprintf(why, whylen, "timeout must be a number of seconds, not negative");
+                return -EINVAL;
+        }
+        *t = json_number_value(v);
+        if (*t > creg_max_timeout_s()) {
+                snprintf(why, whylen, "Timeout cannot be greater than %g seconds",
+                         creg_max_timeout_s());
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* E2B's egress options, as cellvm's SDK takes them for a sandbox without a
+ * network (client/python/cellvm/network.py): what holds anyway is accepted,
+ * a request for egress refused. E2B's Python SDK always sends
+ * allow_internet_access=true (its default), so that alone asks for nothing. */
+static int check_network(json_t *body, char *why, size_t whylen)
+{
+        json_t *net = json_object_get(body, "network");
+        if (!net || json_is_null(net))
+                return 0;
+        if (!json_is_object(net)) {
+                snprintf(why, whylen, "network must be an object");
+                return -EINVAL;
+        }
+        json_t *allow = json_object_get(net, "allowOut");
+        if (!allow)
+                allow = json_object_get(net, "allow_out");
+        if (allow && json_is_array(allow) && json_array_size(allow) > 0) {
+                snprintf(why, whylen,
+                         "network.allowOut: this server's sandboxes have no network (egress "
+                         "none), so an allow entry cannot be honoured");
+                return -EINVAL;
+        }
+        if (json_object_get(net, "rules")) {
+                snprintf(why, whylen, "network.rules: request transforms are not supported");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static enum MHD_Result create(struct hreq *h)
+{
+        enum MHD_Result rc;
+        json_t *body = object_body(h, false, &rc);
+        if (!body)
+                return rc;
+        char why[512] = "";
+        const char *tpl = "base";
+        json_t *t = json_object_get(body, "templateID");
+        double timeout;
+        json_t *metadata = NULL, *envs = NULL;
+        if (t && !json_is_string(t))
+                snprintf(why, sizeof(why), "templateID must be a string");
+        else if (t)
+                tpl = json_string_value(t);
+        if (!why[0] && timeout_of(body, &timeout, why, sizeof(why)) == 0 &&
+            (metadata =
+                 string_map(json_object_get(body, "metadata"), "metadata", why, sizeof(why))) &&
+            (envs = string_map(json_object_get(body, "envVars"), "envVars", why, sizeof(why))))
+                (void)check_network(body, why, sizeof(why));
+        if (why[0]) {
+                json_decref(metadata);
+                json_decref(envs);
+                json_decref(body);
+                return reply_error(h, 400, "%s", why);
+        }
+        if (!known_template(tpl) || strlen(tpl) >= sizeof(((struct sandbox *)0)->template_id)) {
+                json_decref(metadata);
+                json_decref(envs);
+                rc = reply_error(h, 404,
+                                 "template '%.64s' not found (this server serves one image, as "
+                                 "base or code-interpreter-v1)",
+                                 tpl);
+                json_decref(body);
+                return rc;
+        }
+        struct sandbox *s;
+        int r = serve_create(tpl, timeout, metadata, envs, &s, why, sizeof(why));
+        json_decref(metadata);
+        json_decref(envs);
+        json_decref(body);
+        if (r < 0)
+                return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
+        fprintf(stderr, "cellvm serve: sandbox %s created (%s, timeout %g s)\n", s->id,
+                s->template_id, timeout);
+        json_t *out = sandbox_json(s);
+        serve_put(s);
+        return reply_json(h, 201, out);
+}
+
+/* "k=v&k2=v2" of the metadata filter, each part URL-encoded once more. */
+static void url_decode(char *s)
+{
+        char *o = s;
+        for (char *p = s; *p; p++) {
+                int hi, lo;
+                if (*p == '%' && p[1] && p[2] && sscanf(p + 1, "%1x%1x", &hi, &lo) == 2) {
+                        *o++ = (char)(hi * 16 + lo);
+                        p += 2;
+                } else {
+                        *o++ = *p == '+' ? ' ' : *p;
+                }
+        }
+        *o = '\0';
+}
+
+static bool metadata_matches(const struct sandbox *s, const char *filter)
+{
+        if (!filter || !filter[0])
+                return true;
+        char *copy = strdup(filter);
+        if (!copy)
+                return false;
+        bool ok = true;
+        char *save;
+        for (char *pair = strtok_r(copy, "&", &save); pair && ok;
+             pair = strtok_r(NULL, "&", &save)) {
+                char *eq = strchr(pair, '=');
+                if (!eq)
+                        continue;
+                *eq = '\0';
+                url_decode(pair);
+                url_decode(eq + 1);
+                json_t *v = json_object_get(s->metadata, pair);
+                ok = v && json_is_string(v) && strcmp(json_string_value(v), eq + 1) == 0;
+        }
+        free(copy);
+        return ok;
+}
+
+static bool state_matches(const char *filter)
+{
+        if (!filter || !filter[0])
+                return true;
+        char *copy = strdup(filter);
+        bool ok = false;
+        char *save;
+        for (char *st = copy ? strtok_r(copy, ",", &save) : NULL; st;
+             st = strtok_r(NULL, ",", &save))
+                ok |= strcmp(st, "running") == 0;
+        free(copy);
+        return ok;
+}
+
+static enum MHD_Result list(struct hreq *h, bool v2)
+{
+        const char *meta = hreq_query(h, "metadata"), *state = hreq_query(h, "state");
+        const char *limit_s = hreq_query(h, "limit"), *next = hreq_query(h, "nextToken");
+        long limit = LIST_LIMIT_MAX;
+        if (limit_s) {
+                char *end;
+                limit = strtol(limit_s, &end, 10);
+                if (*end || limit < 1 || limit > LIST_LIMIT_MAX)
+                        return reply_error(h, 400, "limit: 1 to %d", LIST_LIMIT_MAX);
+        }
+        struct sandbox **all;
+        size_t n;
+        if (serve_list(&all, &n) < 0)
+                return reply_error(h, 500, "out of memory");
+        json_t *arr = json_array();
+        /* Oldest first; the token is the id the next page starts at. */
+        bool started = !next || !v2;
+        const char *next_token = NULL;
+        for (size_t i = 0; i < n; i++) {
+                struct sandbox *s = all[i];
+                if (!started && strcmp(s->id, next) == 0)
+                        started = true;
+                if (!started || !metadata_matches(s, meta) || !state_matches(state))
+                        continue;
+                if (v2 && (long)json_array_size(arr) == limit) {
+                        next_token = s->id;
+                        break;
+                }
+                json_array_append_new(arr, listed_json(s, false));
+        }
+        struct MHD_Response *r;
+        char *text = json_dumps(arr, JSON_COMPACT);
+        json_decref(arr);
+        enum MHD_Result rc = MHD_NO;
+        if (text &&
+            (r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
+                text = NULL;
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+                if (next_token)
+                        MHD_add_response_header(r, "x-next-token", next_token);
+                rc = MHD_queue_response(h->conn, 200, r);
+                MHD_destroy_response(r);
+        }
+        free(text);
+        for (size_t i = 0; i < n; i++)
+                serve_put(all[i]);
+        free(all);
+        return rc;
+}
+
+/* /sandboxes/{id}[/action] and /v2/sandboxes/{id}[/action]. */
+static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
+{
+        char id[72];
+        const char *slash = strchr(rest, '/');
+        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+        const char *action = slash ? slash + 1 : "";
+        if (n == 0 || n >= sizeof(id))
+                return reply_error(h, 404, "no such route %s", h->url);
+        memcpy(id, rest, n);
+        id[n] = '\0';
+        bool get = strcmp(h->method, "GET") == 0, post = strcmp(h->method, "POST") == 0;
+        bool del = strcmp(h->method, "DELETE") == 0;
+        struct sandbox *s = serve_get(id);
+        enum MHD_Result rc;
+        char why[512] = "";
+        if (!s) {
+                if (!(get || post || del))
+                        return reply_error(h, 405, "method %s not allowed", h->method);
+                return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
+        }
+        if (!action[0] && get) {
+                rc = reply_json(h, 200, listed_json(s, true));
+        } else if (!action[0] && del) {
+                bool ended = serve_kill(s);
+                if (ended)
+                        fprintf(stderr, "cellvm serve: sandbox %s killed\n", s->id);
+                rc = ended ? reply_empty(h, 204)
+                           : reply_error(h, 404, "sandbox \"%s\" not found", id);
+        } else if (post && (strcmp(action, "timeout") == 0 || strcmp(action, "connect") == 0 ||
+                            strcmp(action, "refreshes") == 0 || strcmp(action, "resume") == 0)) {
+                bool is_connect = strcmp(action, "connect") == 0 || strcmp(action, "resume") == 0;
+                json_t *body = object_body(h, true, &rc);
+                double t = SERVE_DEFAULT_TIMEOUT_S;
+                if (body && strcmp(action, "refreshes") == 0) {
+                        json_t *d = json_object_get(body, "duration");
+                        if (d && (!json_is_number(d) || json_number_value(d) < 0))
+                                snprintf(why, sizeof(why), "duration must be seconds");
+                        else if (d)
+                                t = json_number_value(d);
+                } else if (body) {
+                        json_t *v = json_object_get(body, "timeout");
+                        if (!is_connect && !v)
+                                snprintf(why, sizeof(why), "timeout is required");
+                        else
+                                (void)timeout_of(body, &t, why, sizeof(why));
+                }
+                json_decref(body);
+                if (!body) {
+                        /* object_body queued the 400 */
+                } else if (why[0]) {
+                        rc = reply_error(h, 400, "%s", why);
+                } else {
+                        /* connect only lengthens a sandbox's life, as E2B's does */
+                        int64_t left = s->deadline_ms - creg_now_ms();
+                        bool change = !is_connect || t * 1000 > (double)left;
+                        int r = change ? serve_set_timeout(s, t, why, sizeof(why)) : 0;
+                        if (r < 0)
+                                rc = reply_error(h, 500, "setting the timeout: %s", why);
+                        else if (is_connect)
+                                rc = reply_json(h, 200, sandbox_json(s));
+                        else
+                                rc = reply_empty(h, 204);
+                }
+        } else if (post && strcmp(action, "pause") == 0) {
+                rc = reply_error(h, 501, "pause is not supported by cellvm serve yet");
+        } else if (get && strcmp(action, "metrics") == 0) {
+                rc = reply_json(h, 200, json_array());
+        } else {
+                rc = reply_error(h, 404, "no such route %s %s", h->method, h->url);
+        }
+        serve_put(s);
+        return rc;
+}
+
+static enum MHD_Result api_done(struct hreq *h)
+{
+        const char *u = h->url;
+        bool v2 = strncmp(u, "/v2/", 4) == 0;
+        if (v2)
+                u += 3;
+        if (strcmp(u, "/sandboxes") == 0) {
+                if (strcmp(h->method, "POST") == 0)
+                        return create(h);
+                if (strcmp(h->method, "GET") == 0)
+                        return list(h, v2);
+                return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
+        }
+        if (strncmp(u, "/sandboxes/", 11) == 0)
+                return one_sandbox(h, u + 11);
+        return reply_error(h, 404, "no such route %s %s", h->method, h->url);
+}
+
+const struct hroute route_api = {.done = api_done, .body_max = HTTP_JSON_MAX};

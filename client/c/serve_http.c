@@ -1,0 +1,620 @@
+/* cellvm serve's HTTP side: routing as E2B's edge does it, authentication,
+ * bounded bodies, responses and streams (serve_http.h). */
+#include "serve_http.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve_sign.h"
+
+const char *hreq_header(struct hreq *h, const char *name)
+{
+        return MHD_lookup_connection_value(h->conn, MHD_HEADER_KIND, name);
+}
+
+const char *hreq_query(struct hreq *h, const char *name)
+{
+        return MHD_lookup_connection_value(h->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* --- responses ---------------------------------------------------------- */
+
+static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, char *data,
+                             size_t len)
+{
+        struct MHD_Response *r = MHD_create_response_from_buffer(
+            len, data, data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+        if (!r) {
+                free(data);
+                return MHD_NO;
+        }
+        if (type)
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        enum MHD_Result rc = MHD_queue_response(h->conn, status, r);
+        MHD_destroy_response(r);
+        return rc;
+}
+
+enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body)
+{
+        char *text = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+        if (!text)
+                return MHD_NO;
+        return queue(h, status, "application/json", text, strlen(text));
+}
+
+enum MHD_Result reply_error(struct hreq *h, unsigned status, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        return reply_json(h, status, json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+}
+
+enum MHD_Result reply_empty(struct hreq *h, unsigned status)
+{
+        return queue(h, status, NULL, NULL, 0);
+}
+
+enum MHD_Result reply_text(struct hreq *h, unsigned status, const char *text)
+{
+        char *copy = strdup(text);
+        if (!copy)
+                return MHD_NO;
+        return queue(h, status, "text/plain; charset=utf-8", copy, strlen(copy));
+}
+
+/* Connect's codes and the HTTP statuses it gives them. */
+static unsigned connect_status(const char *code)
+{
+        static const struct {
+                const char *code;
+                unsigned status;
+        } map[] = {
+            {"canceled", 499},
+            {"unknown", 500},
+            {"invalid_argument", 400},
+            {"deadline_exceeded", 504},
+            {"not_found", 404},
+            {"already_exists", 409},
+            {"permission_denied", 403},
+            {"resource_exhausted", 429},
+            {"failed_precondition", 400},
+            {"aborted", 409},
+            {"out_of_range", 400},
+            {"unimplemented", 501},
+            {"internal", 500},
+            {"unavailable", 503},
+            {"data_loss", 500},
+            {"unauthenticated", 401},
+        };
+        for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+                if (strcmp(map[i].code, code) == 0)
+                        return map[i].status;
+        return 500;
+}
+
+enum MHD_Result reply_connect_error(struct hreq *h, const char *code, const char *fmt, ...)
+{
+        char msg[1024];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        return reply_json(h, connect_status(code),
+                          json_pack("{s:s, s:s}", "code", code, "message", msg));
+}
+
+/* --- streams -------------------------------------------------------------- */
+
+int hstream_put(struct hstream *st, const void *data, size_t len)
+{
+        if (st->off == st->len)
+                st->off = st->len = 0;
+        if (st->len + len > st->cap) {
+                size_t cap = st->cap ? st->cap : 4096;
+                while (cap < st->len + len)
+                        cap *= 2;
+                char *b = realloc(st->buf, cap);
+                if (!b)
+                        return -ENOMEM;
+                st->buf = b;
+                st->cap = cap;
+        }
+        memcpy(st->buf + st->len, data, len);
+        st->len += len;
+        return 0;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+        (void)pos;
+        struct hstream *st = cls;
+        while (st->off == st->len) {
+                if (st->done) {
+                        st->finished = true;
+                        return MHD_CONTENT_READER_END_OF_STREAM;
+                }
+                if (st->fill(st) < 0)
+                        return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        size_t n = st->len - st->off < max ? st->len - st->off : max;
+        memcpy(out, st->buf + st->off, n);
+        st->off += n;
+        return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+        struct hstream *st = cls;
+        st->release(st);
+        free(st->buf);
+        free(st);
+}
+
+enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *content_type,
+                             struct hstream *st)
+{
+        struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64 * 1024,
+                                                                   stream_read, st, stream_free);
+        if (!r) {
+                stream_free(st);
+                return MHD_NO;
+        }
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+        enum MHD_Result rc = MHD_queue_response(h->conn, status, r);
+        MHD_destroy_response(r);
+        return rc;
+}
+
+/* --- routing -------------------------------------------------------------- */
+
+/* Compares secrets in time independent of where they differ. */
+static bool same_secret(const char *a, const char *b)
+{
+        if (!a || !b)
+                return false;
+        size_t la = strlen(a), lb = strlen(b);
+        unsigned char diff = la != lb;
+        for (size_t i = 0; i < lb; i++)
+                diff |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+        return diff == 0;
+}
+
+static bool api_key_ok(struct hreq *h)
+{
+        const char *k = hreq_header(h, "X-API-Key");
+        if (k)
+                return same_secret(k, serve.api_key);
+        const char *auth = hreq_header(h, "Authorization");
+        return auth && strncasecmp(auth, "Bearer ", 7) == 0 && same_secret(auth + 7, serve.api_key);
+}
+
+/* Host `<port>-<id>.<domain>`, as E2B's edge reads it. */
+static bool host_target(const char *host, char *id, size_t idlen, unsigned *port)
+{
+        if (!host)
+                return false;
+        const char *dash = strchr(host, '-'), *dot = strchr(host, '.');
+        if (!dash || !dot || dash > dot || dash == host || dash - host > 5)
+                return false;
+        unsigned p = 0;
+        for (const char *c = host; c < dash; c++) {
+                if (*c < '0' || *c > '9')
+                        return false;
+                p = p * 10 + (unsigned)(*c - '0');
+        }
+        size_t n = (size_t)(dot - dash - 1);
+        if (n == 0 || n >= idlen)
+                return false;
+        memcpy(id, dash + 1, n);
+        id[n] = '\0';
+        *port = p;
+        return p > 0 && p < 65536;
+}
+
+static bool valid_id(const char *id)
+{
+        size_t n = strlen(id);
+        if (n == 0 || n > 63)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') ||
+                      id[i] == '-'))
+                        return false;
+        return true;
+}
+
+/* The route of a request to a sandbox's port; 0, or an HTTP status to answer. */
+static int sandbox_route(struct hreq *h, unsigned port, char *why, size_t whylen)
+{
+        const char *url = h->url;
+        const char *token = hreq_header(h, "X-Access-Token");
+        bool token_ok = same_secret(token, h->sbx->token);
+        if (port == SERVE_ENVD_PORT) {
+                if (strcmp(url, "/health") == 0)
+                        return 204; /* answered at once */
+                if (strcmp(url, "/files") == 0) {
+                        bool get = strcmp(h->method, "GET") == 0;
+                        if (!get && strcmp(h->method, "POST") != 0)
+                                return 405;
+                        if (!token_ok &&
+                            serve_check_signature(
+                                h->sbx, hreq_query(h, "path"), get ? "read" : "write",
+                                hreq_query(h, "username"), hreq_query(h, "signature"),
+                                hreq_query(h, "signature_expiration"), why, whylen) < 0)
+                                return 401;
+                        h->route = get ? &route_files_get : &route_files_post;
+                        return 0;
+                }
+                if (!token_ok) {
+                        snprintf(why, whylen, "missing or wrong X-Access-Token for sandbox %s",
+                                 h->sbx->id);
+                        return 401;
+                }
+                if (strncmp(url, "/process.Process/", 17) == 0 ||
+                    strncmp(url, "/filesystem.Filesystem/", 23) == 0) {
+                        if (strcmp(h->method, "POST") != 0)
+                                return 405;
+                        h->route = &route_envd;
+                        return 0;
+                }
+                snprintf(why, whylen, "no envd endpoint %s", url);
+                return 404;
+        }
+        if (port == SERVE_JUPYTER_PORT) {
+                if (strcmp(url, "/health") == 0)
+                        return 200;
+                /* The code interpreter's clients send the access token on
+                 * /execute only, and the traffic token everywhere. */
+                if (!token_ok &&
+                    !same_secret(hreq_header(h, "E2B-Traffic-Access-Token"), h->sbx->token)) {
+                        snprintf(why, whylen, "missing or wrong access token for sandbox %s",
+                                 h->sbx->id);
+                        return 401;
+                }
+                if (strcmp(url, "/execute") == 0 || strncmp(url, "/contexts", 9) == 0) {
+                        h->route = &route_interp;
+                        return 0;
+                }
+                snprintf(why, whylen, "no code interpreter endpoint %s", url);
+                return 404;
+        }
+        snprintf(why, whylen,
+                 "port %u of sandbox %s: only envd (%d) and the code interpreter (%d) "
+                 "are served",
+                 port, h->sbx->id, SERVE_ENVD_PORT, SERVE_JUPYTER_PORT);
+        return 502;
+}
+
+/* Picks the route; 0, or an HTTP status to answer (with h->why). */
+static int route(struct hreq *h)
+{
+        char id[72];
+        unsigned port = 0;
+        const char *sid = hreq_header(h, "E2b-Sandbox-Id");
+        const char *sport = hreq_header(h, "E2b-Sandbox-Port");
+        bool to_sandbox = false;
+        if (sid) {
+                char *end;
+                unsigned long p = sport ? strtoul(sport, &end, 10) : 0;
+                if (!sport || *end || p == 0 || p > 65535) {
+                        snprintf(h->why, sizeof(h->why), "E2b-Sandbox-Port: a port number");
+                        return 400;
+                }
+                if (strlen(sid) >= sizeof(id)) {
+                        snprintf(h->why, sizeof(h->why), "E2b-Sandbox-Id: too long");
+                        return 400;
+                }
+                snprintf(id, sizeof(id), "%s", sid);
+                port = (unsigned)p;
+                to_sandbox = true;
+        } else if (host_target(hreq_header(h, "Host"), id, sizeof(id), &port)) {
+                to_sandbox = true;
+        }
+        if (to_sandbox) {
+                if (!valid_id(id) || !(h->sbx = serve_get(id))) {
+                        /* E2B's edge: a sandbox that is not running is a 502. */
+                        snprintf(h->why, sizeof(h->why), "The sandbox %.64s was not found", id);
+                        return 502;
+                }
+                return sandbox_route(h, port, h->why, sizeof(h->why));
+        }
+        /* A signed /files URL carries no sandbox id: the signature finds it. */
+        if (strcmp(h->url, "/files") == 0 && hreq_query(h, "signature")) {
+                bool get = strcmp(h->method, "GET") == 0;
+                h->sbx = serve_find_signed(hreq_query(h, "path"), get ? "read" : "write",
+                                           hreq_query(h, "username"), hreq_query(h, "signature"),
+                                           hreq_query(h, "signature_expiration"), h->why,
+                                           sizeof(h->why));
+                if (!h->sbx)
+                        return 401;
+                h->route = get ? &route_files_get : &route_files_post;
+                return 0;
+        }
+        if (strcmp(h->url, "/health") == 0)
+                return serve.ready ? 200 : 503;
+        if (!api_key_ok(h)) {
+                snprintf(h->why, sizeof(h->why), "Invalid API key");
+                return 401;
+        }
+        h->route = &route_api;
+        return 0;
+}
+
+static enum MHD_Result answer_status(struct hreq *h, int status)
+{
+        if (status == 204 || (status == 200 && !h->why[0]))
+                return strcmp(h->url, "/health") == 0 && status == 200
+                           ? reply_json(h, 200, json_pack("{s:s}", "status", "ok"))
+                           : reply_empty(h, (unsigned)status);
+        if (status == 503 && strcmp(h->url, "/health") == 0)
+                return reply_error(h, 503, "cellvm serve is starting (building the template)");
+        if (status == 405)
+                return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
+        return reply_error(h, (unsigned)status, "%s", h->why[0] ? h->why : "bad request");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+        (void)cls;
+        (void)version;
+        struct hreq *h = *con_cls;
+        if (!h) {
+                h = calloc(1, sizeof(*h));
+                if (!h)
+                        return MHD_NO;
+                h->conn = conn;
+                h->method = method;
+                h->url = url;
+                *con_cls = h;
+                h->status = route(h);
+                return MHD_YES; /* the body, if any, comes next */
+        }
+        if (*upload_data_size) {
+                size_t n = *upload_data_size;
+                *upload_data_size = 0;
+                if (h->status)
+                        return MHD_YES; /* answered with an error once read */
+                if (h->route->body) {
+                        h->status = h->route->body(h, upload_data, n);
+                        return MHD_YES;
+                }
+                if (h->len + n > h->route->body_max) {
+                        snprintf(h->why, sizeof(h->why), "request body over %zu bytes",
+                                 h->route->body_max);
+                        h->status = 413;
+                        return MHD_YES;
+                }
+                if (h->len + n + 1 > h->cap) {
+                        size_t cap = h->cap ? h->cap : 1024;
+                        while (cap < h->len + n + 1)
+                                cap *= 2;
+                        char *b = realloc(h->body, cap);
+                        if (!b) {
+                                h->status = 507;
+                                return MHD_YES;
+                        }
+                        h->body = b;
+                        h->cap = cap;
+                }
+                memcpy(h->body + h->len, upload_data, n);
+                h->len += n;
+                h->body[h->len] = '\0';
+                return MHD_YES;
+        }
+        if (h->status)
+                return answer_status(h, h->status);
+        if (!h->body) {
+                h->body = calloc(1, 1);
+                if (!h->body)
+                        return MHD_NO;
+        }
+        return h->route->done(h);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+        (void)cls;
+        (void)conn;
+        (void)toe;
+        struct hreq *h = *con_cls;
+        if (!h)
+                return;
+        if (h->free_state)
+                h->free_state(h->state);
+        serve_put(h->sbx);
+        free(h->body);
+        free(h);
+        *con_cls = NULL;
+}
+
+static void on_mhd_error(void *cls, const char *fmt, va_list ap)
+{
+        (void)cls;
+        fputs("cellvm serve: libmicrohttpd: ", stderr);
+        vfprintf(stderr, fmt, ap);
+}
+
+struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, char *err,
+                                    size_t errlen)
+{
+        unsigned flags =
+            MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+        if (addr && addr->sa_family == AF_INET6)
+                flags |= MHD_USE_IPv6;
+        struct MHD_Daemon *d;
+        if (listen_fd >= 0)
+                d = MHD_start_daemon(
+                    flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER,
+                    on_mhd_error, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                    (size_t)64 * 1024, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
+                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+        else
+                d = MHD_start_daemon(
+                    flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER,
+                    on_mhd_error, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_TIMEOUT,
+                    (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
+                    MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED,
+                    on_completed, NULL, MHD_OPTION_END);
+        if (!d)
+                snprintf(err, errlen, "libmicrohttpd could not start on that address");
+        return d;
+}
+
+/* --- helpers shared by the handlers ---------------------------------------- */
+
+void iso_time(char *out, size_t outlen, int64_t ms)
+{
+        time_t t = (time_t)(ms / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        char base[32];
+        strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+        snprintf(out, outlen, "%s.%03dZ", base, (int)(ms % 1000));
+}
+
+static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *base64_encode(const unsigned char *p, size_t len)
+{
+        size_t n = 4 * ((len + 2) / 3);
+        char *out = malloc(n + 1), *o = out;
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len; i += 3) {
+                uint32_t v = (uint32_t)p[i] << 16;
+                if (i + 1 < len)
+                        v |= (uint32_t)p[i + 1] << 8;
+                if (i + 2 < len)
+                        v |= p[i + 2];
+                *o++ = b64chars[(v >> 18) & 63];
+                *o++ = b64chars[(v >> 12) & 63];
+                *o++ = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
+                *o++ = i + 2 < len ? b64chars[v & 63] : '=';
+        }
+        *o = '\0';
+        return out;
+}
+
+static int b64val(char c)
+{
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+' || c == '-')
+                return 62;
+        if (c == '/' || c == '_')
+                return 63;
+        return -1;
+}
+
+unsigned char *base64_decode(const char *s, size_t len, size_t *outlen)
+{
+        while (len && s[len - 1] == '=')
+                len--;
+        if (len % 4 == 1)
+                return NULL;
+        unsigned char *out = malloc(len * 3 / 4 + 1);
+        if (!out)
+                return NULL;
+        size_t o = 0;
+        uint32_t acc = 0;
+        int bits = 0;
+        for (size_t i = 0; i < len; i++) {
+                int v = b64val(s[i]);
+                if (v < 0) {
+                        free(out);
+                        return NULL;
+                }
+                acc = (acc << 6) | (uint32_t)v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[o++] = (unsigned char)(acc >> bits);
+                }
+        }
+        *outlen = o;
+        return out;
+}
+
+static json_t *cbor_to_json_depth(const cbor_item_t *it, int depth)
+{
+        if (depth > 64)
+                return json_null();
+        switch (cbor_typeof(it)) {
+        case CBOR_TYPE_UINT:
+                return json_integer((json_int_t)cbor_get_int(it));
+        case CBOR_TYPE_NEGINT:
+                return json_integer(-1 - (json_int_t)cbor_get_int(it));
+        case CBOR_TYPE_STRING:
+                if (cbor_string_is_definite(it))
+                        return json_stringn((const char *)cbor_string_handle(it),
+                                            cbor_string_length(it));
+                return json_null();
+        case CBOR_TYPE_BYTESTRING: {
+                if (!cbor_bytestring_is_definite(it))
+                        return json_null();
+                char *b = base64_encode(cbor_bytestring_handle(it), cbor_bytestring_length(it));
+                json_t *j = b ? json_string(b) : json_null();
+                free(b);
+                return j;
+        }
+        case CBOR_TYPE_ARRAY: {
+                json_t *a = json_array();
+                for (size_t i = 0; a && i < cbor_array_size(it); i++)
+                        json_array_append_new(
+                            a, cbor_to_json_depth(cbor_array_handle(it)[i], depth + 1));
+                return a;
+        }
+        case CBOR_TYPE_MAP: {
+                json_t *o = json_object();
+                struct cbor_pair *p = cbor_map_handle(it);
+                for (size_t i = 0; o && i < cbor_map_size(it); i++) {
+                        if (!cbor_isa_string(p[i].key) || !cbor_string_is_definite(p[i].key))
+                                continue;
+                        json_object_setn_new(o, (const char *)cbor_string_handle(p[i].key),
+                                             cbor_string_length(p[i].key),
+                                             cbor_to_json_depth(p[i].value, depth + 1));
+                }
+                return o;
+        }
+        case CBOR_TYPE_FLOAT_CTRL:
+                if (cbor_float_ctrl_is_ctrl(it)) {
+                        if (cbor_is_bool(it))
+                                return json_boolean(cbor_get_bool(it));
+                        return json_null();
+                } else {
+                        double d = cbor_float_get_float(it);
+                        if (d != d || d > 1.7976931348623157e308 || d < -1.7976931348623157e308)
+                                return json_null(); /* JSON has no NaN or infinity */
+                        return json_real(d);
+                }
+        case CBOR_TYPE_TAG: {
+                cbor_item_t *inner = cbor_tag_item(it); /* a new reference */
+                json_t *j = cbor_to_json_depth(inner, depth + 1);
+                cbor_decref(&inner);
+                return j;
+        }
+        }
+        return json_null();
+}
+
+json_t *cbor_to_json(const cbor_item_t *item)
+{
+        return cbor_to_json_depth(item, 0);
+}

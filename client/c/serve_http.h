@@ -1,0 +1,120 @@
+/*
+ * cellvm serve's HTTP side: one request's state, the responses handlers
+ * give, and the streams (NDJSON, Connect) they write as the agent answers.
+ * libmicrohttpd parses HTTP; what it hands over (headers, body) is bounded
+ * and checked here before a handler sees it.
+ */
+#ifndef CELLVM_CLIENT_SERVE_HTTP_H
+#define CELLVM_CLIENT_SERVE_HTTP_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "serve.h"
+
+#define HTTP_JSON_MAX (1u << 20) /* a JSON or Connect request body */
+
+struct hreq;
+
+/* What a route does with the body and at its end. */
+struct hroute {
+        /* Each piece of the body as it arrives: 0, or an HTTP status to
+         * answer with once the body is read (the rest is skipped). NULL:
+         * the body is kept whole, up to `body_max` (413 past it). */
+        int (*body)(struct hreq *h, const char *data, size_t len);
+        /* The whole request is in: queue the response. */
+        enum MHD_Result (*done)(struct hreq *h);
+        size_t body_max;
+};
+
+struct hreq {
+        struct MHD_Connection *conn;
+        const char *method, *url;
+        const struct hroute *route;
+        struct sandbox *sbx; /* the target sandbox (referenced), or NULL */
+        char *body;          /* kept body, NUL-terminated */
+        size_t len, cap;
+        int status; /* set: answer this error once the body is read */
+        char why[256];
+        void *state;                  /* a route's own */
+        void (*free_state)(void *st); /* called when the request ends */
+};
+
+/* Header or query value (NULL when absent). */
+const char *hreq_header(struct hreq *h, const char *name);
+const char *hreq_query(struct hreq *h, const char *name);
+
+/* Responses. The control plane's and /files' errors are E2B's
+ * `{"code": status, "message": ...}`. */
+enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body); /* steals body */
+enum MHD_Result reply_error(struct hreq *h, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+enum MHD_Result reply_empty(struct hreq *h, unsigned status);
+enum MHD_Result reply_text(struct hreq *h, unsigned status, const char *text);
+/* Connect's unary error: `{"code": "<connect code>", "message": ...}`. */
+enum MHD_Result reply_connect_error(struct hreq *h, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A streamed response: `fill` blocks until it appended output to the
+ * stream (hstream_put) or ended it (`done`); it runs on the connection's
+ * own thread. `release` runs once, when the response ends or the client
+ * went away (`st->finished` tells which). */
+struct hstream {
+        char *buf;
+        size_t len, off, cap;
+        bool done;
+        bool finished; /* the last byte was handed to the client */
+        int (*fill)(struct hstream *st);
+        void (*release)(struct hstream *st);
+        void *ud;
+};
+int hstream_put(struct hstream *st, const void *data, size_t len);
+enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *content_type,
+                             struct hstream *st);
+
+/* A response that relays one agent request as the agent answers it: `fill`
+ * waits for the request's next message and hands it to `on_event` (which
+ * writes to the stream and, at the terminal message, sets `ended` and
+ * hs.done); `on_idle` runs every `idle_ms` without one (a keepalive);
+ * `on_broken` when the agent connection broke. When the client leaves
+ * before the end, the agent request is cancelled. */
+struct agent_stream {
+        struct hstream hs; /* first: the stream callbacks get this */
+        struct sandbox *s; /* referenced */
+        struct mux_req *r;
+        bool ended;
+        bool cancel_on_leave; /* CANCEL the request when the client leaves early */
+        int idle_ms;
+        int (*on_event)(struct agent_stream *as, const struct cvc_event *ev);
+        int (*on_idle)(struct agent_stream *as);
+        int (*on_broken)(struct agent_stream *as);
+        /* Instead of the cancel and close of `r` when the response ends. */
+        void (*on_release)(struct agent_stream *as);
+        void (*free_ud)(void *ud);
+        void *ud;
+};
+/* A zeroed agent_stream for `s` (referenced) and `r` (owned), its hs
+ * callbacks set. NULL when out of memory (r and s are then left alone). */
+struct agent_stream *agent_stream_new(struct sandbox *s, struct mux_req *r);
+/* Sends CANCEL for request `id` of `s` and does not wait for its answer. */
+void serve_cancel(struct sandbox *s, uint32_t id);
+
+/* The handlers' routes (serve_api.c, serve_interp.c, serve_envd.c, serve_files.c). */
+extern const struct hroute route_api;
+extern const struct hroute route_interp;
+extern const struct hroute route_envd;
+extern const struct hroute route_files_get;
+extern const struct hroute route_files_post;
+
+/* Converts an agent's CBOR value to JSON (bytes as base64), bounded by depth. */
+json_t *cbor_to_json(const cbor_item_t *item);
+/* RFC 3339 UTC with milliseconds, as E2B writes times. */
+void iso_time(char *out, size_t outlen, int64_t ms);
+/* Standard base64 of `len` bytes: a malloc'ed NUL-terminated string. */
+char *base64_encode(const unsigned char *p, size_t len);
+/* Decodes standard base64 (padding optional): malloc'ed, *outlen set; NULL if invalid. */
+unsigned char *base64_decode(const char *s, size_t len, size_t *outlen);
+
+#endif

@@ -1,0 +1,232 @@
+/* `cellvm serve`: options, the API key, the template, the listener, and the
+ * end: SIGTERM, SIGINT and SIGHUP kill every sandbox this server made (the
+ * registry's deadlines cover a server that is SIGKILLed: docs/SERVE.md). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "cli_sandboxes.h"
+#include "cli_snapshot.h"
+#include "serve_http.h"
+
+struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, char *err,
+                                    size_t errlen);
+
+static const char serve_usage[] =
+    "usage: cellvm serve [--listen HOST:PORT] [--unix PATH] [--image DIR] [--memory MB]\n"
+    "                    [--vcpus N]\n"
+    "\n"
+    "E2B's protocols on one HTTP/1.1 address, in front of micro-VMs restored from\n"
+    "this image's template: E2B's own SDKs (npm e2b, @e2b/code-interpreter, and their\n"
+    "PyPI twins) reach it unchanged with three variables:\n"
+    "  E2B_API_URL=http://HOST:PORT E2B_SANDBOX_URL=http://HOST:PORT E2B_API_KEY=KEY\n"
+    "\n"
+    "  --listen HOST:PORT  where to listen (default 127.0.0.1:3000; [::1]:PORT for IPv6)\n"
+    "  --unix PATH         listen on this Unix socket instead (made 0600)\n"
+    "  --image DIR         the guest image (default $CELLVM_IMAGE, else build/image)\n"
+    "  --memory MB         each sandbox's RAM (default 1024), --vcpus N its CPUs (1)\n"
+    "\n"
+    "The API key is $CELLVM_API_KEY, else the one in ~/.config/cellvm/api_key, made\n"
+    "(0600) and printed on first start. Control-plane requests carry it (X-API-Key, or\n"
+    "Authorization: Bearer KEY); sandbox requests carry their sandbox's access token.\n"
+    "GET /health answers 200 once the template is ready (built on first use: ~15 s\n"
+    "under TCG). Sandboxes live until DELETE, their timeout (300 s unless asked) or\n"
+    "the server's end: SIGTERM, SIGINT or SIGHUP kill them all; a SIGKILLed server\n"
+    "leaves them to their deadlines, listed by cellvm ps meanwhile (docs/SERVE.md).\n";
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t errlen)
+{
+        char host[128];
+        const char *colon = strrchr(s, ':');
+        if (!colon || (size_t)(colon - s) >= sizeof(host)) {
+                snprintf(err, errlen, "--listen %s: HOST:PORT", s);
+                return -EINVAL;
+        }
+        memcpy(host, s, (size_t)(colon - s));
+        host[colon - s] = '\0';
+        char *end;
+        unsigned long port = strtoul(colon + 1, &end, 10);
+        if (*end || end == colon + 1 || port > 65535) {
+                snprintf(err, errlen, "--listen %s: the port is 0 to 65535", s);
+                return -EINVAL;
+        }
+        memset(ss, 0, sizeof(*ss));
+        size_t hl = strlen(host);
+        if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') {
+                host[hl - 1] = '\0';
+                struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+                a->sin6_family = AF_INET6;
+                a->sin6_port = htons((uint16_t)port);
+                if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) == 1)
+                        return 0;
+        } else {
+                struct sockaddr_in *a = (struct sockaddr_in *)ss;
+                a->sin_family = AF_INET;
+                a->sin_port = htons((uint16_t)port);
+                if (strcmp(host, "localhost") == 0)
+                        snprintf(host, sizeof(host), "127.0.0.1");
+                if (inet_pton(AF_INET, host, &a->sin_addr) == 1)
+                        return 0;
+        }
+        snprintf(err, errlen, "--listen %s: HOST is an IPv4 address, [IPv6] or localhost", s);
+        return -EINVAL;
+}
+
+static int listen_unix(const char *path, char *err, size_t errlen)
+{
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        if (strlen(path) >= sizeof(a.sun_path)) {
+                snprintf(err, errlen, "--unix %s: path too long", path);
+                return -ENAMETOOLONG;
+        }
+        strcpy(a.sun_path, path);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                snprintf(err, errlen, "socket: %s", strerror(errno));
+                return -errno;
+        }
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && unlink(path) < 0) {
+                snprintf(err, errlen, "removing the old %s: %s", path, strerror(errno));
+                close(fd);
+                return -EEXIST;
+        }
+        mode_t old = umask(0177);
+        int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
+        umask(old);
+        if (rc < 0 || listen(fd, 128) < 0) {
+                snprintf(err, errlen, "%s: %s", path, strerror(errno));
+                close(fd);
+                return -errno;
+        }
+        return fd;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+        static const struct option opts[] = {
+            {"listen", required_argument, NULL, 'l'},
+            {"unix", required_argument, NULL, 'u'},
+            {"image", required_argument, NULL, 'i'},
+            {"memory", required_argument, NULL, 'm'},
+            {"vcpus", required_argument, NULL, 'n'},
+            {"help", no_argument, NULL, 'h'},
+            {NULL, 0, NULL, 0},
+        };
+        const char *listen_at = "127.0.0.1:3000", *unix_path = NULL;
+        const char *image = getenv("CELLVM_IMAGE");
+        serve.image = image && image[0] ? image : "build/image";
+        serve.memory_mb = 1024;
+        serve.vcpus = 1;
+        int opt;
+        char *end;
+        optind = 1;
+        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (opt) {
+                case 'l':
+                        listen_at = optarg;
+                        break;
+                case 'u':
+                        unix_path = optarg;
+                        break;
+                case 'i':
+                        serve.image = optarg;
+                        break;
+                case 'm':
+                        serve.memory_mb = (unsigned)strtoul(optarg, &end, 10);
+                        if (*end || serve.memory_mb < 128 || serve.memory_mb > (1u << 20)) {
+                                fputs("cellvm serve: --memory takes MB, at least 128\n", stderr);
+                                return 2;
+                        }
+                        break;
+                case 'n':
+                        serve.vcpus = (unsigned)strtoul(optarg, &end, 10);
+                        if (*end || serve.vcpus < 1 || serve.vcpus > 256) {
+                                fputs("cellvm serve: --vcpus takes 1 to 256\n", stderr);
+                                return 2;
+                        }
+                        break;
+                case 'h':
+                        fputs(serve_usage, stdout);
+                        return 0;
+                default:
+                        fputs(serve_usage, stderr);
+                        return 2;
+                }
+        }
+        if (optind != argc) {
+                fprintf(stderr, "cellvm serve: unexpected argument %s\n%s", argv[optind],
+                        serve_usage);
+                return 2;
+        }
+        char err[1024];
+        struct sockaddr_storage ss;
+        int listen_fd = -1;
+        if (unix_path ? (listen_fd = listen_unix(unix_path, err, sizeof(err))) < 0
+                      : parse_listen(listen_at, &ss, err, sizeof(err)) < 0) {
+                fprintf(stderr, "cellvm serve: %s\n", err);
+                return 2;
+        }
+        if (serve_load_key(serve.api_key, sizeof(serve.api_key), err, sizeof(err)) < 0) {
+                fprintf(stderr, "cellvm serve: the API key: %s\n", err);
+                return 1;
+        }
+        /* Signals are taken by sigwait below, in no other thread. */
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        sigaddset(&set, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        signal(SIGPIPE, SIG_IGN);
+        sbx_sweep();
+        cvm_outlive_creator(true);
+        struct MHD_Daemon *d = serve_http_start(unix_path ? NULL : (struct sockaddr *)&ss,
+                                                listen_fd, err, sizeof(err));
+        if (!d) {
+                fprintf(stderr, "cellvm serve: %s: %s\n", unix_path ? unix_path : listen_at, err);
+                return 1;
+        }
+        fprintf(stderr, "cellvm serve: listening on %s%s (image %s)\n",
+                unix_path ? "unix:" : "http://", unix_path ? unix_path : listen_at, serve.image);
+        /* The template every create restores: built now if need be (/health
+         * says 503 meanwhile). */
+        struct cvm_opts o = {
+            .image = serve.image, .memory_mb = serve.memory_mb, .vcpus = serve.vcpus};
+        struct cvm builder;
+        unsigned reserve = o.memory_mb / 8 > 128 ? o.memory_mb / 8 : 128;
+        unsigned user_mb = o.memory_mb > reserve + 64 ? o.memory_mb - reserve : 64;
+        if (snap_cmd_create(&o, user_mb, false, &builder) != 0) {
+                fputs("cellvm serve: no template: cannot serve sandboxes\n", stderr);
+                MHD_stop_daemon(d);
+                return 1;
+        }
+        pthread_t reaper;
+        if (pthread_create(&reaper, NULL, serve_reaper, NULL) != 0) {
+                fputs("cellvm serve: cannot start the reaper thread\n", stderr);
+                MHD_stop_daemon(d);
+                return 1;
+        }
+        serve.ready = true;
+        fprintf(stderr, "cellvm serve: ready\n");
+        int sig = 0;
+        sigwait(&set, &sig);
+        fprintf(stderr, "cellvm serve: %s: killing the sandboxes\n", strsignal(sig));
+        serve.stopping = 1;
+        serve.ready = false;
+        serve_kill_all();
+        pthread_join(reaper, NULL);
+        MHD_stop_daemon(d);
+        if (unix_path)
+                (void)unlink(unix_path);
+        return 0;
+}

@@ -1,0 +1,261 @@
+/* cellvm serve's sandboxes: restored from the template, kept in a table,
+ * ended by DELETE, their deadline or SIGTERM (serve.h). */
+#include "serve.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cbor_util.h"
+#include "cli_snapshot.h"
+#include "msgtypes.h"
+#include "registry.h"
+
+struct serve serve = {.life = PTHREAD_MUTEX_INITIALIZER};
+
+static int random_hex(char *out, size_t nhex)
+{
+        unsigned char raw[64];
+        size_t n = (nhex + 1) / 2;
+        if (n > sizeof(raw))
+                return -EINVAL;
+        size_t got = 0;
+        while (got < n) {
+                ssize_t r = getrandom(raw + got, n - got, 0);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r < 0)
+                        return -errno;
+                got += (size_t)r;
+        }
+        for (size_t i = 0; i < nhex; i++)
+                out[i] = "0123456789abcdef"[(raw[i / 2] >> (i % 2 ? 0 : 4)) & 15];
+        out[nhex] = '\0';
+        return 0;
+}
+
+static void free_sandbox(struct sandbox *s)
+{
+        serve_procs_free(s);
+        json_decref(s->metadata);
+        json_decref(s->envs);
+        free(s);
+}
+
+/* The guest's deadline, sent over the shared connection. */
+static int send_deadline(struct sandbox *s, double timeout_s, char *err, size_t errlen)
+{
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "timeout_ms");
+        cv_enc_uint(&b, (uint64_t)(sbx_guest_timeout_s(timeout_s, s->vm.kvm) * 1000));
+        int rc = mux_call(&s->mux, CV_MSG_SET_DEADLINE, &b, 10000, NULL, err, errlen);
+        cv_buf_free(&b);
+        return rc;
+}
+
+int serve_create(const char *template_id, double timeout_s, json_t *metadata, json_t *envs,
+                 struct sandbox **out, char *err, size_t errlen)
+{
+        struct sandbox *s = calloc(1, sizeof(*s));
+        if (!s) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        snprintf(s->template_id, sizeof(s->template_id), "%s", template_id);
+        s->metadata = json_incref(metadata);
+        s->envs = json_incref(envs);
+        s->memory_mb = serve.memory_mb;
+        s->vcpus = serve.vcpus;
+        s->opts = (struct cvm_opts){
+            .image = serve.image, .memory_mb = serve.memory_mb, .vcpus = serve.vcpus};
+        s->rec.id_is_key = true;
+        pthread_mutex_init(&s->procs_lock, NULL);
+        s->refs = 2; /* the table's and the caller's */
+        int rc = random_hex(s->token, SERVE_TOKEN_LEN);
+        if (rc < 0) {
+                snprintf(err, errlen, "getrandom: %s", strerror(-rc));
+                free_sandbox(s);
+                return rc;
+        }
+        /* As `cellvm run`: user code gets the RAM minus a reserve, in a cgroup. */
+        unsigned reserve = s->memory_mb / 8 > 128 ? s->memory_mb / 8 : 128;
+        unsigned user_mb = s->memory_mb > reserve + 64 ? s->memory_mb - reserve : 64;
+        struct snap_run r = {
+            .vm = &s->opts, .user_mb = user_mb, .lifetime_s = timeout_s, .mode = SNAP_AUTO};
+        struct cvc *c = NULL;
+        pthread_mutex_lock(&serve.life);
+        rc = snap_restore_vm(&r, &s->rec, &s->vm, &c);
+        if (rc == 0 && (rc = mux_start(&s->mux, c)) < 0) {
+                cvc_close(c);
+                cvm_kill(&s->vm);
+                sbx_forget(&s->rec);
+        }
+        if (rc == 0) {
+                snprintf(s->id, sizeof(s->id), "%s", s->rec.e.key);
+                s->started_ms = s->rec.e.started_ms;
+                s->deadline_ms = s->rec.e.deadline_ms;
+                s->next = serve.sandboxes;
+                serve.sandboxes = s;
+        }
+        pthread_mutex_unlock(&serve.life);
+        if (rc != 0) {
+                if (rc == -EAGAIN)
+                        snprintf(err, errlen,
+                                 "Rate limit exceeded: the maximum number of concurrent "
+                                 "sandboxes (%u, $CELLVM_MAX_SANDBOXES) is reached",
+                                 creg_max_sandboxes());
+                else
+                        snprintf(err, errlen, "the sandbox did not start from the template (%s)%s",
+                                 rc > 0 ? "it needs a cold boot" : strerror(-rc),
+                                 ": see the server's log");
+                free_sandbox(s);
+                return rc > 0 ? -EIO : rc;
+        }
+        *out = s;
+        return 0;
+}
+
+struct sandbox *serve_get(const char *id)
+{
+        pthread_mutex_lock(&serve.life);
+        struct sandbox *s = serve.sandboxes;
+        while (s && strcmp(s->id, id) != 0)
+                s = s->next;
+        if (s)
+                s->refs++;
+        pthread_mutex_unlock(&serve.life);
+        return s;
+}
+
+struct sandbox *serve_ref(struct sandbox *s)
+{
+        pthread_mutex_lock(&serve.life);
+        s->refs++;
+        pthread_mutex_unlock(&serve.life);
+        return s;
+}
+
+void serve_put(struct sandbox *s)
+{
+        if (!s)
+                return;
+        pthread_mutex_lock(&serve.life);
+        bool last = --s->refs == 0;
+        pthread_mutex_unlock(&serve.life);
+        if (last)
+                free_sandbox(s);
+}
+
+/* Call with serve.life held: unlinks and stops `s`; the table's reference
+ * is then the caller's to drop. */
+static bool end_locked(struct sandbox *s)
+{
+        for (struct sandbox **p = &serve.sandboxes; *p; p = &(*p)->next) {
+                if (*p != s)
+                        continue;
+                *p = s->next;
+                s->dead = true;
+                mux_close(&s->mux);
+                cvm_kill(&s->vm);
+                sbx_forget(&s->rec);
+                return true;
+        }
+        return false;
+}
+
+bool serve_kill(struct sandbox *s)
+{
+        pthread_mutex_lock(&serve.life);
+        bool ended = end_locked(s);
+        pthread_mutex_unlock(&serve.life);
+        if (ended)
+                serve_put(s); /* the table's reference */
+        return ended;
+}
+
+int serve_set_timeout(struct sandbox *s, double timeout_s, char *err, size_t errlen)
+{
+        int rc = send_deadline(s, timeout_s, err, errlen);
+        if (rc < 0)
+                return rc;
+        pthread_mutex_lock(&serve.life);
+        if (!s->dead) {
+                sbx_set_deadline(&s->rec, timeout_s);
+                s->deadline_ms = creg_now_ms() + (int64_t)(timeout_s * 1000);
+        }
+        pthread_mutex_unlock(&serve.life);
+        return 0;
+}
+
+int serve_list(struct sandbox ***out, size_t *n)
+{
+        pthread_mutex_lock(&serve.life);
+        size_t count = 0;
+        for (struct sandbox *s = serve.sandboxes; s; s = s->next)
+                count++;
+        struct sandbox **v = calloc(count ? count : 1, sizeof(*v));
+        if (!v) {
+                pthread_mutex_unlock(&serve.life);
+                return -ENOMEM;
+        }
+        size_t i = count;
+        /* The table is newest first; the list is oldest first. */
+        for (struct sandbox *s = serve.sandboxes; s; s = s->next) {
+                s->refs++;
+                v[--i] = s;
+        }
+        pthread_mutex_unlock(&serve.life);
+        *out = v;
+        *n = count;
+        return 0;
+}
+
+void serve_kill_all(void)
+{
+        for (;;) {
+                pthread_mutex_lock(&serve.life);
+                struct sandbox *s = serve.sandboxes;
+                if (s)
+                        end_locked(s);
+                pthread_mutex_unlock(&serve.life);
+                if (!s)
+                        return;
+                serve_put(s);
+        }
+}
+
+void *serve_reaper(void *arg)
+{
+        (void)arg;
+        while (!serve.stopping) {
+                struct timespec ts = {.tv_sec = 0, .tv_nsec = 250 * 1000000L};
+                nanosleep(&ts, NULL);
+                int64_t now = creg_now_ms();
+                for (;;) {
+                        struct sandbox *victim = NULL;
+                        const char *why = NULL;
+                        pthread_mutex_lock(&serve.life);
+                        for (struct sandbox *s = serve.sandboxes; s && !victim; s = s->next) {
+                                if (now >= s->deadline_ms)
+                                        victim = s, why = "its timeout passed";
+                                else if (!cvm_alive(&s->vm))
+                                        victim = s, why = "its VM exited";
+                        }
+                        if (victim)
+                                end_locked(victim);
+                        pthread_mutex_unlock(&serve.life);
+                        if (!victim)
+                                break;
+                        fprintf(stderr, "cellvm serve: sandbox %s ended: %s\n", victim->id, why);
+                        serve_put(victim);
+                }
+        }
+        return NULL;
+}
