@@ -85,13 +85,10 @@ struct agent_stream {
         struct sandbox *s; /* referenced */
         struct mux_req *r;
         bool ended;
-        bool cancel_on_leave; /* CANCEL the request when the client leaves early */
         int idle_ms;
         int (*on_event)(struct agent_stream *as, const struct cvc_event *ev);
         int (*on_idle)(struct agent_stream *as);
         int (*on_broken)(struct agent_stream *as);
-        /* Instead of the cancel and close of `r` when the response ends. */
-        void (*on_release)(struct agent_stream *as);
         void (*free_ud)(void *ud);
         void *ud;
 };

@@ -95,11 +95,6 @@ static void *reader_main(void *arg)
                         pthread_cond_wait(&m->cond, &m->lock);
                         r = find(m, ev.id);
                 }
-                if (r && r->discard && !cv_msg_is_terminal(ev.type)) {
-                        pthread_mutex_unlock(&m->lock);
-                        cvc_event_free(&ev);
-                        continue;
-                }
                 if (!r || r->abandoned) {
                         if (r && cv_msg_is_terminal(ev.type)) {
                                 unlink_req(m, r); /* abandoned: nobody frees it but us */
@@ -290,32 +285,6 @@ void mux_close_req(struct mux_req *r)
                 free(r);
         } else {
                 r->abandoned = true; /* the reader frees it at its terminal message */
-        }
-        pthread_cond_broadcast(&m->cond);
-        pthread_mutex_unlock(&m->lock);
-}
-
-void mux_discard(struct mux_req *r, bool on)
-{
-        struct mux *m = r->m;
-        pthread_mutex_lock(&m->lock);
-        r->discard = on;
-        if (on) {
-                /* keep a queued terminal message: a later reader needs it */
-                struct mux_item **p = &r->head;
-                r->tail = NULL;
-                while (*p) {
-                        struct mux_item *it = *p;
-                        if (cv_msg_is_terminal(it->ev.type)) {
-                                r->tail = it;
-                                p = &it->next;
-                                continue;
-                        }
-                        *p = it->next;
-                        r->queued_bytes -= it->bytes;
-                        cvc_event_free(&it->ev);
-                        free(it);
-                }
         }
         pthread_cond_broadcast(&m->cond);
         pthread_mutex_unlock(&m->lock);

@@ -28,7 +28,6 @@ struct mux_req {
         size_t queued_bytes;
         bool ended;     /* the terminal message was queued */
         bool abandoned; /* the consumer left: drop what comes */
-        bool discard;   /* nobody reads now: drop all but the terminal message */
         struct mux_req *next;
 };
 
@@ -66,10 +65,6 @@ int mux_next(struct mux_req *r, int timeout_ms, struct cvc_event *ev);
 /* The consumer is done with `r`: its queue is dropped, later messages too
  * (the request itself is not cancelled: send CANCEL first for that). */
 void mux_close_req(struct mux_req *r);
-
-/* While `on`, what `r` gets is dropped but its terminal message (a process
- * whose client left, kept for a later Connect). */
-void mux_discard(struct mux_req *r, bool on);
 
 /* A whole request with a CBOR body: its terminal reply (OK's body in *reply,
  * or -EREMOTEIO with the agent's code and message in `err`). */

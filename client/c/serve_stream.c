@@ -43,13 +43,9 @@ static int fill(struct hstream *hs)
 static void release(struct hstream *hs)
 {
         struct agent_stream *as = (struct agent_stream *)hs;
-        if (as->on_release) {
-                as->on_release(as);
-        } else {
-                if (!as->ended && as->cancel_on_leave)
-                        serve_cancel(as->s, as->r->id);
-                mux_close_req(as->r);
-        }
+        if (!as->ended)
+                serve_cancel(as->s, as->r->id);
+        mux_close_req(as->r);
         serve_put(as->s);
         if (as->free_ud)
                 as->free_ud(as->ud);
@@ -63,7 +59,6 @@ struct agent_stream *agent_stream_new(struct sandbox *s, struct mux_req *r)
         as->s = serve_ref(s);
         as->r = r;
         as->idle_ms = 5000;
-        as->cancel_on_leave = true;
         as->hs.fill = fill;
         as->hs.release = release;
         return as;
