@@ -30,9 +30,10 @@
 #define SERVE_TOKEN_LEN 32 /* hex characters of an envdAccessToken */
 
 struct proc;
+struct watcher;
 struct sandbox;
-/* Ends the process table of a sandbox being freed (serve_envd.c). */
-void serve_procs_free(struct sandbox *s);
+/* Ends the watchers of a sandbox being freed (serve_watch.c). */
+void serve_watchers_free(struct sandbox *s);
 
 struct sandbox {
         char id[72]; /* the registry key: short, lowercase, DNS-label safe */
@@ -48,8 +49,10 @@ struct sandbox {
         struct mux mux;
         int64_t started_ms, deadline_ms;
         unsigned memory_mb, vcpus;
-        pthread_mutex_t procs_lock;
-        struct proc *procs; /* commands started through envd (serve_envd.c) */
+        pthread_mutex_t procs_lock; /* procs and watchers */
+        struct proc *procs;         /* commands started through envd (serve_process.c) */
+        struct watcher *watchers;   /* envd's polled watchers (serve_watch.c) */
+        unsigned next_watcher;
         struct sandbox *next;
 };
 

@@ -97,7 +97,7 @@ enum MHD_Result stream_error(struct hreq *h, const char *code, const char *msg)
 
 /* --- entries --------------------------------------------------------------- */
 
-static json_t *entry_json(const cbor_item_t *e)
+json_t *entry_json(const cbor_item_t *e)
 {
         const char *name, *path, *type, *perm, *owner, *group, *target;
         size_t nl, pl, tl, perml, ol, gl, tgl;
@@ -275,6 +275,14 @@ static enum MHD_Result envd_done(struct hreq *h)
                 rc = fs_call(h, CV_MSG_FILE_RENAME, req, user);
         else if (strcmp(m, "/filesystem.Filesystem/Remove") == 0)
                 rc = fs_call(h, CV_MSG_FILE_REMOVE, req, user);
+        else if (strcmp(m, "/filesystem.Filesystem/WatchDir") == 0)
+                rc = watch_dir(h, req, user);
+        else if (strcmp(m, "/filesystem.Filesystem/CreateWatcher") == 0)
+                rc = watcher_create(h, req, user);
+        else if (strcmp(m, "/filesystem.Filesystem/GetWatcherEvents") == 0)
+                rc = watcher_events(h, req);
+        else if (strcmp(m, "/filesystem.Filesystem/RemoveWatcher") == 0)
+                rc = watcher_remove(h, req);
         else if (streaming)
                 rc = stream_error(h, "unimplemented", "not supported by cellvm serve yet");
         else

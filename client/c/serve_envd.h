@@ -19,6 +19,15 @@ bool uint_field(json_t *o, const char *key, uint64_t *out);
 /* A streaming RPC's error before its first message: an end-stream message. */
 enum MHD_Result stream_error(struct hreq *h, const char *code, const char *msg);
 
+/* The agent's entry (docs/PROTOCOL.md 9) as envd's EntryInfo, or NULL. */
+json_t *entry_json(const cbor_item_t *e);
+
+/* filesystem.Filesystem's watches (serve_watch.c). */
+enum MHD_Result watch_dir(struct hreq *h, json_t *req, const char *user);
+enum MHD_Result watcher_create(struct hreq *h, json_t *req, const char *user);
+enum MHD_Result watcher_events(struct hreq *h, json_t *req);
+enum MHD_Result watcher_remove(struct hreq *h, json_t *req);
+
 /* process.Process (serve_process.c). */
 enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user);
 enum MHD_Result process_connect(struct hreq *h, json_t *req);

@@ -91,6 +91,13 @@ static void *reader_main(void *arg)
                 pthread_mutex_lock(&m->lock);
                 struct mux_req *r = find(m, ev.id);
                 /* Back-pressure: wait while the consumer is behind. */
+                if (r && r->lossy && r->queued_bytes > MUX_QUEUE_MAX_BYTES &&
+                    !cv_msg_is_terminal(ev.type)) {
+                        r->dropped++; /* e.g. watch events nobody collects */
+                        pthread_mutex_unlock(&m->lock);
+                        cvc_event_free(&ev);
+                        continue;
+                }
                 while (r && !r->abandoned && r->queued_bytes > MUX_QUEUE_MAX_BYTES && !m->broken) {
                         pthread_cond_wait(&m->cond, &m->lock);
                         r = find(m, ev.id);
@@ -205,6 +212,13 @@ int mux_open(struct mux *m, struct mux_req **out)
         pthread_mutex_unlock(&m->lock);
         *out = r;
         return 0;
+}
+
+void mux_set_lossy(struct mux_req *r)
+{
+        pthread_mutex_lock(&r->m->lock);
+        r->lossy = true;
+        pthread_mutex_unlock(&r->m->lock);
 }
 
 int mux_send(struct mux_req *r, uint16_t type, const uint8_t *body, size_t len)

@@ -28,6 +28,8 @@ struct mux_req {
         size_t queued_bytes;
         bool ended;     /* the terminal message was queued */
         bool abandoned; /* the consumer left: drop what comes */
+        bool lossy;     /* past the bound, drop messages (counted) instead of waiting */
+        size_t dropped;
         struct mux_req *next;
 };
 
@@ -53,6 +55,9 @@ void mux_close(struct mux *m);
 
 /* A new request: registered before it is sent so no reply is missed. */
 int mux_open(struct mux *m, struct mux_req **out);
+/* Makes `r` lossy (see struct mux_req): for streams of events that may be
+ * collected late or never (watches). Call before sending it. */
+void mux_set_lossy(struct mux_req *r);
 /* Sends one message of `r` (its first, or FILE_DATA for it). */
 int mux_send(struct mux_req *r, uint16_t type, const uint8_t *body, size_t len);
 /* mux_send of a body encoded in a cv_buf (an encoding error is returned). */

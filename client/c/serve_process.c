@@ -46,12 +46,6 @@ struct proc {
         struct proc *next;
 };
 
-void serve_procs_free(struct sandbox *s)
-{
-        /* Each pump holds a reference to its sandbox: none is left by now. */
-        (void)s;
-}
-
 /* A shell word for `bash -c`: single-quoted. */
 static int quote(struct hstream *sb, const char *s)
 {

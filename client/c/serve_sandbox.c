@@ -41,7 +41,7 @@ static int random_hex(char *out, size_t nhex)
 
 static void free_sandbox(struct sandbox *s)
 {
-        serve_procs_free(s);
+        serve_watchers_free(s);
         json_decref(s->metadata);
         json_decref(s->envs);
         free(s);
