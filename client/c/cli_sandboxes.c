@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,10 @@
 #define TCG_CLOCK_SLACK 0.3
 
 static struct creg reg = {.lock_fd = -1};
+/* `reg` (its lock fd) is one per process; cellvm serve calls these from many
+ * threads: held from sbx_reserve to sbx_record/sbx_release, and around
+ * every other use of `reg` below. */
+static pthread_mutex_t reg_mutex = PTHREAD_MUTEX_INITIALIZER;
 
 double sbx_guest_timeout_s(double s, bool kvm)
 {
@@ -239,12 +244,16 @@ int sbx_reserve(double lifetime_s)
                 fputs("cellvm: (the maximum sandbox timeout, $CELLVM_MAX_TIMEOUT)\n", stderr);
                 return -EINVAL;
         }
-        if (open_locked() < 0)
+        pthread_mutex_lock(&reg_mutex);
+        if (open_locked() < 0) {
+                pthread_mutex_unlock(&reg_mutex);
                 return -EIO;
+        }
         int n = creg_sweep(&reg, entries, CREG_MAX_ENTRIES, stderr);
         unsigned limit = creg_max_sandboxes();
         if (n >= 0 && (unsigned)n >= limit) {
                 creg_unlock(&reg);
+                pthread_mutex_unlock(&reg_mutex);
                 fprintf(stderr,
                         "cellvm: Rate limit exceeded, please try again later: you have reached the "
                         "maximum number of concurrent sandboxes (%u); kill one (cellvm kill ID) or "
@@ -258,6 +267,7 @@ int sbx_reserve(double lifetime_s)
 void sbx_release(void)
 {
         creg_unlock(&reg);
+        pthread_mutex_unlock(&reg_mutex);
 }
 
 void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, unsigned memory_mb,
@@ -292,6 +302,7 @@ void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, un
         else if (rc == 0)
                 rc = -ESRCH;
         creg_unlock(&reg);
+        pthread_mutex_unlock(&reg_mutex);
         if (rc < 0) {
                 fprintf(stderr, "cellvm: recording the VM in %s: %s\n", reg.dir, strerror(-rc));
                 return;
@@ -303,12 +314,14 @@ void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, un
 
 static void rewrite(struct sbx_rec *rec)
 {
+        pthread_mutex_lock(&reg_mutex);
         if (creg_lock(&reg) == 0) {
                 int rc = creg_write(&reg, &rec->e);
                 if (rc < 0)
                         fprintf(stderr, "cellvm: updating %s: %s\n", rec->path, strerror(-rc));
                 creg_unlock(&reg);
         }
+        pthread_mutex_unlock(&reg_mutex);
 }
 
 void sbx_set_deadline(struct sbx_rec *rec, double lifetime_s)

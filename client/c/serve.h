@@ -74,6 +74,11 @@ extern struct serve serve;
  * a negative errno with `err` saying why (-EAGAIN: the sandbox limit). */
 int serve_create(const char *template_id, double timeout_s, json_t *metadata, json_t *envs,
                  struct sandbox **out, char *err, size_t errlen);
+/* A clone of the template with its agent connection, in no table (the pool's
+ * and serve_create's): 0 with *out referenced once, or a negative errno. */
+int serve_restore(double timeout_s, struct sandbox **out, char *err, size_t errlen);
+/* Stops `s`'s VM, connection and registry record. Call with serve.life held. */
+void serve_stop_vm(struct sandbox *s);
 /* The live sandbox `id`, referenced; NULL when there is none. */
 struct sandbox *serve_get(const char *id);
 /* One more reference to `s` (a stream that outlives its request's). */
@@ -89,6 +94,18 @@ int serve_list(struct sandbox ***out, size_t *n);
 void serve_kill_all(void);
 /* The reaper: ends sandboxes whose deadline passed or whose VM exited. */
 void *serve_reaper(void *arg);
+
+/* --- the warm pool (serve_pool.c) --- */
+
+/* Keeps `n` clones restored, given their own generation and warmed in a
+ * throwaway context, refilled in the background. */
+int serve_pool_start(unsigned n);
+/* A pooled clone (referenced, in no table), or NULL when the pool is empty. */
+struct sandbox *serve_pool_take(void);
+/* How many clones wait in the pool now. */
+unsigned serve_pool_size(void);
+/* Kills the pooled clones and stops refilling. */
+void serve_pool_stop(void);
 
 /* --- the API key (serve_key.c) --- */
 

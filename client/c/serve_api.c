@@ -174,14 +174,15 @@ static enum MHD_Result create(struct hreq *h)
                 return rc;
         }
         struct sandbox *s;
+        int64_t t0 = creg_now_ms();
         int r = serve_create(tpl, timeout, metadata, envs, &s, why, sizeof(why));
         json_decref(metadata);
         json_decref(envs);
         json_decref(body);
         if (r < 0)
                 return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
-        fprintf(stderr, "cellvm serve: sandbox %s created (%s, timeout %g s)\n", s->id,
-                s->template_id, timeout);
+        fprintf(stderr, "cellvm serve: sandbox %s created in %lld ms (%s, timeout %g s)\n", s->id,
+                (long long)(creg_now_ms() - t0), s->template_id, timeout);
         json_t *out = sandbox_json(s);
         serve_put(s);
         return reply_json(h, 201, out);

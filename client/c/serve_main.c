@@ -22,8 +22,8 @@ struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, 
                                     size_t errlen);
 
 static const char serve_usage[] =
-    "usage: cellvm serve [--listen HOST:PORT] [--unix PATH] [--image DIR] [--memory MB]\n"
-    "                    [--vcpus N]\n"
+    "usage: cellvm serve [--listen HOST:PORT] [--unix PATH] [--image DIR] [--pool N]\n"
+    "                    [--memory MB] [--vcpus N]\n"
     "\n"
     "E2B's protocols on one HTTP/1.1 address, in front of micro-VMs restored from\n"
     "this image's template: E2B's own SDKs (npm e2b, @e2b/code-interpreter, and their\n"
@@ -33,6 +33,8 @@ static const char serve_usage[] =
     "  --listen HOST:PORT  where to listen (default 127.0.0.1:3000; [::1]:PORT for IPv6)\n"
     "  --unix PATH         listen on this Unix socket instead (made 0600)\n"
     "  --image DIR         the guest image (default $CELLVM_IMAGE, else build/image)\n"
+    "  --pool N            keep N sandboxes restored and warmed ahead of create (0-64,\n"
+    "                      default 0): a create then costs a handshake, not a restore\n"
     "  --memory MB         each sandbox's RAM (default 1024), --vcpus N its CPUs (1)\n"
     "\n"
     "The API key is $CELLVM_API_KEY, else the one in ~/.config/cellvm/api_key, made\n"
@@ -114,19 +116,17 @@ static int listen_unix(const char *path, char *err, size_t errlen)
 int cmd_serve(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"listen", required_argument, NULL, 'l'},
-            {"unix", required_argument, NULL, 'u'},
-            {"image", required_argument, NULL, 'i'},
-            {"memory", required_argument, NULL, 'm'},
-            {"vcpus", required_argument, NULL, 'n'},
-            {"help", no_argument, NULL, 'h'},
-            {NULL, 0, NULL, 0},
+            {"listen", required_argument, NULL, 'l'}, {"unix", required_argument, NULL, 'u'},
+            {"image", required_argument, NULL, 'i'},  {"memory", required_argument, NULL, 'm'},
+            {"vcpus", required_argument, NULL, 'n'},  {"pool", required_argument, NULL, 'p'},
+            {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
         };
         const char *listen_at = "127.0.0.1:3000", *unix_path = NULL;
         const char *image = getenv("CELLVM_IMAGE");
         serve.image = image && image[0] ? image : "build/image";
         serve.memory_mb = 1024;
         serve.vcpus = 1;
+        unsigned pool_n = 0;
         int opt;
         char *end;
         optind = 1;
@@ -152,6 +152,13 @@ int cmd_serve(int argc, char **argv)
                         serve.vcpus = (unsigned)strtoul(optarg, &end, 10);
                         if (*end || serve.vcpus < 1 || serve.vcpus > 256) {
                                 fputs("cellvm serve: --vcpus takes 1 to 256\n", stderr);
+                                return 2;
+                        }
+                        break;
+                case 'p':
+                        pool_n = (unsigned)strtoul(optarg, &end, 10);
+                        if (*end || !optarg[0] || pool_n > 64) {
+                                fputs("cellvm serve: --pool takes 0 to 64\n", stderr);
                                 return 2;
                         }
                         break;
@@ -216,13 +223,20 @@ int cmd_serve(int argc, char **argv)
                 MHD_stop_daemon(d);
                 return 1;
         }
+        if (serve_pool_start(pool_n) < 0) {
+                fputs("cellvm serve: cannot start the pool's thread\n", stderr);
+                MHD_stop_daemon(d);
+                return 1;
+        }
         serve.ready = true;
-        fprintf(stderr, "cellvm serve: ready\n");
+        fprintf(stderr, "cellvm serve: ready%s\n",
+                pool_n ? " (the pool fills in the background)" : "");
         int sig = 0;
         sigwait(&set, &sig);
         fprintf(stderr, "cellvm serve: %s: killing the sandboxes\n", strsignal(sig));
         serve.stopping = 1;
         serve.ready = false;
+        serve_pool_stop();
         serve_kill_all();
         pthread_join(reaper, NULL);
         MHD_stop_daemon(d);

@@ -42,7 +42,7 @@ static int random_hex(char *out, size_t nhex)
 static void free_sandbox(struct sandbox *s)
 {
         serve_watchers_free(s);
-        json_decref(s->metadata);
+        json_decref(s->metadata); /* NULL-safe */
         json_decref(s->envs);
         free(s);
 }
@@ -60,51 +60,39 @@ static int send_deadline(struct sandbox *s, double timeout_s, char *err, size_t 
         return rc;
 }
 
-int serve_create(const char *template_id, double timeout_s, json_t *metadata, json_t *envs,
-                 struct sandbox **out, char *err, size_t errlen)
+/* A clone of the template with its agent connection, in no table yet: 0
+ * with *out (one reference, the caller's), or a negative errno with `err`. */
+int serve_restore(double timeout_s, struct sandbox **out, char *err, size_t errlen)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
         if (!s) {
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
-        snprintf(s->template_id, sizeof(s->template_id), "%s", template_id);
-        s->metadata = json_incref(metadata);
-        s->envs = json_incref(envs);
         s->memory_mb = serve.memory_mb;
         s->vcpus = serve.vcpus;
         s->opts = (struct cvm_opts){
             .image = serve.image, .memory_mb = serve.memory_mb, .vcpus = serve.vcpus};
         s->rec.id_is_key = true;
         pthread_mutex_init(&s->procs_lock, NULL);
-        s->refs = 2; /* the table's and the caller's */
-        int rc = random_hex(s->token, SERVE_TOKEN_LEN);
-        if (rc < 0) {
-                snprintf(err, errlen, "getrandom: %s", strerror(-rc));
-                free_sandbox(s);
-                return rc;
-        }
+        s->refs = 1;
         /* As `cellvm run`: user code gets the RAM minus a reserve, in a cgroup. */
         unsigned reserve = s->memory_mb / 8 > 128 ? s->memory_mb / 8 : 128;
         unsigned user_mb = s->memory_mb > reserve + 64 ? s->memory_mb - reserve : 64;
         struct snap_run r = {
             .vm = &s->opts, .user_mb = user_mb, .lifetime_s = timeout_s, .mode = SNAP_AUTO};
         struct cvc *c = NULL;
-        pthread_mutex_lock(&serve.life);
-        rc = snap_restore_vm(&r, &s->rec, &s->vm, &c);
+        /* One restore at a time (the template code keeps state of its own);
+         * the table stays free meanwhile. */
+        static pthread_mutex_t restoring = PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&restoring);
+        int rc = snap_restore_vm(&r, &s->rec, &s->vm, &c);
+        pthread_mutex_unlock(&restoring);
         if (rc == 0 && (rc = mux_start(&s->mux, c)) < 0) {
                 cvc_close(c);
                 cvm_kill(&s->vm);
                 sbx_forget(&s->rec);
         }
-        if (rc == 0) {
-                snprintf(s->id, sizeof(s->id), "%s", s->rec.e.key);
-                s->started_ms = s->rec.e.started_ms;
-                s->deadline_ms = s->rec.e.deadline_ms;
-                s->next = serve.sandboxes;
-                serve.sandboxes = s;
-        }
-        pthread_mutex_unlock(&serve.life);
         if (rc != 0) {
                 if (rc == -EAGAIN)
                         snprintf(err, errlen,
@@ -118,6 +106,52 @@ int serve_create(const char *template_id, double timeout_s, json_t *metadata, js
                 free_sandbox(s);
                 return rc > 0 ? -EIO : rc;
         }
+        snprintf(s->id, sizeof(s->id), "%s", s->rec.e.key);
+        s->started_ms = s->rec.e.started_ms;
+        s->deadline_ms = s->rec.e.deadline_ms;
+        *out = s;
+        return 0;
+}
+
+void serve_stop_vm(struct sandbox *s)
+{
+        s->dead = true;
+        mux_close(&s->mux);
+        cvm_kill(&s->vm);
+        sbx_forget(&s->rec);
+}
+
+int serve_create(const char *template_id, double timeout_s, json_t *metadata, json_t *envs,
+                 struct sandbox **out, char *err, size_t errlen)
+{
+        char token[SERVE_TOKEN_LEN + 1];
+        int rc = random_hex(token, SERVE_TOKEN_LEN);
+        if (rc < 0) {
+                snprintf(err, errlen, "getrandom: %s", strerror(-rc));
+                return rc;
+        }
+        /* A warm clone from the pool costs its new deadline; else one now. */
+        struct sandbox *s = serve_pool_take();
+        if (s && serve_set_timeout(s, timeout_s, err, errlen) < 0) {
+                fprintf(stderr, "cellvm serve: a pooled sandbox failed (%s): restoring one\n", err);
+                pthread_mutex_lock(&serve.life);
+                serve_stop_vm(s);
+                pthread_mutex_unlock(&serve.life);
+                serve_put(s);
+                s = NULL;
+        }
+        if (!s && (rc = serve_restore(timeout_s, &s, err, errlen)) < 0)
+                return rc;
+        snprintf(s->template_id, sizeof(s->template_id), "%s", template_id);
+        memcpy(s->token, token, sizeof(token));
+        s->metadata = json_incref(metadata);
+        s->envs = json_incref(envs);
+        pthread_mutex_lock(&serve.life);
+        s->started_ms = creg_now_ms();
+        s->refs++; /* the table's */
+        s->next = serve.sandboxes;
+        serve.sandboxes = s;
+        pthread_mutex_unlock(&serve.life);
         *out = s;
         return 0;
 }
@@ -161,10 +195,7 @@ static bool end_locked(struct sandbox *s)
                 if (*p != s)
                         continue;
                 *p = s->next;
-                s->dead = true;
-                mux_close(&s->mux);
-                cvm_kill(&s->vm);
-                sbx_forget(&s->rec);
+                serve_stop_vm(s);
                 return true;
         }
         return false;
