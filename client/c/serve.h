@@ -52,6 +52,7 @@ struct sandbox {
         pthread_mutex_t procs_lock; /* procs and watchers */
         struct proc *procs;         /* commands started through envd (serve_process.c) */
         struct watcher *watchers;   /* envd's polled watchers (serve_watch.c) */
+        json_t *file_meta;          /* path -> {key: value}: envd's file metadata */
         unsigned next_watcher;
         struct sandbox *next;
 };
@@ -61,6 +62,9 @@ struct serve {
         struct sandbox *sandboxes;
         char api_key[128];
         const char *image;
+        /* The SDKs' sandbox domain: getHost(port) is "<port>-<id>.<domain>",
+         * which the Host routing reads back. */
+        char domain[160];
         unsigned memory_mb, vcpus;
         bool ready;
         volatile int stopping;
@@ -94,6 +98,17 @@ int serve_list(struct sandbox ***out, size_t *n);
 void serve_kill_all(void);
 /* The reaper: ends sandboxes whose deadline passed or whose VM exited. */
 void *serve_reaper(void *arg);
+
+/* --- file metadata (serve_meta.c) ---
+ * envd keeps X-Metadata-* of an upload with the file (xattrs) and shows it in
+ * its entries; the guest's file systems keep no user xattrs, so the server
+ * keeps it, per sandbox, by path: set by an upload (an upload without any
+ * clears it), moved by Move, dropped by Remove. */
+void serve_meta_set(struct sandbox *s, const char *path, json_t *meta); /* borrows meta */
+/* Adds `metadata` to an EntryInfo (with its `path`) when the file has any. */
+void serve_meta_attach(struct sandbox *s, json_t *entry);
+void serve_meta_move(struct sandbox *s, const char *from, const char *to);
+void serve_meta_remove(struct sandbox *s, const char *path);
 
 /* --- the warm pool (serve_pool.c) --- */
 

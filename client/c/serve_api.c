@@ -2,6 +2,7 @@
  * the v2 routes of npm e2b 2.51), with its error bodies `{"code","message"}`
  * whose `code` the JS SDK branches on. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,10 @@ static bool known_template(const char *t)
 
 static json_t *sandbox_json(const struct sandbox *s)
 {
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:n}", "sandboxID", s->id, "templateID",
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", s->id, "templateID",
                          s->template_id, "clientID", "cellvm", "envdVersion", SERVE_ENVD_VERSION,
-                         "envdAccessToken", s->token, "trafficAccessToken", s->token, "domain");
+                         "envdAccessToken", s->token, "trafficAccessToken", s->token, "domain",
+                         serve.domain);
 }
 
 static json_t *listed_json(const struct sandbox *s, bool detail)
@@ -42,7 +44,7 @@ static json_t *listed_json(const struct sandbox *s, bool detail)
             s->metadata, "state", "running", "envdVersion", SERVE_ENVD_VERSION);
         if (o && detail) {
                 json_object_set_new(o, "envdAccessToken", json_string(s->token));
-                json_object_set_new(o, "domain", json_null());
+                json_object_set_new(o, "domain", json_string(serve.domain));
                 json_object_set_new(o, "allowInternetAccess", json_false());
                 json_object_set_new(o, "lifecycle",
                                     json_pack("{s:s, s:b}", "onTimeout", "kill", "autoResume", 0));
@@ -246,7 +248,14 @@ static enum MHD_Result list(struct hreq *h, bool v2)
 {
         const char *meta = hreq_query(h, "metadata"), *state = hreq_query(h, "state");
         const char *limit_s = hreq_query(h, "limit"), *next = hreq_query(h, "nextToken");
+        const char *order = hreq_query(h, "order"), *after_s = hreq_query(h, "startedAfter");
+        const char *tpl = hreq_query(h, "template");
         long limit = LIST_LIMIT_MAX;
+        int64_t after = INT64_MIN;
+        if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0)
+                return reply_error(h, 400, "order: asc or desc");
+        if (after_s && after_s[0] && parse_iso_ms(after_s, &after) < 0)
+                return reply_error(h, 400, "startedAfter: an RFC 3339 time");
         if (limit_s) {
                 char *end;
                 limit = strtol(limit_s, &end, 10);
@@ -258,14 +267,17 @@ static enum MHD_Result list(struct hreq *h, bool v2)
         if (serve_list(&all, &n) < 0)
                 return reply_error(h, 500, "out of memory");
         json_t *arr = json_array();
-        /* Oldest first; the token is the id the next page starts at. */
+        /* Newest first unless order=asc (E2B's default is desc); the token is
+         * the id the next page starts at. */
+        bool asc = order && strcmp(order, "asc") == 0;
         bool started = !next || !v2;
         const char *next_token = NULL;
-        for (size_t i = 0; i < n; i++) {
-                struct sandbox *s = all[i];
+        for (size_t k = 0; k < n; k++) {
+                struct sandbox *s = all[asc ? k : n - 1 - k];
                 if (!started && strcmp(s->id, next) == 0)
                         started = true;
-                if (!started || !metadata_matches(s, meta) || !state_matches(state))
+                if (!started || !metadata_matches(s, meta) || !state_matches(state) ||
+                    s->started_ms < after || (tpl && tpl[0] && strcmp(tpl, s->template_id) != 0))
                         continue;
                 if (v2 && (long)json_array_size(arr) == limit) {
                         next_token = s->id;

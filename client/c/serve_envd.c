@@ -134,6 +134,21 @@ json_t *entry_json(const cbor_item_t *e)
 
 /* --- filesystem.Filesystem --------------------------------------------------- */
 
+/* A request path as the agent resolves it (relative: the user's home), for
+ * the metadata kept by path; lexical cleaning aside. */
+static void absolute(const char *path, const char *user, char *out, size_t outlen)
+{
+        if (path[0] == '/')
+                snprintf(out, outlen, "%s", path);
+        else if (strcmp(user, "root") == 0)
+                snprintf(out, outlen, "/root/%s", path);
+        else
+                snprintf(out, outlen, "/home/%s/%s", user, path);
+        size_t n = strlen(out);
+        while (n > 1 && out[n - 1] == '/')
+                out[--n] = '\0';
+}
+
 static enum MHD_Result fs_call(struct hreq *h, uint16_t type, json_t *req, const char *user)
 {
         char err[600];
@@ -179,6 +194,16 @@ static enum MHD_Result fs_call(struct hreq *h, uint16_t type, json_t *req, const
         }
         json_t *out = json_object();
         cbor_item_t *x;
+        char from[4096], to[4096];
+        if (type == CV_MSG_FILE_REMOVE) {
+                absolute(path, user, from, sizeof(from));
+                serve_meta_remove(h->sbx, from);
+        }
+        if (move) {
+                absolute(src, user, from, sizeof(from));
+                absolute(dst, user, to, sizeof(to));
+                serve_meta_move(h->sbx, from, to);
+        }
         if (type == CV_MSG_FILE_MKDIR) {
                 bool created = true;
                 (void)cv_map_get_bool(reply, "created", &created);
@@ -206,15 +231,19 @@ static enum MHD_Result fs_call(struct hreq *h, uint16_t type, json_t *req, const
         }
         if ((x = cv_map_get(reply, "entry")) != NULL) {
                 json_t *e = entry_json(x);
-                if (e)
+                if (e) {
+                        serve_meta_attach(h->sbx, e);
                         json_object_set_new(out, "entry", e);
+                }
         }
         if ((x = cv_map_get(reply, "entries")) != NULL && cbor_isa_array(x)) {
                 json_t *arr = json_array();
                 for (size_t i = 0; i < cbor_array_size(x); i++) {
                         json_t *e = entry_json(cbor_array_handle(x)[i]);
-                        if (e)
+                        if (e) {
+                                serve_meta_attach(h->sbx, e);
                                 json_array_append_new(arr, e);
+                        }
                 }
                 json_object_set_new(out, "entries", arr);
         }

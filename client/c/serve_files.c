@@ -54,12 +54,6 @@ static int read_event(struct agent_stream *as, const struct cvc_event *ev)
         return 0;
 }
 
-static int read_broken(struct agent_stream *as)
-{
-        (void)as;
-        return -1; /* the client sees a truncated body, not a whole one */
-}
-
 static enum MHD_Result files_get(struct hreq *h)
 {
         const char *path = hreq_query(h, "path");
@@ -104,7 +98,6 @@ static enum MHD_Result files_get(struct hreq *h)
                 return MHD_NO;
         }
         as->on_event = read_event;
-        as->on_broken = read_broken;
         as->idle_ms = -1;
         (void)read_event(as, &ev);
         cvc_event_free(&ev);
@@ -120,6 +113,7 @@ struct upload_file {
 
 struct upload {
         struct hreq *h;
+        json_t *meta; /* X-Metadata-* of the request */
         bool multipart, gzip, in_file;
         struct mp mp;
         z_stream z;
@@ -149,6 +143,7 @@ static void upload_free(void *st)
                 mp_free(&u->mp);
         if (u->z_open)
                 inflateEnd(&u->z);
+        json_decref(u->meta);
         free(u);
 }
 
@@ -277,6 +272,25 @@ static int upload_body(struct hreq *h, const char *data, size_t len)
         return 0;
 }
 
+/* X-Metadata-<Key>: value, keys lower-cased (HTTP header names have no case). */
+static enum MHD_Result collect_meta(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+        (void)kind;
+        struct upload *u = cls;
+        if (strncasecmp(key, "X-Metadata-", 11) != 0 || !key[11] || !value)
+                return MHD_YES;
+        char k[256];
+        size_t n = strlen(key + 11);
+        if (n >= sizeof(k))
+                return MHD_YES;
+        for (size_t i = 0; i <= n; i++)
+                k[i] = (char)(key[11 + i] >= 'A' && key[11 + i] <= 'Z' ? key[11 + i] - 'A' + 'a'
+                                                                       : key[11 + i]);
+        json_object_set_new(u->meta, k, json_string(value));
+        return MHD_YES;
+}
+
 static int upload_start(struct hreq *h)
 {
         struct upload *u = calloc(1, sizeof(*u));
@@ -286,8 +300,10 @@ static int upload_start(struct hreq *h)
         h->free_state = upload_free;
         u->h = h;
         u->piece = malloc(FILE_PIECE);
-        if (!u->piece)
+        u->meta = json_object();
+        if (!u->piece || !u->meta)
                 return 507;
+        MHD_get_connection_values(h->conn, MHD_HEADER_KIND, collect_meta, u);
         const char *ct = hreq_header(h, "Content-Type");
         const char *ce = hreq_header(h, "Content-Encoding");
         if (ce && strcasecmp(ce, "gzip") == 0) {
@@ -369,10 +385,15 @@ static enum MHD_Result files_post(struct hreq *h)
                         const char *p, *n;
                         size_t pl, nl;
                         if (cv_map_get_str(ev.root, "path", &p, &pl) == 0 &&
-                            cv_map_get_str(ev.root, "name", &n, &nl) == 0)
-                                json_array_append_new(entries,
-                                                      json_pack("{s:s%, s:s%, s:s}", "path", p, pl,
-                                                                "name", n, nl, "type", "file"));
+                            cv_map_get_str(ev.root, "name", &n, &nl) == 0) {
+                                json_t *e = json_pack("{s:s%, s:s%, s:s}", "path", p, pl, "name", n,
+                                                      nl, "type", "file");
+                                const char *path = json_string_value(json_object_get(e, "path"));
+                                if (path) /* an upload without metadata clears the old */
+                                        serve_meta_set(h->sbx, path, u->meta);
+                                serve_meta_attach(h->sbx, e);
+                                json_array_append_new(entries, e);
+                        }
                 }
                 cvc_event_free(&ev);
         }

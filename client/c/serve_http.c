@@ -485,6 +485,41 @@ void iso_time(char *out, size_t outlen, int64_t ms)
         snprintf(out, outlen, "%s.%03dZ", base, (int)(ms % 1000));
 }
 
+int parse_iso_ms(const char *s, int64_t *ms)
+{
+        struct tm tm = {0};
+        const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (!p)
+                return -EINVAL;
+        int64_t frac = 0;
+        if (*p == '.') {
+                int digits = 0;
+                for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+                        if (digits < 3)
+                                frac = frac * 10 + (*p - '0');
+                while (digits > 0 && digits < 3) {
+                        frac *= 10;
+                        digits++;
+                }
+        }
+        int64_t off = 0;
+        if (*p == '+' || *p == '-') {
+                int hh, mm;
+                if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+                        return -EINVAL;
+                off = (hh * 60 + mm) * 60 * (*p == '+' ? 1 : -1);
+                p += 6;
+        } else if (*p == 'Z' || *p == 'z') {
+                p++;
+        } else {
+                return -EINVAL;
+        }
+        if (*p)
+                return -EINVAL;
+        *ms = ((int64_t)timegm(&tm) - off) * 1000 + frac;
+        return 0;
+}
+
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *base64_encode(const unsigned char *p, size_t len)

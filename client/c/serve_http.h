@@ -77,8 +77,9 @@ enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *conten
 /* A response that relays one agent request as the agent answers it: `fill`
  * waits for the request's next message and hands it to `on_event` (which
  * writes to the stream and, at the terminal message, sets `ended` and
- * hs.done); `on_idle` runs every `idle_ms` without one (a keepalive);
- * `on_broken` when the agent connection broke. When the client leaves
+ * hs.done); `on_idle` runs every `idle_ms` without one (a keepalive).
+ * When the agent connection breaks (the sandbox ended), the response is cut
+ * off, as E2B's edge cuts it. When the client leaves
  * before the end, the agent request is cancelled. */
 struct agent_stream {
         struct hstream hs; /* first: the stream callbacks get this */
@@ -88,7 +89,6 @@ struct agent_stream {
         int idle_ms;
         int (*on_event)(struct agent_stream *as, const struct cvc_event *ev);
         int (*on_idle)(struct agent_stream *as);
-        int (*on_broken)(struct agent_stream *as);
         void (*free_ud)(void *ud);
         void *ud;
 };
@@ -109,6 +109,8 @@ extern const struct hroute route_files_post;
 json_t *cbor_to_json(const cbor_item_t *item);
 /* RFC 3339 UTC with milliseconds, as E2B writes times. */
 void iso_time(char *out, size_t outlen, int64_t ms);
+/* An RFC 3339 time (Z or +hh:mm, fractions optional) in ms since the epoch. */
+int parse_iso_ms(const char *s, int64_t *ms);
 /* Standard base64 of `len` bytes: a malloc'ed NUL-terminated string. */
 char *base64_encode(const unsigned char *p, size_t len);
 /* Decodes standard base64 (padding optional): malloc'ed, *outlen set; NULL if invalid. */

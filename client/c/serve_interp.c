@@ -157,14 +157,6 @@ static int exec_idle(struct agent_stream *as)
         return put_line(as, json_pack("{s:s}", "type", "keepalive"));
 }
 
-static int exec_broken(struct agent_stream *as)
-{
-        return put_line(as, error_line("UnexpectedEndOfExecution",
-                                       "Connection to the execution was closed before the "
-                                       "execution was finished",
-                                       ""));
-}
-
 /* Encodes an object of strings as a CBOR map; -EINVAL if a value is not one. */
 static int enc_string_map(struct cv_buf *b, json_t *obj)
 {
@@ -282,6 +274,10 @@ static enum MHD_Result execute(struct hreq *h)
                 mux_close_req(r);
                 return not_found ? reply_text(h, 404, msg) : reply_error(h, 400, "%s", msg);
         }
+        if (got < 0) { /* the sandbox ended meanwhile: cut off, as mid-stream */
+                mux_close_req(r);
+                return MHD_NO;
+        }
         struct agent_stream *as = agent_stream_new(h->sbx, r);
         if (!as) {
                 if (got == 1)
@@ -292,16 +288,11 @@ static enum MHD_Result execute(struct hreq *h)
         }
         as->on_event = exec_event;
         as->on_idle = exec_idle;
-        as->on_broken = exec_broken;
         if (got == 1) {
                 if (cv_msg_is_terminal(first.type))
                         as->ended = true;
                 (void)exec_event(as, &first);
                 cvc_event_free(&first);
-        } else if (got < 0) {
-                as->ended = true;
-                as->hs.done = true;
-                (void)exec_broken(as);
         }
         return reply_stream(h, 200, "application/x-ndjson", &as->hs);
 }

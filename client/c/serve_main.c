@@ -23,7 +23,7 @@ struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, 
 
 static const char serve_usage[] =
     "usage: cellvm serve [--listen HOST:PORT] [--unix PATH] [--image DIR] [--pool N]\n"
-    "                    [--memory MB] [--vcpus N]\n"
+    "                    [--domain NAME] [--memory MB] [--vcpus N]\n"
     "\n"
     "E2B's protocols on one HTTP/1.1 address, in front of micro-VMs restored from\n"
     "this image's template: E2B's own SDKs (npm e2b, @e2b/code-interpreter, and their\n"
@@ -33,6 +33,8 @@ static const char serve_usage[] =
     "  --listen HOST:PORT  where to listen (default 127.0.0.1:3000; [::1]:PORT for IPv6)\n"
     "  --unix PATH         listen on this Unix socket instead (made 0600)\n"
     "  --image DIR         the guest image (default $CELLVM_IMAGE, else build/image)\n"
+    "  --domain NAME       the domain the SDKs build getHost(port) with, <port>-<id>.NAME\n"
+    "                      (default localhost:PORT, which curl and browsers resolve)\n"
     "  --pool N            keep N sandboxes restored and warmed ahead of create (0-64,\n"
     "                      default 0): a create then costs a handshake, not a restore\n"
     "  --memory MB         each sandbox's RAM (default 1024), --vcpus N its CPUs (1)\n"
@@ -121,7 +123,7 @@ int cmd_serve(int argc, char **argv)
             {"vcpus", required_argument, NULL, 'n'},  {"pool", required_argument, NULL, 'p'},
             {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
         };
-        const char *listen_at = "127.0.0.1:3000", *unix_path = NULL;
+        const char *listen_at = "127.0.0.1:3000", *unix_path = NULL, *domain = NULL;
         const char *image = getenv("CELLVM_IMAGE");
         serve.image = image && image[0] ? image : "build/image";
         serve.memory_mb = 1024;
@@ -155,6 +157,17 @@ int cmd_serve(int argc, char **argv)
                                 return 2;
                         }
                         break;
+                case 'd':
+                        domain = optarg;
+                        if (!optarg[0] || strlen(optarg) >= sizeof(serve.domain) ||
+                            strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789.-:") !=
+                                strlen(optarg)) {
+                                fputs("cellvm serve: --domain takes a lowercase host name "
+                                      "(and :port)\n",
+                                      stderr);
+                                return 2;
+                        }
+                        break;
                 case 'p':
                         pool_n = (unsigned)strtoul(optarg, &end, 10);
                         if (*end || !optarg[0] || pool_n > 64) {
@@ -183,6 +196,13 @@ int cmd_serve(int argc, char **argv)
                 fprintf(stderr, "cellvm serve: %s\n", err);
                 return 2;
         }
+        if (domain)
+                snprintf(serve.domain, sizeof(serve.domain), "%s", domain);
+        else if (unix_path)
+                snprintf(serve.domain, sizeof(serve.domain), "localhost");
+        else
+                snprintf(serve.domain, sizeof(serve.domain), "localhost:%s",
+                         strrchr(listen_at, ':') + 1);
         if (serve_load_key(serve.api_key, sizeof(serve.api_key), err, sizeof(err)) < 0) {
                 fprintf(stderr, "cellvm serve: the API key: %s\n", err);
                 return 1;

@@ -11,6 +11,8 @@ enum { PREAMBLE, AFTER_DELIM, HEADERS, BODY, EPILOGUE };
 
 /* The body is taken in slices of this much, so `buf` stays bounded. */
 #define MP_SLICE 32768
+/* Transport padding (blanks) after a delimiter: at most this much. */
+#define MP_PADDING_MAX 1024
 
 static int fail(struct mp *m, const char *why)
 {
@@ -18,43 +20,72 @@ static int fail(struct mp *m, const char *why)
         return -EINVAL;
 }
 
-/* A parameter of a header value (`name=value` or `name="quoted"`), raw. */
+/* The parameter `name` of a header value's list (`; k=v; k2="quoted"`), read
+ * as Go's mime.ParseMediaType reads it (envd's parser): one parameter after
+ * another, so a quoted value's text is never taken for a parameter; keys
+ * compared without case; in a quoted value a backslash escapes a special
+ * character only (else it is kept, as in "C:\dir\f.txt"). 1 with `out` set,
+ * 0 when absent, -EINVAL when the list is malformed, -ENAMETOOLONG. */
 static int param(const char *v, const char *name, char *out, size_t outlen)
 {
+        static const char tspecials[] = "()<>@,;:\\\"/[]?=";
         size_t nl = strlen(name);
-        for (const char *p = v; (p = strcasestr(p, name)) != NULL; p += nl) {
-                if (p != v && p[-1] != ';' && p[-1] != ' ' && p[-1] != '\t')
-                        continue;
-                const char *q = p + nl;
-                while (*q == ' ')
-                        q++;
-                if (*q != '=')
-                        continue;
-                q++;
-                while (*q == ' ')
-                        q++;
+        int found = 0;
+        const char *p = v;
+        for (;;) {
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (!*p)
+                        return found;
+                if (*p != ';')
+                        return -EINVAL;
+                p++;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (!*p)
+                        return found; /* a trailing ';' */
+                const char *k = p;
+                while (*p && *p != '=' && *p != ';' && *p != ' ' && *p != '\t' && *p != '"')
+                        p++;
+                size_t kl = (size_t)(p - k);
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (kl == 0 || *p != '=')
+                        return -EINVAL;
+                p++;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                bool match = !found && kl == nl && strncasecmp(k, name, nl) == 0;
                 size_t o = 0;
-                if (*q == '"') {
-                        for (q++; *q && *q != '"'; q++) {
-                                if (*q == '\\' && q[1])
-                                        q++;
-                                if (o + 1 >= outlen)
-                                        return -ENAMETOOLONG;
-                                out[o++] = *q;
+                if (*p == '"') {
+                        for (p++; *p != '"'; p++) {
+                                if (!*p || *p == '\r' || *p == '\n')
+                                        return -EINVAL; /* no closing quote */
+                                if (*p == '\\' && p[1] && strchr(tspecials, p[1]))
+                                        p++;
+                                if (match) {
+                                        if (o + 1 >= outlen)
+                                                return -ENAMETOOLONG;
+                                        out[o++] = *p;
+                                }
                         }
-                        if (*q != '"')
-                                return -EINVAL;
+                        p++;
                 } else {
-                        for (; *q && *q != ';' && *q != ' ' && *q != '\t'; q++) {
-                                if (o + 1 >= outlen)
-                                        return -ENAMETOOLONG;
-                                out[o++] = *q;
+                        for (; *p && *p != ';' && *p != ' ' && *p != '\t'; p++) {
+                                if (*p == '"')
+                                        return -EINVAL;
+                                if (match) {
+                                        if (o + 1 >= outlen)
+                                                return -ENAMETOOLONG;
+                                        out[o++] = *p;
+                                }
                         }
                 }
-                out[o] = '\0';
-                return 1;
+                if (match) {
+                        out[o] = '\0';
+                        found = 1;
+                }
         }
-        return 0;
 }
 
 int mp_init(struct mp *m, const char *content_type, const struct mp_callbacks *cb)
@@ -65,6 +96,8 @@ int mp_init(struct mp *m, const char *content_type, const struct mp_callbacks *c
         if (!content_type || strncasecmp(content_type, "multipart/form-data", 19) != 0)
                 return fail(m, "Content-Type is not multipart/form-data");
         int rc = param(content_type + 19, "boundary", boundary, sizeof(boundary));
+        if (rc == -EINVAL)
+                return fail(m, "malformed parameters in Content-Type");
         if (rc <= 0 || !boundary[0] || strlen(boundary) > MP_BOUNDARY_MAX)
                 return fail(m, "no boundary of 1 to 70 characters in Content-Type");
         m->dlen = (size_t)snprintf(m->delim, sizeof(m->delim), "\r\n--%s", boundary);
@@ -140,6 +173,9 @@ static int step(struct mp *m, bool final)
                                 size_t i = 0;
                                 while (i < n && (b[i] == ' ' || b[i] == '\t'))
                                         i++;
+                                /* bounded, so the buffer is, however it is cut */
+                                if (i > MP_PADDING_MAX)
+                                        return fail(m, "blanks after a delimiter over 1 KiB");
                                 if (i + 2 > n)
                                         goto more;
                                 if (b[i] != '\r' || b[i + 1] != '\n')
@@ -158,7 +194,9 @@ static int step(struct mp *m, bool final)
                                 hl = (size_t)(e - b) + 2;
                                 used = hl + 2;
                         } else {
-                                if (n > MP_HEADER_MAX)
+                                /* headers of MP_HEADER_MAX bytes and the CRLF
+                                 * ending them may still be coming */
+                                if (n > MP_HEADER_MAX + 1)
                                         return fail(m, "a part's headers are over 8 KiB");
                                 goto more;
                         }

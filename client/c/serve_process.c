@@ -240,11 +240,7 @@ static void *pump(void *arg)
                         ended = convert(&ev, &out);
                         cvc_event_free(&ev);
                 } else {
-                        ended = true;
-                        (void)connect_put(&out, CONNECT_END_STREAM,
-                                          json_pack("{s:{s:s, s:s}}", "error", "code",
-                                                    "unavailable", "message",
-                                                    "the sandbox's agent connection is gone"));
+                        ended = true; /* the sandbox ended: followers are cut off */
                 }
                 pthread_mutex_lock(&s->procs_lock);
                 if (ended) {
@@ -292,7 +288,9 @@ static int follower_fill(struct hstream *hs)
                                            "message", "this client read the output too slowly"));
                 hs->done = true;
         } else if (p->ended) {
-                rc = hstream_put(hs, p->end, p->end_len);
+                /* no end message: the sandbox ended, and the response is cut
+                 * off mid-stream as E2B's edge cuts it */
+                rc = p->end ? hstream_put(hs, p->end, p->end_len) : -1;
                 hs->done = true;
         } else {
                 rc = put_event(hs, json_pack("{s:{}}", "keepalive"));

@@ -44,6 +44,7 @@ static void free_sandbox(struct sandbox *s)
         serve_watchers_free(s);
         json_decref(s->metadata); /* NULL-safe */
         json_decref(s->envs);
+        json_decref(s->file_meta);
         free(s);
 }
 

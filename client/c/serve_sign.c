@@ -62,7 +62,7 @@ int serve_check_signature(const struct sandbox *s, const char *path, const char 
                         return -EINVAL;
                 }
                 if (exp < (long long)time(NULL)) {
-                        snprintf(why, whylen, "the signature expired");
+                        snprintf(why, whylen, "signature is already expired"); /* envd's words */
                         return -EACCES;
                 }
         }

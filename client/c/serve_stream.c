@@ -29,9 +29,11 @@ static int fill(struct hstream *hs)
         if (rc == 0)
                 return as->on_idle ? as->on_idle(as) : 0;
         if (rc < 0) {
+                /* The sandbox went away (killed, expired): the connection is
+                 * dropped mid-stream, which the SDKs read as the sandbox's
+                 * end once its /health says 502, as with E2B. */
                 as->ended = true;
-                hs->done = true;
-                return as->on_broken ? as->on_broken(as) : 0;
+                return -1;
         }
         if (cv_msg_is_terminal(ev.type))
                 as->ended = true;

@@ -123,8 +123,10 @@ static json_t *event_json(struct sandbox *s, const struct cvc_event *ev, const c
         if (ok && mux_call(&s->mux, CV_MSG_FILE_STAT, &b, 10000, &reply, err, sizeof(err)) == 0) {
                 cbor_item_t *e = cv_map_get(reply, "entry");
                 json_t *j = e ? entry_json(e) : NULL;
-                if (j)
+                if (j) {
+                        serve_meta_attach(s, j);
                         json_object_set_new(o, "entry", j);
+                }
         }
         if (reply)
                 cbor_decref(&reply);
@@ -261,13 +263,6 @@ static int watch_idle(struct agent_stream *as)
         return connect_put(&as->hs, 0, json_pack("{s:{}}", "keepalive"));
 }
 
-static int watch_broken(struct agent_stream *as)
-{
-        return connect_put(&as->hs, CONNECT_END_STREAM,
-                           json_pack("{s:{s:s, s:s}}", "error", "code", "unavailable", "message",
-                                     "the sandbox's agent connection is gone"));
-}
-
 enum MHD_Result watch_dir(struct hreq *h, json_t *req, const char *user)
 {
         char code[64], msg[512];
@@ -290,7 +285,6 @@ enum MHD_Result watch_dir(struct hreq *h, json_t *req, const char *user)
         as->free_ud = free_watch_ud;
         as->on_event = watch_event;
         as->on_idle = watch_idle;
-        as->on_broken = watch_broken;
         as->idle_ms = 30000;
         (void)connect_put(&as->hs, 0, json_pack("{s:{}}", "start"));
         return reply_stream(h, 200, "application/connect+json", &as->hs);

@@ -5,8 +5,10 @@ import builtins
 import functools
 import os
 import re
+import select
 import subprocess
 import sys
+import time
 
 from . import formatters
 from .error import UsageError
@@ -27,6 +29,11 @@ from .magics.packaging import PackagingMagics
 from .magics.pylab import PylabMagics
 from .magics.script import ScriptMagics
 from .text import SList
+from .usersite import refresh as _refresh_user_site
+
+# `!cmd`: output read from its pty within this long of the last read is one
+# stream message (ipykernel batches for 0.2 s; a pty splits a line from its CRLF).
+_PTY_BURST_S = 0.02
 
 
 class _ExitAutocall:
@@ -151,16 +158,32 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 finally:
                         os.close(slave)
                 decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+                def read():
+                        try:
+                                return os.read(master, 65536)
+                        except OSError:  # EIO: every holder of the slave is gone
+                                return b""
+
                 try:
                         while True:
-                                try:
-                                        chunk = os.read(master, 65536)
-                                except OSError:  # EIO: every holder of the slave is gone
-                                        chunk = b""
+                                chunk = read()
                                 if not chunk:
                                         break
+                                # What the command writes in a burst is one message, as
+                                # ipykernel's batching makes it ("/home/user" and the
+                                # terminal's "\r\n" come in two reads of the pty).
+                                more, until = chunk, time.monotonic() + _PTY_BURST_S
+                                while more and len(chunk) < 65536:
+                                        left = until - time.monotonic()
+                                        if left <= 0 or not select.select([master], [], [], left)[0]:
+                                                break
+                                        more = read()
+                                        chunk += more
                                 sys.stdout.write(decoder.decode(chunk))
                                 sys.stdout.flush()
+                                if not more:
+                                        break
                 except KeyboardInterrupt:
                         os.write(master, b"\x03")  # ^C as a terminal sends it
                         try:
@@ -174,12 +197,16 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         if p.poll() is None:
                                 p.kill()
                         rc = p.wait()
+                        _refresh_user_site()  # `!pip install x`, then `import x` in this context
                 self.user_ns["_exit_code"] = rc
 
         def getoutput(self, cmd, split=True):
                 _flush_std()
-                p = subprocess.run(["/bin/sh", "-c", self.var_expand(cmd)], stdout=subprocess.PIPE,
-                                   stderr=subprocess.STDOUT)
+                try:
+                        p = subprocess.run(["/bin/sh", "-c", self.var_expand(cmd)], stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT)
+                finally:
+                        _refresh_user_site()
                 text = p.stdout.decode(errors="replace")
                 return SList(text.splitlines()) if split else text
 
