@@ -45,10 +45,11 @@ $(B)/tests/c/test_client_qmp: $(B)/tests/c/test_client_qmp.o $(B)/client/c/qmp.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_host_tsc: $(B)/tests/c/test_client_host_tsc.o $(B)/client/c/host_tsc.o \
-		$(B)/client/c/registry.o
+		$(B)/client/c/registry.o $(B)/client/c/user_dirs.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
-$(B)/tests/c/test_client_registry: $(B)/tests/c/test_client_registry.o $(B)/client/c/registry.o
+$(B)/tests/c/test_client_registry: $(B)/tests/c/test_client_registry.o $(B)/client/c/registry.o \
+		$(B)/client/c/user_dirs.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_vmm: $(B)/tests/c/test_client_vmm.o $(B)/client/c/vmm_boot.o \

@@ -283,7 +283,7 @@ void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, un
                 snprintf(e->address, sizeof(e->address), "vsock:%u:1024", vm->vsock_cid);
         else
                 snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
-        memcpy(e->id, rec->id_is_key ? e->key : e->address, sizeof(e->key));
+        memcpy(e->id, e->key, sizeof(e->key)); /* a VM's id is its key, as in the SDK */
         snprintf(e->dir, sizeof(e->dir), "%s", vm->dir);
         char abs[PATH_MAX];
         const char *img = realpath(image, abs) ? abs : image;
@@ -339,7 +339,7 @@ void sbx_start_clock(struct sbx_rec *rec, struct cvc *c, const struct cvm *vm, d
                 /* The channel may have changed (vsock -> serial) during the connect. */
                 if (!vm->over_vsock)
                         snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
-                memcpy(e->id, rec->id_is_key ? e->key : e->address, sizeof(e->key));
+                memcpy(e->id, e->key, sizeof(e->key)); /* a VM's id is its key, as in the SDK */
                 e->started_ms = creg_now_ms();
                 e->deadline_ms = e->started_ms + (int64_t)(lifetime_s * 1000);
                 rewrite(rec);

@@ -13,7 +13,6 @@
 struct sbx_rec {
         struct creg_entry e;
         char path[sizeof(((struct creg *)0)->dir) + sizeof(((struct creg_entry *)0)->key) + 16];
-        bool id_is_key; /* the sandbox id is the key (cellvm serve), not the agent's address */
 };
 
 int cmd_ps(int argc, char **argv);

@@ -14,6 +14,7 @@
 #include "template.h"
 #include "user_dirs.h"
 
+/* registry.c's creg_new_key looks there too, by the same words. */
 int cpaused_root(char *out, size_t outlen)
 {
         return cvm_user_dir(CPAUSED_ROOT_ENV, "XDG_STATE_HOME", ".local/state", "cellvm/paused",

@@ -1,6 +1,9 @@
 /* The registry of live sandboxes: see registry.h and docs/VMM.md. */
 #include "registry.h"
 
+#include "paused.h" /* CPAUSED_ROOT_ENV */
+#include "user_dirs.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -459,8 +462,16 @@ int creg_new_key(struct creg *r, const char *vmm, char *key, size_t keylen)
                 char path[sizeof(r->dir) + 300];
                 struct stat st;
                 snprintf(path, sizeof(path), "%s/%s" SUFFIX, r->dir, key);
-                if (lstat(path, &st) < 0 && errno == ENOENT)
-                        return 0;
+                if (lstat(path, &st) == 0 || errno != ENOENT)
+                        continue;
+                /* nor a paused sandbox's: its id comes back at its resume */
+                char paused[PATH_MAX];
+                if (cvm_user_dir(CPAUSED_ROOT_ENV, "XDG_STATE_HOME", ".local/state",
+                                 "cellvm/paused", paused, sizeof(paused)) == 0 &&
+                    (size_t)snprintf(path, sizeof(path), "%s/%s", paused, key) < sizeof(path) &&
+                    lstat(path, &st) == 0)
+                        continue;
+                return 0;
         }
         return -EEXIST;
 }

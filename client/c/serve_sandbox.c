@@ -74,7 +74,6 @@ int serve_restore(double timeout_s, struct sandbox **out, char *err, size_t errl
         s->vcpus = serve.vcpus;
         s->opts = (struct cvm_opts){
             .image = serve.image, .memory_mb = serve.memory_mb, .vcpus = serve.vcpus};
-        s->rec.id_is_key = true;
         pthread_mutex_init(&s->procs_lock, NULL);
         s->refs = 1;
         /* As `cellvm run`: user code gets the RAM minus a reserve, in a cgroup. */
