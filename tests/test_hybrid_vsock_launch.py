@@ -10,6 +10,7 @@ in dev mode. What is not exercised: the VMM itself booting the image.
 
 import json
 import os
+import re
 import sys
 
 import pytest
@@ -81,7 +82,9 @@ def test_create_runs_a_cell_and_kill_leaves_nothing(fake_vmms, vmm):
         # create() waited for the zygote: the boot report ends at executor_ready.
         stages = [b for _, b, _ in sbx.boot_report.stages]
         assert stages and stages[-1] == "executor_ready"
-        assert sbx.sandbox_id == f"{vmm}:{sbx.vmm_pid}"
+        # Its id is its registry key ("firecracker-1a2b3c4d"): a DNS label, as E2B's.
+        assert re.fullmatch(r"[a-z0-9-]{1,63}", sbx.sandbox_id)
+        assert sbx.sandbox_id == sbx._entry.key and sbx.sandbox_id.startswith(vmm.replace("-", ""))
     finally:
         pid = sbx.vmm_pid
         sbx.kill()

@@ -6,11 +6,13 @@ code paths with real QEMU are in tests/test_lifetime_vm.py.
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+import types
 
 import pytest
 
@@ -18,7 +20,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
 from cellvm import Sandbox, lifetime, registry  # noqa: E402
-from cellvm.exceptions import InvalidArgumentException, RateLimitException  # noqa: E402
+from cellvm.exceptions import (InvalidArgumentException, RateLimitException,  # noqa: E402
+                               SandboxException, SandboxNotFoundException)
 
 CLI = os.path.join(os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build")), "cellvm")
 
@@ -69,13 +72,19 @@ def standins(tmp_path):
         s.close()
 
 
-def entry_for(reg, vmm, timeout_s=60, **kw):
+SANDBOX_ID = re.compile(r"^[a-z0-9-]{1,63}$")  # E2B's: a DNS label ({port}-{id}.{domain})
+
+
+def entry_for(reg, vmm, timeout_s=60, address=None, ident=None, **kw):
+    """An entry as the SDK writes one: its id is its key (`ident`: another
+    id, as older writers gave, the agent's address)."""
     now = registry.now_ms()
-    e = registry.Entry(key=reg.new_key("qemu"), id=f"unix:{vmm.dir}/agent.sock", vmm="qemu",
+    key = reg.new_key("qemu")
+    e = registry.Entry(key=key, id=ident or key, vmm="qemu",
                        pid=vmm.pid, pid_start=registry.proc_start_time(vmm.pid),
                        started_ms=now, deadline_ms=now + int(timeout_s * 1000),
-                       address=f"unix:{vmm.dir}/agent.sock", dir=vmm.dir, memory_mb=512, vcpus=1,
-                       accel="tcg", metadata={"user": "a=b\nc"}, **kw)
+                       address=address or f"unix:{vmm.dir}/agent.sock", dir=vmm.dir,
+                       memory_mb=512, vcpus=1, accel="tcg", metadata={"user": "a=b\nc"}, **kw)
     reg.write(e)
     return e
 
@@ -147,7 +156,7 @@ def test_list_get_info_kill_of_another_process_sandbox_and_host_enforcement(rt, 
     Sandbox.set_timeout(ea.id, 120)
     end = Sandbox.get_info(ea.id).end_at
     assert abs(end.timestamp() * 1000 - (t0 + 120_000)) < 2000
-    Sandbox.set_timeout(ea.key, 30)  # shortens; the short key works too
+    Sandbox.set_timeout(ea.address, 30)  # shortens; the agent's address (the old id) works too
     assert Sandbox.get_info(ea.id).end_at < end
     # b is past deadline + grace: the next look ends it.
     time.sleep(1.6)
@@ -235,6 +244,7 @@ def test_concurrent_creators_keep_the_registry_consistent_and_the_limit(rt, monk
         assert (made, refused) == (16, 8)
         live = rt.entries(enforce=False)
         assert len(live) == 16 and len({e.pid for e in live}) == 16
+        assert all(e.id == e.key and SANDBOX_ID.match(e.id) for e in live)  # the id is the key
         assert all(e.vmm_alive() for e in live)
         assert not [n for n in os.listdir(rt.path) if ".tmp-" in n]
     finally:
@@ -298,7 +308,7 @@ def test_cli_ps_kill_and_limits_on_the_same_registry(rt, standins):
     assert lines[0].split()[:6] == ["KEY", "AGE", "LEFT", "VMM", "MEMORY", "STATE"]
     row = next(line for line in lines if line.startswith(ea.key)).split()
     assert row[2] in ("1m29s", "1m30s") and row[3:5] == ["qemu", str(a.pid)]
-    assert row[5].endswith("M/512M") and row[6] == "running" and row[7] == ea.id
+    assert row[5].endswith("M/512M") and row[6] == "running" and row[7] == ea.id == ea.key
     os.kill(b.pid, signal.SIGSTOP)
     deadline = time.monotonic() + 10
     while open(f"/proc/{b.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "T":
@@ -352,3 +362,69 @@ def test_cli_ps_lists_paused_records_and_skips_a_damaged_one(rt, tmp_path, monke
     assert r.returncode == 0 and "killed qemu-bbbb (sbx-two, paused" in r.stdout, r.stderr
     assert sorted(os.listdir(root)) == ["lock", "qemu-aaaa", "qemu-bad", "qemu-half.tmp"]
     assert [i.sandbox_id for i in Sandbox.list().next_items()] == ["sbx-one"]
+
+
+def fake_vm(standin, address="unix:/nonexistent/agent.sock"):
+    """What lifetime.record reads of a started VM."""
+    return types.SimpleNamespace(pid=standin.pid, address=address, dir=standin.dir, vmm="qemu",
+                                 memory_mb=256, vcpus=1, accel="tcg")
+
+
+def test_the_sdk_records_its_key_as_the_id_and_keeps_a_paused_sandboxs_key(
+        rt, standins, tmp_path, monkeypatch):
+    """lifetime.record: the entry's id is its key, `<vmm>-<8 hex>`; a new
+    key is never one a paused sandbox has (it takes it back when it
+    resumes: pause.resume records `key=`), and a key that is live is refused."""
+    from cellvm import snapshot
+    paused = tmp_path / "paused"
+    monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(paused))
+    (paused / "qemu-0000aaaa").mkdir(parents=True)  # a paused sandbox's record
+    draws = iter(["0000aaaa", "0000bbbb"])
+    monkeypatch.setattr(registry.secrets, "token_hex", lambda n: next(draws))
+    e = lifetime.record(rt, fake_vm(standins()), 0, 60, keeper=False)
+    assert e.key == e.id == "qemu-0000bbbb" and SANDBOX_ID.match(e.id)
+    assert rt.read(e.key).id == e.key  # as written: `id=<key>`, what `cellvm ps` shows
+    back = lifetime.record(rt, fake_vm(standins()), 0, 60, keeper=False, key="qemu-0000aaaa")
+    assert back.key == back.id == "qemu-0000aaaa"
+    with pytest.raises(SandboxException, match="qemu-0000aaaa is running already"):
+        lifetime.record(rt, fake_vm(standins()), 0, 60, keeper=False, key="qemu-0000aaaa")
+    assert sorted(rt.keys()) == ["qemu-0000aaaa", "qemu-0000bbbb"]
+
+
+def test_another_process_vm_is_reached_by_its_id_and_by_its_address(rt, standins, agent):
+    """A registry entry whose guest is the session's dev agent (its VMM a
+    stand-in): connect, Sandbox(sandbox_id=...) (E2B 1.x), get_info, list
+    and kill by the id (the key) work (set_timeout: the dev agent refuses a
+    deadline; test_snapshot_vm has it), the agent's address (a
+    VM's id before ids were keys) still connects, and every Sandbox says
+    the key; an id nobody has is E2B's not-found."""
+    vmm = standins()
+    e = entry_for(rt, vmm, address=agent.addr, holder_pid=0)
+    sid = e.key
+    assert SANDBOX_ID.match(sid) and sid == e.id
+    s = Sandbox.connect(sid)
+    try:
+        assert s.sandbox_id == sid and s.run_code("6 * 7").text == "42"
+        assert s.get_info().sandbox_id == sid
+        assert [i.sandbox_id for i in Sandbox.list().next_items()] == [sid]
+    finally:
+        s.close()
+    old = Sandbox.connect(agent.addr)  # the old form: the agent's address
+    try:
+        assert old.sandbox_id == sid and old.run_code("1 + 1").text == "2"
+    finally:
+        old.close()
+    e2b1 = Sandbox(sandbox_id=sid, api_key="e2b_unused")
+    try:
+        assert e2b1.sandbox_id == sid and e2b1.run_code("2 + 2").text == "4"
+    finally:
+        e2b1.close()
+    assert Sandbox.get_info(sid).sandbox_id == sid
+    assert Sandbox.kill(sid) is True
+    vmm.proc.wait(timeout=5)
+    assert rt.keys() == []
+    for call in (Sandbox.connect, Sandbox.get_info, lambda i: Sandbox.set_timeout(i, 60)):
+        with pytest.raises(SandboxNotFoundException, match=f"Sandbox {sid} not found"):
+            call(sid)
+    assert Sandbox.kill(sid) is False
+    assert agent.proc.poll() is None  # the agent itself was never the target

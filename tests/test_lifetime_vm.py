@@ -102,7 +102,8 @@ def test_guest_ends_itself_at_the_deadline_after_its_creator_was_killed(rt, tmp_
         tmp_path, 20, True, env={"CELLVM_DEADLINE_GRACE": "600"})
     created = time.monotonic()
     e = rt.read(key)
-    assert e is not None and e.id == sid and e.pid == qemu and e.metadata == {"who": "creator"}
+    assert e is not None and e.id == sid == key and e.pid == qemu
+    assert e.metadata == {"who": "creator"}
     assert abs(e.time_left_s() - 20) < 3
     proc.send_signal(signal.SIGKILL)
     proc.wait()
@@ -135,6 +136,12 @@ def test_second_process_lists_connects_times_out_and_kills(rt, tmp_path):
     proc, sid, qemu, key, vmdir, keeper = start_creator(tmp_path, 60, True)
     guest_ms = lambda s: lifetime.guest_timeout_s(s, rt.read(key).accel) * 1000  # noqa: E731
     try:
+        # A cold boot's id is its registry key too: a DNS label, `cellvm ps`'s KEY and SANDBOX ID.
+        assert re.fullmatch(r"qemu-[0-9a-f]{8}", sid) and sid == key
+        r = subprocess.run([CLI, "ps"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        row = next(ln.split() for ln in r.stdout.splitlines()[1:] if ln.startswith(sid))
+        assert row[0] == row[-1] == sid and row[4] == str(qemu), r.stdout
         infos = {i.sandbox_id: i for i in Sandbox.list().next_items()}
         assert sid in infos and infos[sid].metadata == {"who": "creator"}
         info = Sandbox.get_info(sid)

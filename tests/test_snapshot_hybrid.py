@@ -140,6 +140,7 @@ def test_pause_and_resume_through_the_api_keep_the_id(stand_ins, vmm):
     back = Sandbox.connect(sid)
     try:
         assert back.sandbox_id == sid and back.vmm_pid != old_pid
+        assert back._entry.key == sid  # resumed under its own registry key
         assert back.run_code("2 + 3").text == "5"
         assert os.listdir(snapshot.paused_root()) == ["lock"]
         pid, d = back.vmm_pid, back.vm.dir

@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,8 +46,19 @@ def private_state(tmp_path, monkeypatch):
     assert not left, f"sandboxes left in the registry: {[e.id for e in left]}"
 
 
+CLI = os.path.join(os.path.dirname(IMAGE), "cellvm")
+SANDBOX_ID = re.compile(r"^[a-z0-9-]{1,63}$")  # E2B's: a DNS label ({port}-{id}.{domain})
+
+
 def create(**kw):
     return Sandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB, **kw)
+
+
+def ps_rows():
+    """`cellvm ps`: {KEY: [KEY, AGE, LEFT, VMM, PID, MEMORY, STATE, SANDBOX ID]}."""
+    r = subprocess.run([CLI, "ps"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return {ln.split()[0]: ln.split() for ln in r.stdout.splitlines()[1:]}
 
 
 def values(sbx):
@@ -267,6 +279,7 @@ def test_pause_and_resume_keep_a_variable_a_file_and_a_background_command(vm_tem
     assert sbx.pause() is True
     assert sbx.pause() is False  # E2B: already paused
     assert process_gone(old_pid) and not os.path.exists(old_dir)
+    assert ps_rows()[sid][6:] == ["paused", sid]  # the record's key is the id
     with pytest.raises(SandboxException, match="paused"):
         sbx.run_code("1")
     infos = Sandbox.list().next_items()
@@ -284,7 +297,9 @@ def test_pause_and_resume_keep_a_variable_a_file_and_a_background_command(vm_tem
     finally:
         os.rename(aside, vm_template.snapdir)
     try:
-        assert resumed.sandbox_id == sid  # the same id: its channel's address
+        assert resumed.sandbox_id == sid  # the same id, as E2B's resume keeps it
+        assert resumed._entry.key == sid and ps_rows()[sid][6:] == ["running", sid]
+        assert resumed.vm.dir != old_dir  # a temp dir of its own, as a clone's
         assert [b for _, b, _ in resumed.restore_report.stages][:2] == ["state_loaded", "running"]
         assert resumed.run_code("kept + 1").text == "42"
         assert resumed.files.read("/home/user/kept.txt") == "still here"
@@ -323,7 +338,7 @@ def test_the_cli_lists_a_paused_sandbox_and_kills_it(vm_template):
     """`cellvm ps` shows what Sandbox.list() shows, paused ones too (state
     "paused"), and `cellvm kill ID` of a paused one removes its record, as
     the SDK's kill does; `kill --all` keeps it."""
-    cli = os.path.join(os.path.dirname(IMAGE), "cellvm")
+    cli = CLI
     sbx = create()
     other = create()
     try:
@@ -332,6 +347,7 @@ def test_the_cli_lists_a_paused_sandbox_and_kills_it(vm_template):
         assert r.returncode == 0, r.stderr
         rows = {ln.split()[-1]: ln.split() for ln in r.stdout.splitlines()[1:]}
         assert set(rows) == {sbx.sandbox_id, other.sandbox_id}, r.stdout
+        assert all(row[0] == sid for sid, row in rows.items())  # KEY is the SANDBOX ID
         # KEY AGE LEFT VMM PID MEMORY STATE ID
         assert rows[sbx.sandbox_id][2:] == ["-", "qemu", "-", f"-/{SNAPSHOT_MEMORY_MB}M",
                                             "paused", sbx.sandbox_id]
@@ -366,13 +382,69 @@ def test_another_process_pauses_a_sandbox_and_this_one_resumes_it(vm_template, t
                          env=dict(os.environ))
     assert out.returncode == 0, out.stderr
     sid = out.stdout.split()[-1]
+    assert SANDBOX_ID.match(sid), sid
     assert Sandbox.pause(sid) is True  # through its registry entry and QMP socket
     assert Sandbox.get_info(sid).state == SandboxState.PAUSED
     sbx = Sandbox.connect(sid)
     try:
+        assert sbx.sandbox_id == sid and sbx._entry.key == sid
         assert sbx.run_code("made_by").text == "the creator"
     finally:
         sbx.kill()
+
+
+OTHER_PROCESS = """
+import sys
+sys.path.insert(0, {client!r})
+from cellvm import Sandbox, SandboxNotFoundException, registry
+sid = sys.argv[1]
+print(sid in [i.sandbox_id for i in Sandbox.list().next_items()])
+print(Sandbox.get_info(sid).sandbox_id == sid)
+Sandbox.set_timeout(sid, 200)
+print(round(Sandbox.get_info(sid).end_at.timestamp() - __import__("time").time()))
+s = Sandbox.connect(sid)
+print(s.sandbox_id == sid, s.run_code("where").text)
+s.close()
+old = Sandbox.connect(registry.Registry().find(sid).address)  # the old form, the address
+print(old.sandbox_id == sid, old.run_code("6 * 7").text)
+old.close()
+print(Sandbox.kill(sid), Sandbox.kill(sid))
+try:
+    Sandbox.connect(sid)
+except SandboxNotFoundException as e:
+    print(e)
+"""
+
+
+def test_the_id_is_the_registry_key_and_another_process_uses_it(vm_template, tmp_path):
+    """A clone's sandbox_id is its registry key: a DNS label, the KEY and the
+    SANDBOX ID of `cellvm ps`, the `id=` of its entry; another process
+    lists, reads, times out, connects to (by it, and by the agent's address
+    as before) and kills the sandbox by that id."""
+    sbx = create()
+    sid = sbx.sandbox_id
+    try:
+        assert SANDBOX_ID.match(sid) and re.fullmatch(r"qemu-[0-9a-f]{8}", sid), sid
+        assert sbx.restore_report is not None
+        e = registry.Registry().read(sid)
+        assert e is not None and e.key == e.id == sid and e.address == sbx.vm.address
+        row = ps_rows()[sid]
+        assert row[4] == str(sbx.vmm_pid) and row[6:] == ["running", sid]
+        sbx.run_code("where = 'the creator'")
+        sbx.close()  # QEMU's serial channel takes one client: free it for the other process
+        prog = tmp_path / "other.py"
+        prog.write_text(OTHER_PROCESS.format(client=os.path.join(ROOT, "client", "python")))
+        r = subprocess.run([sys.executable, str(prog), sid], capture_output=True, text=True,
+                           timeout=180, env=dict(os.environ))
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.splitlines() == ["True", "True", "200", "True the creator", "True 42",
+                                         "True False", f"Sandbox {sid} not found"], r.stdout
+        assert process_gone(sbx.vmm_pid) and sid not in ps_rows()
+        assert Sandbox.list().next_items() == []
+    finally:
+        pid, d = sbx.vmm_pid, sbx.vm.dir
+        sbx.kill()
+    assert_gone(d, pid, sid)
 
 
 def test_async_create_restores_and_async_pause_resumes(vm_template):
@@ -383,6 +455,7 @@ def test_async_create_restores_and_async_pause_resumes(vm_template):
         assert await sbx.pause() is True
         back = await AsyncSandbox.connect(sbx.sandbox_id)
         try:
+            assert back.sandbox_id == sbx.sandbox_id and SANDBOX_ID.match(back.sandbox_id)
             return (await back.run_code("a * 2")).text
         finally:
             await back.kill()

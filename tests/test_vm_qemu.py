@@ -10,6 +10,7 @@ CELLVM_SKIP_IMAGE_BUILD=1 uses build/image as it is (while iterating).
 
 import base64
 import os
+import re
 import subprocess
 import sys
 import time
@@ -81,7 +82,9 @@ def test_create_waits_for_the_preloads_and_reports_every_boot_stage(sbx):
     # The memory given to user code follows memory_mb (cellvm.mem_limit).
     limit = int(sbx.files.read("/sys/fs/cgroup/user/memory.max").strip())
     assert limit == launch.user_memory_limit_mb(SESSION_VM_MEMORY_MB) * 1024 * 1024
-    assert sbx.sandbox_id.startswith("unix:") and sbx.sandbox_id.endswith("agent.sock")
+    assert sbx.vm.address.startswith("unix:") and sbx.vm.address.endswith("agent.sock")
+    # The sandbox id is the registry key (as `cellvm ps` shows it), not the address.
+    assert re.fullmatch(r"qemu-[0-9a-f]{8}", sbx.sandbox_id) and sbx.sandbox_id == sbx._entry.key
 
 
 def test_guest_environment(sbx):

@@ -6,7 +6,9 @@
     with Sandbox.connect("unix:/run/cellvm/agent.sock") as sbx:   # an agent already running
         print(sbx.run_code("1 + 1").text)
 
-See docs/SDK.md for what matches E2B and what differs.
+See docs/SDK.md for what matches E2B and what differs. `CodeInterpreter` is
+E2B 0.x's API (`sandbox.notebook.exec_cell`, ...), the legacy name
+(cellvm.legacy), for tutorials written before E2B renamed it.
 """
 
 from .boot import BootReport
@@ -63,6 +65,7 @@ from .sandbox import Sandbox, SandboxPaginator
 from .async_commands import AsyncCommandHandle
 from .async_files import AsyncWatchHandle
 from .async_sandbox import AsyncSandbox, AsyncSandboxPaginator
+from .legacy import CodeInterpreter  # E2B 0.x's API, the legacy name (docs/SDK.md)
 
 __all__ = [
     "ALL_TRAFFIC",
@@ -101,6 +104,7 @@ __all__ = [
     "WatchHandle",
     "WriteInfo",
     "BootReport",
+    "CodeInterpreter",
     "Context",
     "Execution",
     "ExecutionError",

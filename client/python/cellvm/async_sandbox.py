@@ -26,7 +26,7 @@ from .sandbox import Sandbox, SandboxPaginator, _class_or_instance
 
 class AsyncSandbox:
     """E2B's AsyncSandbox: `sbx = await AsyncSandbox.create(...)` or
-    `await AsyncSandbox.connect(addr)`, then the sync Sandbox's API with
+    `await AsyncSandbox.connect(sandbox_id)`, then the sync Sandbox's API with
     `await`. `AsyncSandbox(sandbox)` wraps a sync Sandbox (it takes it over:
     kill() kills it)."""
 
@@ -57,9 +57,9 @@ class AsyncSandbox:
     async def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, *,
                            request_timeout: Optional[float] = None,
                            envs: Optional[Dict[str, str]] = None, **e2b_options) -> "AsyncSandbox":
-        """Sandbox.connect(sandbox_id): the agent at that address
-        ('unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT') or a sandbox this
-        process booted."""
+        """Sandbox.connect(sandbox_id), awaited: a VM by its id (the registry
+        key: this process's, another's, or a paused one, resumed), or the
+        agent at an address ('unix:PATH', 'tcp:HOST:PORT', 'vsock:CID:PORT')."""
         return cls(await bridge.acquire(Sandbox._cls_connect, Sandbox._cls_kill, sandbox_id,
                                         timeout, request_timeout=request_timeout, envs=envs))
 

@@ -119,11 +119,9 @@ class HybridVsockVM:
         self.dir = None
         self.proc = None
         # Snapshots (cellvm.snapshot_hybrid): the VMM's API socket; `restoring`:
-        # started with the API alone, to load a snapshot; `sandbox_id`: the id
-        # a resumed sandbox keeps (its VMM's pid is another one now).
+        # started with the API alone, to load a snapshot.
         self.api = bool(api)
         self.restoring = False
-        self.sandbox_id = None
 
     @property
     def pid(self):

@@ -90,17 +90,32 @@ def boot_cmdline(boot_budget_s: float, timeout_s: float) -> str:
     return f"cellvm.deadline_ms={int(guest_timeout_s(boot_budget_s + timeout_s, 'tcg') * 1000)}"
 
 
+def _paused_key(key) -> bool:
+    """A paused sandbox keeps its key (its id) for its resume: not a new VM's."""
+    from . import snapshot
+    try:
+        return os.path.lexists(os.path.join(snapshot.paused_root(), key))
+    except OSError:
+        return False
+
+
 def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, metadata=None,
-           keeper=True):
+           keeper=True, key=None):
     """Writes the registry entry of a just-started VM (call with the lock
     held) and starts its keeper (`keeper=False`: the caller does, with
-    start_keeper_of); returns the Entry."""
+    start_keeper_of); returns the Entry. Its key, a new one or `key` (a
+    resumed sandbox's own), is the sandbox's id (`id` field, `sandbox_id`)."""
     start = _reg.proc_start_time(vm.pid)
     if start is None:
         raise OSError(f"the VMM (pid {vm.pid}) exited right after its start")
+    if key is None:
+        key = registry.new_key(getattr(vm, "vmm", "qemu"), taken=_paused_key)
+    elif registry.read(key) is not None:  # a sweep under this lock left only live ones
+        from .exceptions import SandboxException
+        raise SandboxException(f"sandbox {key} is running already (cellvm ps)")
     now = _reg.now_ms()
     e = _reg.Entry(
-        key=registry.new_key(getattr(vm, "vmm", "qemu")), id="", vmm=getattr(vm, "vmm", "qemu"),
+        key=key, id=key, vmm=getattr(vm, "vmm", "qemu"),
         pid=vm.pid, pid_start=start, started_ms=now,
         deadline_ms=now + int((boot_budget_s + timeout_s) * 1000),
         dir=getattr(vm, "dir", "") or "", memory_mb=int(getattr(vm, "memory_mb", 0) or 0),
@@ -110,7 +125,6 @@ def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, me
         creator_start=_reg.proc_start_time(os.getpid()) or 0,
         metadata={str(k): str(v) for k, v in (metadata or {}).items()})
     e.address = vm.address or ""
-    e.id = getattr(vm, "sandbox_id", None) or e.address or f"{e.vmm}:{vm.pid}"
     registry.write(e)
     if keeper:
         try:
@@ -200,7 +214,8 @@ class Admission:
         # on failure after record(): vm.kill(); adm.forget()
     """
 
-    def __init__(self, timeout, boot_s, detach=None, metadata=None, template=None):
+    def __init__(self, timeout, boot_s, detach=None, metadata=None, template=None, key=None):
+        self.key = key  # None: a new one; a resumed sandbox's own (its id kept)
         try:
             self.lifetime_s = resolve_timeout(timeout)
         except _reg.LimitExceeded as e:
@@ -234,7 +249,7 @@ class Admission:
         try:
             self.entry = record(self.registry, vm, self.boot_s, self.lifetime_s,
                                 template=self.template, metadata=self.metadata,
-                                keeper=not keeper_in_background)
+                                keeper=not keeper_in_background, key=self.key)
         except BaseException:
             vm.kill()
             raise
@@ -247,7 +262,6 @@ class Admission:
     def start_clock(self, vm, conn):
         e = self.entry
         e.address = vm.address or ""  # the channel may have changed (vsock -> serial)
-        e.id = getattr(vm, "sandbox_id", None) or e.address or f"{e.vmm}:{vm.pid}"
         start_clock(self.registry, e, conn, self.lifetime_s)
 
     def adopt(self, sbx):
@@ -370,6 +384,7 @@ def connect_entry(cls, entry, timeout, request_timeout, envs):
             "its channel (QEMU's virtio-serial socket) serves one client at a time; list, "
             "get_info, set_timeout and kill work meanwhile (vhost-vsock has no such limit)")
     sbx = cls(addr=entry.address, request_timeout=request_timeout, envs=envs)
+    sbx._id = entry.id  # the sandbox's id (its key), not the channel's address
     sbx._entry = entry
     sbx._metadata = dict(entry.metadata)
     sbx._template = entry.template or None

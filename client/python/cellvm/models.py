@@ -474,8 +474,9 @@ class SandboxState(str, _Enum):
 @dataclass
 class SandboxInfo:
     """E2B's SandboxInfo (fields in E2B's order), from Sandbox.get_info() and
-    Sandbox.list(): `sandbox_id` is the agent's address (or the VMM's pid for
-    hybrid vsock); `template_id` the image directory of a booted VM, else
+    Sandbox.list(): `sandbox_id` is a micro-VM's registry key (`qemu-1a2b3c4d`,
+    as `cellvm ps` shows it), a dev-mode agent's address; `template_id` the
+    image directory of a booted VM, else
     None; `started_at`/`end_at` the lifetime's start and end (cellvm.lifetime;
     `end_at` None for a dev-mode agent, which has no timeout); `envd_version` is the agent's version;
     `cpu_count`/`memory_mb` those of a booted VM, else of the agent's host."""

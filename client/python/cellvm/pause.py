@@ -9,18 +9,21 @@ stream: a clone's RAM is a private mapping of its template's file, which
 cannot be left out of the stream) into a record of the paused store
 (cellvm.snapshot.PausedStore, $XDG_STATE_HOME/cellvm/paused: it survives a
 reboot of the host), then stops the VMM and removes its registry entry. The
-record names the sandbox (its id), its registry key, metadata, template
-name and envs, and the VMM's argv with the RAM as an anonymous
-memory-backend-ram, so a resume needs no template.
+record, a directory named by the sandbox's registry key, names the sandbox
+(its id: that key), metadata, template name and envs, and the VMM's argv
+with the RAM as an anonymous memory-backend-ram, so a resume needs no
+template. No new sandbox gets a key a paused one has (lifetime.record).
 
-connect(id) resumes it: the same argv in the same temp directory (so the
-sandbox keeps its id, which is its channel's address), the state loaded, the
-guest running, HELLO, then its clock and the kernel's entropy refreshed
-(ADD_ENTROPY, SET_TIME: the same guest again, its Python random generators
-are left as they were, as E2B's resume leaves them), a deadline of its own
-(E2B: `timeout`, default 300 s, counted from the resume), and the record is
-removed. While paused a sandbox counts against no limit and has no deadline
-(E2B keeps paused sandboxes until they are killed).
+connect(id) resumes it: the same argv in a new temp directory (as a clone),
+under the same registry key, so the sandbox keeps its id (as E2B's resume
+does; a record paused when ids were addresses gets its key as its id then),
+the state loaded, the guest running, HELLO, then its clock and the kernel's
+entropy refreshed (ADD_ENTROPY, SET_TIME: the same guest again, its Python
+random generators are left as they were, as E2B's resume leaves them), a
+deadline of its own (E2B: `timeout`, default 300 s, counted from the
+resume), and the record is removed. While paused a sandbox counts against
+no limit and has no deadline (E2B keeps paused sandboxes until they are
+killed).
 """
 
 import logging
@@ -107,7 +110,7 @@ def pause(sbx) -> bool:
                           vmm_binary=vm.qemu, accel=vm.accel, memory_mb=vm.memory_mb,
                           vcpus=vm.vcpus, image=vm.image, cmdline=vm.cmdline(),
                           file=_files_of(vm), arg=paused_args(vm), state="state",
-                          instance_dir=vm.dir, sandbox_id=owner.sandbox_id,
+                          instance_dir=vm.dir, sandbox_id=entry.key,
                           registry_key=entry.key, template=owner._template or "",
                           metadata=dict(owner._metadata), envs=dict(owner._envs),
                           started_ms=entry.started_ms)
@@ -190,7 +193,8 @@ def pause_entry(entry) -> bool:
                                "older cellvm)", code="unsupported")
     owner = Sandbox.__new__(Sandbox)
     owner.__dict__.update(_owner=None, _vm=vm, _entry=entry, _template=entry.template or None,
-                          _metadata=dict(entry.metadata), _envs={}, _addr=entry.id,
+                          _metadata=dict(entry.metadata), _envs={}, _id=entry.id,
+                          _addr=entry.address,
                           _conn=_NoConnection(), _closed=False, _killed=False, _paused=None)
     return pause(owner)
 
@@ -225,7 +229,7 @@ def _pause_hybrid(owner, vm, entry):
     store, final, tmp = _new_record(entry.key)
     try:
         from . import snapshot_hybrid
-        m = snapshot_hybrid.save_paused(vm, tmp, sandbox_id=owner.sandbox_id,
+        m = snapshot_hybrid.save_paused(vm, tmp, sandbox_id=entry.key,
                                         registry_key=entry.key, template=owner._template or "",
                                         metadata=dict(owner._metadata), envs=dict(owner._envs),
                                         started_ms=entry.started_ms)
@@ -262,10 +266,21 @@ def check_resumable(d, m):
                                      stale=True)
 
 
+def resume_key(d, m):
+    """The registry key (and so the id) the paused sandbox of record `d`
+    resumes under: the one it had; None (a new one) if the record has none."""
+    from . import registry
+    for key in (m.registry_key, os.path.basename(d)):
+        if registry.is_key(key):
+            return key
+    return None
+
+
 def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
     """The paused sandbox of record `d` running again: a new Sandbox (`cls`),
-    or `into` (the paused Sandbox object) brought back. The record is removed
-    once the guest answered; SnapshotError/SandboxException if it cannot be."""
+    or `into` (the paused Sandbox object) brought back, with the registry key
+    and so the id it had. The record is removed once the guest answered;
+    SnapshotError/SandboxException if it cannot be."""
     import fcntl
     from . import lifetime
     from .exceptions import SandboxException
@@ -283,23 +298,18 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
         check_resumable(d, m)
         stages = clone.Stages()
         adm = lifetime.Admission(timeout, clone.RESTORE_TIMEOUT_S, None, m.metadata,
-                                 m.template or None)
+                                 m.template or None, key=resume_key(d, m))
         deadline = time.monotonic() + clone.RESTORE_TIMEOUT_S
         vm = None
         try:
             if m.vmm == "qemu":
                 from . import snapshot_qemu as sq
-                vm = sq.RestoreQemuVM(m.image, m, d, instance_dir=m.instance_dir,
-                                      qemu=m.vmm_binary or None)
+                # A temp dir of its own, as a clone's: its id is its key, not a path.
+                vm = sq.RestoreQemuVM(m.image, m, d, qemu=m.vmm_binary or None)
                 with _live_lock:
                     _live.add(vm)
                 with adm.starting():
-                    try:
-                        sq.spawn(vm, stages.stamp)
-                    except FileExistsError:
-                        raise snap.SnapshotError(f"{m.instance_dir} exists: the paused sandbox "
-                                                 f"{m.sandbox_id} cannot take its address back "
-                                                 "while it does", d) from None
+                    sq.spawn(vm, stages.stamp)
                     adm.record(vm, keeper_in_background=True)
                 conn = sq.load(vm, deadline, stages.stamp)
             else:
@@ -337,7 +347,7 @@ def _adopt_into(old, new):
     with _LIVE_LOCK:
         _LIVE.discard(new)
     lifetime.unwatch(new)
-    for name in ("_addr", "_conn", "_vm", "_entry", "_restore_stages", "_started_at",
+    for name in ("_id", "_addr", "_conn", "_vm", "_entry", "_restore_stages", "_started_at",
                  "_sent_deadline_ms"):
         if hasattr(new, name):
             setattr(old, name, getattr(new, name))
@@ -350,10 +360,12 @@ def _adopt_into(old, new):
 
 
 def info(d, m):
-    """E2B's SandboxInfo of a paused record."""
+    """E2B's SandboxInfo of a paused record (its id: the record's, as `cellvm
+    ps` shows it; its registry key for a record that names none)."""
     from .lifetime import ms_to_datetime
     from .models import SandboxInfo, SandboxState
-    return SandboxInfo(sandbox_id=m.sandbox_id, sandbox_domain=None,
+    return SandboxInfo(sandbox_id=m.sandbox_id or resume_key(d, m) or os.path.basename(d),
+                       sandbox_domain=None,
                        template_id=m.image or None, name=m.template or None,
                        metadata=dict(m.metadata),
                        started_at=ms_to_datetime(m.started_ms or m.created_ms),
@@ -362,7 +374,8 @@ def info(d, m):
 
 
 def find(ident):
-    """(dir, Manifest) of the paused sandbox `ident` (its id or registry key), or None."""
+    """(dir, Manifest) of the paused sandbox `ident` (its id or registry key,
+    which are one for a record paused since ids are keys), or None."""
     if not isinstance(ident, str):
         return None
     try:

@@ -4,7 +4,9 @@ Every VMM that cellvm starts is recorded in a runtime directory
 ($CELLVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cellvm, else /tmp/cellvm-<uid>;
 mode 0700, owned by the user) as one file `<key>.sandbox` of `name=value`
 lines, so that any cellvm process of the same user (this SDK, the `cellvm`
-CLI in C) can list, connect to, time out and kill it. The VMM is named by
+CLI in C) can list, connect to, time out and kill it. The key is the
+sandbox's id (`sandbox_id`, the `id` field, as `cellvm serve` has it too):
+`<vmm>-<8 hex>`, a DNS label as E2B's ids are. The VMM is named by
 its pid *and* its start time (field 22 of /proc/PID/stat): a pid the kernel
 gave to another process since is never signalled.
 
@@ -48,7 +50,7 @@ DEFAULT_MAX_SANDBOXES = 20
 MAX_TIMEOUT_ENV = "CELLVM_MAX_TIMEOUT"
 DEFAULT_MAX_TIMEOUT_S = 24 * 3600
 """E2B's maximum sandbox timeout (Pro tier): 24 hours."""
-_KEY_RE = re.compile(r"^[a-z0-9-]{1,64}$")
+_KEY_RE = re.compile(r"^[a-z0-9-]{1,64}$")  # as the C CLI's valid_key; new_key's are 25 at most
 _MAX_ENTRY_BYTES = 64 * 1024
 
 
@@ -210,6 +212,11 @@ class Entry:
         return (self.deadline_ms - (now_ms() if at_ms is None else at_ms)) / 1000.0
 
 
+def is_key(text) -> bool:
+    """`text` has a registry key's form ([a-z0-9-], 1 to 64 characters)."""
+    return isinstance(text, str) and bool(_KEY_RE.match(text))
+
+
 def runtime_dir(create: bool = True) -> str:
     """The user's registry directory (created 0700). Refuses one that another
     user owns or others can write: entries name processes to kill."""
@@ -256,11 +263,16 @@ class Registry:
             raise ValueError(f"not a registry key: {key!r}")
         return os.path.join(self.path, key + SUFFIX)
 
-    def new_key(self, vmm: str) -> str:
+    def new_key(self, vmm: str, taken=None) -> str:
+        """A new key `<vmm>-<8 hex>` (the VMM's name in [a-z0-9], at most 16
+        characters): no entry has it, nor does `taken(key)` say it is in use
+        (a paused sandbox's, which takes its key back when it resumes). It is
+        the sandbox's id too: short, lower case, a DNS label (E2B's sandbox
+        ids name hosts, `{port}-{id}.{domain}`)."""
         prefix = re.sub(r"[^a-z0-9]", "", vmm.lower())[:16] or "vm"
         while True:
             key = f"{prefix}-{secrets.token_hex(4)}"
-            if not os.path.exists(self._file(key)):
+            if not os.path.exists(self._file(key)) and not (taken and taken(key)):
                 return key
 
     def write(self, entry: Entry) -> None:

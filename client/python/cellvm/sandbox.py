@@ -98,10 +98,22 @@ def _register(sbx):
 
 
 def _live(sandbox_id=None):
-    """This process's open sandboxes (with that id), oldest first."""
+    """This process's open sandboxes (with that id, or that agent address:
+    the id a VM had before ids were registry keys), oldest first."""
     with _LIVE_LOCK:
-        found = [s for s in _LIVE if not s._closed and (sandbox_id is None or s._addr == sandbox_id)]
+        found = [s for s in _LIVE if not s._closed
+                 and (sandbox_id is None or sandbox_id in (s._id, s._addr))]
     return sorted(found, key=lambda s: s._started_at)
+
+
+def _is_address(text) -> bool:
+    """`text` is an agent address (unix:PATH, tcp:HOST:PORT, vsock:CID:PORT),
+    not a sandbox id such as a registry key."""
+    try:
+        _wire.parse_address(text)
+        return True
+    except (ValueError, AttributeError):
+        return False
 
 
 class _class_or_instance:
@@ -353,22 +365,23 @@ class Sandbox:
         request_timeout: Optional[float] = None,
         **e2b_options,
     ):
-        # E2B 1.x attached to a running sandbox with Sandbox(sandbox_id=...).
-        addr = addr or e2b_options.get("sandbox_id") or os.environ.get(ADDR_ENV)
+        # E2B 1.x attached to a running sandbox with Sandbox(sandbox_id=...):
+        # an id (a VM's registry key) is connected to as Sandbox.connect(id) does.
+        sandbox_id = e2b_options.get("sandbox_id")
+        if not addr and sandbox_id and not _is_address(sandbox_id):
+            self._become(type(self)._cls_connect(sandbox_id, request_timeout=request_timeout,
+                                                 envs=envs))
+            return
+        addr = addr or sandbox_id or os.environ.get(ADDR_ENV)
         if not addr:
             # E2B's Sandbox() starts a new sandbox: boot a micro-VM from the
             # image ($CELLVM_IMAGE, else build/image), as Sandbox.create() does.
-            booted = type(self)._boot(template=template, metadata=metadata, envs=envs,
-                                      request_timeout=request_timeout, timeout=timeout,
-                                      detach=e2b_options.get("detach"))
-            with _LIVE_LOCK:
-                _LIVE.discard(booted)
-            self.__dict__.update(booted.__dict__)
-            _register(self)
-            from . import lifetime
-            lifetime.watch(self)
+            self._become(type(self)._boot(template=template, metadata=metadata, envs=envs,
+                                          request_timeout=request_timeout, timeout=timeout,
+                                          detach=e2b_options.get("detach")))
             return
         self._addr = addr
+        self._id = addr  # an agent reached by its address (dev mode): that is its id
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
         self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
         self._conn = _open_connection(addr, self._request_timeout)
@@ -381,6 +394,18 @@ class Sandbox:
         self._template = template
         self._entry = None
         _register(self)
+
+    def _become(self, other: "Sandbox") -> None:
+        """This (new) Sandbox takes the place of `other`, which create() or
+        connect() made (Sandbox() and Sandbox(sandbox_id=...) are constructors)."""
+        from . import lifetime
+        with _LIVE_LOCK:
+            _LIVE.discard(other)
+        lifetime.unwatch(other)
+        self.__dict__.update(other.__dict__)
+        _register(self)
+        if self._owner is None:  # a view's deadlines are relayed by its owner
+            lifetime.watch(self)  # (nothing without a registry entry)
 
     @_class_or_instance("_cls_connect")
     def connect(self, timeout: Optional[int] = None, **opts) -> "Sandbox":
@@ -420,14 +445,16 @@ class Sandbox:
     def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, *,
                      request_timeout: Optional[float] = None,
                      envs: Optional[Dict[str, str]] = None, **e2b_options) -> "Sandbox":
-        """Connect to the sandbox `sandbox_id`: the agent at that address
-        ('unix:PATH', 'tcp:HOST:PORT' or 'vsock:CID:PORT'), or a sandbox this
-        process booted (its `sandbox_id`; the new Sandbox shares its
+        """Connect to the sandbox `sandbox_id`: a sandbox this process booted
+        (its `sandbox_id`, the registry key; the new Sandbox shares its
         connection, and its kill() stops the VM as E2B's does), or one that
         another process booted (the registry, cellvm.registry: its kill()
-        stops that VM too). `timeout` (E2B): the sandbox's new lifetime, as
-        set_timeout(). E2B's other options (api_key, ...) are accepted and
-        ignored. SandboxNotFoundException if nothing answers."""
+        stops that VM too), or a paused one (resumed, with the same id), or
+        the agent at that address ('unix:PATH', 'tcp:HOST:PORT' or
+        'vsock:CID:PORT': a dev-mode agent; a VM's address is taken too).
+        `timeout` (E2B): the sandbox's new lifetime, as set_timeout(). E2B's
+        other options (api_key, ...) are accepted and ignored.
+        SandboxNotFoundException if nothing answers."""
         if isinstance(sandbox_id, Sandbox):
             return sandbox_id.connect(timeout)
         owners = [s for s in _live(sandbox_id) if s._vm is not None]
@@ -443,6 +470,8 @@ class Sandbox:
             if paused is not None:  # E2B: connecting resumes a paused sandbox
                 return pause.resume(cls, *paused, timeout=timeout,
                                     request_timeout=request_timeout, envs=envs)
+            if not _is_address(sandbox_id):  # an id nobody has (E2B's 404)
+                raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
             view = cls(addr=sandbox_id, request_timeout=request_timeout, envs=envs)
         if timeout is not None:
             view.set_timeout(timeout)
@@ -578,8 +607,10 @@ class Sandbox:
     def _from_vm(cls, vm, conn, envs=None, request_timeout=None) -> "Sandbox":
         """A Sandbox over `conn` (HELLO done) that owns `vm` (kill() stops it)."""
         self = cls.__new__(cls)
-        self._addr = (getattr(vm, "sandbox_id", None) or vm.address
-                      or f"{getattr(vm, 'vmm', 'qemu')}:{vm.pid}")
+        self._addr = vm.address or ""  # "" for hybrid vsock (CONNECT first: no plain address)
+        # The sandbox id is the VM's registry key (lifetime.Admission.record).
+        self._id = (getattr(vm, "registry_key", None) or vm.address
+                    or f"{getattr(vm, 'vmm', 'qemu')}-{vm.pid}")
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
         self._request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
         self._conn = conn
@@ -629,7 +660,7 @@ class Sandbox:
         self.close()
         if self._vm is not None:
             self._vm.kill()
-            for view in _live(self._addr):  # connect()'s views of this VM
+            for view in _live(self._id):  # connect()'s views of this VM
                 view._closed = True
         entry = getattr(self, "_entry", None)
         if entry is not None:
@@ -642,9 +673,11 @@ class Sandbox:
     @classmethod
     def _cls_kill(cls, sandbox_id: str, **opts) -> bool:
         """Kill the sandbox `sandbox_id`: every Sandbox of this process with
-        that id as kill() does. Another process's micro-VM is asked to power
-        off (its init stops everything); an agent in dev mode cannot be
-        stopped from here (SandboxException). False if nothing answers."""
+        that id as kill() does. Another process's micro-VM (its id, the
+        registry key, or its address) is stopped host-side (cellvm.registry);
+        a paused one's record is deleted; an agent at an address is asked to
+        power off (its init stops everything), which an agent in dev mode
+        refuses (SandboxException). False if nothing answers."""
         if isinstance(sandbox_id, Sandbox):
             return sandbox_id.kill()
         known = _live(sandbox_id)
@@ -773,8 +806,9 @@ class Sandbox:
 
     @classmethod
     def _cls_get_info(cls, sandbox_id: str, **opts) -> SandboxInfo:
-        """SandboxInfo of the sandbox `sandbox_id` (one of this process's, or
-        the agent at that address); SandboxNotFoundException if there is none."""
+        """SandboxInfo of the sandbox `sandbox_id` (one of this process's, one
+        in the registry or the paused store, or the agent at that address);
+        SandboxNotFoundException if there is none."""
         if isinstance(sandbox_id, Sandbox):
             return sandbox_id.get_info()
         known = _live(sandbox_id)
@@ -819,7 +853,8 @@ class Sandbox:
         this host ("localhost:PORT", or the agent's host for tcp:HOST:P).
         A micro-VM's ports are not forwarded to the host: SandboxException."""
         port = int(port)
-        if self._vm is None:
+        owner = self._owner if self._owner is not None else self
+        if self._vm is None and getattr(owner, "_entry", None) is None:  # dev mode
             family, sockaddr = _wire.parse_address(self._addr)
             if self._addr.startswith("unix:"):
                 return f"localhost:{port}"
@@ -872,8 +907,13 @@ class Sandbox:
         known = _live(sandbox_id)
         if known:
             return known[0].get_metrics(start, end)
+        from . import lifetime
+        entry = lifetime.find(sandbox_id)
         try:
-            other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
+            if entry is not None:  # another process's VM: measured over its channel
+                other = lifetime.connect_entry(cls, entry, None, opts.get("request_timeout"), None)
+            else:
+                other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
         except (SandboxNotFoundException, InvalidArgumentException):
             raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found") from None
         try:
@@ -935,7 +975,11 @@ class Sandbox:
 
     @property
     def sandbox_id(self) -> str:
-        return self._addr
+        """E2B's sandbox id. A micro-VM's is its registry key (`qemu-1a2b3c4d`:
+        lower case, a DNS label; `cellvm ps` shows it, `cellvm kill` takes
+        it), kept across pause and resume; an agent reached by its address
+        (dev mode) has that address."""
+        return self._id
 
     @property
     def vmm_pid(self) -> Optional[int]:

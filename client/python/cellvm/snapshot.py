@@ -183,12 +183,13 @@ class Manifest:
     state, state_size    the device-state file (relative to the snapshot dir) and its size
     memory, memory_size  the memory file and its size ("" and 0: RAM is in the state stream)
     instance_dir the VMM's temp dir when the snapshot was taken (Cloud Hypervisor's
-                 config.json names it; a paused sandbox is resumed in it again: its id)
+                 config.json names it; a paused sandbox is resumed in it again)
     generation   what SNAPSHOT_PREPARE answered (templates)
     created_ms, build_ms   when it was saved (Unix ms), how long that took
     started_ms   when the paused sandbox's lifetime started
     request      `<METHOD> <path> <json>`: API calls a restore makes (Firecracker, CH)
-    sandbox_id, registry_key, template, timeout_s, metadata, envs  (paused sandboxes)
+    sandbox_id, registry_key, template, timeout_s, metadata, envs  (paused sandboxes;
+                 the id is the registry key, which the sandbox resumes under)
     """
 
     _INTS = ("memory_mb", "vcpus", "state_size", "memory_size", "generation", "created_ms",

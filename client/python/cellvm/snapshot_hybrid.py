@@ -99,10 +99,10 @@ def save_paused(vm, directory, **info):
 
 
 def vm_for_paused(m):
-    """A HybridVsockVM to resume the paused record `m` into (its id kept)."""
+    """A HybridVsockVM to resume the paused record `m` into (its id, the
+    registry key, is kept by pause.resume)."""
     from .launch import HybridVsockVM
     vm = HybridVsockVM(m.vmm, m.image, memory_mb=m.memory_mb, vcpus=m.vcpus)
-    vm.sandbox_id = m.sandbox_id
     vm.paused_manifest = m  # what a later pause() records again
     return vm
 
