@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets (fuzz/seeds/*): valid streams of
 the messages each side receives, so the fuzzers start from real traffic."""
+import base64
+import hashlib
+import json
 import os
 import sys
 
@@ -42,3 +45,109 @@ events = [
 for i, (t, body) in enumerate(events):
     write("client_decoder", f"ev{i}", w.encode_frames(t, 2, body))
 write("client_decoder", "all", b"".join(w.encode_frames(t, 2, b) for t, b in events))
+
+
+# --- fuzz_serve_request: what E2B's SDKs send `cellvm serve` ------------------
+# First byte: which reader (fuzz/fuzz_serve_request.c). Multipart seeds are
+# "<Content-Type>\n<piece-size byte><body>"; bodies as the SDKs write them
+# (JS undici FormData, Python httpx, Go's mime/multipart).
+def serve_seed(name, mode, data):
+    write("serve_request", name, bytes([mode]) + data)
+
+
+def multipart(boundary, parts, preamble=b"", epilogue=b"", padding=b""):
+    out = preamble
+    for headers, data in parts:
+        out += b"--" + boundary + padding + b"\r\n" + b"".join(h + b"\r\n" for h in headers) + b"\r\n"
+        out += data + b"\r\n"
+    return out + b"--" + boundary + b"--\r\n" + epilogue
+
+
+def disposition(name, filename=None):
+    def q(s):
+        return b'"' + s.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
+    h = b"Content-Disposition: form-data; name=" + q(name)
+    if filename is not None:
+        h += b"; filename=" + q(filename)
+    return h
+
+
+OCTET = b"Content-Type: application/octet-stream"
+undici = b"----formdata-undici-027398457123"
+serve_seed("mp_js_one_file", 0, b"multipart/form-data; boundary=" + undici + b"\n\x07" + multipart(
+    undici, [([disposition(b"file", b"/home/user/hello.txt"), OCTET], b"hello, world\n")]))
+httpx = b"5c8b1f7a2b0e4d9c8f6a3e2d1c0b9a87"
+serve_seed("mp_py_two_files", 0, b"multipart/form-data; boundary=" + httpx + b"\n\x31" + multipart(
+    httpx, [([disposition(b"file", b"/home/user/data/a.csv"), b"Content-Type: text/csv"],
+             b"regiao,vendas\r\nnorte,10\r\nsul,20\r\n"),
+            ([disposition(b"file", b"relative/dir/b.bin"), OCTET], bytes(range(256)))]))
+serve_seed("mp_quoted_escapes", 0, b'multipart/form-data; boundary="go:boundary (1)"; charset=utf-8\n\x92'
+           + multipart(b"go:boundary (1)",
+                       [([disposition(b"file", b'dir/we"ird\\name; name=x.txt'), OCTET], b"quoted\r\n"),
+                        ([disposition(b"other")], b"a form field, not a file")],
+                       preamble=b"This is the preamble.\r\n", epilogue=b"epilogue\r\n", padding=b" \t"))
+serve_seed("mp_crlf_in_data", 0, b"Multipart/Form-Data;boundary=xYz\n\xfe" + multipart(
+    b"xYz", [([b"content-disposition: form-data; filename=\"/tmp/x\"; name=file"],
+              b"\r\n--xY\r\n--x\r\n\r\n")]))
+serve_seed("mp_truncated", 0, b"multipart/form-data; boundary=abc\n\x00" + multipart(
+    b"abc", [([disposition(b"file", b"/a")], b"data")])[:-9])
+# headers of exactly 8 KiB (MP_HEADER_MAX), fed in small pieces (0x40) cut
+# between the terminating CRLF CRLF's bytes (0x42)
+big_headers = b'Content-Disposition: form-data; name="file"; filename="/a"\r\nX-Pad: '
+serve_seed("mp_headers_8k", 0, b"multipart/form-data; boundary=abc\n\x42--abc\r\n" + big_headers
+           + b"p" * (8192 - 2 - len(big_headers)) + b"\r\n\r\nDATA\r\n--abc--\r\n")
+serve_seed("mp_no_disposition", 0, b"multipart/form-data; boundary=abc\n\x10--abc\r\n"
+           b"Content-Type: text/plain\r\n\r\nx\r\n--abc--\r\n")
+serve_seed("mp_no_boundary", 0, b"multipart/form-data\n\x00--abc\r\n\r\nx\r\n--abc--\r\n")
+# Well-formed bodies the target builds: seed, flags, boundary length, boundary
+# bytes, then name 0xff filename 0xff data 0xff per part.
+serve_seed("mp_roundtrip", 1, b"\x05\x2b\x0cboundary1234" + b"file\xff/home/user/a.txt\xffhello\xff"
+           + b"file\xffb\"q\\.txt\xff\r\n--bound\r\n\xffnote\xff\xffjust a field")
+serve_seed("mp_roundtrip_big", 1, b"\x80\xd1\x45" + bytes(range(0x45)) + b"file\xff/x\xff" + b"A\r\n" * 3000)
+
+
+def envelope(flags, obj):
+    body = json.dumps(obj, separators=(",", ":")).encode()
+    return bytes([flags]) + len(body).to_bytes(4, "big") + body
+
+
+start = {"process": {"cmd": "/bin/bash", "args": ["-l", "-c", "echo hi"], "envs": {"A": "1"},
+                     "cwd": "/home/user"}, "stdin": False, "tag": "t"}
+serve_seed("connect_start", 2, envelope(0, start))
+serve_seed("connect_connect", 2, envelope(0, {"process": {"pid": 123}}))
+serve_seed("connect_end_stream", 2, envelope(2, {}))
+serve_seed("connect_compressed", 2, envelope(1, {"a": 1}))
+serve_seed("connect_unary_listdir", 2, b'{"path":"/home/user","depth":"2"}')
+serve_seed("connect_unary_signal", 2, b'{"process":{"pid":"7"},"signal":"SIGNAL_SIGKILL"}')
+serve_seed("connect_short", 2, b"\x00\x00\x00")
+
+serve_seed("json_create", 3, json.dumps({"templateID": "code-interpreter-v1", "timeout": 300,
+                                          "metadata": {"k": "v"}, "envVars": {"A": "b"},
+                                          "secure": True, "allow_internet_access": True,
+                                          "autoPause": False}).encode())
+serve_seed("json_create_bad", 3, b'{"templateID":"base","timeout":"300","metadata":{"k":1},'
+           b'"envVars":[],"network":{"allowOut":["1.1.1.1"]}}')
+serve_seed("json_execute", 3, b'{"code":"import pandas as pd\\npd.DataFrame()","context_id":null,'
+           b'"language":"python","env_vars":{"X":"\\u00e9"}}')
+serve_seed("json_duplicate", 3, b'{"code":"1","code":"2"}')
+
+for name, hdr in [("basic_user", b"Basic dXNlcjo="), ("basic_root", b"Basic cm9vdDo="),
+                  ("basic_urlsafe", b"basic X19hLWIuYzpwYXNz"), ("basic_bad", b"Basic ===="),
+                  ("bearer", b"Bearer e2b_0123456789abcdef0123456789abcdef01234567")]:
+    serve_seed(name, 4, hdr)
+
+token = b"0123456789abcdef0123456789abcdef"  # the target's first fake sandbox
+
+
+def signature(path, op, user, exp=None):
+    raw = b":".join([path, op, user, token] + ([exp] if exp is not None else []))
+    return b"v1_" + base64.b64encode(hashlib.sha256(raw).digest()).rstrip(b"=")
+
+
+serve_seed("sign_read", 5, b"\x00/home/user/a.txt\nuser\n" + signature(b"/home/user/a.txt", b"read", b"user"))
+serve_seed("sign_write_exp", 5, b"\x01/home/user/b.txt\n\n"
+           + signature(b"/home/user/b.txt", b"write", b"", b"4102444800") + b"\n4102444800")
+serve_seed("sign_expired", 5, b"\x04/a\nroot\nx\n1000000000")
+for name, t in [("time_z", b"2026-12-03T21:43:26.123Z"), ("time_offset", b"2026-12-03T21:43:26+02:00"),
+                ("time_plain", b"2026-12-03T21:43:26Z"), ("time_micro", b"2026-12-03T21:43:26.123456-05:30")]:
+    serve_seed(name, 6, t)

@@ -118,6 +118,7 @@ struct upload {
         struct mp mp;
         z_stream z;
         bool z_open;
+        bool z_end; /* the gzip stream was whole */
         unsigned long long total;
         char *piece;
         size_t plen;
@@ -266,8 +267,10 @@ static int upload_body(struct hreq *h, const char *data, size_t len)
                 }
                 if (plain(u, out, sizeof(out) - u->z.avail_out) < 0)
                         break;
-                if (zr == Z_STREAM_END)
+                if (zr == Z_STREAM_END) {
+                        u->z_end = true;
                         break;
+                }
         }
         return 0;
 }
@@ -355,10 +358,9 @@ static enum MHD_Result files_post(struct hreq *h)
         }
         struct upload *u = h->state;
         if (!u->status) {
-                if (u->gzip && u->z_open) {
-                        /* whatever inflate still holds was handed on already */
-                }
-                if (u->multipart && mp_finish(&u->mp) < 0)
+                if (u->gzip && !u->z_end)
+                        set_failure(u, 400, "the gzip body is cut short");
+                else if (u->multipart && mp_finish(&u->mp) < 0)
                         set_failure(u, 400, u->mp.why);
                 else if (!u->multipart && u->in_file)
                         (void)file_end(u);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cbor_util.h"
 #include "serve_sign.h"
 
 const char *hreq_header(struct hreq *h, const char *name)
@@ -41,11 +42,39 @@ static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, 
 
 enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body)
 {
-        char *text = json_dumps(body, JSON_COMPACT);
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);
+        if (!text) /* json_pack refused (cannot happen with clean_utf8'd text): still an answer */
+                text = strdup("{\"code\":500,\"message\":\"the answer could not be encoded\"}");
         if (!text)
                 return MHD_NO;
         return queue(h, status, "application/json", text, strlen(text));
+}
+
+/* Messages quote what clients sent: any byte that is not part of valid
+ * UTF-8 (or a character cut short by a bound) becomes '?', as JSON needs. */
+static void clean_utf8(char *s)
+{
+        unsigned char *p = (unsigned char *)s;
+        while (*p) {
+                size_t n = *p < 0x80         ? 1
+                           : (*p >> 5) == 6  ? 2
+                           : (*p >> 4) == 14 ? 3
+                           : (*p >> 3) == 30 ? 4
+                                             : 0;
+                if (n == 1 && *p < 0x20 && *p != '\t') {
+                        *p++ = '?';
+                        continue;
+                }
+                bool ok = n > 0 && cv_utf8_valid(p, n);
+                for (size_t i = 1; ok && i < n; i++)
+                        ok = p[i] != 0;
+                if (!ok) {
+                        *p++ = '?';
+                        continue;
+                }
+                p += n;
+        }
 }
 
 enum MHD_Result reply_error(struct hreq *h, unsigned status, const char *fmt, ...)
@@ -55,6 +84,7 @@ enum MHD_Result reply_error(struct hreq *h, unsigned status, const char *fmt, ..
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        clean_utf8(msg);
         return reply_json(h, status, json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
 }
 
@@ -108,6 +138,7 @@ enum MHD_Result reply_connect_error(struct hreq *h, const char *code, const char
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        clean_utf8(msg);
         return reply_json(h, connect_status(code),
                           json_pack("{s:s, s:s}", "code", code, "message", msg));
 }
@@ -504,9 +535,12 @@ int parse_iso_ms(const char *s, int64_t *ms)
         }
         int64_t off = 0;
         if (*p == '+' || *p == '-') {
-                int hh, mm;
-                if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
-                        return -EINVAL;
+                /* exactly "+hh:mm" */
+                const char *d = p + 1;
+                for (int i = 0; i < 5; i++)
+                        if (i == 2 ? d[i] != ':' : !(d[i] >= '0' && d[i] <= '9'))
+                                return -EINVAL;
+                int hh = (d[0] - '0') * 10 + (d[1] - '0'), mm = (d[3] - '0') * 10 + (d[4] - '0');
                 off = (hh * 60 + mm) * 60 * (*p == '+' ? 1 : -1);
                 p += 6;
         } else if (*p == 'Z' || *p == 'z') {
