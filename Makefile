@@ -61,9 +61,11 @@ test: deps
 	tests/run
 
 # E2B's own code-interpreter tests (../shared/e2b_conformance) against dev-mode
-# agents, with the counts per class (docs/CONFORMANCE.md); .ci/run runs it too.
+# agents, with the counts per class, then E2B's own JS suites against
+# `cellvm serve` (docs/CONFORMANCE.md); .ci/run runs both.
 conformance: all
 	tests/conformance/run
+	CELLVM_JS_NO_MAKE=1 tests/conformance_js/run
 
 # The template Sandbox.create() restores from (docs/SNAPSHOTS.md): build/image
 # booted once, its preloads done, saved into the user's cache (~20 s under TCG;
