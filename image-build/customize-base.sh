@@ -11,7 +11,14 @@ grep -q '^user:' "$root/etc/passwd" || echo 'user:x:1000:1000:user:/home/user:/b
 grep -q '^user:' "$root/etc/group" || echo 'user:x:1000:' >>"$root/etc/group"
 grep -q '^user:' "$root/etc/shadow" || echo 'user:*:19000:0:99999:7:::' >>"$root/etc/shadow"
 mkdir -p "$root/home/user"
-chown 1000:1000 "$root/home/user"
+# What useradd -m gives (E2B's user has them too): ~/.profile puts ~/.local/bin,
+# where pip installs scripts, on the PATH of commands (bash -l).
+cp -a "$root/etc/skel/." "$root/home/user/"
+# The user site of Python (pip installs there: docs/IMAGE.md, "pip"). Python
+# puts it on sys.path at startup only if it exists then; the executors, forked
+# from a zygote started as root, add it themselves (python-embed/kernel).
+mkdir -p "$root/home/user/.local/lib/python3.11/site-packages" "$root/home/user/.local/bin"
+chown -R 1000:1000 "$root/home/user"
 chmod 0755 "$root/home/user"
 
 # matplotlib's font cache, built once here instead of at every boot. Every
@@ -34,8 +41,24 @@ chown -R 1000:1000 "$root/etc/cellvm/mpl"
 
 # usrmerge (pulled in next to usr-is-merged although / is already merged)
 # depends on perl: ~50 MB nobody uses at runtime. perl-base (essential) stays.
-chroot "$root" dpkg --purge --force-depends usrmerge libfile-find-rule-perl \
-	libnumber-compare-perl libtext-glob-perl perl perl-modules-5.36 libperl5.36
+# git's dependencies on perl and liberror-perl are the stub package's
+# (stub-control): its commands are C, bar a few Perl ones (docs/IMAGE.md).
+purge=""
+for p in usrmerge libfile-find-rule-perl libnumber-compare-perl libtext-glob-perl \
+	liberror-perl perl perl-modules-5.36 libperl5.36; do
+	if chroot "$root" dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed; then
+		purge="$purge $p"
+	fi
+done
+# shellcheck disable=SC2086 # one word per package
+chroot "$root" dpkg --purge --force-depends $purge
+
+# git: Debian ships the git binary twice, as /usr/bin/git and as
+# /usr/lib/git-core/git, which the dashed commands there link to. The second
+# copy is kept out (dpkg-excludes.txt); a symlink stands in for it.
+if [ -d "$root/usr/lib/git-core" ] && [ ! -e "$root/usr/lib/git-core/git" ]; then
+	ln -s ../../bin/git "$root/usr/lib/git-core/git"
+fi
 
 # SymPy is only a dependency of fontTools (not used by matplotlib): keep it
 # importable but without its 40 MB of bytecode (compiled on first import into
@@ -57,6 +80,22 @@ dp="$root/usr/lib/python3/dist-packages"
 rm -rf "$dp/jedi" "$dp/parso" "$dp/setuptools" "$dp/pkg_resources" "$dp/_distutils_hack" \
 	"$dp/distutils-precedence.pth"
 find "$dp/pygments" -depth -type d -name __pycache__ -exec rm -rf {} +
+
+# glibc's iconv modules for EBCDIC code pages (IBM mainframes: the byte 0x41
+# is not "A" in them): 87 modules, 2.9 MB, that only C programs converting
+# mainframe text would load (Python has its own codecs). The ASCII-based IBM
+# and DOS code pages (IBM437, IBM850, ...) stay.
+for so in "$root"/usr/lib/x86_64-linux-gnu/gconv/IBM*.so "$root"/usr/lib/x86_64-linux-gnu/gconv/EBCDIC-*.so; do
+	cs=$(basename "$so" .so)
+	if [ "$(printf A | chroot "$root" iconv -f "$cs" -t UTF-8 2>/dev/null)" != A ]; then
+		rm -f "$so"
+	fi
+done
+
+# dpkg's checksums of the installed files (dpkg --verify, debsums): 1.5 MB the
+# guest, which installs nothing, never reads. Its database of packages and file
+# lists stays (dpkg -l, dpkg -S).
+rm -f "$root"/var/lib/dpkg/info/*.md5sums "$root/var/lib/dpkg/status-old"
 
 # Caches and logs of the installation.
 rm -rf "$root/var/cache/apt/"* "$root/var/lib/apt/lists/"* "$root/var/log/"*

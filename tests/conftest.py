@@ -105,7 +105,12 @@ def run_e2b_program(agent, tmp_path, source, name):
 # is ~18 s). Tests marked `ends_session_vm(N)` run after every other test, in
 # the order of N: they close its client or stop it.
 
-IMAGE = os.path.join(ROOT, "build", "image")
+# $CELLVM_IMAGE (as the SDK and the CLI take it) selects another image: the
+# image/ of a `make B=DIR image` build dir, built here as `make B=DIR image`
+# (DIR also holds the binaries and the layer cache), or any directory with a
+# manifest.json, used as it is.
+IMAGE = os.path.abspath(os.environ.get("CELLVM_IMAGE") or os.path.join(ROOT, "build", "image"))
+IMAGE_BUILD = os.path.dirname(IMAGE)
 # The test boot's agent: a wrapper that first starts the vsock self-test
 # (image-build/guest/), with local vsock peers allowed for it.
 SELFTEST_CMDLINE = 'cellvm.agent=/usr/lib/cellvm/agent-selftest cellvm.agent_args="--allow-local-vsock"'
@@ -119,13 +124,14 @@ _image_built = False
 
 def build_image_or_skip():
     """`make image` once per session (incremental); skip where it cannot work.
-    CELLVM_SKIP_IMAGE_BUILD=1 uses build/image as it is (while iterating)."""
+    CELLVM_SKIP_IMAGE_BUILD=1 uses the image ($CELLVM_IMAGE, else build/image)
+    as it is (while iterating)."""
     global _image_built
     if _image_built:
         return
     if os.environ.get("CELLVM_SKIP_IMAGE_BUILD") == "1":
         if not os.path.exists(os.path.join(IMAGE, "manifest.json")):
-            pytest.skip("CELLVM_SKIP_IMAGE_BUILD=1 and no build/image")
+            pytest.skip(f"CELLVM_SKIP_IMAGE_BUILD=1 and no {IMAGE}/manifest.json")
         return
     import shutil
     missing = [t for t in ("mmdebstrap", "qemu-system-x86_64", "mkfs.ext4", "depmod")
@@ -134,10 +140,16 @@ def build_image_or_skip():
         if os.path.exists(os.path.join(IMAGE, "manifest.json")) and "qemu-system-x86_64" not in missing:
             return
         pytest.skip(f"cannot build or boot the image here: {', '.join(missing)} not installed")
+    if os.path.basename(IMAGE) != "image":  # not a build dir's: nothing to make
+        if not os.path.exists(os.path.join(IMAGE, "manifest.json")):
+            pytest.skip(f"$CELLVM_IMAGE={IMAGE} holds no manifest.json")
+        _image_built = True
+        return
     if os.geteuid() != 0 and not os.path.exists(os.path.join(IMAGE, "manifest.json")):
         pytest.skip("building the image needs root (mmdebstrap, file ownership in the rootfs)")
-    r = subprocess.run(["make", "-C", ROOT, "image"], stdout=subprocess.PIPE,
-                       stderr=subprocess.STDOUT, text=True, timeout=1800)
+    b = os.path.relpath(IMAGE_BUILD, ROOT)
+    r = subprocess.run(["make", "-C", ROOT, f"B={IMAGE_BUILD if b.startswith('..') else b}", "image"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
     if r.returncode != 0:
         pytest.fail("make image failed:\n" + r.stdout[-4000:])
     _image_built = True

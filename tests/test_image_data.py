@@ -68,7 +68,8 @@ def test_default_profile_base_key_is_the_one_from_before_profiles():
 
 def test_the_default_stub_keeps_its_provides_and_only_data_stubs_pythran():
     default, data = provides("stub-control"), provides("stub-control-data")
-    assert default == ["python3-pil.imagetk", "libjs-jquery-ui"]
+    # git's perl and liberror-perl (docs/IMAGE.md, "Everyday tools")
+    assert default == ["python3-pil.imagetk", "libjs-jquery-ui", "perl", "liberror-perl"]
     assert data == default + ["python3-pythran"]
     listed = build_image.read_list(os.path.join(HERE, "packages.txt"))
     assert "python3-scipy" not in listed and "python3-munkres" in listed

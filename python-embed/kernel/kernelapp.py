@@ -21,6 +21,7 @@ from .importhook import _post_import
 from .iostream import _flush_std, _install_output_streams
 from .ipkernel import Kernel, _on_asyncio_import
 from .session import X_READY, _state
+from .usersite import prepare as _prepare_user_environment
 from .zmqshell import _on_ipython_shell_import
 
 
@@ -157,6 +158,7 @@ def executor_prepare():
         for one after this): what the zygote's state needs undone or redone."""
         _reset_after_fork()
         _install_finders()
+        _prepare_user_environment()  # HOME, the user site on sys.path (pip), PATH
         if "matplotlib" not in sys.modules:
                 _default_mplconfigdir()  # as the sandbox user: the zygote's may not be writable
         tempfile.gettempdir()  # its first call probes the disk, as the sandbox user

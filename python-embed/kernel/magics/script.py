@@ -5,6 +5,7 @@ import signal
 import subprocess
 
 from ..iostream import _flush_std
+from ..usersite import refresh as refresh_user_site
 
 
 class ScriptMagics:
@@ -14,6 +15,12 @@ class ScriptMagics:
                 """IPython's %%script CMD: the body on CMD's stdin; a nonzero
                 exit fails the cell (CalledProcessError) unless --no-raise-error;
                 an interrupt goes to the program, which then ends the cell quietly."""
+                try:
+                        return self._script(line, cell)
+                finally:
+                        refresh_user_site()  # a `pip install` in the script imports at once
+
+        def _script(self, line, cell):
                 import shlex
                 argv = shlex.split(line)
                 raise_error = "--no-raise-error" not in argv
