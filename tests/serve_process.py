@@ -33,12 +33,16 @@ CLI = os.path.abspath(os.path.join(BUILD, "cellvm"))
 HEALTH_TIMEOUT = 180   # the first start builds the template (~60 s under TCG)
 
 _shared_templates = []
+# The user's choice, read when the tests are collected: conftest's session
+# template (vm_template) sets it later for the SDK, and its guest ran cells in
+# its default context, which a server's sandbox must not inherit.
+_USER_TEMPLATE_DIR = os.environ.get("CELLVM_TEMPLATE_DIR")
 
 
 def template_root():
     """The run's template root for servers: made once, removed at exit."""
-    if os.environ.get("CELLVM_TEMPLATE_DIR"):
-        return os.environ["CELLVM_TEMPLATE_DIR"]
+    if _USER_TEMPLATE_DIR:
+        return _USER_TEMPLATE_DIR
     if not _shared_templates:
         d = tempfile.mkdtemp(prefix="cellvm-serve-tpl-", dir="/tmp")
         _shared_templates.append(d)
