@@ -10,6 +10,8 @@ AGENT_SRCS += agent/confine_agent.c agent/netif.c agent/cgroup.c agent/agent_sec
 # SET_TIME / ADD_ENTROPY / SET_DEADLINE (docs/PROTOCOL.md section 11); snapshots:
 # SNAPSHOT_PREPARE / NEW_GENERATION and the kernel's VM-fork notice (docs/SNAPSHOTS.md).
 AGENT_SRCS += agent/system.c agent/generation.c agent/vmfork.c agent/kmsg.c
+# SYS_STATS: the guest's CPU, memory and disk counters (E2B's metrics).
+AGENT_SRCS += agent/stats.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o)
 
 # Uses protocol/ (the codec), confine/ (user code's confinement) and common/

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "msgtypes.h"
 #include "services.h"
+#include "stats.h"
 #include "system.h"
 #include "writer.h"
 
@@ -429,6 +430,7 @@ static bool is_known_request(uint16_t type)
         case CV_MSG_SET_DEADLINE:
         case CV_MSG_SNAPSHOT_PREPARE:
         case CV_MSG_NEW_GENERATION:
+        case CV_MSG_SYS_STATS:
                 return true;
         }
         return false;
@@ -524,6 +526,9 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                 break;
         case CV_MSG_NEW_GENERATION:
                 system_new_generation_request(a, c, id, item);
+                break;
+        case CV_MSG_SYS_STATS:
+                stats_request(a, c, id, item);
                 break;
         default:
                 svc_dispatch(a, c, type, id, item);

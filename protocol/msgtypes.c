@@ -33,6 +33,8 @@ const char *cv_msg_type_name(uint16_t type)
                 return "SNAPSHOT_PREPARE";
         case CV_MSG_NEW_GENERATION:
                 return "NEW_GENERATION";
+        case CV_MSG_SYS_STATS:
+                return "SYS_STATS";
         case CV_MSG_OK:
                 return "OK";
         case CV_MSG_ERROR:

@@ -21,6 +21,7 @@ enum cv_msg_type {
         CV_MSG_SET_DEADLINE = 0x0033,
         CV_MSG_SNAPSHOT_PREPARE = 0x0034,
         CV_MSG_NEW_GENERATION = 0x0035,
+        CV_MSG_SYS_STATS = 0x0036,
         /* agent -> client */
         CV_MSG_OK = 0x8000,
         CV_MSG_ERROR = 0x8001,

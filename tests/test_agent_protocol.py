@@ -755,3 +755,26 @@ def test_output_and_display_keep_their_order(conn, ctx):
         for i in range(5):
             want += [f"out{i}\n", repr(f"disp{i}")]
         assert seq == want + ["end\n"]
+
+
+SYS_STATS = 0x0036
+
+
+def test_sys_stats_reads_this_machine(conn):
+    """SYS_STATS: the counters of the machine the agent runs on (here the host, dev mode)."""
+    t, _, a = conn.call(SYS_STATS, 90, {})
+    assert t == OK, a
+    assert a["cpu_count"] == len(os.sched_getaffinity(0)) or a["cpu_count"] == os.cpu_count()
+    meminfo = dict(line.split(":", 1) for line in open("/proc/meminfo"))
+    assert a["mem_total"] == int(meminfo["MemTotal"].split()[0]) * 1024
+    assert 0 < a["mem_available"] <= a["mem_total"]
+    assert a["mem_cache"] <= a["mem_total"]
+    fs = os.statvfs("/")
+    assert a["disk_total"] == fs.f_blocks * fs.f_frsize
+    assert 0 < a["disk_used"] <= a["disk_total"]
+    assert 0 < a["cpu_busy_ticks"] < a["cpu_total_ticks"]
+    time.sleep(0.05)
+    t, _, b = conn.call(SYS_STATS, 91, {})
+    assert t == OK
+    # Cumulative counters only grow.
+    assert b["cpu_total_ticks"] >= a["cpu_total_ticks"] and b["cpu_busy_ticks"] >= a["cpu_busy_ticks"]

@@ -875,6 +875,59 @@ def test_execute_refuses_bad_bodies(server, pair):
     assert lines[-1] == {"type": "end_of_execution"}, lines
 
 
+# --- metrics ------------------------------------------------------------------------------
+
+def metrics(server, sbx, query=""):
+    r = server.api("GET", f"/sandboxes/{sbx.id}/metrics{query}")
+    assert r.status == 200, r
+    return r.json()
+
+
+def wait_metrics(server, sbx, after_s, timeout=60):
+    """The samples taken at or after `after_s` (unix seconds), once there is one."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = metrics(server, sbx, f"?start={after_s}")
+        if got:
+            return got
+        time.sleep(0.5)
+    pytest.fail(f"no metrics sample of {sbx.id} after {after_s} within {timeout} s")
+
+
+def test_metrics_follow_the_guest(server, pair):
+    """GET /sandboxes/{id}/metrics: E2B's SandboxMetric samples, read in the guest
+    (SYS_STATS): memory, page cache, disk and CPU move when a cell uses them."""
+    a = pair[0]
+    first = wait_metrics(server, a, 0)[-1]
+    for key, kind in (("timestamp", str), ("timestampUnix", int), ("cpuCount", int),
+                      ("cpuUsedPct", (int, float)), ("memUsed", int), ("memTotal", int),
+                      ("memCache", int), ("diskUsed", int), ("diskTotal", int)):
+        assert isinstance(first[key], kind), (key, first)
+    assert first["cpuCount"] >= 1 and 0 <= first["cpuUsedPct"] <= 100, first
+    assert 0 < first["memUsed"] < first["memTotal"] and 0 < first["diskUsed"] < first["diskTotal"]
+    # 128 MiB held in the cell's namespace, 64 MiB written under / (the overlay's upper
+    # layer: what `df /` counts in the guest), 4 s of a busy CPU.
+    code = ("import os, time\nheld = bytearray(128 << 20)\nfor i in range(0, len(held), 4096): held[i] = 1\n"
+            "with open('/home/user/m.bin', 'wb') as f:\n    f.write(os.urandom(64 << 20)); f.flush(); os.fsync(f.fileno())\n"
+            "t = time.time()\nwhile time.time() - t < 4: pass\n")
+    h = a.headers(INTERP, **{"Content-Type": "application/json"})
+    before = int(time.time())
+    r = server.request("POST", "/execute", h, json.dumps({"code": code}).encode(), timeout=120)
+    assert r.status == 200 and b'"error"' not in r.body, r
+    after = wait_metrics(server, a, before)
+    busy = max(m["cpuUsedPct"] for m in after)
+    last = after[-1]
+    assert last["memUsed"] - first["memUsed"] > 100 << 20, (first, last)
+    assert last["diskUsed"] - first["diskUsed"] > 48 << 20, (first, last)
+    assert busy > 20, after
+    assert all(m["timestampUnix"] >= before for m in after)
+    # A window before the sandbox existed has none; bad bounds are a 400.
+    assert metrics(server, a, f"?start=1000&end={before - 3600}") == []
+    e2b_error(server.api("GET", f"/sandboxes/{a.id}/metrics?start=x"), 400)
+    e2b_error(server.api("GET", f"/sandboxes/{a.id}/metrics?end=-5"), 400)
+    server.request("POST", "/execute", h, b'{"code": "del held; os.remove(\'/home/user/m.bin\')"}')
+
+
 # --- HTTP itself -----------------------------------------------------------------------------
 
 def raw(server, data, timeout=20):

@@ -31,6 +31,7 @@
 
 struct proc;
 struct watcher;
+struct serve_metrics;
 struct sandbox;
 /* Ends the watchers of a sandbox being freed (serve_watch.c). */
 void serve_watchers_free(struct sandbox *s);
@@ -49,10 +50,11 @@ struct sandbox {
         struct mux mux;
         int64_t started_ms, deadline_ms;
         unsigned memory_mb, vcpus;
-        pthread_mutex_t procs_lock; /* procs and watchers */
-        struct proc *procs;         /* commands started through envd (serve_process.c) */
-        struct watcher *watchers;   /* envd's polled watchers (serve_watch.c) */
-        json_t *file_meta;          /* path -> {key: value}: envd's file metadata */
+        pthread_mutex_t procs_lock;    /* procs and watchers */
+        struct proc *procs;            /* commands started through envd (serve_process.c) */
+        struct watcher *watchers;      /* envd's polled watchers (serve_watch.c) */
+        json_t *file_meta;             /* path -> {key: value}: envd's file metadata */
+        struct serve_metrics *metrics; /* samples of its use (serve_metrics.c) */
         unsigned next_watcher;
         struct sandbox *next;
 };
@@ -109,6 +111,18 @@ void serve_meta_set(struct sandbox *s, const char *path, json_t *meta); /* borro
 void serve_meta_attach(struct sandbox *s, json_t *entry);
 void serve_meta_move(struct sandbox *s, const char *from, const char *to);
 void serve_meta_remove(struct sandbox *s, const char *path);
+
+/* --- metrics (serve_metrics.c) --- */
+
+/* E2B collects a sample every 5 s; 120 of them keep the last 10 minutes. */
+#define SERVE_METRICS_PERIOD_S 5
+#define SERVE_METRICS_KEEP 120
+/* The sampler thread: SYS_STATS of every live sandbox each period. */
+void *serve_metrics_sampler(void *arg);
+/* The samples of `s` with start_s <= timestampUnix <= end_s (< 0: no bound),
+ * as E2B's SandboxMetric array; NULL when out of memory. */
+json_t *serve_metrics_json(struct sandbox *s, int64_t start_s, int64_t end_s);
+void serve_metrics_free(struct sandbox *s);
 
 /* --- the warm pool (serve_pool.c) --- */
 

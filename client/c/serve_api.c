@@ -306,6 +306,32 @@ static enum MHD_Result list(struct hreq *h, bool v2)
 }
 
 /* /sandboxes/{id}[/action] and /v2/sandboxes/{id}[/action]. */
+/* A query parameter of unix seconds (E2B's start / end): -1 when absent. */
+static int unix_seconds(const char *v, int64_t *out)
+{
+        *out = -1;
+        if (!v || !v[0])
+                return 0;
+        char *end;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (*end || errno || x < 0)
+                return -EINVAL;
+        *out = x;
+        return 0;
+}
+
+static enum MHD_Result metrics(struct hreq *h, struct sandbox *s)
+{
+        int64_t start, end;
+        if (unix_seconds(hreq_query(h, "start"), &start) < 0)
+                return reply_error(h, 400, "start: unix seconds");
+        if (unix_seconds(hreq_query(h, "end"), &end) < 0)
+                return reply_error(h, 400, "end: unix seconds");
+        json_t *arr = serve_metrics_json(s, start, end);
+        return arr ? reply_json(h, 200, arr) : reply_error(h, 500, "out of memory");
+}
+
 static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
 {
         char id[72];
@@ -372,7 +398,7 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
         } else if (post && strcmp(action, "pause") == 0) {
                 rc = reply_error(h, 501, "pause is not supported by cellvm serve yet");
         } else if (get && strcmp(action, "metrics") == 0) {
-                rc = reply_json(h, 200, json_array());
+                rc = metrics(h, s);
         } else {
                 rc = reply_error(h, 404, "no such route %s %s", h->method, h->url);
         }

@@ -243,6 +243,12 @@ int cmd_serve(int argc, char **argv)
                 MHD_stop_daemon(d);
                 return 1;
         }
+        pthread_t sampler;
+        if (pthread_create(&sampler, NULL, serve_metrics_sampler, NULL) != 0) {
+                fputs("cellvm serve: cannot start the metrics thread\n", stderr);
+                MHD_stop_daemon(d);
+                return 1;
+        }
         if (serve_pool_start(pool_n) < 0) {
                 fputs("cellvm serve: cannot start the pool's thread\n", stderr);
                 MHD_stop_daemon(d);
@@ -259,6 +265,7 @@ int cmd_serve(int argc, char **argv)
         serve_pool_stop();
         serve_kill_all();
         pthread_join(reaper, NULL);
+        pthread_join(sampler, NULL);
         MHD_stop_daemon(d);
         if (unix_path)
                 (void)unlink(unix_path);

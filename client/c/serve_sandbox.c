@@ -42,6 +42,7 @@ static int random_hex(char *out, size_t nhex)
 static void free_sandbox(struct sandbox *s)
 {
         serve_watchers_free(s);
+        serve_metrics_free(s);
         json_decref(s->metadata); /* NULL-safe */
         json_decref(s->envs);
         json_decref(s->file_meta);

@@ -870,33 +870,27 @@ class Sandbox:
         """E2B's sandbox domain: None (no cloud domain)."""
         return None
 
-    # Run in the sandbox by get_metrics(): CPU time twice 0.2 s apart, memory, disk of /.
-    _METRICS_SCRIPT = ("nproc; head -n1 /proc/stat; sleep 0.2; head -n1 /proc/stat; "
-                       "grep -E '^(MemTotal|MemAvailable|Cached):' /proc/meminfo; "
-                       "df -P -B1 / | tail -n1")
-
     @_class_or_instance("_cls_get_metrics")
     def get_metrics(self, start: Optional[_dt.datetime] = None, end: Optional[_dt.datetime] = None,
                     **opts) -> List[SandboxMetrics]:
-        """E2B's get_metrics(): here one sample taken now, in the sandbox (CPU
-        use over 0.2 s, memory from /proc/meminfo, the disk of /). E2B
+        """E2B's get_metrics(): here one sample taken now, from the agent's
+        counters (SYS_STATS, docs/PROTOCOL.md section 11: CPU use over 0.2 s,
+        memory from /proc/meminfo, the disk of / as `df /` counts it). E2B
         returns the samples it kept between `start` and `end`; cellvm keeps
-        none, so a window that ends before now gives []."""
+        none (`cellvm serve` does), so a window that ends before now gives []."""
         now = _dt.datetime.now(_dt.timezone.utc)
         if end is not None and (end if end.tzinfo else end.astimezone()) < now:
             return []
-        out = self.commands.run(self._METRICS_SCRIPT, timeout=30).stdout.split("\n")
-        cpus = int(out[0])
-        t0, t1 = ([int(x) for x in line.split()[1:]] for line in out[1:3])
-        busy = lambda t: sum(t) - t[3] - (t[4] if len(t) > 4 else 0)  # all but idle and iowait
-        total = sum(t1) - sum(t0)
-        mem = {line.split(":")[0]: int(line.split()[1]) * 1024 for line in out[3:6]}
-        disk = out[6].split()
+        a = self._call(_wire.SYS_STATS, {})
+        time.sleep(0.2)
+        b = self._call(_wire.SYS_STATS, {})
+        total = b["cpu_total_ticks"] - a["cpu_total_ticks"]
+        busy = b["cpu_busy_ticks"] - a["cpu_busy_ticks"]
         return [SandboxMetrics(
-            cpu_count=cpus, cpu_used_pct=round(100.0 * (busy(t1) - busy(t0)) / total, 2) if total else 0.0,
-            disk_total=int(disk[1]), disk_used=int(disk[2]),
-            mem_total=mem["MemTotal"], mem_used=mem["MemTotal"] - mem["MemAvailable"],
-            mem_cache=mem["Cached"], timestamp=now)]
+            cpu_count=b["cpu_count"], cpu_used_pct=round(100.0 * busy / total, 2) if total > 0 else 0.0,
+            disk_total=b["disk_total"], disk_used=b["disk_used"],
+            mem_total=b["mem_total"], mem_used=b["mem_total"] - b["mem_available"],
+            mem_cache=b["mem_cache"], timestamp=now)]
 
     @classmethod
     def _cls_get_metrics(cls, sandbox_id: str, start: Optional[_dt.datetime] = None,
