@@ -179,7 +179,7 @@ static int open_temp(const char *path, char *tmp, size_t size)
 }
 
 /* E2B's files.write creates the directories a new file's path names. */
-static int make_parent_dirs(const char *path)
+static int make_parent_dirs(const char *path, const struct creds *cr, struct creds_saved *saved)
 {
         char parent[PATH_MAX];
         const char *slash = strrchr(path, '/');
@@ -190,7 +190,7 @@ static int make_parent_dirs(const char *path)
                 return -ENAMETOOLONG;
         memcpy(parent, path, n);
         parent[n] = '\0';
-        int rc = files_make_dirs(parent);
+        int rc = files_make_dirs_owned(parent, cr, saved);
         return rc < 0 ? rc : 0;
 }
 
@@ -223,7 +223,7 @@ void files_write_request(struct agent *a, struct conn *c, uint32_t id, const cbo
                 u->mode = st.st_mode & 07777;
         }
         if (rc == 0)
-                rc = make_parent_dirs(u->path);
+                rc = make_parent_dirs(u->path, &u->cr, &saved);
         if (rc == 0)
                 rc = open_temp(u->path, u->tmp, sizeof(u->tmp));
         creds_leave(&saved);

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -349,7 +350,7 @@ void files_rename_request(struct agent *a, struct conn *c, uint32_t id, const cb
         if (slash && slash != parent) {
                 *slash = '\0';
                 /* A failure here shows in rename's own error below. */
-                (void)files_make_dirs(parent);
+                (void)files_make_dirs_owned(parent, &cr, &saved);
         }
         if (rename(from, to) < 0) {
                 /* Both paths, as Go's os.Rename error (*LinkError) names them. */
@@ -383,16 +384,95 @@ int files_make_dirs(char *path)
         return -err;
 }
 
+/* Makes the missing component `name` of the directory `dfd` for the user of
+ * `cr`, owned by them: as the user, else (EACCES) as root and chowned, as
+ * envd's EnsureDirs does. 1 made, 0 there already, or -errno. */
+static int make_one_owned(int dfd, const char *name, const struct creds *cr,
+                          struct creds_saved *saved)
+{
+        if (mkdirat(dfd, name, 0755) == 0)
+                return 1;
+        int err = errno;
+        if (err == EEXIST)
+                return 0;
+        if (err != EACCES)
+                return -err;
+        creds_leave(saved);
+        int rc = mkdirat(dfd, name, 0755) == 0 ? 1 : -errno;
+        if (rc == 1 && fchownat(dfd, name, cr->uid, cr->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                rc = -errno;
+                if (unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+                        log_error("removing %s after a failed chown: %s", name, strerror(errno));
+        }
+        /* Root switching back to a user it switched from cannot fail; if it
+         * did, what the caller does next would run as root: stop here. */
+        int back = creds_enter(cr, saved);
+        if (back < 0) {
+                log_error("switching back to user %s: %s", cr->name, strerror(-back));
+                abort();
+        }
+        return rc == -EEXIST ? 0 : rc;
+}
+
+int files_make_dirs_owned(char *path, const struct creds *cr, struct creds_saved *saved)
+{
+        int rc = files_make_dirs(path);
+        if (rc != -EACCES || !saved->active || path[0] != '/')
+                return rc;
+        /* The walk opens each component with O_NOFOLLOW: a directory the user
+         * turned into a symlink never gets a root-made child elsewhere; a path
+         * through a symlink keeps the user's own EACCES. */
+        int dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return -EACCES;
+        int made = 0;
+        for (char *p = path + 1; *p;) {
+                char *end = strchr(p, '/');
+                if (end)
+                        *end = '\0';
+                int next = -1;
+                if (*p) {
+                        made = 0;
+                        next = openat(dfd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (next < 0 && errno == ENOENT) {
+                                made = make_one_owned(dfd, p, cr, saved);
+                                next = made < 0
+                                           ? -1
+                                           : openat(dfd, p,
+                                                    O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        }
+                        int err = made < 0 ? -made : errno;
+                        if (end)
+                                *end = '/';
+                        if (next < 0) {
+                                close(dfd);
+                                return err == ELOOP || err == ENOTDIR ? -EACCES : -err;
+                        }
+                        close(dfd);
+                        dfd = next;
+                } else if (end) {
+                        *end = '/';
+                }
+                if (!end)
+                        break;
+                p = end + 1;
+        }
+        close(dfd);
+        return made;
+}
+
 void files_mkdir_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
+        struct creds cr;
         struct creds_saved saved;
         char path[PATH_MAX];
-        if (begin(a, c, id, body, path, &saved) < 0)
+        if (files_request_path(a, c, id, body, "path", &cr, path, PATH_MAX) < 0 ||
+            enter(a, c, id, &cr, &saved) < 0)
                 return;
         size_t n = strlen(path);
         while (n > 1 && path[n - 1] == '/')
                 path[--n] = '\0';
-        int rc = files_make_dirs(path);
+        int rc = files_make_dirs_owned(path, &cr, &saved);
         struct stat st;
         /* The path exists and is no directory: EEXIST (E2B's envd answers
          * "path already exists but it is not a directory"), where a file

@@ -103,6 +103,10 @@ void files_mkdir_request(struct agent *a, struct conn *c, uint32_t id, const cbo
 /* mkdir -p of an absolute path (restored on return): 1 if the last component was
  * created, 0 if it existed, or -errno. Runs with the caller's credentials. */
 int files_make_dirs(char *path);
+/* files_make_dirs for the user of `cr` (creds entered, `saved` from creds_enter): where the
+ * user may not write, each missing directory is made as root and chowned to them, as envd
+ * does (files.c). Same results. */
+int files_make_dirs_owned(char *path, const struct creds *cr, struct creds_saved *saved);
 void files_write_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void files_read_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void fswatch_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);

@@ -185,6 +185,35 @@ def test_operations_use_the_users_credentials(sbx, workdir, agent):
     assert sbx.files.get_info(os.path.join(open_dir, "mine")).owner == "nobody"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs a root agent")
+def test_missing_parents_are_made_for_the_user_as_envd(sbx, workdir, agent):
+    """envd's EnsureDirs: a missing parent the user could not make (its parent
+    is root's 0755) is made by root and given to the user; through a symlink the
+    user could plant, the user's own EACCES stays."""
+    for d in (agent.dir, agent.workdir):
+        os.chmod(d, 0o711)
+    os.chmod(workdir, 0o755)  # root's, not writable by nobody
+    deep = os.path.join(workdir, "made", "for", "nobody.txt")
+    sbx.files.write(deep, "n", user="nobody")
+    for d in (os.path.join(workdir, "made"), os.path.join(workdir, "made", "for")):
+        st = os.stat(d)
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (65534, 65534, 0o755), d
+    assert os.stat(deep).st_uid == 65534
+    assert sbx.files.make_dir(os.path.join(workdir, "dir-for", "nobody"), user="nobody") is True
+    assert os.stat(os.path.join(workdir, "dir-for")).st_uid == 65534
+    sbx.files.rename(deep, os.path.join(workdir, "moved", "n.txt"), user="nobody")
+    assert os.stat(os.path.join(workdir, "moved")).st_uid == 65534
+    # A link the user made, pointing at root's directory: no root mkdir through it.
+    target = os.path.join(workdir, "roots")
+    os.mkdir(target, 0o755)
+    link = os.path.join(workdir, "made", "link")
+    os.symlink(target, link)
+    os.lchown(link, 65534, 65534)
+    with pytest.raises(SandboxException, match="EACCES"):
+        sbx.files.write(os.path.join(link, "sub", "f"), "x", user="nobody")
+    assert os.listdir(target) == []
+
+
 def _raw_upload_start(addr, path, first_chunk):
     """A bare connection that starts an upload and sends part of it."""
     c = _wire.Connection.connect(addr)

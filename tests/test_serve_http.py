@@ -764,6 +764,40 @@ def test_octet_stream_and_gzip_uploads(server, pair):
     e2b_error(r, 404)
 
 
+def run_in(sbx, cmd):
+    """A shell command as the sandbox user through envd's process.Start: its stdout."""
+    r = sbx.stream("/process.Process/Start",
+                   envelope({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}))
+    assert r.status == 200, r
+    return b"".join(base64.b64decode(e["event"]["data"]["stdout"]) for f, e in envelopes(r.body)
+                    if f == 0 and "stdout" in e.get("event", {}).get("data", {})).decode()
+
+
+def test_upload_makes_missing_parents_for_the_user_as_envd(server, pair):
+    """E2B's files.write('/0/f') as the user: envd makes the missing /0 (root's /)
+    and gives it to the user; a symlink the user planted never leads that root
+    mkdir elsewhere."""
+    a = pair[0]
+    top = f"/envd-parents-{secrets.token_hex(3)}"
+    r = a.upload(f"?path={top}/a/b/f.txt", b"deep", "application/octet-stream")
+    assert r.status == 200, r
+    assert a.read(f"{top}/a/b/f.txt").body == b"deep"
+    owners = run_in(a, f"stat -c '%U %a' {top} {top}/a {top}/a/b {top}/a/b/f.txt")
+    assert owners.split("\n")[:4] == ["user 755"] * 3 + ["user 644"], owners
+    r = a.rpc("/filesystem.Filesystem/MakeDir", {"path": f"{top}-dir/x"})
+    assert r.status == 200, r
+    assert run_in(a, f"stat -c %U {top}-dir {top}-dir/x").split() == ["user", "user"]
+    # The user's link to /etc: writing through it is the user's own EACCES, nothing in /etc.
+    name = f"planted-{secrets.token_hex(3)}"
+    run_in(a, f"ln -s /etc /home/user/{name}")
+    r = a.upload(f"?path=/home/user/{name}/{name}/f", b"x", "application/octet-stream")
+    assert r.status in (400, 403), r
+    assert run_in(a, f"ls -d /etc/{name} 2>&1 || echo absent").strip().endswith("absent")
+    # Where the user may write already, nothing changes: their own directories.
+    r = a.upload(f"?path=/home/user/{name}-own/f", b"y", "application/octet-stream")
+    assert r.status == 200, r
+
+
 def test_truncated_gzip_upload(server, pair):
     a = pair[0]
     p = f"/home/user/http-cut-{secrets.token_hex(3)}"
