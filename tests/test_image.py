@@ -206,8 +206,9 @@ def test_rootfs_is_under_budget_and_keeps_compilers_out(image):
     assert ext4_ls("/usr/lib/gcc") in (None, {})  # cc1, crt*.o, libgcc.a live there
 
 
-# git's programs kept out (dpkg-excludes.txt): 2 MB each, servers and rare tools.
-GIT_LEFT_OUT = ("scalar", "git-shell", "git-daemon", "git-http-backend", "git-imap-send",
+# git's programs kept out (dpkg-excludes.txt): 2 MB each, servers and rare tools
+# (git-daemon stays: a loopback daemon to push to).
+GIT_LEFT_OUT = ("scalar", "git-shell", "git-http-backend", "git-imap-send",
                 "git-http-fetch", "git-http-push", "git-instaweb")
 
 
@@ -230,7 +231,7 @@ def test_rootfs_has_the_everyday_tools_and_git_without_perl(image):
         assert tool in usr_bin, tool
     core = found["/usr/lib/git-core"]
     assert core["git"][0] & 0o170000 == 0o120000 and core["git"][3] == len("../../bin/git")
-    assert "git-remote-http" in core and "git-sh-i18n--envsubst" in core
+    assert "git-remote-http" in core and "git-sh-i18n--envsubst" in core and "git-daemon" in core
     for name in GIT_LEFT_OUT:
         assert name not in core and name not in usr_bin, name
     assert "EXTERNALLY-MANAGED" not in found["/usr/lib/python3.11"]
@@ -262,6 +263,16 @@ def test_everyday_tools_run_in_the_guest(image, vm_sandbox):
              "git -c user.name=u -c user.email=u@example.com commit -q -m first && "
              "git log --format='%s %an' && git status --porcelain && git show --stat --format= HEAD")
     assert log.splitlines()[0] == "first u" and "a.txt | 1 +" in log, log
+    # Pushed over git:// to a daemon on loopback, as E2B's git tests do, and cloned back.
+    pushed = sh("d=$(mktemp -d) && cd $d && git init -q --bare -b main r.git && "
+                "(git daemon --reuseaddr --base-path=$d --export-all --enable=receive-pack "
+                "--listen=127.0.0.1 --port=9555 & echo $! > pid) && sleep 1 && "
+                "git init -q -b main w && cd w && echo x > x && git add x && "
+                "git -c user.name=u -c user.email=u@example.com commit -q -m pushed && "
+                "git push -q git://127.0.0.1:9555/r.git main && "
+                "git clone -q git://127.0.0.1:9555/r.git ../c && git -C ../c log --format=%s; "
+                "rc=$?; kill $(cat $d/pid); exit $rc")
+    assert pushed.strip() == "pushed", pushed
     assert sh("which python3 ps curl git pip").split() == [
         "/usr/bin/python3", "/usr/bin/ps", "/usr/bin/curl", "/usr/bin/git", "/usr/bin/pip"]
     assert sh("pip --version").startswith("pip 23.0.1 from /usr/lib/python3/dist-packages/pip "
