@@ -11,7 +11,12 @@ restore the same template. Parts:
 
 1. per cell: `runCode('1+1')` through the server, and `run_code('1+1')`
    through the Python SDK, in alternating blocks so both see the same load
-   (after each sandbox's first cell). Medians, and the difference.
+   (after each sandbox's first cell). Medians, and the difference. Beside
+   them, in the same blocks, where the difference goes: the same `/execute`
+   through the server from Python's http.client on one kept-alive connection
+   (the server's and the agent's part, without an SDK), and the npm SDK's
+   `runCode` against a Node server that answers at once with no sandbox
+   behind it (bench/serve_sdk.mjs nullserver: the SDK's own part).
 2. create + first `runCode('1+1')`: the server with `--pool 2`, the server
    without a pool, and the Python SDK's `Sandbox.create()` + first cell;
    each `--firsts` times, a few seconds apart (the pool refills meanwhile).
@@ -130,6 +135,60 @@ def python_cells(image, n):
     return ms
 
 
+class RawCells:
+    """`/execute` of 1+1 through the server with http.client on one connection."""
+
+    def __init__(self, server):
+        st, data = server.request("POST", "/sandboxes", {"templateID": "base", "timeout": 3600})
+        assert st == 201, (st, data)
+        info = json.loads(data)
+        self.server, self.id = server, info["sandboxID"]
+        self.headers = {"E2b-Sandbox-Id": self.id, "E2b-Sandbox-Port": "49999",
+                        "X-Access-Token": info["envdAccessToken"],
+                        "Content-Type": "application/json"}
+        self.c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        self.cell()
+
+    def cell(self):
+        self.c.request("POST", "/execute", b'{"code": "1+1"}', self.headers)
+        r = self.c.getresponse()
+        body = r.read()
+        assert r.status == 200 and b'"text": "2"' in body.replace(b'":"', b'": "'), body
+
+    def cells(self, n):
+        ms = []
+        for _ in range(n):
+            t = time.perf_counter()
+            self.cell()
+            ms.append((time.perf_counter() - t) * 1000)
+        return ms
+
+    def close(self):
+        self.c.close()
+        self.server.request("DELETE", f"/sandboxes/{self.id}")
+
+
+class NullServer:
+    """bench/serve_sdk.mjs nullserver: answers the npm SDK at once, no sandbox."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen(["node", NODE_SCRIPT, "nullserver", str(self.port)],
+                                     stdout=subprocess.PIPE, text=True,
+                                     env=dict(os.environ, E2B_SDK_DIR=SDK_DIR))
+        assert self.proc.stdout.readline().strip() == "listening"
+        self.key = "e2b_" + "0" * 40
+
+    def env(self):
+        url = f"http://127.0.0.1:{self.port}"
+        return dict(os.environ, E2B_API_URL=url, E2B_SANDBOX_URL=url, E2B_API_KEY=self.key,
+                    E2B_SDK_DIR=SDK_DIR)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
 def python_firsts(image, n, gap_s):
     from cellvm import Sandbox
     create, cell, total = [], [], []
@@ -171,13 +230,22 @@ def main():
     plain = Server(args.image)
     try:
         if "cells" not in skip:
-            js, py = [], []
+            js, py, raw, floor = [], [], [], []
             blocks = 4
-            for _ in range(blocks):
-                js += node(plain, "cells", args.cells // blocks)["ms"]
-                py += python_cells(args.image, args.cells // blocks)
+            rawc, null = RawCells(plain), NullServer()
+            try:
+                for _ in range(blocks):
+                    js += node(plain, "cells", args.cells // blocks)["ms"]
+                    py += python_cells(args.image, args.cells // blocks)
+                    raw += rawc.cells(args.cells // blocks)
+                    floor += node(null, "cells", args.cells // blocks)["ms"]
+            finally:
+                rawc.close()
+                null.stop()
             report["cells"] = {"npm_via_serve_median_ms": med(js), "python_sdk_median_ms": med(py),
-                               "difference_ms": round(med(js) - med(py), 2), "n": len(js)}
+                               "difference_ms": round(med(js) - med(py), 2), "n": len(js),
+                               "http_client_via_serve_median_ms": med(raw),
+                               "npm_sdk_against_null_server_median_ms": med(floor)}
             print("per cell:", report["cells"], flush=True)
         if "first" not in skip:
             js = node(plain, "first", args.firsts)

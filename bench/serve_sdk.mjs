@@ -5,6 +5,10 @@
 //   node bench/serve_sdk.mjs cells N        runCode('1+1') N times in one sandbox (ms each)
 //   node bench/serve_sdk.mjs first N        N x (create + first runCode('1+1'), kill) (ms)
 //   node bench/serve_sdk.mjs load C S T     C clients over S sandboxes for T s: counts, errors
+//   node bench/serve_sdk.mjs nullserver P   a server on 127.0.0.1:P that answers create and
+//                                           /execute of '1+1' at once, with no sandbox: the
+//                                           SDK's own cost per cell, measured with `cells`
+import http from 'node:http'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 
@@ -95,8 +99,39 @@ async function load(clients, sandboxes, seconds) {
   return { counts, errors, latency_ms: lat }
 }
 
+// Answers as cellvm serve does for the calls `cells` makes, with nothing behind it.
+function nullserver(port) {
+  const created = JSON.stringify({
+    sandboxID: 'null0', templateID: 'base', clientID: 'null', envdVersion: '0.6.13',
+    envdAccessToken: 'null', trafficAccessToken: 'null', domain: null,
+  })
+  const executed = [
+    { type: 'result', text: '2', is_main_result: true, 'text/plain': '2' },
+    { type: 'number_of_executions', execution_count: 1 },
+    { type: 'end_of_execution' },
+  ].map((x) => JSON.stringify(x) + '\n').join('')
+  http.createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      if (req.url === '/execute') {
+        res.writeHead(200, { 'content-type': 'application/x-ndjson' })
+        res.end(executed)
+      } else if (req.method === 'DELETE') {
+        res.writeHead(204)
+        res.end()
+      } else {
+        res.writeHead(201, { 'content-type': 'application/json' })
+        res.end(created)
+      }
+    })
+  }).listen(port, '127.0.0.1', () => console.log('listening'))
+}
+
 let out
-if (mode === 'cells') out = await cells(+a)
+if (mode === 'nullserver') {
+  nullserver(+a)
+  await new Promise(() => {})
+} else if (mode === 'cells') out = await cells(+a)
 else if (mode === 'first') out = await first(+a)
 else if (mode === 'load') out = await load(+a, +b, +c)
 else throw new Error(`unknown mode ${mode}`)
