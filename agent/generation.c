@@ -31,21 +31,6 @@
 /* Fresh entropy NEW_GENERATION must bring: a CRNG's worth (256 bits). */
 #define GENERATION_ENTROPY_MIN 32u
 
-bool generation_gated(uint16_t type)
-{
-        switch (type) {
-        case CV_MSG_EXECUTE:
-        case CV_MSG_INTERRUPT:
-        case CV_MSG_CONTEXT_CREATE:
-        case CV_MSG_CONTEXT_LIST:
-        case CV_MSG_CONTEXT_RESTART:
-        case CV_MSG_CONTEXT_REMOVE:
-                return true;
-        }
-        /* FILE_DATA continues an upload already accepted: not a new request. */
-        return type != CV_MSG_FILE_DATA && svc_is_request(type);
-}
-
 void generation_new_epoch(struct agent *a, const char *why)
 {
         a->epoch++;

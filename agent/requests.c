@@ -412,28 +412,78 @@ static void do_context_restart_or_remove(struct agent *a, struct conn *c, uint32
         reply_ok_empty(c, id);
 }
 
-static bool is_known_request(uint16_t type)
+static void do_context_list_request(struct agent *a, struct conn *c, uint32_t id,
+                                    const cbor_item_t *body)
 {
-        switch (type) {
-        case CV_MSG_HELLO:
-        case CV_MSG_PING:
-        case CV_MSG_CANCEL:
-        case CV_MSG_EXECUTE:
-        case CV_MSG_INTERRUPT:
-        case CV_MSG_CONTEXT_CREATE:
-        case CV_MSG_CONTEXT_LIST:
-        case CV_MSG_CONTEXT_RESTART:
-        case CV_MSG_CONTEXT_REMOVE:
-        case CV_MSG_SET_TIME:
-        case CV_MSG_ADD_ENTROPY:
-        case CV_MSG_SHUTDOWN:
-        case CV_MSG_SET_DEADLINE:
-        case CV_MSG_SNAPSHOT_PREPARE:
-        case CV_MSG_NEW_GENERATION:
-        case CV_MSG_SYS_STATS:
-                return true;
-        }
-        return false;
+        (void)body;
+        do_context_list(a, c, id);
+}
+
+static void do_context_restart(struct agent *a, struct conn *c, uint32_t id,
+                               const cbor_item_t *body)
+{
+        do_context_restart_or_remove(a, c, id, body, false);
+}
+
+static void do_context_remove(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        do_context_restart_or_remove(a, c, id, body, true);
+}
+
+static void do_commands_list(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        (void)body;
+        commands_list_request(a, c, id);
+}
+
+/* Every request the agent serves, in one place: its handler, and whether a
+ * guest awaiting a generation refuses it (`no_generation`, docs/PROTOCOL.md
+ * section 11: whatever runs user code or touches files or commands). FILE_DATA
+ * is not here: it continues an upload (svc_data). */
+struct request_kind {
+        uint16_t type;
+        bool gated;
+        void (*handle)(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
+};
+
+static const struct request_kind request_kinds[] = {
+    {CV_MSG_HELLO, false, do_hello},
+    {CV_MSG_PING, false, do_ping},
+    {CV_MSG_CANCEL, false, do_cancel},
+    {CV_MSG_EXECUTE, true, do_execute},
+    {CV_MSG_INTERRUPT, true, do_interrupt},
+    {CV_MSG_CONTEXT_CREATE, true, do_context_create},
+    {CV_MSG_CONTEXT_LIST, true, do_context_list_request},
+    {CV_MSG_CONTEXT_RESTART, true, do_context_restart},
+    {CV_MSG_CONTEXT_REMOVE, true, do_context_remove},
+    {CV_MSG_SET_TIME, false, system_set_time_request},
+    {CV_MSG_ADD_ENTROPY, false, system_add_entropy_request},
+    {CV_MSG_SHUTDOWN, false, system_shutdown_request},
+    {CV_MSG_SET_DEADLINE, false, system_set_deadline_request},
+    {CV_MSG_SNAPSHOT_PREPARE, false, system_snapshot_prepare_request},
+    {CV_MSG_NEW_GENERATION, false, system_new_generation_request},
+    {CV_MSG_SYS_STATS, false, stats_request},
+    {CV_MSG_FILE_WRITE, true, files_write_request},
+    {CV_MSG_FILE_READ, true, files_read_request},
+    {CV_MSG_FILE_LIST, true, files_list_request},
+    {CV_MSG_FILE_STAT, true, files_stat_request},
+    {CV_MSG_FILE_REMOVE, true, files_remove_request},
+    {CV_MSG_FILE_RENAME, true, files_rename_request},
+    {CV_MSG_FILE_MKDIR, true, files_mkdir_request},
+    {CV_MSG_FILE_WATCH, true, fswatch_request},
+    {CV_MSG_CMD_START, true, commands_start_request},
+    {CV_MSG_CMD_LIST, true, do_commands_list},
+    {CV_MSG_CMD_KILL, true, commands_kill_request},
+    {CV_MSG_CMD_STDIN, true, commands_stdin_request},
+    {CV_MSG_CMD_CONNECT, true, commands_connect_request},
+};
+
+static const struct request_kind *request_kind_of(uint16_t type)
+{
+        for (size_t i = 0; i < sizeof(request_kinds) / sizeof(request_kinds[0]); i++)
+                if (request_kinds[i].type == type)
+                        return &request_kinds[i];
+        return NULL;
 }
 
 void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
@@ -459,12 +509,13 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                                 id);
                 return;
         }
-        if (!is_known_request(type) && !svc_is_request(type)) {
+        const struct request_kind *kind = request_kind_of(type);
+        if (!kind) {
                 conn_send_error(a, c, id, CV_ERR_UNKNOWN_TYPE, "message type %#x is not a request",
                                 type);
                 return;
         }
-        if (a->awaiting_generation && generation_gated(type)) {
+        if (a->awaiting_generation && kind->gated) {
                 conn_send_error(a, c, id, CV_ERR_NO_GENERATION,
                                 "%s refused: this guest was prepared for a snapshot (or restored "
                                 "from one) and has no generation of its own yet; send "
@@ -481,58 +532,6 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                                                   : "the body is not one well-formed CBOR item");
                 return;
         }
-        switch (type) {
-        case CV_MSG_HELLO:
-                do_hello(a, c, id, item);
-                break;
-        case CV_MSG_PING:
-                do_ping(a, c, id, item);
-                break;
-        case CV_MSG_CANCEL:
-                do_cancel(a, c, id, item);
-                break;
-        case CV_MSG_EXECUTE:
-                do_execute(a, c, id, item);
-                break;
-        case CV_MSG_INTERRUPT:
-                do_interrupt(a, c, id, item);
-                break;
-        case CV_MSG_CONTEXT_CREATE:
-                do_context_create(a, c, id, item);
-                break;
-        case CV_MSG_CONTEXT_LIST:
-                do_context_list(a, c, id);
-                break;
-        case CV_MSG_CONTEXT_RESTART:
-                do_context_restart_or_remove(a, c, id, item, false);
-                break;
-        case CV_MSG_CONTEXT_REMOVE:
-                do_context_restart_or_remove(a, c, id, item, true);
-                break;
-        case CV_MSG_SET_TIME:
-                system_set_time_request(a, c, id, item);
-                break;
-        case CV_MSG_ADD_ENTROPY:
-                system_add_entropy_request(a, c, id, item);
-                break;
-        case CV_MSG_SHUTDOWN:
-                system_shutdown_request(a, c, id, item);
-                break;
-        case CV_MSG_SET_DEADLINE:
-                system_set_deadline_request(a, c, id, item);
-                break;
-        case CV_MSG_SNAPSHOT_PREPARE:
-                system_snapshot_prepare_request(a, c, id, item);
-                break;
-        case CV_MSG_NEW_GENERATION:
-                system_new_generation_request(a, c, id, item);
-                break;
-        case CV_MSG_SYS_STATS:
-                stats_request(a, c, id, item);
-                break;
-        default:
-                svc_dispatch(a, c, type, id, item);
-                break;
-        }
+        kind->handle(a, c, id, item);
         cbor_decref(&item);
 }

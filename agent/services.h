@@ -50,11 +50,6 @@ void svc_drop_all(struct agent *a, struct conn *c);
 void svc_resume_all(struct agent *a, struct conn *c);
 /* A FILE_DATA message: continues upload `id`; dropped if that request already ended. */
 void svc_data(struct agent *a, struct conn *c, uint32_t id, const uint8_t *body, size_t len);
-/* True for the request types of the two services. */
-bool svc_is_request(uint16_t type);
-/* Handles one files or commands request (after the handshake, id and body checks). */
-void svc_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
-                  const cbor_item_t *body);
 /* OK {} for request `id`. */
 void svc_reply_ok_empty(struct conn *c, uint32_t id);
 /* ERROR for a failed file operation: code from errno, message "what path: strerror (ENAME)". */

@@ -81,65 +81,6 @@ void svc_data(struct agent *a, struct conn *c, uint32_t id, const uint8_t *body,
         cbor_decref(&item);
 }
 
-bool svc_is_request(uint16_t type)
-{
-        return (type >= CV_MSG_FILE_WRITE && type <= CV_MSG_FILE_WATCH) ||
-               (type >= CV_MSG_CMD_START && type <= CV_MSG_CMD_CONNECT);
-}
-
-void svc_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
-                  const cbor_item_t *body)
-{
-        switch (type) {
-        case CV_MSG_FILE_DATA:
-                /* Not a new request: a chunk for an upload, dispatched by requests.c. */
-                conn_send_error(a, c, id, CV_ERR_NOT_FOUND, "no upload %u in flight", id);
-                break;
-        case CV_MSG_FILE_WRITE:
-                files_write_request(a, c, id, body);
-                break;
-        case CV_MSG_FILE_READ:
-                files_read_request(a, c, id, body);
-                break;
-        case CV_MSG_FILE_LIST:
-                files_list_request(a, c, id, body);
-                break;
-        case CV_MSG_FILE_STAT:
-                files_stat_request(a, c, id, body);
-                break;
-        case CV_MSG_FILE_REMOVE:
-                files_remove_request(a, c, id, body);
-                break;
-        case CV_MSG_FILE_RENAME:
-                files_rename_request(a, c, id, body);
-                break;
-        case CV_MSG_FILE_MKDIR:
-                files_mkdir_request(a, c, id, body);
-                break;
-        case CV_MSG_FILE_WATCH:
-                fswatch_request(a, c, id, body);
-                break;
-        case CV_MSG_CMD_START:
-                commands_start_request(a, c, id, body);
-                break;
-        case CV_MSG_CMD_LIST:
-                commands_list_request(a, c, id);
-                break;
-        case CV_MSG_CMD_KILL:
-                commands_kill_request(a, c, id, body);
-                break;
-        case CV_MSG_CMD_STDIN:
-                commands_stdin_request(a, c, id, body);
-                break;
-        case CV_MSG_CMD_CONNECT:
-                commands_connect_request(a, c, id, body);
-                break;
-        default:
-                conn_send_error(a, c, id, CV_ERR_UNKNOWN_TYPE, "message type %#x is not a request",
-                                type);
-        }
-}
-
 void svc_reply_ok_empty(struct conn *c, uint32_t id)
 {
         int rc = cv_out_msg(&c->out, CV_MSG_OK, 0, id, NULL, 0);
