@@ -267,7 +267,7 @@ void vmfork_watch_close(struct agent *a);
 /* --- listen.c --- */
 int listener_add(struct agent *a, const char *addr);
 void listeners_close(struct agent *a);
-void serial_reopen_due(struct agent *a, uint64_t now);
+void listeners_timers(struct agent *a, uint64_t now, uint64_t *next);
 /* The serial port's connection closed: reopen the port shortly. */
 void serial_hung_up(struct listener *l);
 

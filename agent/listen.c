@@ -237,11 +237,13 @@ static void serial_open(struct agent *a, struct listener *l)
         log_debug("conn %u: opened %s", c->num, path);
 }
 
-void serial_reopen_due(struct agent *a, uint64_t now)
+void listeners_timers(struct agent *a, uint64_t now, uint64_t *next)
 {
         for (struct listener *l = a->listeners; l; l = l->next) {
                 if (l->kind == TR_SERIAL && !l->serial_conn && l->reopen_at && l->reopen_at <= now)
                         serial_open(a, l);
+                if (l->reopen_at && l->reopen_at < *next)
+                        *next = l->reopen_at;
         }
 }
 

@@ -11,9 +11,43 @@
 
 #include "agent.h"
 #include "log.h"
-#include "system.h"
-#include "services.h"
-#include "spawner.h"
+#include "loop.h"
+
+static struct {
+        loop_reap_fn reap[LOOP_MAX_HOOKS];
+        loop_timer_fn timer[LOOP_MAX_HOOKS];
+        loop_before_wait_fn before_wait[LOOP_MAX_HOOKS];
+        loop_stop_fn stop[LOOP_MAX_HOOKS];
+        size_t nreap, ntimer, nbefore_wait, nstop;
+} hooks;
+
+#define ADD_HOOK(kind, fn)                                                                         \
+        do {                                                                                       \
+                if (hooks.n##kind >= LOOP_MAX_HOOKS)                                               \
+                        return -ENOSPC;                                                            \
+                hooks.kind[hooks.n##kind++] = (fn);                                                \
+                return 0;                                                                          \
+        } while (0)
+
+int loop_on_reap(loop_reap_fn fn)
+{
+        ADD_HOOK(reap, fn);
+}
+
+int loop_on_timer(loop_timer_fn fn)
+{
+        ADD_HOOK(timer, fn);
+}
+
+int loop_before_wait(loop_before_wait_fn fn)
+{
+        ADD_HOOK(before_wait, fn);
+}
+
+int loop_on_stop(loop_stop_fn fn)
+{
+        ADD_HOOK(stop, fn);
+}
 
 uint64_t now_mono(void)
 {
@@ -79,8 +113,10 @@ static void reap_children(struct agent *a)
                 }
                 if (pid == 0)
                         return;
-                if (spawner_reaped(a, pid, status) || zygote_reaped(a, pid, status) ||
-                    context_reaped(a, pid, status) || commands_reaped(a, pid, status))
+                bool known = false;
+                for (size_t i = 0; i < hooks.nreap && !known; i++)
+                        known = hooks.reap[i](a, pid, status);
+                if (known)
                         continue;
                 char how[64];
                 describe_status(status, how, sizeof(how));
@@ -153,16 +189,11 @@ int loop_run(struct agent *a)
         while (!a->stopping) {
                 uint64_t now = now_mono();
                 uint64_t next = UINT64_MAX;
-                contexts_timers(a, now, &next);
-                zygote_timers(a, now, &next);
-                commands_timers(a, now, &next);
-                serial_reopen_due(a, now);
-                for (struct listener *l = a->listeners; l; l = l->next)
-                        if (l->reopen_at && l->reopen_at < next)
-                                next = l->reopen_at;
-                bool more = contexts_pending_work(a);
-                more = conn_flush_dirty(a) || more;
-                system_signal_init(a);
+                for (size_t i = 0; i < hooks.ntimer; i++)
+                        hooks.timer[i](a, now, &next);
+                bool more = false;
+                for (size_t i = 0; i < hooks.nbefore_wait; i++)
+                        more = hooks.before_wait[i](a) || more;
                 int timeout = -1;
                 if (next != UINT64_MAX) {
                         now = now_mono();
@@ -187,6 +218,7 @@ int loop_run(struct agent *a)
                         w->fn(a, w, ev.events);
                 }
         }
-        commands_kill_all(a);
+        for (size_t i = 0; i < hooks.nstop; i++)
+                hooks.stop[i](a);
         return 0;
 }

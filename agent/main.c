@@ -17,6 +17,8 @@
 #include "../common/parse_num.h"
 #include "agent.h"
 #include "log.h"
+#include "loop.h"
+#include "services.h"
 #include "spawner.h"
 #include "system.h"
 
@@ -204,6 +206,33 @@ static int prepare_workdir(const char *dir, char *out, size_t size)
         return 0;
 }
 
+/* After a flush, so a shutdown's OK reaches the host before PID 1 acts on it. */
+static bool signal_init_after_flush(struct agent *a)
+{
+        system_signal_init(a);
+        return false;
+}
+
+/* What the loop calls back (loop.h), so that it names no service. */
+static int register_loop_hooks(void)
+{
+        int rc = 0;
+        /* Child exits: the spawner, the zygote, executors (adopted: PR_SET_CHILD_SUBREAPER),
+         * commands. */
+        if ((rc = loop_on_reap(spawner_reaped)) < 0 || (rc = loop_on_reap(zygote_reaped)) < 0 ||
+            (rc = loop_on_reap(context_reaped)) < 0 || (rc = loop_on_reap(commands_reaped)) < 0)
+                return rc;
+        if ((rc = loop_on_timer(contexts_timers)) < 0 || (rc = loop_on_timer(zygote_timers)) < 0 ||
+            (rc = loop_on_timer(commands_timers)) < 0 || (rc = loop_on_timer(listeners_timers)) < 0)
+                return rc;
+        /* Queued cells start, then what is queued for the peers is written, then init is told. */
+        if ((rc = loop_before_wait(contexts_pending_work)) < 0 ||
+            (rc = loop_before_wait(conn_flush_dirty)) < 0 ||
+            (rc = loop_before_wait(signal_init_after_flush)) < 0)
+                return rc;
+        return loop_on_stop(commands_kill_all);
+}
+
 int main(int argc, char **argv)
 {
         static struct agent agent;
@@ -334,6 +363,11 @@ int main(int argc, char **argv)
                 log_error("prctl(PR_SET_CHILD_SUBREAPER): %s", strerror(errno));
                 return 1;
         }
+        int rc = register_loop_hooks();
+        if (rc < 0) {
+                log_error("registering the loop's hooks: %s", strerror(-rc));
+                return 1;
+        }
         /* Block the loop's signals before the first fork so none is lost. */
         sigset_t set;
         loop_signals(&set);
@@ -346,7 +380,7 @@ int main(int argc, char **argv)
                 log_error("epoll_create1: %s", strerror(errno));
                 return 1;
         }
-        int rc = confine_agent_setup(a);
+        rc = confine_agent_setup(a);
         if (rc < 0) {
                 log_error("isolation setup: %s", strerror(-rc));
                 return 1;
