@@ -100,6 +100,38 @@ static void labels(const char *indent, const char *component)
                indent, indent, component, indent);
 }
 
+/* What both containers serve: E2B's API on the port, with the API key. */
+static void print_port_and_key(const struct kube_opts *o)
+{
+        printf("          ports:\n"
+               "            - name: e2b\n"
+               "              containerPort: %d\n"
+               "              protocol: TCP\n"
+               "          env:\n"
+               "            - name: CELLVM_API_KEY\n"
+               "              valueFrom:\n"
+               "                secretKeyRef:\n"
+               "                  name: %s\n"
+               "                  key: api-key\n",
+               KUBE_PORT, o->secret);
+}
+
+/* Ready: GET /health says 200. Alive: the server listens (its /health is
+ * 503 while it starts, which must not restart it). */
+static void print_probes(unsigned ready_period_s)
+{
+        printf("          readinessProbe:\n"
+               "            httpGet:\n"
+               "              path: /health\n"
+               "              port: %d\n"
+               "            periodSeconds: %u\n"
+               "          livenessProbe:\n"
+               "            tcpSocket:\n"
+               "              port: %d\n"
+               "            periodSeconds: 10\n",
+               KUBE_PORT, ready_period_s, KUBE_PORT);
+}
+
 static void print_template(const struct kube_opts *o)
 {
         printf("apiVersion: extensions.agents.x-k8s.io/v1beta1\n"
@@ -142,38 +174,20 @@ static void print_template(const struct kube_opts *o)
                "        - name: cellvm\n"
                "          image: \"%s\"\n"
                "          # The image's entrypoint: cellvm serve --single --listen 0.0.0.0:%d\n"
-               "          args: [\"--memory\", \"%u\", \"--vcpus\", \"%u\"]\n"
-               "          ports:\n"
-               "            - name: e2b\n"
-               "              containerPort: %d\n"
-               "              protocol: TCP\n"
-               "          env:\n"
-               "            - name: CELLVM_API_KEY\n"
-               "              valueFrom:\n"
-               "                secretKeyRef:\n"
-               "                  name: %s\n"
-               "                  key: api-key\n"
-               "            - name: CELLVM_ACCEL\n"
+               "          args: [\"--memory\", \"%u\", \"--vcpus\", \"%u\"]\n",
+               o->image, KUBE_PORT, o->memory_mb, o->vcpus);
+        print_port_and_key(o);
+        printf("            - name: CELLVM_ACCEL\n"
                "              value: \"%s\"\n"
                "          # Ready once the sandbox is restored and warm (a cell ran); 503\n"
-               "          # again once it ended. Alive while the server listens.\n"
-               "          readinessProbe:\n"
-               "            httpGet:\n"
-               "              path: /health\n"
-               "              port: %d\n"
-               "            periodSeconds: 1\n"
-               "            failureThreshold: 1\n"
-               "          livenessProbe:\n"
-               "            tcpSocket:\n"
-               "              port: %d\n"
-               "            periodSeconds: 10\n"
-               "          resources:\n"
+               "          # again once it ended.\n",
+               o->kvm ? "kvm" : "tcg");
+        print_probes(1);
+        printf("          resources:\n"
                "            requests:\n"
                "              cpu: \"%u\"\n"
                "              memory: \"%uMi\"\n",
-               o->image, KUBE_PORT, o->memory_mb, o->vcpus, KUBE_PORT, o->secret,
-               o->kvm ? "kvm" : "tcg", KUBE_PORT, KUBE_PORT, o->vcpus,
-               o->memory_mb + KUBE_VMM_OVERHEAD_MB);
+               o->vcpus, o->memory_mb + KUBE_VMM_OVERHEAD_MB);
         if (o->kvm)
                 printf("              devices.kubevirt.io/kvm: \"1\"\n");
         printf("            limits:\n"
@@ -271,27 +285,11 @@ static void print_control_plane(const struct kube_opts *o)
                "          command: [\"/usr/local/bin/cellvm\"]\n"
                "          args: [\"serve\", \"--backend\", \"agent-sandbox\", \"--namespace\", "
                "\"%s\",\n"
-               "                 \"--listen\", \"0.0.0.0:%d\"]\n"
-               "          ports:\n"
-               "            - name: e2b\n"
-               "              containerPort: %d\n"
-               "              protocol: TCP\n"
-               "          env:\n"
-               "            - name: CELLVM_API_KEY\n"
-               "              valueFrom:\n"
-               "                secretKeyRef:\n"
-               "                  name: %s\n"
-               "                  key: api-key\n"
-               "          readinessProbe:\n"
-               "            httpGet:\n"
-               "              path: /health\n"
-               "              port: %d\n"
-               "            periodSeconds: 2\n"
-               "          livenessProbe:\n"
-               "            tcpSocket:\n"
-               "              port: %d\n"
-               "            periodSeconds: 10\n"
-               "          resources:\n"
+               "                 \"--listen\", \"0.0.0.0:%d\"]\n",
+               o->image, o->ns, KUBE_PORT);
+        print_port_and_key(o);
+        print_probes(2);
+        printf("          resources:\n"
                "            requests:\n"
                "              cpu: 100m\n"
                "              memory: 64Mi\n"
@@ -309,8 +307,7 @@ static void print_control_plane(const struct kube_opts *o)
                "              mountPath: /tmp\n"
                "      volumes:\n"
                "        - name: tmp\n"
-               "          emptyDir: {}\n",
-               o->image, o->ns, KUBE_PORT, KUBE_PORT, o->secret, KUBE_PORT, KUBE_PORT);
+               "          emptyDir: {}\n");
         print_meta("Service", "v1", o);
         printf("spec:\n"
                "  type: ClusterIP\n"
