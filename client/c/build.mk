@@ -21,12 +21,12 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_sandbox.c client/c/serve_mux.c client/c/serve_stream.c \
               client/c/serve_key.c client/c/serve_sign.c client/c/serve_connect.c \
               client/c/serve_multipart.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
-              client/c/serve_metrics.c client/c/serve_single.c
+              client/c/serve_metrics.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
 $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
-		$(B)/client/c/kube_manifests.o \
+		$(B)/client/c/kube_manifests.o $(B)/client/c/serve_single.o \
 		$(SERVE_OBJS) $(CLIENT_LIB) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm $(SERVE_LIBS)
 
