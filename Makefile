@@ -34,6 +34,7 @@ include client/c/build.mk
 include fuzz/build.mk
 -include init/build.mk
 -include image-build/build.mk
+-include oci/build.mk
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -26,6 +26,7 @@ SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
 $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
+		$(B)/client/c/kube_manifests.o $(B)/client/c/serve_single.o \
 		$(SERVE_OBJS) $(CLIENT_LIB) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm $(SERVE_LIBS)
 

@@ -119,6 +119,10 @@ static const char usage[] =
     "Templates run and shell restore from (no --connect; see cellvm snapshot --help):\n"
     "  snapshot create|check|manifest [vm options] | snapshot list | snapshot remove NAME...\n"
     "\n"
+    "Kubernetes (docs/KUBERNETES.md; see cellvm kube --help):\n"
+    "  kube manifests --image REF [options]\n"
+    "                            print agent-sandbox's objects for cellvm's pod image\n"
+    "\n"
     "exit status: 0 success, 1 the code raised an error, 2 usage, 3 connection or\n"
     "protocol failure (or the VM did not boot), 124 timeout. Ctrl-C during exec\n"
     "interrupts the cell.\n";
@@ -150,6 +154,7 @@ static const char snapshot_usage[] =
     "exit status: 0 success, 1 failure (or check: no fitting template), 2 usage.\n";
 
 int cmd_serve(int argc, char **argv); /* serve_main.c */
+int cmd_kube(int argc, char **argv);  /* kube_manifests.c */
 
 static volatile sig_atomic_t interrupted;
 /* The VM of `run`/`shell`: killed by the handlers below before exiting. */
@@ -1047,6 +1052,8 @@ int main(int argc, char **argv)
                 return cmd_snapshot(argc - i, argv + i);
         if (strcmp(argv[i], "serve") == 0)
                 return cmd_serve(argc - i, argv + i);
+        if (strcmp(argv[i], "kube") == 0)
+                return cmd_kube(argc - i, argv + i);
         if (!known_command(argv[i])) {
                 fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", argv[i]);
                 return EXIT_USAGE;

@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -135,6 +136,21 @@ struct sandbox *serve_pool_take(void);
 unsigned serve_pool_size(void);
 /* Kills the pooled clones and stops refilling. */
 void serve_pool_stop(void);
+
+/* --- one sandbox, a pod's (serve_single.c, --single) --- */
+
+void serve_single_enable(void);
+bool serve_single_enabled(void);
+/* 0 when a create may make the server's one sandbox; -EAGAIN once it was
+ * handed out (or is being made). Without --single, always 0. */
+int serve_single_claim(void);
+/* A claimed create failed: the next may try. */
+void serve_single_unclaim(void);
+/* Waits until the pool holds the warm sandbox: 0, or -ECANCELED with the
+ * signal of `signals` that came first in *sig. */
+int serve_single_wait_warm(const sigset_t *signals, int *sig);
+/* A thread: /health turns 503 once the handed-out sandbox ended. */
+void *serve_single_watch(void *arg);
 
 /* --- the API key (serve_key.c) --- */
 

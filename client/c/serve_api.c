@@ -175,9 +175,19 @@ static enum MHD_Result create(struct hreq *h)
                 json_decref(body);
                 return rc;
         }
+        if (serve_single_claim() < 0) {
+                json_decref(metadata);
+                json_decref(envs);
+                json_decref(body);
+                return reply_error(h, 429,
+                                   "Rate limit exceeded: this server (--single) serves one "
+                                   "sandbox, handed out already");
+        }
         struct sandbox *s;
         int64_t t0 = creg_now_ms();
         int r = serve_create(tpl, timeout, metadata, envs, &s, why, sizeof(why));
+        if (r < 0 && serve_single_enabled())
+                serve_single_unclaim();
         json_decref(metadata);
         json_decref(envs);
         json_decref(body);

@@ -387,7 +387,9 @@ static enum MHD_Result answer_status(struct hreq *h, int status)
                            ? reply_json(h, 200, json_pack("{s:s}", "status", "ok"))
                            : reply_empty(h, (unsigned)status);
         if (status == 503 && strcmp(h->url, "/health") == 0)
-                return reply_error(h, 503, "cellvm serve is starting (building the template)");
+                return reply_error(h, 503,
+                                   "cellvm serve is not ready (building the template; with "
+                                   "--single: warming its sandbox, or that sandbox ended)");
         if (status == 405)
                 return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
         return reply_error(h, (unsigned)status, "%s", h->why[0] ? h->why : "bad request");

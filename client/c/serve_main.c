@@ -23,7 +23,7 @@ struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, 
 
 static const char serve_usage[] =
     "usage: cellvm serve [--listen HOST:PORT] [--unix PATH] [--image DIR] [--pool N]\n"
-    "                    [--domain NAME] [--memory MB] [--vcpus N]\n"
+    "                    [--domain NAME] [--memory MB] [--vcpus N] [--single]\n"
     "\n"
     "E2B's protocols on one HTTP/1.1 address, in front of micro-VMs restored from\n"
     "this image's template: E2B's own SDKs (npm e2b, @e2b/code-interpreter, and their\n"
@@ -38,6 +38,12 @@ static const char serve_usage[] =
     "  --pool N            keep N sandboxes restored and warmed ahead of create (0-64,\n"
     "                      default 0): a create then costs a handshake, not a restore\n"
     "  --memory MB         each sandbox's RAM (default 1024), --vcpus N its CPUs (1)\n"
+    "  --single            serve one sandbox, a pod's (docs/KUBERNETES.md): restored and\n"
+    "                      warmed at start, /health 503 until then and after it ended;\n"
+    "                      the first create gets it, any other is a 429\n"
+    "Templates are kept (and built, once per launch) in $CELLVM_TEMPLATE_DIR, else\n"
+    "~/.cache/cellvm/templates: a volume shared by a node's pods; one that does not\n"
+    "fit this host is rebuilt beside it.\n"
     "\n"
     "The API key is $CELLVM_API_KEY, else the one in ~/.config/cellvm/api_key, made\n"
     "(0600) and printed on first start. Control-plane requests carry it (X-API-Key, or\n"
@@ -118,10 +124,15 @@ static int listen_unix(const char *path, char *err, size_t errlen)
 int cmd_serve(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"listen", required_argument, NULL, 'l'}, {"unix", required_argument, NULL, 'u'},
-            {"image", required_argument, NULL, 'i'},  {"memory", required_argument, NULL, 'm'},
-            {"vcpus", required_argument, NULL, 'n'},  {"pool", required_argument, NULL, 'p'},
-            {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+            {"listen", required_argument, NULL, 'l'},
+            {"unix", required_argument, NULL, 'u'},
+            {"image", required_argument, NULL, 'i'},
+            {"memory", required_argument, NULL, 'm'},
+            {"vcpus", required_argument, NULL, 'n'},
+            {"pool", required_argument, NULL, 'p'},
+            {"help", no_argument, NULL, 'h'},
+            {"single", no_argument, NULL, 's'},
+            {NULL, 0, NULL, 0},
         };
         const char *listen_at = "127.0.0.1:3000", *unix_path = NULL, *domain = NULL;
         const char *image = getenv("CELLVM_IMAGE");
@@ -174,6 +185,9 @@ int cmd_serve(int argc, char **argv)
                                 fputs("cellvm serve: --pool takes 0 to 64\n", stderr);
                                 return 2;
                         }
+                        break;
+                case 's':
+                        serve_single_enable();
                         break;
                 case 'h':
                         fputs(serve_usage, stdout);
@@ -249,21 +263,38 @@ int cmd_serve(int argc, char **argv)
                 MHD_stop_daemon(d);
                 return 1;
         }
+        if (serve_single_enabled())
+                pool_n = 1; /* the pod's sandbox, restored and warmed now */
         if (serve_pool_start(pool_n) < 0) {
                 fputs("cellvm serve: cannot start the pool's thread\n", stderr);
                 MHD_stop_daemon(d);
                 return 1;
         }
-        serve.ready = true;
-        fprintf(stderr, "cellvm serve: ready%s\n",
-                pool_n ? " (the pool fills in the background)" : "");
         int sig = 0;
-        sigwait(&set, &sig);
+        pthread_t single_watch;
+        bool watching = false;
+        if (serve_single_enabled() && serve_single_wait_warm(&set, &sig) == 0) {
+                if (pthread_create(&single_watch, NULL, serve_single_watch, NULL) != 0) {
+                        fputs("cellvm serve: cannot start the --single thread\n", stderr);
+                        sig = SIGTERM;
+                }
+                watching = sig == 0;
+        }
+        serve.ready = sig == 0;
+        if (!sig) {
+                fprintf(stderr, "cellvm serve: ready%s\n",
+                        serve_single_enabled() ? " (one sandbox, warm)"
+                        : pool_n               ? " (the pool fills in the background)"
+                                               : "");
+                sigwait(&set, &sig);
+        }
         fprintf(stderr, "cellvm serve: %s: killing the sandboxes\n", strsignal(sig));
         serve.stopping = 1;
         serve.ready = false;
         serve_pool_stop();
         serve_kill_all();
+        if (watching)
+                pthread_join(single_watch, NULL);
         pthread_join(reaper, NULL);
         pthread_join(sampler, NULL);
         MHD_stop_daemon(d);

@@ -123,11 +123,11 @@ static void *filler(void *arg)
                 }
                 failures = 0;
                 pthread_mutex_lock(&pool.lock);
-                if (pool.stopping) {
+                if (pool.stopping || pool.n >= pool.want) { /* or no longer wanted */
                         pthread_mutex_unlock(&pool.lock);
                         discard(s);
                         pthread_mutex_lock(&pool.lock);
-                        break;
+                        continue;
                 }
                 pool.ready[pool.n++] = s;
         }
@@ -156,6 +156,8 @@ struct sandbox *serve_pool_take(void)
         /* The newest: its translations are the freshest. */
         if (pool.n)
                 s = pool.ready[--pool.n];
+        if (serve_single_enabled())
+                pool.want = 0;           /* --single: its one sandbox is handed out */
         pthread_cond_signal(&pool.cond); /* refill */
         pthread_mutex_unlock(&pool.lock);
         return s;
