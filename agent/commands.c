@@ -4,6 +4,8 @@
  * fed from CMD_STDIN, the exit status in the terminal OK. A command outlives
  * its request only when started with `background`: then a disconnect detaches
  * it (it keeps running, its output is dropped) instead of killing it.
+ * With `pty`, the command runs on a pseudo-terminal (pty.h): one output
+ * stream, "pty", read from the master, and CMD_STDIN and CMD_RESIZE go to it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include "../confine/confine.h"
 #include "log.h"
 #include "msgtypes.h"
+#include "pty.h"
 #include "services.h"
 #include "spawner.h"
 #include "writer.h"
@@ -41,11 +45,12 @@ struct command {
         char *cmd;
         char *cwd;
         char *tag;
-        struct cv_buf envs; /* the request's `envs` map, encoded, for CMD_LIST */
-        struct watch out, err, in;
+        struct cv_buf envs;        /* the request's `envs` map, encoded, for CMD_LIST */
+        struct watch out, err, in; /* pty: out reads the master, in writes a dup of it */
         struct cv_buf in_buf;
         bool in_eof; /* close stdin once in_buf is written */
         bool background;
+        bool pty;
         bool timed_out;
         bool killed;
         bool paused;
@@ -113,6 +118,11 @@ static ssize_t relay_once(struct agent *a, struct command *k, struct watch *w, c
         struct conn *c = k->r.conn;
         uint8_t buf[CMD_READ_CHUNK];
         ssize_t n = read(w->fd, buf, sizeof(buf));
+        if (n < 0 && errno == EIO && k->pty) {
+                /* A pty master reads EIO once every slave fd is closed: its EOF. */
+                watch_close(a, w);
+                return 0;
+        }
         if (n < 0) {
                 if (errno != EAGAIN && errno != EINTR) {
                         log_warn("command %d: read(%s): %s", (int)k->pid, name, strerror(errno));
@@ -139,6 +149,12 @@ static ssize_t relay_once(struct agent *a, struct command *k, struct watch *w, c
         return n;
 }
 
+/* The CMD_OUTPUT stream of `out` (else err). */
+static const char *out_name(const struct command *k, bool is_out)
+{
+        return k->pty ? "pty" : is_out ? "stdout" : "stderr";
+}
+
 static void on_output(struct agent *a, struct watch *w, uint32_t events)
 {
         (void)events;
@@ -152,7 +168,7 @@ static void on_output(struct agent *a, struct watch *w, uint32_t events)
         }
         if (!k)
                 return;
-        relay_once(a, k, w, is_out ? "stdout" : "stderr");
+        relay_once(a, k, w, out_name(k, is_out));
         if (k->r.conn && conn_over_high_water(k->r.conn))
                 output_interest(a, k);
 }
@@ -213,7 +229,7 @@ static void command_finish(struct agent *a, struct command *k, int status)
         struct watch *ws[2] = {&k->out, &k->err};
         for (int i = 0; i < 2; i++) {
                 while (ws[i]->fd >= 0 && drained[i] < CMD_DRAIN_LIMIT) {
-                        ssize_t n = relay_once(a, k, ws[i], i == 0 ? "stdout" : "stderr");
+                        ssize_t n = relay_once(a, k, ws[i], out_name(k, i == 0));
                         if (n <= 0)
                                 break;
                         drained[i] += (size_t)n;
@@ -326,14 +342,15 @@ static int join_cgroup(const char *procs)
         return err;
 }
 
-/* NAME=VALUE strings: the agent's environment, the user's identity, then `envs`. */
-static char **build_env(const struct creds *cr, const cbor_item_t *envs)
+/* NAME=VALUE strings: the agent's environment, the user's identity, `term` (TERM=..., or
+ * NULL to inherit it), then `envs`. */
+static char **build_env(const struct creds *cr, const cbor_item_t *envs, const char *term)
 {
         extern char **environ;
         size_t n = 0;
         while (environ[n])
                 n++;
-        size_t extra = 5 + (envs ? cbor_map_size(envs) : 0);
+        size_t extra = 6 + (envs ? cbor_map_size(envs) : 0);
         char **env = calloc(n + extra + 1, sizeof(*env));
         if (!env)
                 return NULL;
@@ -344,6 +361,7 @@ static char **build_env(const struct creds *cr, const cbor_item_t *envs)
                 bool skip = false;
                 for (int j = 0; replaced[j]; j++)
                         skip = skip || strncmp(environ[i], replaced[j], strlen(replaced[j])) == 0;
+                skip = skip || (term && strncmp(environ[i], "TERM=", 5) == 0);
                 has_path = has_path || strncmp(environ[i], "PATH=", 5) == 0;
                 if (!skip)
                         env[m++] = strdup(environ[i]);
@@ -358,6 +376,8 @@ static char **build_env(const struct creds *cr, const cbor_item_t *envs)
         if (!has_path)
                 env[m++] =
                     strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        if (term)
+                env[m++] = strdup(term); /* `envs` may still set its own */
         struct cbor_pair *pairs = envs ? cbor_map_handle(envs) : NULL;
         for (size_t i = 0; envs && i < cbor_map_size(envs); i++) {
                 const char *k, *v;
@@ -432,6 +452,17 @@ static int confine_child(const struct creds *cr)
         return 0;
 }
 
+/* In the child, still root, session leader with the pty's slave as fd 0: makes it the
+ * controlling terminal, owned by the user who runs on it (as login does). 0 or an errno. */
+static int take_terminal(const struct creds *cr)
+{
+        if (ioctl(0, TIOCSCTTY, 0) < 0)
+                return errno;
+        if (cr->drop && fchown(0, cr->uid, (gid_t)-1) < 0)
+                return errno;
+        return 0;
+}
+
 /* In the child the spawner created (spawner.h): becomes the command. Only async-signal-safe
  * calls; reports errno on `errfd`. */
 void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
@@ -439,11 +470,16 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
         int err = 0;
         sigset_t none;
         sigemptyset(&none);
-        if (setpgid(0, 0) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+        /* On a pty, the command leads a new session (its terminal's); else a process group.
+         * Either way its pid is the group's, which command_kill() signals. */
+        if ((s->pty ? (int)setsid() : setpgid(0, 0)) < 0 ||
+            sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 err = errno;
         signal(SIGPIPE, SIG_DFL);
         if (!err && (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0))
                 err = errno;
+        if (!err && s->pty)
+                err = take_terminal(s->cr);
         if (!err)
                 err = join_cgroup(s->cgroup_procs);
         if (!err)
@@ -467,6 +503,33 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
 }
 
 /*
+ * command_spawn() on a pty of `cols` x `rows`: the slave is the child's fds 0-2, the agent
+ * keeps the master to read (`*out_r`) and a dup of it to write (`*in_w`: epoll watches
+ * each fd once); `*err_r` is -1. Returns the pid or -errno.
+ */
+static pid_t pty_command_spawn(struct agent *a, const struct spawn_spec *s, int *in_w, int *out_r,
+                               int *err_r)
+{
+        int master, slave;
+        int rc = pty_open(s->cols, s->rows, &master, &slave);
+        if (rc < 0)
+                return rc;
+        int master_w = fcntl(master, F_DUPFD_CLOEXEC, 0);
+        pid_t pid = master_w < 0 ? -errno : spawner_command(a, s, slave, slave, slave);
+        if (close(slave) < 0)
+                log_warn("command: close: %s", strerror(errno));
+        if (pid < 0) {
+                if (close(master) < 0 || (master_w >= 0 && close(master_w) < 0))
+                        log_warn("command: close: %s", strerror(errno));
+                return pid;
+        }
+        *in_w = master_w;
+        *out_r = master;
+        *err_r = -1;
+        return pid;
+}
+
+/*
  * Starts the command through the spawner (the agent cannot fork), which runs
  * command_child_exec() in the new process: process group, pipes, cgroup,
  * credential drop, cwd and exec. Fills the pipe ends the agent keeps (stdin
@@ -476,6 +539,8 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
 static pid_t command_spawn(struct agent *a, const struct spawn_spec *s, int *in_w, int *out_r,
                            int *err_r)
 {
+        if (s->pty)
+                return pty_command_spawn(a, s, in_w, out_r, err_r);
         int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
         int rc = 0;
         if (s->with_stdin ? pipe2(in, O_CLOEXEC) < 0
@@ -524,6 +589,23 @@ static void send_started(struct conn *c, uint32_t id, pid_t pid)
         conn_touch(c);
 }
 
+/* `pty: {cols, rows}` of a CMD_START or CMD_RESIZE into *cols, *rows; -ENOENT without it,
+ * -EINVAL when malformed. */
+static int parse_pty_size(const cbor_item_t *body, uint16_t *cols, uint16_t *rows)
+{
+        cbor_item_t *pty = NULL;
+        int rc = cv_map_get_map(body, "pty", &pty);
+        if (rc < 0)
+                return rc == -ENOENT ? rc : -EINVAL;
+        uint64_t c, r;
+        if (cv_map_get_uint(pty, "cols", &c) < 0 || cv_map_get_uint(pty, "rows", &r) < 0 ||
+            c == 0 || r == 0 || c > PTY_SIZE_MAX || r > PTY_SIZE_MAX)
+                return -EINVAL;
+        *cols = (uint16_t)c;
+        *rows = (uint16_t)r;
+        return 0;
+}
+
 void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         char *user = NULL, *cwd = NULL, *tag = NULL;
@@ -570,6 +652,13 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                         goto out;
                 }
         }
+        uint16_t cols = 0, rows = 0;
+        int rp = parse_pty_size(body, &cols, &rows);
+        if (rp == -EINVAL) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`pty` must be {cols, rows}, each 1 to %u", PTY_SIZE_MAX);
+                goto out;
+        }
         if (ncommands >= CMD_MAX) {
                 conn_send_error(a, c, id, CV_ERR_BUSY, "%u commands are running", ncommands);
                 goto out;
@@ -583,13 +672,19 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                 goto out;
         }
         cmd_copy = strndup(cmd, cmd_len);
-        env = build_env(&cr, envs);
+        env = build_env(&cr, envs, rp == 0 ? "TERM=xterm-256color" : NULL);
         if (!cmd_copy || !env) {
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
                 goto out;
         }
-        struct spawn_spec spec = {
-            .cmd = cmd_copy, .cwd = cwd_abs, .cr = &cr, .env = env, .with_stdin = with_stdin};
+        struct spawn_spec spec = {.cmd = cmd_copy,
+                                  .cwd = cwd_abs,
+                                  .cr = &cr,
+                                  .env = env,
+                                  .with_stdin = with_stdin,
+                                  .pty = rp == 0,
+                                  .cols = cols,
+                                  .rows = rows};
         int in_w, out_r, err_r;
         pid_t pid = command_spawn(a, &spec, &in_w, &out_r, &err_r);
         if (pid < 0) {
@@ -600,7 +695,9 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
         if (!k) {
                 /* The child runs unsupervised: stop it. */
                 kill(-pid, SIGKILL);
-                close(in_w), close(out_r), close(err_r);
+                close(in_w), close(out_r);
+                if (err_r >= 0)
+                        close(err_r);
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
                 goto out;
         }
@@ -611,6 +708,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
         k->tag = tag;
         tag = NULL;
         k->background = background;
+        k->pty = spec.pty;
         k->timeout_ns = timeout_ms > UINT64_MAX / 1000000ull ? UINT64_MAX : timeout_ms * 1000000ull;
         k->deadline = timeout_ms ? now_mono() + k->timeout_ns : 0;
         cv_buf_init(&k->envs);
@@ -628,7 +726,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
         ncommands++;
         svc_attach(c, &k->r, id, &command_ops);
         if ((in_w >= 0 && set_nonblock(in_w) < 0) || set_nonblock(out_r) < 0 ||
-            set_nonblock(err_r) < 0)
+            (err_r >= 0 && set_nonblock(err_r) < 0))
                 log_warn("command %d: O_NONBLOCK: %s", (int)pid, strerror(errno));
         output_interest(a, k);
         log_debug("conn %u: command %d started as %s in %s: %.200s", c->num, (int)pid, cr.name,
@@ -731,6 +829,12 @@ void commands_stdin_request(struct agent *a, struct conn *c, uint32_t id, const 
                                 (int)k->pid, CMD_STDIN_LIMIT);
                 return;
         }
+        if (eof && k->pty) {
+                conn_send_error(a, c, id, "invalid_argument",
+                                "command %d runs on a pty: send ^D (0x04) to end its input",
+                                (int)k->pid);
+                return;
+        }
         k->in_eof = k->in_eof || eof;
         rc = flush_stdin(k);
         if (rc < 0)
@@ -758,4 +862,31 @@ void commands_connect_request(struct agent *a, struct conn *c, uint32_t id, cons
         output_interest(a, k);
         log_info("conn %u: follows command %d", c->num, (int)k->pid);
         send_started(c, id, k->pid);
+}
+
+void commands_resize_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct command *k = lookup_pid(a, c, id, body);
+        if (!k)
+                return;
+        uint16_t cols, rows;
+        if (parse_pty_size(body, &cols, &rows) < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`pty` must be {cols, rows}, each 1 to %u", PTY_SIZE_MAX);
+                return;
+        }
+        if (!k->pty || k->out.fd < 0) {
+                conn_send_error(a, c, id, "invalid_argument",
+                                k->pty ? "command %d has closed its pty"
+                                       : "command %d does not run on a pty",
+                                (int)k->pid);
+                return;
+        }
+        int rc = pty_resize(k->out.fd, cols, rows);
+        if (rc < 0) {
+                svc_send_errno(a, c, id, -rc, "resize the pty of", k->cmd);
+                return;
+        }
+        log_debug("conn %u: command %d: pty %ux%u", c->num, (int)k->pid, cols, rows);
+        svc_reply_ok_empty(c, id);
 }

@@ -35,6 +35,8 @@
 #define SPAWN_TIMEOUT_S 30
 
 enum spawn_kind { SPAWN_ZYGOTE = 1, SPAWN_COMMAND = 2 };
+/* spawn_hdr.flags of a SPAWN_COMMAND */
+#define SPAWN_F_PTY 1u
 
 struct spawn_hdr {
         uint32_t kind;
@@ -45,6 +47,7 @@ struct spawn_hdr {
         uint32_t gid;
         uint32_t drop;
         uint32_t ngroups;
+        uint32_t flags; /* SPAWN_F_* */
         uint32_t groups[SPAWN_GROUPS_MAX];
 };
 
@@ -112,7 +115,7 @@ static int parse_command(const struct agent *a, const struct spawn_hdr *h, char 
                          struct spawn_spec *s, struct creds *cr)
 {
         if (h->len == 0 || str[h->len - 1] != '\0' || h->ngroups > SPAWN_GROUPS_MAX ||
-            h->nenv > h->len)
+            h->nenv > h->len || (h->flags & ~SPAWN_F_PTY))
                 return -EPROTO;
         char **env = calloc((size_t)h->nenv + 1, sizeof(*env));
         if (!env)
@@ -141,7 +144,8 @@ static int parse_command(const struct agent *a, const struct spawn_hdr *h, char 
                                  .cwd = fixed[1],
                                  .cgroup_procs = a->commands_cgroup_procs,
                                  .cr = cr,
-                                 .env = env};
+                                 .env = env,
+                                 .pty = (h->flags & SPAWN_F_PTY) != 0};
         return 0;
 }
 
@@ -386,6 +390,7 @@ pid_t spawner_command(struct agent *a, const struct spawn_spec *s, int in_fd, in
                               .uid = (uint32_t)s->cr->uid,
                               .gid = (uint32_t)s->cr->gid,
                               .drop = s->cr->drop,
+                              .flags = s->pty ? SPAWN_F_PTY : 0,
                               .ngroups = s->cr->ngroups < 0 ? 0 : (uint32_t)s->cr->ngroups};
         if (h.ngroups > SPAWN_GROUPS_MAX)
                 return -EINVAL;

@@ -10,6 +10,7 @@
 #define CELLVM_AGENT_SPAWNER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct agent;
@@ -22,6 +23,9 @@ struct spawn_spec {
         const struct creds *cr;
         char **env;
         bool with_stdin;
+        /* fds 0-2 are a pty's slave: the child starts a session with it as its terminal. */
+        bool pty;
+        uint16_t cols, rows; /* the pty's first size (the agent opens it; not sent) */
         /* Set by the spawner from its own copy: the commands' cgroup.procs, "" for none. */
         const char *cgroup_procs;
 };
