@@ -37,6 +37,8 @@
 /* After the exit, output still in the pipes is relayed up to this much per stream. */
 #define CMD_DRAIN_LIMIT (4u * 1024u * 1024u)
 #define CMD_MAX 1024u
+/* Arguments of a CMD_START `argv` (the spawner's bound). */
+#define CMD_ARGV_MAX 4096u
 
 struct command {
         struct command *next; /* in the agent's list */
@@ -486,7 +488,10 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
                 err = confine_child(s->cr);
         if (!err && chdir(s->cwd) < 0)
                 err = errno;
-        if (!err) {
+        if (!err && s->argv) {
+                execve(s->argv[0], s->argv, s->env);
+                err = errno;
+        } else if (!err) {
                 static const char bash[] = "/bin/bash";
                 if (access(bash, X_OK) == 0) {
                         char *argv[] = {"/bin/bash", "-l", "-c", (char *)s->cmd, NULL};
@@ -589,6 +594,52 @@ static void send_started(struct conn *c, uint32_t id, pid_t pid)
         conn_touch(c);
 }
 
+/* CMD_START's `argv` into a NULL-terminated copy (free_env()); -ENOENT without it, -EINVAL
+ * when malformed, -ENOMEM. */
+static int parse_argv(const cbor_item_t *body, char ***out)
+{
+        cbor_item_t *arr = NULL;
+        int rc = cv_map_get_array(body, "argv", &arr);
+        if (rc < 0)
+                return rc == -ENOENT ? rc : -EINVAL;
+        size_t n = cbor_array_size(arr);
+        if (n == 0 || n > CMD_ARGV_MAX)
+                return -EINVAL;
+        char **v = calloc(n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const char *p;
+                size_t len;
+                rc = cv_item_str(cbor_array_handle(arr)[i], &p, &len);
+                if (rc < 0 || memchr(p, '\0', len) || (i == 0 && (len == 0 || p[0] != '/'))) {
+                        rc = -EINVAL;
+                } else if (!(v[i] = strndup(p, len))) {
+                        rc = -ENOMEM;
+                }
+                if (rc < 0) {
+                        free_env(v);
+                        return rc;
+                }
+        }
+        *out = v;
+        return 0;
+}
+
+/* argv as one line, for CMD_LIST and logs. NULL when out of memory. */
+static char *join_argv(char *const *argv)
+{
+        size_t len = 1;
+        for (size_t i = 0; argv[i]; i++)
+                len += strlen(argv[i]) + 1;
+        char *s = malloc(len), *p = s;
+        for (size_t i = 0; s && argv[i]; i++)
+                p += sprintf(p, "%s%s", i ? " " : "", argv[i]);
+        if (s)
+                *p = '\0';
+        return s;
+}
+
 /* `pty: {cols, rows}` of a CMD_START or CMD_RESIZE into *cols, *rows; -ENOENT without it,
  * -EINVAL when malformed. */
 static int parse_pty_size(const cbor_item_t *body, uint16_t *cols, uint16_t *rows)
@@ -609,14 +660,26 @@ static int parse_pty_size(const cbor_item_t *body, uint16_t *cols, uint16_t *row
 void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         char *user = NULL, *cwd = NULL, *tag = NULL;
-        const char *cmd;
-        size_t cmd_len;
+        const char *cmd = NULL;
+        size_t cmd_len = 0;
         cbor_item_t *envs = NULL;
         bool with_stdin = false, background = false;
         uint64_t timeout_ms = 0;
         int rc;
-        if (cv_map_get_str(body, "cmd", &cmd, &cmd_len) < 0 || memchr(cmd, '\0', cmd_len)) {
-                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`cmd` must be present, as text");
+        char **argv = NULL;
+        int ra = parse_argv(body, &argv);
+        int rcmd = cv_map_get_str(body, "cmd", &cmd, &cmd_len);
+        if (ra == -ENOMEM) {
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
+                return;
+        }
+        if (ra == -EINVAL || (ra == 0) == (rcmd == 0) ||
+            (rcmd == 0 && memchr(cmd, '\0', cmd_len))) {
+                free_env(argv);
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "one of `cmd` (text) or `argv` (1 to %u texts, the first an "
+                                "absolute path) is required",
+                                CMD_ARGV_MAX);
                 return;
         }
         rc = cv_map_get_map(body, "envs", &envs);
@@ -630,6 +693,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                       memchr(p, '\0', n);
         }
         if (bad) {
+                free_env(argv);
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
                                 "`envs` must map names (no '=') to text values");
                 return;
@@ -671,13 +735,14 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                 svc_send_errno(a, c, id, ENAMETOOLONG, "cwd", cwd);
                 goto out;
         }
-        cmd_copy = strndup(cmd, cmd_len);
+        cmd_copy = argv ? join_argv(argv) : strndup(cmd, cmd_len);
         env = build_env(&cr, envs, rp == 0 ? "TERM=xterm-256color" : NULL);
         if (!cmd_copy || !env) {
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
                 goto out;
         }
         struct spawn_spec spec = {.cmd = cmd_copy,
+                                  .argv = argv,
                                   .cwd = cwd_abs,
                                   .cr = &cr,
                                   .env = env,
@@ -733,6 +798,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                   cwd_abs, k->cmd);
         send_started(c, id, pid);
 out:
+        free_env(argv);
         free_env(env);
         free(cmd_copy);
         free(user);

@@ -18,7 +18,8 @@ struct creds;
 
 /* A command's process: what its child needs before exec (commands.c). */
 struct spawn_spec {
-        const char *cmd;
+        const char *cmd;   /* run as `bash -l -c cmd`, or */
+        char *const *argv; /* exec'd as it is (argv[0] a path), when not NULL */
         const char *cwd;
         const struct creds *cr;
         char **env;

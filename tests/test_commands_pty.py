@@ -28,7 +28,10 @@ class Pty:
     def __init__(self, conn, req_id, cmd, cols=80, rows=24, **extra):
         self.conn, self.id, self.out = conn, req_id, bytearray()
         self.streams = set()
-        conn.send(CMD_START, req_id, dict(cmd=cmd, pty={"cols": cols, "rows": rows}, **extra))
+        body = dict(pty={"cols": cols, "rows": rows}, **extra)
+        if cmd is not None:
+            body["cmd"] = cmd
+        conn.send(CMD_START, req_id, body)
         t, _, body = self._next()
         assert t == CMD_STARTED, body
         self.pid = body["pid"]
@@ -147,3 +150,20 @@ def test_bad_requests(conn):
     assert error_code(msg) == "invalid_argument", msg  # a pty ends its input with ^D
     p.send(82, b"\x04")
     assert p.wait() == (OK, {"exit_code": 0})
+
+
+def test_argv_runs_without_a_shell(conn):
+    # `argv` execs the program as it is: no login shell, no word splitting or expansion.
+    conn.send(CMD_START, 90, {"argv": ["/bin/echo", "a  b", "$HOME"]})
+    msgs = conn.until_terminal(90)
+    assert msgs[0][0] == CMD_STARTED and msgs[-1] == (OK, 90, {"exit_code": 0}), msgs
+    assert b"".join(b["data"] for t, _, b in msgs if t == CMD_OUTPUT) == b"a  b $HOME\n"
+    # a login shell on a terminal, as E2B's sandbox.pty starts it
+    p = Pty(conn, 91, None, argv=["/bin/bash", "-i", "-l"])
+    p.send(92, b"shopt -q login_shell && echo login-$-\nexit\n")
+    assert p.wait() == (OK, {"exit_code": 0})
+    assert re.search(r"login-\w*i", p.out.decode()), p.out  # interactive login shell
+    for i, body in enumerate([{"argv": []}, {"argv": ["echo", "x"]}, {"argv": ["/bin/echo", 1]},
+                              {"argv": ["/bin/echo"], "cmd": "echo"}, {}]):
+        assert error_code(conn.call(CMD_START, 93 + i, body)) == "bad_request", body
+    assert error_code(conn.call(CMD_START, 99, {"argv": ["/no/such/program"]})) == "not_found"

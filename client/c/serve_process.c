@@ -393,8 +393,20 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         struct cv_buf b;
         cv_buf_init(&b);
         cv_enc_map(&b, 5 + (cwd && cwd[0]) + (tag != NULL) + (timeout_ms > 0) + (pty != NULL));
-        cv_enc_cstr(&b, "cmd");
-        cv_enc_cstr(&b, cmd);
+        /* A terminal's program (the SDKs' `/bin/bash -i -l`) is exec'd as envd does: a login
+         * shell around it would read the profile twice before the first prompt. */
+        const char *path = str_field(proc, "cmd", NULL);
+        json_t *argl = json_object_get(proc, "args");
+        if (pty && path[0] == '/') {
+                cv_enc_cstr(&b, "argv");
+                cv_enc_array(&b, 1 + json_array_size(argl));
+                cv_enc_cstr(&b, path);
+                for (size_t i = 0; i < json_array_size(argl); i++)
+                        cv_enc_cstr(&b, json_string_value(json_array_get(argl, i)));
+        } else {
+                cv_enc_cstr(&b, "cmd");
+                cv_enc_cstr(&b, cmd);
+        }
         cv_enc_cstr(&b, "user");
         cv_enc_cstr(&b, user);
         cv_enc_cstr(&b, "stdin");
