@@ -663,3 +663,33 @@ def test_g_later_features(serve, tmp_path):
 
     check(result, evidence, {"pause_resume": pause_resume, "pty": pty, "get_host": get_host,
                              "watch_dir": watch_dir, "metrics": metrics})
+
+
+# --- h: sandbox.pty ------------------------------------------------------------------
+
+def test_h_pty(serve, tmp_path):
+    result, evidence = run_group(serve, tmp_path, "h_pty.mjs")
+
+    def terminal(s):
+        assert s["pidType"] == "number"
+        assert s["sawEcho"], s["output"]  # envs and TERM reach the login shell
+        size, tty, uid = re.fullmatch(r"size=(\d+ \d+) tty=(\S+) uid=(\d+)", s["line"]).groups()
+        assert size == "24 80" and re.fullmatch(r"/dev/pts/\d+", tty) and uid == "1000", s["line"]
+        assert s["armed"] and s["sawWinch"], s["output"]  # SIGWINCH reached the foreground job
+        assert s["sawAfter"], s["output"]  # ^C ended it; the shell sees the new width
+        assert s["listed"] == [{"cmd": "/bin/bash", "args": ["-i", "-l"]}]
+        assert s["exitCode"] == 0
+
+    def kill(s):
+        assert s["killed"] is True
+        threw(s["waitAfterKill"])
+        threw(s["gone"])  # kill -0 of the pid fails: it was killed and reaped
+        assert s["killUnknown"] is False
+        threw(s["resizeUnknown"], NOT_FOUND)
+
+    def reconnect(s):
+        assert s["first"] and s["samePid"] and s["second"]
+        assert not s["firstHasSecond"]  # the first handle stopped following at disconnect
+        assert s["exitCode"] == 0
+
+    check(result, evidence, {"terminal": terminal, "kill": kill, "reconnect": reconnect})

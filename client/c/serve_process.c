@@ -1,5 +1,7 @@
 /* cellvm serve's process.Process (spec/envd/process/process.proto) on the
- * agent's commands service (docs/PROTOCOL.md 10). A command's CMD_START
+ * agent's commands service (docs/PROTOCOL.md 10); a Start with `pty` runs on
+ * the agent's pseudo-terminal (data.pty, SendInput's input.pty, Update's
+ * pty.size as CMD_RESIZE). A command's CMD_START
  * request stays open for its life; a pump thread turns what the agent sends
  * into Connect messages and hands them to every response that follows the
  * command (Start's, and any Connect's), as envd does. A client that leaves
@@ -20,6 +22,9 @@
  * past this much (an error end), instead of stalling the sandbox. */
 #define FOLLOWER_MAX (16u << 20)
 #define KEEPALIVE_S 30
+/* The agent's bound on a pty's columns and rows (docs/PROTOCOL.md 10). */
+#define PTY_SIZE_MAX 4096u
+#define PTY_SIZE_MAX_TEXT "4096"
 
 struct follower {
         struct hstream hs; /* first: the response's stream */
@@ -146,9 +151,10 @@ static bool convert(const struct cvc_event *ev, struct hstream *out)
                 char *b64 = base64_encode(data, dl);
                 if (!b64)
                         return false;
-                bool err = sl == 6 && memcmp(stream, "stderr", 6) == 0;
-                (void)put_event(out,
-                                json_pack("{s:{s:s}}", "data", err ? "stderr" : "stdout", b64));
+                const char *name = sl == 6 && memcmp(stream, "stderr", 6) == 0 ? "stderr"
+                                   : sl == 3 && memcmp(stream, "pty", 3) == 0  ? "pty"
+                                                                               : "stdout";
+                (void)put_event(out, json_pack("{s:{s:s}}", "data", name, b64));
                 free(b64);
                 return false;
         }
@@ -349,14 +355,34 @@ static enum MHD_Result reply_follower(struct hreq *h, struct follower *f)
         return reply_stream(h, 200, "application/connect+json", &f->hs);
 }
 
+/* envd's PTY message, {size: {cols, rows}}, as the agent's `pty` map into `b`. A size
+ * left out or 0 is envd's default terminal, 80 x 24. False when malformed. */
+static bool enc_pty(struct cv_buf *b, json_t *pty)
+{
+        json_t *size = json_object_get(pty, "size");
+        uint64_t cols = 0, rows = 0;
+        if (!json_is_object(pty) || (size && !json_is_object(size)) ||
+            (json_object_get(size, "cols") && !uint_field(size, "cols", &cols)) ||
+            (json_object_get(size, "rows") && !uint_field(size, "rows", &rows)) ||
+            cols > PTY_SIZE_MAX || rows > PTY_SIZE_MAX)
+                return false;
+        cv_enc_map(b, 2);
+        cv_enc_cstr(b, "cols");
+        cv_enc_uint(b, cols ? cols : 80);
+        cv_enc_cstr(b, "rows");
+        cv_enc_uint(b, rows ? rows : 24);
+        return true;
+}
+
 enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
 {
         char why[512] = "";
         json_t *proc = json_object_get(req, "process");
         if (!json_is_object(proc))
                 return stream_error(h, "invalid_argument", "process is required");
-        if (json_object_get(req, "pty"))
-                return stream_error(h, "unimplemented", "pty is not supported by cellvm serve yet");
+        json_t *pty = json_object_get(req, "pty");
+        if (json_is_null(pty))
+                pty = NULL;
         char *cmd = command_line(proc, why, sizeof(why));
         if (!cmd)
                 return stream_error(h, "invalid_argument", why);
@@ -366,9 +392,21 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         uint64_t timeout_ms = tmo ? strtoull(tmo, NULL, 10) : 0;
         struct cv_buf b;
         cv_buf_init(&b);
-        cv_enc_map(&b, 5 + (cwd && cwd[0]) + (tag != NULL) + (timeout_ms > 0));
-        cv_enc_cstr(&b, "cmd");
-        cv_enc_cstr(&b, cmd);
+        cv_enc_map(&b, 5 + (cwd && cwd[0]) + (tag != NULL) + (timeout_ms > 0) + (pty != NULL));
+        /* A terminal's program (the SDKs' `/bin/bash -i -l`) is exec'd as envd does: a login
+         * shell around it would read the profile twice before the first prompt. */
+        const char *path = str_field(proc, "cmd", NULL);
+        json_t *argl = json_object_get(proc, "args");
+        if (pty && path[0] == '/') {
+                cv_enc_cstr(&b, "argv");
+                cv_enc_array(&b, 1 + json_array_size(argl));
+                cv_enc_cstr(&b, path);
+                for (size_t i = 0; i < json_array_size(argl); i++)
+                        cv_enc_cstr(&b, json_string_value(json_array_get(argl, i)));
+        } else {
+                cv_enc_cstr(&b, "cmd");
+                cv_enc_cstr(&b, cmd);
+        }
         cv_enc_cstr(&b, "user");
         cv_enc_cstr(&b, user);
         cv_enc_cstr(&b, "stdin");
@@ -388,6 +426,15 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         if (timeout_ms) {
                 cv_enc_cstr(&b, "timeout_ms");
                 cv_enc_uint(&b, timeout_ms);
+        }
+        if (pty) {
+                cv_enc_cstr(&b, "pty");
+                if (!enc_pty(&b, pty)) {
+                        free(cmd);
+                        cv_buf_free(&b);
+                        return stream_error(h, "invalid_argument",
+                                            "pty.size: cols and rows up to " PTY_SIZE_MAX_TEXT);
+                }
         }
         free(cmd);
         if (bad) {
@@ -578,14 +625,16 @@ enum MHD_Result process_stdin(struct hreq *h, json_t *req, bool close_it)
         unsigned char *data = NULL;
         size_t dl = 0;
         if (!close_it) {
+                /* ProcessInput's oneof: stdin, or what is typed into the pty; both go to
+                 * CMD_STDIN (the agent writes a pty's to its master). */
                 json_t *input = json_object_get(req, "input");
                 const char *s = json_is_object(input) ? str_field(input, "stdin", NULL) : NULL;
-                if (!s && json_is_object(input) && str_field(input, "pty", NULL))
-                        return reply_connect_error(h, "unimplemented",
-                                                   "no pty in cellvm serve yet");
+                if (!s && json_is_object(input))
+                        s = str_field(input, "pty", NULL);
                 if (!s || !(data = base64_decode(s, strlen(s), &dl)))
                         return reply_connect_error(h, "invalid_argument",
-                                                   "input.stdin: base64 bytes are required");
+                                                   "input.stdin or input.pty: base64 bytes "
+                                                   "are required");
         }
         char err[600];
         struct cv_buf b;
@@ -602,6 +651,32 @@ enum MHD_Result process_stdin(struct hreq *h, json_t *req, bool close_it)
         }
         free(data);
         int rc = mux_call(&h->sbx->mux, CV_MSG_CMD_STDIN, &b, 30000, NULL, err, sizeof(err));
+        cv_buf_free(&b);
+        return rc < 0 ? call_failure(h, rc, err) : reply_json(h, 200, json_object());
+}
+
+/* Update: a pty's new window size (CMD_RESIZE); without `pty`, nothing to do, as in envd. */
+enum MHD_Result process_update(struct hreq *h, json_t *req)
+{
+        uint64_t pid = target_pid(h, req);
+        if (!pid)
+                return reply_connect_error(h, "not_found", "process not found");
+        json_t *pty = json_object_get(req, "pty");
+        if (!pty || json_is_null(pty))
+                return reply_json(h, 200, json_object());
+        char err[600];
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 2);
+        cv_enc_cstr(&b, "pid");
+        cv_enc_uint(&b, pid);
+        cv_enc_cstr(&b, "pty");
+        if (!enc_pty(&b, pty)) {
+                cv_buf_free(&b);
+                return reply_connect_error(h, "invalid_argument",
+                                           "pty.size: cols and rows up to " PTY_SIZE_MAX_TEXT);
+        }
+        int rc = mux_call(&h->sbx->mux, CV_MSG_CMD_RESIZE, &b, 30000, NULL, err, sizeof(err));
         cv_buf_free(&b);
         return rc < 0 ? call_failure(h, rc, err) : reply_json(h, 200, json_object());
 }
