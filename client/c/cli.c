@@ -61,6 +61,8 @@ static const char usage[] =
     "  run [vm options] [exec options] -- CODE|-\n"
     "                            boot the image, run CODE as exec does (same output,\n"
     "                            images, exit status), stop the VM\n"
+    "  mcp [--image DIR]         an MCP server on stdio (tools run_code, files, commands\n"
+    "                            in a sandbox of its own; docs/MCP.md)\n"
     "  shell [vm options] [-o DIR] [--delim LINE]\n"
     "                            boot the image and read cells from stdin: a cell ends\n"
     "                            at a blank line or a line ';;' (with --delim LINE only\n"
@@ -150,6 +152,7 @@ static const char snapshot_usage[] =
     "exit status: 0 success, 1 failure (or check: no fitting template), 2 usage.\n";
 
 int cmd_serve(int argc, char **argv); /* serve_main.c */
+int cmd_mcp(int argc, char **argv);   /* mcp_stdio.c */
 
 static volatile sig_atomic_t interrupted;
 /* The VM of `run`/`shell`: killed by the handlers below before exiting. */
@@ -1047,6 +1050,8 @@ int main(int argc, char **argv)
                 return cmd_snapshot(argc - i, argv + i);
         if (strcmp(argv[i], "serve") == 0)
                 return cmd_serve(argc - i, argv + i);
+        if (strcmp(argv[i], "mcp") == 0)
+                return cmd_mcp(argc - i, argv + i);
         if (!known_command(argv[i])) {
                 fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", argv[i]);
                 return EXIT_USAGE;

@@ -96,6 +96,8 @@ int serve_set_timeout(struct sandbox *s, double timeout_s, char *err, size_t err
 int serve_list(struct sandbox ***out, size_t *n);
 /* Kills every sandbox (SIGTERM). */
 void serve_kill_all(void);
+/* `nhex` random lowercase hex digits and a NUL (tokens, session ids). */
+int serve_random_hex(char *out, size_t nhex);
 /* The reaper: ends sandboxes whose deadline passed or whose VM exited. */
 void *serve_reaper(void *arg);
 
