@@ -116,7 +116,8 @@ int mcp_add_text(json_t *content, const char *label, struct mcp_text *t)
         char *s = malloc(total + 1);
         if (!s)
                 return -ENOMEM;
-        memcpy(s, label, ll);
+        if (ll)
+                memcpy(s, label, ll);
         if (t->len)
                 memcpy(s + ll, t->buf, t->len);
         memcpy(s + ll + t->len, marker, strlen(marker) + 1);

@@ -440,7 +440,7 @@ static json_t *run_command(struct sandbox *s, const char *command, unsigned time
                 (void)mcp_add_text(content, "stdout:\n", &out);
         if (err.len || err.cut)
                 (void)mcp_add_text(content, "stderr:\n", &err);
-        char status[200];
+        char status[sizeof(fail)];
         if (timed_out)
                 snprintf(status, sizeof(status),
                          "timeout: the command ran past %u s and was killed (pass a larger "
