@@ -42,6 +42,7 @@ static const char serve_usage[] =
     "The API key is $CELLVM_API_KEY, else the one in ~/.config/cellvm/api_key, made\n"
     "(0600) and printed on first start. Control-plane requests carry it (X-API-Key, or\n"
     "Authorization: Bearer KEY); sandbox requests carry their sandbox's access token.\n"
+    "/mcp serves the MCP tools of `cellvm mcp` (Streamable HTTP, docs/MCP.md).\n"
     "GET /health answers 200 once the template is ready (built on first use: ~15 s\n"
     "under TCG). Sandboxes live until DELETE, their timeout (300 s unless asked) or\n"
     "the server's end: SIGTERM, SIGINT or SIGHUP kill them all; a SIGKILLed server\n"
