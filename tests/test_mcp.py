@@ -26,7 +26,7 @@ import urllib.request
 import pytest
 
 from conftest import FIXTURES, IMAGE, build_image_or_skip, processes_mentioning
-from serve_process import CLI, ROOT, Server, tail, template_root
+from serve_process import CLI, ROOT, Server, node_with_packages_or_skip, tail, template_root
 
 MCP_DIR = os.path.join(ROOT, "tests", "mcp_sdk")
 CSV = os.path.join(FIXTURES, "vendas.csv")
@@ -37,18 +37,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n".hex()
 
 
 def node_or_skip():
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for the MCP SDK")
-    v = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    m = re.match(r"v(\d+)\.(\d+)\.(\d+)", v)
-    if not m or tuple(map(int, m.groups())) < MIN_NODE:
-        pytest.skip(f"node {v}: the MCP SDK needs >= 20")
-    if not os.path.isdir(os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol", "sdk")):
-        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=MCP_DIR, capture_output=True,
-                           text=True, timeout=900)
-        assert r.returncode == 0, f"npm ci in {MCP_DIR} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    return node
+    return node_with_packages_or_skip(MCP_DIR, os.path.join("@modelcontextprotocol", "sdk"), MIN_NODE,
+                                      "the MCP SDK")
 
 
 def ready_or_skip():

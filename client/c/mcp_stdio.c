@@ -149,7 +149,6 @@ int cmd_mcp(int argc, char **argv)
         serve.memory_mb = 1024;
         serve.vcpus = 1;
         int opt;
-        char *end;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
@@ -157,18 +156,9 @@ int cmd_mcp(int argc, char **argv)
                         serve.image = optarg;
                         break;
                 case 'm':
-                        serve.memory_mb = (unsigned)strtoul(optarg, &end, 10);
-                        if (*end || serve.memory_mb < 128 || serve.memory_mb > (1u << 20)) {
-                                fputs("cellvm mcp: --memory takes MB, at least 128\n", stderr);
-                                return 2;
-                        }
-                        break;
                 case 'n':
-                        serve.vcpus = (unsigned)strtoul(optarg, &end, 10);
-                        if (*end || serve.vcpus < 1 || serve.vcpus > 256) {
-                                fputs("cellvm mcp: --vcpus takes 1 to 256\n", stderr);
+                        if (serve_vm_option("mcp", opt, optarg) < 0)
                                 return 2;
-                        }
                         break;
                 case 'h':
                         fputs(mcp_usage, stdout);
@@ -191,12 +181,7 @@ int cmd_mcp(int argc, char **argv)
                 return 1;
         }
         sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGINT);
-        sigaddset(&set, SIGHUP);
-        pthread_sigmask(SIG_BLOCK, &set, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        serve_block_signals(&set);
         sbx_sweep();
         pthread_t sig_thread, reaper;
         if (pthread_create(&sig_thread, NULL, on_signal, &set) != 0 ||

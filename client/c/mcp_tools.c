@@ -179,15 +179,21 @@ static int start(struct sandbox *s, uint16_t type, struct cv_buf *b, struct mux_
 
 /* --- files ---------------------------------------------------------------- */
 
+/* A file request's body: {path, user: "user"} and `more` pairs the caller adds. */
+static void enc_path(struct cv_buf *b, const char *path, size_t more)
+{
+        cv_buf_init(b);
+        cv_enc_map(b, 2 + more);
+        cv_enc_cstr(b, "path");
+        cv_enc_cstr(b, path);
+        cv_enc_cstr(b, "user");
+        cv_enc_cstr(b, "user");
+}
+
 static json_t *write_file(struct sandbox *s, const char *path, const unsigned char *data, size_t n)
 {
         struct cv_buf b;
-        cv_buf_init(&b);
-        cv_enc_map(&b, 2);
-        cv_enc_cstr(&b, "path");
-        cv_enc_cstr(&b, path);
-        cv_enc_cstr(&b, "user");
-        cv_enc_cstr(&b, "user");
+        enc_path(&b, path, 0);
         struct mux_req *r;
         int rc = start(s, CV_MSG_FILE_WRITE, &b, &r);
         if (rc < 0)
@@ -252,12 +258,7 @@ static const char *image_mime(const char *path)
 static json_t *read_file(struct sandbox *s, const char *path)
 {
         struct cv_buf b;
-        cv_buf_init(&b);
-        cv_enc_map(&b, 2);
-        cv_enc_cstr(&b, "path");
-        cv_enc_cstr(&b, path);
-        cv_enc_cstr(&b, "user");
-        cv_enc_cstr(&b, "user");
+        enc_path(&b, path, 0);
         struct mux_req *r;
         int rc = start(s, CV_MSG_FILE_READ, &b, &r);
         if (rc < 0)
@@ -325,14 +326,9 @@ static json_t *read_file(struct sandbox *s, const char *path)
 static json_t *list_files(struct sandbox *s, const char *path)
 {
         struct cv_buf b;
-        cv_buf_init(&b);
-        cv_enc_map(&b, 3);
-        cv_enc_cstr(&b, "path");
-        cv_enc_cstr(&b, path);
+        enc_path(&b, path, 1);
         cv_enc_cstr(&b, "depth");
         cv_enc_uint(&b, 1);
-        cv_enc_cstr(&b, "user");
-        cv_enc_cstr(&b, "user");
         cbor_item_t *reply = NULL, *entries = NULL;
         char err[600];
         int rc = mux_call(&s->mux, CV_MSG_FILE_LIST, &b, FILE_WAIT_MS, &reply, err, sizeof(err));

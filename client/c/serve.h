@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -71,6 +72,15 @@ struct serve {
 };
 
 extern struct serve serve;
+
+/* --- options and signals shared by cellvm serve and cellvm mcp (serve_main.c) --- */
+
+/* --memory ('m') or --vcpus ('n') into serve's settings; -EINVAL (said on
+ * stderr, as `cellvm CMD`) when out of range. */
+int serve_vm_option(const char *cmd, int opt, const char *arg);
+/* Blocks SIGTERM, SIGINT and SIGHUP (in `set`, for sigwait) in this thread
+ * and the ones it starts; ignores SIGPIPE. */
+void serve_block_signals(sigset_t *set);
 
 /* --- sandboxes (serve_sandbox.c) --- */
 
