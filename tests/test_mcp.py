@@ -281,6 +281,14 @@ def test_bad_calls_refused_while_serving(run):
     assert ok(b["stillServing"]) == "result:\n5"
 
 
+def test_cancelled_request_stops_its_cell(run):
+    c = run["cancel"]
+    assert c["thrown"] and c["thrown"]["code"] == -32001, c  # the SDK's RequestTimeout
+    # Had the cancellation not reached the cell, this call would have waited
+    # for its sleep (600 s) past the suite's own limits.
+    assert c["after"]["isError"] is False and c["after"]["texts"] == ["result:\n'started'"], c
+
+
 def test_output_truncated_with_marker(run):
     text = ok(run["truncation"])
     assert text.startswith("stdout:\n" + "x" * 1000)
@@ -362,6 +370,37 @@ def test_stdio_dead_peer_ends_the_sandbox(tmp_path):
         assert len(p.entries()) == 1  # the session's sandbox
         proc.stdin.close()  # the client is gone
         assert proc.wait(timeout=60) == 0
+        procs, entries, temps = p.leftovers()
+        assert not procs and not entries and not temps, (procs, entries, temps)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        p.cleanup()
+
+
+def test_stdio_vanished_client_ends_a_running_call(tmp_path):
+    """A client that dies mid-call (both pipes closed) takes the sandbox with
+    it at once, not when the cell's timeout would have stopped it."""
+    build_image_or_skip()
+    p = Private(str(tmp_path))
+    proc = subprocess.Popen([CLI, "mcp", "--image", IMAGE], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=p.env())
+    try:
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":'
+                         b'"run_command","arguments":{"command":"echo up"}}}\n')
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["result"]["isError"] is False
+        proc.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":'
+                         b'"run_code","arguments":{"code":"import time\\ntime.sleep(3000)",'
+                         b'"timeout":3600}}}\n')
+        proc.stdin.flush()
+        time.sleep(2)  # the cell is running (not a timing assertion: any moment works)
+        assert len(p.entries()) == 1
+        proc.stdin.close()
+        proc.stdout.close()  # the client is gone
+        # Without the abort, this would wait for the cell's 3600 s timeout.
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()[-2000:]
         procs, entries, temps = p.leftovers()
         assert not procs and not entries and not temps, (procs, entries, temps)
     finally:

@@ -33,6 +33,14 @@ struct mcp_session {
         bool initialized;
         char version[16]; /* the protocol version agreed on */
         int64_t last_used_ms;
+        /* The call in progress, for a cancellation or a vanished client
+         * arriving meanwhile (another thread): under run_lock. */
+        pthread_mutex_t run_lock;
+        json_t *run_id;          /* its JSON-RPC id */
+        struct sandbox *run_sbx; /* its sandbox (the session's, borrowed) */
+        uint32_t run_req;        /* its agent request, 0 when none is open */
+        bool cancelled;          /* notifications/cancelled named it */
+        bool closing;            /* the client is gone: no new sandbox */
 };
 
 /* --- sessions (mcp_session.c) --- */
@@ -44,6 +52,16 @@ void mcp_session_end(struct mcp_session *s);
  * deadline passed); its deadline is moved MCP_SANDBOX_IDLE_S ahead. Call with
  * s->lock held. 0, or a negative errno with `err`. */
 int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, size_t errlen);
+
+/* The agent request the call in progress waits on (0: none), so that a
+ * cancellation can name it. */
+void mcp_session_track(struct mcp_session *s, uint32_t req);
+/* notifications/cancelled: CANCEL to the agent if `request_id` is the call
+ * in progress (its response is then not sent). */
+void mcp_session_cancel(struct mcp_session *s, json_t *request_id);
+/* The client is gone: the call in progress ends with its sandbox (killed),
+ * and no call makes a new one. */
+void mcp_session_abort(struct mcp_session *s);
 
 /* --- JSON-RPC (mcp_rpc.c) --- */
 
@@ -70,6 +88,13 @@ json_t *mcp_tools_list(void);
  * so the model reads them. Call with s->lock held. */
 json_t *mcp_tools_call(struct mcp_session *s, const char *name, json_t *args, int *rpc_code,
                        char *err, size_t errlen);
+
+/* Opens agent request `type` with body `b` in `s` (mux_open, then sent),
+ * tracked as the call's for cancellation. 0 or a negative errno. */
+struct cv_buf;
+int mcp_request_open(struct sandbox *s, uint16_t type, struct cv_buf *b, struct mux_req **r);
+/* run_code (mcp_run_code.c): the cell's CallToolResult. */
+json_t *mcp_run_code(struct sandbox *s, const char *code, const char *language, unsigned timeout_s);
 
 /* --- Streamable HTTP (mcp_http.c): the /mcp route of cellvm serve --- */
 struct hroute;

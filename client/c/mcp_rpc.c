@@ -129,10 +129,25 @@ static json_t *tools_call(struct mcp_session *s, json_t *id, json_t *params)
         int code = RPC_INTERNAL_ERROR;
         json_t *empty = json_object();
         pthread_mutex_lock(&s->lock);
+        pthread_mutex_lock(&s->run_lock);
+        s->run_id = json_incref(id);
+        s->cancelled = false;
+        pthread_mutex_unlock(&s->run_lock);
         json_t *res =
             mcp_tools_call(s, name, json_is_object(args) ? args : empty, &code, err, sizeof(err));
+        pthread_mutex_lock(&s->run_lock);
+        json_decref(s->run_id);
+        s->run_id = NULL;
+        s->run_sbx = NULL;
+        s->run_req = 0;
+        bool cancelled = s->cancelled;
+        pthread_mutex_unlock(&s->run_lock);
         pthread_mutex_unlock(&s->lock);
         json_decref(empty);
+        if (cancelled) { /* the client forgot the request: no response (the spec's rule) */
+                json_decref(res);
+                return NULL;
+        }
         if (!res)
                 return mcp_error(id, code, "%s", err[0] ? err : "the call failed");
         return result(id, res);
@@ -142,9 +157,11 @@ json_t *mcp_dispatch(struct mcp_session *s, json_t *msg)
 {
         json_t *id = json_object_get(msg, "id");
         const char *method = json_string_value(json_object_get(msg, "method"));
+        json_t *params = json_object_get(msg, "params");
+        if (!id && method && strcmp(method, "notifications/cancelled") == 0)
+                mcp_session_cancel(s, json_object_get(params, "requestId"));
         if (!id || !method)
                 return NULL; /* a notification (initialized, cancelled, ...) or a response */
-        json_t *params = json_object_get(msg, "params");
         if (params && !json_is_object(params))
                 return mcp_error(id, RPC_INVALID_PARAMS, "%s: params must be an object", method);
         if (strcmp(method, "initialize") == 0)

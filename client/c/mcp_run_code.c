@@ -168,9 +168,7 @@ json_t *mcp_run_code(struct sandbox *s, const char *code, const char *language, 
         cv_enc_cstr(&b, "timeout_ms");
         cv_enc_uint(&b, (uint64_t)timeout_s * 1000);
         struct mux_req *r;
-        int rc = mux_open(&s->mux, &r);
-        if (rc == 0 && (rc = mux_send_buf(r, CV_MSG_EXECUTE, &b)) < 0)
-                mux_close_req(r);
+        int rc = mcp_request_open(s, CV_MSG_EXECUTE, &b, &r);
         cv_buf_free(&b);
         if (rc < 0)
                 return mcp_tool_error("the sandbox's agent is gone (%s); the next call starts a "

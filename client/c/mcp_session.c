@@ -8,11 +8,13 @@
 
 #include "mcp.h"
 #include "registry.h"
+#include "serve_http.h"
 
 void mcp_session_init(struct mcp_session *s)
 {
         memset(s, 0, sizeof(*s));
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->run_lock, NULL);
         s->last_used_ms = creg_now_ms();
 }
 
@@ -38,6 +40,13 @@ int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, 
                 serve_put(s->sbx);
                 s->sbx = NULL;
         }
+        pthread_mutex_lock(&s->run_lock);
+        bool closing = s->closing;
+        pthread_mutex_unlock(&s->run_lock);
+        if (closing) {
+                snprintf(err, errlen, "the client is gone");
+                return -ECANCELED;
+        }
         if (!s->sbx) {
                 json_t *meta = json_pack("{s:s}", "cellvm", "mcp");
                 int rc = serve_create("mcp", MCP_SANDBOX_IDLE_S, meta, NULL, &s->sbx, err, errlen);
@@ -52,6 +61,47 @@ int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, 
                 if (rc < 0)
                         return rc;
         }
+        pthread_mutex_lock(&s->run_lock);
+        s->run_sbx = s->sbx;
+        pthread_mutex_unlock(&s->run_lock);
         *out = s->sbx;
         return 0;
+}
+
+void mcp_session_track(struct mcp_session *s, uint32_t req)
+{
+        pthread_mutex_lock(&s->run_lock);
+        s->run_req = req;
+        pthread_mutex_unlock(&s->run_lock);
+}
+
+void mcp_session_cancel(struct mcp_session *s, json_t *request_id)
+{
+        struct sandbox *sbx = NULL;
+        uint32_t req = 0;
+        pthread_mutex_lock(&s->run_lock);
+        if (s->run_id && request_id && json_equal(s->run_id, request_id)) {
+                s->cancelled = true;
+                if (s->run_sbx && s->run_req) {
+                        sbx = serve_ref(s->run_sbx);
+                        req = s->run_req;
+                }
+        }
+        pthread_mutex_unlock(&s->run_lock);
+        if (sbx) {
+                serve_cancel(sbx, req);
+                serve_put(sbx);
+        }
+}
+
+void mcp_session_abort(struct mcp_session *s)
+{
+        pthread_mutex_lock(&s->run_lock);
+        s->closing = true;
+        struct sandbox *sbx = s->run_sbx ? serve_ref(s->run_sbx) : NULL;
+        pthread_mutex_unlock(&s->run_lock);
+        if (sbx) {
+                serve_kill(sbx);
+                serve_put(sbx);
+        }
 }

@@ -1,11 +1,15 @@
 /* `cellvm mcp`: the MCP server on stdio, one JSON-RPC message a line
  * (docs/MCP.md). stdout carries only the protocol: everything else this
- * process or the template code prints goes to stderr. The session's sandbox
- * ends with stdin's end (the client closed or died) or a signal; a SIGKILL
- * leaves it to its deadline. */
+ * process or the template code prints goes to stderr. A reader thread takes
+ * stdin's lines (so a cancellation reaches a running call); the main thread
+ * runs the requests one at a time. The session's sandbox ends after stdin's
+ * end (what was sent before is answered), at once when the client is gone
+ * (its end of stdout closed), or with a signal; a SIGKILL leaves it to its
+ * deadline. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,8 +31,23 @@ static const char mcp_usage[] =
     "  --image DIR   the guest image (default $CELLVM_IMAGE, else build/image)\n"
     "  --memory MB   the sandbox's RAM (default 1024), --vcpus N its CPUs (1)\n";
 
+#define INBOX_MAX 64 /* requests read ahead of the one running */
+
 static int out_fd = -1;
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcp_session session;
+
+/* Requests the reader thread took from stdin, for the main thread to run one
+ * at a time; notifications (a cancellation) are handled by the reader at
+ * once, so they reach a call that is running. */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        json_t *q[INBOX_MAX];
+        size_t head, n;
+        bool eof;  /* stdin ended: run what is queued, then exit */
+        bool dead; /* the client is gone (its end of stdout closed): exit now */
+} inbox = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
 /* Writes all of `p` to the protocol's fd. */
 static int write_all(const char *p, size_t n)
@@ -45,6 +64,7 @@ static int write_all(const char *p, size_t n)
         return 0;
 }
 
+/* One message a line; from either thread. */
 static int send_msg(json_t *msg)
 {
         char *text = json_dumps(msg, JSON_COMPACT);
@@ -53,7 +73,9 @@ static int send_msg(json_t *msg)
                 return -ENOMEM;
         size_t n = strlen(text);
         text[n] = '\n'; /* the NUL's place: one write for the line */
+        pthread_mutex_lock(&out_lock);
         int rc = write_all(text, n + 1);
+        pthread_mutex_unlock(&out_lock);
         free(text);
         return rc;
 }
@@ -69,25 +91,46 @@ static void *on_signal(void *arg)
         _exit(0);
 }
 
-/* One line: answered (or not, for a notification). */
+static void client_gone(void)
+{
+        pthread_mutex_lock(&inbox.lock);
+        inbox.dead = true;
+        pthread_cond_broadcast(&inbox.cond);
+        pthread_mutex_unlock(&inbox.lock);
+        mcp_session_abort(&session); /* a call running ends with its sandbox */
+}
+
+/* One line: an error answered, a notification handled, a request queued
+ * (waiting while the queue is full). */
 static int handle_line(const char *line, size_t len)
 {
         json_t *error = NULL;
         json_t *msg = mcp_parse(line, len, &error);
         if (!msg)
                 return send_msg(error);
-        json_t *reply = mcp_dispatch(&session, msg);
-        json_decref(msg);
-        return reply ? send_msg(reply) : 0;
+        if (!mcp_request_method(msg)) {
+                json_decref(mcp_dispatch(&session, msg)); /* NULL: nothing to answer */
+                json_decref(msg);
+                return 0;
+        }
+        pthread_mutex_lock(&inbox.lock);
+        while (inbox.n == INBOX_MAX && !inbox.dead)
+                pthread_cond_wait(&inbox.cond, &inbox.lock);
+        inbox.q[(inbox.head + inbox.n++) % INBOX_MAX] = msg;
+        pthread_cond_broadcast(&inbox.cond);
+        pthread_mutex_unlock(&inbox.lock);
+        return 0;
 }
 
 /* Reads stdin a line at a time, each bounded by MCP_MESSAGE_MAX: a longer
- * one is refused (its id unknown) and skipped to its end. */
-static int serve_stdin(void)
+ * one is refused (its id unknown) and skipped to its end. 0 at stdin's end,
+ * a negative errno when stdout is gone. */
+static int read_lines(void)
 {
         size_t cap = 64 << 10, len = 0, scan = 0;
         char *buf = malloc(cap);
         bool skipping = false;
+        int rc = 0;
         if (!buf)
                 return -ENOMEM;
         for (;;) {
@@ -95,7 +138,7 @@ static int serve_stdin(void)
                 if (nl) {
                         size_t n = (size_t)(nl - buf);
                         if (!skipping && n && !(n == 1 && buf[0] == '\r') &&
-                            handle_line(buf, n) < 0)
+                            (rc = handle_line(buf, n)) < 0)
                                 break; /* stdout is gone: so is the client */
                         skipping = false;
                         memmove(buf, nl + 1, len - n - 1);
@@ -106,9 +149,9 @@ static int serve_stdin(void)
                 scan = len;
                 if (len >= MCP_MESSAGE_MAX) {
                         if (!skipping &&
-                            send_msg(mcp_error(NULL, -32600,
-                                               "Invalid Request: a message over %u bytes",
-                                               MCP_MESSAGE_MAX)) < 0)
+                            (rc = send_msg(mcp_error(NULL, -32600,
+                                                     "Invalid Request: a message over %u bytes",
+                                                     MCP_MESSAGE_MAX))) < 0)
                                 break;
                         skipping = true;
                         len = scan = 0;
@@ -116,8 +159,10 @@ static int serve_stdin(void)
                 if (len == cap) {
                         size_t ncap = cap * 2 > MCP_MESSAGE_MAX ? MCP_MESSAGE_MAX : cap * 2;
                         char *b = realloc(buf, ncap);
-                        if (!b)
+                        if (!b) {
+                                rc = -ENOMEM;
                                 break;
+                        }
                         buf = b;
                         cap = ncap;
                 }
@@ -126,13 +171,65 @@ static int serve_stdin(void)
                         continue;
                 if (r <= 0) {
                         if (r == 0 && len && !skipping) /* a last line without its newline */
-                                (void)handle_line(buf, len);
+                                rc = handle_line(buf, len);
                         break;
                 }
                 len += (size_t)r;
         }
         free(buf);
-        return 0;
+        return rc;
+}
+
+/* The reader: stdin's lines, then (at its end) a watch on stdout, whose
+ * reader closing means the client is gone rather than just done sending. */
+static void *reader(void *arg)
+{
+        (void)arg;
+        if (read_lines() < 0) {
+                client_gone();
+                return NULL;
+        }
+        pthread_mutex_lock(&inbox.lock);
+        inbox.eof = true;
+        pthread_cond_broadcast(&inbox.cond);
+        pthread_mutex_unlock(&inbox.lock);
+        struct pollfd p = {.fd = out_fd, .events = 0};
+        for (;;) {
+                int n = poll(&p, 1, -1);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
+                        client_gone();
+                        return NULL;
+                }
+        }
+}
+
+/* Runs the queued requests one at a time until stdin's end (the queue
+ * drained) or the client's. */
+static void run_requests(void)
+{
+        for (;;) {
+                pthread_mutex_lock(&inbox.lock);
+                while (!inbox.n && !inbox.eof && !inbox.dead)
+                        pthread_cond_wait(&inbox.cond, &inbox.lock);
+                json_t *msg = NULL;
+                if (inbox.n && !inbox.dead) {
+                        msg = inbox.q[inbox.head];
+                        inbox.head = (inbox.head + 1) % INBOX_MAX;
+                        inbox.n--;
+                        pthread_cond_broadcast(&inbox.cond);
+                }
+                pthread_mutex_unlock(&inbox.lock);
+                if (!msg)
+                        return;
+                json_t *reply = mcp_dispatch(&session, msg);
+                json_decref(msg);
+                if (reply && send_msg(reply) < 0) {
+                        client_gone();
+                        return;
+                }
+        }
 }
 
 int cmd_mcp(int argc, char **argv)
@@ -191,10 +288,16 @@ int cmd_mcp(int argc, char **argv)
         }
         serve.ready = true;
         mcp_session_init(&session);
-        int rc = serve_stdin();
+        pthread_t read_thread;
+        if (pthread_create(&read_thread, NULL, reader, NULL) != 0) {
+                fputs("cellvm mcp: cannot start its threads\n", stderr);
+                return 1;
+        }
+        pthread_detach(read_thread); /* it may wait on stdout to the end */
+        run_requests();
         mcp_session_end(&session);
         serve.stopping = 1;
         serve_kill_all();
         pthread_join(reaper, NULL);
-        return rc < 0 ? 1 : 0;
+        return 0;
 }

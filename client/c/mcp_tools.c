@@ -15,8 +15,6 @@
 #include "msgtypes.h"
 #include "serve_http.h"
 
-json_t *mcp_run_code(struct sandbox *s, const char *code, const char *language, unsigned timeout_s);
-
 #define FILE_PIECE (256u << 10) /* FILE_DATA messages of at most this much */
 #define FILE_WAIT_MS 120000     /* for a file request's next message */
 #define GRACE_MS 30000          /* a command's wait past its timeout */
@@ -167,12 +165,24 @@ static json_t *gone(int rc)
                               strerror(-rc));
 }
 
-/* Opens request `type` with `b` as its body. */
-static int start(struct sandbox *s, uint16_t type, struct cv_buf *b, struct mux_req **r)
+/* The session of the call in progress on this thread: its agent requests
+ * are tracked for cancellation (set by mcp_tools_call). */
+static __thread struct mcp_session *calling;
+
+int mcp_request_open(struct sandbox *s, uint16_t type, struct cv_buf *b, struct mux_req **r)
 {
         int rc = mux_open(&s->mux, r);
         if (rc == 0 && (rc = mux_send_buf(*r, type, b)) < 0)
                 mux_close_req(*r);
+        if (rc == 0 && calling)
+                mcp_session_track(calling, (*r)->id);
+        return rc;
+}
+
+/* Opens request `type` with `b` as its body (freed). */
+static int start(struct sandbox *s, uint16_t type, struct cv_buf *b, struct mux_req **r)
+{
+        int rc = mcp_request_open(s, type, b, r);
         cv_buf_free(b);
         return rc;
 }
@@ -521,6 +531,7 @@ json_t *mcp_tools_call(struct mcp_session *s, const char *name, json_t *args, in
                 return sandbox_failure(why);
         }
         json_t *res = NULL;
+        calling = s;
         switch (tool) {
         case RUN_CODE:
                 res = mcp_run_code(sbx, code, lang, timeout);
@@ -539,6 +550,7 @@ json_t *mcp_tools_call(struct mcp_session *s, const char *name, json_t *args, in
                 res = run_command(sbx, cmd, timeout);
                 break;
         }
+        calling = NULL;
         free(bytes);
         return res;
 }

@@ -145,6 +145,20 @@ await scenario("bad_calls", async () => {
   return res;
 });
 
+// A request the client gives up on (its timeout) is cancelled: the cell
+// stops, and the next call runs at once rather than after the sleep.
+await scenario("cancel", async () => {
+  let thrown = null;
+  try {
+    await client.callTool({ name: "run_code", arguments: { code: "import time\ncancelled_cell = 'started'\ntime.sleep(600)\ncancelled_cell = 'finished'", timeout: 900 } },
+                          undefined, { timeout: 4000 });
+  } catch (e) {
+    thrown = { message: String(e.message), code: e.code };
+  }
+  const after = await call("run_code", { code: "cancelled_cell" });
+  return { thrown, after };
+});
+
 // Big output is cut with a marker; the call still answers.
 await scenario("truncation", async () =>
   call("run_code", { code: "print('x' * 200000)" }));
