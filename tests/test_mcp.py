@@ -466,6 +466,41 @@ def test_http_transport_rules(server):
     assert st == 404  # the session is gone
 
 
+def test_http_abandoned_session_sandbox_ends_at_its_deadline(tmp_path):
+    """A client that never comes back: its sandbox ends mcp_idle_s() after
+    the last call (CELLVM_MCP_IDLE_S=10 here); a later call on the session
+    gets a new sandbox, without the old one's state."""
+    ready_or_skip()
+    s = Server(str(tmp_path), env_extra={"CELLVM_MCP_IDLE_S": "10"})
+    try:
+        s.wait_healthy()
+        st, h, _ = call(s, "POST", "/mcp", INIT)
+        assert st == 200
+        sid = {"Mcp-Session-Id": h["Mcp-Session-Id"]}
+
+        def run_code(i, code):
+            st, _, body = call(s, "POST", "/mcp", {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                                                   "params": {"name": "run_code",
+                                                              "arguments": {"code": code}}}, headers=sid)
+            assert st == 200, body
+            return json.loads(body)["result"]
+
+        assert run_code(1, "kept = 41\nkept + 1")["content"][0]["text"] == "result:\n42"
+        first = [x["sandboxID"] for x in mcp_sandboxes(s)]
+        assert len(first) == 1
+        deadline = time.monotonic() + 120  # a bound, not a measurement
+        while mcp_sandboxes(s) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert mcp_sandboxes(s) == [], "the abandoned session's sandbox outlived its deadline"
+        again = run_code(2, "kept")
+        assert again["isError"] is True and "NameError" in again["content"][0]["text"], again
+        second = [x["sandboxID"] for x in mcp_sandboxes(s)]
+        assert len(second) == 1 and second != first
+    finally:
+        problems = s.stop()
+    assert not problems, "\n".join(problems) + tail(s.log_path)
+
+
 # --- the MCP inspector's CLI ---------------------------------------------------------------
 
 def inspector(args, env):

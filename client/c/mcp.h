@@ -45,11 +45,14 @@ struct mcp_session {
 
 /* --- sessions (mcp_session.c) --- */
 
+/* How long a session's sandbox outlives its last call, in seconds:
+ * $CELLVM_MCP_IDLE_S (10 to 86400), else MCP_SANDBOX_IDLE_S. */
+unsigned mcp_idle_s(void);
 void mcp_session_init(struct mcp_session *s);
 /* Ends the session's sandbox (killed) and frees what it holds. */
 void mcp_session_end(struct mcp_session *s);
 /* The session's sandbox, made on first use and again after it ended (its
- * deadline passed); its deadline is moved MCP_SANDBOX_IDLE_S ahead. Call with
+ * deadline passed); its deadline is moved mcp_idle_s() ahead. Call with
  * s->lock held. 0, or a negative errno with `err`. */
 int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, size_t errlen);
 

@@ -3,7 +3,7 @@
  * session (Mcp-Session-Id) that every later message names; a request is
  * answered with application/json, a notification or response with 202.
  * DELETE ends the session and its sandbox; GET (no server-sent stream) is
- * 405. An abandoned session ends MCP_SANDBOX_IDLE_S after its last use. */
+ * 405. An abandoned session ends mcp_idle_s() after its last use. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,16 +51,16 @@ static void unlink_locked(struct http_session *hs)
                 }
 }
 
-/* Ends the sessions nobody used for MCP_SANDBOX_IDLE_S (their sandboxes are
+/* Ends the sessions nobody used for mcp_idle_s() (their sandboxes are
  * past their deadline already). */
 static void sweep(void)
 {
-        int64_t now = creg_now_ms();
+        int64_t now = creg_now_ms(), idle_ms = (int64_t)mcp_idle_s() * 1000;
         for (;;) {
                 struct http_session *victim = NULL;
                 pthread_mutex_lock(&table_lock);
                 for (struct http_session *hs = sessions; hs && !victim; hs = hs->next)
-                        if (hs->refs == 1 && now - hs->s.last_used_ms > MCP_SANDBOX_IDLE_S * 1000)
+                        if (hs->refs == 1 && now - hs->s.last_used_ms > idle_ms)
                                 victim = hs;
                 if (victim)
                         unlink_locked(victim);

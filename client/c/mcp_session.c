@@ -1,14 +1,23 @@
 /* cellvm mcp: one sandbox per MCP session, cloned from the template on the
- * first tool call and kept across calls. Its deadline runs MCP_SANDBOX_IDLE_S
+ * first tool call and kept across calls. Its deadline runs mcp_idle_s()
  * past the last call, so a client that vanishes leaves nothing behind for
  * longer than that (the registry's deadline holds even if we die). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mcp.h"
 #include "registry.h"
 #include "serve_http.h"
+
+unsigned mcp_idle_s(void)
+{
+        const char *v = getenv("CELLVM_MCP_IDLE_S");
+        char *end;
+        unsigned long n = v && v[0] ? strtoul(v, &end, 10) : 0;
+        return v && v[0] && !*end && n >= 10 && n <= 86400 ? (unsigned)n : MCP_SANDBOX_IDLE_S;
+}
 
 void mcp_session_init(struct mcp_session *s)
 {
@@ -35,6 +44,7 @@ int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, 
         s->last_used_ms = creg_now_ms();
         pthread_mutex_lock(&serve.life);
         bool dead = s->sbx && s->sbx->dead; /* its deadline passed, or its VM exited */
+        int64_t deadline_ms = s->sbx ? s->sbx->deadline_ms : 0;
         pthread_mutex_unlock(&serve.life);
         if (dead) {
                 serve_put(s->sbx);
@@ -49,15 +59,15 @@ int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, 
         }
         if (!s->sbx) {
                 json_t *meta = json_pack("{s:s}", "cellvm", "mcp");
-                int rc = serve_create("mcp", MCP_SANDBOX_IDLE_S, meta, NULL, &s->sbx, err, errlen);
+                int rc = serve_create("mcp", mcp_idle_s(), meta, NULL, &s->sbx, err, errlen);
                 json_decref(meta);
                 if (rc < 0) {
                         s->sbx = NULL;
                         return rc;
                 }
-        } else if (s->sbx->deadline_ms - s->last_used_ms < MCP_SANDBOX_IDLE_S * 1000 / 2) {
+        } else if (deadline_ms - s->last_used_ms < (int64_t)mcp_idle_s() * 1000 / 2) {
                 /* Moved only once half of it is spent: a call costs no extra round trip. */
-                int rc = serve_set_timeout(s->sbx, MCP_SANDBOX_IDLE_S, err, errlen);
+                int rc = serve_set_timeout(s->sbx, mcp_idle_s(), err, errlen);
                 if (rc < 0)
                         return rc;
         }
