@@ -301,6 +301,11 @@ def test_no_sandbox_left_after_close_stdio(stdio_run):
     assert not procs and not entries and not temps, (procs, entries, temps, stdio_run["_log"][-3000:])
 
 
+def test_wrong_key_refused_over_http(http_run):
+    w = http_run["wrong_key"]
+    assert w["connected"] is False and "401" in w["message"] and "Invalid API key" in w["message"], w
+
+
 def test_no_sandbox_left_after_close_http(http_run):
     assert http_run["close"]["sessionId"]
     ids = lambda xs: {x["sandboxID"] for x in xs}  # noqa: E731

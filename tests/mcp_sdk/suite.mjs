@@ -37,6 +37,19 @@ async function scenario(name, fn) {
   }
 }
 
+// Over HTTP, a wrong key is refused before any session exists.
+if (mode === "http") {
+  await scenario("wrong_key", async () => {
+    const other = new Client({ name: "cellvm-tests-wrong-key", version: "1.0.0" });
+    try {
+      await other.connect(transportFor("e2b_not_the_key"));
+      return { connected: true };
+    } catch (e) {
+      return { connected: false, message: String(e.message), code: e.code ?? null };
+    }
+  });
+}
+
 const client = new Client({ name: "cellvm-tests", version: "1.0.0" });
 const transport = transportFor(b);
 await client.connect(transport);
