@@ -314,6 +314,18 @@ def test_no_sandbox_left_after_close_http(http_run):
 
 # --- raw JSON-RPC over stdio ----------------------------------------------------------
 
+def test_cli_usage():
+    if not os.access(CLI, os.X_OK):
+        pytest.fail(f"{CLI} is not built (make all)")
+    r = subprocess.run([CLI, "mcp", "--help"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout.startswith("usage: cellvm mcp") and "docs/MCP.md" in r.stdout
+    r = subprocess.run([CLI, "--help"], capture_output=True, text=True, timeout=30)
+    assert "  mcp [--image DIR]" in r.stdout
+    for bad in (["--memory", "5"], ["--vcpus", "0"], ["extra"], ["--nope"]):
+        r = subprocess.run([CLI, "mcp", *bad], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 2 and r.stdout == "" and "cellvm mcp" in r.stderr, (bad, r)
+
+
 def test_stdio_bad_messages_and_version_negotiation(tmp_path):
     build_image_or_skip()
     p = Private(str(tmp_path))
