@@ -290,10 +290,21 @@ def test_cancelled_request_stops_its_cell(run):
 
 
 def test_output_truncated_with_marker(run):
-    text = ok(run["truncation"])
+    t = run["truncation"]
+    text = ok(t["ascii"])
     assert text.startswith("stdout:\n" + "x" * 1000)
     assert text.endswith("[cellvm: output truncated: 134465 more bytes not shown, only the first "
                          "65536 are kept]"), text[-300:]
+    # A character the bound cuts goes with the cut part (no '?' in its place).
+    text = ok(t["multibyte"])
+    kept, marker = text.split("\n[cellvm: output truncated: ")
+    assert kept == "stdout:\na" + "é" * 32767, kept[-20:]
+    assert marker.startswith("134467 more bytes not shown"), marker  # 200002 - 65535
+    # read_file of 10 MB of text: text (not "binary"), cut at 256 KiB.
+    text = ok(t["bigText"])
+    kept, marker = text.split("\n[cellvm: output truncated: ")
+    assert kept == "ü" * (131072), (len(kept), kept[-10:])
+    assert "more bytes not shown" in marker
 
 
 def test_no_sandbox_left_after_close_stdio(stdio_run):

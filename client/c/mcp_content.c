@@ -59,11 +59,25 @@ static size_t utf8_seq(const unsigned char *p, size_t n)
         return len;
 }
 
-bool mcp_is_utf8(const void *data, size_t n)
+/* Whether p[0..n) is the start of a character, the rest cut off by a bound. */
+static bool cut_short(const unsigned char *p, size_t n)
+{
+        if (n >= 4 || p[0] < 0xC2 || p[0] > 0xF4)
+                return false;
+        size_t want = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : 2;
+        for (size_t j = 1; j < n; j++)
+                if ((p[j] & 0xC0) != 0x80)
+                        return false;
+        return n < want;
+}
+
+bool mcp_is_utf8(const void *data, size_t n, bool cut)
 {
         const unsigned char *p = data;
         for (size_t i = 0; i < n;) {
                 size_t l = utf8_seq(p + i, n - i);
+                if (!l && cut && cut_short(p + i, n - i))
+                        return true;
                 if (!l || (l == 1 && p[i] == 0))
                         return false;
                 i += l;
@@ -88,6 +102,10 @@ static void clean(struct mcp_text *t)
                         }
                 }
                 size_t l = utf8_seq(p + i, t->len - i);
+                if (!l && t->cut && cut_short(p + i, t->len - i)) {
+                        t->cut += t->len - i; /* the bound cut this character: it goes too */
+                        break;
+                }
                 if (!l || (l == 1 && p[i] == 0)) {
                         p[w++] = '?';
                         i++;

@@ -14,8 +14,9 @@ struct mcp_text {
 };
 int mcp_text_add(struct mcp_text *t, const void *p, size_t n);
 void mcp_text_free(struct mcp_text *t);
-/* Whether `data` is valid UTF-8 without NUL bytes. */
-bool mcp_is_utf8(const void *data, size_t n);
+/* Whether `data` is valid UTF-8 without NUL bytes; with `cut`, its end may
+ * be a character cut short (the rest was not read). */
+bool mcp_is_utf8(const void *data, size_t n, bool cut);
 
 /* A text item: `label` (may be NULL) then `t` cleaned (colour codes dropped,
  * invalid UTF-8 as '?') and the truncation marker if anything was cut. */

@@ -307,7 +307,9 @@ static json_t *read_file(struct sandbox *s, const char *path)
         char note[200];
         if (mime && !data.cut && data.len <= MCP_IMAGE_MAX) {
                 (void)mcp_add_image(content, mime, data.buf ? data.buf : "", data.len, false);
-        } else if (mcp_is_utf8(data.buf ? data.buf : "", data.len)) {
+        } else if (data.len == 0 && !data.cut) {
+                (void)mcp_add_string(content, "(empty file)");
+        } else if (mcp_is_utf8(data.buf, data.len, data.cut > 0)) {
                 data.max = MCP_OUTPUT_MAX * 4; /* the text returned: less than what is read */
                 if (data.len > data.max) {
                         data.cut += data.len - data.max;

@@ -173,8 +173,16 @@ await scenario("cancel", async () => {
 });
 
 // Big output is cut with a marker; the call still answers.
-await scenario("truncation", async () =>
-  call("run_code", { code: "print('x' * 200000)" }));
+await scenario("truncation", async () => ({
+  ascii: await call("run_code", { code: "print('x' * 200000)" }),
+  // Two-byte characters: the bound falls inside one (65536 is even, but
+  // "stdout" starts after a one-byte 'a').
+  multibyte: await call("run_code", { code: "print('a' + 'é' * 100000)" }),
+  bigText: await (async () => {
+    await call("run_command", { command: "python3 -c \"print('ü' * 5000000)\" > big.txt" });
+    return call("read_file", { path: "big.txt" });
+  })(),
+}));
 
 await scenario("close", async () => {
   const sessionId = transport.sessionId ?? null;
