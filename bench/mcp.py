@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """cellvm mcp (issue 24) against cellvm's own Python SDK, in one run.
 
-    bench/mcp.py [--image build/image] [--cells 200] [--block 20] [--json FILE]
+    bench/mcp.py [--image build/image] [--cells 200] [--block 20] [--json FILE] [--no-ts]
 
 A `run_code` of `1+1` through `build/cellvm mcp` over stdio (JSON-RPC lines
 written and read here, so the client's own cost is a json.dumps and a
@@ -10,6 +10,9 @@ the agent's CBOR protocol, in alternating blocks of --block cells so both see
 the same load, after each sandbox's first cell. Both restore the same
 template. Every result is checked. Medians, and the difference: MCP's
 overhead per call (JSON-RPC, the session's sandbox, the tool's content).
+Then as many calls through the official TypeScript SDK's client
+(bench/mcp_sdk.mjs, with tests/mcp_sdk's install), which spawns a
+`cellvm mcp` of its own: what a real MCP client adds on its side.
 """
 
 import argparse
@@ -61,6 +64,7 @@ def main():
     ap.add_argument("--cells", type=int, default=200)
     ap.add_argument("--block", type=int, default=20)
     ap.add_argument("--json")
+    ap.add_argument("--no-ts", action="store_true", help="skip the TypeScript SDK's column")
     a = ap.parse_args()
     from cellvm import Sandbox
 
@@ -85,7 +89,18 @@ def main():
     finally:
         mcp.close()
         sbx.kill()
+    # The same call as the official TypeScript SDK's client makes it (its own
+    # JSON-RPC layer and zod validation included), right after, same load.
+    via_ts = []
+    if not a.no_ts:
+        r = subprocess.run(["node", os.path.join(ROOT, "bench", "mcp_sdk.mjs"),
+                            os.path.join(ROOT, "build", "cellvm"), a.image, str(a.cells)],
+                           capture_output=True, text=True, timeout=3600)
+        if r.returncode != 0:
+            raise SystemExit(f"bench/mcp_sdk.mjs failed (npm ci in tests/mcp_sdk?):\n{r.stderr[-3000:]}")
+        via_ts = json.loads(r.stdout.strip().splitlines()[-1])["ms"]
     out = {"cells": len(via_mcp), "mcp_stdio_ms": med(via_mcp), "python_sdk_ms": med(via_sdk),
+           "mcp_ts_sdk_ms": med(via_ts),
            "overhead_ms": round(med(via_mcp) - med(via_sdk), 3),
            "mcp_p90_ms": round(statistics.quantiles(via_mcp, n=10)[-1], 3),
            "sdk_p90_ms": round(statistics.quantiles(via_sdk, n=10)[-1], 3),
@@ -93,7 +108,7 @@ def main():
     print(json.dumps(out, indent=1))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"mcp_ms": via_mcp, "sdk_ms": via_sdk, **out}, f)
+            json.dump({"mcp_ms": via_mcp, "sdk_ms": via_sdk, "ts_ms": via_ts, **out}, f)
 
 
 if __name__ == "__main__":
