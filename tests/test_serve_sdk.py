@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from datetime import datetime
@@ -35,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from conftest import FIXTURES, build_image_or_skip  # noqa: E402
-from serve_process import CLI, Server, tail  # noqa: E402
+from serve_process import CLI, Server, node_with_packages_or_skip, tail  # noqa: E402
 
 SDK_DIR = os.path.join(ROOT, "tests", "serve_sdk")
 CSV = os.path.join(FIXTURES, "vendas.csv")
@@ -47,18 +46,8 @@ NOT_FOUND = "NotFoundError"  # SandboxNotFoundError and FileNotFoundError are su
 # --- the SDK and the server ---------------------------------------------------
 
 def node_or_skip():
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for E2B's npm SDK")
-    v = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    m = re.match(r"v(\d+)\.(\d+)\.(\d+)", v)
-    if not m or tuple(map(int, m.groups())) < MIN_NODE:
-        pytest.skip(f"node {v}: e2b 2.5x needs >= {'.'.join(map(str, MIN_NODE))}")
-    if not os.path.isdir(os.path.join(SDK_DIR, "node_modules", "@e2b", "code-interpreter")):
-        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=SDK_DIR, capture_output=True,
-                           text=True, timeout=600)
-        assert r.returncode == 0, f"npm ci in {SDK_DIR} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    return node
+    return node_with_packages_or_skip(SDK_DIR, os.path.join("@e2b", "code-interpreter"), MIN_NODE,
+                                      "E2B's npm SDK (e2b 2.5x)")
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,12 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
+# cellvm mcp (docs/MCP.md): stdio, and /mcp of cellvm serve; in the same binary.
+MCP_SRCS := client/c/mcp_rpc.c client/c/mcp_tools.c client/c/mcp_run_code.c \
+            client/c/mcp_content.c client/c/mcp_session.c client/c/mcp_stdio.c \
+            client/c/mcp_http.c
+SERVE_OBJS += $(MCP_SRCS:%.c=$(B)/%.o)
+
 $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
 		$(B)/client/c/kube_manifests.o $(B)/client/c/serve_single.o \
 		$(SERVE_OBJS) $(CLIENT_LIB) $(PROTO_LIB)

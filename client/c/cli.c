@@ -61,6 +61,8 @@ static const char usage[] =
     "  run [vm options] [exec options] -- CODE|-\n"
     "                            boot the image, run CODE as exec does (same output,\n"
     "                            images, exit status), stop the VM\n"
+    "  mcp [--image DIR]         an MCP server on stdio (tools run_code, files, commands\n"
+    "                            in a sandbox of its own; docs/MCP.md)\n"
     "  shell [vm options] [-o DIR] [--delim LINE]\n"
     "                            boot the image and read cells from stdin: a cell ends\n"
     "                            at a blank line or a line ';;' (with --delim LINE only\n"
@@ -155,6 +157,7 @@ static const char snapshot_usage[] =
 
 int cmd_serve(int argc, char **argv); /* serve_main.c */
 int cmd_kube(int argc, char **argv);  /* kube_manifests.c */
+int cmd_mcp(int argc, char **argv);   /* mcp_stdio.c */
 
 static volatile sig_atomic_t interrupted;
 /* The VM of `run`/`shell`: killed by the handlers below before exiting. */
@@ -1054,6 +1057,8 @@ int main(int argc, char **argv)
                 return cmd_serve(argc - i, argv + i);
         if (strcmp(argv[i], "kube") == 0)
                 return cmd_kube(argc - i, argv + i);
+        if (strcmp(argv[i], "mcp") == 0)
+                return cmd_mcp(argc - i, argv + i);
         if (!known_command(argv[i])) {
                 fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", argv[i]);
                 return EXIT_USAGE;

@@ -75,6 +75,15 @@ struct serve {
 
 extern struct serve serve;
 
+/* --- options and signals shared by cellvm serve and cellvm mcp (serve_main.c) --- */
+
+/* --memory ('m') or --vcpus ('n') into serve's settings; -EINVAL (said on
+ * stderr, as `cellvm CMD`) when out of range. */
+int serve_vm_option(const char *cmd, int opt, const char *arg);
+/* Blocks SIGTERM, SIGINT and SIGHUP (in `set`, for sigwait) in this thread
+ * and the ones it starts; ignores SIGPIPE. */
+void serve_block_signals(sigset_t *set);
+
 /* --- sandboxes (serve_sandbox.c) --- */
 
 /* A new sandbox from the template: 0 with *out referenced (serve_put it), or
@@ -99,6 +108,8 @@ int serve_set_timeout(struct sandbox *s, double timeout_s, char *err, size_t err
 int serve_list(struct sandbox ***out, size_t *n);
 /* Kills every sandbox (SIGTERM). */
 void serve_kill_all(void);
+/* `nhex` random lowercase hex digits and a NUL (tokens, session ids). */
+int serve_random_hex(char *out, size_t nhex);
 /* The reaper: ends sandboxes whose deadline passed or whose VM exited. */
 void *serve_reaper(void *arg);
 

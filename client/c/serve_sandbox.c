@@ -18,7 +18,7 @@
 
 struct serve serve = {.life = PTHREAD_MUTEX_INITIALIZER};
 
-static int random_hex(char *out, size_t nhex)
+int serve_random_hex(char *out, size_t nhex)
 {
         unsigned char raw[64];
         size_t n = (nhex + 1) / 2;
@@ -126,7 +126,7 @@ int serve_create(const char *template_id, double timeout_s, json_t *metadata, js
                  struct sandbox **out, char *err, size_t errlen)
 {
         char token[SERVE_TOKEN_LEN + 1];
-        int rc = random_hex(token, SERVE_TOKEN_LEN);
+        int rc = serve_random_hex(token, SERVE_TOKEN_LEN);
         if (rc < 0) {
                 snprintf(err, errlen, "getrandom: %s", strerror(-rc));
                 return rc;
