@@ -4,7 +4,7 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/vmm_vsock.c client/c/registry.c client/c/host_tsc.c \
                    client/c/manifest.c client/c/template.c client/c/qmp.c \
                    client/c/snapshot_qemu.c client/c/vmm_idle.c client/c/paused.c \
-                   client/c/user_dirs.c client/c/tsc_word.c
+                   client/c/user_dirs.c client/c/tsc_word.c client/c/pause.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c
@@ -25,6 +25,7 @@ SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
 $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
+		$(B)/client/c/cli_pause.o \
 		$(SERVE_OBJS) $(CLIENT_LIB) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm $(SERVE_LIBS)
 
