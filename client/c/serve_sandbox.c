@@ -18,7 +18,7 @@
 
 struct serve serve = {.life = PTHREAD_MUTEX_INITIALIZER};
 
-static int random_hex(char *out, size_t nhex)
+int serve_random_hex(char *out, size_t nhex)
 {
         unsigned char raw[64];
         size_t n = (nhex + 1) / 2;
@@ -125,7 +125,7 @@ int serve_create(const char *template_id, double timeout_s, json_t *metadata, js
                  struct sandbox **out, char *err, size_t errlen)
 {
         char token[SERVE_TOKEN_LEN + 1];
-        int rc = random_hex(token, SERVE_TOKEN_LEN);
+        int rc = serve_random_hex(token, SERVE_TOKEN_LEN);
         if (rc < 0) {
                 snprintf(err, errlen, "getrandom: %s", strerror(-rc));
                 return rc;
@@ -199,6 +199,28 @@ static bool end_locked(struct sandbox *s)
                 return true;
         }
         return false;
+}
+
+bool serve_unlink(struct sandbox *s)
+{
+        pthread_mutex_lock(&serve.life);
+        bool found = false;
+        for (struct sandbox **p = &serve.sandboxes; *p && !found; p = &(*p)->next) {
+                if (*p != s)
+                        continue;
+                *p = s->next;
+                found = true;
+        }
+        pthread_mutex_unlock(&serve.life);
+        return found;
+}
+
+void serve_insert(struct sandbox *s)
+{
+        pthread_mutex_lock(&serve.life);
+        s->next = serve.sandboxes;
+        serve.sandboxes = s;
+        pthread_mutex_unlock(&serve.life);
 }
 
 bool serve_kill(struct sandbox *s)
