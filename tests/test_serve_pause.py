@@ -167,3 +167,37 @@ def test_a_paused_sandbox_outlives_its_timeout_and_resumes(serve):
         assert run_code(serve, sbx, "alive * 6") == ["42"]
     finally:
         call(serve, "DELETE", f"/sandboxes/{sid}")
+
+
+def test_auto_pause_at_the_timeout_then_connect_resumes(serve):
+    """E2B's lifecycle onTimeout "pause" (the create's `autoPause`): at its
+    timeout the sandbox is paused, not killed, and connect wakes it."""
+    status, body = call(serve, "POST", "/sandboxes", {"timeout": 3, "autoPause": True,
+                                                       "autoResume": {"enabled": True}})
+    assert status == 400 and "autoResume" in body["message"], body
+    status, sbx = call(serve, "POST", "/sandboxes", {"timeout": 3, "autoPause": True,
+                                                      "autoResume": {"enabled": False}})
+    assert status == 201, sbx
+    sid = sbx["sandboxID"]
+    try:
+        assert run_code(serve, sbx, "woke = 21") == []
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert info["lifecycle"] == {"onTimeout": "pause", "autoResume": False}, info
+        # Paused at its timeout (or being paused: described as paused already);
+        # bounded generously, as the reaper and TCG take their time.
+        for _ in range(240):
+            status, info = call(serve, "GET", f"/sandboxes/{sid}")
+            if info.get("state") == "paused" and os.path.isdir(os.path.join(serve.paused, sid)):
+                break
+            time.sleep(0.5)
+        assert status == 200 and info["state"] == "paused", info
+        assert listed(serve, "state=paused").get(sid) == "paused"
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/connect", {"timeout": 60})
+        assert status == 201, body
+        assert run_code(serve, sbx, "woke * 2") == ["42"]
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert info["state"] == "running" and info["lifecycle"]["onTimeout"] == "pause", info
+    finally:
+        call(serve, "DELETE", f"/sandboxes/{sid}")
+    with open(serve.log_path, errors="replace") as f:
+        assert f"sandbox {sid} paused: its timeout passed (autoPause)" in f.read()

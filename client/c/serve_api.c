@@ -47,7 +47,8 @@ static json_t *listed_json(const struct sandbox *s, bool detail)
                 json_object_set_new(o, "domain", json_string(serve.domain));
                 json_object_set_new(o, "allowInternetAccess", json_false());
                 json_object_set_new(o, "lifecycle",
-                                    json_pack("{s:s, s:b}", "onTimeout", "kill", "autoResume", 0));
+                                    json_pack("{s:s, s:b}", "onTimeout",
+                                              s->auto_pause ? "pause" : "kill", "autoResume", 0));
         }
         return o;
 }
@@ -184,6 +185,22 @@ static enum MHD_Result create(struct hreq *h)
                 json_decref(body);
                 return reply_error(h, 400, "%s", why);
         }
+        json_t *ap = json_object_get(body, "autoPause"), *ar = json_object_get(body, "autoResume");
+        if (!why[0] && ap && !json_is_null(ap) && !json_is_boolean(ap))
+                snprintf(why, sizeof(why), "autoPause must be a boolean");
+        else if (!why[0] && ar && !json_is_null(ar) &&
+                 !(json_is_object(ar) && !json_is_true(json_object_get(ar, "enabled"))) &&
+                 !json_is_false(ar))
+                snprintf(why, sizeof(why),
+                         "autoResume: waking a paused sandbox on traffic is not supported by "
+                         "cellvm serve (connect resumes it)");
+        if (why[0]) {
+                json_decref(metadata);
+                json_decref(envs);
+                json_decref(body);
+                return reply_error(h, 400, "%s", why);
+        }
+        bool auto_pause = json_is_true(ap);
         if (!known_template(tpl) || strlen(tpl) >= sizeof(((struct sandbox *)0)->template_id)) {
                 json_decref(metadata);
                 json_decref(envs);
@@ -202,6 +219,17 @@ static enum MHD_Result create(struct hreq *h)
         json_decref(body);
         if (r < 0)
                 return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
+        if (auto_pause) {
+                pthread_mutex_lock(&serve.life);
+                s->auto_pause = true;
+                pthread_mutex_unlock(&serve.life);
+                /* The guest's own deadline gets the margin of a pause. */
+                if (serve_set_timeout(s, timeout, why, sizeof(why)) < 0) {
+                        serve_kill(s);
+                        serve_put(s);
+                        return reply_error(h, 500, "setting the timeout: %s", why);
+                }
+        }
         fprintf(stderr, "cellvm serve: sandbox %s created in %lld ms (%s, timeout %g s)\n", s->id,
                 (long long)(creg_now_ms() - t0), s->template_id, timeout);
         json_t *out = sandbox_json(s);

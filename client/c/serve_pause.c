@@ -14,45 +14,86 @@
 #include "registry.h"
 #include "serve.h"
 
-/* The envd access token beside a record (the SDK's Sandbox keeps it). */
-#define TOKEN_FILE "serve-token"
+/* What the server keeps beside a record, as JSON: the envd access token (the
+ * SDK's Sandbox object keeps it) and the lifecycle (autoPause). */
+#define SERVE_FILE "serve.json"
+#define SERVE_FILE_MAX 4096
 
 /* One pause or resume at a time: a connect waits for the pause before it. */
 static pthread_mutex_t pausing = PTHREAD_MUTEX_INITIALIZER;
+/* The sandbox being paused (out of the table, its record not written yet):
+ * described and listed as paused meanwhile. Under serve.life. */
+static struct sandbox *being_paused;
 
-static int write_token(const char *dir, const char *token)
+static void set_being_paused(struct sandbox *s)
+{
+        pthread_mutex_lock(&serve.life);
+        being_paused = s;
+        pthread_mutex_unlock(&serve.life);
+}
+
+/* `being_paused` as a paused one, if it is `id` (NULL: any): true with *p set. */
+static bool describe_being_paused(const char *id, struct serve_paused *p)
+{
+        pthread_mutex_lock(&serve.life);
+        struct sandbox *s = being_paused;
+        bool hit = s && (!id || strcmp(id, s->id) == 0);
+        if (hit) {
+                memset(p, 0, sizeof(*p));
+                snprintf(p->id, sizeof(p->id), "%s", s->id);
+                snprintf(p->template_id, sizeof(p->template_id), "%s", s->template_id);
+                p->metadata = json_deep_copy(s->metadata);
+                p->started_ms = s->started_ms;
+                p->memory_mb = s->memory_mb;
+                p->vcpus = s->vcpus;
+        }
+        pthread_mutex_unlock(&serve.life);
+        return hit;
+}
+
+static int write_serve_file(const char *dir, const struct sandbox *s)
 {
         char path[PATH_MAX + 16];
-        snprintf(path, sizeof(path), "%s/%s", dir, TOKEN_FILE);
+        snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
+        char *text = NULL;
+        json_t *j =
+            json_pack("{s:s, s:b}", "envdAccessToken", s->token, "autoPause", s->auto_pause);
+        if (j)
+                text = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!text)
+                return -ENOMEM;
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        size_t n = strlen(token);
-        int rc = write(fd, token, n) == (ssize_t)n ? 0 : -EIO;
-        if (close(fd) < 0 && rc == 0)
+        int rc = fd < 0 ? -errno : 0;
+        size_t n = strlen(text);
+        if (rc == 0 && write(fd, text, n) != (ssize_t)n)
+                rc = -EIO;
+        if (fd >= 0 && close(fd) < 0 && rc == 0)
                 rc = -errno;
+        free(text);
         return rc;
 }
 
-/* The token kept with the record, else a new one (a record paused by the
- * CLI or the SDK has none). */
-static int read_token(const char *dir, char *token)
+/* The token and lifecycle kept with the record into `s`; a record paused by
+ * the CLI or the SDK has none: a new token, no autoPause. */
+static int read_serve_file(const char *dir, struct sandbox *s)
 {
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof(path), "%s/%s", dir, TOKEN_FILE);
+        char path[PATH_MAX + 16], buf[SERVE_FILE_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                ssize_t n = read(fd, token, SERVE_TOKEN_LEN);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+        if (fd >= 0)
                 close(fd);
-                bool ok = n == SERVE_TOKEN_LEN;
-                for (ssize_t i = 0; ok && i < n; i++)
-                        ok = (token[i] >= '0' && token[i] <= '9') ||
-                             (token[i] >= 'a' && token[i] <= 'f');
-                token[SERVE_TOKEN_LEN] = '\0';
-                if (ok)
-                        return 0;
-        }
-        return serve_random_hex(token, SERVE_TOKEN_LEN);
+        json_t *j = n > 0 ? json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL) : NULL;
+        const char *token = json_string_value(json_object_get(j, "envdAccessToken"));
+        bool ok = token && strlen(token) == SERVE_TOKEN_LEN;
+        for (size_t i = 0; ok && i < SERVE_TOKEN_LEN; i++)
+                ok = (token[i] >= '0' && token[i] <= '9') || (token[i] >= 'a' && token[i] <= 'f');
+        if (ok)
+                memcpy(s->token, token, SERVE_TOKEN_LEN + 1);
+        s->auto_pause = json_is_true(json_object_get(j, "autoPause"));
+        json_decref(j);
+        return ok ? 0 : serve_random_hex(s->token, SERVE_TOKEN_LEN);
 }
 
 int serve_pause(struct sandbox *s, char *err, size_t errlen)
@@ -69,6 +110,7 @@ int serve_pause(struct sandbox *s, char *err, size_t errlen)
                 snprintf(err, errlen, "sandbox \"%s\" ended meanwhile", s->id);
                 return -ENOENT;
         }
+        set_being_paused(s);
         json_t *none = json_object();
         char *meta = json_dumps(s->metadata ? s->metadata : none, JSON_COMPACT | JSON_ENSURE_ASCII);
         char *envs = json_dumps(s->envs ? s->envs : none, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -85,17 +127,19 @@ int serve_pause(struct sandbox *s, char *err, size_t errlen)
         free(envs);
         if (rc < 0) {
                 serve_insert(s); /* it runs on */
+                set_being_paused(NULL);
                 pthread_mutex_unlock(&pausing);
                 return rc;
         }
-        int trc = write_token(dir, s->token);
+        int trc = write_serve_file(dir, s);
         if (trc < 0)
                 fprintf(stderr,
-                        "cellvm serve: sandbox %s: keeping its access token in %s: %s (a resume "
-                        "gives it a new one)\n",
-                        s->id, dir, strerror(-trc));
+                        "cellvm serve: sandbox %s: keeping its access token in %s/%s: %s (a "
+                        "resume gives it a new one)\n",
+                        s->id, dir, SERVE_FILE, strerror(-trc));
         pthread_mutex_lock(&serve.life);
         serve_stop_vm(s);
+        being_paused = NULL;
         pthread_mutex_unlock(&serve.life);
         serve_put(s); /* the table's reference */
         pthread_mutex_unlock(&pausing);
@@ -141,7 +185,7 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         }
         pthread_mutex_init(&s->procs_lock, NULL);
         s->refs = 1;
-        if ((rc = read_token(dir, s->token)) < 0) {
+        if ((rc = read_serve_file(dir, s)) < 0) {
                 snprintf(err, errlen, "getrandom: %s", strerror(-rc));
                 serve_put(s);
                 pthread_mutex_unlock(&pausing);
@@ -179,6 +223,9 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         s->refs++; /* the table's */
         serve_insert(s);
         pthread_mutex_unlock(&pausing);
+        /* An auto-pausing one's guest gets the margin of a pause again. */
+        if (s->auto_pause && serve_set_timeout(s, timeout_s, err, errlen) < 0)
+                fprintf(stderr, "cellvm serve: sandbox %s: SET_DEADLINE: %s\n", s->id, err);
         *out = s;
         return 1;
 }
@@ -240,6 +287,12 @@ int serve_paused_list(struct serve_paused **out, size_t *n)
                 if (read_paused(all[i].dir, all[i].key, &v[k]) == 0)
                         k++;
         free(all);
+        struct serve_paused *more = realloc(v, (k + 1) * sizeof(*v));
+        if (more) {
+                v = more;
+                if (describe_being_paused(NULL, &v[k]))
+                        k++;
+        }
         qsort(v, k, sizeof(*v), by_start);
         *out = v;
         *n = k;
@@ -254,6 +307,8 @@ void serve_paused_free(struct serve_paused *v, size_t n)
 
 int serve_paused_get(const char *id, struct serve_paused *out)
 {
+        if (describe_being_paused(id, out))
+                return 0;
         char root[PATH_MAX], dir[PATH_MAX];
         int rc = sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir));
         if (rc < 0)
