@@ -22,7 +22,8 @@ from cellvm import Sandbox, SandboxState  # noqa: E402
 from cellvm import clone, registry, snapshot  # noqa: E402
 from conftest import IMAGE, SNAPSHOT_MEMORY_MB  # noqa: E402
 
-CLI = os.path.join(os.path.dirname(IMAGE), "cellvm")
+CLI = os.path.abspath(os.path.join(os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build")),
+                                   "cellvm"))
 
 
 @pytest.fixture(autouse=True)

@@ -210,11 +210,12 @@ bool serve_unlink(struct sandbox *s)
 {
         pthread_mutex_lock(&serve.life);
         bool found = false;
-        for (struct sandbox **p = &serve.sandboxes; *p && !found; p = &(*p)->next) {
-                if (*p != s)
-                        continue;
-                *p = s->next;
-                found = true;
+        for (struct sandbox **p = &serve.sandboxes; *p; p = &(*p)->next) {
+                if (*p == s) {
+                        *p = s->next;
+                        found = true;
+                        break;
+                }
         }
         pthread_mutex_unlock(&serve.life);
         return found;
