@@ -645,7 +645,14 @@ def test_g_pause(serve, tmp_path):
         threw(s["infoAfterKill"], NOT_FOUND)
         threw(s["connectAfterKill"], NOT_FOUND)
 
-    check(result, evidence, {"pause_resume": pause_resume, "instance_connect": instance_connect})
+    def command_across_pause(s):
+        assert s["listed"] is True and s["samePid"] is True
+        assert s["sawOutput"] is True and s["killed"] is True
+        threw(s["waitAfterKill"])
+        threw(s["connectUnknown"], NOT_FOUND)
+
+    check(result, evidence, {"pause_resume": pause_resume, "instance_connect": instance_connect,
+                             "command_across_pause": command_across_pause})
 
 
 @pytest.mark.xfail(reason="cellvm serve's later features (pty, ports, watchDir, metrics): "

@@ -83,13 +83,19 @@ int sbx_resume(const char *root, const char *dir, double timeout_s, struct sbx_r
                 snprintf(err, errlen, "%s names no registry key", dir);
                 rc = -EINVAL;
         }
-        if (rc == 0 && sbx_reserve(timeout_s) < 0) {
+        int refused = rc == 0 ? sbx_reserve(timeout_s) : 0;
+        if (refused == -EAGAIN)
                 snprintf(err, errlen,
                          "Rate limit exceeded: the maximum number of concurrent sandboxes (%u, "
                          "$CELLVM_MAX_SANDBOXES) is reached",
                          creg_max_sandboxes());
-                rc = -EAGAIN;
-        }
+        else if (refused == -EINVAL)
+                snprintf(err, errlen, "Timeout cannot be greater than %g seconds",
+                         creg_max_timeout_s());
+        else if (refused < 0)
+                snprintf(err, errlen, "the sandbox registry is unusable (said above)");
+        if (refused < 0)
+                rc = refused;
         if (rc < 0) {
                 close(fd);
                 return rc;

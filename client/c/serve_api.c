@@ -436,8 +436,11 @@ static enum MHD_Result not_running(struct hreq *h, const char *id, const char *a
                 return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
         if (r < 0) {
                 fprintf(stderr, "cellvm serve: resuming sandbox %s: %s\n", id, why);
-                return reply_error(h, r == -EAGAIN ? 429 : 500, "resuming sandbox %.64s: %s", id,
-                                   why);
+                return reply_error(h,
+                                   r == -EAGAIN  ? 429
+                                   : r == -EBUSY ? 409
+                                                 : 500,
+                                   "resuming sandbox %.64s: %s", id, why);
         }
         if (r > 0)
                 fprintf(stderr, "cellvm serve: sandbox %s resumed in %lld ms (timeout %g s)\n",

@@ -1,10 +1,11 @@
 // Group g_pause: E2B's pause and resume through cellvm serve (docs/SERVE.md,
 // "Pause and resume"): pause() and betaPause(), the state while paused,
 // Sandbox.connect(id) and the instance's connect() resuming it with its
-// variables, files and access token, kill of a paused sandbox.
+// variables, files and access token, a background command followed again
+// after the resume (commands.connect), kill of a paused sandbox.
 
 import { Sandbox } from '@e2b/code-interpreter'
-import { runGroup, killLater, expectThrow } from './lib.mjs'
+import { runGroup, killLater, expectThrow, until } from './lib.mjs'
 
 await runGroup('pause', async (scenario) => {
   const create = async (group) =>
@@ -49,5 +50,19 @@ await runGroup('pause', async (scenario) => {
     o.killed = await Sandbox.kill(sbx.sandboxId) // a paused sandbox's kill
     o.infoAfterKill = await expectThrow(() => Sandbox.getInfo(sbx.sandboxId))
     o.connectAfterKill = await expectThrow(() => Sandbox.connect(sbx.sandboxId))
+  })
+  await scenario('command_across_pause', async (o) => {
+    const sbx = await create('later-pause-command')
+    const h = await sbx.commands.run('while true; do echo tick; sleep 0.5; done', { background: true })
+    await sbx.pause()
+    await sbx.connect()
+    o.listed = (await sbx.commands.list()).some((p) => p.pid === h.pid)
+    let out = ''
+    const again = await sbx.commands.connect(h.pid, { onStdout: (d) => { out += d } })
+    o.samePid = again.pid === h.pid
+    o.sawOutput = Boolean(await until(() => out.includes('tick'), 30_000))
+    o.killed = await sbx.commands.kill(h.pid)
+    o.waitAfterKill = await expectThrow(() => again.wait())
+    o.connectUnknown = await expectThrow(() => sbx.commands.connect(999999))
   })
 })
