@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "paused.h"
 #include "qmp.h"
 #include "snapshot_qemu.h"
 #include "template.h"
@@ -54,27 +55,6 @@ static uint64_t mono_ms(void)
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* The store's lock (<root>/lock, the SDK's), held: its fd, or a negative errno. */
-static int lock_store(const char *root)
-{
-        char lock[PATH_MAX];
-        int w = snprintf(lock, sizeof(lock), "%s/lock", root);
-        if (w < 0 || (size_t)w >= sizeof(lock))
-                return -ENAMETOOLONG;
-        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (fd < 0)
-                return -errno;
-        int rc;
-        while ((rc = flock(fd, LOCK_EX)) < 0 && errno == EINTR)
-                ;
-        if (rc < 0) {
-                rc = -errno;
-                close(fd);
-                return rc;
-        }
-        return fd;
 }
 
 /* --- the VMM's argv, as a record keeps it -------------------------------- */
@@ -307,7 +287,7 @@ static int new_tmp(const char *root, const char *final, char *tmp, size_t tmplen
         int n = snprintf(tmp, tmplen, "%s.tmp", final);
         if (n < 0 || (size_t)n >= tmplen)
                 return -ENAMETOOLONG;
-        int lock = lock_store(root);
+        int lock = cpaused_lock(root);
         if (lock < 0) {
                 snprintf(err, errlen, "locking %s/lock: %s", root, strerror(-lock));
                 return lock;
@@ -332,7 +312,7 @@ static int new_tmp(const char *root, const char *final, char *tmp, size_t tmplen
 /* The finished `tmp` becomes `final`, under the store's lock. */
 static int publish(const char *root, const char *tmp, const char *final, char *err, size_t errlen)
 {
-        int lock = lock_store(root);
+        int lock = cpaused_lock(root);
         if (lock < 0) {
                 snprintf(err, errlen, "locking %s/lock: %s", root, strerror(-lock));
                 return lock;

@@ -32,44 +32,46 @@ static json_t *sandbox_json(const struct sandbox *s)
                          serve.domain);
 }
 
-static json_t *listed_json(const struct sandbox *s, bool detail)
+/* E2B's ListedSandbox (and with `detail`, SandboxDetail) of a running
+ * (`token` its access token) or a paused sandbox (`token` NULL). */
+static json_t *described(const struct serve_paused *v, int64_t end_ms, const char *token,
+                         const char *on_timeout, bool detail)
 {
         char started[40], end[40];
-        iso_time(started, sizeof(started), s->started_ms);
-        iso_time(end, sizeof(end), s->deadline_ms);
+        iso_time(started, sizeof(started), v->started_ms);
+        iso_time(end, sizeof(end), end_ms);
         json_t *o = json_pack(
-            "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:s}", "templateID", s->template_id,
-            "sandboxID", s->id, "clientID", "cellvm", "startedAt", started, "endAt", end,
-            "cpuCount", (int)s->vcpus, "memoryMB", (int)s->memory_mb, "diskSizeMB", 0, "metadata",
-            s->metadata, "state", "running", "envdVersion", SERVE_ENVD_VERSION);
+            "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:s}", "templateID", v->template_id,
+            "sandboxID", v->id, "clientID", "cellvm", "startedAt", started, "endAt", end,
+            "cpuCount", (int)v->vcpus, "memoryMB", (int)v->memory_mb, "diskSizeMB", 0, "metadata",
+            v->metadata, "state", token ? "running" : "paused", "envdVersion", SERVE_ENVD_VERSION);
         if (o && detail) {
-                json_object_set_new(o, "envdAccessToken", json_string(s->token));
+                if (token)
+                        json_object_set_new(o, "envdAccessToken", json_string(token));
                 json_object_set_new(o, "domain", json_string(serve.domain));
                 json_object_set_new(o, "allowInternetAccess", json_false());
-                json_object_set_new(o, "lifecycle",
-                                    json_pack("{s:s, s:b}", "onTimeout",
-                                              s->auto_pause ? "pause" : "kill", "autoResume", 0));
+                json_object_set_new(
+                    o, "lifecycle",
+                    json_pack("{s:s, s:b}", "onTimeout", on_timeout, "autoResume", 0));
         }
         return o;
 }
 
-/* A paused sandbox as E2B lists and describes it (no deadline: endAt is its start). */
+static json_t *listed_json(const struct sandbox *s, bool detail)
+{
+        struct serve_paused v = {.metadata = s->metadata,
+                                 .started_ms = s->started_ms,
+                                 .memory_mb = s->memory_mb,
+                                 .vcpus = s->vcpus};
+        snprintf(v.id, sizeof(v.id), "%s", s->id);
+        snprintf(v.template_id, sizeof(v.template_id), "%s", s->template_id);
+        return described(&v, s->deadline_ms, s->token, s->auto_pause ? "pause" : "kill", detail);
+}
+
+/* A paused sandbox (no deadline: endAt is its start). */
 static json_t *paused_json(const struct serve_paused *p, bool detail)
 {
-        char started[40];
-        iso_time(started, sizeof(started), p->started_ms);
-        json_t *o = json_pack(
-            "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:s}", "templateID", p->template_id,
-            "sandboxID", p->id, "clientID", "cellvm", "startedAt", started, "endAt", started,
-            "cpuCount", (int)p->vcpus, "memoryMB", (int)p->memory_mb, "diskSizeMB", 0, "metadata",
-            p->metadata, "state", "paused", "envdVersion", SERVE_ENVD_VERSION);
-        if (o && detail) {
-                json_object_set_new(o, "domain", json_string(serve.domain));
-                json_object_set_new(o, "allowInternetAccess", json_false());
-                json_object_set_new(o, "lifecycle",
-                                    json_pack("{s:s, s:b}", "onTimeout", "kill", "autoResume", 0));
-        }
-        return o;
+        return described(p, p->started_ms, NULL, "kill", detail);
 }
 
 /* A JSON object body, or NULL with a 400 queued in *rc. */

@@ -719,6 +719,37 @@ static int connect_channel(struct cvm *vm, uint64_t deadline, char *err, size_t 
         }
 }
 
+/* The same guest again (a resumed pause): this host's entropy and clock,
+ * its generation and Python random generators left as they were (E2B's
+ * resume leaves them too). */
+static int refresh(struct cvc *c, int timeout_ms, char *err, size_t errlen)
+{
+        uint8_t entropy[ENTROPY_BYTES];
+        if (getrandom(entropy, sizeof(entropy), 0) != (ssize_t)sizeof(entropy)) {
+                int e = errno;
+                snprintf(err, errlen, "getrandom: %s", strerror(e));
+                return -e;
+        }
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "seed");
+        cv_enc_bytes(&b, entropy, sizeof(entropy));
+        int rc = call(c, CV_MSG_ADD_ENTROPY, &b, timeout_ms, NULL);
+        if (rc < 0) {
+                snprintf(err, errlen, "ADD_ENTROPY: %s", cvc_errmsg(c));
+                return rc;
+        }
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "realtime_ns");
+        cv_enc_uint(&b, (uint64_t)realtime_ns());
+        rc = call(c, CV_MSG_SET_TIME, &b, timeout_ms, NULL);
+        if (rc < 0)
+                snprintf(err, errlen, "SET_TIME: %s", cvc_errmsg(c));
+        return rc;
+}
+
 /* NEW_GENERATION: 64 bytes of this host's entropy, its clock (taken right
  * before sending) and a generation of its own (the snapshot's, HELLO says it,
  * + 1 + 32 random bits); an agent without it gets ADD_ENTROPY and SET_TIME. */
@@ -752,55 +783,12 @@ static int new_generation(struct cvc *c, int timeout_ms, char *err, size_t errle
                 return rc;
         }
         /* An older agent: what it has. */
-        cv_buf_init(&b);
-        cv_enc_map(&b, 1);
-        cv_enc_cstr(&b, "seed");
-        cv_enc_bytes(&b, entropy, sizeof(entropy));
-        rc = call(c, CV_MSG_ADD_ENTROPY, &b, timeout_ms, NULL);
-        if (rc == 0) {
-                cv_buf_init(&b);
-                cv_enc_map(&b, 1);
-                cv_enc_cstr(&b, "realtime_ns");
-                cv_enc_uint(&b, (uint64_t)realtime_ns());
-                rc = call(c, CV_MSG_SET_TIME, &b, timeout_ms, NULL);
-        }
-        if (rc < 0)
+        if (refresh(c, timeout_ms, err, errlen) < 0)
                 fprintf(stderr,
                         "cellvm: the restored guest has no NEW_GENERATION and refused "
                         "ADD_ENTROPY/SET_TIME (%s)\n",
                         cvc_errmsg(c));
         return 0;
-}
-
-/* The same guest again (a resumed pause): this host's entropy and clock,
- * its generation and Python random generators left as they were (E2B's
- * resume leaves them too). */
-static int refresh(struct cvc *c, int timeout_ms, char *err, size_t errlen)
-{
-        uint8_t entropy[ENTROPY_BYTES];
-        if (getrandom(entropy, sizeof(entropy), 0) != (ssize_t)sizeof(entropy)) {
-                int e = errno;
-                snprintf(err, errlen, "getrandom: %s", strerror(e));
-                return -e;
-        }
-        struct cv_buf b;
-        cv_buf_init(&b);
-        cv_enc_map(&b, 1);
-        cv_enc_cstr(&b, "seed");
-        cv_enc_bytes(&b, entropy, sizeof(entropy));
-        int rc = call(c, CV_MSG_ADD_ENTROPY, &b, timeout_ms, NULL);
-        if (rc < 0) {
-                snprintf(err, errlen, "ADD_ENTROPY: %s", cvc_errmsg(c));
-                return rc;
-        }
-        cv_buf_init(&b);
-        cv_enc_map(&b, 1);
-        cv_enc_cstr(&b, "realtime_ns");
-        cv_enc_uint(&b, (uint64_t)realtime_ns());
-        rc = call(c, CV_MSG_SET_TIME, &b, timeout_ms, NULL);
-        if (rc < 0)
-                snprintf(err, errlen, "SET_TIME: %s", cvc_errmsg(c));
-        return rc;
 }
 
 /* Loads the state and runs the guest; `fresh`: a clone (NEW_GENERATION),
