@@ -87,7 +87,7 @@ class Server:
         self.log_path = os.path.join(tmp, "serve.log")
         env = dict(os.environ, CELLVM_API_KEY=self.key, CELLVM_RUNTIME_DIR=self.run,
                    CELLVM_TEMPLATE_DIR=self.templates, TMPDIR=self.tmpdir,
-                   CELLVM_MAX_SANDBOXES="40")
+                   CELLVM_PAUSED_DIR=os.path.join(tmp, "paused"), CELLVM_MAX_SANDBOXES="40")
         # conftest's suite-wide settings are not the server's
         for name in ("CELLVM_SNAPSHOT", "CELLVM_DEFAULT_TIMEOUT", "CELLVM_ADDR"):
             env.pop(name, None)

@@ -612,20 +612,42 @@ def test_f_errors(serve, tmp_path):
 
 # --- g: the features that come later ----------------------------------------------
 
-@pytest.mark.xfail(reason="cellvm serve's later features (pause/resume, pty, ports, watchDir, metrics): "
-                          "remove this mark once they are implemented", strict=False)
-def test_g_later_features(serve, tmp_path):
-    result, evidence = run_group(serve, tmp_path, "g_later.mjs")
+def test_g_pause(serve, tmp_path):
+    result, evidence = run_group(serve, tmp_path, "g_pause.mjs")
 
     def pause_resume(s):
         assert s["paused"] is True and s["stateWhilePaused"] == "paused"
-        assert s["sandboxId"] in s["listedPaused"]
+        assert s["metadataWhilePaused"] == {"suite": "serve_sdk", "group": "later-pause"}
+        assert s["listedPaused"] == [s["sandboxId"]] and s["listedRunning"] == []
         # already paused: E2B answers 409, pause() returns false
         assert s["pauseAgain"] == {"threw": False, "value": False}, s["pauseAgain"]
         assert s["betaPauseAgain"] == {"threw": False, "value": False}, s["betaPauseAgain"]
         assert s["sameId"] is True and s["stateAfter"] == "running"
         assert s["kept"] == "6" and s["file"] == "kept across pause"
         assert s["killed"] is True
+
+    def instance_connect(s):
+        assert s["paused"] is True
+        threw(s["runWhilePaused"])
+        assert s["afterConnect"] == "42" and s["command"] == "resumed\n"
+        assert s["pausedAgain"] is True and s["killed"] is True
+        threw(s["infoAfterKill"], NOT_FOUND)
+        threw(s["connectAfterKill"], NOT_FOUND)
+
+    def command_across_pause(s):
+        assert s["listed"] is True and s["samePid"] is True
+        assert s["sawOutput"] is True and s["killed"] is True
+        threw(s["waitAfterKill"])
+        threw(s["connectUnknown"], NOT_FOUND)
+
+    check(result, evidence, {"pause_resume": pause_resume, "instance_connect": instance_connect,
+                             "command_across_pause": command_across_pause})
+
+
+@pytest.mark.xfail(reason="cellvm serve's later features (pty, ports, watchDir, metrics): "
+                          "remove this mark once they are implemented", strict=False)
+def test_g_later_features(serve, tmp_path):
+    result, evidence = run_group(serve, tmp_path, "g_later.mjs")
 
     def pty(s):
         assert s["pidType"] == "number"
@@ -650,7 +672,7 @@ def test_g_later_features(serve, tmp_path):
             assert isinstance(s["first"][k], (int, float)), k
         assert s["first"]["memTotal"] >= s["first"]["memUsed"] > 0
 
-    check(result, evidence, {"pause_resume": pause_resume, "pty": pty, "get_host": get_host,
+    check(result, evidence, {"pty": pty, "get_host": get_host,
                              "watch_dir": watch_dir, "metrics": metrics})
 
 

@@ -4,7 +4,7 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/vmm_vsock.c client/c/registry.c client/c/host_tsc.c \
                    client/c/manifest.c client/c/template.c client/c/qmp.c \
                    client/c/snapshot_qemu.c client/c/vmm_idle.c client/c/paused.c \
-                   client/c/user_dirs.c client/c/tsc_word.c
+                   client/c/user_dirs.c client/c/tsc_word.c client/c/pause.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c
@@ -21,7 +21,8 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_sandbox.c client/c/serve_mux.c client/c/serve_stream.c \
               client/c/serve_key.c client/c/serve_sign.c client/c/serve_connect.c \
               client/c/serve_multipart.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
-              client/c/serve_metrics.c
+              client/c/serve_metrics.c \
+              client/c/serve_pause.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
@@ -33,6 +34,7 @@ SERVE_OBJS += $(MCP_SRCS:%.c=$(B)/%.o)
 
 $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
 		$(B)/client/c/kube_manifests.o $(B)/client/c/serve_single.o \
+		$(B)/client/c/cli_pause.o \
 		$(SERVE_OBJS) $(CLIENT_LIB) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm $(SERVE_LIBS)
 

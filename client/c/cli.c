@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "cbor_util.h"
 #include "cellvm.h"
+#include "cli_pause.h"
 #include "cli_sandboxes.h"
 #include "cli_snapshot.h"
 #include "registry.h"
@@ -115,6 +116,11 @@ static const char usage[] =
     "  kill ID... | kill --all   stop them (ID: the key or the sandbox id); kill ID of a\n"
     "                            paused one removes its saved state; --all stops the\n"
     "                            running ones and keeps the paused\n"
+    "  pause [--json] ID         save a live sandbox's whole state (restored from a template)\n"
+    "                            into the paused store and stop its VMM; it keeps its id\n"
+    "  resume [--json] [--timeout S] ID\n"
+    "                            run a paused sandbox again, under the same id, with a\n"
+    "                            deadline S s from now (default 300); see pause --help\n"
     "  Limits: $CELLVM_MAX_SANDBOXES live sandboxes (20), $CELLVM_MAX_TIMEOUT s (86400);\n"
     "  $CELLVM_DEADLINE_GRACE s (10) after a deadline before the host kills a VMM.\n"
     "\n"
@@ -1051,6 +1057,10 @@ int main(int argc, char **argv)
                 return cmd_ps(argc - i, argv + i);
         if (strcmp(argv[i], "kill") == 0)
                 return cmd_kill(argc - i, argv + i);
+        if (strcmp(argv[i], "pause") == 0)
+                return cmd_pause(argc - i, argv + i);
+        if (strcmp(argv[i], "resume") == 0)
+                return cmd_resume(argc - i, argv + i);
         if (strcmp(argv[i], "snapshot") == 0)
                 return cmd_snapshot(argc - i, argv + i);
         if (strcmp(argv[i], "serve") == 0)

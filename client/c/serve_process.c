@@ -374,6 +374,36 @@ static bool enc_pty(struct cv_buf *b, json_t *pty)
         return true;
 }
 
+/* The agent's CMD_STARTED on `r`: 0 with *pid, or -1 with envd's error
+ * `code` and `msg` (the request then cancelled and closed). */
+static int await_started(struct sandbox *s, struct mux_req *r, uint64_t *pid, char *code,
+                         size_t codelen, char *msg, size_t msglen)
+{
+        struct cvc_event ev;
+        int rc = mux_next(r, 30000, &ev);
+        if (rc == 1 && ev.type == CV_MSG_CMD_STARTED && cv_map_get_uint(ev.root, "pid", pid) == 0) {
+                cvc_event_free(&ev);
+                return 0;
+        }
+        snprintf(code, codelen, "unavailable");
+        snprintf(msg, msglen, "the command did not start");
+        if (rc == 1 && ev.type == CV_MSG_ERROR) {
+                char agent_code[64];
+                snprintf(agent_code, sizeof(agent_code), "%.*s", (int)ev.u.fail.code_len,
+                         ev.u.fail.code);
+                snprintf(msg, msglen, "%.*s", (int)ev.u.fail.message_len, ev.u.fail.message);
+                snprintf(code, codelen, "%s", connect_code(agent_code));
+        }
+        if (rc == 1)
+                cvc_event_free(&ev);
+        serve_cancel(s, r->id);
+        mux_close_req(r);
+        return -1;
+}
+
+static enum MHD_Result adopt(struct hreq *h, struct mux_req *r, uint64_t pid, json_t *config,
+                             const char *tag);
+
 enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
 {
         char why[512] = "";
@@ -448,29 +478,51 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         cv_buf_free(&b);
         if (rc < 0)
                 return stream_error(h, "unavailable", "the sandbox's agent is gone");
-        struct cvc_event ev;
-        rc = mux_next(r, 30000, &ev);
         uint64_t pid = 0;
-        if (rc == 1 && ev.type == CV_MSG_CMD_STARTED &&
-            cv_map_get_uint(ev.root, "pid", &pid) == 0) {
-                cvc_event_free(&ev);
-        } else {
-                char code[64] = "unavailable", msg[512] = "the command did not start";
-                if (rc == 1 && ev.type == CV_MSG_ERROR) {
-                        snprintf(code, sizeof(code), "%.*s", (int)ev.u.fail.code_len,
-                                 ev.u.fail.code);
-                        snprintf(msg, sizeof(msg), "%.*s", (int)ev.u.fail.message_len,
-                                 ev.u.fail.message);
-                        snprintf(code, sizeof(code), "%s", connect_code(code));
-                }
-                if (rc == 1)
-                        cvc_event_free(&ev);
-                serve_cancel(h->sbx, r->id);
-                mux_close_req(r);
+        char code[64], msg[512];
+        if (await_started(h->sbx, r, &pid, code, sizeof(code), msg, sizeof(msg)) < 0)
                 return stream_error(h, code, msg);
-        }
+        json_t *args = json_object_get(proc, "args"), *envs = json_object_get(proc, "envs");
+        json_t *config = json_pack("{s:s, s:o, s:o}", "cmd", str_field(proc, "cmd", NULL), "args",
+                                   args ? json_incref(args) : json_array(), "envs",
+                                   envs ? json_incref(envs) : json_object());
+        if (cwd && config)
+                json_object_set_new(config, "cwd", json_string(cwd));
+        return adopt(h, r, pid, config, tag);
+}
+
+/* Follows command `pid` of the agent that no connection follows (one
+ * started before a pause, whose connection went with it): CMD_CONNECT. */
+static enum MHD_Result follow_agent_command(struct hreq *h, uint64_t pid)
+{
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "pid");
+        cv_enc_uint(&b, pid);
+        struct mux_req *r;
+        int rc = mux_open(&h->sbx->mux, &r);
+        if (rc == 0 && (rc = mux_send_buf(r, CV_MSG_CMD_CONNECT, &b)) < 0)
+                mux_close_req(r);
+        cv_buf_free(&b);
+        if (rc < 0)
+                return stream_error(h, "unavailable", "the sandbox's agent is gone");
+        uint64_t started = 0;
+        char code[64], msg[512];
+        if (await_started(h->sbx, r, &started, code, sizeof(code), msg, sizeof(msg)) < 0)
+                return stream_error(h, code, msg);
+        return adopt(h, r, pid, NULL, NULL);
+}
+
+/* Takes command `pid` (its request `r` past CMD_STARTED, `config` owned,
+ * NULL when unknown) into the sandbox's table, with this request as its
+ * first follower and a pump. */
+static enum MHD_Result adopt(struct hreq *h, struct mux_req *r, uint64_t pid, json_t *config,
+                             const char *tag)
+{
         struct proc *p = calloc(1, sizeof(*p));
         if (!p) {
+                json_decref(config);
                 serve_cancel(h->sbx, r->id);
                 mux_close_req(r);
                 return MHD_NO;
@@ -479,12 +531,7 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         p->r = r;
         p->s = h->sbx;
         pthread_cond_init(&p->cond, NULL);
-        json_t *args = json_object_get(proc, "args"), *envs = json_object_get(proc, "envs");
-        p->config = json_pack("{s:s, s:o, s:o}", "cmd", str_field(proc, "cmd", NULL), "args",
-                              args ? json_incref(args) : json_array(), "envs",
-                              envs ? json_incref(envs) : json_object());
-        if (cwd && p->config)
-                json_object_set_new(p->config, "cwd", json_string(cwd));
+        p->config = config;
         p->tag = tag ? strdup(tag) : NULL;
         pthread_mutex_lock(&h->sbx->procs_lock);
         p->next = h->sbx->procs;
@@ -530,6 +577,10 @@ enum MHD_Result process_connect(struct hreq *h, json_t *req)
         struct proc *p = select_proc(h->sbx, req, &pid);
         struct follower *f = p ? follow_locked(h->sbx, p) : NULL;
         pthread_mutex_unlock(&h->sbx->procs_lock);
+        bool by_tag = json_is_object(json_object_get(req, "process")) &&
+                      str_field(json_object_get(req, "process"), "tag", NULL);
+        if (!p && pid && !by_tag)
+                return follow_agent_command(h, pid); /* the agent says not_found if none */
         if (!p)
                 return stream_error(h, "not_found", "process not found");
         return f ? reply_follower(h, f) : MHD_NO;
@@ -558,7 +609,7 @@ enum MHD_Result process_list(struct hreq *h)
                         while (p && p->pid != pid)
                                 p = p->next;
                         json_t *o = json_pack("{s:I}", "pid", (json_int_t)pid);
-                        if (p) {
+                        if (p && p->config) {
                                 json_object_set(o, "config", p->config);
                                 if (p->tag)
                                         json_object_set_new(o, "tag", json_string(p->tag));

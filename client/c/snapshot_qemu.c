@@ -403,37 +403,34 @@ static const char x_ignore_shared_on[] =
 static const char x_ignore_shared_off[] =
     "{\"capabilities\": [{\"capability\": \"x-ignore-shared\", \"state\": false}]}";
 
-/* With the guest prepared: stop, the device state (RAM excluded) into `path`
- * (fsynced), quit. The state's size in *size. */
-static int save_state(struct cvm *vm, const char *path, uint64_t *size, char *err, size_t errlen)
+int csq_save_state(const char *qmp, int (*alive)(void *), void *ud, const char *path, bool with_ram,
+                   uint64_t *size, struct cqmp *q, char *err, size_t errlen)
 {
-        static struct cqmp q; /* large */
-        int rc = cqmp_connect(&q, vm->qmp, 10000, alive_cb, vm);
+        int rc = cqmp_connect(q, qmp, 10000, alive, ud);
         if (rc == 0)
-                rc = cqmp_execute(&q, "stop", NULL, -1, 10000, NULL);
+                rc = cqmp_execute(q, "stop", NULL, -1, 10000, NULL);
         if (rc == 0)
-                rc = cqmp_execute(&q, "migrate-set-capabilities", x_ignore_shared_on, -1, 10000,
+                rc = cqmp_execute(q, "migrate-set-capabilities",
+                                  with_ram ? x_ignore_shared_off : x_ignore_shared_on, -1, 10000,
                                   NULL);
         if (rc < 0) {
-                snprintf(err, errlen, "%s", q.err);
-                cqmp_close(&q);
+                snprintf(err, errlen, "%s", q->err);
                 return rc;
         }
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0) {
                 rc = -errno;
                 snprintf(err, errlen, "creating %s: %s", path, strerror(errno));
-                cqmp_close(&q);
                 return rc;
         }
-        rc = cqmp_execute(&q, "getfd", "{\"fdname\": \"" STATE_FDNAME "\"}", fd, 10000, NULL);
+        rc = cqmp_execute(q, "getfd", "{\"fdname\": \"" STATE_FDNAME "\"}", fd, 10000, NULL);
         if (rc == 0)
-                rc = cqmp_execute(&q, "migrate", "{\"uri\": \"fd:" STATE_FDNAME "\"}", -1, 10000,
+                rc = cqmp_execute(q, "migrate", "{\"uri\": \"fd:" STATE_FDNAME "\"}", -1, 10000,
                                   NULL);
         if (rc == 0)
-                rc = cqmp_wait_migration(&q, CSQ_MIGRATE_TIMEOUT_MS);
+                rc = cqmp_wait_migration(q, CSQ_MIGRATE_TIMEOUT_MS);
         if (rc < 0)
-                snprintf(err, errlen, "saving %s: %s", path, q.err);
+                snprintf(err, errlen, "saving %s: %s", path, q->err);
         struct stat st;
         if (rc == 0 && (fsync(fd) < 0 || fstat(fd, &st) < 0)) {
                 rc = -errno;
@@ -443,8 +440,18 @@ static int save_state(struct cvm *vm, const char *path, uint64_t *size, char *er
                 rc = -errno;
                 snprintf(err, errlen, "closing %s: %s", path, strerror(errno));
         }
-        if (rc == 0) {
+        if (rc == 0)
                 *size = (uint64_t)st.st_size;
+        return rc;
+}
+
+/* With the guest prepared: stop, the device state (RAM excluded) into `path`
+ * (fsynced), quit. The state's size in *size. */
+static int save_state(struct cvm *vm, const char *path, uint64_t *size, char *err, size_t errlen)
+{
+        static struct cqmp q; /* large */
+        int rc = csq_save_state(vm->qmp, alive_cb, vm, path, false, size, &q, err, errlen);
+        if (rc == 0) {
                 /* QEMU closes the connection as it goes: no answer is no error here. */
                 (void)cqmp_execute(&q, "quit", NULL, -1, QUIT_WAIT_MS, NULL);
                 wait_exit(vm, QUIT_WAIT_MS);
@@ -712,6 +719,37 @@ static int connect_channel(struct cvm *vm, uint64_t deadline, char *err, size_t 
         }
 }
 
+/* The same guest again (a resumed pause): this host's entropy and clock,
+ * its generation and Python random generators left as they were (E2B's
+ * resume leaves them too). */
+static int refresh(struct cvc *c, int timeout_ms, char *err, size_t errlen)
+{
+        uint8_t entropy[ENTROPY_BYTES];
+        if (getrandom(entropy, sizeof(entropy), 0) != (ssize_t)sizeof(entropy)) {
+                int e = errno;
+                snprintf(err, errlen, "getrandom: %s", strerror(e));
+                return -e;
+        }
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "seed");
+        cv_enc_bytes(&b, entropy, sizeof(entropy));
+        int rc = call(c, CV_MSG_ADD_ENTROPY, &b, timeout_ms, NULL);
+        if (rc < 0) {
+                snprintf(err, errlen, "ADD_ENTROPY: %s", cvc_errmsg(c));
+                return rc;
+        }
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "realtime_ns");
+        cv_enc_uint(&b, (uint64_t)realtime_ns());
+        rc = call(c, CV_MSG_SET_TIME, &b, timeout_ms, NULL);
+        if (rc < 0)
+                snprintf(err, errlen, "SET_TIME: %s", cvc_errmsg(c));
+        return rc;
+}
+
 /* NEW_GENERATION: 64 bytes of this host's entropy, its clock (taken right
  * before sending) and a generation of its own (the snapshot's, HELLO says it,
  * + 1 + 32 random bits); an agent without it gets ADD_ENTROPY and SET_TIME. */
@@ -745,19 +783,7 @@ static int new_generation(struct cvc *c, int timeout_ms, char *err, size_t errle
                 return rc;
         }
         /* An older agent: what it has. */
-        cv_buf_init(&b);
-        cv_enc_map(&b, 1);
-        cv_enc_cstr(&b, "seed");
-        cv_enc_bytes(&b, entropy, sizeof(entropy));
-        rc = call(c, CV_MSG_ADD_ENTROPY, &b, timeout_ms, NULL);
-        if (rc == 0) {
-                cv_buf_init(&b);
-                cv_enc_map(&b, 1);
-                cv_enc_cstr(&b, "realtime_ns");
-                cv_enc_uint(&b, (uint64_t)realtime_ns());
-                rc = call(c, CV_MSG_SET_TIME, &b, timeout_ms, NULL);
-        }
-        if (rc < 0)
+        if (refresh(c, timeout_ms, err, errlen) < 0)
                 fprintf(stderr,
                         "cellvm: the restored guest has no NEW_GENERATION and refused "
                         "ADD_ENTROPY/SET_TIME (%s)\n",
@@ -765,8 +791,11 @@ static int new_generation(struct cvc *c, int timeout_ms, char *err, size_t errle
         return 0;
 }
 
-int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
-             struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err, size_t errlen)
+/* Loads the state and runs the guest; `fresh`: a clone (NEW_GENERATION),
+ * else the same guest again (a resumed pause: ADD_ENTROPY and SET_TIME). */
+static int load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
+                struct csq_stages *st, bool fresh, struct cvc **c, bool *bad_snapshot, char *err,
+                size_t errlen)
 {
         uint64_t deadline = st->t0 + CSQ_RESTORE_TIMEOUT_MS * 1000000ull;
         char state[PATH_MAX + 8];
@@ -829,7 +858,8 @@ int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state
                 return rc;
         }
         st->handshake = stamp(st);
-        rc = new_generation(*c, left_ms(deadline), err, errlen);
+        rc = fresh ? new_generation(*c, left_ms(deadline), err, errlen)
+                   : refresh(*c, left_ms(deadline), err, errlen);
         if (rc < 0) {
                 cvc_close(*c);
                 *c = NULL;
@@ -837,4 +867,17 @@ int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state
         }
         st->new_generation = stamp(st);
         return 0;
+}
+
+int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
+             struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err, size_t errlen)
+{
+        return load(m, snapdir, vm, state_fd, st, true, c, bad_snapshot, err, errlen);
+}
+
+int csq_load_paused(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
+                    struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err,
+                    size_t errlen)
+{
+        return load(m, snapdir, vm, state_fd, st, false, c, bad_snapshot, err, errlen);
 }

@@ -87,6 +87,22 @@ int csq_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, int *sta
 int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
              struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err, size_t errlen);
 
+/* As csq_load for a paused sandbox's record (docs/SNAPSHOTS.md, "Pause and
+ * resume"): its RAM is in the stream, and the guest is the same one again,
+ * so it gets ADD_ENTROPY and SET_TIME instead of a generation of its own. */
+int csq_load_paused(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
+                    struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err,
+                    size_t errlen);
+
+struct cqmp;
+/* Over QMP socket `qmp` (`alive(ud)` says QEMU runs): `stop`, then the
+ * device state, and the RAM too when `with_ram`, into a new file `path`
+ * (fsynced; its size in *size). `q` stays connected for the caller (quit or
+ * cont, then cqmp_close it, also on failure). 0 or a negative errno with
+ * `err` saying why. */
+int csq_save_state(const char *qmp, int (*alive)(void *), void *ud, const char *path, bool with_ram,
+                   uint64_t *size, struct cqmp *q, char *err, size_t errlen);
+
 /* The first line of `<binary> --version` (the binary found on PATH). */
 int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, size_t errlen);
 
