@@ -57,7 +57,8 @@ static const char usage[] =
     "  put LOCAL REMOTE | get REMOTE LOCAL | ls [DIR] | sh [--timeout SEC] 'cmd'\n"
     "                            files and shell commands in the sandbox\n"
     "\n"
-    "In a micro-VM of its own (QEMU -M microvm, KVM when usable, else TCG; no --connect):\n"
+    "In a micro-VM of its own (QEMU -M microvm, KVM when usable, else TCG; or Firecracker or\n"
+    "Cloud Hypervisor, which need KVM; no --connect):\n"
     "  run [vm options] [exec options] -- CODE|-\n"
     "                            boot the image, run CODE as exec does (same output,\n"
     "                            images, exit status), stop the VM\n"
@@ -71,8 +72,11 @@ static const char usage[] =
     "                            input) runs what is pending, stops the VM and exits 0\n"
     "      --image DIR           the `make image` output (default: $CELLVM_IMAGE, else\n"
     "                            build/image)\n"
-    "      --vmm qemu            the VMM (only QEMU here; the Python SDK's\n"
-    "                            Sandbox.create also drives Firecracker/Cloud Hypervisor)\n"
+    "      --vmm qemu|firecracker|cloud-hypervisor\n"
+    "                            the VMM (default qemu), found on PATH; Firecracker and\n"
+    "                            Cloud Hypervisor boot the image's vmlinux, the agent\n"
+    "                            answers over their hybrid vsock, and they boot cold (no\n"
+    "                            templates for them in the CLI yet; --vsock is QEMU's)\n"
     "      --memory MB           guest RAM (default 1024); user code gets RAM minus\n"
     "                            max(128 MiB, RAM/8) through the guest's cgroup\n"
     "      --vcpus N             guest CPUs (default 1)\n"
@@ -82,7 +86,8 @@ static const char usage[] =
     "                            itself (root=/dev/vda ro init=/sbin/cellvm-init); needs a\n"
     "                            kernel with the drivers built in (`make kernel`)\n"
     "      --rootfs PATH         another root image, ext4 or erofs (rootfstype= follows)\n"
-    "      --vsock auto|on|off   the agent channel: vsock (a vhost-vsock device; auto: when\n"
+    "      --vsock auto|on|off   (QEMU) the agent channel: vsock (a vhost-vsock device; auto: "
+    "when\n"
     "                            /dev/vhost-vsock opens) or the virtio-serial port, which\n"
     "                            is also the fallback (default auto); on: boots cold\n"
     "      --no-snapshot         boot the image cold instead of restoring its template\n"
@@ -146,6 +151,7 @@ static const char snapshot_usage[] =
     "\n"
     "vm options, as cellvm run's: --image DIR, --memory MB (or --memory-mb MB),\n"
     "  --vcpus N, --kernel PATH, --initramfs PATH|none, --rootfs PATH, --vmm qemu\n"
+    "  (templates of Firecracker and Cloud Hypervisor: the Python SDK's, not the CLI yet)\n"
     "\n"
     "exit status: 0 success, 1 failure (or check: no fitting template), 2 usage.\n";
 
@@ -736,12 +742,28 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         /* $CELLVM_SNAPSHOT when no option says (as create(snapshot=None)). */
         if (!snapshot_cmd && !mode_given && snap_env_mode(&v->snapshot) < 0)
                 return -1;
-        if (strcmp(v->vmm, "qemu") != 0) {
+        if (cvm_vmm_parse(v->vmm, &v->vm.vmm) < 0) {
                 fprintf(stderr,
-                        "cellvm: --vmm %s: the CLI launches QEMU only; use the Python SDK's "
-                        "Sandbox.create(vmm='%s') for it\n",
-                        v->vmm, v->vmm);
+                        "cellvm: --vmm takes qemu, firecracker or cloud-hypervisor, not %s\n",
+                        v->vmm);
                 return -1;
+        }
+        if (v->vm.vmm != CVM_VMM_QEMU) {
+                if (v->vm.vsock != CVM_VSOCK_AUTO) {
+                        fprintf(stderr,
+                                "cellvm: --vsock is QEMU's: %s always uses its hybrid vsock\n",
+                                v->vmm);
+                        return -1;
+                }
+                if (snapshot_cmd || v->snapshot == SNAP_DIR) {
+                        fprintf(
+                            stderr,
+                            "cellvm: templates of %s are the Python SDK's so far; the CLI boots "
+                            "it cold (--no-snapshot)\n",
+                            v->vmm);
+                        return -1;
+                }
+                v->snapshot = SNAP_OFF; /* no templates of it here yet: it boots cold */
         }
         /* Same rule as cellvm.launch: user code gets RAM minus a reserve, in a cgroup. */
         unsigned reserve = v->vm.memory_mb / 8 > 128 ? v->vm.memory_mb / 8 : 128;
@@ -820,7 +842,9 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
         rc = cvm_connect(&the_vm, (int)(v->boot_timeout_s * 1000), c);
         if (rc < 0) {
                 fprintf(stderr, "cellvm: the agent in the VM did not answer: %s\n",
-                        *c ? cvc_errmsg(*c) : strerror(-rc));
+                        *c                ? cvc_errmsg(*c)
+                        : the_vm.error[0] ? the_vm.error
+                                          : strerror(-rc));
                 cvm_print_console_tail(&the_vm, stderr, 3000);
                 cvc_close(*c);
                 *c = NULL;
@@ -831,10 +855,13 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
         sbx_start_clock(&the_rec, *c, &the_vm, v->lifetime_s);
         if (verbose) {
                 char channel[48] = "the serial port";
-                if (the_vm.over_vsock)
+                if (the_vm.vmm != CVM_VMM_QEMU)
+                        snprintf(channel, sizeof(channel), "hybrid vsock");
+                else if (the_vm.over_vsock)
                         snprintf(channel, sizeof(channel), "vsock CID %u", the_vm.vsock_cid);
-                fprintf(stderr, "[cellvm: VM up in %.2f s (%s, qemu pid %d, over %s)]\n",
-                        mono_s() - t0, the_vm.kvm ? "KVM" : "TCG", (int)the_vm.pid, channel);
+                fprintf(stderr, "[cellvm: VM up in %.2f s (%s, %s pid %d, over %s)]\n",
+                        mono_s() - t0, the_vm.kvm ? "KVM" : "TCG", cvm_vmm_name(the_vm.vmm),
+                        (int)the_vm.pid, channel);
         }
         set_handler(SIGINT, on_sigint);
         return 0;

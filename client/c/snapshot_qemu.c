@@ -643,7 +643,7 @@ int csq_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, int *sta
         static struct cvm_argv a; /* large */
         static char arg[3 * CVM_CMDLINE_MAX];
         *state_fd = -1;
-        int rc = cvm_make_dir(vm, err, errlen);
+        int rc = cvm_make_dir(vm, CVM_VMM_QEMU, err, errlen);
         if (rc < 0)
                 return rc;
         vm->kvm = strcmp(m->accel, "kvm") == 0;
