@@ -34,7 +34,12 @@ $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli
 # C unit tests of the CLI's VM helpers (tests/c/test_client_vmm.c): `make check-c`.
 CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \
                 $(B)/tests/c/test_client_host_tsc $(B)/tests/c/test_client_manifest \
-                $(B)/tests/c/test_client_qmp $(B)/tests/c/test_client_vmm_idle
+                $(B)/tests/c/test_client_qmp $(B)/tests/c/test_client_vmm_idle \
+                $(B)/tests/c/test_client_hybrid_vsock
+
+$(B)/tests/c/test_client_hybrid_vsock: $(B)/tests/c/test_client_hybrid_vsock.o \
+		$(B)/client/c/hybrid_vsock.o
+	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_manifest: $(B)/tests/c/test_client_manifest.o \
 		$(B)/client/c/manifest.o $(B)/client/c/template.o $(B)/client/c/user_dirs.o \
