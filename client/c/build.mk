@@ -6,7 +6,8 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/snapshot_qemu.c client/c/vmm_idle.c client/c/paused.c \
                    client/c/user_dirs.c client/c/tsc_word.c \
                    client/c/hybrid_vsock.c client/c/vmm_hybrid.c \
-                   client/c/vmm_firecracker.c client/c/vmm_cloud_hypervisor.c
+                   client/c/vmm_firecracker.c client/c/vmm_cloud_hypervisor.c \
+                   client/c/vmm_api.c client/c/snapshot_hybrid.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c

@@ -74,9 +74,8 @@ static const char usage[] =
     "                            build/image)\n"
     "      --vmm qemu|firecracker|cloud-hypervisor\n"
     "                            the VMM (default qemu), found on PATH; Firecracker and\n"
-    "                            Cloud Hypervisor boot the image's vmlinux, the agent\n"
-    "                            answers over their hybrid vsock, and they boot cold (no\n"
-    "                            templates for them in the CLI yet; --vsock is QEMU's)\n"
+    "                            Cloud Hypervisor boot the image's vmlinux and the agent\n"
+    "                            answers over their hybrid vsock (--vsock is QEMU's)\n"
     "      --memory MB           guest RAM (default 1024); user code gets RAM minus\n"
     "                            max(128 MiB, RAM/8) through the guest's cgroup\n"
     "      --vcpus N             guest CPUs (default 1)\n"
@@ -97,7 +96,7 @@ static const char usage[] =
     "      -v, --verbose         (run) say how the VM started, booted or restored and its\n"
     "                            stages, on stderr even when it is not a terminal\n"
     "  By default the VM is restored from the template of its launch (image, boot files,\n"
-    "  memory, vCPUs, QEMU: docs/SNAPSHOTS.md), made on first use (the image booted and\n"
+    "  memory, vCPUs, VMM: docs/SNAPSHOTS.md), made on first use (the image booted and\n"
     "  saved with its preloads done, ~25 s under TCG, said on stderr) and shared with the\n"
     "  Python SDK's Sandbox.create(); a restore takes well under a second. A template made\n"
     "  for something that changed since (image rebuilt, QEMU upgraded) or whose files do\n"
@@ -151,7 +150,7 @@ static const char snapshot_usage[] =
     "\n"
     "vm options, as cellvm run's: --image DIR, --memory MB (or --memory-mb MB),\n"
     "  --vcpus N, --kernel PATH, --initramfs PATH|none, --rootfs PATH, --vmm qemu\n"
-    "  (templates of Firecracker and Cloud Hypervisor: the Python SDK's, not the CLI yet)\n"
+    "  (or firecracker, cloud-hypervisor: their templates are saved through the VMM's API)\n"
     "\n"
     "exit status: 0 success, 1 failure (or check: no fitting template), 2 usage.\n";
 
@@ -755,15 +754,6 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                                 v->vmm);
                         return -1;
                 }
-                if (snapshot_cmd || v->snapshot == SNAP_DIR) {
-                        fprintf(
-                            stderr,
-                            "cellvm: templates of %s are the Python SDK's so far; the CLI boots "
-                            "it cold (--no-snapshot)\n",
-                            v->vmm);
-                        return -1;
-                }
-                v->snapshot = SNAP_OFF; /* no templates of it here yet: it boots cold */
         }
         /* Same rule as cellvm.launch: user code gets RAM minus a reserve, in a cgroup. */
         unsigned reserve = v->vm.memory_mb / 8 > 128 ? v->vm.memory_mb / 8 : 128;

@@ -59,8 +59,7 @@ static int left_ms(uint64_t deadline)
 
 /* --- the VMM's version ------------------------------------------------------ */
 
-/* `binary` as shutil.which finds it (PATH), or as given. */
-static void which(const char *binary, char *out, size_t outlen)
+void csq_which(const char *binary, char *out, size_t outlen)
 {
         snprintf(out, outlen, "%s", binary);
         if (strchr(binary, '/'))
@@ -85,7 +84,7 @@ static void which(const char *binary, char *out, size_t outlen)
 int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, size_t errlen)
 {
         char path[PATH_MAX];
-        which(binary, path, sizeof(path));
+        csq_which(binary, path, sizeof(path));
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) < 0) {
                 int e = errno;
@@ -291,10 +290,15 @@ static bool executor_ready(const cbor_item_t *hello)
                cv_map_get(boot, "executor_ready") != NULL;
 }
 
-/* HELLO again until its boot stamps include executor_ready (the zygote has
- * its preloads), as launch.wait_executor_ready. */
-static int wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline, char *err,
-                               size_t errlen)
+bool csq_under_init(struct cvc *c)
+{
+        cbor_item_t *boot;
+        return cv_map_get_map(cvc_hello(c), "boot", &boot) == 0 &&
+               (cv_map_get(boot, "init_start") || cv_map_get(boot, "kernel_to_init"));
+}
+
+int csq_wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline, char *err,
+                            size_t errlen)
 {
         bool ready = executor_ready(cvc_hello(c));
         while (!ready) {
@@ -305,7 +309,8 @@ static int wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline,
                         return -ETIMEDOUT;
                 }
                 if (!cvm_alive(vm)) {
-                        snprintf(err, errlen, "QEMU exited while the executor started");
+                        snprintf(err, errlen, "%s exited while the executor started",
+                                 cvm_vmm_name(vm->vmm));
                         return -ECHILD;
                 }
                 sleep_ms(READY_POLL_MS);
@@ -348,8 +353,8 @@ static int settle(const struct cvm *vm, char *err, size_t errlen)
  * context's executor spawned now, not in every clone's first cell; an empty
  * cell is not counted), the guest settled, SNAPSHOT_PREPARE: the generation
  * that ends. */
-static int prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generation, char *err,
-                         size_t errlen)
+int csq_prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generation, char *err,
+                      size_t errlen)
 {
         struct cv_buf b;
         cv_buf_init(&b);
@@ -370,10 +375,15 @@ static int prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generati
         }
         if ((rc = settle(vm, err, errlen)) < 0)
                 return rc;
+        *generation = 0;
+        if (!csq_under_init(c)) { /* its clock and entropy are this host's: nothing to prepare */
+                fprintf(stderr, "cellvm: the agent is not under cellvm-init (a VMM stand-in or dev "
+                                "mode): no SNAPSHOT_PREPARE\n");
+                return 0;
+        }
         cv_buf_init(&b);
         cv_enc_map(&b, 0);
         cbor_item_t *reply = NULL;
-        *generation = 0;
         rc = call(c, CV_MSG_SNAPSHOT_PREPARE, &b, 30000, &reply);
         if (rc == 0) {
                 (void)cv_map_get_uint(reply, "generation", generation); /* 0 when absent */
@@ -484,13 +494,13 @@ int csq_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
                          c ? cvc_errmsg(c) : strerror(-rc));
                 cvm_print_console_tail(vm, stderr, 3000);
         }
-        if (rc == 0 && (rc = wait_executor_ready(vm, c, t0 + CSQ_BUILD_TIMEOUT_MS * 1000000ull, err,
-                                                 errlen)) < 0)
+        if (rc == 0 && (rc = csq_wait_executor_ready(vm, c, t0 + CSQ_BUILD_TIMEOUT_MS * 1000000ull,
+                                                     err, errlen)) < 0)
                 cvm_print_console_tail(vm, stderr, 3000);
         if (rc == 0) {
                 fprintf(stderr, "cellvm: template %s: the guest is ready after %.1f s; saving it\n",
                         l->tdir, (double)(mono_ns() - t0) / 1e9);
-                rc = prepare_guest(vm, c, &generation, err, errlen);
+                rc = csq_prepare_guest(vm, c, &generation, err, errlen);
         }
         /* The channel stays connected while the state is saved (snapshot_qemu.py says why). */
         if (rc == 0)
@@ -715,8 +725,14 @@ static int connect_channel(struct cvm *vm, uint64_t deadline, char *err, size_t 
 /* NEW_GENERATION: 64 bytes of this host's entropy, its clock (taken right
  * before sending) and a generation of its own (the snapshot's, HELLO says it,
  * + 1 + 32 random bits); an agent without it gets ADD_ENTROPY and SET_TIME. */
-static int new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen)
+int csq_new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen)
 {
+        if (!csq_under_init(c)) {
+                fprintf(stderr,
+                        "cellvm: the agent is not under cellvm-init (a VMM stand-in or dev "
+                        "mode): no NEW_GENERATION (its clock and entropy are this host's)\n");
+                return 0;
+        }
         uint64_t g0 = 0;
         if (cv_map_get_uint(cvc_hello(c), "generation", &g0) < 0 || g0 == 0)
                 g0 = 1;
@@ -829,7 +845,7 @@ int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state
                 return rc;
         }
         st->handshake = stamp(st);
-        rc = new_generation(*c, left_ms(deadline), err, errlen);
+        rc = csq_new_generation(*c, left_ms(deadline), err, errlen);
         if (rc < 0) {
                 cvc_close(*c);
                 *c = NULL;

@@ -87,6 +87,31 @@ int csq_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, int *sta
 int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
              struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err, size_t errlen);
 
+/* `binary` as shutil.which finds it (PATH), or as given. */
+void csq_which(const char *binary, char *out, size_t outlen);
+
+/* --- the guest's side, shared with snapshot_hybrid.c --- */
+
+/* The agent runs under cellvm-init (its HELLO has init's boot stamps); not so
+ * for a dev-mode agent behind a VMM stand-in, whose clock and entropy are
+ * this host's: it gets no SNAPSHOT_PREPARE or NEW_GENERATION. */
+bool csq_under_init(struct cvc *c);
+
+/* HELLO again until its boot stamps include executor_ready (the zygote has
+ * its preloads), as launch.wait_executor_ready; `deadline` in CLOCK_MONOTONIC ns. */
+int csq_wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline, char *err,
+                            size_t errlen);
+
+/* SET_DEADLINE 0 (a template carries no deadline), an empty cell (the default
+ * context's executor spawned now, not in every clone's first cell), the guest
+ * settled, SNAPSHOT_PREPARE: the generation that ends (0 without one). */
+int csq_prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generation, char *err,
+                      size_t errlen);
+
+/* NEW_GENERATION (fresh entropy, this host's clock, a generation of its own);
+ * an agent without it gets ADD_ENTROPY and SET_TIME. */
+int csq_new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen);
+
 /* The first line of `<binary> --version` (the binary found on PATH). */
 int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, size_t errlen);
 

@@ -486,6 +486,7 @@ int cvm_make_dir(struct cvm *vm, enum cvm_vmm vmm, char *err, size_t errlen)
         snprintf(vm->qmp, sizeof(vm->qmp), "%s/qmp.sock", vm->dir);
         snprintf(vm->config, sizeof(vm->config), "%s/firecracker.json", vm->dir);
         snprintf(vm->api, sizeof(vm->api), "%s/api.sock", vm->dir);
+        snprintf(vm->restore, sizeof(vm->restore), "%s/restore", vm->dir);
         return 0;
 }
 
@@ -684,6 +685,18 @@ void cvm_print_console_tail(const struct cvm *vm, FILE *f, size_t max)
         print_tail(vm->qemu_err, f, max);
 }
 
+/* `dir`/`name` into `out` (strlen and memcpy: async-signal-safe); "" if too long. */
+static void join(char *out, size_t outlen, const char *dir, const char *name)
+{
+        size_t a = strlen(dir), b = strlen(name);
+        out[0] = '\0';
+        if (a + 1 + b + 1 > outlen)
+                return;
+        memcpy(out, dir, a);
+        out[a] = '/';
+        memcpy(out + a + 1, name, b + 1);
+}
+
 void cvm_kill(struct cvm *vm)
 {
         if (vm->pid > 0) {
@@ -702,6 +715,16 @@ void cvm_kill(struct cvm *vm)
                 (void)unlink(vm->qmp);
                 (void)unlink(vm->config);
                 (void)unlink(vm->api);
+                if (vm->vmm == CVM_VMM_CLOUD_HYPERVISOR && vm->restore[0]) {
+                        static const char *const files[] = {"config.json", "state.json",
+                                                            "memory-ranges"};
+                        char path[sizeof(vm->restore) + 32];
+                        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                                join(path, sizeof(path), vm->restore, files[i]);
+                                (void)unlink(path);
+                        }
+                        (void)rmdir(vm->restore);
+                }
                 (void)rmdir(vm->dir);
                 vm->dir[0] = '\0';
         }

@@ -49,6 +49,7 @@ struct cvm_opts {
         bool qmp;                  /* a QMP socket: -qmp unix:DIR/qmp.sock (snapshots) */
         const char *mem_path;      /* guest RAM as this file (memory-backend-file ram0), or NULL */
         bool mem_share;            /* share=on: the file is the RAM; off: a private COW mapping */
+        bool api; /* Firecracker / Cloud Hypervisor: an API socket, DIR/api.sock (templates) */
 };
 
 #define CVM_CMDLINE_MAX 8192
@@ -110,6 +111,7 @@ struct cvm {
         char qmp[128];      /* qmp.sock, when the argv has -qmp */
         char config[128];   /* Firecracker's firecracker.json */
         char api[128];      /* Firecracker / Cloud Hypervisor API socket, when it has one */
+        char restore[128];  /* Cloud Hypervisor's restore dir: config.json, links to the rest */
         char error[256];    /* why cvm_connect failed when no connection says it, or "" */
 };
 

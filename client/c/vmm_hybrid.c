@@ -56,7 +56,7 @@ static int render(const struct cvm_opts *o, struct cvm *vm, struct cvm_argv *a, 
         if (rc < 0)
                 return rc;
         if (o->vmm == CVM_VMM_CLOUD_HYPERVISOR) {
-                rc = cvm_cloud_hypervisor_argv(o, &l, vm->dir, NULL, a);
+                rc = cvm_cloud_hypervisor_argv(o, &l, vm->dir, o->api ? vm->api : NULL, a);
         } else {
                 static char config[2 * CVM_CMDLINE_MAX + 4 * PATH_MAX];
                 rc = cvm_firecracker_config(o, &l, config, sizeof(config));
@@ -66,7 +66,7 @@ static int render(const struct cvm_opts *o, struct cvm *vm, struct cvm_argv *a, 
                         snprintf(err, errlen, "Firecracker configuration too long");
                 if (rc < 0)
                         return rc;
-                rc = cvm_firecracker_argv(o->qemu, vm->config, NULL, a);
+                rc = cvm_firecracker_argv(o->qemu, vm->config, o->api ? vm->api : NULL, a);
         }
         if (rc < 0)
                 snprintf(err, errlen, "%s command line too long", cvm_vmm_name(o->vmm));
