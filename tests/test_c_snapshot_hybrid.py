@@ -151,3 +151,20 @@ def test_a_snapshot_the_vmm_refuses_falls_back_to_a_cold_boot(env):
     assert r.returncode == 0 and r.stdout == "cold\n", r.stderr
     assert "did not restore" in r.stderr and "could not restore it" in r.stderr
     assert not os.path.exists(snapdir)
+
+
+@pytest.mark.parametrize("vmm", VMMS)
+def test_the_cli_restores_the_python_sdk_template(env, vmm, monkeypatch):
+    python_launch(env, vmm, monkeypatch)  # the environment
+    import tempfile
+    from cellvm import Sandbox
+    monkeypatch.setenv("CELLVM_RUNTIME_DIR", env.env["CELLVM_RUNTIME_DIR"])
+    monkeypatch.setenv("CELLVM_SNAPSHOT", "1")
+    monkeypatch.setattr(tempfile, "tempdir", env.tmp)
+    sbx = Sandbox.create(IMAGE, vmm=vmm, memory_mb=512)  # builds the template, restores it
+    sbx.kill()
+    sdk_calls = len(api_calls(env))
+    r = env.cli("run", "--vmm", vmm, "--memory", "512", "-v", "--", "print('from the sdk')")
+    assert r.returncode == 0 and r.stdout == "from the sdk\n", r.stderr
+    assert "VM restored in" in r.stderr and "building the template" not in r.stderr
+    assert len({c["pid"] for c in api_calls(env)[sdk_calls:]}) == 1
