@@ -39,7 +39,7 @@ CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \
                 $(B)/tests/c/test_client_hybrid_vsock
 
 $(B)/tests/c/test_client_hybrid_vsock: $(B)/tests/c/test_client_hybrid_vsock.o \
-		$(B)/client/c/hybrid_vsock.o
+		$(B)/client/c/hybrid_vsock.o $(B)/client/c/connect.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_manifest: $(B)/tests/c/test_client_manifest.o \

@@ -3,15 +3,17 @@
 #include "hybrid_vsock.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "connect.h"
 
 static int64_t mono_ms(void)
 {
@@ -70,23 +72,12 @@ int cvm_hybrid_vsock_try(const char *uds_path, unsigned port, int timeout_ms, in
                          size_t whylen)
 {
         int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 1);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        if (strlen(uds_path) >= sizeof(sa.sun_path)) {
-                snprintf(why, whylen, "socket path too long: %s", uds_path);
-                return -ENAMETOOLONG;
-        }
-        strcpy(sa.sun_path, uds_path);
-        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (s < 0) {
-                int e = errno;
-                snprintf(why, whylen, "socket: %s", strerror(e));
-                return -e;
-        }
+        char addr[PATH_MAX + 8];
+        snprintf(addr, sizeof(addr), "unix:%s", uds_path);
+        int s = cvc_open_stream(addr, why, whylen);
+        if (s < 0)
+                return s;
         int rc = 0;
-        if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                rc = -errno;
-                snprintf(why, whylen, "connect %s: %s", uds_path, strerror(-rc));
-        }
         char req[32];
         int len = snprintf(req, sizeof(req), "CONNECT %u\n", port);
         /* A fresh Unix stream takes 13 bytes at once; MSG_NOSIGNAL: a VMM that

@@ -69,16 +69,9 @@ static int restore_calls(struct csm *w, enum cvm_vmm vmm, const char *binary)
 int csh_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
                     size_t errlen)
 {
-        memset(l, 0, sizeof(*l));
-        int rc = csm_init(&l->want);
-        if (rc < 0) {
-                snprintf(err, errlen, "out of memory");
+        int rc = csq_launch_begin(l, run, user_mb, err, errlen);
+        if (rc < 0)
                 return rc;
-        }
-        if ((rc = cvm_abspath(run->image, l->image, sizeof(l->image))) < 0) {
-                snprintf(err, errlen, "image %s: %s", run->image, strerror(-rc));
-                return rc;
-        }
         static char binary[PATH_MAX]; /* l->opts.qemu points here */
         const char *name = run->qemu                         ? run->qemu
                            : run->vmm == CVM_VMM_FIRECRACKER ? CVM_FIRECRACKER_DEFAULT
@@ -91,12 +84,7 @@ int csh_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
                          cvm_vmm_name(run->vmm), name);
                 return -ENOENT;
         }
-        l->opts = *run;
-        l->opts.image = l->image;
-        l->opts.qemu = binary; /* as HybridVsockVM's shutil.which */
-        snprintf(l->extra, sizeof(l->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%d", user_mb,
-                 CSQ_BUILD_DEADLINE_MS);
-        l->opts.extra = l->extra;
+        l->opts.qemu = binary;      /* as HybridVsockVM's shutil.which */
         static struct cvm_launch r; /* large */
         /* The manifest's cmdline has no TCG words, as snapshot_hybrid.template_manifest. */
         if ((rc = cvm_boot_params(&l->opts, false, &r, err, errlen)) < 0)
@@ -117,25 +105,9 @@ int csh_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
                                  {"memory", fc ? "memory" : "memory-ranges"}};
         for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]) && rc == 0; i++)
                 rc = csm_set(w, strs[i][0], strs[i][1]);
-        w->memory_mb = run->memory_mb;
-        w->vcpus = run->vcpus;
-        if (rc == 0)
-                rc = csm_add_file(w, "kernel", r.kernel, err, errlen);
-        if (rc == 0 && r.initramfs[0])
-                rc = csm_add_file(w, "initramfs", r.initramfs, err, errlen);
-        if (rc == 0)
-                rc = csm_add_file(w, "rootfs", r.rootfs, err, errlen);
         if (rc == 0)
                 rc = restore_calls(w, run->vmm, binary);
-        if (rc == 0 && (rc = ctpl_name(w, l->name, sizeof(l->name))) == 0 &&
-            (rc = ctpl_root(l->root, sizeof(l->root))) == 0 &&
-            (size_t)snprintf(l->tdir, sizeof(l->tdir), "%s/%s", l->root, l->name) >=
-                sizeof(l->tdir))
-                rc = -ENAMETOOLONG;
-        if (rc < 0 && !err[0])
-                snprintf(err, errlen, "the template's manifest: %s",
-                         rc == -ENOENT ? "no home directory for the template root" : strerror(-rc));
-        return rc;
+        return csq_launch_finish(l, &r, rc, err, errlen);
 }
 
 /* Pauses the VM and saves it into `dir` through its API. */
@@ -215,23 +187,8 @@ int csh_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
         struct cvc *c = NULL;
         uint64_t generation = 0, state_size = 0, memory_size = 0;
         char instance_dir[sizeof(vm->dir)] = "";
-        rc = cvm_start(&o, vm, err, errlen);
-        if (rc == 0) {
-                snprintf(instance_dir, sizeof(instance_dir), "%s", vm->dir);
-                if ((rc = cvm_connect(vm, CSQ_BUILD_TIMEOUT_MS, &c)) < 0) {
-                        snprintf(err, errlen, "the agent in the VM did not answer: %s",
-                                 c ? cvc_errmsg(c) : vm->error);
-                        cvm_print_console_tail(vm, stderr, 3000);
-                }
-        }
-        if (rc == 0 && (rc = csq_wait_executor_ready(vm, c, t0 + CSQ_BUILD_TIMEOUT_MS * 1000000ull,
-                                                     err, errlen)) < 0)
-                cvm_print_console_tail(vm, stderr, 3000);
-        if (rc == 0) {
-                fprintf(stderr, "cellvm: template %s: the guest is ready after %.1f s; saving it\n",
-                        l->tdir, (double)(mono_ns() - t0) / 1e9);
-                rc = csq_prepare_guest(vm, c, &generation, err, errlen);
-        }
+        rc = csq_boot_prepared(l, &o, vm, t0, &c, &generation, err, errlen);
+        snprintf(instance_dir, sizeof(instance_dir), "%s", vm->dir);
         if (rc == 0)
                 rc = save(vm, tmp, &l->want, err, errlen);
         cvc_close(c);

@@ -150,8 +150,8 @@ int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, siz
 
 /* --- the launch ------------------------------------------------------------- */
 
-int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
-                    size_t errlen)
+int csq_launch_begin(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
+                     size_t errlen)
 {
         memset(l, 0, sizeof(*l));
         int rc = csm_init(&l->want);
@@ -165,13 +165,45 @@ int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
         }
         l->opts = *run;
         l->opts.image = l->image;
+        snprintf(l->extra, sizeof(l->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%d", user_mb,
+                 CSQ_BUILD_DEADLINE_MS);
+        l->opts.extra = l->extra;
+        l->want.memory_mb = run->memory_mb;
+        l->want.vcpus = run->vcpus;
+        return 0;
+}
+
+int csq_launch_finish(struct csq_launch *l, const struct cvm_launch *r, int rc, char *err,
+                      size_t errlen)
+{
+        struct csm *w = &l->want;
+        if (rc == 0)
+                rc = csm_add_file(w, "kernel", r->kernel, err, errlen);
+        if (rc == 0 && r->initramfs[0])
+                rc = csm_add_file(w, "initramfs", r->initramfs, err, errlen);
+        if (rc == 0)
+                rc = csm_add_file(w, "rootfs", r->rootfs, err, errlen);
+        if (rc == 0 && (rc = ctpl_name(w, l->name, sizeof(l->name))) == 0 &&
+            (rc = ctpl_root(l->root, sizeof(l->root))) == 0 &&
+            (size_t)snprintf(l->tdir, sizeof(l->tdir), "%s/%s", l->root, l->name) >=
+                sizeof(l->tdir))
+                rc = -ENAMETOOLONG;
+        if (rc < 0 && !err[0])
+                snprintf(err, errlen, "the template's manifest: %s",
+                         rc == -ENOENT ? "no home directory for the template root" : strerror(-rc));
+        return rc;
+}
+
+int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
+                    size_t errlen)
+{
+        int rc = csq_launch_begin(l, run, user_mb, err, errlen);
+        if (rc < 0)
+                return rc;
         l->opts.qmp = true;
         l->opts.vsock = CVM_VSOCK_OFF; /* a guest CID is per VM: templates use the serial port */
         l->opts.mem_path = CTPL_SNAPSHOT_PLACEHOLDER "/memory";
         l->opts.mem_share = false;
-        snprintf(l->extra, sizeof(l->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%d", user_mb,
-                 CSQ_BUILD_DEADLINE_MS);
-        l->opts.extra = l->extra;
         bool kvm = cvm_kvm_usable();
         static struct cvm_launch r; /* large */
         if ((rc = cvm_render(&l->opts, kvm, 0, CTPL_DIR_PLACEHOLDER, &r, err, errlen)) < 0)
@@ -187,26 +219,10 @@ int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
                                  {"cmdline", r.cmdline},         {"memory", "memory"}};
         for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]) && rc == 0; i++)
                 rc = csm_set(w, strs[i][0], strs[i][1]);
-        w->memory_mb = run->memory_mb;
-        w->vcpus = run->vcpus;
         w->memory_size = (uint64_t)run->memory_mb << 20;
-        if (rc == 0)
-                rc = csm_add_file(w, "kernel", r.kernel, err, errlen);
-        if (rc == 0 && r.initramfs[0])
-                rc = csm_add_file(w, "initramfs", r.initramfs, err, errlen);
-        if (rc == 0)
-                rc = csm_add_file(w, "rootfs", r.rootfs, err, errlen);
         for (size_t i = 0; i < r.args.argc && rc == 0; i++)
                 rc = csm_set(w, "arg", r.args.argv[i]);
-        if (rc == 0 && (rc = ctpl_name(w, l->name, sizeof(l->name))) == 0 &&
-            (rc = ctpl_root(l->root, sizeof(l->root))) == 0 &&
-            (size_t)snprintf(l->tdir, sizeof(l->tdir), "%s/%s", l->root, l->name) >=
-                sizeof(l->tdir))
-                rc = -ENAMETOOLONG;
-        if (rc < 0 && !err[0])
-                snprintf(err, errlen, "the template's manifest: %s",
-                         rc == -ENOENT ? "no home directory for the template root" : strerror(-rc));
-        return rc;
+        return csq_launch_finish(l, &r, rc, err, errlen);
 }
 
 void csq_launch_free(struct csq_launch *l)
@@ -463,6 +479,31 @@ static int save_state(struct cvm *vm, const char *path, uint64_t *size, char *er
         return rc;
 }
 
+int csq_boot_prepared(const struct csq_launch *l, const struct cvm_opts *o, struct cvm *vm,
+                      uint64_t t0, struct cvc **c, uint64_t *generation, char *err, size_t errlen)
+{
+        *c = NULL;
+        int rc = cvm_start(o, vm, err, errlen);
+        if (rc == -ECHILD)
+                cvm_print_console_tail(vm, stderr, 3000);
+        if (rc == 0 && (rc = cvm_connect(vm, CSQ_BUILD_TIMEOUT_MS, c)) < 0) {
+                snprintf(err, errlen, "the agent in the VM did not answer: %s",
+                         *c             ? cvc_errmsg(*c)
+                         : vm->error[0] ? vm->error
+                                        : strerror(-rc));
+                cvm_print_console_tail(vm, stderr, 3000);
+        }
+        if (rc == 0 && (rc = csq_wait_executor_ready(vm, *c, t0 + CSQ_BUILD_TIMEOUT_MS * 1000000ull,
+                                                     err, errlen)) < 0)
+                cvm_print_console_tail(vm, stderr, 3000);
+        if (rc == 0) {
+                fprintf(stderr, "cellvm: template %s: the guest is ready after %.1f s; saving it\n",
+                        l->tdir, (double)(mono_ns() - t0) / 1e9);
+                rc = csq_prepare_guest(vm, *c, generation, err, errlen);
+        }
+        return rc;
+}
+
 int csq_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t snaplen,
               struct csm *m, char *err, size_t errlen)
 {
@@ -486,22 +527,7 @@ int csq_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
         struct cvc *c = NULL;
         uint64_t generation = 0, state_size = 0;
         bool have_m = false;
-        rc = cvm_start(&o, vm, err, errlen);
-        if (rc == -ECHILD)
-                cvm_print_console_tail(vm, stderr, 3000);
-        if (rc == 0 && (rc = cvm_connect(vm, CSQ_BUILD_TIMEOUT_MS, &c)) < 0) {
-                snprintf(err, errlen, "the agent in the VM did not answer: %s",
-                         c ? cvc_errmsg(c) : strerror(-rc));
-                cvm_print_console_tail(vm, stderr, 3000);
-        }
-        if (rc == 0 && (rc = csq_wait_executor_ready(vm, c, t0 + CSQ_BUILD_TIMEOUT_MS * 1000000ull,
-                                                     err, errlen)) < 0)
-                cvm_print_console_tail(vm, stderr, 3000);
-        if (rc == 0) {
-                fprintf(stderr, "cellvm: template %s: the guest is ready after %.1f s; saving it\n",
-                        l->tdir, (double)(mono_ns() - t0) / 1e9);
-                rc = csq_prepare_guest(vm, c, &generation, err, errlen);
-        }
+        rc = csq_boot_prepared(l, &o, vm, t0, &c, &generation, err, errlen);
         /* The channel stays connected while the state is saved (snapshot_qemu.py says why). */
         if (rc == 0)
                 rc = save_state(vm, abort_state, &state_size, err, errlen);

@@ -46,6 +46,15 @@ int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
                     size_t errlen);
 void csq_launch_free(struct csq_launch *l);
 
+/* The parts of a launch every VMM's template shares (snapshot_hybrid.c too):
+ * begin clears `l`, sets its image, options, extra kernel words, memory and
+ * vCPUs; finish (after the VMM's own fields, given its `rc` so far) adds the
+ * boot files of `r`, the name and the directories. */
+int csq_launch_begin(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
+                     size_t errlen);
+int csq_launch_finish(struct csq_launch *l, const struct cvm_launch *r, int rc, char *err,
+                      size_t errlen);
+
 /* The template's current snapshot, if it fits the launch: 1 with `snapdir`
  * and `m` (csm_free it) set; 0 when there is none (`why` "") or it does not
  * fit or is damaged (`why` says what differs or is wrong). */
@@ -107,6 +116,13 @@ int csq_wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline, ch
  * settled, SNAPSHOT_PREPARE: the generation that ends (0 without one). */
 int csq_prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generation, char *err,
                       size_t errlen);
+
+/* A template's VM of launch `l` with options `o` started (t0: when the build
+ * began), connected (*c, to cvc_close even on failure), its executor ready
+ * and the guest prepared (csq_prepare_guest). On failure `err` says why; the
+ * caller kills `vm`. */
+int csq_boot_prepared(const struct csq_launch *l, const struct cvm_opts *o, struct cvm *vm,
+                      uint64_t t0, struct cvc **c, uint64_t *generation, char *err, size_t errlen);
 
 /* NEW_GENERATION (fresh entropy, this host's clock, a generation of its own);
  * an agent without it gets ADD_ENTROPY and SET_TIME. */

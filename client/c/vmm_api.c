@@ -2,6 +2,7 @@
 #include "vmm_api.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,9 +11,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "connect.h"
 
 static int64_t mono_ms(void)
 {
@@ -23,25 +25,9 @@ static int64_t mono_ms(void)
 
 static int open_sock(const char *path, char *err, size_t errlen)
 {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        if (strlen(path) >= sizeof(sa.sun_path)) {
-                snprintf(err, errlen, "socket path too long: %s", path);
-                return -ENAMETOOLONG;
-        }
-        strcpy(sa.sun_path, path);
-        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (s < 0) {
-                int e = errno;
-                snprintf(err, errlen, "socket: %s", strerror(e));
-                return -e;
-        }
-        if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                int e = errno;
-                snprintf(err, errlen, "connect %s: %s", path, strerror(e));
-                close(s);
-                return -e;
-        }
-        return s;
+        char addr[PATH_MAX + 8];
+        snprintf(addr, sizeof(addr), "unix:%s", path);
+        return cvc_open_stream(addr, err, errlen);
 }
 
 static int send_all(int s, const char *p, size_t len, char *err, size_t errlen)
