@@ -253,8 +253,9 @@ int csh_check_restorable(const struct csm *m, const char *snapdir, char *err, si
         return rc;
 }
 
-/* `in` with @DIR@ and @SNAPSHOT@ replaced (as snapshot_hybrid._parse_request:
- * plain text), and `from` by `to` when `from` is non-empty. */
+/* `in` with @DIR@ by `dir`, @SNAPSHOT@ by `snapdir` and `from` by `to`
+ * (plain text, as snapshot_hybrid._parse_request and prepare_restore_dir);
+ * a NULL or empty key, or a NULL value, is not replaced. */
 static int substitute(const char *in, const char *dir, const char *snapdir, const char *from,
                       const char *to, char *out, size_t outlen)
 {
@@ -264,7 +265,7 @@ static int substitute(const char *in, const char *dir, const char *snapdir, cons
         for (const char *p = in; *p;) {
                 size_t i = 0, klen = 0;
                 for (; i < 3; i++) {
-                        klen = keys[i] ? strlen(keys[i]) : 0;
+                        klen = keys[i] && vals[i] ? strlen(keys[i]) : 0;
                         if (klen && strncmp(p, keys[i], klen) == 0)
                                 break;
                 }
@@ -341,12 +342,8 @@ static int prepare_restore_dir(const struct csm *m, const char *snapdir, const s
                         rc = -EINVAL; /* a NUL byte: not JSON text */
         }
         if (rc == 0 &&
-            substitute(text, "", "", m->instance_dir, vm->dir, out, 2 * CONFIG_JSON_MAX) < 0)
+            substitute(text, NULL, NULL, m->instance_dir, vm->dir, out, 2 * CONFIG_JSON_MAX) < 0)
                 rc = -E2BIG;
-        /* Only the instance dir is replaced: the placeholders are not config.json's. */
-        if (rc == 0 &&
-            (strstr(text, CTPL_DIR_PLACEHOLDER) || strstr(text, CTPL_SNAPSHOT_PLACEHOLDER)))
-                rc = -EINVAL;
         free(text);
         if (rc < 0) {
                 free(out);
@@ -390,7 +387,7 @@ static int prepare_restore_dir(const struct csm *m, const char *snapdir, const s
 static int send_request(const char *line, const struct cvm *vm, const char *snapdir, int timeout_ms,
                         char *err, size_t errlen)
 {
-        static char text[3 * PATH_MAX + 4096];
+        char text[3 * PATH_MAX + 4096];
         if (substitute(line, vm->dir, snapdir, NULL, NULL, text, sizeof(text)) < 0) {
                 snprintf(err, errlen, "a request line is too long");
                 return -E2BIG;
