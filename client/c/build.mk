@@ -4,7 +4,10 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/vmm_vsock.c client/c/registry.c client/c/host_tsc.c \
                    client/c/manifest.c client/c/template.c client/c/qmp.c \
                    client/c/snapshot_qemu.c client/c/vmm_idle.c client/c/paused.c \
-                   client/c/user_dirs.c client/c/tsc_word.c client/c/pause.c
+                   client/c/user_dirs.c client/c/tsc_word.c client/c/pause.c \
+                   client/c/hybrid_vsock.c client/c/vmm_hybrid.c \
+                   client/c/vmm_firecracker.c client/c/vmm_cloud_hypervisor.c \
+                   client/c/vmm_api.c client/c/snapshot_hybrid.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c
@@ -41,7 +44,12 @@ $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli
 # C unit tests of the CLI's VM helpers (tests/c/test_client_vmm.c): `make check-c`.
 CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \
                 $(B)/tests/c/test_client_host_tsc $(B)/tests/c/test_client_manifest \
-                $(B)/tests/c/test_client_qmp $(B)/tests/c/test_client_vmm_idle
+                $(B)/tests/c/test_client_qmp $(B)/tests/c/test_client_vmm_idle \
+                $(B)/tests/c/test_client_hybrid_vsock
+
+$(B)/tests/c/test_client_hybrid_vsock: $(B)/tests/c/test_client_hybrid_vsock.o \
+		$(B)/client/c/hybrid_vsock.o $(B)/client/c/connect.o
+	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_manifest: $(B)/tests/c/test_client_manifest.o \
 		$(B)/client/c/manifest.o $(B)/client/c/template.o $(B)/client/c/user_dirs.o \

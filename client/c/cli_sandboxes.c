@@ -279,7 +279,14 @@ int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, c
         rec->path[0] = '\0';
         int rc = 0;
         if (!key) {
-                rc = creg_new_key(&reg, "qemu", e->key, sizeof(e->key));
+                /* The key's prefix: the VMM's name in [a-z0-9], as registry.py's new_key. */
+                char prefix[17];
+                size_t plen = 0;
+                for (const char *p = cvm_vmm_name(vm->vmm); *p && plen < sizeof(prefix) - 1; p++)
+                        if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+                                prefix[plen++] = *p;
+                prefix[plen] = '\0';
+                rc = creg_new_key(&reg, prefix, e->key, sizeof(e->key));
         } else if (strlen(key) >= sizeof(e->key)) {
                 rc = -ENAMETOOLONG;
         } else {
@@ -291,9 +298,11 @@ int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, c
         }
         if (template_ && strlen(template_) < sizeof(e->template_))
                 strcpy(e->template_, template_);
-        snprintf(e->vmm, sizeof(e->vmm), "qemu");
+        snprintf(e->vmm, sizeof(e->vmm), "%s", cvm_vmm_name(vm->vmm));
         snprintf(e->accel, sizeof(e->accel), "%s", vm->kvm ? "kvm" : "tcg");
-        if (vm->over_vsock)
+        if (vm->vmm != CVM_VMM_QEMU)
+                e->address[0] = '\0'; /* hybrid vsock needs CONNECT first: no plain address */
+        else if (vm->over_vsock)
                 snprintf(e->address, sizeof(e->address), "vsock:%u:1024", vm->vsock_cid);
         else
                 snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
@@ -406,7 +415,7 @@ void sbx_start_clock(struct sbx_rec *rec, struct cvc *c, const struct cvm *vm, d
         if (rec->path[0]) {
                 struct creg_entry *e = &rec->e;
                 /* The channel may have changed (vsock -> serial) during the connect. */
-                if (!vm->over_vsock)
+                if (vm->vmm == CVM_VMM_QEMU && !vm->over_vsock)
                         snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
                 memcpy(e->id, e->key, sizeof(e->key)); /* a VM's id is its key, as in the SDK */
                 e->started_ms = creg_now_ms();
