@@ -7,9 +7,9 @@ Each refusal is paired with the same request made right, which must work, so
 a server that refused everything would fail here.
 
 One server for the module (build/cellvm serve on a free loopback port, a
-fresh $CELLVM_API_KEY, a private registry, TMPDIR and template root; the first
-start builds the template, ~20 s) and two sandboxes (`pair`), killed at the
-end. Skipped without build/image, as the other VM tests are.
+fresh $CELLVM_API_KEY, a private registry and TMPDIR, the run's template root
+for servers (tests/serve_process.py: the first server of the run builds the
+template, ~20 s)) and two sandboxes (`pair`), killed at the end. Skipped without build/image, as the other VM tests are.
 """
 
 import base64
@@ -35,6 +35,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import serve_process  # noqa: E402
 from conftest import IMAGE, build_image_or_skip, processes_mentioning  # noqa: E402
 
 BUILD = os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build"))
@@ -79,9 +80,9 @@ class Server:
         self.run = os.path.join(tmp, "run")
         os.mkdir(self.run, 0o700)
         self.tmpdir = tempfile.mkdtemp(prefix="cellvm-h-", dir="/tmp")  # short: VM sockets
-        self.own_templates = not os.environ.get("CELLVM_TEMPLATE_DIR")
-        self.templates = os.environ.get("CELLVM_TEMPLATE_DIR") or os.path.join(tmp, "templates")
-        os.makedirs(self.templates, mode=0o700, exist_ok=True)
+        # The run's template root for servers (serve_process.py): built by the
+        # first server of the run, restored by the others.
+        self.templates = serve_process.template_root()
         self.key = "e2b_" + secrets.token_hex(20)
         self.port = free_port()
         self.log_path = os.path.join(tmp, "serve.log")
@@ -166,8 +167,6 @@ class Server:
             except OSError:
                 pass
         shutil.rmtree(self.tmpdir, ignore_errors=True)
-        if self.own_templates:
-            shutil.rmtree(self.templates, ignore_errors=True)
         return problems
 
 
