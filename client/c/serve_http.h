@@ -32,6 +32,7 @@ struct hroute {
 struct hreq {
         struct MHD_Connection *conn;
         const char *method, *url;
+        char *raw_uri; /* the request target as sent (path and query, not decoded) */
         const struct hroute *route;
         struct sandbox *sbx; /* the target sandbox (referenced), or NULL */
         char *body;          /* kept body, NUL-terminated */
@@ -73,6 +74,9 @@ struct hstream {
 int hstream_put(struct hstream *st, const void *data, size_t len);
 enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *content_type,
                              struct hstream *st);
+/* A response reading `st` (`size` bytes, or MHD_SIZE_UNKNOWN), for the caller
+ * to add headers to and queue; NULL when out of memory (`st` is then released). */
+struct MHD_Response *hstream_response(struct hstream *st, uint64_t size);
 
 /* A response that relays one agent request as the agent answers it: `fill`
  * waits for the request's next message and hands it to `on_event` (which
@@ -104,6 +108,9 @@ extern const struct hroute route_interp;
 extern const struct hroute route_envd;
 extern const struct hroute route_files_get;
 extern const struct hroute route_files_post;
+/* Any other port of a sandbox (serve_port.c): checks the traffic token rule,
+ * sets the route; 0, or an HTTP status with `why`. */
+int port_route(struct hreq *h, unsigned port, char *why, size_t whylen);
 
 /* Converts an agent's CBOR value to JSON (bytes as base64), bounded by depth. */
 json_t *cbor_to_json(const cbor_item_t *item);
