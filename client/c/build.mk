@@ -23,7 +23,7 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_multipart.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
               client/c/serve_metrics.c
 # getHost(port): other ports relayed through the agent's tunnels.
-SERVE_SRCS += client/c/serve_port.c
+SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
@@ -36,6 +36,11 @@ $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli
 CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \
                 $(B)/tests/c/test_client_host_tsc $(B)/tests/c/test_client_manifest \
                 $(B)/tests/c/test_client_qmp $(B)/tests/c/test_client_vmm_idle
+# cellvm serve's reading of a sandbox's own HTTP responses (serve_http1.c).
+CLIENT_TESTS += $(B)/tests/c/test_serve_http1
+
+$(B)/tests/c/test_serve_http1: $(B)/tests/c/test_serve_http1.o $(B)/client/c/serve_http1.o
+	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_manifest: $(B)/tests/c/test_client_manifest.o \
 		$(B)/client/c/manifest.o $(B)/client/c/template.o $(B)/client/c/user_dirs.o \

@@ -19,6 +19,7 @@
 #include "cbor_util.h"
 #include "msgtypes.h"
 #include "serve_http.h"
+#include "serve_http1.h"
 
 /* The guest's status line and headers. */
 #define HEAD_MAX (64u * 1024u)
@@ -326,253 +327,45 @@ static int fwd_body(struct hreq *h, const char *data, size_t len)
 
 /* --- the response --------------------------------------------------------- */
 
-enum body_mode { BODY_NONE, BODY_LENGTH, BODY_CHUNKED, BODY_TO_EOF };
-enum chunk_state { CH_SIZE, CH_DATA, CH_DATA_END, CH_TRAILER, CH_DONE };
-
-struct relay {
-        enum body_mode mode;
-        uint64_t left; /* BODY_LENGTH: bytes to come; CH_DATA: of this chunk */
-        enum chunk_state cs;
-        char line[256]; /* a chunk-size or trailer line */
-        size_t line_len;
-        bool done;
-};
-
-/* Takes one line of the chunked framing into rl->line; true once it is whole. */
-static int take_line(struct relay *rl, const uint8_t **p, const uint8_t *end, bool *whole)
+static int put_body(void *ud, const void *p, size_t n)
 {
-        *whole = false;
-        while (*p < end) {
-                char c = (char)*(*p)++;
-                if (c == '\n') {
-                        if (rl->line_len && rl->line[rl->line_len - 1] == '\r')
-                                rl->line_len--;
-                        rl->line[rl->line_len] = '\0';
-                        *whole = true;
-                        return 0;
-                }
-                if (rl->line_len + 1 >= sizeof(rl->line))
-                        return -1; /* a chunk extension or trailer line past the bound */
-                rl->line[rl->line_len++] = c;
-        }
-        return 0;
-}
-
-/* Relays `n` guest bytes of the body into `hs`. 0, or -1 for a malformed body. */
-static int relay_feed(struct relay *rl, struct hstream *hs, const uint8_t *p, size_t n)
-{
-        const uint8_t *end = p + n;
-        while (p < end && !rl->done) {
-                size_t avail = (size_t)(end - p);
-                bool whole;
-                switch (rl->mode) {
-                case BODY_NONE:
-                        rl->done = true;
-                        return 0;
-                case BODY_TO_EOF:
-                        return hstream_put(hs, p, avail) < 0 ? -1 : 0;
-                case BODY_LENGTH: {
-                        size_t k = avail < rl->left ? avail : (size_t)rl->left;
-                        if (hstream_put(hs, p, k) < 0)
-                                return -1;
-                        p += k;
-                        rl->left -= k;
-                        rl->done = rl->left == 0;
-                        break;
-                }
-                case BODY_CHUNKED:
-                        switch (rl->cs) {
-                        case CH_SIZE: {
-                                if (take_line(rl, &p, end, &whole) < 0)
-                                        return -1;
-                                if (!whole)
-                                        break;
-                                char *e;
-                                errno = 0;
-                                unsigned long long size = strtoull(rl->line, &e, 16);
-                                if (e == rl->line || errno ||
-                                    (*e && *e != ';' && *e != ' ' && *e != '\t'))
-                                        return -1;
-                                rl->line_len = 0;
-                                rl->left = size;
-                                rl->cs = size ? CH_DATA : CH_TRAILER;
-                                break;
-                        }
-                        case CH_DATA: {
-                                size_t k = avail < rl->left ? avail : (size_t)rl->left;
-                                if (hstream_put(hs, p, k) < 0)
-                                        return -1;
-                                p += k;
-                                rl->left -= k;
-                                if (rl->left == 0)
-                                        rl->cs = CH_DATA_END;
-                                break;
-                        }
-                        case CH_DATA_END:
-                                if (take_line(rl, &p, end, &whole) < 0)
-                                        return -1;
-                                if (whole) {
-                                        if (rl->line_len)
-                                                return -1;
-                                        rl->cs = CH_SIZE;
-                                }
-                                break;
-                        case CH_TRAILER:
-                                if (take_line(rl, &p, end, &whole) < 0)
-                                        return -1;
-                                if (whole) {
-                                        if (rl->line_len == 0)
-                                                rl->done = true; /* trailers are dropped */
-                                        rl->line_len = 0;
-                                }
-                                break;
-                        case CH_DONE:
-                                rl->done = true;
-                                break;
-                        }
-                        break;
-                }
-        }
-        return 0;
+        return hstream_put(ud, p, n);
 }
 
 static int relay_event(struct agent_stream *as, const struct cvc_event *ev)
 {
-        struct relay *rl = as->ud;
+        struct h1_body *b = as->ud;
         if (ev->type == CV_MSG_PORT_DATA_OUT && ev->root) {
                 const uint8_t *data;
                 size_t n = 0;
                 bool eof = false;
                 if (cv_map_get_bytes(ev->root, "data", &data, &n) == 0 && n > 0) {
-                        if (relay_feed(rl, &as->hs, data, n) < 0)
+                        if (h1_body_feed(b, data, n, put_body, &as->hs) < 0)
                                 return -1;
                         /* Handed on (hstream holds one message at most): room for more. */
                         if (send_msg(as->r, NULL, 0, n, false) < 0)
                                 return -1;
                 }
                 if (cv_map_get_bool(ev->root, "eof", &eof) == 0 && eof) {
-                        if (rl->mode == BODY_TO_EOF)
-                                rl->done = true;
-                        else if (!rl->done)
+                        if (b->framing == H1_TO_EOF)
+                                b->done = true;
+                        else if (!b->done)
                                 return -1; /* cut short: the client sees the cut */
                 }
         } else if (cv_msg_is_terminal(ev->type)) {
-                if (rl->mode == BODY_TO_EOF && ev->type == CV_MSG_OK)
-                        rl->done = true;
-                if (!rl->done)
+                if (b->framing == H1_TO_EOF && ev->type == CV_MSG_OK)
+                        b->done = true;
+                if (!b->done)
                         return -1;
         }
-        if (rl->done)
+        if (b->done)
                 as->hs.done = true;
         return 0;
 }
 
-/* Response headers not passed on: hop-by-hop ones and the framing, which
- * libmicrohttpd sets for the client's connection. */
-static bool dropped_response_header(const char *name, size_t n)
+static int add_response_header(void *ud, const char *name, const char *value)
 {
-        static const char *const names[] = {
-            "Connection", "Keep-Alive", "Proxy-Connection",  "TE",
-            "Trailer",    "Upgrade",    "Transfer-Encoding", "Content-Length",
-        };
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-                if (strlen(names[i]) == n && strncasecmp(name, names[i], n) == 0)
-                        return true;
-        return false;
-}
-
-/* Where the head ends in `p` (after its blank line), or 0 while it is incomplete. */
-static size_t head_end(const char *p, size_t n)
-{
-        for (size_t i = 0; i + 1 < n; i++) {
-                if (p[i] == '\n' && p[i + 1] == '\n')
-                        return i + 2;
-                if (i + 3 < n && memcmp(p + i, "\r\n\r\n", 4) == 0)
-                        return i + 4;
-        }
-        return 0;
-}
-
-static void trim(const char **s, size_t *n)
-{
-        while (*n && (**s == ' ' || **s == '\t'))
-                (*s)++, (*n)--;
-        while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t' || (*s)[*n - 1] == '\r'))
-                (*n)--;
-}
-
-/* Parses the head in `p` (`n` bytes, NUL-terminated copy): the status, the
- * body's framing, the headers added to `resp` when it is non-NULL. -1 when
- * malformed. */
-static int parse_head(char *p, size_t n, bool head_request, unsigned *status, struct relay *rl,
-                      struct MHD_Response *resp)
-{
-        char *eol = memchr(p, '\n', n);
-        if (!eol || n < 12 || strncmp(p, "HTTP/1.", 7) != 0 || p[8] != ' ')
-                return -1;
-        unsigned st = 0;
-        for (int i = 9; i < 12; i++) {
-                if (p[i] < '0' || p[i] > '9')
-                        return -1;
-                st = st * 10 + (unsigned)(p[i] - '0');
-        }
-        if (st < 100 || st > 599)
-                return -1;
-        *status = st;
-        bool chunked = false, has_length = false;
-        uint64_t length = 0;
-        for (char *line = eol + 1; line < p + n;) {
-                char *next = memchr(line, '\n', (size_t)(p + n - line));
-                if (!next)
-                        break;
-                size_t len = (size_t)(next - line);
-                if (len && line[len - 1] == '\r')
-                        len--;
-                if (len == 0)
-                        break;
-                char *colon = memchr(line, ':', len);
-                if (!colon || colon == line)
-                        return -1;
-                char *name = line;
-                const char *value = colon + 1;
-                size_t name_len = (size_t)(colon - line), value_len = len - name_len - 1;
-                trim(&value, &value_len);
-                if (name_len == 17 && strncasecmp(name, "Transfer-Encoding", 17) == 0) {
-                        chunked =
-                            value_len >= 7 && strncasecmp(value + value_len - 7, "chunked", 7) == 0;
-                } else if (name_len == 14 && strncasecmp(name, "Content-Length", 14) == 0) {
-                        char num[24];
-                        if (value_len == 0 || value_len >= sizeof(num))
-                                return -1;
-                        memcpy(num, value, value_len);
-                        num[value_len] = '\0';
-                        char *e;
-                        errno = 0;
-                        unsigned long long v = strtoull(num, &e, 10);
-                        if (*e || errno || num[0] == '-' || (has_length && v != length))
-                                return -1;
-                        has_length = true;
-                        length = v;
-                }
-                if (resp && !dropped_response_header(name, name_len)) {
-                        name[name_len] = '\0';
-                        ((char *)value)[value_len] = '\0';
-                        if (MHD_add_response_header(resp, name, value) != MHD_YES)
-                                return -1;
-                }
-                line = next + 1;
-        }
-        memset(rl, 0, sizeof(*rl));
-        if (head_request || st == 204 || st == 304 || st < 200)
-                rl->mode = BODY_NONE;
-        else if (chunked)
-                rl->mode = BODY_CHUNKED;
-        else if (has_length)
-                rl->mode = BODY_LENGTH, rl->left = length;
-        else
-                rl->mode = BODY_TO_EOF;
-        rl->done = rl->mode == BODY_NONE || (rl->mode == BODY_LENGTH && length == 0);
-        return 0;
+        return MHD_add_response_header(ud, name, value) == MHD_YES ? 0 : -1;
 }
 
 static enum MHD_Result reply_closed_port(struct hreq *h, struct port_fwd *f)
@@ -595,6 +388,17 @@ static enum MHD_Result fwd_fail(struct hreq *h, struct port_fwd *f)
         return reply_error(h, (unsigned)(f->fail ? f->fail : 502), "%s", f->why);
 }
 
+/* `n` bytes and a NUL (the guest's may hold NULs: not strndup). */
+static char *dup_bytes(const char *p, size_t n)
+{
+        char *c = malloc(n + 1);
+        if (c) {
+                memcpy(c, p, n);
+                c[n] = '\0';
+        }
+        return c;
+}
+
 static enum MHD_Result fwd_done(struct hreq *h)
 {
         struct port_fwd *f = h->state;
@@ -606,15 +410,16 @@ static enum MHD_Result fwd_done(struct hreq *h)
         bool head_request = strcmp(h->method, "HEAD") == 0;
         size_t end = 0;
         unsigned status = 0;
-        struct relay rl;
+        struct h1_body rl;
         while (!f->fail) {
                 const char *p = (const char *)cv_buf_head(&f->got);
                 size_t n = cv_buf_pending(&f->got);
-                end = head_end(p, n < HEAD_MAX ? n : HEAD_MAX);
+                end = h1_head_end(p, n < HEAD_MAX ? n : HEAD_MAX);
                 if (end) {
-                        char *copy = strndup(p, end);
+                        char *copy = dup_bytes(p, end);
                         int rc =
-                            copy ? parse_head(copy, end, head_request, &status, &rl, NULL) : -1;
+                            copy ? h1_parse_head(copy, end, head_request, &status, &rl, NULL, NULL)
+                                 : -1;
                         free(copy);
                         if (rc < 0) {
                                 f->fail = 502;
@@ -648,7 +453,7 @@ static enum MHD_Result fwd_done(struct hreq *h)
         if (f->fail)
                 return fwd_fail(h, f);
 
-        struct relay *relay = malloc(sizeof(*relay));
+        struct h1_body *relay = malloc(sizeof(*relay));
         struct agent_stream *as = relay ? agent_stream_new(h->sbx, f->r) : NULL;
         if (!as) {
                 free(relay);
@@ -660,23 +465,23 @@ static enum MHD_Result fwd_done(struct hreq *h)
         as->on_event = relay_event;
         as->ended = f->ended;
         f->r = NULL; /* the stream's now */
-        char *copy = strndup((const char *)cv_buf_head(&f->got), end);
+        char *copy = dup_bytes((const char *)cv_buf_head(&f->got), end);
         cv_buf_consume(&f->got, end);
-        if (!copy ||
-            relay_feed(relay, &as->hs, cv_buf_head(&f->got), cv_buf_pending(&f->got)) < 0) {
+        if (!copy || h1_body_feed(relay, cv_buf_head(&f->got), cv_buf_pending(&f->got), put_body,
+                                  &as->hs) < 0) {
                 free(copy);
                 as->hs.release(&as->hs);
                 free(as->hs.buf);
                 free(as);
                 return reply_error(h, 502, "port %u: the server's response is malformed", f->port);
         }
-        if (relay->done || (f->guest_eof && relay->mode == BODY_TO_EOF))
+        if (relay->done || (f->guest_eof && relay->framing == H1_TO_EOF))
                 as->hs.done = true;
         else if (f->guest_eof)
                 as->hs.done = true; /* cut short: what came is all there is */
-        uint64_t size = relay->mode == BODY_LENGTH ? relay->left + as->hs.len
-                        : relay->mode == BODY_NONE ? 0
-                                                   : MHD_SIZE_UNKNOWN;
+        uint64_t size = relay->framing == H1_LENGTH ? relay->left + as->hs.len
+                        : relay->framing == H1_NONE ? 0
+                                                    : MHD_SIZE_UNKNOWN;
         if (head_request)
                 size = MHD_SIZE_UNKNOWN;
         struct MHD_Response *resp = hstream_response(&as->hs, size);
@@ -684,8 +489,9 @@ static enum MHD_Result fwd_done(struct hreq *h)
                 free(copy);
                 return MHD_NO;
         }
-        struct relay scratch;
-        int rc = parse_head(copy, end, head_request, &status, &scratch, resp);
+        struct h1_body scratch;
+        int rc =
+            h1_parse_head(copy, end, head_request, &status, &scratch, add_response_header, resp);
         free(copy);
         enum MHD_Result r = rc < 0 ? MHD_NO : MHD_queue_response(h->conn, status, resp);
         MHD_destroy_response(resp);
