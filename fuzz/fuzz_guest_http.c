@@ -6,7 +6,8 @@
  * decoded as its body three times: whole, one byte at a time, and in pieces
  * the input's bytes size. The three must agree (same output, same end, same
  * error), every header handed on must be NUL-free and without CR or LF, and
- * a body by length must never give more than its length.
+ * a body by length must never give more than its length. h1_header_value's
+ * answer (the guest's Upgrade, for a 101) must fit and hold no CR or LF.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -102,6 +103,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 return 0;
         memcpy(copy, p, end);
         copy[end] = '\0';
+        char value[64];
+        int vr = h1_header_value(copy, end, "Upgrade", value, sizeof(value));
+        CHECK(vr == 0 || vr == -ENOENT || vr == -ENAMETOOLONG || vr == -EINVAL);
+        if (vr == 0)
+                CHECK(strlen(value) < sizeof(value) && !strpbrk(value, "\r\n"));
         unsigned status = 0;
         struct h1_body b, again;
         size_t count = 0;

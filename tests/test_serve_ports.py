@@ -4,10 +4,12 @@ Routing by E2B's headers and by Host `{port}-{id}.{domain}`, bodies both ways
 (by length, chunked, to the end of the stream), a closed port's error as E2B's
 edge gives it, and private sandboxes' traffic tokens."""
 
+import base64
 import hashlib
 import http.client
 import json
 import os
+import socket
 import sys
 import time
 
@@ -18,7 +20,8 @@ from conftest import build_image_or_skip  # noqa: E402
 from serve_process import CLI, Server, tail  # noqa: E402
 
 ENVD = 49983
-WEB, ECHO, CLOSED = 8000, 8001, 8002
+WEB, ECHO, CLOSED, WS = 8000, 8001, 8002, 8003
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 # A guest server showing what it got: the raw request target, selected headers
 # and the body (read by length or chunked), answered by length; GET /chunked and
@@ -77,6 +80,55 @@ class H(http.server.BaseHTTPRequestHandler):
         pass
 
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+'''
+
+
+# A WebSocket echo server (RFC 6455, stdlib only): text and binary messages
+# come back upper-cased; a close is answered with a close.
+WS_PY = r'''
+import base64, hashlib, socketserver, sys
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+class H(socketserver.StreamRequestHandler):
+    def handle(self):
+        lines = []
+        while True:
+            line = self.rfile.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            lines.append(line.decode().strip())
+        hdr = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+        if hdr.get("upgrade", "").lower() != "websocket":
+            self.wfile.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 3\r\n\r\nno\n")
+            return
+        accept = base64.b64encode(hashlib.sha1(hdr["sec-websocket-key"].encode() + GUID).digest())
+        self.wfile.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                         b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+        self.wfile.flush()
+        while True:
+            h = self.rfile.read(2)
+            if len(h) < 2:
+                return
+            op, n = h[0] & 15, h[1] & 127
+            if n == 126:
+                n = int.from_bytes(self.rfile.read(2), "big")
+            elif n == 127:
+                n = int.from_bytes(self.rfile.read(8), "big")
+            mask = self.rfile.read(4)
+            raw = self.rfile.read(n)
+            data = bytes(b ^ mask[i % 4] for i, b in enumerate(raw))
+            if op == 8:
+                self.wfile.write(b"\x88\x00")
+                self.wfile.flush()
+                return
+            out = data.upper()
+            size = (bytes([len(out)]) if len(out) < 126 else
+                    b"\x7e" + len(out).to_bytes(2, "big"))
+            self.wfile.write(bytes([0x80 | op]) + size + out)
+            self.wfile.flush()
+
+socketserver.ThreadingTCPServer.allow_reuse_address = True
+socketserver.ThreadingTCPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 '''
 
 
@@ -183,10 +235,13 @@ def sbx(server):
     s = create(server)
     s.write("/tmp/www/index.html", b"<h1>hello from the sandbox</h1>\n")
     s.write("/tmp/echo.py", ECHO_PY.encode())
+    s.write("/tmp/ws.py", WS_PY.encode())
     s.start(f"python3 -m http.server {WEB} --bind 127.0.0.1 --directory /tmp/www")
     s.start(f"python3 /tmp/echo.py {ECHO}")
+    s.start(f"python3 /tmp/ws.py {WS}")
     s.wait_listening(WEB)
     s.wait_listening(ECHO)
+    s.wait_listening(WS)
     yield s
     api(server, "DELETE", f"/sandboxes/{s.id}")
 
@@ -285,3 +340,55 @@ def test_ended_sandbox_is_a_502(server):
     api(server, "DELETE", f"/sandboxes/{gone.id}")
     status, _, body = gone.get(WEB)
     assert status == 502, body
+
+
+def ws_frame(op, data):
+    """A client's frame: masked, as RFC 6455 requires."""
+    mask = os.urandom(4)
+    size = bytes([0x80 | len(data)]) if len(data) < 126 else (
+        b"\xfe" + len(data).to_bytes(2, "big"))
+    return bytes([0x80 | op]) + size + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+
+
+def ws_read(f):
+    h = f.read(2)
+    assert len(h) == 2, h
+    n = h[1] & 127
+    if n == 126:
+        n = int.from_bytes(f.read(2), "big")
+    return h[0] & 15, f.read(n)
+
+
+def test_websocket_through_the_host_name(server, sbx):
+    key = base64.b64encode(os.urandom(16))
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as c:
+        c.sendall(b"GET /chat HTTP/1.1\r\nHost: %d-%s.cellvm.test\r\nUpgrade: websocket\r\n"
+                  b"Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                  b"Sec-WebSocket-Version: 13\r\n\r\n" % (WS, sbx.id.encode(), key))
+        f = c.makefile("rb")
+        status = f.readline()
+        assert status.startswith(b"HTTP/1.1 101"), status
+        headers = {}
+        while (line := f.readline()) not in (b"\r\n", b""):
+            k, _, v = line.decode().partition(":")
+            headers[k.strip().lower()] = v.strip()
+        assert headers["upgrade"].lower() == "websocket"
+        assert "upgrade" in headers["connection"].lower()
+        expect = base64.b64encode(hashlib.sha1(key + WS_GUID).digest()).decode()
+        assert headers["sec-websocket-accept"] == expect
+        c.sendall(ws_frame(1, b"hello"))
+        assert ws_read(f) == (1, b"HELLO")
+        big = bytes(range(97, 123)) * 2000  # 52 KB, several of the tunnel's messages
+        c.sendall(ws_frame(2, big))
+        assert ws_read(f) == (2, big.upper())
+        c.sendall(ws_frame(8, b""))
+        assert ws_read(f) == (8, b"")
+        assert f.read(1) == b""  # the guest closed: so did the server
+
+
+def test_upgrade_not_taken_by_the_guest_is_plain_http(sbx):
+    # echo.py ignores Upgrade: its ordinary answer comes back as it is.
+    status, headers, body = sbx.get(ECHO, "/u", Upgrade="websocket", Connection="Upgrade")
+    assert status == 200 and body == b""
+    info = json.loads(headers["x-info"])
+    assert info["path"] == "/u" and info["connection"] == "Upgrade"

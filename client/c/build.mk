@@ -23,7 +23,7 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_multipart.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
               client/c/serve_metrics.c
 # getHost(port): other ports relayed through the agent's tunnels.
-SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c
+SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrade.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 

@@ -504,8 +504,9 @@ static void on_mhd_error(void *cls, const char *fmt, va_list ap)
 struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, char *err,
                                     size_t errlen)
 {
-        unsigned flags =
-            MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+        unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                         MHD_USE_ERROR_LOG |
+                         MHD_ALLOW_UPGRADE; /* a sandbox's WebSocket servers (serve_upgrade.c) */
         if (addr && addr->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
         struct MHD_Daemon *d;

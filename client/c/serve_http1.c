@@ -127,6 +127,32 @@ int h1_parse_head(char *p, size_t n, bool head_request, unsigned *status, struct
         return 0;
 }
 
+int h1_header_value(const char *p, size_t n, const char *name, char *out, size_t outlen)
+{
+        size_t nl = strlen(name);
+        const char *end = p + n, *line = memchr(p, '\n', n);
+        while (line && ++line < end) {
+                const char *next = memchr(line, '\n', (size_t)(end - line));
+                size_t len = next ? (size_t)(next - line) : (size_t)(end - line);
+                if (len > nl && line[nl] == ':' && strncasecmp(line, name, nl) == 0) {
+                        char *v = (char *)line + nl + 1;
+                        size_t vl = len - nl - 1;
+                        if (vl && v[vl - 1] == '\r')
+                                vl--;
+                        trim(&v, &vl);
+                        if (memchr(v, '\0', vl) || memchr(v, '\r', vl))
+                                return -EINVAL;
+                        if (vl >= outlen)
+                                return -ENAMETOOLONG;
+                        memcpy(out, v, vl);
+                        out[vl] = '\0';
+                        return 0;
+                }
+                line = next;
+        }
+        return -ENOENT;
+}
+
 /* Reads one line of the chunked framing into b->line; *whole once it ended. */
 static int take_line(struct h1_body *b, const uint8_t **p, const uint8_t *end, bool *whole)
 {

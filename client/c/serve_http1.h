@@ -40,6 +40,11 @@ typedef int (*h1_header_fn)(void *ud, const char *name, const char *value);
 int h1_parse_head(char *p, size_t n, bool head_request, unsigned *status, struct h1_body *b,
                   h1_header_fn header, void *ud);
 
+/* The value of header `name` in the head `p` (`n` bytes; the first such
+ * header), trimmed, into `out`. 0, -ENOENT, -ENAMETOOLONG when it does not
+ * fit, or -EINVAL when it holds a NUL or CR. */
+int h1_header_value(const char *p, size_t n, const char *name, char *out, size_t outlen);
+
 /* Body bytes in `out`; 0 or nonzero to fail. */
 typedef int (*h1_out_fn)(void *ud, const void *p, size_t n);
 

@@ -20,6 +20,7 @@
 #include "msgtypes.h"
 #include "serve_http.h"
 #include "serve_http1.h"
+#include "serve_port.h"
 
 /* The guest's status line and headers. */
 #define HEAD_MAX (64u * 1024u)
@@ -42,6 +43,7 @@ struct port_fwd {
         bool ended;     /* the tunnel's terminal message came */
         bool guest_eof; /* the guest finished sending */
         bool chunked;   /* the client's body is chunked: re-chunk it */
+        bool upgrade;   /* the client asked to switch protocols (WebSocket) */
         int fail;       /* an HTTP status to answer with `why`, or 0 */
         char why[256];
         uint64_t unacked;  /* request bytes the agent has not acknowledged */
@@ -62,7 +64,7 @@ static void fwd_free(void *p)
         free(f);
 }
 
-static int send_msg(struct mux_req *r, const uint8_t *data, size_t n, uint64_t ack, bool eof)
+int port_send(struct mux_req *r, const uint8_t *data, size_t n, uint64_t ack, bool eof)
 {
         struct cv_buf b;
         cv_buf_init(&b);
@@ -122,7 +124,7 @@ static int take_event(struct port_fwd *f, const struct cvc_event *ev)
                 /* Unacknowledged, the guest's bytes stop at the window: it
                  * then waits for us while we may wait for it. */
                 if (cv_buf_pending(&f->got) <= EARLY_MAX + HEAD_MAX &&
-                    send_msg(f->r, NULL, 0, n, false) < 0) {
+                    port_send(f->r, NULL, 0, n, false) < 0) {
                         f->fail = 502;
                         snprintf(f->why, sizeof(f->why), "the sandbox's agent connection broke");
                         return -1;
@@ -212,7 +214,7 @@ static int send_bytes(struct port_fwd *f, const char *p, size_t n)
                                 return -1;
                         continue;
                 }
-                if (send_msg(f->r, (const uint8_t *)p, k, 0, false) < 0) {
+                if (port_send(f->r, (const uint8_t *)p, k, 0, false) < 0) {
                         f->fail = 502;
                         snprintf(f->why, sizeof(f->why), "the sandbox's agent connection broke");
                         return -1;
@@ -272,6 +274,11 @@ static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char
         return MHD_YES;
 }
 
+static void append_str(struct cv_buf *b, const char *s)
+{
+        cv_buf_append(b, s, strlen(s));
+}
+
 /* Opens the tunnel and sends the request's head. 0, or -1 with f->fail set. */
 static int start(struct hreq *h, struct port_fwd *f)
 {
@@ -284,9 +291,9 @@ static int start(struct hreq *h, struct port_fwd *f)
         cv_buf_init(&b);
         const char *target = h->raw_uri ? h->raw_uri : h->url;
         cv_buf_append(&b, h->method, strlen(h->method));
-        cv_buf_append(&b, " ", 1);
+        append_str(&b, " ");
         cv_buf_append(&b, target, strlen(target));
-        cv_buf_append(&b, " HTTP/1.1\r\n", 11);
+        append_str(&b, " HTTP/1.1\r\n");
         MHD_get_connection_values(h->conn, MHD_HEADER_KIND, add_header, &b);
         if (cl) {
                 char line[64];
@@ -294,9 +301,19 @@ static int start(struct hreq *h, struct port_fwd *f)
                                  strtoull(cl, NULL, 10));
                 cv_buf_append(&b, line, (size_t)n);
         } else if (f->chunked) {
-                cv_buf_append(&b, "Transfer-Encoding: chunked\r\n", 28);
+                append_str(&b, "Transfer-Encoding: chunked\r\n");
         }
-        cv_buf_append(&b, "Connection: close\r\n\r\n", 21);
+        /* An Upgrade (WebSocket) goes on as the client asked; anything else is
+         * one request on a connection of its own. */
+        const char *up = hreq_header(h, "Upgrade"), *conn = hreq_header(h, "Connection");
+        f->upgrade = up && conn && strcasestr(conn, "upgrade") && !strpbrk(up, "\r\n");
+        if (f->upgrade) {
+                append_str(&b, "Upgrade: ");
+                cv_buf_append(&b, up, strlen(up));
+                append_str(&b, "\r\nConnection: Upgrade\r\n\r\n");
+        } else {
+                append_str(&b, "Connection: close\r\n\r\n");
+        }
         int rc = b.err ? -1 : send_bytes(f, (const char *)cv_buf_head(&b), cv_buf_pending(&b));
         if (b.err) {
                 f->fail = 500;
@@ -343,7 +360,7 @@ static int relay_event(struct agent_stream *as, const struct cvc_event *ev)
                         if (h1_body_feed(b, data, n, put_body, &as->hs) < 0)
                                 return -1;
                         /* Handed on (hstream holds one message at most): room for more. */
-                        if (send_msg(as->r, NULL, 0, n, false) < 0)
+                        if (port_send(as->r, NULL, 0, n, false) < 0)
                                 return -1;
                 }
                 if (cv_map_get_bool(ev->root, "eof", &eof) == 0 && eof) {
@@ -428,7 +445,7 @@ static enum MHD_Result fwd_done(struct hreq *h)
                                          f->port);
                                 break;
                         }
-                        if (status >= 200)
+                        if (status >= 200 || (status == 101 && f->upgrade))
                                 break;
                         cv_buf_consume(&f->got, end); /* 1xx: the final head follows */
                         continue;
@@ -452,6 +469,18 @@ static enum MHD_Result fwd_done(struct hreq *h)
         }
         if (f->fail)
                 return fwd_fail(h, f);
+        if (status == 101) {
+                char *head = dup_bytes((const char *)cv_buf_head(&f->got), end);
+                if (!head)
+                        return reply_error(h, 500, "out of memory");
+                cv_buf_consume(&f->got, end);
+                struct mux_req *r = f->r;
+                f->r = NULL; /* upgrade_reply's now */
+                enum MHD_Result ret =
+                    upgrade_reply(h, r, head, end, cv_buf_head(&f->got), cv_buf_pending(&f->got));
+                free(head);
+                return ret;
+        }
 
         struct h1_body *relay = malloc(sizeof(*relay));
         struct agent_stream *as = relay ? agent_stream_new(h->sbx, f->r) : NULL;

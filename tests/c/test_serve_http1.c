@@ -166,8 +166,23 @@ static void test_bodies(void)
         CHECK(decode(big, many, 0, &o, &done) == -ECANCELED);
 }
 
+static void test_header_value(void)
+{
+        const char *head = "HTTP/1.1 101 Switching Protocols\r\nupgrade:  websocket \r\n"
+                           "Connection: Upgrade\r\n\r\n";
+        char v[16];
+        CHECK(h1_header_value(head, strlen(head), "Upgrade", v, sizeof(v)) == 0 &&
+              strcmp(v, "websocket") == 0);
+        CHECK(h1_header_value(head, strlen(head), "Upgrade", v, 9) == -ENAMETOOLONG);
+        CHECK(h1_header_value(head, strlen(head), "Sec-WebSocket-Accept", v, sizeof(v)) == -ENOENT);
+        /* the status line is not a header */
+        CHECK(h1_header_value("HTTP/1.1 101 x\r\n\r\n", 18, "HTTP/1.1 101 x", v, sizeof(v)) ==
+              -ENOENT);
+}
+
 int main(void)
 {
+        test_header_value();
         test_heads();
         test_bodies();
         return check_report("test_serve_http1");
