@@ -338,8 +338,14 @@ def test_private_sandbox_needs_its_own_traffic_token(server, sbx):
 def test_ended_sandbox_is_a_502(server):
     gone = create(server)
     api(server, "DELETE", f"/sandboxes/{gone.id}")
-    status, _, body = gone.get(WEB)
-    assert status == 502, body
+    status, headers, body = gone.get(WEB)
+    # E2B's edge's words (its host.test.ts checks them)
+    assert status == 502 and headers["content-type"].startswith("application/json")
+    assert json.loads(body) == {"message": "The sandbox was not found", "sandboxId": gone.id,
+                                "code": 502}
+    status, _, body = request(server, "POST", "/", {"Host": f"{WEB}-{gone.id}.cellvm.test"},
+                              b"x" * 100000)
+    assert status == 502 and json.loads(body)["sandboxId"] == gone.id
 
 
 def ws_frame(op, data):

@@ -623,7 +623,7 @@ def test_f_errors(serve, tmp_path):
 
 # --- g: the features that come later ----------------------------------------------
 
-@pytest.mark.xfail(reason="cellvm serve's later features (pause/resume, pty, ports, watchDir, metrics): "
+@pytest.mark.xfail(reason="cellvm serve's later features (pause/resume, pty, watchDir, metrics): "
                           "remove this mark once they are implemented", strict=False)
 def test_g_later_features(serve, tmp_path):
     result, evidence = run_group(serve, tmp_path, "g_later.mjs")

@@ -357,6 +357,8 @@ static int route(struct hreq *h)
         }
         if (to_sandbox) {
                 if (!valid_id(id) || !(h->sbx = serve_get(id))) {
+                        if (port != SERVE_ENVD_PORT && port != SERVE_JUPYTER_PORT)
+                                return port_gone_route(h, id, h->why, sizeof(h->why));
                         /* E2B's edge: a sandbox that is not running is a 502. */
                         snprintf(h->why, sizeof(h->why), "The sandbox %.64s was not found", id);
                         return 502;

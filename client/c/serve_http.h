@@ -111,6 +111,9 @@ extern const struct hroute route_files_post;
 /* Any other port of a sandbox (serve_port.c): checks the traffic token rule,
  * sets the route; 0, or an HTTP status with `why`. */
 int port_route(struct hreq *h, unsigned port, char *why, size_t whylen);
+/* Any other port of a sandbox that is not running (`id` as the client named
+ * it): E2B's edge's 502 body, once the request's body is read. */
+int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen);
 
 /* Converts an agent's CBOR value to JSON (bytes as base64), bounded by depth. */
 json_t *cbor_to_json(const cbor_item_t *item);

@@ -558,3 +558,38 @@ int port_route(struct hreq *h, unsigned port, char *why, size_t whylen)
         h->route = &route_port;
         return 0;
 }
+
+/* --- a sandbox that is not running ------------------------------------------ */
+
+static int gone_body(struct hreq *h, const char *data, size_t len)
+{
+        (void)h;
+        (void)data;
+        (void)len;
+        return 0; /* read and dropped */
+}
+
+static enum MHD_Result gone_done(struct hreq *h)
+{
+        /* E2B's edge, for a sandbox that is not running (host.test.ts). */
+        return reply_json(h, 502,
+                          json_pack("{s:s, s:s, s:i}", "message", "The sandbox was not found",
+                                    "sandboxId", (const char *)h->state, "code", 502));
+}
+
+static const struct hroute route_port_gone = {.body = gone_body, .done = gone_done};
+
+int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen)
+{
+        /* Quoted back: only the characters of an id, as much as one holds. */
+        size_t n = strspn(id, "abcdefghijklmnopqrstuvwxyz0123456789-");
+        char *copy = strndup(id, n > 63 ? 63 : n);
+        if (!copy) {
+                snprintf(why, whylen, "out of memory");
+                return 500;
+        }
+        h->state = copy;
+        h->free_state = free;
+        h->route = &route_port_gone;
+        return 0;
+}
