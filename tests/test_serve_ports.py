@@ -5,6 +5,7 @@ Routing by E2B's headers and by Host `{port}-{id}.{domain}`, bodies both ways
 edge gives it, and private sandboxes' traffic tokens."""
 
 import base64
+import concurrent.futures
 import hashlib
 import http.client
 import json
@@ -61,6 +62,16 @@ class H(http.server.BaseHTTPRequestHandler):
             for piece in (b"first,", b"x" * 70000, b",last"):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             self.wfile.write(b"0\r\nX-Trailer: t\r\n\r\n")
+            return
+        if self.path.startswith("/big/"):
+            n = int(self.path[5:])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            block = b"b" * 65536
+            while n > 0:
+                self.wfile.write(block[:n])
+                n -= min(n, len(block))
             return
         if self.path == "/eof":
             self.wfile.write(b"HTTP/1.0 201 Made\r\nX-Info: eof\r\n\r\nuntil the end")
@@ -302,6 +313,48 @@ def test_many_requests_in_a_row_keep_working(sbx):
     for i in range(20):
         status, _, body = sbx.get(WEB, "/index.html")
         assert status == 200 and body.startswith(b"<h1>"), (i, body)
+
+
+def test_parallel_requests_share_the_sandbox_connection(sbx, server):
+    bodies = [os.urandom(100000 + i) for i in range(16)]
+
+    def post(b):
+        return request(server, "POST", "/p", sbx.headers(ECHO), b)
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        got = list(pool.map(post, bodies))
+    for b, (status, _, body) in zip(bodies, got):
+        assert status == 200 and body == b
+
+
+def test_a_client_that_stops_reading_holds_back_only_its_own_request(sbx, server):
+    size = 32 << 20
+    c = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    try:
+        c.sendall(b"GET /big/%d HTTP/1.1\r\nHost: %d-%s.cellvm.test\r\n\r\n"
+                  % (size, ECHO, sbx.id.encode()))
+        assert c.recv(12).startswith(b"HTTP/1.1 200")
+        # That response is not read on: the windows hold it back. Everything
+        # else of the sandbox still flows.
+        for _ in range(3):
+            status, _, body = sbx.get(WEB, "/index.html")
+            assert status == 200 and body.startswith(b"<h1>")
+        status, _, body = request(server, "POST", "/x", sbx.headers(ECHO), b"z" * 500000)
+        assert status == 200 and body == b"z" * 500000
+        # and the held-back response still arrives whole
+        got = 0
+        c.settimeout(120)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            buf += c.recv(65536)
+        got = len(buf.split(b"\r\n\r\n", 1)[1])
+        while got < size:
+            chunk = c.recv(1 << 20)
+            assert chunk, f"cut at {got}"
+            got += len(chunk)
+        assert got == size
+    finally:
+        c.close()
 
 
 def test_closed_port_is_e2b_s_502(sbx):
