@@ -330,15 +330,15 @@ static int fwd_body(struct hreq *h, const char *data, size_t len)
                 return 0; /* answered at the end; the rest of the body is read and dropped */
         if (!f->r && start(h, f) < 0)
                 return 0;
-        if (f->chunked) {
-                char size[24];
-                int n = snprintf(size, sizeof(size), "%zx\r\n", len);
-                if (send_bytes(f, size, (size_t)n) < 0 || send_bytes(f, data, len) < 0 ||
-                    send_bytes(f, "\r\n", 2) < 0)
-                        return 0;
+        /* A failed send sets f->fail, answered at the end. */
+        if (!f->chunked) {
+                (void)send_bytes(f, data, len);
                 return 0;
         }
-        (void)send_bytes(f, data, len);
+        char size[24];
+        int n = snprintf(size, sizeof(size), "%zx\r\n", len);
+        if (send_bytes(f, size, (size_t)n) == 0 && send_bytes(f, data, len) == 0)
+                (void)send_bytes(f, "\r\n", 2);
         return 0;
 }
 
