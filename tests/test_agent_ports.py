@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from test_agent_protocol import CANCEL, ERROR, OK, PING, Raw, error_code
+from test_agent_protocol import CANCEL, ERROR, OK, PING, conn, error_code  # noqa: F401 (conn: a fixture)
 
 PORT_OPEN, PORT_DATA, PORT_OPENED, PORT_DATA_OUT = 0x0300, 0x0301, 0x8300, 0x8301
 WINDOW = 256 * 1024
@@ -109,14 +109,6 @@ class Tunnel:
         while self.end is None:
             self.pump()
         return self.end
-
-
-@pytest.fixture
-def conn(agent):
-    c = Raw(agent.addr)
-    c.hello()
-    yield c
-    c.close()
 
 
 def test_bytes_both_ways_within_the_windows(conn):

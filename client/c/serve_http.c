@@ -216,8 +216,7 @@ enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *conten
 
 /* --- routing -------------------------------------------------------------- */
 
-/* Compares secrets in time independent of where they differ. */
-static bool same_secret(const char *a, const char *b)
+bool same_secret(const char *a, const char *b)
 {
         if (!a || !b)
                 return false;

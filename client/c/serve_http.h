@@ -43,6 +43,10 @@ struct hreq {
         void (*free_state)(void *st); /* called when the request ends */
 };
 
+/* Compares a client's secret `a` (NULL: none) with `b` in time independent of
+ * where they differ. */
+bool same_secret(const char *a, const char *b);
+
 /* Header or query value (NULL when absent). */
 const char *hreq_header(struct hreq *h, const char *name);
 const char *hreq_query(struct hreq *h, const char *name);

@@ -532,12 +532,7 @@ static const struct hroute route_port = {.body = fwd_body, .done = fwd_done};
 int port_route(struct hreq *h, unsigned port, char *why, size_t whylen)
 {
         if (__atomic_load_n(&h->sbx->private_traffic, __ATOMIC_ACQUIRE)) {
-                const char *t = hreq_header(h, "E2B-Traffic-Access-Token");
-                size_t lt = t ? strlen(t) : 0, ls = strlen(h->sbx->token);
-                unsigned char diff = lt != ls;
-                for (size_t i = 0; i < ls; i++)
-                        diff |= (unsigned char)((lt ? t[i < lt ? i : 0] : 0) ^ h->sbx->token[i]);
-                if (diff) {
+                if (!same_secret(hreq_header(h, "E2B-Traffic-Access-Token"), h->sbx->token)) {
                         snprintf(why, whylen,
                                  "sandbox %s is private (allowPublicTraffic=false): its ports "
                                  "need its E2B-Traffic-Access-Token",
