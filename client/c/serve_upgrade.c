@@ -211,6 +211,11 @@ enum MHD_Result upgrade_reply(struct hreq *h, struct mux_req *r, char *head, siz
             rc == 0 ? MHD_queue_response(h->conn, MHD_HTTP_SWITCHING_PROTOCOLS, resp) : MHD_NO;
         if (resp)
                 MHD_destroy_response(resp);
+        /* Known gap: a client that leaves between this queueing and libmicrohttpd
+         * sending the 101 never gets on_upgrade, and `u` with its tunnel stays
+         * until the sandbox's agent connection ends (libmicrohttpd gives an
+         * upgrade response no free callback; the order of its completion
+         * notice and on_upgrade is not documented, so it is not guessed). */
         if (ret != MHD_YES) {
                 /* on_upgrade never runs: the tunnel and the rest are ours to end. */
                 serve_cancel(u->s, r->id);
