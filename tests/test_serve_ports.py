@@ -265,6 +265,12 @@ def test_get_by_headers(sbx):
     assert headers["content-length"] == str(len(body))
 
 
+def test_head_keeps_the_length(sbx, server):
+    status, headers, body = request(server, "HEAD", "/index.html", sbx.headers(WEB))
+    assert status == 200 and body == b""
+    assert headers["content-length"] == str(len(b"<h1>hello from the sandbox</h1>\n"))
+
+
 def test_get_by_host_name(sbx, server):
     host = f"{WEB}-{sbx.id}.cellvm.test"
     status, _, body = request(server, "GET", "/", {"Host": host})

@@ -124,6 +124,8 @@ int h1_parse_head(char *p, size_t n, bool head_request, unsigned *status, struct
         else
                 b->framing = H1_TO_EOF;
         b->done = b->framing == H1_NONE || (b->framing == H1_LENGTH && length == 0);
+        b->announced = has_length;
+        b->announced_length = length;
         return 0;
 }
 

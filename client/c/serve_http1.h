@@ -21,7 +21,9 @@ struct h1_body {
         int chunk_state;
         char line[256]; /* a chunk-size or trailer line being read */
         size_t line_len;
-        bool done; /* the body ended (bytes after it are not part of it) */
+        bool done;      /* the body ended (bytes after it are not part of it) */
+        bool announced; /* the head had a Content-Length (a HEAD's answer keeps it) */
+        uint64_t announced_length;
 };
 
 /* Where a head ends in `p` (just after its blank line), or 0 while incomplete. */

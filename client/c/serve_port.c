@@ -504,15 +504,16 @@ static enum MHD_Result fwd_done(struct hreq *h)
                 free(as);
                 return reply_error(h, 502, "port %u: the server's response is malformed", f->port);
         }
-        if (relay->done || (f->guest_eof && relay->framing == H1_TO_EOF))
+        /* After the guest's end, what came is all there is (cut short unless
+         * the body ran to the end of the stream). */
+        if (relay->done || f->guest_eof)
                 as->hs.done = true;
-        else if (f->guest_eof)
-                as->hs.done = true; /* cut short: what came is all there is */
         uint64_t size = relay->framing == H1_LENGTH ? relay->left + as->hs.len
                         : relay->framing == H1_NONE ? 0
                                                     : MHD_SIZE_UNKNOWN;
+        /* A HEAD's answer carries the length a GET would have (never sent). */
         if (head_request)
-                size = MHD_SIZE_UNKNOWN;
+                size = relay->announced ? relay->announced_length : MHD_SIZE_UNKNOWN;
         struct MHD_Response *resp = hstream_response(&as->hs, size);
         if (!resp) {
                 free(copy);

@@ -96,7 +96,7 @@ static void test_heads(void)
                   0 &&
               b.framing == H1_NONE && b.done);
         CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", true, &st, &b, &c) == 0 &&
-              b.framing == H1_NONE);
+              b.framing == H1_NONE && b.announced && b.announced_length == 9);
         CHECK(parse("HTTP/1.1 100 Continue\r\n\r\n", false, &st, &b, &c) == 0 && st == 100);
         CHECK(parse("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false, &st, &b, &c) == 0 &&
               b.framing == H1_LENGTH && b.done);
