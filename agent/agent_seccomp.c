@@ -114,11 +114,14 @@ static int allow_tunnel_sockets(scmp_filter_ctx ctx)
         return rc;
 }
 
-/* ioctl: only the serial port's tty settings (listen.c) and ADD_ENTROPY (common/entropy.c). */
+/* ioctl: only the serial port's tty settings (listen.c), ADD_ENTROPY (common/entropy.c) and
+ * the ptys of commands (pty.c): unlocking a new master, opening its slave from it (no path
+ * lookup) and setting its window size. The slave's TIOCSCTTY is the child's, before exec. */
 static int allow_ioctls(scmp_filter_ctx ctx)
 {
         static const unsigned long requests[] = {
-            TCGETS, TCSETS, TIOCEXCL, RNDADDENTROPY, RNDRESEEDCRNG,
+            TCGETS,        TCSETS,     TIOCEXCL,    RNDADDENTROPY,
+            RNDRESEEDCRNG, TIOCSPTLCK, TIOCGPTPEER, TIOCSWINSZ,
         };
         int nr = seccomp_syscall_resolve_name("ioctl");
         int rc = 0;

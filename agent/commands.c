@@ -4,6 +4,8 @@
  * fed from CMD_STDIN, the exit status in the terminal OK. A command outlives
  * its request only when started with `background`: then a disconnect detaches
  * it (it keeps running, its output is dropped) instead of killing it.
+ * With `pty`, the command runs on a pseudo-terminal (pty.h): one output
+ * stream, "pty", read from the master, and CMD_STDIN and CMD_RESIZE go to it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +25,7 @@
 #include "../confine/confine.h"
 #include "log.h"
 #include "msgtypes.h"
+#include "pty.h"
 #include "services.h"
 #include "spawner.h"
 #include "writer.h"
@@ -33,6 +37,8 @@
 /* After the exit, output still in the pipes is relayed up to this much per stream. */
 #define CMD_DRAIN_LIMIT (4u * 1024u * 1024u)
 #define CMD_MAX 1024u
+/* Arguments of a CMD_START `argv` (the spawner's bound). */
+#define CMD_ARGV_MAX 4096u
 
 struct command {
         struct command *next; /* in the agent's list */
@@ -41,11 +47,12 @@ struct command {
         char *cmd;
         char *cwd;
         char *tag;
-        struct cv_buf envs; /* the request's `envs` map, encoded, for CMD_LIST */
-        struct watch out, err, in;
+        struct cv_buf envs;        /* the request's `envs` map, encoded, for CMD_LIST */
+        struct watch out, err, in; /* pty: out reads the master, in writes a dup of it */
         struct cv_buf in_buf;
         bool in_eof; /* close stdin once in_buf is written */
         bool background;
+        bool pty;
         bool timed_out;
         bool killed;
         bool paused;
@@ -113,6 +120,11 @@ static ssize_t relay_once(struct agent *a, struct command *k, struct watch *w, c
         struct conn *c = k->r.conn;
         uint8_t buf[CMD_READ_CHUNK];
         ssize_t n = read(w->fd, buf, sizeof(buf));
+        if (n < 0 && errno == EIO && k->pty) {
+                /* A pty master reads EIO once every slave fd is closed: its EOF. */
+                watch_close(a, w);
+                return 0;
+        }
         if (n < 0) {
                 if (errno != EAGAIN && errno != EINTR) {
                         log_warn("command %d: read(%s): %s", (int)k->pid, name, strerror(errno));
@@ -139,6 +151,12 @@ static ssize_t relay_once(struct agent *a, struct command *k, struct watch *w, c
         return n;
 }
 
+/* The CMD_OUTPUT stream of `out` (else err). */
+static const char *out_name(const struct command *k, bool is_out)
+{
+        return k->pty ? "pty" : is_out ? "stdout" : "stderr";
+}
+
 static void on_output(struct agent *a, struct watch *w, uint32_t events)
 {
         (void)events;
@@ -152,7 +170,7 @@ static void on_output(struct agent *a, struct watch *w, uint32_t events)
         }
         if (!k)
                 return;
-        relay_once(a, k, w, is_out ? "stdout" : "stderr");
+        relay_once(a, k, w, out_name(k, is_out));
         if (k->r.conn && conn_over_high_water(k->r.conn))
                 output_interest(a, k);
 }
@@ -213,7 +231,7 @@ static void command_finish(struct agent *a, struct command *k, int status)
         struct watch *ws[2] = {&k->out, &k->err};
         for (int i = 0; i < 2; i++) {
                 while (ws[i]->fd >= 0 && drained[i] < CMD_DRAIN_LIMIT) {
-                        ssize_t n = relay_once(a, k, ws[i], i == 0 ? "stdout" : "stderr");
+                        ssize_t n = relay_once(a, k, ws[i], out_name(k, i == 0));
                         if (n <= 0)
                                 break;
                         drained[i] += (size_t)n;
@@ -326,14 +344,15 @@ static int join_cgroup(const char *procs)
         return err;
 }
 
-/* NAME=VALUE strings: the agent's environment, the user's identity, then `envs`. */
-static char **build_env(const struct creds *cr, const cbor_item_t *envs)
+/* NAME=VALUE strings: the agent's environment, the user's identity, `term` (TERM=..., or
+ * NULL to inherit it), then `envs`. */
+static char **build_env(const struct creds *cr, const cbor_item_t *envs, const char *term)
 {
         extern char **environ;
         size_t n = 0;
         while (environ[n])
                 n++;
-        size_t extra = 5 + (envs ? cbor_map_size(envs) : 0);
+        size_t extra = 6 + (envs ? cbor_map_size(envs) : 0);
         char **env = calloc(n + extra + 1, sizeof(*env));
         if (!env)
                 return NULL;
@@ -344,6 +363,7 @@ static char **build_env(const struct creds *cr, const cbor_item_t *envs)
                 bool skip = false;
                 for (int j = 0; replaced[j]; j++)
                         skip = skip || strncmp(environ[i], replaced[j], strlen(replaced[j])) == 0;
+                skip = skip || (term && strncmp(environ[i], "TERM=", 5) == 0);
                 has_path = has_path || strncmp(environ[i], "PATH=", 5) == 0;
                 if (!skip)
                         env[m++] = strdup(environ[i]);
@@ -358,6 +378,8 @@ static char **build_env(const struct creds *cr, const cbor_item_t *envs)
         if (!has_path)
                 env[m++] =
                     strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        if (term)
+                env[m++] = strdup(term); /* `envs` may still set its own */
         struct cbor_pair *pairs = envs ? cbor_map_handle(envs) : NULL;
         for (size_t i = 0; envs && i < cbor_map_size(envs); i++) {
                 const char *k, *v;
@@ -432,6 +454,17 @@ static int confine_child(const struct creds *cr)
         return 0;
 }
 
+/* In the child, still root, session leader with the pty's slave as fd 0: makes it the
+ * controlling terminal, owned by the user who runs on it (as login does). 0 or an errno. */
+static int take_terminal(const struct creds *cr)
+{
+        if (ioctl(0, TIOCSCTTY, 0) < 0)
+                return errno;
+        if (cr->drop && fchown(0, cr->uid, (gid_t)-1) < 0)
+                return errno;
+        return 0;
+}
+
 /* In the child the spawner created (spawner.h): becomes the command. Only async-signal-safe
  * calls; reports errno on `errfd`. */
 void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
@@ -439,18 +472,26 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
         int err = 0;
         sigset_t none;
         sigemptyset(&none);
-        if (setpgid(0, 0) < 0 || sigprocmask(SIG_SETMASK, &none, NULL) < 0)
+        /* On a pty, the command leads a new session (its terminal's); else a process group.
+         * Either way its pid is the group's, which command_kill() signals. */
+        if ((s->pty ? (int)setsid() : setpgid(0, 0)) < 0 ||
+            sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 err = errno;
         signal(SIGPIPE, SIG_DFL);
         if (!err && (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0))
                 err = errno;
+        if (!err && s->pty)
+                err = take_terminal(s->cr);
         if (!err)
                 err = join_cgroup(s->cgroup_procs);
         if (!err)
                 err = confine_child(s->cr);
         if (!err && chdir(s->cwd) < 0)
                 err = errno;
-        if (!err) {
+        if (!err && s->argv) {
+                execve(s->argv[0], s->argv, s->env);
+                err = errno;
+        } else if (!err) {
                 static const char bash[] = "/bin/bash";
                 if (access(bash, X_OK) == 0) {
                         char *argv[] = {"/bin/bash", "-l", "-c", (char *)s->cmd, NULL};
@@ -467,6 +508,33 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
 }
 
 /*
+ * command_spawn() on a pty of `cols` x `rows`: the slave is the child's fds 0-2, the agent
+ * keeps the master to read (`*out_r`) and a dup of it to write (`*in_w`: epoll watches
+ * each fd once); `*err_r` is -1. Returns the pid or -errno.
+ */
+static pid_t pty_command_spawn(struct agent *a, const struct spawn_spec *s, int *in_w, int *out_r,
+                               int *err_r)
+{
+        int master, slave;
+        int rc = pty_open(s->cols, s->rows, &master, &slave);
+        if (rc < 0)
+                return rc;
+        int master_w = fcntl(master, F_DUPFD_CLOEXEC, 0);
+        pid_t pid = master_w < 0 ? -errno : spawner_command(a, s, slave, slave, slave);
+        if (close(slave) < 0)
+                log_warn("command: close: %s", strerror(errno));
+        if (pid < 0) {
+                if (close(master) < 0 || (master_w >= 0 && close(master_w) < 0))
+                        log_warn("command: close: %s", strerror(errno));
+                return pid;
+        }
+        *in_w = master_w;
+        *out_r = master;
+        *err_r = -1;
+        return pid;
+}
+
+/*
  * Starts the command through the spawner (the agent cannot fork), which runs
  * command_child_exec() in the new process: process group, pipes, cgroup,
  * credential drop, cwd and exec. Fills the pipe ends the agent keeps (stdin
@@ -476,6 +544,8 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
 static pid_t command_spawn(struct agent *a, const struct spawn_spec *s, int *in_w, int *out_r,
                            int *err_r)
 {
+        if (s->pty)
+                return pty_command_spawn(a, s, in_w, out_r, err_r);
         int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
         int rc = 0;
         if (s->with_stdin ? pipe2(in, O_CLOEXEC) < 0
@@ -524,17 +594,92 @@ static void send_started(struct conn *c, uint32_t id, pid_t pid)
         conn_touch(c);
 }
 
+/* CMD_START's `argv` into a NULL-terminated copy (free_env()); -ENOENT without it, -EINVAL
+ * when malformed, -ENOMEM. */
+static int parse_argv(const cbor_item_t *body, char ***out)
+{
+        cbor_item_t *arr = NULL;
+        int rc = cv_map_get_array(body, "argv", &arr);
+        if (rc < 0)
+                return rc == -ENOENT ? rc : -EINVAL;
+        size_t n = cbor_array_size(arr);
+        if (n == 0 || n > CMD_ARGV_MAX)
+                return -EINVAL;
+        char **v = calloc(n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                const char *p;
+                size_t len;
+                rc = cv_item_str(cbor_array_handle(arr)[i], &p, &len);
+                if (rc < 0 || memchr(p, '\0', len) || (i == 0 && (len == 0 || p[0] != '/'))) {
+                        rc = -EINVAL;
+                } else if (!(v[i] = strndup(p, len))) {
+                        rc = -ENOMEM;
+                }
+                if (rc < 0) {
+                        free_env(v);
+                        return rc;
+                }
+        }
+        *out = v;
+        return 0;
+}
+
+/* argv as one line, for CMD_LIST and logs. NULL when out of memory. */
+static char *join_argv(char *const *argv)
+{
+        size_t len = 1;
+        for (size_t i = 0; argv[i]; i++)
+                len += strlen(argv[i]) + 1;
+        char *s = malloc(len), *p = s;
+        for (size_t i = 0; s && argv[i]; i++)
+                p += sprintf(p, "%s%s", i ? " " : "", argv[i]);
+        if (s)
+                *p = '\0';
+        return s;
+}
+
+/* `pty: {cols, rows}` of a CMD_START or CMD_RESIZE into *cols, *rows; -ENOENT without it,
+ * -EINVAL when malformed. */
+static int parse_pty_size(const cbor_item_t *body, uint16_t *cols, uint16_t *rows)
+{
+        cbor_item_t *pty = NULL;
+        int rc = cv_map_get_map(body, "pty", &pty);
+        if (rc < 0)
+                return rc == -ENOENT ? rc : -EINVAL;
+        uint64_t c, r;
+        if (cv_map_get_uint(pty, "cols", &c) < 0 || cv_map_get_uint(pty, "rows", &r) < 0 ||
+            c == 0 || r == 0 || c > PTY_SIZE_MAX || r > PTY_SIZE_MAX)
+                return -EINVAL;
+        *cols = (uint16_t)c;
+        *rows = (uint16_t)r;
+        return 0;
+}
+
 void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         char *user = NULL, *cwd = NULL, *tag = NULL;
-        const char *cmd;
-        size_t cmd_len;
+        const char *cmd = NULL;
+        size_t cmd_len = 0;
         cbor_item_t *envs = NULL;
         bool with_stdin = false, background = false;
         uint64_t timeout_ms = 0;
         int rc;
-        if (cv_map_get_str(body, "cmd", &cmd, &cmd_len) < 0 || memchr(cmd, '\0', cmd_len)) {
-                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "`cmd` must be present, as text");
+        char **argv = NULL;
+        int ra = parse_argv(body, &argv);
+        int rcmd = cv_map_get_str(body, "cmd", &cmd, &cmd_len);
+        if (ra == -ENOMEM) {
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
+                return;
+        }
+        if (ra == -EINVAL || (ra == 0) == (rcmd == 0) ||
+            (rcmd == 0 && memchr(cmd, '\0', cmd_len))) {
+                free_env(argv);
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "one of `cmd` (text) or `argv` (1 to %u texts, the first an "
+                                "absolute path) is required",
+                                CMD_ARGV_MAX);
                 return;
         }
         rc = cv_map_get_map(body, "envs", &envs);
@@ -548,6 +693,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                       memchr(p, '\0', n);
         }
         if (bad) {
+                free_env(argv);
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
                                 "`envs` must map names (no '=') to text values");
                 return;
@@ -570,6 +716,13 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                         goto out;
                 }
         }
+        uint16_t cols = 0, rows = 0;
+        int rp = parse_pty_size(body, &cols, &rows);
+        if (rp == -EINVAL) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`pty` must be {cols, rows}, each 1 to %u", PTY_SIZE_MAX);
+                goto out;
+        }
         if (ncommands >= CMD_MAX) {
                 conn_send_error(a, c, id, CV_ERR_BUSY, "%u commands are running", ncommands);
                 goto out;
@@ -582,14 +735,21 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                 svc_send_errno(a, c, id, ENAMETOOLONG, "cwd", cwd);
                 goto out;
         }
-        cmd_copy = strndup(cmd, cmd_len);
-        env = build_env(&cr, envs);
+        cmd_copy = argv ? join_argv(argv) : strndup(cmd, cmd_len);
+        env = build_env(&cr, envs, rp == 0 ? "TERM=xterm-256color" : NULL);
         if (!cmd_copy || !env) {
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
                 goto out;
         }
-        struct spawn_spec spec = {
-            .cmd = cmd_copy, .cwd = cwd_abs, .cr = &cr, .env = env, .with_stdin = with_stdin};
+        struct spawn_spec spec = {.cmd = cmd_copy,
+                                  .argv = argv,
+                                  .cwd = cwd_abs,
+                                  .cr = &cr,
+                                  .env = env,
+                                  .with_stdin = with_stdin,
+                                  .pty = rp == 0,
+                                  .cols = cols,
+                                  .rows = rows};
         int in_w, out_r, err_r;
         pid_t pid = command_spawn(a, &spec, &in_w, &out_r, &err_r);
         if (pid < 0) {
@@ -600,7 +760,9 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
         if (!k) {
                 /* The child runs unsupervised: stop it. */
                 kill(-pid, SIGKILL);
-                close(in_w), close(out_r), close(err_r);
+                close(in_w), close(out_r);
+                if (err_r >= 0)
+                        close(err_r);
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
                 goto out;
         }
@@ -611,6 +773,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
         k->tag = tag;
         tag = NULL;
         k->background = background;
+        k->pty = spec.pty;
         k->timeout_ns = timeout_ms > UINT64_MAX / 1000000ull ? UINT64_MAX : timeout_ms * 1000000ull;
         k->deadline = timeout_ms ? now_mono() + k->timeout_ns : 0;
         cv_buf_init(&k->envs);
@@ -628,13 +791,14 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
         ncommands++;
         svc_attach(c, &k->r, id, &command_ops);
         if ((in_w >= 0 && set_nonblock(in_w) < 0) || set_nonblock(out_r) < 0 ||
-            set_nonblock(err_r) < 0)
+            (err_r >= 0 && set_nonblock(err_r) < 0))
                 log_warn("command %d: O_NONBLOCK: %s", (int)pid, strerror(errno));
         output_interest(a, k);
         log_debug("conn %u: command %d started as %s in %s: %.200s", c->num, (int)pid, cr.name,
                   cwd_abs, k->cmd);
         send_started(c, id, pid);
 out:
+        free_env(argv);
         free_env(env);
         free(cmd_copy);
         free(user);
@@ -731,6 +895,12 @@ void commands_stdin_request(struct agent *a, struct conn *c, uint32_t id, const 
                                 (int)k->pid, CMD_STDIN_LIMIT);
                 return;
         }
+        if (eof && k->pty) {
+                conn_send_error(a, c, id, "invalid_argument",
+                                "command %d runs on a pty: send ^D (0x04) to end its input",
+                                (int)k->pid);
+                return;
+        }
         k->in_eof = k->in_eof || eof;
         rc = flush_stdin(k);
         if (rc < 0)
@@ -758,4 +928,31 @@ void commands_connect_request(struct agent *a, struct conn *c, uint32_t id, cons
         output_interest(a, k);
         log_info("conn %u: follows command %d", c->num, (int)k->pid);
         send_started(c, id, k->pid);
+}
+
+void commands_resize_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
+{
+        struct command *k = lookup_pid(a, c, id, body);
+        if (!k)
+                return;
+        uint16_t cols, rows;
+        if (parse_pty_size(body, &cols, &rows) < 0) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`pty` must be {cols, rows}, each 1 to %u", PTY_SIZE_MAX);
+                return;
+        }
+        if (!k->pty || k->out.fd < 0) {
+                conn_send_error(a, c, id, "invalid_argument",
+                                k->pty ? "command %d has closed its pty"
+                                       : "command %d does not run on a pty",
+                                (int)k->pid);
+                return;
+        }
+        int rc = pty_resize(k->out.fd, cols, rows);
+        if (rc < 0) {
+                svc_send_errno(a, c, id, -rc, "resize the pty of", k->cmd);
+                return;
+        }
+        log_debug("conn %u: command %d: pty %ux%u", c->num, (int)k->pid, cols, rows);
+        svc_reply_ok_empty(c, id);
 }

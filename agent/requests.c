@@ -476,6 +476,7 @@ static const struct request_kind request_kinds[] = {
     {CV_MSG_CMD_KILL, true, commands_kill_request},
     {CV_MSG_CMD_STDIN, true, commands_stdin_request},
     {CV_MSG_CMD_CONNECT, true, commands_connect_request},
+    {CV_MSG_CMD_RESIZE, true, commands_resize_request},
     {CV_MSG_PORT_OPEN, true, ports_open_request},
 };
 

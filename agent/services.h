@@ -125,6 +125,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
 void commands_list_request(struct agent *a, struct conn *c, uint32_t id);
 void commands_kill_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void commands_stdin_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
+void commands_resize_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void commands_connect_request(struct agent *a, struct conn *c, uint32_t id,
                               const cbor_item_t *body);
 /* A child was reaped: true if it was a command. */

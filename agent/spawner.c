@@ -31,20 +31,26 @@
 #define SPAWN_STRINGS_MAX (4u << 20)
 #define SPAWN_MAX_FDS 3
 #define SPAWN_GROUPS_MAX 64
+/* Arguments of a command run without the shell (spawn_spec.argv). */
+#define SPAWN_ARGS_MAX 4096
 /* A spawner that does not answer within this is treated as lost. */
 #define SPAWN_TIMEOUT_S 30
 
 enum spawn_kind { SPAWN_ZYGOTE = 1, SPAWN_COMMAND = 2 };
+/* spawn_hdr.flags of a SPAWN_COMMAND */
+#define SPAWN_F_PTY 1u
 
 struct spawn_hdr {
         uint32_t kind;
         uint32_t nfds;
-        uint32_t len;  /* bytes of strings after the header */
-        uint32_t nenv; /* SPAWN_COMMAND: cmd, cwd, then nenv NAME=VALUE */
+        uint32_t len;   /* bytes of strings after the header */
+        uint32_t nenv;  /* SPAWN_COMMAND: cmd (or nargs arguments), cwd, nenv NAME=VALUE */
+        uint32_t nargs; /* 0: cmd, for the shell; else the argv to exec */
         uint32_t uid;
         uint32_t gid;
         uint32_t drop;
         uint32_t ngroups;
+        uint32_t flags; /* SPAWN_F_* */
         uint32_t groups[SPAWN_GROUPS_MAX];
 };
 
@@ -105,31 +111,30 @@ static int recv_hdr(int sock, struct spawn_hdr *h, int *fds, size_t *nfds)
         return 0;
 }
 
-/* Splits the strings of a SPAWN_COMMAND into `s` (env allocated): exactly cmd, cwd and
- * `nenv` NAME=VALUE. The policy and the commands' cgroup are the spawner's own copies from
- * setup, not the request's. Returns 0, -EPROTO or -ENOMEM. */
+/* Splits the strings of a SPAWN_COMMAND into `s`: exactly cmd (or `nargs` arguments), cwd
+ * and `nenv` NAME=VALUE; `*vec` (to free) holds argv and env, each NULL-terminated. The
+ * policy and the commands' cgroup are the spawner's own copies from setup, not the
+ * request's. Returns 0, -EPROTO or -ENOMEM. */
 static int parse_command(const struct agent *a, const struct spawn_hdr *h, char *str,
-                         struct spawn_spec *s, struct creds *cr)
+                         struct spawn_spec *s, struct creds *cr, char ***vec)
 {
         if (h->len == 0 || str[h->len - 1] != '\0' || h->ngroups > SPAWN_GROUPS_MAX ||
-            h->nenv > h->len)
+            h->nenv > h->len || h->nargs > SPAWN_ARGS_MAX || (h->flags & ~SPAWN_F_PTY))
                 return -EPROTO;
-        char **env = calloc((size_t)h->nenv + 1, sizeof(*env));
-        if (!env)
+        size_t nfix = h->nargs ? h->nargs : 1;
+        /* v: the nfix arguments, NULL, the cwd's slot, the nenv variables, NULL */
+        char **v = calloc(nfix + (size_t)h->nenv + 3, sizeof(*v));
+        if (!v)
                 return -ENOMEM;
-        const char *fixed[2] = {NULL, NULL};
-        size_t k = 0, want = 2 + (size_t)h->nenv;
+        size_t k = 0, want = nfix + 1 + (size_t)h->nenv;
         char *p = str;
-        for (; p < str + h->len && k < want; p += strlen(p) + 1, k++) {
-                if (k < 2)
-                        fixed[k] = p;
-                else
-                        env[k - 2] = p;
-        }
+        for (; p < str + h->len && k < want; p += strlen(p) + 1, k++)
+                v[k < nfix ? k : k + 1] = p;
         if (k != want || p != str + h->len) {
-                free(env);
+                free(v);
                 return -EPROTO;
         }
+        *vec = v;
         memset(cr, 0, sizeof(*cr));
         cr->uid = (uid_t)h->uid;
         cr->gid = (gid_t)h->gid;
@@ -137,11 +142,13 @@ static int parse_command(const struct agent *a, const struct spawn_hdr *h, char 
         cr->ngroups = (int)h->ngroups;
         for (uint32_t i = 0; i < h->ngroups; i++)
                 cr->groups[i] = (gid_t)h->groups[i];
-        *s = (struct spawn_spec){.cmd = fixed[0],
-                                 .cwd = fixed[1],
+        *s = (struct spawn_spec){.cmd = h->nargs ? NULL : v[0],
+                                 .argv = h->nargs ? v : NULL,
+                                 .cwd = v[nfix + 1],
                                  .cgroup_procs = a->commands_cgroup_procs,
                                  .cr = cr,
-                                 .env = env};
+                                 .env = v + nfix + 2,
+                                 .pty = (h->flags & SPAWN_F_PTY) != 0};
         return 0;
 }
 
@@ -196,10 +203,11 @@ static int serve_one(struct agent *a, int sock, int32_t *answer)
         } else if (rc == 0) {
                 struct spawn_spec s;
                 struct creds cr;
-                rc = parse_command(a, &h, str, &s, &cr);
+                char **vec = NULL;
+                rc = parse_command(a, &h, str, &s, &cr, &vec);
                 if (rc == 0) {
                         *answer = spawn_checked(a, &s, fds);
-                        free(s.env);
+                        free(vec);
                 }
         }
         free(str);
@@ -386,21 +394,30 @@ pid_t spawner_command(struct agent *a, const struct spawn_spec *s, int in_fd, in
                               .uid = (uint32_t)s->cr->uid,
                               .gid = (uint32_t)s->cr->gid,
                               .drop = s->cr->drop,
+                              .flags = s->pty ? SPAWN_F_PTY : 0,
                               .ngroups = s->cr->ngroups < 0 ? 0 : (uint32_t)s->cr->ngroups};
         if (h.ngroups > SPAWN_GROUPS_MAX)
                 return -EINVAL;
         for (uint32_t i = 0; i < h.ngroups; i++)
                 h.groups[i] = (uint32_t)s->cr->groups[i];
-        size_t len = strlen(s->cmd) + strlen(s->cwd) + 2;
+        size_t len = strlen(s->cwd) + 1;
+        for (size_t i = 0; s->argv && s->argv[i]; i++, h.nargs++)
+                len += strlen(s->argv[i]) + 1;
+        if (!s->argv)
+                len += strlen(s->cmd) + 1;
         for (size_t i = 0; s->env[i]; i++, h.nenv++)
                 len += strlen(s->env[i]) + 1;
-        if (len > SPAWN_STRINGS_MAX)
+        if (len > SPAWN_STRINGS_MAX || h.nargs > SPAWN_ARGS_MAX || (s->argv && !h.nargs))
                 return -E2BIG;
         char *str = malloc(len);
         if (!str)
                 return -ENOMEM;
         size_t at = 0;
-        int rc = put_str(str, len, &at, s->cmd);
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && s->argv && s->argv[i]; i++)
+                rc = put_str(str, len, &at, s->argv[i]);
+        if (rc == 0 && !s->argv)
+                rc = put_str(str, len, &at, s->cmd);
         if (rc == 0)
                 rc = put_str(str, len, &at, s->cwd);
         for (size_t i = 0; rc == 0 && s->env[i]; i++)

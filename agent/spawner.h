@@ -10,6 +10,7 @@
 #define CELLVM_AGENT_SPAWNER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct agent;
@@ -17,11 +18,15 @@ struct creds;
 
 /* A command's process: what its child needs before exec (commands.c). */
 struct spawn_spec {
-        const char *cmd;
+        const char *cmd;   /* run as `bash -l -c cmd`, or */
+        char *const *argv; /* exec'd as it is (argv[0] a path), when not NULL */
         const char *cwd;
         const struct creds *cr;
         char **env;
         bool with_stdin;
+        /* fds 0-2 are a pty's slave: the child starts a session with it as its terminal. */
+        bool pty;
+        uint16_t cols, rows; /* the pty's first size (the agent opens it; not sent) */
         /* Set by the spawner from its own copy: the commands' cgroup.procs, "" for none. */
         const char *cgroup_procs;
 };

@@ -52,7 +52,8 @@
 
 struct serve serve;
 static struct sandbox fake[2];
-const struct hroute route_api, route_interp, route_envd, route_files_get, route_files_post;
+const struct hroute route_api, route_interp, route_envd, route_files_get, route_files_post,
+    route_mcp;
 
 int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen)
 {

@@ -164,3 +164,31 @@ guest_http = {
 }
 for name, raw in guest_http.items():
     write("guest_http", name, (b"\x01" if name == "head" else b"\x00") + raw)
+
+# --- fuzz_mcp_message: what MCP clients send `cellvm mcp` ---------------------
+# First byte: even, one JSON-RPC message; odd, tool text (then its bound).
+def mcp_seed(name, msg):
+    write("mcp_message", name, b"\x00" + json.dumps(msg).encode())
+
+
+mcp_seed("initialize", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                   "clientInfo": {"name": "seed", "version": "1"}}})
+mcp_seed("initialized", {"jsonrpc": "2.0", "method": "notifications/initialized"})
+mcp_seed("cancelled", {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": 3, "reason": "timeout"}})
+mcp_seed("ping", {"jsonrpc": "2.0", "id": "p-1", "method": "ping"})
+mcp_seed("tools_list", {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+mcp_seed("response", {"jsonrpc": "2.0", "id": 9, "result": {}})
+for i, (name, args) in enumerate([
+        ("run_code", {"code": "1+1", "language": "python", "timeout": 2.5}),
+        ("write_file", {"path": "a/b.txt", "content": "hi"}),
+        ("write_file", {"path": "bin", "content_base64": "AAEC+vv8/f7/"}),
+        ("read_file", {"path": "chart.png"}),
+        ("list_files", {}),
+        ("run_command", {"command": "echo hi; exit 3", "timeout": 1}),
+        ("nope", {})]):
+    mcp_seed(f"call{i}", {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+                          "params": {"name": name, "arguments": args}})
+write("mcp_message", "text_utf8", b"\x01\x10" + "línea \x1b[31mred\x1b[0m ✓ 😀".encode() * 3)
+write("mcp_message", "text_bad", b"\x01\xff" + b"\xff\xfe\xc3(\x00\xed\xa0\x80ok")

@@ -83,6 +83,8 @@ const char *cv_msg_type_name(uint16_t type)
                 return "CMD_STDIN";
         case CV_MSG_CMD_CONNECT:
                 return "CMD_CONNECT";
+        case CV_MSG_CMD_RESIZE:
+                return "CMD_RESIZE";
         case CV_MSG_CMD_STARTED:
                 return "CMD_STARTED";
         case CV_MSG_CMD_OUTPUT:

@@ -49,6 +49,7 @@ enum cv_msg_type {
         CV_MSG_CMD_KILL = 0x0202,
         CV_MSG_CMD_STDIN = 0x0203,
         CV_MSG_CMD_CONNECT = 0x0204,
+        CV_MSG_CMD_RESIZE = 0x0205,
         CV_MSG_CMD_STARTED = 0x8200,
         CV_MSG_CMD_OUTPUT = 0x8201,
         /* ports service (section 12) */

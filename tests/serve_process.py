@@ -10,6 +10,7 @@ names one.
 import atexit
 import glob
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -81,7 +82,9 @@ class Server:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = os.path.join(tmp, "serve.log")
+        self.paused = os.path.join(tmp, "paused")  # its own paused store
         env = dict(os.environ, CELLVM_API_KEY=self.key, CELLVM_RUNTIME_DIR=self.run,
+                   CELLVM_PAUSED_DIR=self.paused,
                    CELLVM_TEMPLATE_DIR=self.templates, TMPDIR=self.tmpdir)
         # conftest's suite-wide settings (cold boots, 6 h lifetimes) are not the
         # server's: it restores its template and gives E2B's default of 300 s.
@@ -166,3 +169,18 @@ class Server:
         return problems
 
 
+def node_with_packages_or_skip(pkg_dir, probe, min_node, what):
+    """node, once `pkg_dir`'s packages are installed (`npm ci` when
+    node_modules/`probe` is missing); a skip without node >= min_node."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip(f"node and npm are needed for {what}")
+    v = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    m = re.match(r"v(\d+)\.(\d+)\.(\d+)", v)
+    if not m or tuple(map(int, m.groups())) < min_node:
+        pytest.skip(f"node {v}: {what} needs >= {'.'.join(map(str, min_node))}")
+    if not os.path.isdir(os.path.join(pkg_dir, "node_modules", probe)):
+        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=pkg_dir, capture_output=True,
+                           text=True, timeout=900)
+        assert r.returncode == 0, f"npm ci in {pkg_dir} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
+    return node

@@ -46,10 +46,11 @@ def test_run_boots_runs_and_cleans_up(tmpdir_env):
     assert glob.glob(str(tmp / "cellvm-qemu-*")) == []  # temp dir removed
     assert processes_mentioning(str(tmp)) == []  # and QEMU gone
 
-    # Other VMMs are the Python SDK's: a usage error, before anything starts.
-    r = subprocess.run([CLI, "run", "--image", IMAGE, "--vmm", "firecracker", "--", "1"],
+    # An unknown VMM is a usage error, before anything starts (Firecracker and
+    # Cloud Hypervisor: tests/test_c_hybrid_vmm.py).
+    r = subprocess.run([CLI, "run", "--image", IMAGE, "--vmm", "bochs", "--", "1"],
                        env=env, capture_output=True, text=True, timeout=30)
-    assert r.returncode == 2 and "QEMU only" in r.stderr
+    assert r.returncode == 2 and "--vmm takes qemu, firecracker or cloud-hypervisor" in r.stderr
 
 
 def test_shell_reads_cells_from_stdin(tmpdir_env):

@@ -18,6 +18,7 @@ import hashlib
 import http.client
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -86,7 +87,7 @@ class Server:
         self.log_path = os.path.join(tmp, "serve.log")
         env = dict(os.environ, CELLVM_API_KEY=self.key, CELLVM_RUNTIME_DIR=self.run,
                    CELLVM_TEMPLATE_DIR=self.templates, TMPDIR=self.tmpdir,
-                   CELLVM_MAX_SANDBOXES="40")
+                   CELLVM_PAUSED_DIR=os.path.join(tmp, "paused"), CELLVM_MAX_SANDBOXES="40")
         # conftest's suite-wide settings are not the server's
         for name in ("CELLVM_SNAPSHOT", "CELLVM_DEFAULT_TIMEOUT", "CELLVM_ADDR"):
             env.pop(name, None)
@@ -637,6 +638,35 @@ def test_connect_stream_with_a_bad_envelope(server, pair):
         assert stream_error(r) == "invalid_argument", (name, r)
     # a stream that is not connect+json is refused before it starts
     r = a.stream("/process.Process/Start", good, content_type="application/json")
+    connect_error(r, 400, "invalid_argument")
+
+
+def test_pty_shapes(server, pair):
+    """Start's `pty` and Update's, malformed and well formed, on the wire."""
+    a = pair[0]
+
+    def start(pty):
+        proc = {"cmd": "/bin/bash", "args": ["-c", "stty size; tty"]}
+        return a.stream("/process.Process/Start", envelope({"process": proc, "pty": pty}))
+
+    for bad in ({"size": {"cols": -1, "rows": 2}}, {"size": {"cols": 5000, "rows": 24}},
+                {"size": "80x24"}, "pty", [1]):
+        assert stream_error(start(bad)) == "invalid_argument", bad
+    env = envelopes(start({}).body)  # no size: envd's 80 x 24
+    events = [e["event"] for f, e in env if f == 0]
+    assert events[0]["start"]["pid"] > 0, env
+    out = b"".join(base64.b64decode(e["data"]["pty"]) for e in events if "data" in e)
+    assert re.fullmatch(rb"24 80\r\n/dev/pts/\d+\r\n", out), env
+    assert all(set(e["data"]) == {"pty"} for e in events if "data" in e), env
+    assert events[-1]["end"]["exited"] is True and events[-1]["end"].get("exitCode", 0) == 0, env
+    assert env[-1][0] == 0x02 and "error" not in env[-1][1], env
+    size = {"size": {"cols": 10, "rows": 10}}
+    r = a.rpc("/process.Process/Update", {"process": {"pid": 999999}, "pty": size})
+    connect_error(r, 404, "not_found")
+    for bad in ({"size": {"cols": "x", "rows": 1}}, {"size": [10, 10]}, 5):
+        r = a.rpc("/process.Process/Update", {"process": {"pid": 999999}, "pty": bad})
+        connect_error(r, 400, "invalid_argument")
+    r = a.rpc("/process.Process/SendInput", {"process": {"pid": 999999}, "input": {"pty": "!!"}})
     connect_error(r, 400, "invalid_argument")
 
 

@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from datetime import datetime
@@ -35,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from conftest import FIXTURES, build_image_or_skip  # noqa: E402
-from serve_process import CLI, Server, tail  # noqa: E402
+from serve_process import CLI, Server, node_with_packages_or_skip, tail  # noqa: E402
 
 SDK_DIR = os.path.join(ROOT, "tests", "serve_sdk")
 CSV = os.path.join(FIXTURES, "vendas.csv")
@@ -47,18 +46,8 @@ NOT_FOUND = "NotFoundError"  # SandboxNotFoundError and FileNotFoundError are su
 # --- the SDK and the server ---------------------------------------------------
 
 def node_or_skip():
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for E2B's npm SDK")
-    v = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-    m = re.match(r"v(\d+)\.(\d+)\.(\d+)", v)
-    if not m or tuple(map(int, m.groups())) < MIN_NODE:
-        pytest.skip(f"node {v}: e2b 2.5x needs >= {'.'.join(map(str, MIN_NODE))}")
-    if not os.path.isdir(os.path.join(SDK_DIR, "node_modules", "@e2b", "code-interpreter")):
-        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=SDK_DIR, capture_output=True,
-                           text=True, timeout=600)
-        assert r.returncode == 0, f"npm ci in {SDK_DIR} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    return node
+    return node_with_packages_or_skip(SDK_DIR, os.path.join("@e2b", "code-interpreter"), MIN_NODE,
+                                      "E2B's npm SDK (e2b 2.5x)")
 
 
 @pytest.fixture(scope="module")
@@ -623,20 +612,42 @@ def test_f_errors(serve, tmp_path):
 
 # --- g: the features that come later ----------------------------------------------
 
-@pytest.mark.xfail(reason="cellvm serve's later features (pause/resume, pty, watchDir, metrics): "
-                          "remove this mark once they are implemented", strict=False)
-def test_g_later_features(serve, tmp_path):
-    result, evidence = run_group(serve, tmp_path, "g_later.mjs")
+def test_g_pause(serve, tmp_path):
+    result, evidence = run_group(serve, tmp_path, "g_pause.mjs")
 
     def pause_resume(s):
         assert s["paused"] is True and s["stateWhilePaused"] == "paused"
-        assert s["sandboxId"] in s["listedPaused"]
+        assert s["metadataWhilePaused"] == {"suite": "serve_sdk", "group": "later-pause"}
+        assert s["listedPaused"] == [s["sandboxId"]] and s["listedRunning"] == []
         # already paused: E2B answers 409, pause() returns false
         assert s["pauseAgain"] == {"threw": False, "value": False}, s["pauseAgain"]
         assert s["betaPauseAgain"] == {"threw": False, "value": False}, s["betaPauseAgain"]
         assert s["sameId"] is True and s["stateAfter"] == "running"
         assert s["kept"] == "6" and s["file"] == "kept across pause"
         assert s["killed"] is True
+
+    def instance_connect(s):
+        assert s["paused"] is True
+        threw(s["runWhilePaused"])
+        assert s["afterConnect"] == "42" and s["command"] == "resumed\n"
+        assert s["pausedAgain"] is True and s["killed"] is True
+        threw(s["infoAfterKill"], NOT_FOUND)
+        threw(s["connectAfterKill"], NOT_FOUND)
+
+    def command_across_pause(s):
+        assert s["listed"] is True and s["samePid"] is True
+        assert s["sawOutput"] is True and s["killed"] is True
+        threw(s["waitAfterKill"])
+        threw(s["connectUnknown"], NOT_FOUND)
+
+    check(result, evidence, {"pause_resume": pause_resume, "instance_connect": instance_connect,
+                             "command_across_pause": command_across_pause})
+
+
+@pytest.mark.xfail(reason="cellvm serve's later features (pty, ports, watchDir, metrics): "
+                          "remove this mark once they are implemented", strict=False)
+def test_g_later_features(serve, tmp_path):
+    result, evidence = run_group(serve, tmp_path, "g_later.mjs")
 
     def pty(s):
         assert s["pidType"] == "number"
@@ -661,7 +672,7 @@ def test_g_later_features(serve, tmp_path):
             assert isinstance(s["first"][k], (int, float)), k
         assert s["first"]["memTotal"] >= s["first"]["memUsed"] > 0
 
-    check(result, evidence, {"pause_resume": pause_resume, "pty": pty, "get_host": get_host,
+    check(result, evidence, {"pty": pty, "get_host": get_host,
                              "watch_dir": watch_dir, "metrics": metrics})
 
 
@@ -685,3 +696,33 @@ def test_h_get_host(serve, tmp_path):
         assert s["withoutToken"] == 403 and s["wrongToken"] == 403
 
     check(result, evidence, {"get_host": get_host, "private_traffic": private_traffic})
+
+
+# --- h: sandbox.pty ------------------------------------------------------------------
+
+def test_h_pty(serve, tmp_path):
+    result, evidence = run_group(serve, tmp_path, "h_pty.mjs")
+
+    def terminal(s):
+        assert s["pidType"] == "number"
+        assert s["sawEcho"], s["output"]  # envs and TERM reach the login shell
+        size, tty, uid = re.fullmatch(r"size=(\d+ \d+) tty=(\S+) uid=(\d+)", s["line"]).groups()
+        assert size == "24 80" and re.fullmatch(r"/dev/pts/\d+", tty) and uid == "1000", s["line"]
+        assert s["armed"] and s["sawWinch"], s["output"]  # SIGWINCH reached the foreground job
+        assert s["sawAfter"], s["output"]  # ^C ended it; the shell sees the new width
+        assert s["listed"] == [{"cmd": "/bin/bash", "args": ["-i", "-l"]}]
+        assert s["exitCode"] == 0
+
+    def kill(s):
+        assert s["killed"] is True
+        threw(s["waitAfterKill"])
+        threw(s["gone"])  # kill -0 of the pid fails: it was killed and reaped
+        assert s["killUnknown"] is False
+        threw(s["resizeUnknown"], NOT_FOUND)
+
+    def reconnect(s):
+        assert s["first"] and s["samePid"] and s["second"]
+        assert not s["firstHasSecond"]  # the first handle stopped following at disconnect
+        assert s["exitCode"] == 0
+
+    check(result, evidence, {"terminal": terminal, "kill": kill, "reconnect": reconnect})

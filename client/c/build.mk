@@ -4,7 +4,10 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/vmm_vsock.c client/c/registry.c client/c/host_tsc.c \
                    client/c/manifest.c client/c/template.c client/c/qmp.c \
                    client/c/snapshot_qemu.c client/c/vmm_idle.c client/c/paused.c \
-                   client/c/user_dirs.c client/c/tsc_word.c
+                   client/c/user_dirs.c client/c/tsc_word.c client/c/pause.c \
+                   client/c/hybrid_vsock.c client/c/vmm_hybrid.c \
+                   client/c/vmm_firecracker.c client/c/vmm_cloud_hypervisor.c \
+                   client/c/vmm_api.c client/c/snapshot_hybrid.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c
@@ -21,21 +24,35 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_sandbox.c client/c/serve_mux.c client/c/serve_stream.c \
               client/c/serve_key.c client/c/serve_sign.c client/c/serve_connect.c \
               client/c/serve_multipart.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
-              client/c/serve_metrics.c
+              client/c/serve_metrics.c \
+              client/c/serve_pause.c
 # getHost(port): other ports relayed through the agent's tunnels.
 SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrade.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
+# cellvm mcp (docs/MCP.md): stdio, and /mcp of cellvm serve; in the same binary.
+MCP_SRCS := client/c/mcp_rpc.c client/c/mcp_tools.c client/c/mcp_run_code.c \
+            client/c/mcp_content.c client/c/mcp_session.c client/c/mcp_stdio.c \
+            client/c/mcp_http.c
+SERVE_OBJS += $(MCP_SRCS:%.c=$(B)/%.o)
+
 $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
 		$(B)/client/c/kube_manifests.o $(B)/client/c/serve_single.o \
+		$(B)/client/c/cli_pause.o \
 		$(SERVE_OBJS) $(CLIENT_LIB) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm $(SERVE_LIBS)
 
 # C unit tests of the CLI's VM helpers (tests/c/test_client_vmm.c): `make check-c`.
 CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \
                 $(B)/tests/c/test_client_host_tsc $(B)/tests/c/test_client_manifest \
-                $(B)/tests/c/test_client_qmp $(B)/tests/c/test_client_vmm_idle
+                $(B)/tests/c/test_client_qmp $(B)/tests/c/test_client_vmm_idle \
+                $(B)/tests/c/test_client_hybrid_vsock
+
+$(B)/tests/c/test_client_hybrid_vsock: $(B)/tests/c/test_client_hybrid_vsock.o \
+		$(B)/client/c/hybrid_vsock.o $(B)/client/c/connect.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
 # cellvm serve's reading of a sandbox's own HTTP responses (serve_http1.c).
 CLIENT_TESTS += $(B)/tests/c/test_serve_http1
 

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "cbor_util.h"
 #include "cellvm.h"
+#include "cli_pause.h"
 #include "cli_sandboxes.h"
 #include "cli_snapshot.h"
 #include "registry.h"
@@ -57,10 +58,13 @@ static const char usage[] =
     "  put LOCAL REMOTE | get REMOTE LOCAL | ls [DIR] | sh [--timeout SEC] 'cmd'\n"
     "                            files and shell commands in the sandbox\n"
     "\n"
-    "In a micro-VM of its own (QEMU -M microvm, KVM when usable, else TCG; no --connect):\n"
+    "In a micro-VM of its own (QEMU -M microvm, KVM when usable, else TCG; or Firecracker or\n"
+    "Cloud Hypervisor, which need KVM; no --connect):\n"
     "  run [vm options] [exec options] -- CODE|-\n"
     "                            boot the image, run CODE as exec does (same output,\n"
     "                            images, exit status), stop the VM\n"
+    "  mcp [--image DIR]         an MCP server on stdio (tools run_code, files, commands\n"
+    "                            in a sandbox of its own; docs/MCP.md)\n"
     "  shell [vm options] [-o DIR] [--delim LINE]\n"
     "                            boot the image and read cells from stdin: a cell ends\n"
     "                            at a blank line or a line ';;' (with --delim LINE only\n"
@@ -71,8 +75,10 @@ static const char usage[] =
     "                            input) runs what is pending, stops the VM and exits 0\n"
     "      --image DIR           the `make image` output (default: $CELLVM_IMAGE, else\n"
     "                            build/image)\n"
-    "      --vmm qemu            the VMM (only QEMU here; the Python SDK's\n"
-    "                            Sandbox.create also drives Firecracker/Cloud Hypervisor)\n"
+    "      --vmm qemu|firecracker|cloud-hypervisor\n"
+    "                            the VMM (default qemu), found on PATH; Firecracker and\n"
+    "                            Cloud Hypervisor boot the image's vmlinux and the agent\n"
+    "                            answers over their hybrid vsock (--vsock is QEMU's)\n"
     "      --memory MB           guest RAM (default 1024); user code gets RAM minus\n"
     "                            max(128 MiB, RAM/8) through the guest's cgroup\n"
     "      --vcpus N             guest CPUs (default 1)\n"
@@ -82,7 +88,8 @@ static const char usage[] =
     "                            itself (root=/dev/vda ro init=/sbin/cellvm-init); needs a\n"
     "                            kernel with the drivers built in (`make kernel`)\n"
     "      --rootfs PATH         another root image, ext4 or erofs (rootfstype= follows)\n"
-    "      --vsock auto|on|off   the agent channel: vsock (a vhost-vsock device; auto: when\n"
+    "      --vsock auto|on|off   (QEMU) the agent channel: vsock (a vhost-vsock device; auto: "
+    "when\n"
     "                            /dev/vhost-vsock opens) or the virtio-serial port, which\n"
     "                            is also the fallback (default auto); on: boots cold\n"
     "      --no-snapshot         boot the image cold instead of restoring its template\n"
@@ -92,7 +99,7 @@ static const char usage[] =
     "      -v, --verbose         (run) say how the VM started, booted or restored and its\n"
     "                            stages, on stderr even when it is not a terminal\n"
     "  By default the VM is restored from the template of its launch (image, boot files,\n"
-    "  memory, vCPUs, QEMU: docs/SNAPSHOTS.md), made on first use (the image booted and\n"
+    "  memory, vCPUs, VMM: docs/SNAPSHOTS.md), made on first use (the image booted and\n"
     "  saved with its preloads done, ~25 s under TCG, said on stderr) and shared with the\n"
     "  Python SDK's Sandbox.create(); a restore takes well under a second. A template made\n"
     "  for something that changed since (image rebuilt, QEMU upgraded) or whose files do\n"
@@ -113,6 +120,11 @@ static const char usage[] =
     "  kill ID... | kill --all   stop them (ID: the key or the sandbox id); kill ID of a\n"
     "                            paused one removes its saved state; --all stops the\n"
     "                            running ones and keeps the paused\n"
+    "  pause [--json] ID         save a live sandbox's whole state (restored from a template)\n"
+    "                            into the paused store and stop its VMM; it keeps its id\n"
+    "  resume [--json] [--timeout S] ID\n"
+    "                            run a paused sandbox again, under the same id, with a\n"
+    "                            deadline S s from now (default 300); see pause --help\n"
     "  Limits: $CELLVM_MAX_SANDBOXES live sandboxes (20), $CELLVM_MAX_TIMEOUT s (86400);\n"
     "  $CELLVM_DEADLINE_GRACE s (10) after a deadline before the host kills a VMM.\n"
     "\n"
@@ -150,11 +162,13 @@ static const char snapshot_usage[] =
     "\n"
     "vm options, as cellvm run's: --image DIR, --memory MB (or --memory-mb MB),\n"
     "  --vcpus N, --kernel PATH, --initramfs PATH|none, --rootfs PATH, --vmm qemu\n"
+    "  (or firecracker, cloud-hypervisor: their templates are saved through the VMM's API)\n"
     "\n"
     "exit status: 0 success, 1 failure (or check: no fitting template), 2 usage.\n";
 
 int cmd_serve(int argc, char **argv); /* serve_main.c */
 int cmd_kube(int argc, char **argv);  /* kube_manifests.c */
+int cmd_mcp(int argc, char **argv);   /* mcp_stdio.c */
 
 static volatile sig_atomic_t interrupted;
 /* The VM of `run`/`shell`: killed by the handlers below before exiting. */
@@ -741,12 +755,19 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         /* $CELLVM_SNAPSHOT when no option says (as create(snapshot=None)). */
         if (!snapshot_cmd && !mode_given && snap_env_mode(&v->snapshot) < 0)
                 return -1;
-        if (strcmp(v->vmm, "qemu") != 0) {
+        if (cvm_vmm_parse(v->vmm, &v->vm.vmm) < 0) {
                 fprintf(stderr,
-                        "cellvm: --vmm %s: the CLI launches QEMU only; use the Python SDK's "
-                        "Sandbox.create(vmm='%s') for it\n",
-                        v->vmm, v->vmm);
+                        "cellvm: --vmm takes qemu, firecracker or cloud-hypervisor, not %s\n",
+                        v->vmm);
                 return -1;
+        }
+        if (v->vm.vmm != CVM_VMM_QEMU) {
+                if (v->vm.vsock != CVM_VSOCK_AUTO) {
+                        fprintf(stderr,
+                                "cellvm: --vsock is QEMU's: %s always uses its hybrid vsock\n",
+                                v->vmm);
+                        return -1;
+                }
         }
         /* Same rule as cellvm.launch: user code gets RAM minus a reserve, in a cgroup. */
         unsigned reserve = v->vm.memory_mb / 8 > 128 ? v->vm.memory_mb / 8 : 128;
@@ -825,7 +846,9 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
         rc = cvm_connect(&the_vm, (int)(v->boot_timeout_s * 1000), c);
         if (rc < 0) {
                 fprintf(stderr, "cellvm: the agent in the VM did not answer: %s\n",
-                        *c ? cvc_errmsg(*c) : strerror(-rc));
+                        *c                ? cvc_errmsg(*c)
+                        : the_vm.error[0] ? the_vm.error
+                                          : strerror(-rc));
                 cvm_print_console_tail(&the_vm, stderr, 3000);
                 cvc_close(*c);
                 *c = NULL;
@@ -836,10 +859,13 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
         sbx_start_clock(&the_rec, *c, &the_vm, v->lifetime_s);
         if (verbose) {
                 char channel[48] = "the serial port";
-                if (the_vm.over_vsock)
+                if (the_vm.vmm != CVM_VMM_QEMU)
+                        snprintf(channel, sizeof(channel), "hybrid vsock");
+                else if (the_vm.over_vsock)
                         snprintf(channel, sizeof(channel), "vsock CID %u", the_vm.vsock_cid);
-                fprintf(stderr, "[cellvm: VM up in %.2f s (%s, qemu pid %d, over %s)]\n",
-                        mono_s() - t0, the_vm.kvm ? "KVM" : "TCG", (int)the_vm.pid, channel);
+                fprintf(stderr, "[cellvm: VM up in %.2f s (%s, %s pid %d, over %s)]\n",
+                        mono_s() - t0, the_vm.kvm ? "KVM" : "TCG", cvm_vmm_name(the_vm.vmm),
+                        (int)the_vm.pid, channel);
         }
         set_handler(SIGINT, on_sigint);
         return 0;
@@ -1048,12 +1074,18 @@ int main(int argc, char **argv)
                 return cmd_ps(argc - i, argv + i);
         if (strcmp(argv[i], "kill") == 0)
                 return cmd_kill(argc - i, argv + i);
+        if (strcmp(argv[i], "pause") == 0)
+                return cmd_pause(argc - i, argv + i);
+        if (strcmp(argv[i], "resume") == 0)
+                return cmd_resume(argc - i, argv + i);
         if (strcmp(argv[i], "snapshot") == 0)
                 return cmd_snapshot(argc - i, argv + i);
         if (strcmp(argv[i], "serve") == 0)
                 return cmd_serve(argc - i, argv + i);
         if (strcmp(argv[i], "kube") == 0)
                 return cmd_kube(argc - i, argv + i);
+        if (strcmp(argv[i], "mcp") == 0)
+                return cmd_mcp(argc - i, argv + i);
         if (!known_command(argv[i])) {
                 fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", argv[i]);
                 return EXIT_USAGE;

@@ -270,16 +270,39 @@ void sbx_release(void)
         pthread_mutex_unlock(&reg_mutex);
 }
 
-void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, unsigned memory_mb,
-                unsigned vcpus, double boot_budget_s, double lifetime_s)
+int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, const struct cvm *vm,
+                  const char *image, unsigned memory_mb, unsigned vcpus, double boot_budget_s,
+                  double lifetime_s)
 {
         struct creg_entry *e = &rec->e;
         memset(e, 0, sizeof(*e));
         rec->path[0] = '\0';
-        int rc = creg_new_key(&reg, "qemu", e->key, sizeof(e->key));
-        snprintf(e->vmm, sizeof(e->vmm), "qemu");
+        int rc = 0;
+        if (!key) {
+                /* The key's prefix: the VMM's name in [a-z0-9], as registry.py's new_key. */
+                char prefix[17];
+                size_t plen = 0;
+                for (const char *p = cvm_vmm_name(vm->vmm); *p && plen < sizeof(prefix) - 1; p++)
+                        if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+                                prefix[plen++] = *p;
+                prefix[plen] = '\0';
+                rc = creg_new_key(&reg, prefix, e->key, sizeof(e->key));
+        } else if (strlen(key) >= sizeof(e->key)) {
+                rc = -ENAMETOOLONG;
+        } else {
+                char path[sizeof(rec->path)];
+                snprintf(path, sizeof(path), "%s/%s.sandbox", reg.dir, key);
+                /* A live sandbox has it (under the lock: no one takes it meanwhile). */
+                rc = access(path, F_OK) == 0 ? -EEXIST : 0;
+                snprintf(e->key, sizeof(e->key), "%s", key);
+        }
+        if (template_ && strlen(template_) < sizeof(e->template_))
+                strcpy(e->template_, template_);
+        snprintf(e->vmm, sizeof(e->vmm), "%s", cvm_vmm_name(vm->vmm));
         snprintf(e->accel, sizeof(e->accel), "%s", vm->kvm ? "kvm" : "tcg");
-        if (vm->over_vsock)
+        if (vm->vmm != CVM_VMM_QEMU)
+                e->address[0] = '\0'; /* hybrid vsock needs CONNECT first: no plain address */
+        else if (vm->over_vsock)
                 snprintf(e->address, sizeof(e->address), "vsock:%u:1024", vm->vsock_cid);
         else
                 snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
@@ -304,12 +327,67 @@ void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, un
         creg_unlock(&reg);
         pthread_mutex_unlock(&reg_mutex);
         if (rc < 0) {
-                fprintf(stderr, "cellvm: recording the VM in %s: %s\n", reg.dir, strerror(-rc));
-                return;
+                fprintf(stderr, "cellvm: recording the VM in %s as %s: %s\n", reg.dir,
+                        key ? key : "a new key", strerror(-rc));
+                return rc;
         }
         int n = snprintf(rec->path, sizeof(rec->path), "%s/%s.sandbox", reg.dir, e->key);
         if (n < 0 || (size_t)n >= sizeof(rec->path))
                 rec->path[0] = '\0'; /* cannot happen: the sizes add up */
+        return 0;
+}
+
+void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, unsigned memory_mb,
+                unsigned vcpus, double boot_budget_s, double lifetime_s)
+{
+        (void)sbx_record_as(rec, NULL, NULL, vm, image, memory_mb, vcpus, boot_budget_s,
+                            lifetime_s); /* said on stderr; the VM still runs */
+}
+
+int sbx_find(const char *ident, struct creg_entry *out, char *metadata, size_t mlen)
+{
+        if (open_locked() < 0)
+                return -EIO;
+        int n = creg_sweep(&reg, entries, CREG_MAX_ENTRIES, stderr);
+        int rc = n < 0 ? n : -ENOENT;
+        for (int i = 0; i < n && rc == -ENOENT; i++) {
+                if (strcmp(ident, entries[i].key) != 0 && strcmp(ident, entries[i].id) != 0)
+                        continue;
+                *out = entries[i];
+                rc = 0;
+        }
+        snprintf(metadata, mlen, "{}");
+        char path[sizeof(((struct sbx_rec *)0)->path)];
+        FILE *f = NULL;
+        if (rc == 0 && snprintf(path, sizeof(path), "%s/%s.sandbox", reg.dir, out->key) > 0 &&
+            (f = fopen(path, "re")) != NULL) {
+                /* The SDK writes `metadata=` as one line of JSON; a longer one is left out. */
+                char *line = NULL;
+                size_t cap = 0;
+                ssize_t len;
+                while ((len = getline(&line, &cap, f)) > 0) {
+                        if (strncmp(line, "metadata=", 9) != 0)
+                                continue;
+                        if (line[len - 1] == '\n')
+                                line[--len] = '\0';
+                        if ((size_t)len - 9 < mlen)
+                                memcpy(metadata, line + 9, (size_t)len - 9 + 1);
+                        break;
+                }
+                free(line);
+                fclose(f);
+        }
+        creg_unlock(&reg);
+        return rc;
+}
+
+void sbx_remove(const struct creg_entry *e)
+{
+        if (open_locked() < 0)
+                return;
+        creg_kill_vmm(e);
+        creg_remove(&reg, e, true);
+        creg_unlock(&reg);
 }
 
 static void rewrite(struct sbx_rec *rec)
@@ -337,7 +415,7 @@ void sbx_start_clock(struct sbx_rec *rec, struct cvc *c, const struct cvm *vm, d
         if (rec->path[0]) {
                 struct creg_entry *e = &rec->e;
                 /* The channel may have changed (vsock -> serial) during the connect. */
-                if (!vm->over_vsock)
+                if (vm->vmm == CVM_VMM_QEMU && !vm->over_vsock)
                         snprintf(e->address, sizeof(e->address), "unix:%s", vm->sock);
                 memcpy(e->id, e->key, sizeof(e->key)); /* a VM's id is its key, as in the SDK */
                 e->started_ms = creg_now_ms();

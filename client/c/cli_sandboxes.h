@@ -31,6 +31,19 @@ void sbx_release(void);
  * releases the lock. Errors are reported, not fatal: the VM still runs. */
 void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, unsigned memory_mb,
                 unsigned vcpus, double boot_budget_s, double lifetime_s);
+/* sbx_record under registry key `key` (a resumed sandbox keeps its own;
+ * NULL: a new one) and template name `template_` (NULL: none). 0, or
+ * -EEXIST when a live sandbox has the key, or another negative errno (said
+ * on stderr); the lock is released either way. */
+int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, const struct cvm *vm,
+                  const char *image, unsigned memory_mb, unsigned vcpus, double boot_budget_s,
+                  double lifetime_s);
+/* The live sandbox `ident` (its key or id) after a sweep, with its entry's
+ * `metadata` line (JSON text; "{}" when it has none). 0, -ENOENT, or a
+ * negative errno (said on stderr). */
+int sbx_find(const char *ident, struct creg_entry *out, char *metadata, size_t mlen);
+/* Kills what is left of `e`'s VMM and removes its entry and temp directory. */
+void sbx_remove(const struct creg_entry *e);
 /* The agent answered: the lifetime starts now; recorded and sent to the
  * guest (SET_DEADLINE, with the TCG clock slack when not under KVM). */
 void sbx_start_clock(struct sbx_rec *rec, struct cvc *c, const struct cvm *vm, double lifetime_s);

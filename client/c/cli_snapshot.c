@@ -15,6 +15,7 @@
 
 #include "cli_sandboxes.h"
 #include "manifest.h"
+#include "snapshot_hybrid.h"
 #include "snapshot_qemu.h"
 #include "template.h"
 
@@ -65,6 +66,22 @@ int snap_env_mode(enum snap_mode *mode)
         return -EINVAL;
 }
 
+/* The launch as a template sees it: QEMU's (snapshot_qemu.c) or Firecracker's
+ * and Cloud Hypervisor's (snapshot_hybrid.c). */
+static int launch_init(struct csq_launch *l, const struct cvm_opts *o, unsigned user_mb, char *err,
+                       size_t errlen)
+{
+        return o->vmm == CVM_VMM_QEMU ? csq_launch_init(l, o, user_mb, err, errlen)
+                                      : csh_launch_init(l, o, user_mb, err, errlen);
+}
+
+static int build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t snaplen,
+                 struct csm *m, char *err, size_t errlen)
+{
+        return l->opts.vmm == CVM_VMM_QEMU ? csq_build(l, vm, snapdir, snaplen, m, err, errlen)
+                                           : csh_build(l, vm, snapdir, snaplen, m, err, errlen);
+}
+
 static double mono_s(void)
 {
         struct timespec ts;
@@ -92,7 +109,7 @@ static int resolve(const struct csq_launch *l, struct cvm *vm, char *snapdir, si
         if (why[0])
                 fprintf(stderr, "cellvm: template %s is stale: %s: building it anew\n", l->tdir,
                         why);
-        rc = csq_build(l, vm, snapdir, snaplen, m, err, errlen);
+        rc = build(l, vm, snapdir, snaplen, m, err, errlen);
         close(lock);
         return rc < 0 ? rc : 0;
 }
@@ -154,12 +171,14 @@ static enum outcome restore(const struct snap_run *r, const char *snapdir, const
                             struct sbx_rec *rec, struct cvm *vm, struct cvc **c,
                             struct csq_stages *st, bool *bad, char *err, size_t errlen)
 {
-        int lock, state_fd;
+        int lock, state_fd = -1;
+        bool qemu = r->vm->vmm == CVM_VMM_QEMU;
         *bad = false;
         if (ctpl_use(snapdir, &lock, err, errlen) < 0)
                 return COLD;
-        /* Held until QEMU has read the state and mapped the memory. */
-        if (csq_check_restorable(m, snapdir, err, errlen) < 0) {
+        /* Held until the VMM has read the state and mapped the memory. */
+        if ((qemu ? csq_check_restorable(m, snapdir, err, errlen)
+                  : csh_check_restorable(m, snapdir, err, errlen)) < 0) {
                 close(lock);
                 *bad = true;
                 return COLD;
@@ -168,7 +187,8 @@ static enum outcome restore(const struct snap_run *r, const char *snapdir, const
                 close(lock);
                 return FATAL;
         }
-        if (csq_spawn(m, snapdir, vm, &state_fd, st, err, errlen) < 0) {
+        if ((qemu ? csq_spawn(m, snapdir, vm, &state_fd, st, err, errlen)
+                  : csh_spawn(m, snapdir, vm, st, err, errlen)) < 0) {
                 sbx_release();
                 cvm_kill(vm);
                 close(lock);
@@ -176,7 +196,8 @@ static enum outcome restore(const struct snap_run *r, const char *snapdir, const
         }
         sbx_record(rec, vm, r->vm->image, r->vm->memory_mb, r->vm->vcpus,
                    CSQ_RESTORE_TIMEOUT_MS / 1000.0, r->lifetime_s);
-        int rc = csq_load(m, snapdir, vm, state_fd, st, c, bad, err, errlen);
+        int rc = qemu ? csq_load(m, snapdir, vm, state_fd, st, c, bad, err, errlen)
+                      : csh_load(m, snapdir, vm, st, c, bad, err, errlen);
         close(lock);
         if (rc < 0) {
                 cvm_kill(vm);
@@ -194,7 +215,7 @@ int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *v
         struct csm m;
         bool explicit = r->mode == SNAP_DIR;
         *c = NULL;
-        int rc = csq_launch_init(&l, r->vm, r->user_mb, err, sizeof(err));
+        int rc = launch_init(&l, r->vm, r->user_mb, err, sizeof(err));
         if (rc == 0)
                 rc = explicit ? explicit_template(&l, r->dir, snapdir, sizeof(snapdir), &m, err,
                                                   sizeof(err))
@@ -227,10 +248,11 @@ int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *v
         }
         if (r->verbose)
                 fprintf(stderr,
-                        "[cellvm: VM restored in %.2f s from %s (%s, qemu pid %d, over the serial "
-                        "port; state loaded %.0f ms, running %.0f ms, HELLO %.0f ms, "
-                        "NEW_GENERATION %.0f ms after QEMU started)]\n",
-                        mono_s() - t0, snapdir, vm->kvm ? "KVM" : "TCG", (int)vm->pid,
+                        "[cellvm: VM restored in %.2f s from %s (%s, %s pid %d, over %s; state "
+                        "loaded %.0f ms, running %.0f ms, HELLO %.0f ms, NEW_GENERATION %.0f ms "
+                        "after the VMM started)]\n",
+                        mono_s() - t0, snapdir, vm->kvm ? "KVM" : "TCG", cvm_vmm_name(vm->vmm),
+                        (int)vm->pid, vm->vmm == CVM_VMM_QEMU ? "the serial port" : "hybrid vsock",
                         (double)st.state_loaded / 1e6, (double)st.running / 1e6,
                         (double)st.handshake / 1e6, (double)st.new_generation / 1e6);
         return 0;
@@ -243,7 +265,7 @@ int snap_cmd_create(const struct cvm_opts *o, unsigned user_mb, bool force, stru
         static struct csq_launch l;
         char err[ERR_MAX] = "", snapdir[PATH_MAX], why[ERR_MAX] = "";
         struct csm m;
-        if (csq_launch_init(&l, o, user_mb, err, sizeof(err)) < 0) {
+        if (launch_init(&l, o, user_mb, err, sizeof(err)) < 0) {
                 fprintf(stderr, "cellvm: %s\n", err);
                 csq_launch_free(&l);
                 return 1;
@@ -268,7 +290,7 @@ int snap_cmd_create(const struct cvm_opts *o, unsigned user_mb, bool force, stru
                 if (why[0] && !force)
                         fprintf(stderr, "cellvm: template %s is stale: %s: building it anew\n",
                                 l.tdir, why);
-                rc = csq_build(&l, vm, snapdir, sizeof(snapdir), &m, err, sizeof(err));
+                rc = build(&l, vm, snapdir, sizeof(snapdir), &m, err, sizeof(err));
                 close(lock);
         }
         csq_launch_free(&l);
@@ -287,7 +309,7 @@ int snap_cmd_check(const struct cvm_opts *o, unsigned user_mb)
         static struct csq_launch l;
         char err[ERR_MAX] = "", snapdir[PATH_MAX], why[ERR_MAX];
         struct csm m;
-        if (csq_launch_init(&l, o, user_mb, err, sizeof(err)) < 0) {
+        if (launch_init(&l, o, user_mb, err, sizeof(err)) < 0) {
                 fprintf(stderr, "cellvm: %s\n", err);
                 csq_launch_free(&l);
                 return 1;
@@ -309,7 +331,7 @@ int snap_cmd_manifest(const struct cvm_opts *o, unsigned user_mb)
         static struct csq_launch l;
         char err[ERR_MAX] = "", *text;
         size_t len;
-        int rc = csq_launch_init(&l, o, user_mb, err, sizeof(err));
+        int rc = launch_init(&l, o, user_mb, err, sizeof(err));
         if (rc == 0 && (rc = csm_format(&l.want, &text, &len)) < 0)
                 snprintf(err, sizeof(err), "%s", strerror(-rc));
         if (rc < 0) {

@@ -97,7 +97,7 @@ int cpaused_list(const char *root, struct cpaused *out, int max, FILE *warn)
         return n;
 }
 
-int cpaused_remove(const char *root, const struct cpaused *p)
+int cpaused_lock(const char *root)
 {
         char lock[PATH_MAX];
         int w = snprintf(lock, sizeof(lock), "%s/lock", root);
@@ -111,13 +111,23 @@ int cpaused_remove(const char *root, const struct cpaused *p)
                 ;
         if (rc < 0) {
                 rc = -errno;
-        } else {
-                struct stat st;
-                if (lstat(p->dir, &st) < 0)
-                        rc = errno == ENOENT ? 0 : -errno;
-                else if ((rc = ctpl_rmtree(p->dir)) == 0)
-                        rc = 1;
+                close(fd);
+                return rc;
         }
+        return fd;
+}
+
+int cpaused_remove(const char *root, const struct cpaused *p)
+{
+        int fd = cpaused_lock(root);
+        if (fd < 0)
+                return fd;
+        int rc;
+        struct stat st;
+        if (lstat(p->dir, &st) < 0)
+                rc = errno == ENOENT ? 0 : -errno;
+        else if ((rc = ctpl_rmtree(p->dir)) == 0)
+                rc = 1;
         if (close(fd) < 0 && rc >= 0)
                 rc = -errno;
         return rc;

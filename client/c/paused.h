@@ -3,7 +3,7 @@
  * store (client/python/cellvm/pause.py, docs/SNAPSHOTS.md "Pause and
  * resume"), <root>/<registry key>/{manifest,state} with kind=paused. The CLI
  * lists them (`cellvm ps`) and drops them (`cellvm kill ID`, E2B's kill of a
- * paused sandbox); resuming one is the SDK's `Sandbox.connect(id)`.
+ * paused sandbox); pause.h and cli_pause.h pause and resume them.
  */
 #ifndef CELLVM_CLIENT_PAUSED_H
 #define CELLVM_CLIENT_PAUSED_H
@@ -30,6 +30,9 @@ int cpaused_root(char *out, size_t outlen);
  * manifest that does not read is reported on `warn` and skipped, never
  * removed. The count (0 when `root` does not exist) or a negative errno. */
 int cpaused_list(const char *root, struct cpaused *out, int max, FILE *warn);
+/* The store's lock (<root>/lock, the SDK's), held: its fd (close it to
+ * release), or a negative errno. */
+int cpaused_lock(const char *root);
 /* Removes the record `p` under the store's lock (<root>/lock, the SDK's).
  * 1 removed, 0 already gone, or a negative errno. */
 int cpaused_remove(const char *root, const struct cpaused *p);

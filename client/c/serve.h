@@ -48,6 +48,7 @@ struct sandbox {
         /* network.allowPublicTraffic=false: its other ports need the traffic token
          * (serve_port.c). Set once at create, read with __atomic loads. */
         bool private_traffic;
+        bool auto_pause; /* E2B's lifecycle onTimeout "pause": paused at its deadline */
         struct cvm vm;
         struct cvm_opts opts;
         struct sbx_rec rec;
@@ -78,6 +79,15 @@ struct serve {
 
 extern struct serve serve;
 
+/* --- options and signals shared by cellvm serve and cellvm mcp (serve_main.c) --- */
+
+/* --memory ('m') or --vcpus ('n') into serve's settings; -EINVAL (said on
+ * stderr, as `cellvm CMD`) when out of range. */
+int serve_vm_option(const char *cmd, int opt, const char *arg);
+/* Blocks SIGTERM, SIGINT and SIGHUP (in `set`, for sigwait) in this thread
+ * and the ones it starts; ignores SIGPIPE. */
+void serve_block_signals(sigset_t *set);
+
 /* --- sandboxes (serve_sandbox.c) --- */
 
 /* A new sandbox from the template: 0 with *out referenced (serve_put it), or
@@ -96,14 +106,53 @@ struct sandbox *serve_ref(struct sandbox *s);
 void serve_put(struct sandbox *s);
 /* Ends `s` (VM killed, registry record removed); false if it was gone. */
 bool serve_kill(struct sandbox *s);
+/* `nhex` random hex digits and a NUL into `out` (an access token). 0 or a negative errno. */
+int serve_random_hex(char *out, size_t nhex);
+/* Takes `s` out of the table, its VM left running and the table's
+ * reference kept for the caller (a pause); false if it was not there. */
+bool serve_unlink(struct sandbox *s);
+/* Puts `s` (with the table's reference) into the table. */
+void serve_insert(struct sandbox *s);
 /* Moves the deadline to `timeout_s` from now, in the registry and the guest. */
 int serve_set_timeout(struct sandbox *s, double timeout_s, char *err, size_t errlen);
 /* Every live sandbox, referenced (serve_put each, free the array). */
 int serve_list(struct sandbox ***out, size_t *n);
 /* Kills every sandbox (SIGTERM). */
 void serve_kill_all(void);
+/* `nhex` random lowercase hex digits and a NUL (tokens, session ids). */
+int serve_random_hex(char *out, size_t nhex);
 /* The reaper: ends sandboxes whose deadline passed or whose VM exited. */
 void *serve_reaper(void *arg);
+
+/* --- pause and resume (serve_pause.c) ---
+ * E2B's pause keeps a sandbox's whole state until it is resumed (connect) or
+ * killed: here a record of the user's paused store (pause.h), the same the
+ * CLI and the Python SDK use, with the envd access token kept beside it so
+ * that the SDK's Sandbox object keeps working after a resume. Pauses and
+ * resumes run one at a time. */
+struct serve_paused {
+        char id[72];
+        char template_id[64];
+        json_t *metadata; /* owned */
+        int64_t started_ms;
+        unsigned memory_mb, vcpus;
+};
+/* Pauses live sandbox `s` (referenced by the caller): 0 (it is no longer
+ * in the table), -ENOENT (ended meanwhile), or a negative errno with `err`
+ * (it runs on). */
+int serve_pause(struct sandbox *s, char *err, size_t errlen);
+/* Sandbox `id` running: 1 when it was paused and is resumed now with a
+ * deadline `timeout_s` from now, 0 when it was running already (its
+ * deadline untouched), both with *out referenced; -ENOENT when it is
+ * neither, -EAGAIN (the limit), or another negative errno with `err`. */
+int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *err, size_t errlen);
+/* The paused sandboxes (oldest first): 0 with *out (serve_paused_free it). */
+int serve_paused_list(struct serve_paused **out, size_t *n);
+void serve_paused_free(struct serve_paused *v, size_t n);
+/* Paused sandbox `id`: 0 with *out (serve_paused_free(out, 1)) or -ENOENT. */
+int serve_paused_get(const char *id, struct serve_paused *out);
+/* Drops paused sandbox `id` (E2B's kill): 1, 0 when there is none, or a negative errno. */
+int serve_paused_kill(const char *id);
 
 /* --- file metadata (serve_meta.c) ---
  * envd keeps X-Metadata-* of an upload with the file (xattrs) and shows it in

@@ -32,24 +32,46 @@ static json_t *sandbox_json(const struct sandbox *s)
                          serve.domain);
 }
 
-static json_t *listed_json(const struct sandbox *s, bool detail)
+/* E2B's ListedSandbox (and with `detail`, SandboxDetail) of a running
+ * (`token` its access token) or a paused sandbox (`token` NULL). */
+static json_t *described(const struct serve_paused *v, int64_t end_ms, const char *token,
+                         const char *on_timeout, bool detail)
 {
         char started[40], end[40];
-        iso_time(started, sizeof(started), s->started_ms);
-        iso_time(end, sizeof(end), s->deadline_ms);
+        iso_time(started, sizeof(started), v->started_ms);
+        iso_time(end, sizeof(end), end_ms);
         json_t *o = json_pack(
-            "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:s}", "templateID", s->template_id,
-            "sandboxID", s->id, "clientID", "cellvm", "startedAt", started, "endAt", end,
-            "cpuCount", (int)s->vcpus, "memoryMB", (int)s->memory_mb, "diskSizeMB", 0, "metadata",
-            s->metadata, "state", "running", "envdVersion", SERVE_ENVD_VERSION);
+            "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:s}", "templateID", v->template_id,
+            "sandboxID", v->id, "clientID", "cellvm", "startedAt", started, "endAt", end,
+            "cpuCount", (int)v->vcpus, "memoryMB", (int)v->memory_mb, "diskSizeMB", 0, "metadata",
+            v->metadata, "state", token ? "running" : "paused", "envdVersion", SERVE_ENVD_VERSION);
         if (o && detail) {
-                json_object_set_new(o, "envdAccessToken", json_string(s->token));
+                if (token)
+                        json_object_set_new(o, "envdAccessToken", json_string(token));
                 json_object_set_new(o, "domain", json_string(serve.domain));
                 json_object_set_new(o, "allowInternetAccess", json_false());
-                json_object_set_new(o, "lifecycle",
-                                    json_pack("{s:s, s:b}", "onTimeout", "kill", "autoResume", 0));
+                json_object_set_new(
+                    o, "lifecycle",
+                    json_pack("{s:s, s:b}", "onTimeout", on_timeout, "autoResume", 0));
         }
         return o;
+}
+
+static json_t *listed_json(const struct sandbox *s, bool detail)
+{
+        struct serve_paused v = {.metadata = s->metadata,
+                                 .started_ms = s->started_ms,
+                                 .memory_mb = s->memory_mb,
+                                 .vcpus = s->vcpus};
+        snprintf(v.id, sizeof(v.id), "%s", s->id);
+        snprintf(v.template_id, sizeof(v.template_id), "%s", s->template_id);
+        return described(&v, s->deadline_ms, s->token, s->auto_pause ? "pause" : "kill", detail);
+}
+
+/* A paused sandbox (no deadline: endAt is its start). */
+static json_t *paused_json(const struct serve_paused *p, bool detail)
+{
+        return described(p, p->started_ms, NULL, "kill", detail);
 }
 
 /* A JSON object body, or NULL with a 400 queued in *rc. */
@@ -165,6 +187,22 @@ static enum MHD_Result create(struct hreq *h)
                 json_decref(body);
                 return reply_error(h, 400, "%s", why);
         }
+        json_t *ap = json_object_get(body, "autoPause"), *ar = json_object_get(body, "autoResume");
+        if (!why[0] && ap && !json_is_null(ap) && !json_is_boolean(ap))
+                snprintf(why, sizeof(why), "autoPause must be a boolean");
+        else if (!why[0] && ar && !json_is_null(ar) &&
+                 !(json_is_object(ar) && !json_is_true(json_object_get(ar, "enabled"))) &&
+                 !json_is_false(ar))
+                snprintf(why, sizeof(why),
+                         "autoResume: waking a paused sandbox on traffic is not supported by "
+                         "cellvm serve (connect resumes it)");
+        if (why[0]) {
+                json_decref(metadata);
+                json_decref(envs);
+                json_decref(body);
+                return reply_error(h, 400, "%s", why);
+        }
+        bool auto_pause = json_is_true(ap);
         if (!known_template(tpl) || strlen(tpl) >= sizeof(((struct sandbox *)0)->template_id)) {
                 json_decref(metadata);
                 json_decref(envs);
@@ -197,6 +235,17 @@ static enum MHD_Result create(struct hreq *h)
         if (r < 0)
                 return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
         __atomic_store_n(&s->private_traffic, private_traffic, __ATOMIC_RELEASE);
+        if (auto_pause) {
+                pthread_mutex_lock(&serve.life);
+                s->auto_pause = true;
+                pthread_mutex_unlock(&serve.life);
+                /* The guest's own deadline gets the margin of a pause. */
+                if (serve_set_timeout(s, timeout, why, sizeof(why)) < 0) {
+                        serve_kill(s);
+                        serve_put(s);
+                        return reply_error(h, 500, "setting the timeout: %s", why);
+                }
+        }
         fprintf(stderr, "cellvm serve: sandbox %s created in %lld ms (%s, timeout %g s)\n", s->id,
                 (long long)(creg_now_ms() - t0), s->template_id, timeout);
         json_t *out = sandbox_json(s);
@@ -220,7 +269,7 @@ static void url_decode(char *s)
         *o = '\0';
 }
 
-static bool metadata_matches(const struct sandbox *s, const char *filter)
+static bool metadata_matches(const json_t *metadata, const char *filter)
 {
         if (!filter || !filter[0])
                 return true;
@@ -237,14 +286,14 @@ static bool metadata_matches(const struct sandbox *s, const char *filter)
                 *eq = '\0';
                 url_decode(pair);
                 url_decode(eq + 1);
-                json_t *v = json_object_get(s->metadata, pair);
+                json_t *v = json_object_get(metadata, pair);
                 ok = v && json_is_string(v) && strcmp(json_string_value(v), eq + 1) == 0;
         }
         free(copy);
         return ok;
 }
 
-static bool state_matches(const char *filter)
+static bool state_matches(const char *filter, const char *state)
 {
         if (!filter || !filter[0])
                 return true;
@@ -253,9 +302,24 @@ static bool state_matches(const char *filter)
         char *save;
         for (char *st = copy ? strtok_r(copy, ",", &save) : NULL; st;
              st = strtok_r(NULL, ",", &save))
-                ok |= strcmp(st, "running") == 0;
+                ok |= strcmp(st, state) == 0;
         free(copy);
         return ok;
+}
+
+struct list_item {
+        struct sandbox *s;
+        const struct serve_paused *p;
+};
+
+static int by_start(const void *a, const void *b)
+{
+        const struct list_item *x = a, *y = b;
+        int64_t sx = x->s ? x->s->started_ms : x->p->started_ms;
+        int64_t sy = y->s ? y->s->started_ms : y->p->started_ms;
+        if (sx != sy)
+                return sx < sy ? -1 : 1;
+        return strcmp(x->s ? x->s->id : x->p->id, y->s ? y->s->id : y->p->id);
 }
 
 static enum MHD_Result list(struct hreq *h, bool v2)
@@ -277,27 +341,43 @@ static enum MHD_Result list(struct hreq *h, bool v2)
                         return reply_error(h, 400, "limit: 1 to %d", LIST_LIMIT_MAX);
         }
         struct sandbox **all;
-        size_t n;
+        size_t n, np = 0;
+        struct serve_paused *paused = NULL;
         if (serve_list(&all, &n) < 0)
                 return reply_error(h, 500, "out of memory");
-        json_t *arr = json_array();
+        if (serve_paused_list(&paused, &np) < 0)
+                np = 0; /* no paused store here: only the running ones */
+        /* Running and paused ones, oldest first. */
+        struct list_item *items = calloc(n + np + 1, sizeof(*items));
+        for (size_t k = 0; items && k < n + np; k++)
+                items[k] = k < n ? (struct list_item){all[k], NULL}
+                                 : (struct list_item){NULL, &paused[k - n]};
+        if (items)
+                qsort(items, n + np, sizeof(*items), by_start);
+        json_t *arr = items ? json_array() : NULL;
         /* Newest first unless order=asc (E2B's default is desc); the token is
          * the id the next page starts at. */
         bool asc = order && strcmp(order, "asc") == 0;
         bool started = !next || !v2;
         const char *next_token = NULL;
-        for (size_t k = 0; k < n; k++) {
-                struct sandbox *s = all[asc ? k : n - 1 - k];
-                if (!started && strcmp(s->id, next) == 0)
+        for (size_t k = 0; arr && k < n + np; k++) {
+                struct list_item *it = &items[asc ? k : n + np - 1 - k];
+                const char *id = it->s ? it->s->id : it->p->id;
+                const char *tid = it->s ? it->s->template_id : it->p->template_id;
+                const json_t *md = it->s ? it->s->metadata : it->p->metadata;
+                int64_t at = it->s ? it->s->started_ms : it->p->started_ms;
+                if (!started && strcmp(id, next) == 0)
                         started = true;
-                if (!started || !metadata_matches(s, meta) || !state_matches(state) ||
-                    s->started_ms < after || (tpl && tpl[0] && strcmp(tpl, s->template_id) != 0))
+                if (!started || !metadata_matches(md, meta) ||
+                    !state_matches(state, it->s ? "running" : "paused") || at < after ||
+                    (tpl && tpl[0] && strcmp(tpl, tid) != 0))
                         continue;
                 if (v2 && (long)json_array_size(arr) == limit) {
-                        next_token = s->id;
+                        next_token = id;
                         break;
                 }
-                json_array_append_new(arr, listed_json(s, false));
+                json_array_append_new(arr, it->s ? listed_json(it->s, false)
+                                                 : paused_json(it->p, false));
         }
         struct MHD_Response *r;
         char *text = json_dumps(arr, JSON_COMPACT);
@@ -313,9 +393,77 @@ static enum MHD_Result list(struct hreq *h, bool v2)
                 MHD_destroy_response(r);
         }
         free(text);
+        if (!arr)
+                rc = reply_error(h, 500, "out of memory");
         for (size_t i = 0; i < n; i++)
                 serve_put(all[i]);
         free(all);
+        free(items);
+        serve_paused_free(paused, np);
+        free(paused);
+        return rc;
+}
+
+/* `id` is not running: a paused one is described, killed, refused a pause
+ * (409: E2B's "already paused") or resumed by connect and the deprecated
+ * resume (201); anything else is a 404. */
+static enum MHD_Result not_running(struct hreq *h, const char *id, const char *action, bool get,
+                                   bool post, bool del)
+{
+        char why[512] = "";
+        struct serve_paused p;
+        if (!action[0] && get) {
+                if (serve_paused_get(id, &p) < 0)
+                        return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
+                enum MHD_Result rc = reply_json(h, 200, paused_json(&p, true));
+                serve_paused_free(&p, 1);
+                return rc;
+        }
+        if (!action[0] && del) {
+                int r = serve_paused_kill(id);
+                if (r > 0)
+                        fprintf(stderr, "cellvm serve: paused sandbox %s killed\n", id);
+                return r > 0    ? reply_empty(h, 204)
+                       : r == 0 ? reply_error(h, 404, "sandbox \"%.64s\" not found", id)
+                                : reply_error(h, 500, "removing paused sandbox %.64s: %s", id,
+                                              strerror(-r));
+        }
+        if (post && strcmp(action, "pause") == 0) {
+                if (serve_paused_get(id, &p) < 0)
+                        return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
+                serve_paused_free(&p, 1);
+                return reply_error(h, 409, "sandbox \"%.64s\" is already paused", id);
+        }
+        if (!(post && (strcmp(action, "connect") == 0 || strcmp(action, "resume") == 0)))
+                return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
+        enum MHD_Result rc;
+        json_t *body = object_body(h, true, &rc);
+        if (!body)
+                return rc;
+        double t;
+        int r = timeout_of(body, &t, why, sizeof(why));
+        json_decref(body);
+        if (r < 0)
+                return reply_error(h, 400, "%s", why);
+        struct sandbox *s;
+        int64_t t0 = creg_now_ms();
+        r = serve_resume(id, t, &s, why, sizeof(why));
+        if (r == -ENOENT)
+                return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
+        if (r < 0) {
+                fprintf(stderr, "cellvm serve: resuming sandbox %s: %s\n", id, why);
+                return reply_error(h,
+                                   r == -EAGAIN  ? 429
+                                   : r == -EBUSY ? 409
+                                                 : 500,
+                                   "resuming sandbox %.64s: %s", id, why);
+        }
+        if (r > 0)
+                fprintf(stderr, "cellvm serve: sandbox %s resumed in %lld ms (timeout %g s)\n",
+                        s->id, (long long)(creg_now_ms() - t0), t);
+        /* 0: it was resumed by another request meanwhile: running, as connect finds it. */
+        rc = reply_json(h, r > 0 ? 201 : 200, sandbox_json(s));
+        serve_put(s);
         return rc;
 }
 
@@ -364,7 +512,7 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
         if (!s) {
                 if (!(get || post || del))
                         return reply_error(h, 405, "method %s not allowed", h->method);
-                return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
+                return not_running(h, id, action, get, post, del);
         }
         if (!action[0] && get) {
                 rc = reply_json(h, 200, listed_json(s, true));
@@ -375,8 +523,8 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
                 rc = ended ? reply_empty(h, 204)
                            : reply_error(h, 404, "sandbox \"%s\" not found", id);
         } else if (post && (strcmp(action, "timeout") == 0 || strcmp(action, "connect") == 0 ||
-                            strcmp(action, "refreshes") == 0 || strcmp(action, "resume") == 0)) {
-                bool is_connect = strcmp(action, "connect") == 0 || strcmp(action, "resume") == 0;
+                            strcmp(action, "refreshes") == 0)) {
+                bool is_connect = strcmp(action, "connect") == 0;
                 json_t *body = object_body(h, true, &rc);
                 double t = SERVE_DEFAULT_TIMEOUT_S;
                 if (body && strcmp(action, "refreshes") == 0) {
@@ -409,8 +557,19 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
                         else
                                 rc = reply_empty(h, 204);
                 }
+        } else if (post && strcmp(action, "resume") == 0) {
+                rc = reply_error(h, 409, "sandbox \"%s\" is already running", id);
         } else if (post && strcmp(action, "pause") == 0) {
-                rc = reply_error(h, 501, "pause is not supported by cellvm serve yet");
+                int64_t t0 = creg_now_ms();
+                int r = serve_pause(s, why, sizeof(why));
+                if (r == 0)
+                        fprintf(stderr, "cellvm serve: sandbox %s paused in %lld ms\n", id,
+                                (long long)(creg_now_ms() - t0));
+                else
+                        fprintf(stderr, "cellvm serve: pausing sandbox %s: %s\n", id, why);
+                rc = r == 0         ? reply_empty(h, 204)
+                     : r == -ENOENT ? reply_error(h, 404, "sandbox \"%s\" not found", id)
+                                    : reply_error(h, 500, "pausing sandbox %s: %s", id, why);
         } else if (get && strcmp(action, "metrics") == 0) {
                 rc = metrics(h, s);
         } else {

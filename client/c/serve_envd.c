@@ -294,6 +294,8 @@ static enum MHD_Result envd_done(struct hreq *h)
                 rc = process_stdin(h, req, false);
         else if (strcmp(m, "/process.Process/CloseStdin") == 0)
                 rc = process_stdin(h, req, true);
+        else if (strcmp(m, "/process.Process/Update") == 0)
+                rc = process_update(h, req);
         else if (strcmp(m, "/filesystem.Filesystem/Stat") == 0)
                 rc = fs_call(h, CV_MSG_FILE_STAT, req, user);
         else if (strcmp(m, "/filesystem.Filesystem/ListDir") == 0)

@@ -34,5 +34,6 @@ enum MHD_Result process_connect(struct hreq *h, json_t *req);
 enum MHD_Result process_list(struct hreq *h);
 enum MHD_Result process_signal(struct hreq *h, json_t *req);
 enum MHD_Result process_stdin(struct hreq *h, json_t *req, bool close_it);
+enum MHD_Result process_update(struct hreq *h, json_t *req);
 
 #endif

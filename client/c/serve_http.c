@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cbor_util.h"
+#include "mcp.h"
 #include "serve_sign.h"
 
 const char *hreq_header(struct hreq *h, const char *name)
@@ -382,7 +383,7 @@ static int route(struct hreq *h)
                 snprintf(h->why, sizeof(h->why), "Invalid API key");
                 return 401;
         }
-        h->route = &route_api;
+        h->route = strcmp(h->url, "/mcp") == 0 ? &route_mcp : &route_api;
         return 0;
 }
 

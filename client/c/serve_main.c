@@ -48,6 +48,7 @@ static const char serve_usage[] =
     "The API key is $CELLVM_API_KEY, else the one in ~/.config/cellvm/api_key, made\n"
     "(0600) and printed on first start. Control-plane requests carry it (X-API-Key, or\n"
     "Authorization: Bearer KEY); sandbox requests carry their sandbox's access token.\n"
+    "/mcp serves the MCP tools of `cellvm mcp` (Streamable HTTP, docs/MCP.md).\n"
     "GET /health answers 200 once the template is ready (built on first use: ~15 s\n"
     "under TCG). Sandboxes live until DELETE, their timeout (300 s unless asked) or\n"
     "the server's end: SIGTERM, SIGINT or SIGHUP kill them all; a SIGKILLed server\n"
@@ -121,6 +122,35 @@ static int listen_unix(const char *path, char *err, size_t errlen)
         return fd;
 }
 
+int serve_vm_option(const char *cmd, int opt, const char *arg)
+{
+        char *end;
+        unsigned long v = strtoul(arg, &end, 10);
+        if (opt == 'm' && (*end || !arg[0] || v < 128 || v > (1u << 20))) {
+                fprintf(stderr, "cellvm %s: --memory takes MB, at least 128\n", cmd);
+                return -EINVAL;
+        }
+        if (opt == 'n' && (*end || !arg[0] || v < 1 || v > 256)) {
+                fprintf(stderr, "cellvm %s: --vcpus takes 1 to 256\n", cmd);
+                return -EINVAL;
+        }
+        if (opt == 'm')
+                serve.memory_mb = (unsigned)v;
+        else
+                serve.vcpus = (unsigned)v;
+        return 0;
+}
+
+void serve_block_signals(sigset_t *set)
+{
+        sigemptyset(set);
+        sigaddset(set, SIGTERM);
+        sigaddset(set, SIGINT);
+        sigaddset(set, SIGHUP);
+        pthread_sigmask(SIG_BLOCK, set, NULL);
+        signal(SIGPIPE, SIG_IGN);
+}
+
 int cmd_serve(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -156,18 +186,9 @@ int cmd_serve(int argc, char **argv)
                         serve.image = optarg;
                         break;
                 case 'm':
-                        serve.memory_mb = (unsigned)strtoul(optarg, &end, 10);
-                        if (*end || serve.memory_mb < 128 || serve.memory_mb > (1u << 20)) {
-                                fputs("cellvm serve: --memory takes MB, at least 128\n", stderr);
-                                return 2;
-                        }
-                        break;
                 case 'n':
-                        serve.vcpus = (unsigned)strtoul(optarg, &end, 10);
-                        if (*end || serve.vcpus < 1 || serve.vcpus > 256) {
-                                fputs("cellvm serve: --vcpus takes 1 to 256\n", stderr);
+                        if (serve_vm_option("serve", opt, optarg) < 0)
                                 return 2;
-                        }
                         break;
                 case 'd':
                         domain = optarg;
@@ -224,12 +245,7 @@ int cmd_serve(int argc, char **argv)
         }
         /* Signals are taken by sigwait below, in no other thread. */
         sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGINT);
-        sigaddset(&set, SIGHUP);
-        pthread_sigmask(SIG_BLOCK, &set, NULL);
-        signal(SIGPIPE, SIG_IGN);
+        serve_block_signals(&set);
         sbx_sweep();
         cvm_outlive_creator(true);
         struct MHD_Daemon *d = serve_http_start(unix_path ? NULL : (struct sockaddr *)&ss,

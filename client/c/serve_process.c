@@ -1,5 +1,7 @@
 /* cellvm serve's process.Process (spec/envd/process/process.proto) on the
- * agent's commands service (docs/PROTOCOL.md 10). A command's CMD_START
+ * agent's commands service (docs/PROTOCOL.md 10); a Start with `pty` runs on
+ * the agent's pseudo-terminal (data.pty, SendInput's input.pty, Update's
+ * pty.size as CMD_RESIZE). A command's CMD_START
  * request stays open for its life; a pump thread turns what the agent sends
  * into Connect messages and hands them to every response that follows the
  * command (Start's, and any Connect's), as envd does. A client that leaves
@@ -20,6 +22,9 @@
  * past this much (an error end), instead of stalling the sandbox. */
 #define FOLLOWER_MAX (16u << 20)
 #define KEEPALIVE_S 30
+/* The agent's bound on a pty's columns and rows (docs/PROTOCOL.md 10). */
+#define PTY_SIZE_MAX 4096u
+#define PTY_SIZE_MAX_TEXT "4096"
 
 struct follower {
         struct hstream hs; /* first: the response's stream */
@@ -146,9 +151,10 @@ static bool convert(const struct cvc_event *ev, struct hstream *out)
                 char *b64 = base64_encode(data, dl);
                 if (!b64)
                         return false;
-                bool err = sl == 6 && memcmp(stream, "stderr", 6) == 0;
-                (void)put_event(out,
-                                json_pack("{s:{s:s}}", "data", err ? "stderr" : "stdout", b64));
+                const char *name = sl == 6 && memcmp(stream, "stderr", 6) == 0 ? "stderr"
+                                   : sl == 3 && memcmp(stream, "pty", 3) == 0  ? "pty"
+                                                                               : "stdout";
+                (void)put_event(out, json_pack("{s:{s:s}}", "data", name, b64));
                 free(b64);
                 return false;
         }
@@ -349,14 +355,64 @@ static enum MHD_Result reply_follower(struct hreq *h, struct follower *f)
         return reply_stream(h, 200, "application/connect+json", &f->hs);
 }
 
+/* envd's PTY message, {size: {cols, rows}}, as the agent's `pty` map into `b`. A size
+ * left out or 0 is envd's default terminal, 80 x 24. False when malformed. */
+static bool enc_pty(struct cv_buf *b, json_t *pty)
+{
+        json_t *size = json_object_get(pty, "size");
+        uint64_t cols = 0, rows = 0;
+        if (!json_is_object(pty) || (size && !json_is_object(size)) ||
+            (json_object_get(size, "cols") && !uint_field(size, "cols", &cols)) ||
+            (json_object_get(size, "rows") && !uint_field(size, "rows", &rows)) ||
+            cols > PTY_SIZE_MAX || rows > PTY_SIZE_MAX)
+                return false;
+        cv_enc_map(b, 2);
+        cv_enc_cstr(b, "cols");
+        cv_enc_uint(b, cols ? cols : 80);
+        cv_enc_cstr(b, "rows");
+        cv_enc_uint(b, rows ? rows : 24);
+        return true;
+}
+
+/* The agent's CMD_STARTED on `r`: 0 with *pid, or -1 with envd's error
+ * `code` and `msg` (the request then cancelled and closed). */
+static int await_started(struct sandbox *s, struct mux_req *r, uint64_t *pid, char *code,
+                         size_t codelen, char *msg, size_t msglen)
+{
+        struct cvc_event ev;
+        int rc = mux_next(r, 30000, &ev);
+        if (rc == 1 && ev.type == CV_MSG_CMD_STARTED && cv_map_get_uint(ev.root, "pid", pid) == 0) {
+                cvc_event_free(&ev);
+                return 0;
+        }
+        snprintf(code, codelen, "unavailable");
+        snprintf(msg, msglen, "the command did not start");
+        if (rc == 1 && ev.type == CV_MSG_ERROR) {
+                char agent_code[64];
+                snprintf(agent_code, sizeof(agent_code), "%.*s", (int)ev.u.fail.code_len,
+                         ev.u.fail.code);
+                snprintf(msg, msglen, "%.*s", (int)ev.u.fail.message_len, ev.u.fail.message);
+                snprintf(code, codelen, "%s", connect_code(agent_code));
+        }
+        if (rc == 1)
+                cvc_event_free(&ev);
+        serve_cancel(s, r->id);
+        mux_close_req(r);
+        return -1;
+}
+
+static enum MHD_Result adopt(struct hreq *h, struct mux_req *r, uint64_t pid, json_t *config,
+                             const char *tag);
+
 enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
 {
         char why[512] = "";
         json_t *proc = json_object_get(req, "process");
         if (!json_is_object(proc))
                 return stream_error(h, "invalid_argument", "process is required");
-        if (json_object_get(req, "pty"))
-                return stream_error(h, "unimplemented", "pty is not supported by cellvm serve yet");
+        json_t *pty = json_object_get(req, "pty");
+        if (json_is_null(pty))
+                pty = NULL;
         char *cmd = command_line(proc, why, sizeof(why));
         if (!cmd)
                 return stream_error(h, "invalid_argument", why);
@@ -366,9 +422,21 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         uint64_t timeout_ms = tmo ? strtoull(tmo, NULL, 10) : 0;
         struct cv_buf b;
         cv_buf_init(&b);
-        cv_enc_map(&b, 5 + (cwd && cwd[0]) + (tag != NULL) + (timeout_ms > 0));
-        cv_enc_cstr(&b, "cmd");
-        cv_enc_cstr(&b, cmd);
+        cv_enc_map(&b, 5 + (cwd && cwd[0]) + (tag != NULL) + (timeout_ms > 0) + (pty != NULL));
+        /* A terminal's program (the SDKs' `/bin/bash -i -l`) is exec'd as envd does: a login
+         * shell around it would read the profile twice before the first prompt. */
+        const char *path = str_field(proc, "cmd", NULL);
+        json_t *argl = json_object_get(proc, "args");
+        if (pty && path[0] == '/') {
+                cv_enc_cstr(&b, "argv");
+                cv_enc_array(&b, 1 + json_array_size(argl));
+                cv_enc_cstr(&b, path);
+                for (size_t i = 0; i < json_array_size(argl); i++)
+                        cv_enc_cstr(&b, json_string_value(json_array_get(argl, i)));
+        } else {
+                cv_enc_cstr(&b, "cmd");
+                cv_enc_cstr(&b, cmd);
+        }
         cv_enc_cstr(&b, "user");
         cv_enc_cstr(&b, user);
         cv_enc_cstr(&b, "stdin");
@@ -389,6 +457,15 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
                 cv_enc_cstr(&b, "timeout_ms");
                 cv_enc_uint(&b, timeout_ms);
         }
+        if (pty) {
+                cv_enc_cstr(&b, "pty");
+                if (!enc_pty(&b, pty)) {
+                        free(cmd);
+                        cv_buf_free(&b);
+                        return stream_error(h, "invalid_argument",
+                                            "pty.size: cols and rows up to " PTY_SIZE_MAX_TEXT);
+                }
+        }
         free(cmd);
         if (bad) {
                 cv_buf_free(&b);
@@ -401,29 +478,51 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         cv_buf_free(&b);
         if (rc < 0)
                 return stream_error(h, "unavailable", "the sandbox's agent is gone");
-        struct cvc_event ev;
-        rc = mux_next(r, 30000, &ev);
         uint64_t pid = 0;
-        if (rc == 1 && ev.type == CV_MSG_CMD_STARTED &&
-            cv_map_get_uint(ev.root, "pid", &pid) == 0) {
-                cvc_event_free(&ev);
-        } else {
-                char code[64] = "unavailable", msg[512] = "the command did not start";
-                if (rc == 1 && ev.type == CV_MSG_ERROR) {
-                        snprintf(code, sizeof(code), "%.*s", (int)ev.u.fail.code_len,
-                                 ev.u.fail.code);
-                        snprintf(msg, sizeof(msg), "%.*s", (int)ev.u.fail.message_len,
-                                 ev.u.fail.message);
-                        snprintf(code, sizeof(code), "%s", connect_code(code));
-                }
-                if (rc == 1)
-                        cvc_event_free(&ev);
-                serve_cancel(h->sbx, r->id);
-                mux_close_req(r);
+        char code[64], msg[512];
+        if (await_started(h->sbx, r, &pid, code, sizeof(code), msg, sizeof(msg)) < 0)
                 return stream_error(h, code, msg);
-        }
+        json_t *args = json_object_get(proc, "args"), *envs = json_object_get(proc, "envs");
+        json_t *config = json_pack("{s:s, s:o, s:o}", "cmd", str_field(proc, "cmd", NULL), "args",
+                                   args ? json_incref(args) : json_array(), "envs",
+                                   envs ? json_incref(envs) : json_object());
+        if (cwd && config)
+                json_object_set_new(config, "cwd", json_string(cwd));
+        return adopt(h, r, pid, config, tag);
+}
+
+/* Follows command `pid` of the agent that no connection follows (one
+ * started before a pause, whose connection went with it): CMD_CONNECT. */
+static enum MHD_Result follow_agent_command(struct hreq *h, uint64_t pid)
+{
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "pid");
+        cv_enc_uint(&b, pid);
+        struct mux_req *r;
+        int rc = mux_open(&h->sbx->mux, &r);
+        if (rc == 0 && (rc = mux_send_buf(r, CV_MSG_CMD_CONNECT, &b)) < 0)
+                mux_close_req(r);
+        cv_buf_free(&b);
+        if (rc < 0)
+                return stream_error(h, "unavailable", "the sandbox's agent is gone");
+        uint64_t started = 0;
+        char code[64], msg[512];
+        if (await_started(h->sbx, r, &started, code, sizeof(code), msg, sizeof(msg)) < 0)
+                return stream_error(h, code, msg);
+        return adopt(h, r, pid, NULL, NULL);
+}
+
+/* Takes command `pid` (its request `r` past CMD_STARTED, `config` owned,
+ * NULL when unknown) into the sandbox's table, with this request as its
+ * first follower and a pump. */
+static enum MHD_Result adopt(struct hreq *h, struct mux_req *r, uint64_t pid, json_t *config,
+                             const char *tag)
+{
         struct proc *p = calloc(1, sizeof(*p));
         if (!p) {
+                json_decref(config);
                 serve_cancel(h->sbx, r->id);
                 mux_close_req(r);
                 return MHD_NO;
@@ -432,12 +531,7 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         p->r = r;
         p->s = h->sbx;
         pthread_cond_init(&p->cond, NULL);
-        json_t *args = json_object_get(proc, "args"), *envs = json_object_get(proc, "envs");
-        p->config = json_pack("{s:s, s:o, s:o}", "cmd", str_field(proc, "cmd", NULL), "args",
-                              args ? json_incref(args) : json_array(), "envs",
-                              envs ? json_incref(envs) : json_object());
-        if (cwd && p->config)
-                json_object_set_new(p->config, "cwd", json_string(cwd));
+        p->config = config;
         p->tag = tag ? strdup(tag) : NULL;
         pthread_mutex_lock(&h->sbx->procs_lock);
         p->next = h->sbx->procs;
@@ -483,6 +577,10 @@ enum MHD_Result process_connect(struct hreq *h, json_t *req)
         struct proc *p = select_proc(h->sbx, req, &pid);
         struct follower *f = p ? follow_locked(h->sbx, p) : NULL;
         pthread_mutex_unlock(&h->sbx->procs_lock);
+        bool by_tag = json_is_object(json_object_get(req, "process")) &&
+                      str_field(json_object_get(req, "process"), "tag", NULL);
+        if (!p && pid && !by_tag)
+                return follow_agent_command(h, pid); /* the agent says not_found if none */
         if (!p)
                 return stream_error(h, "not_found", "process not found");
         return f ? reply_follower(h, f) : MHD_NO;
@@ -511,7 +609,7 @@ enum MHD_Result process_list(struct hreq *h)
                         while (p && p->pid != pid)
                                 p = p->next;
                         json_t *o = json_pack("{s:I}", "pid", (json_int_t)pid);
-                        if (p) {
+                        if (p && p->config) {
                                 json_object_set(o, "config", p->config);
                                 if (p->tag)
                                         json_object_set_new(o, "tag", json_string(p->tag));
@@ -578,14 +676,16 @@ enum MHD_Result process_stdin(struct hreq *h, json_t *req, bool close_it)
         unsigned char *data = NULL;
         size_t dl = 0;
         if (!close_it) {
+                /* ProcessInput's oneof: stdin, or what is typed into the pty; both go to
+                 * CMD_STDIN (the agent writes a pty's to its master). */
                 json_t *input = json_object_get(req, "input");
                 const char *s = json_is_object(input) ? str_field(input, "stdin", NULL) : NULL;
-                if (!s && json_is_object(input) && str_field(input, "pty", NULL))
-                        return reply_connect_error(h, "unimplemented",
-                                                   "no pty in cellvm serve yet");
+                if (!s && json_is_object(input))
+                        s = str_field(input, "pty", NULL);
                 if (!s || !(data = base64_decode(s, strlen(s), &dl)))
                         return reply_connect_error(h, "invalid_argument",
-                                                   "input.stdin: base64 bytes are required");
+                                                   "input.stdin or input.pty: base64 bytes "
+                                                   "are required");
         }
         char err[600];
         struct cv_buf b;
@@ -602,6 +702,32 @@ enum MHD_Result process_stdin(struct hreq *h, json_t *req, bool close_it)
         }
         free(data);
         int rc = mux_call(&h->sbx->mux, CV_MSG_CMD_STDIN, &b, 30000, NULL, err, sizeof(err));
+        cv_buf_free(&b);
+        return rc < 0 ? call_failure(h, rc, err) : reply_json(h, 200, json_object());
+}
+
+/* Update: a pty's new window size (CMD_RESIZE); without `pty`, nothing to do, as in envd. */
+enum MHD_Result process_update(struct hreq *h, json_t *req)
+{
+        uint64_t pid = target_pid(h, req);
+        if (!pid)
+                return reply_connect_error(h, "not_found", "process not found");
+        json_t *pty = json_object_get(req, "pty");
+        if (!pty || json_is_null(pty))
+                return reply_json(h, 200, json_object());
+        char err[600];
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 2);
+        cv_enc_cstr(&b, "pid");
+        cv_enc_uint(&b, pid);
+        cv_enc_cstr(&b, "pty");
+        if (!enc_pty(&b, pty)) {
+                cv_buf_free(&b);
+                return reply_connect_error(h, "invalid_argument",
+                                           "pty.size: cols and rows up to " PTY_SIZE_MAX_TEXT);
+        }
+        int rc = mux_call(&h->sbx->mux, CV_MSG_CMD_RESIZE, &b, 30000, NULL, err, sizeof(err));
         cv_buf_free(&b);
         return rc < 0 ? call_failure(h, rc, err) : reply_json(h, 200, json_object());
 }

@@ -15,10 +15,11 @@
 #include "cli_snapshot.h"
 #include "msgtypes.h"
 #include "registry.h"
+#include "snapshot_qemu.h"
 
 struct serve serve = {.life = PTHREAD_MUTEX_INITIALIZER};
 
-static int random_hex(char *out, size_t nhex)
+int serve_random_hex(char *out, size_t nhex)
 {
         unsigned char raw[64];
         size_t n = (nhex + 1) / 2;
@@ -49,9 +50,13 @@ static void free_sandbox(struct sandbox *s)
         free(s);
 }
 
-/* The guest's deadline, sent over the shared connection. */
+/* The guest's deadline, sent over the shared connection; an auto-pausing
+ * sandbox's is later by the time a pause may take, so that its guest does
+ * not power off while the reaper pauses it. */
 static int send_deadline(struct sandbox *s, double timeout_s, char *err, size_t errlen)
 {
+        if (s->auto_pause)
+                timeout_s += CSQ_MIGRATE_TIMEOUT_MS / 1000.0;
         struct cv_buf b;
         cv_buf_init(&b);
         cv_enc_map(&b, 1);
@@ -126,7 +131,7 @@ int serve_create(const char *template_id, double timeout_s, json_t *metadata, js
                  struct sandbox **out, char *err, size_t errlen)
 {
         char token[SERVE_TOKEN_LEN + 1];
-        int rc = random_hex(token, SERVE_TOKEN_LEN);
+        int rc = serve_random_hex(token, SERVE_TOKEN_LEN);
         if (rc < 0) {
                 snprintf(err, errlen, "getrandom: %s", strerror(-rc));
                 return rc;
@@ -202,6 +207,29 @@ static bool end_locked(struct sandbox *s)
         return false;
 }
 
+bool serve_unlink(struct sandbox *s)
+{
+        pthread_mutex_lock(&serve.life);
+        bool found = false;
+        for (struct sandbox **p = &serve.sandboxes; *p; p = &(*p)->next) {
+                if (*p == s) {
+                        *p = s->next;
+                        found = true;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&serve.life);
+        return found;
+}
+
+void serve_insert(struct sandbox *s)
+{
+        pthread_mutex_lock(&serve.life);
+        s->next = serve.sandboxes;
+        serve.sandboxes = s;
+        pthread_mutex_unlock(&serve.life);
+}
+
 bool serve_kill(struct sandbox *s)
 {
         pthread_mutex_lock(&serve.life);
@@ -263,6 +291,25 @@ void serve_kill_all(void)
         }
 }
 
+/* E2B's onTimeout "pause": paused at its deadline instead of killed (killed
+ * if the pause fails). Called with a reference, which it drops. */
+static void auto_pause(struct sandbox *s)
+{
+        char err[600];
+        /* Past its registry deadline + grace another cellvm process would kill it. */
+        sbx_set_deadline(&s->rec, CSQ_MIGRATE_TIMEOUT_MS / 1000.0);
+        int rc = serve_pause(s, err, sizeof(err));
+        if (rc == 0)
+                fprintf(stderr, "cellvm serve: sandbox %s paused: its timeout passed (autoPause)\n",
+                        s->id);
+        else if (rc != -ENOENT && serve_kill(s))
+                fprintf(stderr,
+                        "cellvm serve: sandbox %s ended: its timeout passed and pausing it "
+                        "failed (%s)\n",
+                        s->id, err);
+        serve_put(s);
+}
+
 void *serve_reaper(void *arg)
 {
         (void)arg;
@@ -273,18 +320,26 @@ void *serve_reaper(void *arg)
                 for (;;) {
                         struct sandbox *victim = NULL;
                         const char *why = NULL;
+                        bool pause = false;
                         pthread_mutex_lock(&serve.life);
                         for (struct sandbox *s = serve.sandboxes; s && !victim; s = s->next) {
                                 if (now >= s->deadline_ms)
-                                        victim = s, why = "its timeout passed";
+                                        victim = s, why = "its timeout passed",
+                                        pause = s->auto_pause && cvm_alive(&s->vm);
                                 else if (!cvm_alive(&s->vm))
                                         victim = s, why = "its VM exited";
                         }
-                        if (victim)
+                        if (victim && pause)
+                                victim->refs++;
+                        else if (victim)
                                 end_locked(victim);
                         pthread_mutex_unlock(&serve.life);
                         if (!victim)
                                 break;
+                        if (pause) {
+                                auto_pause(victim);
+                                continue;
+                        }
                         fprintf(stderr, "cellvm serve: sandbox %s ended: %s\n", victim->id, why);
                         serve_put(victim);
                 }

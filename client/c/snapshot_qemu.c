@@ -59,8 +59,7 @@ static int left_ms(uint64_t deadline)
 
 /* --- the VMM's version ------------------------------------------------------ */
 
-/* `binary` as shutil.which finds it (PATH), or as given. */
-static void which(const char *binary, char *out, size_t outlen)
+void csq_which(const char *binary, char *out, size_t outlen)
 {
         snprintf(out, outlen, "%s", binary);
         if (strchr(binary, '/'))
@@ -85,7 +84,7 @@ static void which(const char *binary, char *out, size_t outlen)
 int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, size_t errlen)
 {
         char path[PATH_MAX];
-        which(binary, path, sizeof(path));
+        csq_which(binary, path, sizeof(path));
         int pipefd[2];
         if (pipe2(pipefd, O_CLOEXEC) < 0) {
                 int e = errno;
@@ -151,8 +150,8 @@ int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, siz
 
 /* --- the launch ------------------------------------------------------------- */
 
-int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
-                    size_t errlen)
+int csq_launch_begin(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
+                     size_t errlen)
 {
         memset(l, 0, sizeof(*l));
         int rc = csm_init(&l->want);
@@ -166,13 +165,45 @@ int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
         }
         l->opts = *run;
         l->opts.image = l->image;
+        snprintf(l->extra, sizeof(l->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%d", user_mb,
+                 CSQ_BUILD_DEADLINE_MS);
+        l->opts.extra = l->extra;
+        l->want.memory_mb = run->memory_mb;
+        l->want.vcpus = run->vcpus;
+        return 0;
+}
+
+int csq_launch_finish(struct csq_launch *l, const struct cvm_launch *r, int rc, char *err,
+                      size_t errlen)
+{
+        struct csm *w = &l->want;
+        if (rc == 0)
+                rc = csm_add_file(w, "kernel", r->kernel, err, errlen);
+        if (rc == 0 && r->initramfs[0])
+                rc = csm_add_file(w, "initramfs", r->initramfs, err, errlen);
+        if (rc == 0)
+                rc = csm_add_file(w, "rootfs", r->rootfs, err, errlen);
+        if (rc == 0 && (rc = ctpl_name(w, l->name, sizeof(l->name))) == 0 &&
+            (rc = ctpl_root(l->root, sizeof(l->root))) == 0 &&
+            (size_t)snprintf(l->tdir, sizeof(l->tdir), "%s/%s", l->root, l->name) >=
+                sizeof(l->tdir))
+                rc = -ENAMETOOLONG;
+        if (rc < 0 && !err[0])
+                snprintf(err, errlen, "the template's manifest: %s",
+                         rc == -ENOENT ? "no home directory for the template root" : strerror(-rc));
+        return rc;
+}
+
+int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
+                    size_t errlen)
+{
+        int rc = csq_launch_begin(l, run, user_mb, err, errlen);
+        if (rc < 0)
+                return rc;
         l->opts.qmp = true;
         l->opts.vsock = CVM_VSOCK_OFF; /* a guest CID is per VM: templates use the serial port */
         l->opts.mem_path = CTPL_SNAPSHOT_PLACEHOLDER "/memory";
         l->opts.mem_share = false;
-        snprintf(l->extra, sizeof(l->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%d", user_mb,
-                 CSQ_BUILD_DEADLINE_MS);
-        l->opts.extra = l->extra;
         bool kvm = cvm_kvm_usable();
         static struct cvm_launch r; /* large */
         if ((rc = cvm_render(&l->opts, kvm, 0, CTPL_DIR_PLACEHOLDER, &r, err, errlen)) < 0)
@@ -188,26 +219,10 @@ int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
                                  {"cmdline", r.cmdline},         {"memory", "memory"}};
         for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]) && rc == 0; i++)
                 rc = csm_set(w, strs[i][0], strs[i][1]);
-        w->memory_mb = run->memory_mb;
-        w->vcpus = run->vcpus;
         w->memory_size = (uint64_t)run->memory_mb << 20;
-        if (rc == 0)
-                rc = csm_add_file(w, "kernel", r.kernel, err, errlen);
-        if (rc == 0 && r.initramfs[0])
-                rc = csm_add_file(w, "initramfs", r.initramfs, err, errlen);
-        if (rc == 0)
-                rc = csm_add_file(w, "rootfs", r.rootfs, err, errlen);
         for (size_t i = 0; i < r.args.argc && rc == 0; i++)
                 rc = csm_set(w, "arg", r.args.argv[i]);
-        if (rc == 0 && (rc = ctpl_name(w, l->name, sizeof(l->name))) == 0 &&
-            (rc = ctpl_root(l->root, sizeof(l->root))) == 0 &&
-            (size_t)snprintf(l->tdir, sizeof(l->tdir), "%s/%s", l->root, l->name) >=
-                sizeof(l->tdir))
-                rc = -ENAMETOOLONG;
-        if (rc < 0 && !err[0])
-                snprintf(err, errlen, "the template's manifest: %s",
-                         rc == -ENOENT ? "no home directory for the template root" : strerror(-rc));
-        return rc;
+        return csq_launch_finish(l, &r, rc, err, errlen);
 }
 
 void csq_launch_free(struct csq_launch *l)
@@ -291,10 +306,15 @@ static bool executor_ready(const cbor_item_t *hello)
                cv_map_get(boot, "executor_ready") != NULL;
 }
 
-/* HELLO again until its boot stamps include executor_ready (the zygote has
- * its preloads), as launch.wait_executor_ready. */
-static int wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline, char *err,
-                               size_t errlen)
+bool csq_under_init(struct cvc *c)
+{
+        cbor_item_t *boot;
+        return cv_map_get_map(cvc_hello(c), "boot", &boot) == 0 &&
+               (cv_map_get(boot, "init_start") || cv_map_get(boot, "kernel_to_init"));
+}
+
+int csq_wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline, char *err,
+                            size_t errlen)
 {
         bool ready = executor_ready(cvc_hello(c));
         while (!ready) {
@@ -305,7 +325,8 @@ static int wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline,
                         return -ETIMEDOUT;
                 }
                 if (!cvm_alive(vm)) {
-                        snprintf(err, errlen, "QEMU exited while the executor started");
+                        snprintf(err, errlen, "%s exited while the executor started",
+                                 cvm_vmm_name(vm->vmm));
                         return -ECHILD;
                 }
                 sleep_ms(READY_POLL_MS);
@@ -348,8 +369,8 @@ static int settle(const struct cvm *vm, char *err, size_t errlen)
  * context's executor spawned now, not in every clone's first cell; an empty
  * cell is not counted), the guest settled, SNAPSHOT_PREPARE: the generation
  * that ends. */
-static int prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generation, char *err,
-                         size_t errlen)
+int csq_prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generation, char *err,
+                      size_t errlen)
 {
         struct cv_buf b;
         cv_buf_init(&b);
@@ -370,10 +391,15 @@ static int prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generati
         }
         if ((rc = settle(vm, err, errlen)) < 0)
                 return rc;
+        *generation = 0;
+        if (!csq_under_init(c)) { /* its clock and entropy are this host's: nothing to prepare */
+                fprintf(stderr, "cellvm: the agent is not under cellvm-init (a VMM stand-in or dev "
+                                "mode): no SNAPSHOT_PREPARE\n");
+                return 0;
+        }
         cv_buf_init(&b);
         cv_enc_map(&b, 0);
         cbor_item_t *reply = NULL;
-        *generation = 0;
         rc = call(c, CV_MSG_SNAPSHOT_PREPARE, &b, 30000, &reply);
         if (rc == 0) {
                 (void)cv_map_get_uint(reply, "generation", generation); /* 0 when absent */
@@ -403,37 +429,34 @@ static const char x_ignore_shared_on[] =
 static const char x_ignore_shared_off[] =
     "{\"capabilities\": [{\"capability\": \"x-ignore-shared\", \"state\": false}]}";
 
-/* With the guest prepared: stop, the device state (RAM excluded) into `path`
- * (fsynced), quit. The state's size in *size. */
-static int save_state(struct cvm *vm, const char *path, uint64_t *size, char *err, size_t errlen)
+int csq_save_state(const char *qmp, int (*alive)(void *), void *ud, const char *path, bool with_ram,
+                   uint64_t *size, struct cqmp *q, char *err, size_t errlen)
 {
-        static struct cqmp q; /* large */
-        int rc = cqmp_connect(&q, vm->qmp, 10000, alive_cb, vm);
+        int rc = cqmp_connect(q, qmp, 10000, alive, ud);
         if (rc == 0)
-                rc = cqmp_execute(&q, "stop", NULL, -1, 10000, NULL);
+                rc = cqmp_execute(q, "stop", NULL, -1, 10000, NULL);
         if (rc == 0)
-                rc = cqmp_execute(&q, "migrate-set-capabilities", x_ignore_shared_on, -1, 10000,
+                rc = cqmp_execute(q, "migrate-set-capabilities",
+                                  with_ram ? x_ignore_shared_off : x_ignore_shared_on, -1, 10000,
                                   NULL);
         if (rc < 0) {
-                snprintf(err, errlen, "%s", q.err);
-                cqmp_close(&q);
+                snprintf(err, errlen, "%s", q->err);
                 return rc;
         }
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0) {
                 rc = -errno;
                 snprintf(err, errlen, "creating %s: %s", path, strerror(errno));
-                cqmp_close(&q);
                 return rc;
         }
-        rc = cqmp_execute(&q, "getfd", "{\"fdname\": \"" STATE_FDNAME "\"}", fd, 10000, NULL);
+        rc = cqmp_execute(q, "getfd", "{\"fdname\": \"" STATE_FDNAME "\"}", fd, 10000, NULL);
         if (rc == 0)
-                rc = cqmp_execute(&q, "migrate", "{\"uri\": \"fd:" STATE_FDNAME "\"}", -1, 10000,
+                rc = cqmp_execute(q, "migrate", "{\"uri\": \"fd:" STATE_FDNAME "\"}", -1, 10000,
                                   NULL);
         if (rc == 0)
-                rc = cqmp_wait_migration(&q, CSQ_MIGRATE_TIMEOUT_MS);
+                rc = cqmp_wait_migration(q, CSQ_MIGRATE_TIMEOUT_MS);
         if (rc < 0)
-                snprintf(err, errlen, "saving %s: %s", path, q.err);
+                snprintf(err, errlen, "saving %s: %s", path, q->err);
         struct stat st;
         if (rc == 0 && (fsync(fd) < 0 || fstat(fd, &st) < 0)) {
                 rc = -errno;
@@ -443,13 +466,48 @@ static int save_state(struct cvm *vm, const char *path, uint64_t *size, char *er
                 rc = -errno;
                 snprintf(err, errlen, "closing %s: %s", path, strerror(errno));
         }
-        if (rc == 0) {
+        if (rc == 0)
                 *size = (uint64_t)st.st_size;
+        return rc;
+}
+
+/* With the guest prepared: stop, the device state (RAM excluded) into `path`
+ * (fsynced), quit. The state's size in *size. */
+static int save_state(struct cvm *vm, const char *path, uint64_t *size, char *err, size_t errlen)
+{
+        static struct cqmp q; /* large */
+        int rc = csq_save_state(vm->qmp, alive_cb, vm, path, false, size, &q, err, errlen);
+        if (rc == 0) {
                 /* QEMU closes the connection as it goes: no answer is no error here. */
                 (void)cqmp_execute(&q, "quit", NULL, -1, QUIT_WAIT_MS, NULL);
                 wait_exit(vm, QUIT_WAIT_MS);
         }
         cqmp_close(&q);
+        return rc;
+}
+
+int csq_boot_prepared(const struct csq_launch *l, const struct cvm_opts *o, struct cvm *vm,
+                      uint64_t t0, struct cvc **c, uint64_t *generation, char *err, size_t errlen)
+{
+        *c = NULL;
+        int rc = cvm_start(o, vm, err, errlen);
+        if (rc == -ECHILD)
+                cvm_print_console_tail(vm, stderr, 3000);
+        if (rc == 0 && (rc = cvm_connect(vm, CSQ_BUILD_TIMEOUT_MS, c)) < 0) {
+                snprintf(err, errlen, "the agent in the VM did not answer: %s",
+                         *c             ? cvc_errmsg(*c)
+                         : vm->error[0] ? vm->error
+                                        : strerror(-rc));
+                cvm_print_console_tail(vm, stderr, 3000);
+        }
+        if (rc == 0 && (rc = csq_wait_executor_ready(vm, *c, t0 + CSQ_BUILD_TIMEOUT_MS * 1000000ull,
+                                                     err, errlen)) < 0)
+                cvm_print_console_tail(vm, stderr, 3000);
+        if (rc == 0) {
+                fprintf(stderr, "cellvm: template %s: the guest is ready after %.1f s; saving it\n",
+                        l->tdir, (double)(mono_ns() - t0) / 1e9);
+                rc = csq_prepare_guest(vm, *c, generation, err, errlen);
+        }
         return rc;
 }
 
@@ -476,22 +534,7 @@ int csq_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
         struct cvc *c = NULL;
         uint64_t generation = 0, state_size = 0;
         bool have_m = false;
-        rc = cvm_start(&o, vm, err, errlen);
-        if (rc == -ECHILD)
-                cvm_print_console_tail(vm, stderr, 3000);
-        if (rc == 0 && (rc = cvm_connect(vm, CSQ_BUILD_TIMEOUT_MS, &c)) < 0) {
-                snprintf(err, errlen, "the agent in the VM did not answer: %s",
-                         c ? cvc_errmsg(c) : strerror(-rc));
-                cvm_print_console_tail(vm, stderr, 3000);
-        }
-        if (rc == 0 && (rc = wait_executor_ready(vm, c, t0 + CSQ_BUILD_TIMEOUT_MS * 1000000ull, err,
-                                                 errlen)) < 0)
-                cvm_print_console_tail(vm, stderr, 3000);
-        if (rc == 0) {
-                fprintf(stderr, "cellvm: template %s: the guest is ready after %.1f s; saving it\n",
-                        l->tdir, (double)(mono_ns() - t0) / 1e9);
-                rc = prepare_guest(vm, c, &generation, err, errlen);
-        }
+        rc = csq_boot_prepared(l, &o, vm, t0, &c, &generation, err, errlen);
         /* The channel stays connected while the state is saved (snapshot_qemu.py says why). */
         if (rc == 0)
                 rc = save_state(vm, abort_state, &state_size, err, errlen);
@@ -643,7 +686,7 @@ int csq_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, int *sta
         static struct cvm_argv a; /* large */
         static char arg[3 * CVM_CMDLINE_MAX];
         *state_fd = -1;
-        int rc = cvm_make_dir(vm, err, errlen);
+        int rc = cvm_make_dir(vm, CVM_VMM_QEMU, err, errlen);
         if (rc < 0)
                 return rc;
         vm->kvm = strcmp(m->accel, "kvm") == 0;
@@ -712,11 +755,48 @@ static int connect_channel(struct cvm *vm, uint64_t deadline, char *err, size_t 
         }
 }
 
+/* The same guest again (a resumed pause): this host's entropy and clock,
+ * its generation and Python random generators left as they were (E2B's
+ * resume leaves them too). */
+static int refresh(struct cvc *c, int timeout_ms, char *err, size_t errlen)
+{
+        uint8_t entropy[ENTROPY_BYTES];
+        if (getrandom(entropy, sizeof(entropy), 0) != (ssize_t)sizeof(entropy)) {
+                int e = errno;
+                snprintf(err, errlen, "getrandom: %s", strerror(e));
+                return -e;
+        }
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "seed");
+        cv_enc_bytes(&b, entropy, sizeof(entropy));
+        int rc = call(c, CV_MSG_ADD_ENTROPY, &b, timeout_ms, NULL);
+        if (rc < 0) {
+                snprintf(err, errlen, "ADD_ENTROPY: %s", cvc_errmsg(c));
+                return rc;
+        }
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "realtime_ns");
+        cv_enc_uint(&b, (uint64_t)realtime_ns());
+        rc = call(c, CV_MSG_SET_TIME, &b, timeout_ms, NULL);
+        if (rc < 0)
+                snprintf(err, errlen, "SET_TIME: %s", cvc_errmsg(c));
+        return rc;
+}
+
 /* NEW_GENERATION: 64 bytes of this host's entropy, its clock (taken right
  * before sending) and a generation of its own (the snapshot's, HELLO says it,
  * + 1 + 32 random bits); an agent without it gets ADD_ENTROPY and SET_TIME. */
-static int new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen)
+int csq_new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen)
 {
+        if (!csq_under_init(c)) {
+                fprintf(stderr,
+                        "cellvm: the agent is not under cellvm-init (a VMM stand-in or dev "
+                        "mode): no NEW_GENERATION (its clock and entropy are this host's)\n");
+                return 0;
+        }
         uint64_t g0 = 0;
         if (cv_map_get_uint(cvc_hello(c), "generation", &g0) < 0 || g0 == 0)
                 g0 = 1;
@@ -745,19 +825,7 @@ static int new_generation(struct cvc *c, int timeout_ms, char *err, size_t errle
                 return rc;
         }
         /* An older agent: what it has. */
-        cv_buf_init(&b);
-        cv_enc_map(&b, 1);
-        cv_enc_cstr(&b, "seed");
-        cv_enc_bytes(&b, entropy, sizeof(entropy));
-        rc = call(c, CV_MSG_ADD_ENTROPY, &b, timeout_ms, NULL);
-        if (rc == 0) {
-                cv_buf_init(&b);
-                cv_enc_map(&b, 1);
-                cv_enc_cstr(&b, "realtime_ns");
-                cv_enc_uint(&b, (uint64_t)realtime_ns());
-                rc = call(c, CV_MSG_SET_TIME, &b, timeout_ms, NULL);
-        }
-        if (rc < 0)
+        if (refresh(c, timeout_ms, err, errlen) < 0)
                 fprintf(stderr,
                         "cellvm: the restored guest has no NEW_GENERATION and refused "
                         "ADD_ENTROPY/SET_TIME (%s)\n",
@@ -765,8 +833,11 @@ static int new_generation(struct cvc *c, int timeout_ms, char *err, size_t errle
         return 0;
 }
 
-int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
-             struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err, size_t errlen)
+/* Loads the state and runs the guest; `fresh`: a clone (NEW_GENERATION),
+ * else the same guest again (a resumed pause: ADD_ENTROPY and SET_TIME). */
+static int load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
+                struct csq_stages *st, bool fresh, struct cvc **c, bool *bad_snapshot, char *err,
+                size_t errlen)
 {
         uint64_t deadline = st->t0 + CSQ_RESTORE_TIMEOUT_MS * 1000000ull;
         char state[PATH_MAX + 8];
@@ -829,7 +900,8 @@ int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state
                 return rc;
         }
         st->handshake = stamp(st);
-        rc = new_generation(*c, left_ms(deadline), err, errlen);
+        rc = fresh ? csq_new_generation(*c, left_ms(deadline), err, errlen)
+                   : refresh(*c, left_ms(deadline), err, errlen);
         if (rc < 0) {
                 cvc_close(*c);
                 *c = NULL;
@@ -837,4 +909,17 @@ int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state
         }
         st->new_generation = stamp(st);
         return 0;
+}
+
+int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
+             struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err, size_t errlen)
+{
+        return load(m, snapdir, vm, state_fd, st, true, c, bad_snapshot, err, errlen);
+}
+
+int csq_load_paused(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
+                    struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err,
+                    size_t errlen)
+{
+        return load(m, snapdir, vm, state_fd, st, false, c, bad_snapshot, err, errlen);
 }

@@ -46,6 +46,15 @@ int csq_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
                     size_t errlen);
 void csq_launch_free(struct csq_launch *l);
 
+/* The parts of a launch every VMM's template shares (snapshot_hybrid.c too):
+ * begin clears `l`, sets its image, options, extra kernel words, memory and
+ * vCPUs; finish (after the VMM's own fields, given its `rc` so far) adds the
+ * boot files of `r`, the name and the directories. */
+int csq_launch_begin(struct csq_launch *l, const struct cvm_opts *run, unsigned user_mb, char *err,
+                     size_t errlen);
+int csq_launch_finish(struct csq_launch *l, const struct cvm_launch *r, int rc, char *err,
+                      size_t errlen);
+
 /* The template's current snapshot, if it fits the launch: 1 with `snapdir`
  * and `m` (csm_free it) set; 0 when there is none (`why` "") or it does not
  * fit or is damaged (`why` says what differs or is wrong). */
@@ -86,6 +95,54 @@ int csq_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, int *sta
  * is at fault (QEMU refused the state, the guest did not answer). */
 int csq_load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
              struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err, size_t errlen);
+
+/* As csq_load for a paused sandbox's record (docs/SNAPSHOTS.md, "Pause and
+ * resume"): its RAM is in the stream, and the guest is the same one again,
+ * so it gets ADD_ENTROPY and SET_TIME instead of a generation of its own. */
+int csq_load_paused(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
+                    struct csq_stages *st, struct cvc **c, bool *bad_snapshot, char *err,
+                    size_t errlen);
+
+struct cqmp;
+/* Over QMP socket `qmp` (`alive(ud)` says QEMU runs): `stop`, then the
+ * device state, and the RAM too when `with_ram`, into a new file `path`
+ * (fsynced; its size in *size). `q` stays connected for the caller (quit or
+ * cont, then cqmp_close it, also on failure). 0 or a negative errno with
+ * `err` saying why. */
+int csq_save_state(const char *qmp, int (*alive)(void *), void *ud, const char *path, bool with_ram,
+                   uint64_t *size, struct cqmp *q, char *err, size_t errlen);
+
+/* `binary` as shutil.which finds it (PATH), or as given. */
+void csq_which(const char *binary, char *out, size_t outlen);
+
+/* --- the guest's side, shared with snapshot_hybrid.c --- */
+
+/* The agent runs under cellvm-init (its HELLO has init's boot stamps); not so
+ * for a dev-mode agent behind a VMM stand-in, whose clock and entropy are
+ * this host's: it gets no SNAPSHOT_PREPARE or NEW_GENERATION. */
+bool csq_under_init(struct cvc *c);
+
+/* HELLO again until its boot stamps include executor_ready (the zygote has
+ * its preloads), as launch.wait_executor_ready; `deadline` in CLOCK_MONOTONIC ns. */
+int csq_wait_executor_ready(struct cvm *vm, struct cvc *c, uint64_t deadline, char *err,
+                            size_t errlen);
+
+/* SET_DEADLINE 0 (a template carries no deadline), an empty cell (the default
+ * context's executor spawned now, not in every clone's first cell), the guest
+ * settled, SNAPSHOT_PREPARE: the generation that ends (0 without one). */
+int csq_prepare_guest(const struct cvm *vm, struct cvc *c, uint64_t *generation, char *err,
+                      size_t errlen);
+
+/* A template's VM of launch `l` with options `o` started (t0: when the build
+ * began), connected (*c, to cvc_close even on failure), its executor ready
+ * and the guest prepared (csq_prepare_guest). On failure `err` says why; the
+ * caller kills `vm`. */
+int csq_boot_prepared(const struct csq_launch *l, const struct cvm_opts *o, struct cvm *vm,
+                      uint64_t t0, struct cvc **c, uint64_t *generation, char *err, size_t errlen);
+
+/* NEW_GENERATION (fresh entropy, this host's clock, a generation of its own);
+ * an agent without it gets ADD_ENTROPY and SET_TIME. */
+int csq_new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen);
 
 /* The first line of `<binary> --version` (the binary found on PATH). */
 int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, size_t errlen);

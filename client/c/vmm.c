@@ -1,4 +1,6 @@
-/* Booting a cellvm image under QEMU (-M microvm) for the CLI: see vmm.h. */
+/* Booting a cellvm image for the CLI: launch.txt, the boot files, QEMU's
+ * -M microvm argv, the VMM process and its temp directory (see vmm.h);
+ * Firecracker and Cloud Hypervisor's own parts are in vmm_hybrid.c. */
 #include "vmm.h"
 
 #include <dirent.h>
@@ -17,6 +19,7 @@
 
 #include "host_tsc.h"
 #include "vmm_boot.h"
+#include "vmm_hybrid.h"
 #include "vmm_vsock.h"
 
 #define SOCKET_WAIT_MS 10000
@@ -25,9 +28,26 @@
 /* The kernel command line pieces of launch.txt. */
 struct launch {
         char base[LAUNCH_LINE_MAX];
-        char qemu[LAUNCH_LINE_MAX];
+        char vmm[LAUNCH_LINE_MAX]; /* cmdline_vmm_<the VMM's name, '-' as '_'> */
         char tcg[LAUNCH_LINE_MAX];
 };
+
+static const char *const vmm_names[] = {"qemu", "firecracker", "cloud-hypervisor"};
+
+const char *cvm_vmm_name(enum cvm_vmm vmm)
+{
+        return (unsigned)vmm < sizeof(vmm_names) / sizeof(vmm_names[0]) ? vmm_names[vmm] : "?";
+}
+
+int cvm_vmm_parse(const char *name, enum cvm_vmm *vmm)
+{
+        for (size_t i = 0; i < sizeof(vmm_names) / sizeof(vmm_names[0]); i++)
+                if (strcmp(name, vmm_names[i]) == 0) {
+                        *vmm = (enum cvm_vmm)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
 
 static void sleep_ms(long ms)
 {
@@ -36,8 +56,14 @@ static void sleep_ms(long ms)
                 ;
 }
 
-static int read_launch(const char *image, struct launch *l, char *err, size_t errlen)
+static int read_launch(const char *image, enum cvm_vmm vmm, struct launch *l, char *err,
+                       size_t errlen)
 {
+        char key[40];
+        snprintf(key, sizeof(key), "cmdline_vmm_%s", cvm_vmm_name(vmm));
+        for (char *p = key; *p; p++)
+                if (*p == '-')
+                        *p = '_';
         char path[PATH_MAX];
         if ((size_t)snprintf(path, sizeof(path), "%s/launch.txt", image) >= sizeof(path)) {
                 snprintf(err, errlen, "image path too long: %s", image);
@@ -71,8 +97,8 @@ static int read_launch(const char *image, struct launch *l, char *err, size_t er
                         dst = l->base, have_base = true;
                 else if (klen == 11 && strncmp(line, "cmdline_tcg", klen) == 0)
                         dst = l->tcg;
-                else if (klen == 16 && strncmp(line, "cmdline_vmm_qemu", klen) == 0)
-                        dst = l->qemu;
+                else if (klen == strlen(key) && strncmp(line, key, klen) == 0)
+                        dst = l->vmm;
                 if (dst && strlen(eq + 1) < LAUNCH_LINE_MAX)
                         strcpy(dst, eq + 1);
         }
@@ -168,7 +194,9 @@ static int pick_file(char *dst, const char *given, const char *image, const char
 static int resolve_boot_files(const struct cvm_opts *o, struct cvm_launch *f, char *err,
                               size_t errlen)
 {
-        int rc = pick_file(f->kernel, o->kernel, o->image, "vmlinuz", "kernel", err, errlen);
+        /* QEMU boots the bzImage; Firecracker and Cloud Hypervisor the ELF vmlinux. */
+        const char *kernel = o->vmm == CVM_VMM_QEMU ? "vmlinuz" : "vmlinux";
+        int rc = pick_file(f->kernel, o->kernel, o->image, kernel, "kernel", err, errlen);
         if (rc == 0 && !o->no_initramfs)
                 rc = pick_file(f->initramfs, o->initramfs, o->image, "initramfs.cpio.gz",
                                "initramfs", err, errlen);
@@ -200,15 +228,9 @@ int cvm_opt_path(const char *path, char *out, size_t outlen)
         return 0;
 }
 
-static int build_argv(const struct cvm_opts *o, const struct launch *l, struct cvm_launch *f,
-                      bool kvm, unsigned vsock_cid, const char *dir)
+static int build_argv(const struct cvm_opts *o, struct cvm_launch *f, bool kvm, unsigned vsock_cid,
+                      const char *dir)
 {
-        /* TSC calibration stalls TCG boots without tsc_early_khz (cmdline_tcg, set to the
-         * host's frequency by set_host_tsc). */
-        const char *more[] = {l->qemu, kvm ? "" : l->tcg, o->extra ? o->extra : "", NULL};
-        if (cvm_compose_cmdline(f->cmdline, sizeof(f->cmdline), l->base, f->rootfstype,
-                                o->no_initramfs, more) < 0)
-                return -E2BIG;
         struct cvm_argv *a = &f->args;
         memset(a, 0, sizeof(*a));
         add_arg(a, "%s", o->qemu ? o->qemu : CVM_QEMU_DEFAULT);
@@ -280,11 +302,17 @@ void cvm_outlive_creator(bool on)
 }
 
 /* The forked child: own process group, dies with the CLI (unless
- * cvm_outlive_creator), stdio to files, `keep_fd` inherited, exec. */
-static void exec_qemu(char *const argv[], const char *errpath, int keep_fd, int report_fd)
+ * cvm_outlive_creator), stdio to files, `keep_fd` inherited, exec. `cwd`
+ * (non-NULL: Firecracker and Cloud Hypervisor) is its working directory,
+ * where Firecracker binds its relative vsock socket, and gets stdout too
+ * (Firecracker writes the guest's serial console there). */
+static void exec_vmm(char *const argv[], const char *errpath, const char *cwd, int keep_fd,
+                     int report_fd)
 {
         int e = 0;
         if (setsid() < 0 || (!outlive_creator && prctl(PR_SET_PDEATHSIG, SIGKILL) < 0))
+                e = errno;
+        if (!e && cwd && chdir(cwd) < 0)
                 e = errno;
         if (!e && keep_fd >= 0 && fcntl(keep_fd, F_SETFD, 0) < 0)
                 e = errno;
@@ -292,7 +320,7 @@ static void exec_qemu(char *const argv[], const char *errpath, int keep_fd, int 
         int log = null < 0 ? -1 : open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (!e && (null < 0 || log < 0))
                 e = errno;
-        if (!e && (dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log, 2) < 0))
+        if (!e && (dup2(null, 0) < 0 || dup2(cwd ? log : null, 1) < 0 || dup2(log, 2) < 0))
                 e = errno;
         if (!e) {
                 execvp(argv[0], argv);
@@ -332,27 +360,44 @@ static int set_host_tsc(struct launch *l, char *err, size_t errlen)
         return 0;
 }
 
-int cvm_render(const struct cvm_opts *o, bool kvm, unsigned vsock_cid, const char *dir,
-               struct cvm_launch *f, char *err, size_t errlen)
+int cvm_boot_params(const struct cvm_opts *o, bool tcg, struct cvm_launch *f, char *err,
+                    size_t errlen)
 {
         static struct launch l; /* large; the CLI renders one launch at a time */
-        int rc = read_launch(o->image, &l, err, errlen);
+        int rc = read_launch(o->image, o->vmm, &l, err, errlen);
         if (rc == 0)
                 rc = resolve_boot_files(o, f, err, errlen);
-        if (rc == 0 && !kvm)
+        if (rc == 0 && tcg)
                 rc = set_host_tsc(&l, err, errlen);
         if (rc < 0)
                 return rc;
-        if (build_argv(o, &l, f, kvm, vsock_cid, dir) < 0) {
+        /* TSC calibration stalls TCG boots without tsc_early_khz (cmdline_tcg, set to the
+         * host's frequency by set_host_tsc). */
+        const char *more[] = {l.vmm, tcg ? l.tcg : "", o->extra ? o->extra : "", NULL};
+        if (cvm_compose_cmdline(f->cmdline, sizeof(f->cmdline), l.base, f->rootfstype,
+                                o->no_initramfs, more) < 0) {
+                snprintf(err, errlen, "kernel command line too long");
+                return -E2BIG;
+        }
+        return 0;
+}
+
+int cvm_render(const struct cvm_opts *o, bool kvm, unsigned vsock_cid, const char *dir,
+               struct cvm_launch *f, char *err, size_t errlen)
+{
+        int rc = cvm_boot_params(o, !kvm, f, err, errlen);
+        if (rc < 0)
+                return rc;
+        if (build_argv(o, f, kvm, vsock_cid, dir) < 0) {
                 snprintf(err, errlen, "QEMU command line too long");
                 return -E2BIG;
         }
         return 0;
 }
 
-/* Forks and execs `argv` (a serial socket left by an earlier attempt is
- * removed first: its existence means "QEMU is up"). */
-static int fork_exec(struct cvm *vm, char *const argv[], int keep_fd, char *err, size_t errlen)
+/* A socket left by an earlier attempt is removed first: its existence means
+ * "the VMM is up". */
+int cvm_fork_exec(struct cvm *vm, char *const argv[], int keep_fd, char *err, size_t errlen)
 {
         int rc;
         if (unlink(vm->sock) < 0 && errno != ENOENT) {
@@ -376,7 +421,8 @@ static int fork_exec(struct cvm *vm, char *const argv[], int keep_fd, char *err,
         }
         if (pid == 0) {
                 close(report[0]);
-                exec_qemu(argv, vm->qemu_err, keep_fd, report[1]);
+                exec_vmm(argv, vm->qemu_err, vm->vmm == CVM_VMM_QEMU ? NULL : vm->dir, keep_fd,
+                         report[1]);
         }
         vm->pid = pid;
         close(report[1]);
@@ -400,7 +446,7 @@ static int spawn(struct cvm *vm, char *err, size_t errlen)
 {
         static struct cvm_launch l; /* large; the CLI starts one VM at a time */
         int rc = cvm_render(vm->opts, vm->kvm, vm->vsock_cid, vm->dir, &l, err, errlen);
-        return rc < 0 ? rc : fork_exec(vm, l.args.argv, -1, err, errlen);
+        return rc < 0 ? rc : cvm_fork_exec(vm, l.args.argv, -1, err, errlen);
 }
 
 /* QEMU exited (cvm_alive said so): if because another VM holds the guest
@@ -417,23 +463,30 @@ static int restart_if_cid_in_use(struct cvm *vm, char *err, size_t errlen)
         return rc < 0 ? rc : 1;
 }
 
-int cvm_make_dir(struct cvm *vm, char *err, size_t errlen)
+int cvm_make_dir(struct cvm *vm, enum cvm_vmm vmm, char *err, size_t errlen)
 {
         memset(vm, 0, sizeof(*vm));
+        vm->vmm = vmm;
         const char *tmp = getenv("TMPDIR");
         if (!tmp || !tmp[0] || strlen(tmp) > 32)
                 tmp = "/tmp";
-        snprintf(vm->dir, sizeof(vm->dir), "%s/cellvm-qemu-XXXXXX", tmp);
+        snprintf(vm->dir, sizeof(vm->dir), "%s/cellvm-%s-XXXXXX", tmp, cvm_vmm_name(vmm));
         if (!mkdtemp(vm->dir)) {
                 int rc = -errno;
                 snprintf(err, errlen, "mkdtemp %s: %s", vm->dir, strerror(-rc));
                 vm->dir[0] = '\0';
                 return rc;
         }
-        snprintf(vm->sock, sizeof(vm->sock), "%s/agent.sock", vm->dir);
+        bool qemu = vmm == CVM_VMM_QEMU;
+        snprintf(vm->sock, sizeof(vm->sock), "%s/%s", vm->dir,
+                 qemu ? "agent.sock" : CVM_HYBRID_VSOCK_SOCKET);
         snprintf(vm->console, sizeof(vm->console), "%s/console.log", vm->dir);
-        snprintf(vm->qemu_err, sizeof(vm->qemu_err), "%s/qemu.err", vm->dir);
+        snprintf(vm->qemu_err, sizeof(vm->qemu_err), "%s/%s", vm->dir,
+                 qemu ? "qemu.err" : "vmm.log");
         snprintf(vm->qmp, sizeof(vm->qmp), "%s/qmp.sock", vm->dir);
+        snprintf(vm->config, sizeof(vm->config), "%s/firecracker.json", vm->dir);
+        snprintf(vm->api, sizeof(vm->api), "%s/api.sock", vm->dir);
+        snprintf(vm->restore, sizeof(vm->restore), "%s/restore", vm->dir);
         return 0;
 }
 
@@ -466,7 +519,9 @@ static int wait_socket(struct cvm *vm, char *err, size_t errlen)
 
 int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen)
 {
-        int rc = cvm_make_dir(vm, err, errlen);
+        if (o->vmm != CVM_VMM_QEMU)
+                return cvm_hybrid_start(o, vm, err, errlen);
+        int rc = cvm_make_dir(vm, CVM_VMM_QEMU, err, errlen);
         if (rc < 0)
                 return rc;
         vm->opts = o;
@@ -486,7 +541,7 @@ int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen
 
 int cvm_spawn(struct cvm *vm, char *const argv[], int keep_fd, char *err, size_t errlen)
 {
-        int rc = fork_exec(vm, argv, keep_fd, err, errlen);
+        int rc = cvm_fork_exec(vm, argv, keep_fd, err, errlen);
         if (rc == 0)
                 rc = wait_socket(vm, err, errlen);
         if (rc < 0 && vm->pid > 0) {
@@ -555,6 +610,8 @@ static int vsock_retry_cb(int err, void *ud)
 
 int cvm_connect(struct cvm *vm, int timeout_ms, struct cvc **out)
 {
+        if (vm->vmm != CVM_VMM_QEMU)
+                return cvm_hybrid_connect(vm, timeout_ms, out);
         uint64_t deadline = mono_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 1) * 1000000u;
         *out = NULL;
         for (;;) {
@@ -623,8 +680,21 @@ void cvm_print_console_tail(const struct cvm *vm, FILE *f, size_t max)
                 return;
         fputs("--- guest console (tail) ---\n", f);
         print_tail(vm->console, f, max);
-        fputs("--- qemu stderr ---\n", f);
+        fprintf(f, "--- %s %s ---\n", cvm_vmm_name(vm->vmm),
+                vm->vmm == CVM_VMM_QEMU ? "stderr" : "output");
         print_tail(vm->qemu_err, f, max);
+}
+
+/* `dir`/`name` into `out` (strlen and memcpy: async-signal-safe); "" if too long. */
+static void join(char *out, size_t outlen, const char *dir, const char *name)
+{
+        size_t a = strlen(dir), b = strlen(name);
+        out[0] = '\0';
+        if (a + 1 + b + 1 > outlen)
+                return;
+        memcpy(out, dir, a);
+        out[a] = '/';
+        memcpy(out + a + 1, name, b + 1);
 }
 
 void cvm_kill(struct cvm *vm)
@@ -643,6 +713,18 @@ void cvm_kill(struct cvm *vm)
                 (void)unlink(vm->console);
                 (void)unlink(vm->qemu_err);
                 (void)unlink(vm->qmp);
+                (void)unlink(vm->config);
+                (void)unlink(vm->api);
+                if (vm->vmm == CVM_VMM_CLOUD_HYPERVISOR && vm->restore[0]) {
+                        static const char *const files[] = {"config.json", "state.json",
+                                                            "memory-ranges"};
+                        char path[sizeof(vm->restore) + 32];
+                        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                                join(path, sizeof(path), vm->restore, files[i]);
+                                (void)unlink(path);
+                        }
+                        (void)rmdir(vm->restore);
+                }
                 (void)rmdir(vm->dir);
                 vm->dir[0] = '\0';
         }

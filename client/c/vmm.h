@@ -1,8 +1,9 @@
 /*
- * Booting a cellvm image under QEMU from the CLI (`cellvm run`, `cellvm shell`):
- * the same `-M microvm` command line as client/python/cellvm/vmm_qemu.py, with
- * the kernel command line from the image's launch.txt (written by `make image`
- * next to manifest.json).
+ * Booting a cellvm image from the CLI (`cellvm run`, `cellvm shell`) under
+ * QEMU, Firecracker or Cloud Hypervisor. QEMU: the same `-M microvm` command
+ * line as client/python/cellvm/vmm_qemu.py; the other two: vmm_hybrid.h. The
+ * kernel command line comes from the image's launch.txt (written by `make
+ * image` next to manifest.json).
  *
  * The channel to the agent is AF_VSOCK (guest CID, port 1024) when QEMU gets a
  * vhost-vsock device (/dev/vhost-vsock usable, or forced), else the
@@ -25,11 +26,20 @@
 
 enum cvm_vsock_mode { CVM_VSOCK_AUTO, CVM_VSOCK_ON, CVM_VSOCK_OFF };
 
+enum cvm_vmm { CVM_VMM_QEMU, CVM_VMM_FIRECRACKER, CVM_VMM_CLOUD_HYPERVISOR };
+
+/* "qemu", "firecracker", "cloud-hypervisor": the names of the Python SDK's
+ * vmm= and of the registry's vmm field. */
+const char *cvm_vmm_name(enum cvm_vmm vmm);
+/* The VMM named `name`: 0, or -EINVAL for an unknown name. */
+int cvm_vmm_parse(const char *name, enum cvm_vmm *vmm);
+
 struct cvm_opts {
         const char *image;  /* directory with vmlinuz, initramfs.cpio.gz, rootfs.ext4, launch.txt */
         unsigned memory_mb; /* guest RAM */
         unsigned vcpus;     /* guest CPUs */
-        const char *qemu;   /* binary; NULL: qemu-system-x86_64 from PATH */
+        enum cvm_vmm vmm;   /* which VMM boots it */
+        const char *qemu;   /* the VMM's binary; NULL: its default name on PATH */
         const char *extra;  /* appended to the kernel command line, or NULL */
         const char *kernel; /* NULL: the image's vmlinuz (e.g. build/kernel/bzImage) */
         const char *initramfs;     /* NULL: the image's initramfs.cpio.gz */
@@ -39,6 +49,7 @@ struct cvm_opts {
         bool qmp;                  /* a QMP socket: -qmp unix:DIR/qmp.sock (snapshots) */
         const char *mem_path;      /* guest RAM as this file (memory-backend-file ram0), or NULL */
         bool mem_share;            /* share=on: the file is the RAM; off: a private COW mapping */
+        bool api; /* Firecracker / Cloud Hypervisor: an API socket, DIR/api.sock (templates) */
 };
 
 #define CVM_CMDLINE_MAX 8192
@@ -68,6 +79,12 @@ struct cvm_launch {
         struct cvm_argv args;
 };
 
+/* The boot files and kernel command line of `o` (no argv): the kernel
+ * command line of o->vmm, with the TCG words when `tcg`. 0 or a negative
+ * errno with `err` saying why. */
+int cvm_boot_params(const struct cvm_opts *o, bool tcg, struct cvm_launch *l, char *err,
+                    size_t errlen);
+
 /* `path` for a QEMU option list (commas doubled) into `out`. 0 or -E2BIG. */
 int cvm_opt_path(const char *path, char *out, size_t outlen);
 
@@ -80,17 +97,22 @@ int cvm_render(const struct cvm_opts *o, bool kvm, unsigned vsock_cid, const cha
                struct cvm_launch *l, char *err, size_t errlen);
 
 struct cvm {
-        pid_t pid; /* QEMU, leader of its own process group; 0 when not running */
+        pid_t pid; /* the VMM, leader of its own process group; 0 when not running */
+        enum cvm_vmm vmm;
         bool kvm;
         unsigned vsock_cid; /* the guest's CID; 0: no vhost-vsock device */
         bool over_vsock;    /* the channel: vsock, else the serial port */
         unsigned cid_retries;
         const struct cvm_opts *opts; /* kept for a restart with another CID: must outlive the VM */
         char dir[64];                /* mkdtemp directory: agent.sock, console.log, qemu.err */
-        char sock[128];
+        char sock[128];              /* QEMU: the serial socket; others: the hybrid vsock's */
         char console[128];
-        char qemu_err[128];
-        char qmp[128]; /* qmp.sock, when the argv has -qmp */
+        char qemu_err[128]; /* QEMU: its stderr; others: their output (vmm.log) */
+        char qmp[128];      /* qmp.sock, when the argv has -qmp */
+        char config[128];   /* Firecracker's firecracker.json */
+        char api[128];      /* Firecracker / Cloud Hypervisor API socket, when it has one */
+        char restore[128];  /* Cloud Hypervisor's restore dir: config.json, links to the rest */
+        char error[256];    /* why cvm_connect failed when no connection says it, or "" */
 };
 
 /* Starts QEMU and returns once its serial socket exists (the guest boots on).
@@ -99,8 +121,13 @@ struct cvm {
 int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen);
 
 /* The first steps of cvm_start for another argv (a restore): clears `vm`,
- * makes its temp directory and names its files. */
-int cvm_make_dir(struct cvm *vm, char *err, size_t errlen);
+ * makes its temp directory (cellvm-<vmm>-XXXXXX) and names its files. */
+int cvm_make_dir(struct cvm *vm, enum cvm_vmm vmm, char *err, size_t errlen);
+
+/* Forks and execs `argv` as the VMM of `vm` (its own process group; QEMU:
+ * stderr to qemu.err; the others: stdout and stderr to vmm.log, working
+ * directory vm->dir) with `keep_fd` (>= 0) inherited. Does not wait. */
+int cvm_fork_exec(struct cvm *vm, char *const argv[], int keep_fd, char *err, size_t errlen);
 
 /* Starts `argv` (QEMU's, its paths in vm->dir) with `keep_fd` (>= 0)
  * inherited, and returns once vm->sock exists. On failure QEMU is killed (the

@@ -1,4 +1,4 @@
-// Group g, the features that come later: pause/resume, pty, a port of the
+// Group g, the features that come later: pty, a port of the
 // sandbox reached through the server (getHost), files.watchDir. Each is its
 // own scenario with a sandbox of its own, so one missing feature does not
 // hide another.
@@ -20,30 +20,6 @@ await runGroup('later', async (scenario) => {
   const killCreated = async () => {
     while (created.length) await created.pop().kill().catch(() => {})
   }
-
-  await scenario('pause_resume', async (o) => {
-    const sbx = await create('later-pause')
-    o.sandboxId = sbx.sandboxId
-    await sbx.runCode('kept = [1, 2, 3]')
-    await sbx.files.write('paused.txt', 'kept across pause')
-    o.paused = await sbx.pause()
-    const i = await Sandbox.getInfo(sbx.sandboxId)
-    o.stateWhilePaused = i.state
-    const listed = []
-    const p = Sandbox.list({ query: { metadata: { group: 'later-pause' }, state: ['paused'] } })
-    while (p.hasNext) listed.push(...(await p.nextItems()))
-    o.listedPaused = listed.map((s) => s.sandboxId)
-    o.pauseAgain = await expectThrow(() => sbx.pause())
-    o.betaPauseAgain = await expectThrow(() => sbx.betaPause())
-    const t0 = Date.now()
-    const resumed = await Sandbox.connect(sbx.sandboxId)
-    o.resumeMs = Date.now() - t0
-    o.sameId = resumed.sandboxId === sbx.sandboxId
-    o.stateAfter = (await resumed.getInfo()).state
-    o.kept = (await resumed.runCode('sum(kept)')).text ?? null
-    o.file = await resumed.files.read('paused.txt')
-    o.killed = await resumed.kill()
-  })
 
   await killCreated()
   await scenario('pty', async (o) => {

@@ -23,6 +23,7 @@ CMD_LIST = 0x0201
 CMD_KILL = 0x0202
 CMD_STDIN = 0x0203
 CMD_CONNECT = 0x0204
+CMD_RESIZE = 0x0205
 CMD_STARTED = 0x8200
 CMD_OUTPUT = 0x8201
 
@@ -68,8 +69,8 @@ class CommandHandle:
         """The next (type, body), or TimeoutError after _POLL_S."""
         return self._msgs.next()
 
-    def _events(self) -> Iterator[Tuple[Optional[str], Optional[str]]]:
-        """(stdout, stderr) pieces until the command ends; sets _result or _exc."""
+    def _events(self) -> Iterator[Tuple[Optional[str], Optional[str], Optional[bytes]]]:
+        """(stdout, stderr, pty) pieces until the command ends; sets _result or _exc."""
         guard = None
         if self._timeout:
             guard = time.monotonic() + self._timeout + self._commands._sbx._request_timeout
@@ -94,12 +95,16 @@ class CommandHandle:
                     with self._req.conn._cv:
                         self._req._items.appendleft((mtype, msg))
                 return
-            if mtype == CMD_OUTPUT:
+            if mtype == CMD_OUTPUT and msg.get("stream") == "pty":
+                data = msg.get("data", b"")
+                if isinstance(data, bytes) and data:
+                    yield None, None, data  # a terminal's raw bytes, as E2B's PtyOutput
+            elif mtype == CMD_OUTPUT:
                 name = "stderr" if msg.get("stream") == "stderr" else "stdout"
                 text = self._dec[name].decode(msg.get("data", b""))
                 if text:
                     (self._stderr if name == "stderr" else self._stdout).append(text)
-                    yield (None, text) if name == "stderr" else (text, None)
+                    yield (None, text, None) if name == "stderr" else (text, None, None)
             elif mtype == _wire.OK:
                 for name, acc in (("stdout", self._stdout), ("stderr", self._stderr)):
                     tail = self._dec[name].decode(b"", final=True)
@@ -121,18 +126,20 @@ class CommandHandle:
         """(stdout, stderr, pty) tuples as output arrives, like E2B's handle;
         a command past its `timeout` raises TimeoutException here too (E2B's
         test_run_with_too_short_timeout_iterating)."""
-        for out, err in self._events():
-            yield out, err, None
+        yield from self._events()
         if self._exc is not None:
             raise self._exc
 
-    def wait(self, on_pty=None, on_stdout: Optional[Callable[[str], None]] = None,
+    def wait(self, on_pty: Optional[Callable[[bytes], None]] = None,
+             on_stdout: Optional[Callable[[str], None]] = None,
              on_stderr: Optional[Callable[[str], None]] = None) -> CommandResult:
-        for out, err in self._events():
+        for out, err, pty in self._events():
             if out is not None and on_stdout:
                 on_stdout(out)
             if err is not None and on_stderr:
                 on_stderr(err)
+            if pty is not None and on_pty:
+                on_pty(pty)
         if self._exc is not None:
             raise self._exc
         r = self._result
@@ -188,10 +195,13 @@ class Commands:
             self._sbx._cancel(handle._req, request_timeout or self._sbx._request_timeout)
             raise
 
-    def _start(self, cmd, background, envs, user, cwd, stdin, timeout, request_timeout) -> CommandHandle:
+    def _start(self, cmd, background, envs, user, cwd, stdin, timeout, request_timeout,
+               **extra) -> CommandHandle:
         """Starts `cmd` as run() does and returns its handle once it runs
-        (AsyncCommands follows the output itself)."""
-        body = {"cmd": cmd}
+        (AsyncCommands follows the output itself). `extra`: more CMD_START
+        fields (Pty's argv and pty, with cmd None)."""
+        body = {"cmd": cmd} if cmd is not None else {}
+        body.update(extra)
         all_envs = {**self._sbx._envs, **{str(k): str(v) for k, v in (envs or {}).items()}}
         if all_envs:
             body["envs"] = all_envs

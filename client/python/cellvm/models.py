@@ -367,7 +367,7 @@ PtyOutput = bytes
 
 @dataclass
 class PtySize:
-    """E2B's pseudo-terminal size (cellvm has no PTY service; kept for imports)."""
+    """E2B's pseudo-terminal size, for sandbox.pty (cellvm.pty)."""
 
     rows: int
     cols: int

@@ -1038,6 +1038,12 @@ class Sandbox:
         from .commands import Commands
         return Commands(self)
 
+    @property
+    def pty(self):
+        """E2B's sandbox.pty: create, connect, send_stdin, resize, kill (cellvm.pty.Pty)."""
+        from .pty import Pty
+        return Pty(self)
+
     # --- execution -----------------------------------------------------------
 
     def run_code(

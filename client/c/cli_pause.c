@@ -1,0 +1,303 @@
+/* `cellvm pause`, `cellvm resume`, and the resume cellvm serve shares (cli_pause.h). */
+#include "cli_pause.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pause.h"
+#include "paused.h"
+#include "snapshot_qemu.h"
+
+#define EXIT_USAGE 2
+#define EXIT_FAILED 3
+#define METADATA_MAX (64 * 1024)
+
+int sbx_paused_find(const char *ident, char *root, size_t rootlen, char *dir, size_t dirlen)
+{
+        int rc = cpaused_root(root, rootlen);
+        if (rc < 0)
+                return rc;
+        struct stat st;
+        /* Its key names its directory; a record written when ids were
+         * addresses is found by the id its manifest names. */
+        if (cpause_record_dir(root, ident, dir, dirlen) == 0 && lstat(dir, &st) == 0 &&
+            S_ISDIR(st.st_mode))
+                return 0;
+        static struct cpaused all[CPAUSED_MAX];
+        static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+        pthread_mutex_lock(&all_lock);
+        int n = cpaused_list(root, all, CPAUSED_MAX, stderr);
+        rc = n < 0 ? n : -ENOENT;
+        for (int i = 0; i < n && rc == -ENOENT; i++)
+                if (strcmp(all[i].sandbox_id, ident) == 0 || strcmp(all[i].key, ident) == 0)
+                        rc = snprintf(dir, dirlen, "%s", all[i].dir) < (int)dirlen ? 0
+                                                                                   : -ENAMETOOLONG;
+        pthread_mutex_unlock(&all_lock);
+        return rc;
+}
+
+int sbx_resume(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
+               struct cvm *vm, struct cvc **c, struct csm *m, char *err, size_t errlen)
+{
+        *c = NULL;
+        rec->path[0] = '\0';
+        if (csm_init(m) < 0) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                int e = errno;
+                snprintf(err, errlen, "paused sandbox %s: %s", dir, strerror(e));
+                return e == ENOENT ? -ENOENT : -e;
+        }
+        /* The SDK's lock of a record being resumed: one resume at a time. */
+        int rc = flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+        if (rc == -EWOULDBLOCK) {
+                snprintf(err, errlen, "the paused sandbox %s is being resumed by another process",
+                         dir);
+                rc = -EBUSY;
+        } else if (rc < 0) {
+                snprintf(err, errlen, "locking %s: %s", dir, strerror(-rc));
+        }
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/%s", dir, CSM_FILE);
+        if (rc == 0 && access(path, F_OK) < 0) {
+                snprintf(err, errlen, "paused sandbox %s not found (resumed or killed meanwhile)",
+                         dir);
+                rc = -ENOENT;
+        }
+        if (rc == 0)
+                rc = csm_read(dir, m, err, errlen);
+        if (rc == 0)
+                rc = cpause_check(m, dir, err, errlen);
+        const char *key = rc == 0 ? cpause_key_of(m, dir) : NULL;
+        if (rc == 0 && !key) {
+                snprintf(err, errlen, "%s names no registry key", dir);
+                rc = -EINVAL;
+        }
+        int refused = rc == 0 ? sbx_reserve(timeout_s) : 0;
+        if (refused == -EAGAIN)
+                snprintf(err, errlen,
+                         "Rate limit exceeded: the maximum number of concurrent sandboxes (%u, "
+                         "$CELLVM_MAX_SANDBOXES) is reached",
+                         creg_max_sandboxes());
+        else if (refused == -EINVAL)
+                snprintf(err, errlen, "Timeout cannot be greater than %g seconds",
+                         creg_max_timeout_s());
+        else if (refused < 0)
+                snprintf(err, errlen, "the sandbox registry is unusable (said above)");
+        if (refused < 0)
+                rc = refused;
+        if (rc < 0) {
+                close(fd);
+                return rc;
+        }
+        struct csq_stages st = {0};
+        int state_fd = -1;
+        bool bad = false;
+        rc = csq_spawn(m, dir, vm, &state_fd, &st, err, errlen);
+        if (rc < 0) {
+                sbx_release();
+        } else {
+                rc = sbx_record_as(rec, key, m->template_, vm, m->image, (unsigned)m->memory_mb,
+                                   (unsigned)m->vcpus, CSQ_RESTORE_TIMEOUT_MS / 1000.0, timeout_s);
+                if (rc < 0) {
+                        close(state_fd);
+                        snprintf(err, errlen, "sandbox %s is live already (registry key in use)",
+                                 key);
+                }
+        }
+        if (rc == 0)
+                rc = csq_load_paused(m, dir, vm, state_fd, &st, c, &bad, err, errlen);
+        if (rc < 0) {
+                cvm_kill(vm);
+                sbx_forget(rec);
+                close(fd);
+                return rc;
+        }
+        sbx_start_clock(rec, *c, vm, timeout_s);
+        struct cpaused p;
+        snprintf(p.dir, sizeof(p.dir), "%s", dir);
+        int removed = cpaused_remove(root, &p);
+        if (removed < 0)
+                fprintf(stderr, "cellvm: sandbox %s resumed, but its record %s stays: %s\n", key,
+                        dir, strerror(-removed));
+        close(fd);
+        return 0;
+}
+
+/* `s` as a JSON string's contents (paths and ids: no control characters). */
+static void json_str(FILE *f, const char *s)
+{
+        for (; *s; s++) {
+                if (*s == '"' || *s == '\\')
+                        fputc('\\', f);
+                if ((unsigned char)*s >= 0x20)
+                        fputc(*s, f);
+        }
+}
+
+static const char pause_usage[] =
+    "usage: cellvm pause [--json] ID\n"
+    "\n"
+    "Pauses live sandbox ID (its key or id, as cellvm ps shows them; one restored from a\n"
+    "template: its VMM has a QMP socket): the guest is stopped, its whole state (devices\n"
+    "and RAM) saved into the paused store ($CELLVM_PAUSED_DIR, else\n"
+    "$XDG_STATE_HOME/cellvm/paused), its VMM stopped. It keeps its id; while paused it\n"
+    "counts against no limit and has no deadline. cellvm resume ID (or the Python SDK's\n"
+    "Sandbox.connect(ID)) runs it again; cellvm kill ID drops it.\n"
+    "  --json    print {\"sandbox_id\", \"record\", \"state_bytes\"} instead of a sentence\n"
+    "exit status: 0 paused, 1 no such live sandbox or paused already, 2 usage, 3 failed\n"
+    "(the sandbox runs on as it was).\n";
+
+static const char resume_usage[] =
+    "usage: cellvm resume [--json] [--timeout S] ID\n"
+    "\n"
+    "Resumes paused sandbox ID (as cellvm ps shows it): its VMM started from the record\n"
+    "under the same key and id, its guest running again with what it held (variables,\n"
+    "files, background processes), this host's clock and fresh entropy; then the record\n"
+    "is removed. The sandbox outlives this command until its deadline, S seconds from\n"
+    "now (default 300, at most $CELLVM_MAX_TIMEOUT), or cellvm kill ID.\n"
+    "  --json    print {\"sandbox_id\", \"address\", \"pid\", \"deadline_ms\"} instead of a "
+    "sentence\n"
+    "exit status: 0 resumed, 1 no such paused sandbox, 2 usage, 3 failed (the record\n"
+    "stays).\n";
+
+/* [--json] [--timeout S] ID: 0, or the usage's exit status. */
+static int parse(int argc, char **argv, bool timeout_ok, const char *usage, bool *json,
+                 double *timeout_s, const char **id)
+{
+        *json = false;
+        *timeout_s = 300;
+        *id = NULL;
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                        fputs(usage, stdout);
+                        return -1;
+                }
+                if (strcmp(argv[i], "--json") == 0) {
+                        *json = true;
+                } else if (timeout_ok && strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
+                        char *end;
+                        *timeout_s = strtod(argv[++i], &end);
+                        if (*end || !(*timeout_s > 0)) {
+                                fprintf(stderr, "cellvm: --timeout takes seconds > 0\n");
+                                return EXIT_USAGE;
+                        }
+                } else if (argv[i][0] != '-' && !*id) {
+                        *id = argv[i];
+                } else {
+                        fputs(usage, stderr);
+                        return EXIT_USAGE;
+                }
+        }
+        if (!*id) {
+                fputs(usage, stderr);
+                return EXIT_USAGE;
+        }
+        return 0;
+}
+
+int cmd_pause(int argc, char **argv)
+{
+        bool json;
+        double unused;
+        const char *id;
+        int rc = parse(argc, argv, false, pause_usage, &json, &unused, &id);
+        if (rc != 0)
+                return rc < 0 ? 0 : rc;
+        char root[PATH_MAX], dir[PATH_MAX], err[PATH_MAX + 512];
+        if ((rc = cpaused_root(root, sizeof(root))) < 0) {
+                fprintf(stderr, "cellvm: the paused store's directory: %s\n", strerror(-rc));
+                return EXIT_FAILED;
+        }
+        struct creg_entry e;
+        static char metadata[METADATA_MAX];
+        rc = sbx_find(id, &e, metadata, sizeof(metadata));
+        if (rc == -ENOENT) {
+                bool paused = sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir)) == 0;
+                fprintf(stderr, "cellvm: pause %s: %s\n", id,
+                        paused ? "it is paused already" : "no live sandbox has that id or key");
+                return 1;
+        }
+        if (rc < 0)
+                return EXIT_FAILED;
+        struct cpause_src src = {
+            .e = &e, .template_ = e.template_, .metadata = metadata, .envs = "{}"};
+        rc = cpause_save(root, &src, dir, sizeof(dir), err, sizeof(err));
+        if (rc == -EEXIST) {
+                fprintf(stderr, "cellvm: pause %s: %s\n", id, err);
+                return 1;
+        }
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: pause %s: %s\n", id, err);
+                return EXIT_FAILED;
+        }
+        sbx_remove(&e);
+        struct stat st;
+        char state[PATH_MAX + 8];
+        snprintf(state, sizeof(state), "%s/state", dir);
+        long long bytes = stat(state, &st) == 0 ? (long long)st.st_size : 0;
+        if (json) {
+                printf("{\"sandbox_id\": \"");
+                json_str(stdout, e.key);
+                printf("\", \"record\": \"");
+                json_str(stdout, dir);
+                printf("\", \"state_bytes\": %lld}\n", bytes);
+        } else {
+                printf("paused %s (%lld MiB of state in %s)\n", e.key, bytes >> 20, dir);
+        }
+        return 0;
+}
+
+int cmd_resume(int argc, char **argv)
+{
+        bool json;
+        double timeout_s;
+        const char *id;
+        int rc = parse(argc, argv, true, resume_usage, &json, &timeout_s, &id);
+        if (rc != 0)
+                return rc < 0 ? 0 : rc;
+        char root[PATH_MAX], dir[PATH_MAX], err[PATH_MAX + 1024];
+        rc = sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir));
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: resume %s: %s\n", id,
+                        rc == -ENOENT ? "no paused sandbox has that id (cellvm ps lists them)"
+                                      : strerror(-rc));
+                return rc == -ENOENT ? 1 : EXIT_FAILED;
+        }
+        /* The VM runs on after this command, to its deadline, as the SDK's. */
+        cvm_outlive_creator(true);
+        static struct cvm vm;
+        static struct sbx_rec rec;
+        struct cvc *c = NULL;
+        struct csm m;
+        rc = sbx_resume(root, dir, timeout_s, &rec, &vm, &c, &m, err, sizeof(err));
+        if (rc < 0) {
+                csm_free(&m);
+                fprintf(stderr, "cellvm: resume %s: %s\n", id, err);
+                return rc == -ENOENT ? 1 : EXIT_FAILED;
+        }
+        cvc_close(c);
+        if (json) {
+                printf("{\"sandbox_id\": \"");
+                json_str(stdout, rec.e.key);
+                printf("\", \"address\": \"");
+                json_str(stdout, rec.e.address);
+                printf("\", \"pid\": %d, \"deadline_ms\": %lld}\n", (int)vm.pid,
+                       (long long)rec.e.deadline_ms);
+        } else {
+                printf("resumed %s (qemu pid %d, %g s to its deadline)\n", rec.e.key, (int)vm.pid,
+                       timeout_s);
+        }
+        csm_free(&m);
+        return 0;
+}

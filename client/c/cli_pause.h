@@ -1,0 +1,34 @@
+/* `cellvm pause ID` and `cellvm resume ID`, and the resume that cellvm serve
+ * shares with them (docs/SNAPSHOTS.md, "Pause and resume"): the record of
+ * pause.h brought back under the registry key it had, with the limits, the
+ * registry entry and a fresh deadline of cli_sandboxes.h. */
+#ifndef CELLVM_CLIENT_CLI_PAUSE_H
+#define CELLVM_CLIENT_CLI_PAUSE_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "cli_sandboxes.h"
+#include "manifest.h"
+
+/* The record of paused sandbox `ident` (its id or key) in the paused store:
+ * its directory in `dir` (and the store's in `root`). 0, -ENOENT when there
+ * is none, or another negative errno. */
+int sbx_paused_find(const char *ident, char *root, size_t rootlen, char *dir, size_t dirlen);
+
+/* Resumes the record in `dir` (of the store at `root`): checked, the limits
+ * reserved, QEMU started with it under the sandbox's own key, the state
+ * loaded, HELLO, ADD_ENTROPY and SET_TIME, a deadline `timeout_s` from now
+ * (the registry and SET_DEADLINE), then the record removed. 0 with *c
+ * connected, `vm` running and `m` the record's manifest (csm_free it);
+ * -EBUSY (another process resumes it), -ENOENT (resumed or killed
+ * meanwhile), -EAGAIN (the sandbox limit), -ESTALE (the image or VMM
+ * changed), or another negative errno; `err` says why. Nothing is left
+ * running on failure and the record stays. */
+int sbx_resume(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
+               struct cvm *vm, struct cvc **c, struct csm *m, char *err, size_t errlen);
+
+int cmd_pause(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * Pausing a running QEMU sandbox into the paused store and checking a record
+ * before it resumes (docs/SNAPSHOTS.md, "Pause and resume"): the record is
+ * exactly the one client/python/cellvm/pause.py writes and reads, so a
+ * sandbox paused by either client resumes in the other.
+ *
+ * A record is <root>/<registry key>/{manifest,state}: the whole guest (device
+ * state and RAM) in one QEMU migration stream, and a manifest of kind
+ * `paused` naming the sandbox (its key), its template, metadata and envs,
+ * and the VMM's argv (read back from /proc/PID/cmdline, paths as @DIR@)
+ * with the RAM as an anonymous memory-backend-ram, so that a resume needs
+ * no template. The registry side (reserving a slot, the entry under the
+ * same key, the deadline) is cli_pause.h's.
+ */
+#ifndef CELLVM_CLIENT_PAUSE_H
+#define CELLVM_CLIENT_PAUSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "manifest.h"
+#include "registry.h"
+
+/* The sandbox a pause saves. */
+struct cpause_src {
+        const struct creg_entry *e; /* its registry entry: key, VMM pid, temp dir, ... */
+        const char *template_;      /* its template's name, "" for none */
+        const char *metadata;       /* a JSON object's text on one line ("{}") */
+        const char *envs;           /* likewise */
+};
+
+/* `key` has a registry key's form ([a-z0-9-], 1 to 64 characters), so that
+ * it names a record directory and nothing else. */
+bool cpause_is_key(const char *key);
+
+/* <root>/<key> into `out`. 0, -EINVAL (not a key) or -ENAMETOOLONG. */
+int cpause_record_dir(const char *root, const char *key, char *out, size_t outlen);
+
+/* Stops the guest of `src` and saves it into a new record of the paused
+ * store at `root` (created 0700 if missing), then tells its QEMU to quit;
+ * the caller kills what is left of the VMM and removes its registry entry.
+ * 0 with the record's directory in `recdir`; -EEXIST when the key has a
+ * record already (paused); else a negative errno with `err` saying why, and
+ * the guest running on as it was. */
+int cpause_save(const char *root, const struct cpause_src *src, char *recdir, size_t reclen,
+                char *err, size_t errlen);
+
+/* The record in `dir` (its manifest in `m`) can be resumed here: a paused
+ * QEMU sandbox's, its files whole, its state a QEMU stream, the VMM and the
+ * image's files those it was paused with. 0, or a negative errno with `err`
+ * saying what differs (-ESTALE: the image or the VMM changed). */
+int cpause_check(const struct csm *m, const char *dir, char *err, size_t errlen);
+
+/* The registry key a record resumes under: its manifest's registry_key, else
+ * its directory's name; NULL when neither is a key. */
+const char *cpause_key_of(const struct csm *m, const char *dir);
+
+#endif

@@ -1,0 +1,330 @@
+/* cellvm serve's pause and resume: E2B's /pause, /connect and /resume on the
+ * paused store the CLI and the Python SDK share (serve.h, pause.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli_pause.h"
+#include "pause.h"
+#include "paused.h"
+#include "registry.h"
+#include "serve.h"
+
+/* What the server keeps beside a record, as JSON: the envd access token (the
+ * SDK's Sandbox object keeps it) and the lifecycle (autoPause). */
+#define SERVE_FILE "serve.json"
+#define SERVE_FILE_MAX 4096
+
+/* One pause or resume at a time: a connect waits for the pause before it. */
+static pthread_mutex_t pausing = PTHREAD_MUTEX_INITIALIZER;
+/* The sandbox being paused (out of the table, its record not written yet):
+ * described and listed as paused meanwhile. Under serve.life. */
+static struct sandbox *being_paused;
+
+static void set_being_paused(struct sandbox *s)
+{
+        pthread_mutex_lock(&serve.life);
+        being_paused = s;
+        pthread_mutex_unlock(&serve.life);
+}
+
+/* `being_paused` as a paused one, if it is `id` (NULL: any): true with *p set. */
+static bool describe_being_paused(const char *id, struct serve_paused *p)
+{
+        pthread_mutex_lock(&serve.life);
+        struct sandbox *s = being_paused;
+        bool hit = s && (!id || strcmp(id, s->id) == 0);
+        if (hit) {
+                memset(p, 0, sizeof(*p));
+                snprintf(p->id, sizeof(p->id), "%s", s->id);
+                snprintf(p->template_id, sizeof(p->template_id), "%s", s->template_id);
+                p->metadata = json_deep_copy(s->metadata);
+                p->started_ms = s->started_ms;
+                p->memory_mb = s->memory_mb;
+                p->vcpus = s->vcpus;
+        }
+        pthread_mutex_unlock(&serve.life);
+        return hit;
+}
+
+static int write_serve_file(const char *dir, const struct sandbox *s)
+{
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
+        char *text = NULL;
+        json_t *j =
+            json_pack("{s:s, s:b}", "envdAccessToken", s->token, "autoPause", s->auto_pause);
+        if (j)
+                text = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!text)
+                return -ENOMEM;
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int rc = fd < 0 ? -errno : 0;
+        size_t n = strlen(text);
+        if (rc == 0 && write(fd, text, n) != (ssize_t)n)
+                rc = -EIO;
+        if (fd >= 0 && close(fd) < 0 && rc == 0)
+                rc = -errno;
+        free(text);
+        return rc;
+}
+
+/* The token and lifecycle kept with the record into `s`; a record paused by
+ * the CLI or the SDK has none: a new token, no autoPause. */
+static int read_serve_file(const char *dir, struct sandbox *s)
+{
+        char path[PATH_MAX + 16], buf[SERVE_FILE_MAX];
+        snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* no FIFO holds us */
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+        if (fd >= 0)
+                close(fd);
+        json_t *j = n > 0 ? json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL) : NULL;
+        const char *token = json_string_value(json_object_get(j, "envdAccessToken"));
+        bool ok = token && strlen(token) == SERVE_TOKEN_LEN;
+        for (size_t i = 0; ok && i < SERVE_TOKEN_LEN; i++)
+                ok = (token[i] >= '0' && token[i] <= '9') || (token[i] >= 'a' && token[i] <= 'f');
+        if (ok)
+                memcpy(s->token, token, SERVE_TOKEN_LEN + 1);
+        s->auto_pause = json_is_true(json_object_get(j, "autoPause"));
+        json_decref(j);
+        return ok ? 0 : serve_random_hex(s->token, SERVE_TOKEN_LEN);
+}
+
+int serve_pause(struct sandbox *s, char *err, size_t errlen)
+{
+        char root[PATH_MAX], dir[PATH_MAX];
+        int rc = cpaused_root(root, sizeof(root));
+        if (rc < 0) {
+                snprintf(err, errlen, "the paused store's directory: %s", strerror(-rc));
+                return rc;
+        }
+        pthread_mutex_lock(&pausing);
+        if (!serve_unlink(s)) {
+                pthread_mutex_unlock(&pausing);
+                snprintf(err, errlen, "sandbox \"%s\" ended meanwhile", s->id);
+                return -ENOENT;
+        }
+        set_being_paused(s);
+        json_t *none = json_object();
+        char *meta = json_dumps(s->metadata ? s->metadata : none, JSON_COMPACT | JSON_ENSURE_ASCII);
+        char *envs = json_dumps(s->envs ? s->envs : none, JSON_COMPACT | JSON_ENSURE_ASCII);
+        json_decref(none);
+        struct creg_entry e = s->rec.e;
+        e.started_ms = s->started_ms; /* E2B's startedAt: the create, not the pool's restore */
+        struct cpause_src src = {
+            .e = &e, .template_ = s->template_id, .metadata = meta, .envs = envs};
+        if (meta && envs)
+                rc = cpause_save(root, &src, dir, sizeof(dir), err, errlen);
+        else
+                snprintf(err, errlen, "out of memory"), rc = -ENOMEM;
+        free(meta);
+        free(envs);
+        if (rc < 0) {
+                serve_insert(s); /* it runs on */
+                set_being_paused(NULL);
+                pthread_mutex_unlock(&pausing);
+                return rc;
+        }
+        int trc = write_serve_file(dir, s);
+        if (trc < 0)
+                fprintf(stderr,
+                        "cellvm serve: sandbox %s: keeping its access token in %s/%s: %s (a "
+                        "resume gives it a new one)\n",
+                        s->id, dir, SERVE_FILE, strerror(-trc));
+        pthread_mutex_lock(&serve.life);
+        serve_stop_vm(s);
+        being_paused = NULL;
+        pthread_mutex_unlock(&serve.life);
+        serve_put(s); /* the table's reference */
+        pthread_mutex_unlock(&pausing);
+        return 0;
+}
+
+/* A JSON object of strings from a manifest's text, else an empty one. */
+static json_t *string_object(const char *text)
+{
+        json_t *j = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+        const char *k;
+        json_t *v;
+        bool ok = j && json_is_object(j);
+        if (ok)
+                json_object_foreach(j, k, v) ok = ok && json_is_string(v);
+        if (ok)
+                return j;
+        json_decref(j);
+        return json_object();
+}
+
+int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *err, size_t errlen)
+{
+        pthread_mutex_lock(&pausing);
+        struct sandbox *s = serve_get(id);
+        if (s) {
+                pthread_mutex_unlock(&pausing);
+                *out = s;
+                return 0;
+        }
+        char root[PATH_MAX], dir[PATH_MAX];
+        int rc = sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir));
+        if (rc < 0) {
+                pthread_mutex_unlock(&pausing);
+                snprintf(err, errlen, "sandbox \"%.64s\" not found", id);
+                return rc;
+        }
+        s = calloc(1, sizeof(*s));
+        if (!s) {
+                pthread_mutex_unlock(&pausing);
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        pthread_mutex_init(&s->procs_lock, NULL);
+        s->refs = 1;
+        if ((rc = read_serve_file(dir, s)) < 0) {
+                snprintf(err, errlen, "getrandom: %s", strerror(-rc));
+                serve_put(s);
+                pthread_mutex_unlock(&pausing);
+                return rc;
+        }
+        struct cvc *c = NULL;
+        struct csm m;
+        rc = sbx_resume(root, dir, timeout_s, &s->rec, &s->vm, &c, &m, err, errlen);
+        if (rc == 0 && (rc = mux_start(&s->mux, c)) < 0) {
+                snprintf(err, errlen, "sandbox %s resumed, but its connection failed: %s",
+                         s->rec.e.key, strerror(-rc));
+                cvc_close(c);
+                cvm_kill(&s->vm);
+                sbx_forget(&s->rec);
+        }
+        if (rc < 0) {
+                csm_free(&m);
+                serve_put(s);
+                pthread_mutex_unlock(&pausing);
+                return rc;
+        }
+        snprintf(s->id, sizeof(s->id), "%s", s->rec.e.key);
+        snprintf(s->template_id, sizeof(s->template_id), "%s",
+                 m.template_[0] && strlen(m.template_) < sizeof(s->template_id) ? m.template_
+                                                                                : "base");
+        s->metadata = string_object(m.metadata);
+        s->envs = string_object(m.envs);
+        s->memory_mb = (unsigned)m.memory_mb;
+        s->vcpus = (unsigned)m.vcpus;
+        s->opts =
+            (struct cvm_opts){.image = serve.image, .memory_mb = s->memory_mb, .vcpus = s->vcpus};
+        s->started_ms = m.started_ms ? (int64_t)m.started_ms : s->rec.e.started_ms;
+        s->deadline_ms = s->rec.e.deadline_ms;
+        csm_free(&m);
+        s->refs++; /* the table's */
+        serve_insert(s);
+        pthread_mutex_unlock(&pausing);
+        /* An auto-pausing one's guest gets the margin of a pause again. */
+        if (s->auto_pause && serve_set_timeout(s, timeout_s, err, errlen) < 0)
+                fprintf(stderr, "cellvm serve: sandbox %s: SET_DEADLINE: %s\n", s->id, err);
+        *out = s;
+        return 1;
+}
+
+/* Paused sandbox of record `dir` (named `key`) into `p`: 0 or a negative errno. */
+static int read_paused(const char *dir, const char *key, struct serve_paused *p)
+{
+        struct csm m;
+        if (csm_init(&m) < 0)
+                return -ENOMEM;
+        char err[PATH_MAX + 200];
+        int rc = csm_read(dir, &m, err, sizeof(err));
+        if (rc == 0 && strcmp(m.kind, "paused") != 0)
+                rc = -ENOENT;
+        if (rc == 0) {
+                memset(p, 0, sizeof(*p));
+                const char *id =
+                    m.sandbox_id[0] && strlen(m.sandbox_id) < sizeof(p->id) ? m.sandbox_id : key;
+                snprintf(p->id, sizeof(p->id), "%s", id);
+                snprintf(p->template_id, sizeof(p->template_id), "%s",
+                         m.template_[0] && strlen(m.template_) < sizeof(p->template_id)
+                             ? m.template_
+                             : "base");
+                p->metadata = string_object(m.metadata);
+                p->started_ms = (int64_t)(m.started_ms ? m.started_ms : m.created_ms);
+                p->memory_mb = (unsigned)m.memory_mb;
+                p->vcpus = (unsigned)m.vcpus;
+        }
+        csm_free(&m);
+        return rc;
+}
+
+static int by_start(const void *a, const void *b)
+{
+        const struct serve_paused *x = a, *y = b;
+        return x->started_ms < y->started_ms ? -1 : x->started_ms > y->started_ms;
+}
+
+int serve_paused_list(struct serve_paused **out, size_t *n)
+{
+        *out = NULL;
+        *n = 0;
+        char root[PATH_MAX];
+        int rc = cpaused_root(root, sizeof(root));
+        if (rc < 0)
+                return rc;
+        struct cpaused *all = malloc(CPAUSED_MAX * sizeof(*all));
+        if (!all)
+                return -ENOMEM;
+        int count = cpaused_list(root, all, CPAUSED_MAX, stderr);
+        struct serve_paused *v = calloc(count > 0 ? (size_t)count : 1, sizeof(*v));
+        if (count < 0 || !v) {
+                free(all);
+                free(v);
+                return count < 0 ? count : -ENOMEM;
+        }
+        size_t k = 0;
+        for (int i = 0; i < count; i++)
+                if (read_paused(all[i].dir, all[i].key, &v[k]) == 0)
+                        k++;
+        free(all);
+        struct serve_paused *more = realloc(v, (k + 1) * sizeof(*v));
+        if (more) {
+                v = more;
+                if (describe_being_paused(NULL, &v[k]))
+                        k++;
+        }
+        qsort(v, k, sizeof(*v), by_start);
+        *out = v;
+        *n = k;
+        return 0;
+}
+
+void serve_paused_free(struct serve_paused *v, size_t n)
+{
+        for (size_t i = 0; v && i < n; i++)
+                json_decref(v[i].metadata);
+}
+
+int serve_paused_get(const char *id, struct serve_paused *out)
+{
+        if (describe_being_paused(id, out))
+                return 0;
+        char root[PATH_MAX], dir[PATH_MAX];
+        int rc = sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir));
+        if (rc < 0)
+                return rc;
+        const char *key = strrchr(dir, '/');
+        return read_paused(dir, key ? key + 1 : dir, out);
+}
+
+int serve_paused_kill(const char *id)
+{
+        pthread_mutex_lock(&pausing);
+        char root[PATH_MAX];
+        struct cpaused p;
+        int rc = sbx_paused_find(id, root, sizeof(root), p.dir, sizeof(p.dir));
+        if (rc == 0)
+                rc = cpaused_remove(root, &p);
+        pthread_mutex_unlock(&pausing);
+        return rc == -ENOENT ? 0 : rc;
+}

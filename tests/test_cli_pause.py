@@ -1,0 +1,108 @@
+"""`cellvm pause ID` and `cellvm resume ID` (client/c/cli_pause.c, pause.c)
+with real QEMU booting the real image, and the paused store shared with the
+Python SDK both ways: a sandbox paused by the CLI resumes in the SDK and one
+paused by the SDK resumes in the CLI (docs/SNAPSHOTS.md, "Pause and resume").
+
+The registry and the paused store are private to each test, as in
+tests/test_snapshot_vm.py.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from cellvm import Sandbox, SandboxState  # noqa: E402
+from cellvm import clone, registry, snapshot  # noqa: E402
+from conftest import IMAGE, SNAPSHOT_MEMORY_MB  # noqa: E402
+
+CLI = os.path.abspath(os.path.join(os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build")),
+                                   "cellvm"))
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path, monkeypatch):
+    rt = tmp_path / "rt"
+    monkeypatch.setenv(registry.RUNTIME_ENV, str(rt))
+    monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
+    monkeypatch.setenv(clone.SNAPSHOT_ENV, "1")
+    yield
+    left = registry.Registry(str(rt)).entries(enforce=False) if rt.exists() else []
+    for e in left:  # a failed test's sandboxes: not left running
+        registry.kill_vmm(e)
+    assert not left, f"sandboxes left in the registry: {[e.id for e in left]}"
+
+
+def cli(*args, rc=0):
+    r = subprocess.run([CLI, *args], capture_output=True, text=True, timeout=300)
+    assert r.returncode == rc, (args, r.returncode, r.stdout, r.stderr)
+    return r
+
+
+def ps_state(sid):
+    rows = [ln.split() for ln in cli("ps").stdout.splitlines()[1:]]
+    return {row[-1]: row[-2] for row in rows}.get(sid)
+
+
+def test_cli_pause_and_resume_keep_a_variable_and_a_file_both_ways_with_the_sdk(vm_template):
+    sbx = Sandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB, metadata={"who": "cli-test"})
+    sid = sbx.sandbox_id
+    try:
+        sbx.run_code("x = 41")
+        sbx.files.write("/tmp/kept.txt", "kept across pause")
+        sbx.close()
+
+        # The CLI pauses it: the record is the SDK's, the SDK sees it paused.
+        out = json.loads(cli("pause", "--json", sid).stdout)
+        assert out["sandbox_id"] == sid and out["state_bytes"] > 0, out
+        assert os.path.dirname(out["record"]) == snapshot.paused_root()
+        assert ps_state(sid) == "paused"
+        info = Sandbox.get_info(sid)
+        assert info.state == SandboxState.PAUSED and info.metadata == {"who": "cli-test"}
+        assert "paused already" in cli("pause", sid, rc=1).stderr
+        assert registry.Registry().find(sid) is None  # its VMM and entry are gone
+
+        # The CLI resumes it under the same key, with a deadline of its own.
+        out = json.loads(cli("resume", "--json", "--timeout", "120", sid).stdout)
+        assert out["sandbox_id"] == sid, out
+        assert ps_state(sid) == "running"
+        assert os.listdir(snapshot.paused_root()) == ["lock"]  # the record is consumed
+        entry = registry.Registry().find(sid)
+        assert entry.key == sid and entry.pid == out["pid"]
+        assert 100_000 < out["deadline_ms"] - entry.started_ms <= 120_000
+        assert "no paused sandbox" in cli("resume", sid, rc=1).stderr
+        s = Sandbox.connect(sid)
+        assert s.run_code("x + 1").text == "42"
+        assert s.files.read("/tmp/kept.txt") == "kept across pause"
+        s.run_code("x = 50")
+        s.close()
+
+        # Paused by the CLI, resumed by the SDK.
+        cli("pause", sid)
+        s = Sandbox.connect(sid)
+        assert s.run_code("x + 1").text == "51"
+        # Paused by the SDK, resumed by the CLI.
+        assert s.pause() is True
+        assert ps_state(sid) == "paused"
+        assert "resumed " + sid in cli("resume", sid).stdout
+        s = Sandbox.connect(sid)
+        assert s.run_code("x").text == "50"
+        assert s.files.read("/tmp/kept.txt") == "kept across pause"
+        s.close()
+        cli("kill", sid)
+        assert ps_state(sid) is None
+    finally:
+        Sandbox.kill(sid)
+
+
+def test_cli_pause_refuses_what_it_cannot_pause(vm_template):
+    assert "no live sandbox" in cli("pause", "qemu-00000000", rc=1).stderr
+    assert "no paused sandbox" in cli("resume", "qemu-00000000", rc=1).stderr
+    assert cli("pause", rc=2).returncode == 2
+    assert "--timeout" in cli("resume", "--help").stdout

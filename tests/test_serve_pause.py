@@ -1,0 +1,203 @@
+"""E2B's pause and resume through `cellvm serve`'s control plane, spoken raw
+(docs/SERVE.md, "Pause and resume"; PROTOCOL_NOTES.md: pause is 204, 409
+`{"code": 409}` when already paused; connect is 201 when it resumed, 200 when
+it was running; the deprecated /resume is 201, 409 when running), with real
+QEMU VMs: the paused sandbox's state (a variable through the code
+interpreter, a file through envd) survives, list and info show it paused with
+its metadata, kill drops its record, and the server leaves nothing behind.
+E2B's npm SDK does the same in tests/test_serve_sdk.py's test_g_pause.
+"""
+
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from conftest import build_image_or_skip  # noqa: E402
+from serve_process import Server, tail  # noqa: E402
+
+DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory):
+    build_image_or_skip()
+    s = Server(str(tmp_path_factory.mktemp("serve-pause")))
+    try:
+        s.wait_healthy()
+        yield s
+    finally:
+        problems = s.stop()
+    assert not problems, "\n".join(problems) + "\n-- server log:\n" + tail(s.log_path)
+
+
+def call(serve, method, path, body=None, headers=None, timeout=120):
+    """(status, parsed JSON body or None)."""
+    data = None if body is None else json.dumps(body).encode()
+    h = {"X-API-Key": serve.key, **(headers or {})}
+    if data is not None:
+        h["Content-Type"] = "application/json"
+    req = urllib.request.Request(serve.url + path, data=data, method=method, headers=h)
+    try:
+        with DIRECT.open(req, timeout=timeout) as r:
+            raw = r.read()
+            status = r.status
+    except urllib.error.HTTPError as e:
+        raw, status = e.read(), e.code
+    return status, (json.loads(raw) if raw else None)
+
+
+def run_code(serve, sbx, code):
+    """The code interpreter's /execute: the text of its result."""
+    req = urllib.request.Request(
+        serve.url + "/execute", data=json.dumps({"code": code}).encode(), method="POST",
+        headers={"E2b-Sandbox-Id": sbx["sandboxID"], "E2b-Sandbox-Port": "49999",
+                 "X-Access-Token": sbx["envdAccessToken"], "Content-Type": "application/json"})
+    with DIRECT.open(req, timeout=120) as r:
+        lines = [json.loads(x) for x in r.read().decode().splitlines() if x.strip()]
+    errors = [x for x in lines if x.get("type") == "error"]
+    assert not errors, errors
+    return [x.get("text") for x in lines if x.get("type") == "result"]
+
+
+def files(serve, sbx, method, path, data=None):
+    req = urllib.request.Request(
+        serve.url + "/files?" + urllib.parse.urlencode({"path": path, "username": "user"}),
+        data=data, method=method,
+        headers={"E2b-Sandbox-Id": sbx["sandboxID"], "E2b-Sandbox-Port": "49983",
+                 "X-Access-Token": sbx["envdAccessToken"],
+                 **({"Content-Type": "application/octet-stream"} if data is not None else {})})
+    try:
+        with DIRECT.open(req, timeout=60) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def listed(serve, query, v2=True):
+    status, body = call(serve, "GET", ("/v2/sandboxes?" if v2 else "/sandboxes?") + query)
+    assert status == 200, body
+    return {x["sandboxID"]: x["state"] for x in body}
+
+
+def test_pause_list_info_connect_and_kill(serve):
+    meta = {"suite": "serve-pause", "run": os.urandom(4).hex()}
+    q = urllib.parse.quote(urllib.parse.urlencode(meta))
+    status, sbx = call(serve, "POST", "/sandboxes", {"templateID": "base", "metadata": meta,
+                                                      "timeout": 600})
+    assert status == 201, sbx
+    sid = sbx["sandboxID"]
+    status, other = call(serve, "POST", "/sandboxes", {"metadata": meta})
+    assert status == 201, other
+    try:
+        assert run_code(serve, sbx, "kept = 40") == []
+        assert files(serve, sbx, "POST", "/home/user/kept.txt", b"kept across pause")[0] == 200
+
+        assert call(serve, "POST", f"/sandboxes/{sid}/pause") == (204, None)
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/pause")
+        assert status == 409 and body["code"] == 409 and "already paused" in body["message"]
+        status, body = call(serve, "POST", "/sandboxes/qemu-00000000/pause")
+        assert status == 404 and body["code"] == 404
+        # Paused: listed as such (v1 and v2, state filters), described, unreachable.
+        assert listed(serve, f"metadata={q}&state=paused") == {sid: "paused"}
+        assert listed(serve, f"metadata={q}&state=running") == {other["sandboxID"]: "running"}
+        assert listed(serve, f"metadata={q}") == {sid: "paused", other["sandboxID"]: "running"}
+        assert listed(serve, f"metadata={q}&state=paused", v2=False) == {sid: "paused"}
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert status == 200 and info["state"] == "paused" and info["metadata"] == meta, info
+        assert files(serve, sbx, "GET", "/home/user/kept.txt")[0] == 502  # as an unknown one
+        assert os.listdir(os.path.join(serve.paused, sid))  # its record
+
+        # connect resumes it (201), with its token, state and a deadline from now.
+        t0 = time.time()
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/connect", {"timeout": 120})
+        assert status == 201, body
+        assert body["sandboxID"] == sid and body["envdAccessToken"] == sbx["envdAccessToken"]
+        assert run_code(serve, sbx, "kept + 2") == ["42"]
+        assert files(serve, sbx, "GET", "/home/user/kept.txt") == (200, b"kept across pause")
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert info["state"] == "running", info
+        end = time.mktime(time.strptime(info["endAt"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        assert t0 + 100 < end < time.time() + 121, info
+        assert not os.path.exists(os.path.join(serve.paused, sid))  # the record is consumed
+        status, body = call(serve, "POST", f"/v2/sandboxes/{sid}/connect", {})
+        assert status == 200 and body["sandboxID"] == sid, body  # running already
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/resume", {})
+        assert status == 409 and body["code"] == 409, body
+
+        # The deprecated /resume resumes too (201); a paused one's kill drops it.
+        assert call(serve, "POST", f"/sandboxes/{sid}/pause") == (204, None)
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/resume", {"timeout": 60})
+        assert status == 201 and body["sandboxID"] == sid, body
+        assert run_code(serve, sbx, "kept") == ["40"]
+        assert call(serve, "POST", f"/sandboxes/{sid}/pause") == (204, None)
+        assert call(serve, "DELETE", f"/sandboxes/{sid}") == (204, None)
+        assert call(serve, "DELETE", f"/sandboxes/{sid}")[0] == 404
+        assert call(serve, "GET", f"/sandboxes/{sid}")[0] == 404
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/connect", {})
+        assert status == 404 and body["code"] == 404, body
+        assert sorted(os.listdir(serve.paused)) == ["lock"]
+        assert listed(serve, f"metadata={q}") == {other["sandboxID"]: "running"}
+    finally:
+        call(serve, "DELETE", f"/sandboxes/{sid}")
+        call(serve, "DELETE", f"/sandboxes/{other['sandboxID']}")
+
+
+def test_a_paused_sandbox_outlives_its_timeout_and_resumes(serve):
+    """While paused a sandbox has no deadline (E2B keeps it until killed): the
+    reaper does not end it, and connect gives it one again."""
+    status, sbx = call(serve, "POST", "/sandboxes", {"timeout": 8})
+    assert status == 201, sbx
+    sid = sbx["sandboxID"]
+    try:
+        assert run_code(serve, sbx, "alive = 7") == []
+        assert call(serve, "POST", f"/sandboxes/{sid}/pause") == (204, None)
+        time.sleep(10)  # past its timeout: a running one would be ended by now
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert status == 200 and info["state"] == "paused", info
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/connect", {"timeout": 60})
+        assert status == 201, body
+        assert run_code(serve, sbx, "alive * 6") == ["42"]
+    finally:
+        call(serve, "DELETE", f"/sandboxes/{sid}")
+
+
+def test_auto_pause_at_the_timeout_then_connect_resumes(serve):
+    """E2B's lifecycle onTimeout "pause" (the create's `autoPause`): at its
+    timeout the sandbox is paused, not killed, and connect wakes it."""
+    status, body = call(serve, "POST", "/sandboxes", {"timeout": 3, "autoPause": True,
+                                                       "autoResume": {"enabled": True}})
+    assert status == 400 and "autoResume" in body["message"], body
+    status, sbx = call(serve, "POST", "/sandboxes", {"timeout": 3, "autoPause": True,
+                                                      "autoResume": {"enabled": False}})
+    assert status == 201, sbx
+    sid = sbx["sandboxID"]
+    try:
+        assert run_code(serve, sbx, "woke = 21") == []
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert info["lifecycle"] == {"onTimeout": "pause", "autoResume": False}, info
+        # Paused at its timeout (or being paused: described as paused already);
+        # bounded generously, as the reaper and TCG take their time.
+        for _ in range(240):
+            status, info = call(serve, "GET", f"/sandboxes/{sid}")
+            if info.get("state") == "paused" and os.path.isdir(os.path.join(serve.paused, sid)):
+                break
+            time.sleep(0.5)
+        assert status == 200 and info["state"] == "paused", info
+        assert listed(serve, "state=paused").get(sid) == "paused"
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/connect", {"timeout": 60})
+        assert status == 201, body
+        assert run_code(serve, sbx, "woke * 2") == ["42"]
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert info["state"] == "running" and info["lifecycle"]["onTimeout"] == "pause", info
+    finally:
+        call(serve, "DELETE", f"/sandboxes/{sid}")
+    with open(serve.log_path, errors="replace") as f:
+        assert f"sandbox {sid} paused: its timeout passed (autoPause)" in f.read()
