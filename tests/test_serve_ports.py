@@ -457,3 +457,26 @@ def test_upgrade_not_taken_by_the_guest_is_plain_http(sbx):
     assert status == 200 and body == b""
     info = json.loads(headers["x-info"])
     assert info["path"] == "/u" and info["connection"] == "Upgrade"
+
+
+def test_private_ports_stay_private_across_a_pause(server):
+    priv = create(server, network={"allowPublicTraffic": False})
+    try:
+        priv.write("/tmp/www/index.html", b"still private\n")
+        priv.start(f"python3 -m http.server {WEB} --bind 127.0.0.1 --directory /tmp/www")
+        tok = {"E2B-Traffic-Access-Token": priv.token}
+        for _ in range(240):
+            status, _, body = priv.get(WEB, "/index.html", **tok)
+            if status != 502:
+                break
+            time.sleep(0.25)
+        assert status == 200, body
+        assert api(server, "POST", f"/sandboxes/{priv.id}/pause")[0] == 204
+        status, _, body = api(server, "POST", f"/sandboxes/{priv.id}/connect", {"timeout": 120})
+        assert status == 201, body
+        # resumed with its server running, and its ports still need the token
+        status, _, body = priv.get(WEB, "/index.html", **tok)
+        assert status == 200 and body == b"still private\n", body
+        assert priv.get(WEB, "/index.html")[0] == 403
+    finally:
+        api(server, "DELETE", f"/sandboxes/{priv.id}")
