@@ -4,7 +4,8 @@
  * agent_seccomp_apply(): the agent's own allowlist, loaded once it listens and
  * its spawner runs. The agent then serves requests and supervises processes,
  * but creates none: fork, exec and new sockets are the spawner's (spawner.c),
- * so they are not on the list. Anything not listed fails with EPERM rather
+ * so they are not on the list, with one narrow exception: the ports service's
+ * TCP client sockets (allow_tunnel_sockets). Anything not listed fails with EPERM rather
  * than killing the agent: a syscall missed on a rare path (an error branch, a
  * libc update) then fails one operation, which the agent logs, instead of
  * taking every context down; either way the syscall does not run.
@@ -84,6 +85,35 @@ static int allow_socketpair(scmp_filter_ctx ctx)
         return seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
 }
 
+/*
+ * The ports service (ports.c) connects to TCP ports on the guest's loopback:
+ * socket() of exactly AF_INET or AF_INET6, SOCK_STREAM | SOCK_NONBLOCK |
+ * SOCK_CLOEXEC, protocol 0, and connect(). Not through the spawner: a tunnel
+ * is opened per HTTP request and its connect must not block the agent's loop
+ * (the spawner answers one synchronous request at a time), and passing the
+ * fd back would add a second path for the same bytes. No bind, listen or
+ * other families: the agent still cannot serve on, sniff or route a network.
+ * connect()'s address cannot be checked by seccomp (a pointer); ports.c only
+ * ever passes 127.0.0.1 or ::1, and the guest has no other interface unless
+ * its VM was given one (cellvm.net=static, docs/SECURITY.md).
+ */
+static int allow_tunnel_sockets(scmp_filter_ctx ctx)
+{
+        int nr = seccomp_syscall_resolve_name("socket");
+        const int families[] = {AF_INET, AF_INET6};
+        int rc = 0;
+        for (size_t i = 0; rc == 0 && i < 2; i++)
+                rc = seccomp_rule_add(
+                    ctx, SCMP_ACT_ALLOW, nr, 3, SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]),
+                    SCMP_A1(SCMP_CMP_EQ,
+                            (scmp_datum_t)(SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC)),
+                    SCMP_A2(SCMP_CMP_EQ, 0));
+        if (rc == 0)
+                rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, seccomp_syscall_resolve_name("connect"),
+                                      0);
+        return rc;
+}
+
 /* ioctl: only the serial port's tty settings (listen.c), ADD_ENTROPY (common/entropy.c) and
  * the ptys of commands (pty.c): unlocking a new master, opening its slave from it (no path
  * lookup) and setting its window size. The slave's TIOCSCTTY is the child's, before exec. */
@@ -116,6 +146,8 @@ int agent_seccomp_apply(void)
                 rc = allow_socketpair(ctx);
         if (rc == 0)
                 rc = allow_ioctls(ctx);
+        if (rc == 0)
+                rc = allow_tunnel_sockets(ctx);
 #ifdef __SANITIZE_ADDRESS__
         if (rc == 0)
                 rc = allow_sanitizer_clone(ctx);

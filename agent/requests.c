@@ -16,8 +16,8 @@
 #include "system.h"
 #include "writer.h"
 
-static const char *const capabilities[] = {"execute",  "contexts", "interrupt", "cancel",
-                                           "chunking", "files",    "commands",  "system"};
+static const char *const capabilities[] = {"execute", "contexts", "interrupt", "cancel", "chunking",
+                                           "files",   "commands", "system",    "ports"};
 
 static void reply_ok_empty(struct conn *c, uint32_t id)
 {
@@ -438,8 +438,8 @@ static void do_commands_list(struct agent *a, struct conn *c, uint32_t id, const
 
 /* Every request the agent serves, in one place: its handler, and whether a
  * guest awaiting a generation refuses it (`no_generation`, docs/PROTOCOL.md
- * section 11: whatever runs user code or touches files or commands). FILE_DATA
- * is not here: it continues an upload (svc_data). */
+ * section 11: whatever runs user code or touches files, commands or ports).
+ * FILE_DATA and PORT_DATA are not here: they continue a request (svc_data). */
 struct request_kind {
         uint16_t type;
         bool gated;
@@ -477,6 +477,7 @@ static const struct request_kind request_kinds[] = {
     {CV_MSG_CMD_STDIN, true, commands_stdin_request},
     {CV_MSG_CMD_CONNECT, true, commands_connect_request},
     {CV_MSG_CMD_RESIZE, true, commands_resize_request},
+    {CV_MSG_PORT_OPEN, true, ports_open_request},
 };
 
 static const struct request_kind *request_kind_of(uint16_t type)
@@ -501,8 +502,8 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
                 conn_send_error(a, c, 0, CV_ERR_BAD_REQUEST, "request id 0 is reserved");
                 return;
         }
-        if (type == CV_MSG_FILE_DATA) {
-                svc_data(a, c, id, body, len);
+        if (type == CV_MSG_FILE_DATA || type == CV_MSG_PORT_DATA) {
+                svc_data(a, c, type, id, body, len);
                 return;
         }
         if (find_inflight(c, id) || svc_find(c, id)) {

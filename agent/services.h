@@ -1,6 +1,7 @@
 /*
- * The files and commands services (docs/PROTOCOL.md sections 9-10): requests
- * that stay in flight (uploads, downloads, directory watches, commands) hang
+ * The files, commands and ports services (docs/PROTOCOL.md sections 9, 10, 12):
+ * requests that stay in flight (uploads, downloads, directory watches, commands,
+ * tunnels) hang
  * off their connection as a `struct svc_req`, so CANCEL, duplicate ids,
  * disconnects and output flow control treat them like executions.
  */
@@ -48,8 +49,10 @@ struct svc_req *svc_find(struct conn *c, uint32_t id);
 /* Cancels every service request of `c` without replying (disconnect). */
 void svc_drop_all(struct agent *a, struct conn *c);
 void svc_resume_all(struct agent *a, struct conn *c);
-/* A FILE_DATA message: continues upload `id`; dropped if that request already ended. */
-void svc_data(struct agent *a, struct conn *c, uint32_t id, const uint8_t *body, size_t len);
+/* A continuation message (FILE_DATA, PORT_DATA) of request `id`; dropped if that request
+ * already ended. */
+void svc_data(struct agent *a, struct conn *c, uint16_t type, uint32_t id, const uint8_t *body,
+              size_t len);
 /* OK {} for request `id`. */
 void svc_reply_ok_empty(struct conn *c, uint32_t id);
 /* ERROR for a failed file operation: code from errno, message "what path: strerror (ENAME)". */
@@ -113,6 +116,9 @@ void files_encode_entry(struct cv_buf *b, const char *path, const struct stat *s
  * Returns 0 with `abs` filled, or -1. */
 int files_request_path(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body,
                        const char *key, struct creds *cr, char *abs, size_t size);
+
+/* --- ports.c: tunnels to TCP ports on the guest's loopback (section 12) --- */
+void ports_open_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 
 /* --- commands.c --- */
 void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);

@@ -59,25 +59,26 @@ void svc_resume_all(struct agent *a, struct conn *c)
         }
 }
 
-void svc_data(struct agent *a, struct conn *c, uint32_t id, const uint8_t *body, size_t len)
+void svc_data(struct agent *a, struct conn *c, uint16_t type, uint32_t id, const uint8_t *body,
+              size_t len)
 {
         struct svc_req *r = svc_find(c, id);
         if (!r || !r->ops->data) {
-                /* The upload ended early (an error, a CANCEL): the client's remaining chunks
-                 * were already on their way. */
-                log_debug("conn %u: FILE_DATA for id %u, not an upload in flight: dropped", c->num,
-                          id);
+                /* The upload or tunnel ended early (an error, a CANCEL): the client's remaining
+                 * chunks were already on their way. */
+                log_debug("conn %u: %s for id %u, not a request in flight: dropped", c->num,
+                          cv_msg_type_name(type), id);
                 return;
         }
         cbor_item_t *item = NULL;
         int rc = cv_body_parse(body, len, &item);
         if (rc < 0) {
                 conn_send_error(a, c, id, rc == -ENOMEM ? CV_ERR_INTERNAL : CV_ERR_BAD_REQUEST,
-                                "FILE_DATA: the body is not a CBOR map");
+                                "%s: the body is not a CBOR map", cv_msg_type_name(type));
                 r->ops->cancel(a, r, false);
                 return;
         }
-        r->ops->data(a, r, CV_MSG_FILE_DATA, item);
+        r->ops->data(a, r, type, item);
         cbor_decref(&item);
 }
 

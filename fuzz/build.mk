@@ -6,7 +6,8 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Iprotocol -Iclient/c \
                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_PROTO  := $(PROTO_SRCS)
 FUZZ_TARGETS := $(FUZZ_DIR)/fuzz_agent_decoder $(FUZZ_DIR)/fuzz_client_decoder \
-                $(FUZZ_DIR)/fuzz_serve_request $(FUZZ_DIR)/fuzz_mcp_message
+                $(FUZZ_DIR)/fuzz_serve_request $(FUZZ_DIR)/fuzz_guest_http \
+                $(FUZZ_DIR)/fuzz_mcp_message
 
 $(FUZZ_DIR)/fuzz_agent_decoder: fuzz/fuzz_agent_decoder.c $(FUZZ_PROTO)
 	@mkdir -p $(dir $@)
@@ -27,6 +28,11 @@ $(FUZZ_DIR)/fuzz_serve_request: fuzz/fuzz_serve_request.c $(FUZZ_SERVE) $(FUZZ_P
 		client/c/serve_sign.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) -lmicrohttpd -ljansson -lnettle -lcbor
+
+# A sandbox's own HTTP server's responses as serve relays them (serve_http1.c).
+$(FUZZ_DIR)/fuzz_guest_http: fuzz/fuzz_guest_http.c client/c/serve_http1.c client/c/serve_http1.h
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^)
 
 # cellvm mcp's JSON-RPC and tool arguments (no sandbox: serve_create and the
 # agent connection stubbed in the target), and its bounded tool text.

@@ -39,6 +39,18 @@ struct serve serve;
 const struct hroute route_api, route_interp, route_envd, route_files_get, route_files_post,
     route_mcp;
 
+int port_route(struct hreq *h, unsigned port, char *why, size_t whylen)
+{
+        (void)h, (void)port, (void)why, (void)whylen;
+        return 502;
+}
+
+int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen)
+{
+        (void)h, (void)id, (void)why, (void)whylen;
+        return 502;
+}
+
 int serve_create(const char *template_id, double timeout_s, json_t *metadata, json_t *envs,
                  struct sandbox **out, char *err, size_t errlen)
 {

@@ -55,6 +55,24 @@ static struct sandbox fake[2];
 const struct hroute route_api, route_interp, route_envd, route_files_get, route_files_post,
     route_mcp;
 
+int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen)
+{
+        (void)h;
+        (void)id;
+        (void)why;
+        (void)whylen;
+        return 502;
+}
+
+int port_route(struct hreq *h, unsigned port, char *why, size_t whylen)
+{
+        (void)h;
+        (void)port;
+        (void)why;
+        (void)whylen;
+        return 502;
+}
+
 struct sandbox *serve_get(const char *id)
 {
         (void)id;

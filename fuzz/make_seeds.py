@@ -152,6 +152,18 @@ for name, t in [("time_z", b"2026-12-03T21:43:26.123Z"), ("time_offset", b"2026-
                 ("time_plain", b"2026-12-03T21:43:26Z"), ("time_micro", b"2026-12-03T21:43:26.123456-05:30")]:
     serve_seed(name, 6, t)
 
+# A sandbox's own server's responses (fuzz_guest_http): the first byte says
+# whether the request was a HEAD, then the bytes as the guest sends them.
+guest_http = {
+    "length": b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello",
+    "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: b\r\n\r\n"
+               b"6;ext=1\r\nfirst,\r\n4\r\nlast\r\n0\r\nX-Trailer: t\r\n\r\n",
+    "to_eof": b"HTTP/1.0 201 Made\nServer: SimpleHTTP/0.6 Python/3.11\n\nuntil the end",
+    "interim": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nDate: x\r\n\r\n",
+    "head": b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n",
+}
+for name, raw in guest_http.items():
+    write("guest_http", name, (b"\x01" if name == "head" else b"\x00") + raw)
 
 # --- fuzz_mcp_message: what MCP clients send `cellvm mcp` ---------------------
 # First byte: even, one JSON-RPC message; odd, tool text (then its bound).

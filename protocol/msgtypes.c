@@ -89,6 +89,13 @@ const char *cv_msg_type_name(uint16_t type)
                 return "CMD_STARTED";
         case CV_MSG_CMD_OUTPUT:
                 return "CMD_OUTPUT";
+        case CV_MSG_PORT_OPEN:
+                return "PORT_OPEN";
+        case CV_MSG_PORT_DATA:
+        case CV_MSG_PORT_DATA_OUT:
+                return "PORT_DATA";
+        case CV_MSG_PORT_OPENED:
+                return "PORT_OPENED";
         case CV_MSG_Z_READY:
                 return "Z_READY";
         case CV_MSG_Z_SPAWN:

@@ -52,6 +52,11 @@ enum cv_msg_type {
         CV_MSG_CMD_RESIZE = 0x0205,
         CV_MSG_CMD_STARTED = 0x8200,
         CV_MSG_CMD_OUTPUT = 0x8201,
+        /* ports service (section 12) */
+        CV_MSG_PORT_OPEN = 0x0300,
+        CV_MSG_PORT_DATA = 0x0301,
+        CV_MSG_PORT_OPENED = 0x8300,
+        CV_MSG_PORT_DATA_OUT = 0x8301,
         /* inside the guest only: agent <-> zygote <-> executor */
         CV_MSG_Z_READY = 0x4001,
         CV_MSG_Z_SPAWN = 0x4002,
@@ -69,10 +74,16 @@ enum cv_msg_type {
 #define CV_MSG_FILES_LAST 0x01FFu
 #define CV_MSG_COMMANDS_FIRST 0x0200u
 #define CV_MSG_COMMANDS_LAST 0x02FFu
+#define CV_MSG_PORTS_FIRST 0x0300u
+#define CV_MSG_PORTS_LAST 0x03FFu
 #define CV_MSG_INTERNAL_FIRST 0x4000u
 #define CV_MSG_INTERNAL_LAST 0x7FFFu
 /* Types at or above this come from the agent. */
 #define CV_MSG_FROM_AGENT 0x8000u
+
+/* A tunnel's window (section 12): PORT_DATA bytes a side may send that the other
+ * has not acknowledged. */
+#define CV_PORT_WINDOW (256u * 1024u)
 
 /* ERROR codes (section 3). */
 #define CV_ERR_BAD_FRAME "bad_frame"

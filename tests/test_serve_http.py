@@ -591,7 +591,9 @@ def test_envd_needs_the_sandboxs_own_token(server, pair):
 
 
 def test_sandbox_ports_other_than_envd_and_interpreter(server, pair):
-    e2b_error(server.request("GET", "/", pair[0].headers(port=8080)), 502)
+    # Relayed to the guest (tests/test_serve_ports.py); nothing listens on 8080.
+    msg = e2b_error(server.request("GET", "/", pair[0].headers(port=8080)), 502)
+    assert msg == "The sandbox is running but port is not open"
 
 
 # --- envd: Connect ----------------------------------------------------------------------

@@ -676,6 +676,28 @@ def test_g_later_features(serve, tmp_path):
                              "watch_dir": watch_dir, "metrics": metrics})
 
 
+# --- h: a sandbox's own server through getHost(port) --------------------------------
+
+def test_h_get_host(serve, tmp_path):
+    result, evidence = run_group(serve, tmp_path, "h_ports.mjs")
+
+    def get_host(s):
+        assert s["host"] == f"8000-{s['sandboxId']}.localhost:{serve.port}", s["host"]
+        assert s["body"] == "served from the sandbox", s["last"]
+        assert s["echoStatus"] == 200 and s["echoLength"] == 1 << 20 and s["echoSame"] is True
+        assert s["closed"] == {"status": 502, "body": {
+            "message": "The sandbox is running but port is not open",
+            "sandboxId": s["sandboxId"], "port": 8002, "code": 502}}, s["closed"]
+        assert s["fetchStatus"] == 200 and s["fetchBody"] == "served from the sandbox"
+
+    def private_traffic(s):
+        assert s["hasToken"] is True
+        assert s["withToken"] == "private page"
+        assert s["withoutToken"] == 403 and s["wrongToken"] == 403
+
+    check(result, evidence, {"get_host": get_host, "private_traffic": private_traffic})
+
+
 # --- h: sandbox.pty ------------------------------------------------------------------
 
 def test_h_pty(serve, tmp_path):

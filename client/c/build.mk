@@ -26,6 +26,8 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_multipart.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
               client/c/serve_metrics.c \
               client/c/serve_pause.c
+# getHost(port): other ports relayed through the agent's tunnels.
+SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrade.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
@@ -49,6 +51,12 @@ CLIENT_TESTS := $(B)/tests/c/test_client_vmm $(B)/tests/c/test_client_registry \
 
 $(B)/tests/c/test_client_hybrid_vsock: $(B)/tests/c/test_client_hybrid_vsock.o \
 		$(B)/client/c/hybrid_vsock.o $(B)/client/c/connect.o
+	$(CC) $(LDFLAGS) -o $@ $^
+
+# cellvm serve's reading of a sandbox's own HTTP responses (serve_http1.c).
+CLIENT_TESTS += $(B)/tests/c/test_serve_http1
+
+$(B)/tests/c/test_serve_http1: $(B)/tests/c/test_serve_http1.o $(B)/client/c/serve_http1.o
 	$(CC) $(LDFLAGS) -o $@ $^
 
 $(B)/tests/c/test_client_manifest: $(B)/tests/c/test_client_manifest.o \

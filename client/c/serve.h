@@ -45,7 +45,10 @@ struct sandbox {
         json_t *envs;     /* object of strings: the sandbox-wide environment */
         int refs;         /* under serve.life; the table holds one */
         bool dead;        /* killed or expired: no longer in the table */
-        bool auto_pause;  /* E2B's lifecycle onTimeout "pause": paused at its deadline */
+        /* network.allowPublicTraffic=false: its other ports need the traffic token
+         * (serve_port.c). Set once at create, read with __atomic loads. */
+        bool private_traffic;
+        bool auto_pause; /* E2B's lifecycle onTimeout "pause": paused at its deadline */
         struct cvm vm;
         struct cvm_opts opts;
         struct sbx_rec rec;

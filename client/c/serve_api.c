@@ -226,11 +226,15 @@ static enum MHD_Result create(struct hreq *h)
         int r = serve_create(tpl, timeout, metadata, envs, &s, why, sizeof(why));
         if (r < 0 && serve_single_enabled())
                 serve_single_unclaim();
+        /* E2B's default is public: a sandbox's other ports need no token. */
+        bool private_traffic =
+            json_is_false(json_object_get(json_object_get(body, "network"), "allowPublicTraffic"));
         json_decref(metadata);
         json_decref(envs);
         json_decref(body);
         if (r < 0)
                 return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
+        __atomic_store_n(&s->private_traffic, private_traffic, __ATOMIC_RELEASE);
         if (auto_pause) {
                 pthread_mutex_lock(&serve.life);
                 s->auto_pause = true;

@@ -191,6 +191,15 @@ static void stream_free(void *cls)
         free(st);
 }
 
+struct MHD_Response *hstream_response(struct hstream *st, uint64_t size)
+{
+        struct MHD_Response *r =
+            MHD_create_response_from_callback(size, 64 * 1024, stream_read, st, stream_free);
+        if (!r)
+                stream_free(st);
+        return r;
+}
+
 enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *content_type,
                              struct hstream *st)
 {
@@ -208,8 +217,7 @@ enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *conten
 
 /* --- routing -------------------------------------------------------------- */
 
-/* Compares secrets in time independent of where they differ. */
-static bool same_secret(const char *a, const char *b)
+bool same_secret(const char *a, const char *b)
 {
         if (!a || !b)
                 return false;
@@ -319,11 +327,7 @@ static int sandbox_route(struct hreq *h, unsigned port, char *why, size_t whylen
                 snprintf(why, whylen, "no code interpreter endpoint %s", url);
                 return 404;
         }
-        snprintf(why, whylen,
-                 "port %u of sandbox %s: only envd (%d) and the code interpreter (%d) "
-                 "are served",
-                 port, h->sbx->id, SERVE_ENVD_PORT, SERVE_JUPYTER_PORT);
-        return 502;
+        return port_route(h, port, why, whylen);
 }
 
 /* Picks the route; 0, or an HTTP status to answer (with h->why). */
@@ -353,6 +357,8 @@ static int route(struct hreq *h)
         }
         if (to_sandbox) {
                 if (!valid_id(id) || !(h->sbx = serve_get(id))) {
+                        if (port != SERVE_ENVD_PORT && port != SERVE_JUPYTER_PORT)
+                                return port_gone_route(h, id, h->why, sizeof(h->why));
                         /* E2B's edge: a sandbox that is not running is a 502. */
                         snprintf(h->why, sizeof(h->why), "The sandbox %.64s was not found", id);
                         return 502;
@@ -403,8 +409,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         (void)cls;
         (void)version;
         struct hreq *h = *con_cls;
-        if (!h) {
-                h = calloc(1, sizeof(*h));
+        if (!h || !h->conn) { /* made by on_uri, or not (no memory then) */
+                if (!h)
+                        h = calloc(1, sizeof(*h));
                 if (!h)
                         return MHD_NO;
                 h->conn = conn;
@@ -469,8 +476,24 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                 h->free_state(h->state);
         serve_put(h->sbx);
         free(h->body);
+        free(h->raw_uri);
         free(h);
         *con_cls = NULL;
+}
+
+/* The request target as sent, before libmicrohttpd decodes it: a sandbox's own
+ * server gets it unchanged (serve_port.c). Its length is bounded by the
+ * connection's memory limit. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+        (void)cls;
+        (void)conn;
+        struct hreq *h = calloc(1, sizeof(*h));
+        if (h && !(h->raw_uri = strdup(uri))) {
+                free(h);
+                h = NULL;
+        }
+        return h;
 }
 
 static void on_mhd_error(void *cls, const char *fmt, va_list ap)
@@ -483,8 +506,9 @@ static void on_mhd_error(void *cls, const char *fmt, va_list ap)
 struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, char *err,
                                     size_t errlen)
 {
-        unsigned flags =
-            MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+        unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                         MHD_USE_ERROR_LOG |
+                         MHD_ALLOW_UPGRADE; /* a sandbox's WebSocket servers (serve_upgrade.c) */
         if (addr && addr->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
         struct MHD_Daemon *d;
@@ -494,14 +518,15 @@ struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, 
                     on_mhd_error, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
                     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
                     (size_t)64 * 1024, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
-                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_END);
+                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
+                    on_uri, NULL, MHD_OPTION_END);
         else
                 d = MHD_start_daemon(
                     flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER,
                     on_mhd_error, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_TIMEOUT,
                     (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
                     MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED,
-                    on_completed, NULL, MHD_OPTION_END);
+                    on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
         if (!d)
                 snprintf(err, errlen, "libmicrohttpd could not start on that address");
         return d;

@@ -32,6 +32,7 @@ struct hroute {
 struct hreq {
         struct MHD_Connection *conn;
         const char *method, *url;
+        char *raw_uri; /* the request target as sent (path and query, not decoded) */
         const struct hroute *route;
         struct sandbox *sbx; /* the target sandbox (referenced), or NULL */
         char *body;          /* kept body, NUL-terminated */
@@ -41,6 +42,10 @@ struct hreq {
         void *state;                  /* a route's own */
         void (*free_state)(void *st); /* called when the request ends */
 };
+
+/* Compares a client's secret `a` (NULL: none) with `b` in time independent of
+ * where they differ. */
+bool same_secret(const char *a, const char *b);
 
 /* Header or query value (NULL when absent). */
 const char *hreq_header(struct hreq *h, const char *name);
@@ -73,6 +78,9 @@ struct hstream {
 int hstream_put(struct hstream *st, const void *data, size_t len);
 enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *content_type,
                              struct hstream *st);
+/* A response reading `st` (`size` bytes, or MHD_SIZE_UNKNOWN), for the caller
+ * to add headers to and queue; NULL when out of memory (`st` is then released). */
+struct MHD_Response *hstream_response(struct hstream *st, uint64_t size);
 
 /* A response that relays one agent request as the agent answers it: `fill`
  * waits for the request's next message and hands it to `on_event` (which
@@ -104,6 +112,12 @@ extern const struct hroute route_interp;
 extern const struct hroute route_envd;
 extern const struct hroute route_files_get;
 extern const struct hroute route_files_post;
+/* Any other port of a sandbox (serve_port.c): checks the traffic token rule,
+ * sets the route; 0, or an HTTP status with `why`. */
+int port_route(struct hreq *h, unsigned port, char *why, size_t whylen);
+/* Any other port of a sandbox that is not running (`id` as the client named
+ * it): E2B's edge's 502 body, once the request's body is read. */
+int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen);
 
 /* Converts an agent's CBOR value to JSON (bytes as base64), bounded by depth. */
 json_t *cbor_to_json(const cbor_item_t *item);

@@ -162,6 +162,7 @@ int cmd_serve(int argc, char **argv)
             {"pool", required_argument, NULL, 'p'},
             {"help", no_argument, NULL, 'h'},
             {"single", no_argument, NULL, 's'},
+            {"domain", required_argument, NULL, 'd'},
             {NULL, 0, NULL, 0},
         };
         const char *listen_at = "127.0.0.1:3000", *unix_path = NULL, *domain = NULL;

@@ -15,7 +15,8 @@
 #include "serve.h"
 
 /* What the server keeps beside a record, as JSON: the envd access token (the
- * SDK's Sandbox object keeps it) and the lifecycle (autoPause). */
+ * SDK's Sandbox object keeps it), the lifecycle (autoPause) and whether its
+ * ports need the traffic token (privateTraffic). */
 #define SERVE_FILE "serve.json"
 #define SERVE_FILE_MAX 4096
 
@@ -57,7 +58,8 @@ static int write_serve_file(const char *dir, const struct sandbox *s)
         snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
         char *text = NULL;
         json_t *j =
-            json_pack("{s:s, s:b}", "envdAccessToken", s->token, "autoPause", s->auto_pause);
+            json_pack("{s:s, s:b, s:b}", "envdAccessToken", s->token, "autoPause", s->auto_pause,
+                      "privateTraffic", __atomic_load_n(&s->private_traffic, __ATOMIC_ACQUIRE));
         if (j)
                 text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
@@ -74,8 +76,9 @@ static int write_serve_file(const char *dir, const struct sandbox *s)
         return rc;
 }
 
-/* The token and lifecycle kept with the record into `s`; a record paused by
- * the CLI or the SDK has none: a new token, no autoPause. */
+/* The token, lifecycle and traffic rule kept with the record into `s`; a
+ * record paused by the CLI or the SDK has none: a new token, no autoPause,
+ * public ports (E2B's default). */
 static int read_serve_file(const char *dir, struct sandbox *s)
 {
         char path[PATH_MAX + 16], buf[SERVE_FILE_MAX];
@@ -92,6 +95,8 @@ static int read_serve_file(const char *dir, struct sandbox *s)
         if (ok)
                 memcpy(s->token, token, SERVE_TOKEN_LEN + 1);
         s->auto_pause = json_is_true(json_object_get(j, "autoPause"));
+        /* A private sandbox's ports stay private across a pause (serve_port.c). */
+        s->private_traffic = json_is_true(json_object_get(j, "privateTraffic"));
         json_decref(j);
         return ok ? 0 : serve_random_hex(s->token, SERVE_TOKEN_LEN);
 }

@@ -77,6 +77,13 @@ static void denied_calls(const char *dir)
         expect_eperm("fork()", pid, errno);
         DENIED("socket(AF_INET)", socket(AF_INET, SOCK_STREAM, 0));
         DENIED("socket(AF_UNIX)", socket(AF_UNIX, SOCK_STREAM, 0));
+        /* The ports service's sockets are TCP, non-blocking, close-on-exec only. */
+        DENIED("socket(AF_INET, SOCK_DGRAM)",
+               socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        DENIED("socket(AF_PACKET)",
+               socket(AF_PACKET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        DENIED("socket(AF_INET, SOCK_RAW)",
+               socket(AF_INET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 255));
         DENIED("socketpair(AF_INET)", socketpair(AF_INET, SOCK_STREAM, 0, (int[2]){0, 0}));
         /* Without the filter: ENOENT (no such target), whatever the privileges. */
         char target[600];
@@ -114,6 +121,9 @@ static void allowed_calls(const char *dir)
         ALLOWED("read", read(p[0], &c, 1));
         int sv[2] = {-1, -1};
         ALLOWED("socketpair(AF_UNIX)", socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv));
+        int tcp = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        ALLOWED("socket(AF_INET, SOCK_STREAM|SOCK_NONBLOCK|SOCK_CLOEXEC)", tcp);
+        close(tcp);
         ALLOWED("sendmsg", send(sv[0], "y", 1, MSG_NOSIGNAL));
         ALLOWED("recvmsg", recv(sv[1], &c, 1, 0));
         int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
