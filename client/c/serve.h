@@ -198,6 +198,8 @@ bool serve_single_enabled(void);
 int serve_single_claim(void);
 /* A claimed create failed: the next may try. */
 void serve_single_unclaim(void);
+/* The claimed create succeeded: its sandbox is in the table. */
+void serve_single_handed_out(void);
 /* Waits until the pool holds the warm sandbox: 0, or -ECANCELED with the
  * signal of `signals` that came first in *sig. */
 int serve_single_wait_warm(const sigset_t *signals, int *sig);

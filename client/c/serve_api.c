@@ -226,6 +226,8 @@ static enum MHD_Result create(struct hreq *h)
         int r = serve_create(tpl, timeout, metadata, envs, &s, why, sizeof(why));
         if (r < 0 && serve_single_enabled())
                 serve_single_unclaim();
+        else if (r == 0 && serve_single_enabled())
+                serve_single_handed_out();
         /* E2B's default is public: a sandbox's other ports need no token. */
         bool private_traffic =
             json_is_false(json_object_get(json_object_get(body, "network"), "allowPublicTraffic"));

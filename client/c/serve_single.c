@@ -15,6 +15,7 @@
 static struct {
         pthread_mutex_t lock;
         bool on, claimed;
+        bool handed_out; /* the claimed create succeeded: the sandbox is in the table */
 } single = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 void serve_single_enable(void)
@@ -43,6 +44,21 @@ void serve_single_unclaim(void)
         pthread_mutex_lock(&single.lock);
         single.claimed = false;
         pthread_mutex_unlock(&single.lock);
+}
+
+void serve_single_handed_out(void)
+{
+        pthread_mutex_lock(&single.lock);
+        single.handed_out = true;
+        pthread_mutex_unlock(&single.lock);
+}
+
+static bool handed_out(void)
+{
+        pthread_mutex_lock(&single.lock);
+        bool h = single.handed_out;
+        pthread_mutex_unlock(&single.lock);
+        return h;
 }
 
 static bool claimed(void)
@@ -92,21 +108,14 @@ int serve_single_wait_warm(const sigset_t *signals, int *sig)
 void *serve_single_watch(void *arg)
 {
         (void)arg;
-        while (!serve.stopping) {
-                /* A create in flight is claimed with nothing in the table yet:
-                 * only a sandbox seen once counts as ended when it goes. */
-                if (claimed() && live_sandboxes()) {
-                        while (!serve.stopping && live_sandboxes())
-                                nap();
-                        if (!serve.stopping) {
-                                serve.ready = false;
-                                fputs("cellvm serve: the pod's sandbox ended: /health is 503 "
-                                      "from now on\n",
-                                      stderr);
-                        }
-                        return NULL;
-                }
+        /* Set by the create once its sandbox is in the table, so a sandbox
+         * created and ended between two looks still counts as served. */
+        while (!serve.stopping && !(handed_out() && live_sandboxes() == 0))
                 nap();
+        if (!serve.stopping) {
+                serve.ready = false;
+                fputs("cellvm serve: the pod's sandbox ended: /health is 503 from now on\n",
+                      stderr);
         }
         return NULL;
 }
