@@ -65,7 +65,18 @@ static int warm(struct sandbox *s, char *err, size_t errlen)
         int rm = mux_call(&s->mux, CV_MSG_CONTEXT_REMOVE, &b, 60000, NULL, err, errlen);
         cv_buf_free(&b);
         free(ctx);
-        return rc < 0 ? rc : rm;
+        if (rc < 0 || rm < 0)
+                return rc < 0 ? rc : rm;
+        /* The default context's own part of a first cell (its reseed for this
+         * generation, its process's first run of the cell path), taken by an
+         * empty cell: as in IPython, one leaves no history and no count. */
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "code");
+        cv_enc_cstr(&b, "");
+        rc = mux_call(&s->mux, CV_MSG_EXECUTE, &b, 60000, NULL, err, errlen);
+        cv_buf_free(&b);
+        return rc;
 }
 
 static void discard(struct sandbox *s)
