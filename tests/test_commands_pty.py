@@ -120,11 +120,13 @@ def test_interactive_shell_exits(conn):
 
 
 def test_kill_and_ctrl_c(conn):
-    # ^C once the job runs (as a user presses it on seeing output): typed
-    # while the login shell still starts, bash may take the SIGINT itself and
-    # go on, which is bash's business, not the terminal's.
-    p = Pty(conn, 50, "echo ready; sleep 30")
-    p.read_until("ready")
+    # ^C once the job runs and waits (cat has answered a line: the terminal's
+    # echo, then cat's own copy): sent earlier, it could reach bash between
+    # the start of the login shell and the job, and bash decides what a
+    # SIGINT means there, not the terminal.
+    p = Pty(conn, 50, "exec cat")
+    p.send(54, b"ping\n")
+    p.read_until(r"ping\r\nping\r\n")
     p.send(51, b"\x03")  # ^C: the terminal's SIGINT to its foreground job
     t, body = p.wait()
     assert t == OK and body["exit_code"] == -1 and body["error"] == "signal: interrupt", body
