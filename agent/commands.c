@@ -467,6 +467,24 @@ static int take_terminal(const struct creds *cr)
 
 /* In the child the spawner created (spawner.h): becomes the command. Only async-signal-safe
  * calls; reports errno on `errfd`. */
+/* Every signal back to its default action: what whoever started the agent
+ * ignored (a shell's background job ignores SIGINT and SIGQUIT; nohup,
+ * SIGHUP) or the agent itself set (SIGPIPE) must not reach user commands,
+ * whose ^C would then do nothing. 0 or an errno. */
+static int default_signals(void)
+{
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        for (int sig = 1; sig < NSIG; sig++) {
+                if (sig == SIGKILL || sig == SIGSTOP)
+                        continue;
+                /* EINVAL: numbers the C library keeps for itself. */
+                if (sigaction(sig, &dfl, NULL) < 0 && errno != EINVAL)
+                        return errno;
+        }
+        return 0;
+}
+
 void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
 {
         int err = 0;
@@ -477,7 +495,8 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
         if ((s->pty ? (int)setsid() : setpgid(0, 0)) < 0 ||
             sigprocmask(SIG_SETMASK, &none, NULL) < 0)
                 err = errno;
-        signal(SIGPIPE, SIG_DFL);
+        if (!err)
+                err = default_signals();
         if (!err && (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0))
                 err = errno;
         if (!err && s->pty)
