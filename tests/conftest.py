@@ -5,12 +5,18 @@ sanitizer build). The agent runs with the real executor and Debian's CPython.
 """
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 import pytest
+
+# A suite started as a shell's background job (`.ci/run &`, nohup) inherits
+# SIGINT ignored, and Python then installs no KeyboardInterrupt handler: the
+# tests that interrupt the client with SIGINT need it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Sandboxes of the suite live as long as its session VM may need (E2B's
 # default of 300 s would end it mid-run); tests of the lifetime pass their own.

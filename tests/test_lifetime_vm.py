@@ -80,6 +80,19 @@ def wait_for(cond, timeout, what):
         time.sleep(0.2)
 
 
+def runtime_dir(pid):
+    """The $CELLVM_RUNTIME_DIR process `pid` runs with (None: none, or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return None
+    for kv in env:
+        if kv.startswith(b"CELLVM_RUNTIME_DIR="):
+            return kv.split(b"=", 1)[1].decode(errors="replace")
+    return None
+
+
 def cellvm_processes(registry_dir):
     """Processes that could act on this registry now: its keepers (they name
     it) and this checkout's CLI. (Other registries' keepers, e.g. the
@@ -91,8 +104,10 @@ def cellvm_processes(registry_dir):
                 cmd = f.read()
         except OSError:
             continue
-        if registry_dir.encode() in cmd or cmd.split(b"\0")[0] == CLI.encode():
+        if registry_dir.encode() in cmd:
             found.append((int(p), cmd))
+        elif cmd.split(b"\0")[0] == CLI.encode() and runtime_dir(p) == registry_dir:
+            found.append((int(p), cmd))  # a CLI of another registry cannot act on this one
     return found
 
 
