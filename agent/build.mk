@@ -12,6 +12,8 @@ AGENT_SRCS += agent/confine_agent.c agent/netif.c agent/cgroup.c agent/agent_sec
 AGENT_SRCS += agent/system.c agent/generation.c agent/vmfork.c agent/kmsg.c
 # SYS_STATS: the guest's CPU, memory and disk counters (E2B's metrics).
 AGENT_SRCS += agent/stats.c
+# A small file read whole (/proc, cgroup files): stats.c and cgroup.c.
+AGENT_SRCS += agent/small_file.c
 AGENT_OBJS := $(AGENT_SRCS:%.c=$(B)/%.o)
 
 # Uses protocol/ (the codec), confine/ (user code's confinement) and common/

@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <linux/magic.h>
 
+#include "small_file.h"
+
 /* Rounds of "read cgroup.procs, kill each" when cgroup.kill is missing: a fork
  * bomb may fork between the read and the kill. */
 #define KILL_ROUNDS 64
@@ -29,31 +31,6 @@ static int write_file(const char *path, const char *text)
         if (close(fd) < 0 && rc == 0)
                 rc = -errno;
         return rc;
-}
-
-static int read_file(const char *path, char *out, size_t size)
-{
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        size_t got = 0;
-        while (got + 1 < size) {
-                ssize_t n = read(fd, out + got, size - 1 - got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0) {
-                        if (n < 0) {
-                                int err = -errno;
-                                close(fd);
-                                return err;
-                        }
-                        break;
-                }
-                got += (size_t)n;
-        }
-        out[got] = 0;
-        close(fd);
-        return (int)got;
 }
 
 static int ctx_path(char *out, size_t size, const char *parent, const char *id, const char *file)
@@ -88,7 +65,7 @@ int cgroup_parent_setup(const char *parent, char *why, size_t why_size)
                 return -ENOTSUP;
         }
         snprintf(path, sizeof(path), "%s/cgroup.controllers", parent);
-        int rc = read_file(path, list, sizeof(list));
+        int rc = small_file_read(path, list, sizeof(list));
         if (rc < 0) {
                 snprintf(why, why_size, "%s: %s", path, strerror(-rc));
                 return rc;
@@ -150,7 +127,7 @@ int cgroup_context_add(const char *parent, const char *id, pid_t pid)
 static int kill_listed(const char *procs)
 {
         char buf[16384];
-        int rc = read_file(procs, buf, sizeof(buf));
+        int rc = small_file_read(procs, buf, sizeof(buf));
         if (rc < 0)
                 return rc;
         int found = 0;
@@ -210,7 +187,7 @@ int cgroup_context_remove(const char *parent, const char *id)
 uint64_t cgroup_mem_total(void)
 {
         char buf[4096];
-        if (read_file("/proc/meminfo", buf, sizeof(buf)) < 0)
+        if (small_file_read("/proc/meminfo", buf, sizeof(buf)) < 0)
                 return 0;
         const char *p = strstr(buf, "MemTotal:");
         if (!p)

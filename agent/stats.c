@@ -5,16 +5,15 @@
  * cumulative; a host takes two readings for a CPU percentage.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/statfs.h>
-#include <unistd.h>
 
 #include "cbor_util.h"
 #include "msgtypes.h"
 #include "services.h"
+#include "small_file.h"
 #include "stats.h"
 #include "writer.h"
 
@@ -24,35 +23,11 @@ struct guest_stats {
         uint64_t disk_total, disk_used;
 };
 
-/* Reads at most len-1 bytes of a small /proc file: 0 or -errno. */
-static int read_small(const char *path, char *buf, size_t len)
-{
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        size_t got = 0;
-        while (got + 1 < len) {
-                ssize_t n = read(fd, buf + got, len - 1 - got);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0) {
-                        int e = errno;
-                        close(fd);
-                        return -e;
-                }
-                if (n == 0)
-                        break;
-                got += (size_t)n;
-        }
-        buf[got] = '\0';
-        return close(fd) < 0 ? -errno : 0;
-}
-
 /* The "cpu" line of /proc/stat: busy is everything but idle and iowait. */
 static int read_cpu(struct guest_stats *st)
 {
         char buf[4096];
-        int rc = read_small("/proc/stat", buf, sizeof(buf));
+        int rc = small_file_read("/proc/stat", buf, sizeof(buf));
         if (rc < 0)
                 return rc;
         if (strncmp(buf, "cpu ", 4) != 0)
@@ -87,7 +62,7 @@ static uint64_t meminfo_kib(const char *buf, const char *key)
 static int read_mem(struct guest_stats *st)
 {
         char buf[8192];
-        int rc = read_small("/proc/meminfo", buf, sizeof(buf));
+        int rc = small_file_read("/proc/meminfo", buf, sizeof(buf));
         if (rc < 0)
                 return rc;
         st->mem_total = meminfo_kib(buf, "MemTotal:") * 1024;
