@@ -184,3 +184,15 @@ def node_with_packages_or_skip(pkg_dir, probe, min_node, what):
                            text=True, timeout=900)
         assert r.returncode == 0, f"npm ci in {pkg_dir} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return node
+
+
+def serving(tmp, *args, **kwargs):
+    """For a fixture: `yield from serving(tmp)` gives a Server once healthy,
+    stops it after, and fails on what its stop found (a process left, ...)."""
+    s = Server(tmp, *args, **kwargs)
+    try:
+        s.wait_healthy()
+        yield s
+    finally:
+        problems = s.stop()
+    assert not problems, "\n".join(problems) + "\n-- server log:\n" + tail(s.log_path)

@@ -26,7 +26,8 @@ import urllib.request
 import pytest
 
 from conftest import FIXTURES, IMAGE, build_image_or_skip, processes_mentioning
-from serve_process import CLI, ROOT, Server, node_with_packages_or_skip, tail, template_root
+from serve_process import (CLI, ROOT, Server, node_with_packages_or_skip, serving, tail,
+                           template_root)
 
 MCP_DIR = os.path.join(ROOT, "tests", "mcp_sdk")
 CSV = os.path.join(FIXTURES, "vendas.csv")
@@ -100,13 +101,7 @@ def run_suite(node, args, env):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     ready_or_skip()
-    s = Server(str(tmp_path_factory.mktemp("mcp-serve")))
-    try:
-        s.wait_healthy()
-        yield s
-    finally:
-        problems = s.stop()
-    assert not problems, "\n".join(problems) + "\n-- server log:\n" + tail(s.log_path)
+    yield from serving(str(tmp_path_factory.mktemp("mcp-serve")))
 
 
 def call(server, method, path, body=None, headers=None, key=True, raw=None):

@@ -21,7 +21,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from conftest import build_image_or_skip  # noqa: E402
-from serve_process import Server, tail  # noqa: E402
+from serve_process import serving  # noqa: E402
 
 DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -29,13 +29,7 @@ DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory):
     build_image_or_skip()
-    s = Server(str(tmp_path_factory.mktemp("serve-pause")))
-    try:
-        s.wait_healthy()
-        yield s
-    finally:
-        problems = s.stop()
-    assert not problems, "\n".join(problems) + "\n-- server log:\n" + tail(s.log_path)
+    yield from serving(str(tmp_path_factory.mktemp("serve-pause")))
 
 
 def call(serve, method, path, body=None, headers=None, timeout=120):

@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import build_image_or_skip  # noqa: E402
-from serve_process import CLI, Server, tail  # noqa: E402
+from serve_process import CLI, serving  # noqa: E402
 
 ENVD = 49983
 WEB, ECHO, CLOSED, WS = 8000, 8001, 8002, 8003
@@ -224,14 +224,8 @@ def server(tmp_path_factory):
     build_image_or_skip()
     if not os.access(CLI, os.X_OK):
         pytest.fail(f"{CLI} is not built (make all)")
-    s = Server(str(tmp_path_factory.mktemp("serve-ports")), ["--domain", "cellvm.test"],
-               env_extra={"CELLVM_MAX_SANDBOXES": "40"})
-    try:
-        s.wait_healthy()
-        yield s
-    finally:
-        problems = s.stop()
-    assert not problems, "\n".join(problems) + "\n-- server log:\n" + tail(s.log_path)
+    yield from serving(str(tmp_path_factory.mktemp("serve-ports")), ["--domain", "cellvm.test"],
+                       env_extra={"CELLVM_MAX_SANDBOXES": "40"})
 
 
 def create(server, **extra):

@@ -34,7 +34,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from conftest import FIXTURES, build_image_or_skip  # noqa: E402
-from serve_process import CLI, Server, node_with_packages_or_skip, tail  # noqa: E402
+from serve_process import CLI, node_with_packages_or_skip, serving  # noqa: E402
 
 SDK_DIR = os.path.join(ROOT, "tests", "serve_sdk")
 CSV = os.path.join(FIXTURES, "vendas.csv")
@@ -60,14 +60,9 @@ def serve(tmp_path_factory):
     if h.returncode != 0:
         pytest.fail(f"`cellvm serve --help` failed ({h.returncode}): this build has no serve:\n"
                     f"{h.stdout[-1000:]}{h.stderr[-1000:]}")
-    s = Server(str(tmp_path_factory.mktemp("serve-sdk")))
-    s.node = node
-    try:
-        s.wait_healthy()
+    for s in serving(str(tmp_path_factory.mktemp("serve-sdk"))):
+        s.node = node
         yield s
-    finally:
-        problems = s.stop()
-    assert not problems, "\n".join(problems) + "\n-- server log:\n" + tail(s.log_path)
 
 
 def run_group(serve, tmp_path, script, *args):
