@@ -1,0 +1,711 @@
+/*
+ * A serve sandbox's egress proxy, host side (serve_egress.h, docs/NETWORK.md).
+ * One acceptor thread per sandbox keeps one EGRESS_ACCEPT waiting while fewer
+ * than the sandbox's connection bound are open; each stream the guest opens
+ * gets a thread that reads the proxy request (egress_request.c), decides
+ * (egress_policy.c: the name before any lookup, then every address it
+ * resolves to, egress_resolve.c), answers a refusal with a 403 naming the
+ * rule, dials, and relays: the stream's thread carries guest bytes out, a
+ * second thread carries the server's bytes in within the tunnel's window
+ * (and the byte rate, when set). A CONNECT's TLS ClientHello must name the
+ * CONNECT host (SNI) or the stream is closed.
+ */
+#include "serve_egress.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cbor_util.h"
+#include "egress_request.h"
+#include "egress_resolve.h"
+#include "msgtypes.h"
+#include "serve.h"
+#include "serve_http.h"
+#include "serve_port.h"
+
+#define DEFAULT_MAX_CONNS 64u
+#define DEFAULT_IDLE_S 300
+#define DIAL_TIMEOUT_MS 10000
+#define READ_CHUNK (64u * 1024u)
+
+struct serve_egress {
+        pthread_mutex_t lock; /* the fields below */
+        pthread_cond_t cond;  /* a stream ended */
+        struct egress_policy policy;
+        unsigned active, max_conns;
+        uint64_t rate; /* bytes/s toward the guest per stream, 0: unbounded */
+        int idle_ms;
+};
+
+struct stream {
+        struct sandbox *s; /* referenced */
+        struct serve_egress *e;
+        struct mux_req *r;
+        struct cv_buf in; /* guest bytes not yet passed on (head, ClientHello) */
+        bool guest_eof, ended;
+        int sock;
+        pthread_mutex_t lock; /* the fields below, in the relay */
+        pthread_cond_t cond;
+        uint64_t unacked; /* bytes sent to the guest it has not acknowledged */
+        bool stop;        /* the relay is over: the server reader stops */
+        uint64_t last_ms; /* the last byte either way (idle timeout) */
+        char target[EGRESS_NAME_MAX + 16];
+};
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static unsigned env_uint(const char *name, unsigned def)
+{
+        const char *v = getenv(name);
+        char *end;
+        if (!v || !*v)
+                return def;
+        errno = 0;
+        unsigned long x = strtoul(v, &end, 10);
+        return errno || *end || x > 0xFFFFFFFFul ? def : (unsigned)x;
+}
+
+static void log_refusal(struct stream *st, const char *why)
+{
+        fprintf(stderr, "cellvm serve: sandbox %s: egress to %s refused: %s\n", st->s->id,
+                st->target, why);
+}
+
+/* One message of the stream before the relay: guest bytes into `in` (acknowledged),
+ * acks, eof, the end. 1, 0 on timeout, -1 when the stream or connection ended. */
+static int take(struct stream *st, int timeout_ms)
+{
+        struct cvc_event ev;
+        int rc = mux_next(st->r, timeout_ms, &ev);
+        if (rc <= 0) {
+                if (rc < 0)
+                        st->ended = true;
+                return rc < 0 ? -1 : 0;
+        }
+        if (cv_msg_is_terminal(ev.type)) {
+                st->ended = st->guest_eof = true;
+                cvc_event_free(&ev);
+                return -1;
+        }
+        int out = 1;
+        if (ev.type == CV_MSG_PORT_DATA_OUT && ev.root) {
+                uint64_t ack = 0;
+                const uint8_t *data;
+                size_t n = 0;
+                bool eof = false;
+                if (cv_map_get_uint(ev.root, "ack", &ack) == 0)
+                        st->unacked -= ack <= st->unacked ? ack : st->unacked;
+                if (cv_map_get_bool(ev.root, "eof", &eof) == 0 && eof)
+                        st->guest_eof = true;
+                if (cv_map_get_bytes(ev.root, "data", &data, &n) == 0 && n > 0 &&
+                    (cv_buf_append(&st->in, data, n) < 0 ||
+                     port_send(st->r, NULL, 0, n, false) < 0))
+                        out = -1;
+        }
+        cvc_event_free(&ev);
+        return out;
+}
+
+/* Sends `n` bytes to the guest within the window (before the relay). 0 or -1. */
+static int to_guest(struct stream *st, const void *p, size_t n, bool eof)
+{
+        while (st->unacked + n > CV_PORT_WINDOW)
+                if (take(st, st->e->idle_ms) <= 0)
+                        return -1;
+        st->unacked += n;
+        return port_send(st->r, p, n, 0, eof) < 0 ? -1 : 0;
+}
+
+/* An HTTP answer of the proxy, and the end of the guest's stream. */
+static void answer(struct stream *st, unsigned status, const char *reason, const char *text)
+{
+        char msg[1024];
+        int len = snprintf(msg, sizeof(msg),
+                           "HTTP/1.1 %u %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                           "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+                           status, reason, strlen(text) + 1, text);
+        if (len > 0 && (size_t)len < sizeof(msg))
+                (void)to_guest(st, msg, (size_t)len, true);
+}
+
+static void refuse(struct stream *st, const char *rule)
+{
+        char text[512];
+        snprintf(text, sizeof(text), "cellvm: egress to %s refused by %s", st->target, rule);
+        log_refusal(st, rule);
+        answer(st, 403, "Forbidden", text);
+}
+
+/* A blocking connection to one of `addrs`, within DIAL_TIMEOUT_MS each: the fd or -errno. */
+static int dial(const struct sockaddr_storage *addrs, size_t n)
+{
+        int err = -EHOSTUNREACH;
+        for (size_t i = 0; i < n; i++) {
+                socklen_t len = addrs[i].ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                              : sizeof(struct sockaddr_in6);
+                int fd = socket(addrs[i].ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+                if (fd < 0)
+                        return -errno;
+                int rc = connect(fd, (const struct sockaddr *)&addrs[i], len);
+                if (rc < 0 && errno == EINPROGRESS) {
+                        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+                        int soerr = 0;
+                        socklen_t sl = sizeof(soerr);
+                        int pr = poll(&pfd, 1, DIAL_TIMEOUT_MS);
+                        if (pr == 0)
+                                soerr = ETIMEDOUT;
+                        else if (pr < 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+                                soerr = errno;
+                        rc = soerr ? -1 : 0;
+                        errno = soerr;
+                }
+                if (rc == 0) {
+                        int fl = fcntl(fd, F_GETFL);
+                        int one = 1;
+                        if (fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0) {
+                                (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                                return fd;
+                        }
+                }
+                err = -errno;
+                if (close(fd) < 0)
+                        fprintf(stderr, "cellvm serve: egress: close: %s\n", strerror(errno));
+        }
+        return err;
+}
+
+/* The policy's decision and the connection: the socket, or -1 after answering. */
+static int decide_and_dial(struct stream *st, const struct egress_target *t)
+{
+        struct serve_egress *e = st->e;
+        const char *rule = NULL;
+        char rule_copy[EGRESS_NAME_MAX + 64];
+        enum egress_verdict name_v = EGRESS_UNDECIDED;
+        if (!t->is_ip) {
+                pthread_mutex_lock(&e->lock);
+                name_v = egress_check_name(&e->policy, t->host, &rule);
+                /* No lookup of a name nothing could allow: a resolver must not
+                 * carry what the sandbox may not send (DNS as a channel). */
+                if (name_v == EGRESS_UNDECIDED) {
+                        struct sockaddr_in any4 = {.sin_family = AF_INET,
+                                                   .sin_addr = {htonl(0x08080808u)}};
+                        const char *r2;
+                        if (egress_check_addr(&e->policy, (struct sockaddr *)&any4, &r2) ==
+                                EGRESS_DENIED &&
+                            strstr(r2, "/0\"")) {
+                                name_v = EGRESS_DENIED;
+                                rule = r2;
+                        }
+                }
+                snprintf(rule_copy, sizeof(rule_copy), "%s", rule ? rule : "");
+                pthread_mutex_unlock(&e->lock);
+                if (name_v == EGRESS_DENIED) {
+                        refuse(st, rule_copy);
+                        return -1;
+                }
+        }
+        struct sockaddr_storage addrs[EGRESS_MAX_ADDRS];
+        size_t n = 0;
+        int rc = egress_resolve(t->host, t->port, addrs, EGRESS_MAX_ADDRS, &n);
+        if (rc < 0) {
+                char text[512];
+                snprintf(text, sizeof(text), "cellvm: egress to %s: %s", st->target,
+                         rc == -ENOENT ? "no such host" : strerror(-rc));
+                log_refusal(st, rc == -ENOENT ? "no such host" : strerror(-rc));
+                answer(st, 502, "Bad Gateway", text);
+                return -1;
+        }
+        /* Every address checked again, unless the name itself was allowed. */
+        size_t kept = 0;
+        rule_copy[0] = '\0';
+        pthread_mutex_lock(&e->lock);
+        if (!t->is_ip)
+                name_v = egress_check_name(&e->policy, t->host, &rule);
+        for (size_t i = 0; i < n; i++) {
+                if (name_v != EGRESS_ALLOWED &&
+                    egress_check_addr(&e->policy, (struct sockaddr *)&addrs[i], &rule) ==
+                        EGRESS_DENIED) {
+                        if (!rule_copy[0]) {
+                                char a[INET6_ADDRSTRLEN] = "?";
+                                const void *p =
+                                    addrs[i].ss_family == AF_INET
+                                        ? (const void *)&((struct sockaddr_in *)&addrs[i])->sin_addr
+                                        : (const void *)&((struct sockaddr_in6 *)&addrs[i])
+                                              ->sin6_addr;
+                                inet_ntop(addrs[i].ss_family, p, a, sizeof(a));
+                                snprintf(rule_copy, sizeof(rule_copy), "%s (address %s)", rule, a);
+                        }
+                        continue;
+                }
+                addrs[kept++] = addrs[i];
+        }
+        pthread_mutex_unlock(&e->lock);
+        if (kept == 0) {
+                refuse(st, rule_copy);
+                return -1;
+        }
+        int fd = dial(addrs, kept);
+        if (fd < 0) {
+                char text[512];
+                snprintf(text, sizeof(text), "cellvm: egress to %s: %s", st->target, strerror(-fd));
+                log_refusal(st, strerror(-fd));
+                answer(st, 502, "Bad Gateway", text);
+                return -1;
+        }
+        return fd;
+}
+
+static int send_all(int fd, const void *p, size_t n)
+{
+        const uint8_t *b = p;
+        while (n > 0) {
+                ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        return -errno;
+                b += k;
+                n -= (size_t)k;
+        }
+        return 0;
+}
+
+/* The server to the guest, on a thread of its own, within the window and the rate. */
+static void *server_to_guest(void *arg)
+{
+        struct stream *st = arg;
+        uint8_t *buf = malloc(READ_CHUNK);
+        uint64_t start = now_ms(), total = 0, rate = st->e->rate;
+        for (;;) {
+                ssize_t n = buf ? recv(st->sock, buf, READ_CHUNK, 0) : -1;
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                pthread_mutex_lock(&st->lock);
+                while (!st->stop && st->unacked + (uint64_t)n > CV_PORT_WINDOW)
+                        pthread_cond_wait(&st->cond, &st->lock);
+                bool stop = st->stop;
+                if (!stop) {
+                        st->unacked += (uint64_t)n;
+                        st->last_ms = now_ms();
+                }
+                pthread_mutex_unlock(&st->lock);
+                if (stop || port_send(st->r, buf, (size_t)n, 0, false) < 0)
+                        break;
+                total += (uint64_t)n;
+                if (rate) {
+                        uint64_t due = start + total * 1000u / rate, now = now_ms();
+                        if (due > now) {
+                                struct timespec d = {.tv_sec = (time_t)((due - now) / 1000),
+                                                     .tv_nsec =
+                                                         (long)((due - now) % 1000) * 1000000L};
+                                nanosleep(&d, NULL);
+                        }
+                }
+        }
+        free(buf);
+        (void)port_send(st->r, NULL, 0, 0, true);
+        return NULL;
+}
+
+/* The guest to the server until the stream ends or idles out. */
+static void guest_to_server(struct stream *st)
+{
+        for (;;) {
+                struct cvc_event ev;
+                int rc = mux_next(st->r, 1000, &ev);
+                if (rc < 0) {
+                        st->ended = true;
+                        return;
+                }
+                if (rc == 0) {
+                        pthread_mutex_lock(&st->lock);
+                        bool idle = now_ms() - st->last_ms > (uint64_t)st->e->idle_ms;
+                        pthread_mutex_unlock(&st->lock);
+                        if (idle) {
+                                fprintf(stderr,
+                                        "cellvm serve: sandbox %s: egress to %s closed: idle "
+                                        "for %d s\n",
+                                        st->s->id, st->target, st->e->idle_ms / 1000);
+                                return;
+                        }
+                        continue;
+                }
+                bool terminal = cv_msg_is_terminal(ev.type), failed = false;
+                if (ev.type == CV_MSG_PORT_DATA_OUT && ev.root) {
+                        uint64_t ack = 0;
+                        const uint8_t *data;
+                        size_t n = 0;
+                        bool eof = false;
+                        pthread_mutex_lock(&st->lock);
+                        st->last_ms = now_ms();
+                        if (cv_map_get_uint(ev.root, "ack", &ack) == 0 && ack > 0) {
+                                st->unacked -= ack <= st->unacked ? ack : st->unacked;
+                                pthread_cond_broadcast(&st->cond);
+                        }
+                        pthread_mutex_unlock(&st->lock);
+                        if (cv_map_get_bytes(ev.root, "data", &data, &n) == 0 && n > 0)
+                                failed = send_all(st->sock, data, n) < 0 ||
+                                         port_send(st->r, NULL, 0, n, false) < 0;
+                        if (!failed && cv_map_get_bool(ev.root, "eof", &eof) == 0 && eof &&
+                            shutdown(st->sock, SHUT_WR) < 0 && errno != ENOTCONN)
+                                failed = true;
+                }
+                cvc_event_free(&ev);
+                if (terminal) {
+                        st->ended = true;
+                        return;
+                }
+                if (failed)
+                        return;
+        }
+}
+
+static void relay(struct stream *st)
+{
+        st->last_ms = now_ms();
+        pthread_t reader;
+        if (pthread_create(&reader, NULL, server_to_guest, st) != 0)
+                return;
+        guest_to_server(st);
+        pthread_mutex_lock(&st->lock);
+        st->stop = true;
+        pthread_cond_broadcast(&st->cond);
+        pthread_mutex_unlock(&st->lock);
+        if (shutdown(st->sock, SHUT_RDWR) < 0 && errno != ENOTCONN)
+                fprintf(stderr, "cellvm serve: egress: shutdown: %s\n", strerror(errno));
+        pthread_join(reader, NULL);
+}
+
+/* A CONNECT's ClientHello, if it is TLS: its SNI must be the CONNECT host.
+ * 0 to go on, -1 after refusing. */
+static int check_sni(struct stream *st, const struct egress_target *t)
+{
+        char sni[EGRESS_NAME_MAX + 1];
+        int rc;
+        while ((rc = egress_parse_sni(cv_buf_head(&st->in), cv_buf_pending(&st->in), sni,
+                                      sizeof(sni))) == 0) {
+                if (st->guest_eof || cv_buf_pending(&st->in) >= EGRESS_HELLO_MAX ||
+                    take(st, st->e->idle_ms) <= 0)
+                        return -1;
+        }
+        if (rc == -ENOENT || (rc == 1 && (t->is_ip || strcmp(sni, t->host) == 0)))
+                return 0;
+        char why[EGRESS_NAME_MAX + 64];
+        snprintf(why, sizeof(why),
+                 rc == 1 ? "the TLS ClientHello names %s (SNI), not the CONNECT host"
+                         : "a malformed TLS ClientHello%s",
+                 rc == 1 ? sni : "");
+        log_refusal(st, why);
+        return -1;
+}
+
+static void serve_stream(struct stream *st)
+{
+        struct egress_target t;
+        char why[256];
+        int rc;
+        while ((rc = egress_parse_head((const char *)cv_buf_head(&st->in), cv_buf_pending(&st->in),
+                                       &t, why, sizeof(why))) == 0)
+                if (st->guest_eof || take(st, st->e->idle_ms) <= 0)
+                        return;
+        snprintf(st->target, sizeof(st->target), strchr(t.host, ':') ? "[%s]:%u" : "%s:%u", t.host,
+                 t.port);
+        if (rc < 0) {
+                snprintf(st->target, sizeof(st->target), "(unread)");
+                log_refusal(st, why);
+                answer(st, rc == -E2BIG ? 431 : 400, rc == -E2BIG ? "Too Large" : "Bad Request",
+                       why);
+                return;
+        }
+        st->sock = decide_and_dial(st, &t);
+        if (st->sock < 0) {
+                free(t.origin_head);
+                return;
+        }
+        cv_buf_consume(&st->in, t.head_len);
+        if (t.connect) {
+                static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+                if (to_guest(st, ok, sizeof(ok) - 1, false) < 0 || check_sni(st, &t) < 0)
+                        return;
+        } else if (send_all(st->sock, t.origin_head, t.origin_head_len) < 0) {
+                free(t.origin_head);
+                return;
+        }
+        free(t.origin_head);
+        if (cv_buf_pending(&st->in) &&
+            send_all(st->sock, cv_buf_head(&st->in), cv_buf_pending(&st->in)) < 0)
+                return;
+        cv_buf_consume(&st->in, cv_buf_pending(&st->in));
+        if (st->guest_eof && shutdown(st->sock, SHUT_WR) < 0 && errno != ENOTCONN)
+                return;
+        relay(st);
+}
+
+static void *stream_main(void *arg)
+{
+        struct stream *st = arg;
+        serve_stream(st);
+        if (!st->ended)
+                serve_cancel(st->s, st->r->id);
+        mux_close_req(st->r);
+        if (st->sock >= 0 && close(st->sock) < 0)
+                fprintf(stderr, "cellvm serve: egress: close: %s\n", strerror(errno));
+        cv_buf_free(&st->in);
+        pthread_mutex_lock(&st->e->lock);
+        st->e->active--;
+        pthread_cond_broadcast(&st->e->cond);
+        pthread_mutex_unlock(&st->e->lock);
+        pthread_mutex_destroy(&st->lock);
+        pthread_cond_destroy(&st->cond);
+        serve_put(st->s);
+        free(st);
+        return NULL;
+}
+
+/* Starts a thread for the stream of `r` (taken over). */
+static void start_stream(struct sandbox *s, struct mux_req *r)
+{
+        struct stream *st = calloc(1, sizeof(*st));
+        pthread_attr_t attr;
+        pthread_t th;
+        if (st) {
+                st->s = serve_ref(s);
+                st->e = s->egress;
+                st->r = r;
+                st->sock = -1;
+                cv_buf_init(&st->in);
+                pthread_mutex_init(&st->lock, NULL);
+                pthread_cond_init(&st->cond, NULL);
+                pthread_mutex_lock(&s->egress->lock);
+                s->egress->active++;
+                pthread_mutex_unlock(&s->egress->lock);
+        }
+        if (st && pthread_attr_init(&attr) == 0) {
+                bool ok = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                          pthread_create(&th, &attr, stream_main, st) == 0;
+                pthread_attr_destroy(&attr);
+                if (ok)
+                        return;
+        }
+        fprintf(stderr, "cellvm serve: sandbox %s: egress: no thread for a stream\n", s->id);
+        serve_cancel(s, r->id);
+        mux_close_req(r);
+        if (st) {
+                st->ended = true;
+                st->r = NULL;
+                pthread_mutex_lock(&s->egress->lock);
+                s->egress->active--;
+                pthread_mutex_unlock(&s->egress->lock);
+                pthread_mutex_destroy(&st->lock);
+                pthread_cond_destroy(&st->cond);
+                serve_put(st->s);
+                free(st);
+        }
+}
+
+/* Keeps one EGRESS_ACCEPT waiting while under the bound, until the connection ends. */
+static void *acceptor(void *arg)
+{
+        struct sandbox *s = arg;
+        struct serve_egress *e = s->egress;
+        for (;;) {
+                pthread_mutex_lock(&e->lock);
+                while (e->active >= e->max_conns && !__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE)) {
+                        struct timespec ts;
+                        clock_gettime(CLOCK_REALTIME, &ts);
+                        ts.tv_sec += 1;
+                        pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+                }
+                pthread_mutex_unlock(&e->lock);
+                struct mux_req *r;
+                if (__atomic_load_n(&s->dead, __ATOMIC_ACQUIRE) || mux_open(&s->mux, &r) < 0)
+                        break;
+                struct cv_buf b;
+                cv_buf_init(&b);
+                cv_enc_map(&b, 0);
+                int rc = mux_send_buf(r, CV_MSG_EGRESS_ACCEPT, &b);
+                cv_buf_free(&b);
+                struct cvc_event ev;
+                if (rc < 0 || mux_next(r, -1, &ev) <= 0) {
+                        mux_close_req(r);
+                        break;
+                }
+                uint16_t type = ev.type;
+                if (type == CV_MSG_ERROR)
+                        fprintf(stderr, "cellvm serve: sandbox %s: egress: the agent: %.*s\n",
+                                s->id, (int)ev.u.fail.message_len, ev.u.fail.message);
+                cvc_event_free(&ev);
+                if (type != CV_MSG_EGRESS_OPENED) {
+                        mux_close_req(r);
+                        break;
+                }
+                start_stream(s, r);
+        }
+        serve_put(s);
+        return NULL;
+}
+
+int serve_egress_start(struct sandbox *s, struct egress_policy *p)
+{
+        struct serve_egress *e = calloc(1, sizeof(*e));
+        if (!e) {
+                egress_policy_free(p);
+                return -ENOMEM;
+        }
+        pthread_mutex_init(&e->lock, NULL);
+        pthread_cond_init(&e->cond, NULL);
+        e->policy = *p;
+        memset(p, 0, sizeof(*p));
+        e->max_conns = env_uint("CELLVM_EGRESS_MAX_CONNS", DEFAULT_MAX_CONNS);
+        if (e->max_conns == 0)
+                e->max_conns = 1;
+        e->rate = env_uint("CELLVM_EGRESS_RATE", 0);
+        e->idle_ms = (int)env_uint("CELLVM_EGRESS_IDLE_S", DEFAULT_IDLE_S) * 1000;
+        s->egress = e;
+        pthread_attr_t attr;
+        pthread_t th;
+        struct sandbox *ref = serve_ref(s);
+        bool ok = pthread_attr_init(&attr) == 0;
+        if (ok) {
+                ok = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                     pthread_create(&th, &attr, acceptor, ref) == 0;
+                pthread_attr_destroy(&attr);
+        }
+        if (!ok) {
+                serve_put(ref);
+                return -EAGAIN;
+        }
+        return 0;
+}
+
+int serve_egress_update(struct sandbox *s, struct egress_policy *p)
+{
+        struct serve_egress *e = s->egress;
+        if (!e) {
+                egress_policy_free(p);
+                return -ENOENT;
+        }
+        pthread_mutex_lock(&e->lock);
+        egress_policy_free(&e->policy);
+        e->policy = *p;
+        pthread_mutex_unlock(&e->lock);
+        memset(p, 0, sizeof(*p));
+        return 0;
+}
+
+void serve_egress_free(struct sandbox *s)
+{
+        struct serve_egress *e = s->egress;
+        if (!e)
+                return;
+        egress_policy_free(&e->policy);
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->cond);
+        free(e);
+        s->egress = NULL;
+}
+
+int serve_egress_envs(json_t *envs)
+{
+        static const char *const names[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+                                            "https_proxy"};
+        int rc = 0;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+                rc |= json_object_set_new(envs, names[i], json_string(SERVE_EGRESS_PROXY));
+        rc |= json_object_set_new(envs, "NO_PROXY", json_string("localhost,127.0.0.1,::1"));
+        rc |= json_object_set_new(envs, "no_proxy", json_string("localhost,127.0.0.1,::1"));
+        return rc ? -ENOMEM : 0;
+}
+
+/* An array of strings of `network` (either spelling) into a malloc'ed array. */
+static int strings_of(json_t *network, const char *key, const char *alt, const char ***out,
+                      size_t *n, char *why, size_t whylen)
+{
+        *out = NULL;
+        *n = 0;
+        json_t *v = json_object_get(network, key);
+        if (!v)
+                v = json_object_get(network, alt);
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_array(v)) {
+                snprintf(why, whylen, "network.%s must be an array of strings", key);
+                return -EINVAL;
+        }
+        size_t k = json_array_size(v);
+        if (k > EGRESS_MAX_RULES) {
+                snprintf(why, whylen, "network.%s: more than %d entries", key, EGRESS_MAX_RULES);
+                return -EINVAL;
+        }
+        *out = calloc(k ? k : 1, sizeof(**out));
+        if (!*out) {
+                snprintf(why, whylen, "out of memory");
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < k; i++) {
+                json_t *x = json_array_get(v, i);
+                if (!json_is_string(x)) {
+                        snprintf(why, whylen, "network.%s must be an array of strings", key);
+                        free(*out);
+                        *out = NULL;
+                        return -EINVAL;
+                }
+                (*out)[i] = json_string_value(x);
+        }
+        *n = k;
+        return 0;
+}
+
+int serve_egress_policy_of(json_t *network, json_t *aia, struct egress_policy *p, char *why,
+                           size_t whylen)
+{
+        memset(p, 0, sizeof(*p));
+        if (aia && !json_is_null(aia) && !json_is_boolean(aia)) {
+                snprintf(why, whylen, "allow_internet_access must be a boolean");
+                return -EINVAL;
+        }
+        if (!network || json_is_null(network))
+                return 0;
+        if (!json_is_object(network)) {
+                snprintf(why, whylen, "network must be an object");
+                return -EINVAL;
+        }
+        json_t *rules = json_object_get(network, "rules");
+        if (rules && !json_is_null(rules) && !(json_is_object(rules) && !json_object_size(rules))) {
+                snprintf(why, whylen,
+                         "network.rules: request transforms are not supported (docs/NETWORK.md)");
+                return -EINVAL;
+        }
+        const char **allow = NULL, **deny = NULL;
+        size_t nallow = 0, ndeny = 0;
+        int rc = strings_of(network, "allowOut", "allow_out", &allow, &nallow, why, whylen);
+        if (rc == 0)
+                rc = strings_of(network, "denyOut", "deny_out", &deny, &ndeny, why, whylen);
+        if (rc == 0 && (nallow + ndeny > 0 || json_is_false(aia)))
+                rc = egress_policy_parse(p, allow, nallow, deny, ndeny, json_is_false(aia), why,
+                                         whylen);
+        free(allow);
+        free(deny);
+        if (rc < 0)
+                return rc;
+        return nallow + ndeny > 0;
+}
