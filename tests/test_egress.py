@@ -29,6 +29,7 @@ import serve_process  # noqa: E402
 from conftest import build_image_or_skip  # noqa: E402
 
 ENVD = 49983
+SDK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "serve_sdk")
 RULES = {"allowOut": ["allowed.test"], "denyOut": ["denied.test", "192.0.2.0/24"]}
 HOSTS = ("127.0.0.1 allowed.test denied.test internal.test\n"
          "192.0.2.10 cidr.test\n")
@@ -275,3 +276,18 @@ def test_a_live_update_flips_a_host_from_denied_to_allowed(server, sbx, origins)
         status, body = api(server, "PUT", f"/sandboxes/{sbx['sandboxID']}/network", RULES)
         assert status == 204, body
     assert curl(server, sbx, url)[0] == "403"
+
+
+def test_the_npm_sdks_network_options(server, origins):
+    node = serve_process.node_with_packages_or_skip(
+        SDK_DIR, os.path.join("@e2b", "code-interpreter"), (20, 18, 1), "E2B's npm SDK")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
+           "E2B_API_URL": server.url, "E2B_SANDBOX_URL": server.url, "E2B_API_KEY": server.key}
+    r = subprocess.run([node, "i_network.mjs", str(origins["http"])], cwd=SDK_DIR, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:] + serve_process.tail(server.log_path)
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["allowed"]["status"] == "200", out
+    assert out["denied"] == {"status": "403", "body": f'cellvm: egress to denied.test:{origins["http"]} '
+                                                      'refused by denyOut "0.0.0.0/0"\n'}, out
+    assert out["deniedAfterUpdate"]["status"] == "200", out
