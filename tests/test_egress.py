@@ -291,3 +291,21 @@ def test_the_npm_sdks_network_options(server, origins):
     assert out["denied"] == {"status": "403", "body": f'cellvm: egress to denied.test:{origins["http"]} '
                                                       'refused by denyOut "0.0.0.0/0"\n'}, out
     assert out["deniedAfterUpdate"]["status"] == "200", out
+
+
+def test_the_rules_come_back_with_a_paused_sandbox(server, sbx, origins):
+    flipped = {"allowOut": ["allowed.test", "denied.test"], "denyOut": RULES["denyOut"]}
+    status, body = api(server, "PUT", f"/sandboxes/{sbx['sandboxID']}/network", flipped)
+    assert status == 204, body
+    status, body = api(server, "POST", f"/sandboxes/{sbx['sandboxID']}/pause")
+    assert status == 204, body
+    status, body = api(server, "POST", f"/sandboxes/{sbx['sandboxID']}/connect", {"timeout": 600})
+    assert status in (200, 201), body
+    try:
+        status, body = curl(server, sbx, f"http://denied.test:{origins['http']}/hello")
+        assert status == "200" and body.startswith("hello from the origin"), body
+        status, body = curl(server, sbx, f"http://cidr.test:{origins['http']}/hello")
+        assert status == "403" and 'denyOut "192.0.2.0/24"' in body, body
+    finally:
+        status, body = api(server, "PUT", f"/sandboxes/{sbx['sandboxID']}/network", RULES)
+        assert status == 204, body

@@ -219,15 +219,13 @@ static enum MHD_Result create(struct hreq *h)
                 return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
         }
         __atomic_store_n(&s->private_traffic, private_traffic, __ATOMIC_RELEASE);
-        if (egress > 0 && (serve_egress_policy_of(json_object_get(body, "network"),
-                                                  json_object_get(body, "allow_internet_access"),
-                                                  &policy, why, sizeof(why)) < 0 ||
-                           serve_egress_start(s, &policy) < 0)) {
+        if (egress > 0 && serve_egress_start(s, json_object_get(body, "network"),
+                                             json_object_get(body, "allow_internet_access"), why,
+                                             sizeof(why)) < 0) {
                 json_decref(body);
                 serve_kill(s);
                 serve_put(s);
-                return reply_error(h, 500, "starting the sandbox's egress proxy: %s",
-                                   why[0] ? why : "out of threads");
+                return reply_error(h, 500, "starting the sandbox's egress proxy: %s", why);
         }
         json_decref(body);
         if (auto_pause) {
@@ -497,18 +495,17 @@ static enum MHD_Result update_network(struct hreq *h, struct sandbox *s)
         if (!body)
                 return rc;
         char why[512] = "";
-        struct egress_policy p;
-        int r = serve_egress_policy_of(body, json_object_get(body, "allow_internet_access"), &p,
-                                       why, sizeof(why));
+        int r = serve_egress_update(s, body, why, sizeof(why));
         json_decref(body);
-        if (r < 0)
+        if (r == -EINVAL)
                 return reply_error(h, 400, "%s", why);
-        r = serve_egress_update(s, &p);
         if (r == -ENOENT)
                 return reply_error(h, 409,
                                    "sandbox \"%s\" was created without network rules, so it has "
                                    "no egress proxy to update (docs/NETWORK.md)",
                                    s->id);
+        if (r < 0)
+                return reply_error(h, 500, "out of memory");
         fprintf(stderr, "cellvm serve: sandbox %s: egress rules replaced\n", s->id);
         return reply_empty(h, 204);
 }

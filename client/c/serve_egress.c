@@ -44,6 +44,7 @@ struct serve_egress {
         pthread_mutex_t lock; /* the fields below */
         pthread_cond_t cond;  /* a stream ended */
         struct egress_policy policy;
+        json_t *rules; /* {network, allow_internet_access} as given: kept across a pause */
         unsigned active, max_conns;
         uint64_t rate; /* bytes/s toward the guest per stream, 0: unbounded */
         int idle_ms;
@@ -564,17 +565,40 @@ static void *acceptor(void *arg)
         return NULL;
 }
 
-int serve_egress_start(struct sandbox *s, struct egress_policy *p)
+/* {network, allow_internet_access} of a create or an update, copied. */
+static json_t *rules_of(json_t *network, json_t *aia)
 {
+        json_t *r = json_object();
+        if (r && network && json_object_set_new(r, "network", json_deep_copy(network)) < 0) {
+                json_decref(r);
+                return NULL;
+        }
+        if (r && aia && json_object_set_new(r, "allow_internet_access", json_deep_copy(aia)) < 0) {
+                json_decref(r);
+                return NULL;
+        }
+        return r;
+}
+
+int serve_egress_start(struct sandbox *s, json_t *network, json_t *aia, char *why, size_t whylen)
+{
+        struct egress_policy p;
+        int rc = serve_egress_policy_of(network, aia, &p, why, whylen);
+        if (rc < 0)
+                return rc;
         struct serve_egress *e = calloc(1, sizeof(*e));
-        if (!e) {
-                egress_policy_free(p);
+        json_t *rules = rules_of(network, aia);
+        if (!e || !rules) {
+                free(e);
+                json_decref(rules);
+                egress_policy_free(&p);
+                snprintf(why, whylen, "out of memory");
                 return -ENOMEM;
         }
         pthread_mutex_init(&e->lock, NULL);
         pthread_cond_init(&e->cond, NULL);
-        e->policy = *p;
-        memset(p, 0, sizeof(*p));
+        e->policy = p;
+        e->rules = rules;
         e->max_conns = env_uint("CELLVM_EGRESS_MAX_CONNS", DEFAULT_MAX_CONNS);
         if (e->max_conns == 0)
                 e->max_conns = 1;
@@ -592,24 +616,44 @@ int serve_egress_start(struct sandbox *s, struct egress_policy *p)
         }
         if (!ok) {
                 serve_put(ref);
+                snprintf(why, whylen, "no thread for its acceptor");
                 return -EAGAIN;
         }
         return 0;
 }
 
-int serve_egress_update(struct sandbox *s, struct egress_policy *p)
+int serve_egress_update(struct sandbox *s, json_t *body, char *why, size_t whylen)
 {
         struct serve_egress *e = s->egress;
-        if (!e) {
-                egress_policy_free(p);
-                return -ENOENT;
+        json_t *aia = json_object_get(body, "allow_internet_access");
+        struct egress_policy p;
+        int rc = serve_egress_policy_of(body, aia, &p, why, whylen);
+        if (rc < 0)
+                return rc;
+        json_t *rules = rules_of(body, aia);
+        if (!e || !rules) {
+                json_decref(rules);
+                egress_policy_free(&p);
+                return e ? -ENOMEM : -ENOENT;
         }
         pthread_mutex_lock(&e->lock);
         egress_policy_free(&e->policy);
-        e->policy = *p;
+        e->policy = p;
+        json_decref(e->rules);
+        e->rules = rules;
         pthread_mutex_unlock(&e->lock);
-        memset(p, 0, sizeof(*p));
         return 0;
+}
+
+json_t *serve_egress_rules(struct sandbox *s)
+{
+        struct serve_egress *e = s->egress;
+        if (!e)
+                return NULL;
+        pthread_mutex_lock(&e->lock);
+        json_t *r = json_deep_copy(e->rules);
+        pthread_mutex_unlock(&e->lock);
+        return r;
 }
 
 void serve_egress_free(struct sandbox *s)
@@ -618,6 +662,7 @@ void serve_egress_free(struct sandbox *s)
         if (!e)
                 return;
         egress_policy_free(&e->policy);
+        json_decref(e->rules);
         pthread_mutex_destroy(&e->lock);
         pthread_cond_destroy(&e->cond);
         free(e);

@@ -25,11 +25,16 @@ int serve_egress_policy_of(json_t *network, json_t *aia, struct egress_policy *p
                            size_t whylen);
 /* The proxy variables user processes get (HTTP_PROXY, ..., both cases) into `envs`. */
 int serve_egress_envs(json_t *envs);
-/* Starts `s`'s egress with `p` (taken over). 0 or a negative errno. */
-int serve_egress_start(struct sandbox *s, struct egress_policy *p);
-/* Replaces the rules of `s` (E2B's PUT /sandboxes/{id}/network): `p` taken
- * over; -ENOENT when `s` has no egress. */
-int serve_egress_update(struct sandbox *s, struct egress_policy *p);
+/* Starts `s`'s egress with E2B's `network` object and allow_internet_access
+ * (`aia`, may be NULL). 0, or a negative errno with `why`. */
+int serve_egress_start(struct sandbox *s, json_t *network, json_t *aia, char *why, size_t whylen);
+/* Replaces the rules of `s` with an update's body (E2B's PUT
+ * /sandboxes/{id}/network): 0, -EINVAL with `why`, or -ENOENT when `s` has no
+ * egress. */
+int serve_egress_update(struct sandbox *s, json_t *body, char *why, size_t whylen);
+/* {network, allow_internet_access} of `s`'s rules (a new reference, to keep
+ * with a paused record), or NULL when it has no egress. */
+json_t *serve_egress_rules(struct sandbox *s);
 /* Frees the egress state of a sandbox being freed (its streams ended with its
  * connection). */
 void serve_egress_free(struct sandbox *s);
