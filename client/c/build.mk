@@ -29,7 +29,8 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_metrics.c \
               client/c/serve_pause.c
 # getHost(port): other ports relayed through the agent's tunnels.
-SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrade.c
+SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrade.c \
+              client/c/serve_relay.c
 # The guest's egress streams (EGRESS_ACCEPT), decided and relayed.
 SERVE_SRCS += client/c/serve_egress.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)

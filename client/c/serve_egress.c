@@ -5,9 +5,8 @@
  * gets a thread that reads the proxy request (egress_request.c), decides
  * (egress_policy.c: the name before any lookup, then every address it
  * resolves to, egress_resolve.c), answers a refusal with a 403 naming the
- * rule, dials, and relays: the stream's thread carries guest bytes out, a
- * second thread carries the server's bytes in within the tunnel's window
- * (and the byte rate, when set). A CONNECT's TLS ClientHello must name the
+ * rule, dials, and relays (serve_relay.c: within the tunnel's window, the
+ * byte rate when set, and the idle timeout). A CONNECT's TLS ClientHello must name the
  * CONNECT host (SNI) or the stream is closed.
  */
 #include "serve_egress.h"
@@ -34,11 +33,11 @@
 #include "serve.h"
 #include "serve_http.h"
 #include "serve_port.h"
+#include "serve_relay.h"
 
 #define DEFAULT_MAX_CONNS 64u
 #define DEFAULT_IDLE_S 300
 #define DIAL_TIMEOUT_MS 10000
-#define READ_CHUNK (64u * 1024u)
 
 struct serve_egress {
         pthread_mutex_t lock; /* the fields below */
@@ -57,20 +56,9 @@ struct stream {
         struct cv_buf in; /* guest bytes not yet passed on (head, ClientHello) */
         bool guest_eof, ended;
         int sock;
-        pthread_mutex_t lock; /* the fields below, in the relay */
-        pthread_cond_t cond;
         uint64_t unacked; /* bytes sent to the guest it has not acknowledged */
-        bool stop;        /* the relay is over: the server reader stops */
-        uint64_t last_ms; /* the last byte either way (idle timeout) */
         char target[EGRESS_NAME_MAX + 16];
 };
-
-static uint64_t now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static unsigned env_uint(const char *name, unsigned def)
 {
@@ -273,127 +261,16 @@ static int decide_and_dial(struct stream *st, const struct egress_target *t)
         return fd;
 }
 
-static int send_all(int fd, const void *p, size_t n)
-{
-        const uint8_t *b = p;
-        while (n > 0) {
-                ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k <= 0)
-                        return -errno;
-                b += k;
-                n -= (size_t)k;
-        }
-        return 0;
-}
-
-/* The server to the guest, on a thread of its own, within the window and the rate. */
-static void *server_to_guest(void *arg)
-{
-        struct stream *st = arg;
-        uint8_t *buf = malloc(READ_CHUNK);
-        uint64_t start = now_ms(), total = 0, rate = st->e->rate;
-        for (;;) {
-                ssize_t n = buf ? recv(st->sock, buf, READ_CHUNK, 0) : -1;
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                pthread_mutex_lock(&st->lock);
-                while (!st->stop && st->unacked + (uint64_t)n > CV_PORT_WINDOW)
-                        pthread_cond_wait(&st->cond, &st->lock);
-                bool stop = st->stop;
-                if (!stop) {
-                        st->unacked += (uint64_t)n;
-                        st->last_ms = now_ms();
-                }
-                pthread_mutex_unlock(&st->lock);
-                if (stop || port_send(st->r, buf, (size_t)n, 0, false) < 0)
-                        break;
-                total += (uint64_t)n;
-                if (rate) {
-                        uint64_t due = start + total * 1000u / rate, now = now_ms();
-                        if (due > now) {
-                                struct timespec d = {.tv_sec = (time_t)((due - now) / 1000),
-                                                     .tv_nsec =
-                                                         (long)((due - now) % 1000) * 1000000L};
-                                nanosleep(&d, NULL);
-                        }
-                }
-        }
-        free(buf);
-        (void)port_send(st->r, NULL, 0, 0, true);
-        return NULL;
-}
-
-/* The guest to the server until the stream ends or idles out. */
-static void guest_to_server(struct stream *st)
-{
-        for (;;) {
-                struct cvc_event ev;
-                int rc = mux_next(st->r, 1000, &ev);
-                if (rc < 0) {
-                        st->ended = true;
-                        return;
-                }
-                if (rc == 0) {
-                        pthread_mutex_lock(&st->lock);
-                        bool idle = now_ms() - st->last_ms > (uint64_t)st->e->idle_ms;
-                        pthread_mutex_unlock(&st->lock);
-                        if (idle) {
-                                fprintf(stderr,
-                                        "cellvm serve: sandbox %s: egress to %s closed: idle "
-                                        "for %d s\n",
-                                        st->s->id, st->target, st->e->idle_ms / 1000);
-                                return;
-                        }
-                        continue;
-                }
-                bool terminal = cv_msg_is_terminal(ev.type), failed = false;
-                if (ev.type == CV_MSG_PORT_DATA_OUT && ev.root) {
-                        uint64_t ack = 0;
-                        const uint8_t *data;
-                        size_t n = 0;
-                        bool eof = false;
-                        pthread_mutex_lock(&st->lock);
-                        st->last_ms = now_ms();
-                        if (cv_map_get_uint(ev.root, "ack", &ack) == 0 && ack > 0) {
-                                st->unacked -= ack <= st->unacked ? ack : st->unacked;
-                                pthread_cond_broadcast(&st->cond);
-                        }
-                        pthread_mutex_unlock(&st->lock);
-                        if (cv_map_get_bytes(ev.root, "data", &data, &n) == 0 && n > 0)
-                                failed = send_all(st->sock, data, n) < 0 ||
-                                         port_send(st->r, NULL, 0, n, false) < 0;
-                        if (!failed && cv_map_get_bool(ev.root, "eof", &eof) == 0 && eof &&
-                            shutdown(st->sock, SHUT_WR) < 0 && errno != ENOTCONN)
-                                failed = true;
-                }
-                cvc_event_free(&ev);
-                if (terminal) {
-                        st->ended = true;
-                        return;
-                }
-                if (failed)
-                        return;
-        }
-}
-
 static void relay(struct stream *st)
 {
-        st->last_ms = now_ms();
-        pthread_t reader;
-        if (pthread_create(&reader, NULL, server_to_guest, st) != 0)
-                return;
-        guest_to_server(st);
-        pthread_mutex_lock(&st->lock);
-        st->stop = true;
-        pthread_cond_broadcast(&st->cond);
-        pthread_mutex_unlock(&st->lock);
-        if (shutdown(st->sock, SHUT_RDWR) < 0 && errno != ENOTCONN)
-                fprintf(stderr, "cellvm serve: egress: shutdown: %s\n", strerror(errno));
-        pthread_join(reader, NULL);
+        char label[EGRESS_NAME_MAX + 128];
+        snprintf(label, sizeof(label), "sandbox %s: egress to %s", st->s->id, st->target);
+        struct relay_opts o = {.unacked = st->unacked,
+                               .rate = st->e->rate,
+                               .linger_ms = st->e->idle_ms,
+                               .idle_ms = st->e->idle_ms,
+                               .label = label};
+        st->ended = serve_relay(st->r, st->sock, &o);
 }
 
 /* A CONNECT's ClientHello, if it is TLS: its SNI must be the CONNECT host.
@@ -447,13 +324,13 @@ static void serve_stream(struct stream *st)
                 static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
                 if (to_guest(st, ok, sizeof(ok) - 1, false) < 0 || check_sni(st, &t) < 0)
                         return;
-        } else if (send_all(st->sock, t.origin_head, t.origin_head_len) < 0) {
+        } else if (serve_send_all(st->sock, t.origin_head, t.origin_head_len) < 0) {
                 free(t.origin_head);
                 return;
         }
         free(t.origin_head);
         if (cv_buf_pending(&st->in) &&
-            send_all(st->sock, cv_buf_head(&st->in), cv_buf_pending(&st->in)) < 0)
+            serve_send_all(st->sock, cv_buf_head(&st->in), cv_buf_pending(&st->in)) < 0)
                 return;
         cv_buf_consume(&st->in, cv_buf_pending(&st->in));
         if (st->guest_eof && shutdown(st->sock, SHUT_WR) < 0 && errno != ENOTCONN)
@@ -475,8 +352,6 @@ static void *stream_main(void *arg)
         st->e->active--;
         pthread_cond_broadcast(&st->e->cond);
         pthread_mutex_unlock(&st->e->lock);
-        pthread_mutex_destroy(&st->lock);
-        pthread_cond_destroy(&st->cond);
         serve_put(st->s);
         free(st);
         return NULL;
@@ -494,8 +369,6 @@ static void start_stream(struct sandbox *s, struct mux_req *r)
                 st->r = r;
                 st->sock = -1;
                 cv_buf_init(&st->in);
-                pthread_mutex_init(&st->lock, NULL);
-                pthread_cond_init(&st->cond, NULL);
                 pthread_mutex_lock(&s->egress->lock);
                 s->egress->active++;
                 pthread_mutex_unlock(&s->egress->lock);
@@ -516,8 +389,6 @@ static void start_stream(struct sandbox *s, struct mux_req *r)
                 pthread_mutex_lock(&s->egress->lock);
                 s->egress->active--;
                 pthread_mutex_unlock(&s->egress->lock);
-                pthread_mutex_destroy(&st->lock);
-                pthread_cond_destroy(&st->cond);
                 serve_put(st->s);
                 free(st);
         }
