@@ -255,6 +255,12 @@ def test_a_name_resolving_to_a_denied_cidr_is_refused(server, sbx, origins):
     assert status == "403" and "internal address" in body, body
 
 
+def test_no_rule_reaches_the_server_itself(server, sbx):
+    # allowed.test is loopback and allowed by name, but not on the server's port.
+    status, body = curl(server, sbx, f"http://allowed.test:{server.port}/health")
+    assert status == "403" and f"this server's own address (port {server.port})" in body, body
+
+
 def test_dns_from_the_guest_finds_nothing(server, sbx):
     code, out, err = run(server, sbx, "python3 -c \"import socket\n"
                                       "for n in ('allowed.test', 'example.com'):\n"

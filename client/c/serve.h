@@ -75,6 +75,7 @@ struct serve {
          * which the Host routing reads back. */
         char domain[160];
         unsigned memory_mb, vcpus;
+        unsigned listen_port; /* its TCP port (0 on a Unix socket): egress never dials it */
         bool ready;
         volatile int stopping;
 };

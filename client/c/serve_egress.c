@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -180,6 +181,40 @@ static int dial(const struct sockaddr_storage *addrs, size_t n)
         return err;
 }
 
+/* An address of this machine on the port this server listens on: whatever the
+ * rules say, a sandbox's egress does not reach the server (its API, other
+ * sandboxes' routes). */
+static bool is_this_server(const struct sockaddr_storage *a)
+{
+        bool v4 = a->ss_family == AF_INET;
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)a;
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)a;
+        if (serve.listen_port == 0 ||
+            ntohs(v4 ? sin->sin_port : sin6->sin6_port) != serve.listen_port)
+                return false;
+        if (v4 ? (ntohl(sin->sin_addr.s_addr) >> 24) == 127 || sin->sin_addr.s_addr == 0
+               : IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr) ||
+                     IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr) ||
+                     (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr) && sin6->sin6_addr.s6_addr[12] == 127))
+                return true;
+        struct ifaddrs *list;
+        if (getifaddrs(&list) < 0)
+                return true; /* cannot tell: refuse */
+        bool mine = false;
+        for (const struct ifaddrs *i = list; i && !mine; i = i->ifa_next) {
+                if (!i->ifa_addr || i->ifa_addr->sa_family != a->ss_family)
+                        continue;
+                mine =
+                    v4 ? ((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr.s_addr ==
+                             sin->sin_addr.s_addr
+                       : memcmp(
+                             &((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr,
+                             &sin6->sin6_addr, sizeof(sin6->sin6_addr)) == 0;
+        }
+        freeifaddrs(list);
+        return mine;
+}
+
 /* The policy's decision and the connection: the socket, or -1 after answering. */
 static int decide_and_dial(struct stream *st, const struct egress_target *t)
 {
@@ -228,6 +263,12 @@ static int decide_and_dial(struct stream *st, const struct egress_target *t)
         if (!t->is_ip)
                 name_v = egress_check_name(&e->policy, t->host, &rule);
         for (size_t i = 0; i < n; i++) {
+                if (is_this_server(&addrs[i])) {
+                        if (!rule_copy[0])
+                                snprintf(rule_copy, sizeof(rule_copy),
+                                         "this server's own address (port %u)", serve.listen_port);
+                        continue;
+                }
                 if (name_v != EGRESS_ALLOWED &&
                     egress_check_addr(&e->policy, (struct sockaddr *)&addrs[i], &rule) ==
                         EGRESS_DENIED) {
