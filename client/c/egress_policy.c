@@ -254,3 +254,11 @@ enum egress_verdict egress_check_addr(const struct egress_policy *p, const struc
         *rule = RULE_DEFAULT;
         return EGRESS_ALLOWED;
 }
+
+const char *egress_denies_all_addresses(const struct egress_policy *p)
+{
+        for (size_t i = 0; i < p->ndeny; i++)
+                if (!p->deny[i].is_name && p->deny[i].family == AF_INET && p->deny[i].prefix == 0)
+                        return p->deny[i].text;
+        return NULL;
+}

@@ -57,4 +57,9 @@ enum egress_verdict egress_check_name(const struct egress_policy *p, const char 
 enum egress_verdict egress_check_addr(const struct egress_policy *p, const struct sockaddr *sa,
                                       const char **rule);
 
+/* The deny entry that covers every IPv4 address (0.0.0.0/0, E2B's
+ * ALL_TRAFFIC, or allow_internet_access=false), or NULL: a name no entry
+ * names is then refused without a lookup. */
+const char *egress_denies_all_addresses(const struct egress_policy *p);
+
 #endif

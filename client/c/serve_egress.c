@@ -227,16 +227,10 @@ static int decide_and_dial(struct stream *st, const struct egress_target *t)
                 name_v = egress_check_name(&e->policy, t->host, &rule);
                 /* No lookup of a name nothing could allow: a resolver must not
                  * carry what the sandbox may not send (DNS as a channel). */
-                if (name_v == EGRESS_UNDECIDED) {
-                        struct sockaddr_in any4 = {.sin_family = AF_INET,
-                                                   .sin_addr = {htonl(0x08080808u)}};
-                        const char *r2;
-                        if (egress_check_addr(&e->policy, (struct sockaddr *)&any4, &r2) ==
-                                EGRESS_DENIED &&
-                            strstr(r2, "/0\"")) {
-                                name_v = EGRESS_DENIED;
-                                rule = r2;
-                        }
+                const char *all = egress_denies_all_addresses(&e->policy);
+                if (name_v == EGRESS_UNDECIDED && all) {
+                        name_v = EGRESS_DENIED;
+                        rule = all;
                 }
                 snprintf(rule_copy, sizeof(rule_copy), "%s", rule ? rule : "");
                 pthread_mutex_unlock(&e->lock);

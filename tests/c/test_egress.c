@@ -80,6 +80,16 @@ static void test_rules(void)
         CHECK(check_addr(&p, "1.0.0.1", &rule) == EGRESS_DENIED);
         CHECK(strstr(rule, "allow_internet_access=false") != NULL);
         CHECK(check_addr(&p, "2606:4700::1111", &rule) == EGRESS_DENIED);
+        CHECK(egress_denies_all_addresses(&p) &&
+              strstr(egress_denies_all_addresses(&p), "allow_internet_access=false"));
+        egress_policy_free(&p);
+        const char *all[] = {"0.0.0.0/0"}, *some[] = {"10.0.0.0/8"};
+        CHECK(egress_policy_parse(&p, NULL, 0, all, 1, false, why, sizeof(why)) == 0);
+        CHECK(egress_denies_all_addresses(&p) &&
+              strcmp(egress_denies_all_addresses(&p), "denyOut \"0.0.0.0/0\"") == 0);
+        egress_policy_free(&p);
+        CHECK(egress_policy_parse(&p, NULL, 0, some, 1, false, why, sizeof(why)) == 0);
+        CHECK(egress_denies_all_addresses(&p) == NULL);
         egress_policy_free(&p);
 
         /* Entries that are none of the three are refused, naming them. */
