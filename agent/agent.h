@@ -33,6 +33,7 @@
 #define CONTEXT_MAX_START_FAILURES 3u
 
 struct agent;
+struct egress_wait;
 
 /* An fd in the epoll set; `fn` handles its events. Embedded in its owner. */
 struct watch {
@@ -174,6 +175,8 @@ struct agent {
         int epfd;
         struct watch sig;
         struct listener *listeners;
+        struct watch egress;              /* the guest's egress proxy listener (egress.c) */
+        struct egress_wait *egress_waits; /* EGRESS_ACCEPTs waiting for a guest connection */
         struct conn *conns;
         unsigned next_conn_num;
         struct context *contexts; /* includes removed ones still dying */
@@ -267,6 +270,9 @@ void vmfork_watch_close(struct agent *a);
 /* --- listen.c --- */
 int listener_add(struct agent *a, const char *addr);
 void listeners_close(struct agent *a);
+/* A listening TCP socket on HOST:PORT, HOST a loopback address; `bound` gets
+ * "tcp:HOST:PORT" with the real port. The fd, or -errno. */
+int listen_tcp_loopback(const char *hostport, char *bound, size_t bound_size);
 void listeners_timers(struct agent *a, uint64_t now, uint64_t *next);
 /* The serial port's connection closed: reopen the port shortly. */
 void serial_hung_up(struct listener *l);

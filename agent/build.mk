@@ -4,7 +4,8 @@ AGENT_SRCS := agent/main.c agent/loop.c agent/log.c agent/boot.c agent/listen.c 
               agent/utf8_stream.c agent/uuid.c agent/language.c
 # Files, commands and ports services (docs/PROTOCOL.md sections 9, 10, 12).
 AGENT_SRCS += agent/svc.c agent/creds.c agent/files.c agent/file_transfer.c agent/fswatch.c \
-              agent/commands.c agent/pty.c agent/ports.c
+              agent/commands.c agent/pty.c agent/ports.c \
+              agent/egress.c
 AGENT_SRCS += agent/confine_agent.c agent/netif.c agent/cgroup.c agent/agent_seccomp.c agent/agent_caps.c \
               agent/spawner.c
 # SET_TIME / ADD_ENTROPY / SET_DEADLINE (docs/PROTOCOL.md section 11); snapshots:

@@ -142,7 +142,7 @@ static int open_vsock(const char *port_s)
 }
 
 /* tcp:HOST:PORT with HOST a loopback address (127.0.0.0/8, localhost, [::1]). */
-static int open_tcp(const char *hostport, char *bound, size_t bound_size)
+int listen_tcp_loopback(const char *hostport, char *bound, size_t bound_size)
 {
         const char *colon = strrchr(hostport, ':');
         if (!colon)
@@ -276,7 +276,7 @@ int listener_add(struct agent *a, const char *addr)
                 fd = open_vsock(addr + 6);
         } else if (strncmp(addr, "tcp:", 4) == 0) {
                 l->kind = TR_TCP;
-                fd = open_tcp(addr + 4, shown, sizeof(shown));
+                fd = listen_tcp_loopback(addr + 4, shown, sizeof(shown));
         } else if (strncmp(addr, "serial:", 7) == 0 && addr[7]) {
                 l->kind = TR_SERIAL;
                 l->next = a->listeners;

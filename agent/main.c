@@ -28,6 +28,8 @@
 #define DEFAULT_OUTPUT_MAX (64ull << 20)
 /* Where the kernel logs that the VM generation ID changed (vmfork.c). */
 #define DEFAULT_VMFORK_LOG "/dev/kmsg"
+/* The guest's HTTP proxy address (docs/NETWORK.md). */
+#define DEFAULT_EGRESS "tcp:127.0.0.1:3128"
 
 static void usage(FILE *f)
 {
@@ -51,6 +53,9 @@ static void usage(FILE *f)
             "  --preload LIST     modules the zygote imports, comma-separated; \"\" for none\n"
             "                     (default: " DEFAULT_PRELOAD ")\n"
             "  --log-level LEVEL  error, warn, info (default) or debug\n"
+            "  --egress ADDR      tcp:127.0.0.1:PORT, the guest's HTTP proxy address whose\n"
+            "                     connections go to the host (EGRESS_ACCEPT), or none;\n"
+            "                     default tcp:127.0.0.1:3128 under cellvm-init, else none\n"
             "  --network POLICY   user code's AF_INET/AF_INET6 sockets: none (no such socket),\n"
             "                     loopback (allowed where no interface but lo is up, else\n"
             "                     none) or allow; default none, and under cellvm-init loopback\n"
@@ -159,6 +164,7 @@ static void shutdown_agent(struct agent *a)
         contexts_kill_all(a);
         zygote_stop(a);
         listeners_close(a);
+        egress_close(a);
         spawner_stop(a);
         vmfork_watch_close(a);
         /* Reap what the subreaper inherited, without waiting forever for daemons. */
@@ -247,12 +253,14 @@ int main(int argc, char **argv)
         a->sig.fd = -1;
         a->zyg.w.fd = -1;
         a->spawner.fd = -1;
+        a->egress.fd = -1;
         a->network = network_from_init(getenv("CELLVM_NET")); /* --network overrides */
         a->vmfork.fd = -1;
         /* A guest booted normally is generation 1 (docs/SNAPSHOTS.md). */
         a->generation = 1;
         a->epoch = 1;
         const char *vmfork_log = DEFAULT_VMFORK_LOG;
+        const char *egress_addr = system_under_init() ? DEFAULT_EGRESS : "none";
 
         static const struct option opts[] = {
             {"listen", required_argument, NULL, 'l'},
@@ -271,6 +279,7 @@ int main(int argc, char **argv)
             {"no-agent-seccomp", no_argument, NULL, 'S'},
             {"on-disconnect", required_argument, NULL, 'D'},
             {"vmfork-log", required_argument, NULL, 'K'},
+            {"egress", required_argument, NULL, 'G'},
             {NULL, 0, NULL, 0},
         };
         int opt;
@@ -294,6 +303,9 @@ int main(int argc, char **argv)
                         break;
                 case 'K':
                         vmfork_log = optarg;
+                        break;
+                case 'G':
+                        egress_addr = optarg;
                         break;
                 case 'v':
                         if (log_level_parse(optarg, &log_threshold) < 0) {
@@ -411,6 +423,14 @@ int main(int argc, char **argv)
                         log_warn("--listen %s with --network %s: user code can connect to the "
                                  "agent (docs/SECURITY.md)",
                                  listen_addrs[i], user_net_name(a->network));
+        }
+        /* The guest's proxy address: a socket made before the agent's filter. */
+        if (strcmp(egress_addr, "none") != 0 && (rc = egress_listen(a, egress_addr)) < 0) {
+                log_error("--egress %s: %s", egress_addr,
+                          rc == -EINVAL ? "expected tcp:127.0.0.1:PORT or none" : strerror(-rc));
+                shutdown_agent(a);
+                free(executor_alloc);
+                return 1;
         }
         boot_stamp(a, "agent_listening", now_boottime());
         /* Before the filter and the capability drop: reading the kernel log may need

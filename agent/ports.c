@@ -33,6 +33,7 @@ struct tunnel {
         struct svc_req r;
         struct watch w;
         uint16_t port;
+        bool egress;              /* a guest's egress stream (egress.c): accepted, not connected */
         bool v6;                  /* connecting or connected to [::1] */
         bool open;                /* connected (PORT_OPENED sent) */
         struct cv_buf to_guest;   /* the host's bytes not yet written, <= CV_PORT_WINDOW */
@@ -184,14 +185,22 @@ static void opened(struct agent *a, struct tunnel *t)
         struct conn *c = t->r.conn;
         size_t mark;
         cv_out_begin(&c->out, &mark);
-        cv_enc_map(&c->out, 1);
-        cv_enc_cstr(&c->out, "address");
-        cv_enc_cstr(&c->out, t->v6 ? "::1" : "127.0.0.1");
-        if (cv_out_end(&c->out, mark, CV_MSG_PORT_OPENED, t->r.id) < 0)
-                log_error("conn %u: id %u: queueing PORT_OPENED failed", c->num, t->r.id);
+        if (t->egress) {
+                cv_enc_map(&c->out, 0);
+        } else {
+                cv_enc_map(&c->out, 1);
+                cv_enc_cstr(&c->out, "address");
+                cv_enc_cstr(&c->out, t->v6 ? "::1" : "127.0.0.1");
+        }
+        if (cv_out_end(&c->out, mark, t->egress ? CV_MSG_EGRESS_OPENED : CV_MSG_PORT_OPENED,
+                       t->r.id) < 0)
+                log_error("conn %u: id %u: queueing %s failed", c->num, t->r.id,
+                          t->egress ? "EGRESS_OPENED" : "PORT_OPENED");
         conn_touch(c);
-        log_debug("conn %u: id %u: tunnel to %s port %u open", c->num, t->r.id,
-                  t->v6 ? "::1" : "127.0.0.1", t->port);
+        log_debug("conn %u: id %u: tunnel %s open", c->num, t->r.id,
+                  t->egress ? "from the egress proxy"
+                  : t->v6   ? "to ::1"
+                            : "to 127.0.0.1");
         /* Bytes the host sent while the connect was in progress. */
         if (flush_to_guest(a, t) == 0)
                 update_interest(a, t);
@@ -386,4 +395,20 @@ void ports_open_request(struct agent *a, struct conn *c, uint32_t id, const cbor
         if (rc < 0)
                 tunnel_fail(a, t, -rc == EAFNOSUPPORT || -rc == EADDRNOTAVAIL ? ECONNREFUSED : -rc,
                             "connect");
+}
+
+void ports_adopt(struct agent *a, struct conn *c, uint32_t id, int fd)
+{
+        struct tunnel *t = calloc(1, sizeof(*t));
+        if (!t) {
+                if (close(fd) < 0)
+                        log_debug("egress: close: %s", strerror(errno));
+                conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
+                return;
+        }
+        t->egress = true;
+        t->w = (struct watch){.fd = fd, .fn = on_tunnel};
+        cv_buf_init(&t->to_guest);
+        svc_attach(c, &t->r, id, &tunnel_ops);
+        opened(a, t);
 }

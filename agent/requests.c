@@ -17,7 +17,7 @@
 #include "writer.h"
 
 static const char *const capabilities[] = {"execute", "contexts", "interrupt", "cancel", "chunking",
-                                           "files",   "commands", "system",    "ports"};
+                                           "files",   "commands", "system",    "ports",  "egress"};
 
 static void reply_ok_empty(struct conn *c, uint32_t id)
 {
@@ -478,6 +478,7 @@ static const struct request_kind request_kinds[] = {
     {CV_MSG_CMD_CONNECT, true, commands_connect_request},
     {CV_MSG_CMD_RESIZE, true, commands_resize_request},
     {CV_MSG_PORT_OPEN, true, ports_open_request},
+    {CV_MSG_EGRESS_ACCEPT, true, egress_accept_request},
 };
 
 static const struct request_kind *request_kind_of(uint16_t type)

@@ -119,6 +119,15 @@ int files_request_path(struct agent *a, struct conn *c, uint32_t id, const cbor_
 
 /* --- ports.c: tunnels to TCP ports on the guest's loopback (section 12) --- */
 void ports_open_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
+/* A tunnel on the guest connection `fd` (taken over), accepted by the egress
+ * proxy, for request `id` of `c`: EGRESS_OPENED, then PORT_DATA as for PORT_OPEN. */
+void ports_adopt(struct agent *a, struct conn *c, uint32_t id, int fd);
+
+/* --- egress.c: the guest's egress proxy listener (section 13) --- */
+/* Listens on ADDR ("tcp:127.0.0.1:PORT"); before the agent's filter. 0 or -errno. */
+int egress_listen(struct agent *a, const char *addr);
+void egress_accept_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
+void egress_close(struct agent *a);
 
 /* --- commands.c --- */
 void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);

@@ -7,7 +7,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Iprotocol -Iclient/c \
 FUZZ_PROTO  := $(PROTO_SRCS)
 FUZZ_TARGETS := $(FUZZ_DIR)/fuzz_agent_decoder $(FUZZ_DIR)/fuzz_client_decoder \
                 $(FUZZ_DIR)/fuzz_serve_request $(FUZZ_DIR)/fuzz_guest_http \
-                $(FUZZ_DIR)/fuzz_mcp_message
+                $(FUZZ_DIR)/fuzz_mcp_message $(FUZZ_DIR)/fuzz_egress_request
 
 $(FUZZ_DIR)/fuzz_agent_decoder: fuzz/fuzz_agent_decoder.c $(FUZZ_PROTO)
 	@mkdir -p $(dir $@)
@@ -43,5 +43,11 @@ $(FUZZ_DIR)/fuzz_mcp_message: fuzz/fuzz_mcp_message.c $(FUZZ_MCP) $(FUZZ_PROTO) 
 		client/c/mcp_content.h client/c/serve.h client/c/serve_http.h
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) -lmicrohttpd -ljansson -lcbor
+
+# The guest's egress proxy requests and ClientHellos (egress_request.c).
+$(FUZZ_DIR)/fuzz_egress_request: fuzz/fuzz_egress_request.c client/c/egress_request.c \
+		client/c/egress_policy.c client/c/egress_request.h client/c/egress_policy.h $(FUZZ_PROTO)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $(filter %.c,$^) -lcbor
 
 fuzz: $(FUZZ_TARGETS)

@@ -96,6 +96,10 @@ const char *cv_msg_type_name(uint16_t type)
                 return "PORT_DATA";
         case CV_MSG_PORT_OPENED:
                 return "PORT_OPENED";
+        case CV_MSG_EGRESS_ACCEPT:
+                return "EGRESS_ACCEPT";
+        case CV_MSG_EGRESS_OPENED:
+                return "EGRESS_OPENED";
         case CV_MSG_Z_READY:
                 return "Z_READY";
         case CV_MSG_Z_SPAWN:

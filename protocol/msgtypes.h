@@ -57,6 +57,9 @@ enum cv_msg_type {
         CV_MSG_PORT_DATA = 0x0301,
         CV_MSG_PORT_OPENED = 0x8300,
         CV_MSG_PORT_DATA_OUT = 0x8301,
+        /* egress service (section 13): streams the guest opens, carried as PORT_DATA */
+        CV_MSG_EGRESS_ACCEPT = 0x0400,
+        CV_MSG_EGRESS_OPENED = 0x8400,
         /* inside the guest only: agent <-> zygote <-> executor */
         CV_MSG_Z_READY = 0x4001,
         CV_MSG_Z_SPAWN = 0x4002,
@@ -76,6 +79,8 @@ enum cv_msg_type {
 #define CV_MSG_COMMANDS_LAST 0x02FFu
 #define CV_MSG_PORTS_FIRST 0x0300u
 #define CV_MSG_PORTS_LAST 0x03FFu
+#define CV_MSG_EGRESS_FIRST 0x0400u
+#define CV_MSG_EGRESS_LAST 0x04FFu
 #define CV_MSG_INTERNAL_FIRST 0x4000u
 #define CV_MSG_INTERNAL_LAST 0x7FFFu
 /* Types at or above this come from the agent. */

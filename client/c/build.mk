@@ -8,6 +8,8 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/hybrid_vsock.c client/c/vmm_hybrid.c \
                    client/c/vmm_firecracker.c client/c/vmm_cloud_hypervisor.c \
                    client/c/vmm_api.c client/c/snapshot_hybrid.c
+# Egress by policy (docs/NETWORK.md): the rules, the guest's proxy requests, names.
+CLIENT_LIB_SRCS += client/c/egress_policy.c client/c/egress_request.c client/c/egress_resolve.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
 CLIENT_LIB      := $(B)/libcellvm.a
 CFLAGS_client_c_ := -Iclient/c
@@ -27,7 +29,10 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_metrics.c \
               client/c/serve_pause.c
 # getHost(port): other ports relayed through the agent's tunnels.
-SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrade.c
+SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrade.c \
+              client/c/serve_relay.c
+# The guest's egress streams (EGRESS_ACCEPT), decided and relayed.
+SERVE_SRCS += client/c/serve_egress.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
 SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
 
@@ -55,6 +60,13 @@ $(B)/tests/c/test_client_hybrid_vsock: $(B)/tests/c/test_client_hybrid_vsock.o \
 
 # cellvm serve's reading of a sandbox's own HTTP responses (serve_http1.c).
 CLIENT_TESTS += $(B)/tests/c/test_serve_http1
+
+# Egress rules, the guest's proxy requests and ClientHellos, the hosts file.
+CLIENT_TESTS += $(B)/tests/c/test_egress
+
+$(B)/tests/c/test_egress: $(B)/tests/c/test_egress.o $(B)/client/c/egress_policy.o \
+		$(B)/client/c/egress_request.o $(B)/client/c/egress_resolve.o $(PROTO_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcbor
 
 $(B)/tests/c/test_serve_http1: $(B)/tests/c/test_serve_http1.o $(B)/client/c/serve_http1.o
 	$(CC) $(LDFLAGS) -o $@ $^

@@ -33,6 +33,7 @@
 struct proc;
 struct watcher;
 struct serve_metrics;
+struct serve_egress;
 struct sandbox;
 /* Ends the watchers of a sandbox being freed (serve_watch.c). */
 void serve_watchers_free(struct sandbox *s);
@@ -60,6 +61,7 @@ struct sandbox {
         struct watcher *watchers;      /* envd's polled watchers (serve_watch.c) */
         json_t *file_meta;             /* path -> {key: value}: envd's file metadata */
         struct serve_metrics *metrics; /* samples of its use (serve_metrics.c) */
+        struct serve_egress *egress;   /* its egress proxy, if it has one (serve_egress.c) */
         unsigned next_watcher;
         struct sandbox *next;
 };
@@ -73,6 +75,7 @@ struct serve {
          * which the Host routing reads back. */
         char domain[160];
         unsigned memory_mb, vcpus;
+        unsigned listen_port; /* its TCP port (0 on a Unix socket): egress never dials it */
         bool ready;
         volatile int stopping;
 };

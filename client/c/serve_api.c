@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "registry.h"
+#include "serve_egress.h"
 #include "serve_http.h"
 
 #define LIST_LIMIT_MAX 100
@@ -132,35 +133,6 @@ static int timeout_of(json_t *body, double *t, char *why, size_t whylen)
         return 0;
 }
 
-/* E2B's egress options, as cellvm's SDK takes them for a sandbox without a
- * network (client/python/cellvm/network.py): what holds anyway is accepted,
- * a request for egress refused. E2B's Python SDK always sends
- * allow_internet_access=true (its default), so that alone asks for nothing. */
-static int check_network(json_t *body, char *why, size_t whylen)
-{
-        json_t *net = json_object_get(body, "network");
-        if (!net || json_is_null(net))
-                return 0;
-        if (!json_is_object(net)) {
-                snprintf(why, whylen, "network must be an object");
-                return -EINVAL;
-        }
-        json_t *allow = json_object_get(net, "allowOut");
-        if (!allow)
-                allow = json_object_get(net, "allow_out");
-        if (allow && json_is_array(allow) && json_array_size(allow) > 0) {
-                snprintf(why, whylen,
-                         "network.allowOut: this server's sandboxes have no network (egress "
-                         "none), so an allow entry cannot be honoured");
-                return -EINVAL;
-        }
-        if (json_object_get(net, "rules")) {
-                snprintf(why, whylen, "network.rules: request transforms are not supported");
-                return -EINVAL;
-        }
-        return 0;
-}
-
 static enum MHD_Result create(struct hreq *h)
 {
         enum MHD_Result rc;
@@ -172,6 +144,10 @@ static enum MHD_Result create(struct hreq *h)
         json_t *t = json_object_get(body, "templateID");
         double timeout;
         json_t *metadata = NULL, *envs = NULL;
+        /* E2B's network rules: a sandbox with any gets the egress proxy (docs/NETWORK.md).
+         * Checked here, built again once the sandbox is made. */
+        struct egress_policy policy = {0};
+        int egress = 0;
         if (t && !json_is_string(t))
                 snprintf(why, sizeof(why), "templateID must be a string");
         else if (t)
@@ -180,7 +156,12 @@ static enum MHD_Result create(struct hreq *h)
             (metadata =
                  string_map(json_object_get(body, "metadata"), "metadata", why, sizeof(why))) &&
             (envs = string_map(json_object_get(body, "envVars"), "envVars", why, sizeof(why))))
-                (void)check_network(body, why, sizeof(why));
+                egress = serve_egress_policy_of(json_object_get(body, "network"),
+                                                json_object_get(body, "allow_internet_access"),
+                                                &policy, why, sizeof(why));
+        egress_policy_free(&policy);
+        if (egress > 0 && serve_egress_envs(envs) < 0)
+                snprintf(why, sizeof(why), "out of memory");
         if (why[0]) {
                 json_decref(metadata);
                 json_decref(envs);
@@ -233,10 +214,20 @@ static enum MHD_Result create(struct hreq *h)
             json_is_false(json_object_get(json_object_get(body, "network"), "allowPublicTraffic"));
         json_decref(metadata);
         json_decref(envs);
-        json_decref(body);
-        if (r < 0)
+        if (r < 0) {
+                json_decref(body);
                 return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
+        }
         __atomic_store_n(&s->private_traffic, private_traffic, __ATOMIC_RELEASE);
+        if (egress > 0 && serve_egress_start(s, json_object_get(body, "network"),
+                                             json_object_get(body, "allow_internet_access"), why,
+                                             sizeof(why)) < 0) {
+                json_decref(body);
+                serve_kill(s);
+                serve_put(s);
+                return reply_error(h, 500, "starting the sandbox's egress proxy: %s", why);
+        }
+        json_decref(body);
         if (auto_pause) {
                 pthread_mutex_lock(&serve.life);
                 s->auto_pause = true;
@@ -496,6 +487,29 @@ static enum MHD_Result metrics(struct hreq *h, struct sandbox *s)
         return arr ? reply_json(h, 200, arr) : reply_error(h, 500, "out of memory");
 }
 
+/* E2B's PUT /sandboxes/{id}/network: the rules replaced, live. */
+static enum MHD_Result update_network(struct hreq *h, struct sandbox *s)
+{
+        enum MHD_Result rc;
+        json_t *body = object_body(h, true, &rc);
+        if (!body)
+                return rc;
+        char why[512] = "";
+        int r = serve_egress_update(s, body, why, sizeof(why));
+        json_decref(body);
+        if (r == -EINVAL)
+                return reply_error(h, 400, "%s", why);
+        if (r == -ENOENT)
+                return reply_error(h, 409,
+                                   "sandbox \"%s\" was created without network rules, so it has "
+                                   "no egress proxy to update (docs/NETWORK.md)",
+                                   s->id);
+        if (r < 0)
+                return reply_error(h, 500, "out of memory");
+        fprintf(stderr, "cellvm serve: sandbox %s: egress rules replaced\n", s->id);
+        return reply_empty(h, 204);
+}
+
 static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
 {
         char id[72];
@@ -507,12 +521,12 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
         memcpy(id, rest, n);
         id[n] = '\0';
         bool get = strcmp(h->method, "GET") == 0, post = strcmp(h->method, "POST") == 0;
-        bool del = strcmp(h->method, "DELETE") == 0;
+        bool del = strcmp(h->method, "DELETE") == 0, put = strcmp(h->method, "PUT") == 0;
         struct sandbox *s = serve_get(id);
         enum MHD_Result rc;
         char why[512] = "";
         if (!s) {
-                if (!(get || post || del))
+                if (!(get || post || del || put))
                         return reply_error(h, 405, "method %s not allowed", h->method);
                 return not_running(h, id, action, get, post, del);
         }
@@ -574,6 +588,8 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
                                     : reply_error(h, 500, "pausing sandbox %s: %s", id, why);
         } else if (get && strcmp(action, "metrics") == 0) {
                 rc = metrics(h, s);
+        } else if (put && strcmp(action, "network") == 0) {
+                rc = update_network(h, s);
         } else {
                 rc = reply_error(h, 404, "no such route %s %s", h->method, h->url);
         }

@@ -154,16 +154,11 @@ void serve_block_signals(sigset_t *set)
 int cmd_serve(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"listen", required_argument, NULL, 'l'},
-            {"unix", required_argument, NULL, 'u'},
-            {"image", required_argument, NULL, 'i'},
-            {"memory", required_argument, NULL, 'm'},
-            {"vcpus", required_argument, NULL, 'n'},
-            {"pool", required_argument, NULL, 'p'},
-            {"help", no_argument, NULL, 'h'},
-            {"single", no_argument, NULL, 's'},
-            {"domain", required_argument, NULL, 'd'},
-            {NULL, 0, NULL, 0},
+            {"listen", required_argument, NULL, 'l'}, {"unix", required_argument, NULL, 'u'},
+            {"image", required_argument, NULL, 'i'},  {"memory", required_argument, NULL, 'm'},
+            {"vcpus", required_argument, NULL, 'n'},  {"pool", required_argument, NULL, 'p'},
+            {"help", no_argument, NULL, 'h'},         {"single", no_argument, NULL, 's'},
+            {"domain", required_argument, NULL, 'd'}, {NULL, 0, NULL, 0},
         };
         const char *listen_at = "127.0.0.1:3000", *unix_path = NULL, *domain = NULL;
         const char *image = getenv("CELLVM_IMAGE");
@@ -232,6 +227,11 @@ int cmd_serve(int argc, char **argv)
                 fprintf(stderr, "cellvm serve: %s\n", err);
                 return 2;
         }
+        /* Egress never dials this server itself (serve_egress.c). */
+        if (!unix_path)
+                serve.listen_port =
+                    ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
         if (domain)
                 snprintf(serve.domain, sizeof(serve.domain), "%s", domain);
         else if (unix_path)

@@ -13,12 +13,14 @@
 #include "paused.h"
 #include "registry.h"
 #include "serve.h"
+#include "serve_egress.h"
 
 /* What the server keeps beside a record, as JSON: the envd access token (the
  * SDK's Sandbox object keeps it), the lifecycle (autoPause) and whether its
  * ports need the traffic token (privateTraffic). */
 #define SERVE_FILE "serve.json"
-#define SERVE_FILE_MAX 4096
+/* The token and flags, and the egress rules (up to 2 x 256 entries). */
+#define SERVE_FILE_MAX (256u * 1024u)
 
 /* One pause or resume at a time: a connect waits for the pause before it. */
 static pthread_mutex_t pausing = PTHREAD_MUTEX_INITIALIZER;
@@ -60,6 +62,12 @@ static int write_serve_file(const char *dir, const struct sandbox *s)
         json_t *j =
             json_pack("{s:s, s:b, s:b}", "envdAccessToken", s->token, "autoPause", s->auto_pause,
                       "privateTraffic", __atomic_load_n(&s->private_traffic, __ATOMIC_ACQUIRE));
+        /* The egress rules come back with the sandbox (serve_egress.c). */
+        json_t *rules = serve_egress_rules((struct sandbox *)s);
+        if (j && rules && json_object_set_new(j, "egress", rules) < 0)
+                json_decref(j), j = NULL;
+        else if (!j)
+                json_decref(rules);
         if (j)
                 text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
@@ -79,15 +87,20 @@ static int write_serve_file(const char *dir, const struct sandbox *s)
 /* The token, lifecycle and traffic rule kept with the record into `s`; a
  * record paused by the CLI or the SDK has none: a new token, no autoPause,
  * public ports (E2B's default). */
-static int read_serve_file(const char *dir, struct sandbox *s)
+static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress)
 {
-        char path[PATH_MAX + 16], buf[SERVE_FILE_MAX];
+        char path[PATH_MAX + 16];
+        char *buf = malloc(SERVE_FILE_MAX);
         snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* no FIFO holds us */
-        ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+        int fd = buf ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1; /* no FIFO holds us */
+        ssize_t n = fd >= 0 ? read(fd, buf, SERVE_FILE_MAX) : -1;
         if (fd >= 0)
                 close(fd);
         json_t *j = n > 0 ? json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL) : NULL;
+        free(buf);
+        /* The egress rules: started again once the sandbox runs (serve_resume). */
+        json_t *rules = json_object_get(j, "egress");
+        *egress = json_is_object(rules) ? json_incref(rules) : NULL;
         const char *token = json_string_value(json_object_get(j, "envdAccessToken"));
         bool ok = token && strlen(token) == SERVE_TOKEN_LEN;
         for (size_t i = 0; ok && i < SERVE_TOKEN_LEN; i++)
@@ -190,8 +203,10 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         }
         pthread_mutex_init(&s->procs_lock, NULL);
         s->refs = 1;
-        if ((rc = read_serve_file(dir, s)) < 0) {
+        json_t *egress = NULL;
+        if ((rc = read_serve_file(dir, s, &egress)) < 0) {
                 snprintf(err, errlen, "getrandom: %s", strerror(-rc));
+                json_decref(egress);
                 serve_put(s);
                 pthread_mutex_unlock(&pausing);
                 return rc;
@@ -208,6 +223,7 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         }
         if (rc < 0) {
                 csm_free(&m);
+                json_decref(egress);
                 serve_put(s);
                 pthread_mutex_unlock(&pausing);
                 return rc;
@@ -225,6 +241,14 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         s->started_ms = m.started_ms ? (int64_t)m.started_ms : s->rec.e.started_ms;
         s->deadline_ms = s->rec.e.deadline_ms;
         csm_free(&m);
+        /* Its egress, with the rules it had (its processes' HTTP_PROXY came back in envs). */
+        char why[512];
+        if (egress && serve_egress_start(s, json_object_get(egress, "network"),
+                                         json_object_get(egress, "allow_internet_access"), why,
+                                         sizeof(why)) < 0)
+                fprintf(stderr, "cellvm serve: sandbox %s: its egress after the resume: %s\n",
+                        s->id, why);
+        json_decref(egress);
         s->refs++; /* the table's */
         serve_insert(s);
         pthread_mutex_unlock(&pausing);

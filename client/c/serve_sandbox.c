@@ -1,6 +1,7 @@
 /* cellvm serve's sandboxes: restored from the template, kept in a table,
  * ended by DELETE, their deadline or SIGTERM (serve.h). */
 #include "serve.h"
+#include "serve_egress.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ static void free_sandbox(struct sandbox *s)
 {
         serve_watchers_free(s);
         serve_metrics_free(s);
+        serve_egress_free(s);
         json_decref(s->metadata); /* NULL-safe */
         json_decref(s->envs);
         json_decref(s->file_meta);
