@@ -271,7 +271,7 @@ static void url_decode(char *s)
         *o = '\0';
 }
 
-static bool metadata_matches(const json_t *metadata, const char *filter)
+bool serve_metadata_matches(const json_t *metadata, const char *filter)
 {
         if (!filter || !filter[0])
                 return true;
@@ -370,7 +370,7 @@ static enum MHD_Result list(struct hreq *h, bool v2)
                 int64_t at = it->s ? it->s->started_ms : it->p->started_ms;
                 if (!started && strcmp(id, next) == 0)
                         started = true;
-                if (!started || !metadata_matches(md, meta) ||
+                if (!started || !serve_metadata_matches(md, meta) ||
                     !state_matches(state, it->s ? "running" : "paused") || at < after ||
                     (tpl && tpl[0] && strcmp(tpl, tid) != 0))
                         continue;

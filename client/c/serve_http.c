@@ -355,6 +355,12 @@ static int route(struct hreq *h)
         } else if (host_target(hreq_header(h, "Host"), id, sizeof(id), &port)) {
                 to_sandbox = true;
         }
+        if (to_sandbox && serve_kube_enabled()) {
+                if (valid_id(id))
+                        return kube_sandbox_route(h, id, port);
+                snprintf(h->why, sizeof(h->why), "The sandbox %.64s was not found", id);
+                return 502;
+        }
         if (to_sandbox) {
                 if (!valid_id(id) || !(h->sbx = serve_get(id))) {
                         if (port != SERVE_ENVD_PORT && port != SERVE_JUPYTER_PORT)
@@ -383,7 +389,9 @@ static int route(struct hreq *h)
                 snprintf(h->why, sizeof(h->why), "Invalid API key");
                 return 401;
         }
-        h->route = strcmp(h->url, "/mcp") == 0 ? &route_mcp : &route_api;
+        h->route = serve_kube_enabled()          ? &route_kube_api
+                   : strcmp(h->url, "/mcp") == 0 ? &route_mcp
+                                                 : &route_api;
         return 0;
 }
 

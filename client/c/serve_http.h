@@ -119,6 +119,11 @@ int port_route(struct hreq *h, unsigned port, char *why, size_t whylen);
  * it): E2B's edge's 502 body, once the request's body is read. */
 int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen);
 
+/* --backend agent-sandbox (serve_kube.c): the control plane, and a request
+ * to sandbox `id`'s `port`, proxied to its pod (0, or an HTTP status). */
+extern const struct hroute route_kube_api;
+int kube_sandbox_route(struct hreq *h, const char *id, unsigned port);
+
 /* Converts an agent's CBOR value to JSON (bytes as base64), bounded by depth. */
 json_t *cbor_to_json(const cbor_item_t *item);
 /* RFC 3339 UTC with milliseconds, as E2B writes times. */
