@@ -9,11 +9,21 @@ once to one of the pool's ready pods, which are *real* containers of the pod
 image (tests/oci_pod.py, `cellvm serve --single` under podman), and the
 claim's Sandbox reports that pod's address in status.podIPs; a claim
 deleted (by a client, or at spec.lifecycle.shutdownTime with shutdownPolicy
-Delete) deletes its Sandbox and its container. It checks the bearer token
-and what the schema requires of a claim; it does not refill the pool.
+Delete) deletes its Sandbox and its container. It speaks HTTPS with the
+certificate of `tls` and takes a client either by a client certificate its
+CA signed or by the bearer token; it checks what the schema requires of a
+claim; it does not refill the pool.
+
+`Router` stands in for agent-sandbox's router (its README: a request's
+X-Sandbox-ID, X-Sandbox-Namespace and X-Sandbox-Port name the Sandbox it is
+forwarded to, the response streamed back), with the pod's address in place
+of the Sandbox's cluster DNS name.
 """
 
+import http.client
 import json
+import ssl
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -50,7 +60,7 @@ class StandIn:
     holding `pods` (objects with .url's host, .stop()); `token` the bearer
     token a client must send."""
 
-    def __init__(self, ns, pool, pods, token):
+    def __init__(self, ns, pool, pods, token, tls):
         self.ns, self.pool, self.token = ns, pool, token
         self.ready = list(pods)     # the pool's unbound pods
         self.claims = {}            # name -> object
@@ -58,7 +68,7 @@ class StandIn:
         self.pods = {}              # sandbox name -> pod
         self.deleted = []           # (claim name, "client" | "shutdownTime")
         self.created = []           # each claim as created (a copy)
-        self.requests = []          # (method, path)
+        self.requests = []          # (method, path, "cert" | "token")
         self.lock = threading.Lock()
         self.version = 1
         self.stopping = threading.Event()
@@ -81,8 +91,13 @@ class StandIn:
                 standin.handle(self, "DELETE")
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(tls.server_cert, tls.server_key)
+        ctx.load_verify_locations(tls.ca_cert)
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"https://127.0.0.1:{self.port}"
         self.threads = [threading.Thread(target=self.httpd.serve_forever, daemon=True),
                         threading.Thread(target=self.reap, daemon=True)]
         for t in self.threads:
@@ -141,10 +156,12 @@ class StandIn:
 
     def handle(self, req, method):
         url = urllib.parse.urlsplit(req.path)
-        self.requests.append((method, req.path))
         n = int(req.headers.get("Content-Length") or 0)
         body = req.rfile.read(n) if n else b""
-        if req.headers.get("Authorization") != f"Bearer {self.token}":
+        by = ("cert" if req.connection.getpeercert() else
+              "token" if req.headers.get("Authorization") == f"Bearer {self.token}" else None)
+        self.requests.append((method, req.path, by))
+        if not by:
             return self.reply(req, 401, self.status(401, "Unauthorized"))
         claims, sandboxes = CLAIMS.format(ns=self.ns), SANDBOXES.format(ns=self.ns)
         with self.lock:
@@ -225,3 +242,83 @@ class StandIn:
         req.send_header("Content-Length", str(len(data)))
         req.end_headers()
         req.wfile.write(data)
+
+
+class TLS:
+    """A CA, the API server's certificate (127.0.0.1) and a client's, made
+    with openssl in `d`."""
+
+    def __init__(self, d):
+        def run(*args):
+            subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True, timeout=60)
+        run("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+            "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=standin-ca")
+        for name, ext in (("server", "subjectAltName=IP:127.0.0.1"),
+                          ("client", "extendedKeyUsage=clientAuth")):
+            run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
+            subprocess.run(["openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt",
+                            "-CAkey", "ca.key", "-CAcreateserial", "-out", f"{name}.crt",
+                            "-days", "2", "-extfile", "/dev/stdin"],
+                           input=ext, text=True, cwd=d, check=True, capture_output=True,
+                           timeout=60)
+        self.dir = str(d)
+        self.ca_cert = f"{d}/ca.crt"
+        self.server_cert, self.server_key = f"{d}/server.crt", f"{d}/server.key"
+        self.client_cert, self.client_key = f"{d}/client.crt", f"{d}/client.key"
+
+
+class Router:
+    """agent-sandbox's router, as its README describes it (see above)."""
+
+    def __init__(self, standin):
+        self.seen = []  # (X-Sandbox-ID, X-Sandbox-Namespace, X-Sandbox-Port, path)
+        router = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def forward(self):
+                sid = self.headers.get("X-Sandbox-ID")
+                ns = self.headers.get("X-Sandbox-Namespace")
+                port = self.headers.get("X-Sandbox-Port")
+                router.seen.append((sid, ns, port, self.path))
+                pod = standin.pods.get(sid) if ns == standin.ns else None
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                if not pod or not (port or "").isdigit():
+                    self.send_response(502)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                conn = http.client.HTTPConnection(pod.host, int(port), timeout=300)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "connection", "content-length")}
+                conn.request(self.command, self.path, body=body, headers=headers)
+                r = conn.getresponse()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("transfer-encoding", "content-length", "connection"):
+                        self.send_header(k, v)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                while chunk := r.read1(65536):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                conn.close()
+
+            do_GET = do_POST = do_DELETE = do_PUT = do_PATCH = forward
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join()

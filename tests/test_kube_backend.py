@@ -32,7 +32,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from kube_standin import CLAIMS, StandIn, parse_rfc3339  # noqa: E402
+from kube_standin import CLAIMS, TLS, Router, StandIn, parse_rfc3339  # noqa: E402
 from oci_pod import Pod, pod_image, pod_templates  # noqa: E402
 from serve_process import CLI, free_port  # noqa: E402
 from test_serve_sdk import SDK_DIR  # noqa: E402
@@ -41,11 +41,15 @@ NS = "cellvm-test"
 POOL = "cellvm"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
-KUBECONFIG = """\
+# As kubectl writes them: the first with the CA and a client certificate
+# inline (base64), the second with files (the CA's path relative to the
+# kubeconfig) and a token file, and a context that is not the current one.
+KUBECONFIG_CERT = """\
 apiVersion: v1
 kind: Config
 clusters:
 - cluster:
+    certificate-authority-data: {ca}
     server: {server}
   name: standin
 contexts:
@@ -58,8 +62,70 @@ current-context: standin
 users:
 - name: tester
   user:
-    token: {token}
+    client-certificate-data: {cert}
+    client-key-data: {key}
 """
+KUBECONFIG_TOKEN = """\
+apiVersion: v1
+kind: Config
+clusters:
+- name: elsewhere
+  cluster: {{server: "https://192.0.2.1:6443"}}
+- name: standin
+  cluster:
+    certificate-authority: tls/ca.crt
+    server: "{server}"
+contexts:
+- name: other
+  context: {{cluster: elsewhere, user: nobody}}
+- name: standin
+  context:
+    cluster: standin
+    namespace: {ns}
+    user: tester
+current-context: standin
+users:
+- name: tester
+  user:
+    tokenFile: {token_file}
+"""
+
+
+def b64file(path):
+    with open(path, "rb") as f:
+        return base64.b64encode(f.read()).decode()
+
+
+class ControlPlane:
+    """`cellvm serve --backend agent-sandbox` with `kubeconfig`."""
+
+    def __init__(self, tmp, name, kubeconfig, key, *args):
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / f"{name}.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+        env.update(KUBECONFIG=str(kubeconfig), CELLVM_API_KEY=key)
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [CLI, "serve", "--backend", "agent-sandbox", "--warm-pool", POOL,
+                 "--listen", f"127.0.0.1:{self.port}", *args],
+                env=env, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.1)
+        assert self.proc.poll() is None, self.log()
+
+    def log(self):
+        return self.log_path.read_text()
+
+    def stop(self):
+        self.proc.terminate()
+        return self.proc.wait(timeout=30)
 
 
 def loopback_hosts(n):
@@ -84,10 +150,11 @@ def cluster(tmp_path_factory):
     key = "e2b_" + secrets.token_hex(20)
     pods = []
     try:
-        for host in loopback_hosts(2):
+        # Two for the SDK's script, one for the router's test.
+        for host in loopback_hosts(3):
             pods.append(Pod(image, templates, key=key, host=host, port=3000))
         # The first builds the template when the session has none yet; the
-        # second waits for it on the volume's lock, then restores.
+        # others wait for it on the volume's lock, then restore.
         waits = [threading.Thread(target=p.wait, args=(200,)) for p in pods]
         for t in waits:
             t.start()
@@ -99,35 +166,29 @@ def cluster(tmp_path_factory):
         for p in pods:
             p.stop()
         raise
-    token = secrets.token_hex(16)
-    standin = StandIn(NS, POOL, pods, token)
     tmp = tmp_path_factory.mktemp("kube")
-    kubeconfig = tmp / "kubeconfig"
-    kubeconfig.write_text(KUBECONFIG.format(server=standin.url, ns=NS, token=token))
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
-    env.update(KUBECONFIG=str(kubeconfig), CELLVM_API_KEY=key)
-    log = open(tmp / "serve.log", "wb")
-    server = subprocess.Popen([CLI, "serve", "--backend", "agent-sandbox", "--warm-pool", POOL,
-                               "--listen", f"127.0.0.1:{port}"], env=env, stdout=log,
-                              stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    (tmp / "tls").mkdir()
+    tls = TLS(tmp / "tls")
+    token = secrets.token_hex(16)
+    (tmp / "token").write_text(token + "\n")
+    standin = StandIn(NS, POOL, pods, token, tls)
+    router = Router(standin)
+    (tmp / "kubeconfig-cert").write_text(KUBECONFIG_CERT.format(
+        ca=b64file(tls.ca_cert), server=standin.url, ns=NS, cert=b64file(tls.client_cert),
+        key=b64file(tls.client_key)))
+    (tmp / "kubeconfig-token").write_text(KUBECONFIG_TOKEN.format(
+        server=standin.url, ns=NS, token_file=tmp / "token"))
+    planes = []
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and server.poll() is None:
-            try:
-                with urllib.request.urlopen(url + "/health", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.1)
-        assert server.poll() is None, (tmp / "serve.log").read_text()
-        yield {"url": url, "key": key, "standin": standin, "log": tmp / "serve.log",
-               "server": server}
+        planes.append(ControlPlane(tmp, "direct", tmp / "kubeconfig-cert", key))
+        planes.append(ControlPlane(tmp, "routed", tmp / "kubeconfig-token", key,
+                                   "--router", router.url))
+        yield {"url": planes[0].url, "key": key, "standin": standin, "router": router,
+               "direct": planes[0], "routed": planes[1]}
     finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
+        for p in planes:
+            p.stop()
+        router.close()
         standin.close()
 
 
@@ -143,8 +204,8 @@ def driven(cluster):
         out = json.loads(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         pytest.fail(f"kube.mjs printed no JSON ({r.returncode}):\n{r.stdout[-2000:]}\n"
-                    f"{r.stderr[-2000:]}\n-- serve:\n{cluster['log'].read_text()[-3000:]}")
-    assert "error" not in out, f"{out['error']}\n-- serve:\n{cluster['log'].read_text()[-3000:]}"
+                    f"{r.stderr[-2000:]}\n-- serve:\n{cluster['direct'].log()[-3000:]}")
+    assert "error" not in out, f"{out['error']}\n-- serve:\n{cluster['direct'].log()[-3000:]}"
     return out
 
 
@@ -156,8 +217,8 @@ def test_create_makes_a_claim_and_runs_code_in_its_pod(driven, cluster):
     assert driven["command"]["exitCode"] == 0
     # Each claim was created on the warm pool, labelled as cellvm's, with
     # E2B's metadata in an annotation.
-    posts = [p for m, p in standin.requests if m == "POST"]
-    assert posts == [CLAIMS.format(ns=NS)] * 2
+    posts = [p for m, p, _ in standin.requests if m == "POST"]
+    assert posts[:2] == [CLAIMS.format(ns=NS)] * 2
 
 
 def test_a_chart_comes_back_as_png(driven):
@@ -180,7 +241,7 @@ def test_set_timeout_moves_the_claims_shutdown_time(driven, cluster):
     assert driven["info"]["id"] == driven["a"]
     remaining = end.timestamp() - datetime.now(timezone.utc).timestamp()
     assert 0 < remaining <= 200
-    patches = [p for m, p in cluster["standin"].requests
+    patches = [p for m, p, _ in cluster["standin"].requests
                if m == "PATCH" and p.endswith("/" + driven["a"])]
     assert len(patches) == 2  # the pod's sandbox id, then the deadline
 
@@ -191,8 +252,8 @@ def test_kill_deletes_the_claim_and_its_pod(driven, cluster):
     assert driven["aRunningAfterKill"] is False
     assert driven["bRunningAfterAKill"] is True
     assert "not found" in driven["connectKilled"]["message"].lower(), driven["connectKilled"]
-    assert sorted(standin.deleted) == sorted([(driven["a"], "client"), (driven["b"], "client")])
-    assert standin.claims == {} and standin.sandboxes == {}
+    assert standin.deleted[:2] == [(driven["a"], "client"), (driven["b"], "client")]
+    assert driven["a"] not in standin.claims and driven["b"] not in standin.claims
 
 
 def test_the_server_keeps_no_state(driven, cluster):
@@ -227,7 +288,7 @@ def test_each_claim_says_its_pool_owner_metadata_and_deadline(driven, cluster):
     """What create wrote into the cluster: the warm pool, cellvm's label,
     E2B's metadata, and the deadline at which agent-sandbox deletes the claim
     (the guest's own deadline holds in its pod as well)."""
-    created = cluster["standin"].created
+    created = cluster["standin"].created[:2]
     assert [c["metadata"]["name"] for c in created] == [driven["a"], driven["b"]]
     for c, n in zip(created, ("1", "2")):
         assert c["spec"]["warmPoolRef"] == {"name": POOL}
@@ -240,3 +301,91 @@ def test_each_claim_says_its_pool_owner_metadata_and_deadline(driven, cluster):
     ends = [parse_rfc3339(c["spec"]["lifecycle"]["shutdownTime"]) for c in created]
     assert 119 <= ends[0] - made[0] <= 122
     assert 299 <= ends[1] - made[1] <= 302
+
+
+def test_the_kubeconfigs_credentials_reach_the_api_server(driven, cluster):
+    """TLS checked against the kubeconfig's CA; the SDK's control plane
+    authenticated by its client certificate, the routed one by its token file."""
+    by = {b for _, _, b in cluster["standin"].requests}
+    assert "cert" in by and None not in by
+
+
+def api_call(plane, method, path, body=None, headers=None):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(plane.url + path, data=data, method=method,
+                                 headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_through_the_router(driven, cluster):
+    """--router: the sandbox's traffic goes to agent-sandbox's router, which
+    finds the pod by X-Sandbox-ID, X-Sandbox-Namespace and X-Sandbox-Port."""
+    plane, key, standin = cluster["routed"], cluster["key"], cluster["standin"]
+    status, body = api_call(plane, "POST", "/sandboxes", {"templateID": "base", "timeout": 60},
+                            {"X-API-Key": key})
+    assert status == 201, (body, plane.log()[-2000:])
+    made = json.loads(body)
+    sid = made["sandboxID"]
+    try:
+        sandbox = standin.claims[sid]["status"]["sandbox"]["name"]
+        status, out = api_call(plane, "POST", "/execute", {"code": "print(6 * 7)"},
+                               {"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49999",
+                                "X-Access-Token": made["envdAccessToken"]})
+        assert status == 200, out
+        lines = [json.loads(x) for x in out.decode().splitlines()]
+        assert {"type": "stdout", "text": "42\n"} in [
+            {k: v for k, v in x.items() if k != "timestamp"} for x in lines]
+        assert (sandbox, NS, "3000", "/sandboxes") in cluster["router"].seen
+        assert (sandbox, NS, "3000", "/execute") in cluster["router"].seen
+        assert all(s == sandbox for s, _, _, _ in cluster["router"].seen)
+    finally:
+        status, _ = api_call(plane, "DELETE", f"/sandboxes/{sid}", headers={"X-API-Key": key})
+    assert status == 204
+    assert {b for m, p, b in standin.requests if p.endswith("/" + sid)} == {"token"}
+
+
+def test_create_refuses_before_claiming(cluster):
+    """A create the pod would refuse takes no pod from the pool."""
+    plane, key, standin = cluster["direct"], cluster["key"], cluster["standin"]
+    before = len(standin.created)
+    for body, code in (({"templateID": "nonesuch"}, 404), ({"timeout": -1}, 400),
+                       ({"metadata": {"a": 1}}, 400), (["not", "an", "object"], 400)):
+        status, answer = api_call(plane, "POST", "/sandboxes", body, {"X-API-Key": key})
+        assert status == code, (body, answer)
+        assert json.loads(answer)["code"] == code
+    assert len(standin.created) == before
+    status, _ = api_call(plane, "POST", "/sandboxes", {}, {"X-API-Key": "e2b_" + "0" * 40})
+    assert status == 401
+
+
+def test_a_sandbox_that_is_no_claim_is_not_found(cluster):
+    plane, key = cluster["direct"], cluster["key"]
+    status, _ = api_call(plane, "GET", "/sandboxes/cellvm-000000000000", headers={"X-API-Key": key})
+    assert status == 404
+    status, _ = api_call(plane, "DELETE", "/sandboxes/cellvm-000000000000",
+                         headers={"X-API-Key": key})
+    assert status == 404
+    status, body = api_call(plane, "GET", "/health", headers={
+        "E2b-Sandbox-Id": "cellvm-000000000000", "E2b-Sandbox-Port": "49983"})
+    assert status == 502 and b"was not found" in body
+
+
+def test_a_kubeconfig_with_a_plugin_is_refused(tmp_path):
+    """Cloud kubeconfigs authenticate by exec plugins, which cellvm does not run:
+    the server says so and exits."""
+    cfg = tmp_path / "config"
+    cfg.write_text("apiVersion: v1\nclusters:\n- name: c\n  cluster: {server: 'https://x'}\n"
+                   "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                   "current-context: x\nusers:\n- name: u\n  user:\n    exec:\n"
+                   "      command: gke-gcloud-auth-plugin\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    env.update(KUBECONFIG=str(cfg), CELLVM_API_KEY="e2b_" + "1" * 40)
+    r = subprocess.run([CLI, "serve", "--backend", "agent-sandbox", "--listen",
+                        f"127.0.0.1:{free_port()}"], env=env, capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 1
+    assert "plugin" in r.stderr and "exec" in r.stderr, r.stderr

@@ -161,6 +161,31 @@ static int check_network(json_t *body, char *why, size_t whylen)
         return 0;
 }
 
+int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
+{
+        json_t *t = json_object_get(body, "templateID");
+        if (t && !json_is_string(t)) {
+                snprintf(why, whylen, "templateID must be a string");
+                return -EINVAL;
+        }
+        if (t && !known_template(json_string_value(t))) {
+                snprintf(why, whylen,
+                         "template '%.64s' not found (this server serves one image, as base or "
+                         "code-interpreter-v1)",
+                         json_string_value(t));
+                return -ENOENT;
+        }
+        if (timeout_of(body, timeout, why, whylen) < 0)
+                return -EINVAL;
+        json_t *md = string_map(json_object_get(body, "metadata"), "metadata", why, whylen);
+        json_t *envs =
+            md ? string_map(json_object_get(body, "envVars"), "envVars", why, whylen) : NULL;
+        int rc = md && envs ? check_network(body, why, whylen) : -EINVAL;
+        json_decref(md);
+        json_decref(envs);
+        return rc < 0 ? -EINVAL : 0;
+}
+
 static enum MHD_Result create(struct hreq *h)
 {
         enum MHD_Result rc;

@@ -406,16 +406,18 @@ static enum MHD_Result create(struct hreq *h)
 {
         json_t *body = json_loadb(h->body, h->len, 0, NULL);
         char err[512] = "";
-        json_t *md = json_object_get(body, "metadata"), *tv = json_object_get(body, "timeout");
-        json_t *tpl = json_object_get(body, "templateID");
-        if (!json_is_object(body) || (md && !json_is_null(md) && !json_is_object(md)) ||
-            (tv && !json_is_number(tv)) || (tpl && !json_is_string(tpl))) {
+        double timeout;
+        if (!json_is_object(body)) {
                 json_decref(body);
-                return reply_error(h, 400,
-                                   "the body: a JSON object with templateID (a string), "
-                                   "timeout (seconds) and metadata (an object)");
+                return reply_error(h, 400, "the body must be a JSON object");
         }
-        double timeout = tv ? json_number_value(tv) : SERVE_DEFAULT_TIMEOUT_S;
+        /* Checked before a claim takes a pool pod, which a refusal would waste. */
+        int rc = serve_check_create(body, &timeout, err, sizeof(err));
+        if (rc < 0) {
+                json_decref(body);
+                return reply_error(h, rc == -ENOENT ? 404 : 400, "%s", err);
+        }
+        json_t *md = json_object_get(body, "metadata"), *tpl = json_object_get(body, "templateID");
         char id[32] = "cellvm-", hex[16], when[40];
         if (serve_random_hex(hex, 12) < 0) {
                 json_decref(body);
@@ -423,7 +425,7 @@ static enum MHD_Result create(struct hreq *h)
         }
         strcat(id, hex);
         iso_seconds(when, sizeof(when), creg_now_ms() + (int64_t)(timeout * 1000));
-        char *md_text = json_dumps(json_is_object(md) ? md : json_object(), JSON_COMPACT);
+        char *md_text = json_is_object(md) ? json_dumps(md, JSON_COMPACT) : strdup("{}");
         json_t *claim = json_pack(
             "{s:s, s:s, s:{s:s, s:{s:s}, s:{s:s, s:s?}}, s:{s:{s:s}, s:{s:s, s:s}}}", "apiVersion",
             "extensions.agents.x-k8s.io/v1beta1", "kind", "SandboxClaim", "metadata", "name", id,
@@ -434,8 +436,7 @@ static enum MHD_Result create(struct hreq *h)
         json_decref(body);
         long st;
         json_t *ans = NULL;
-        int rc =
-            claim ? api("POST", CLAIMS, NULL, NULL, claim, &st, &ans, err, sizeof(err)) : -ENOMEM;
+        rc = claim ? api("POST", CLAIMS, NULL, NULL, claim, &st, &ans, err, sizeof(err)) : -ENOMEM;
         json_decref(claim);
         if (rc < 0 || st / 100 != 2) {
                 if (rc == 0)
@@ -589,6 +590,8 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
                        : rc == -ENOENT ? reply_error(h, 404, "sandbox \"%s\" not found", id)
                                        : reply_error(h, 502, "deleting claim %s: %s", id, err);
         }
+        if (strspn(action, "abcdefghijklmnopqrstuvwxyz") != strlen(action))
+                return reply_error(h, 404, "no such route %s %s", h->method, h->url);
         if (strcmp(action, "pause") == 0 || strcmp(action, "resume") == 0)
                 return reply_error(h, 400,
                                    "%s is not supported by --backend agent-sandbox (a pod serves "
@@ -839,6 +842,7 @@ static enum MHD_Result proxy_done(struct hreq *h)
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->req_headers);
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 10L);
+        curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* the path as the client sent it */
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(c, CURLOPT_HEADERDATA, p);
