@@ -10,6 +10,7 @@ cgroups) and ulimits no higher than its own.
 """
 
 import atexit
+import json
 import os
 import shutil
 import subprocess
@@ -27,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from conftest import IMAGE_BUILD, build_image_or_skip  # noqa: E402
 from serve_process import free_port  # noqa: E402
-from test_serve_sdk import node_or_skip  # noqa: E402
+from test_serve_sdk import SDK_DIR, node_or_skip  # noqa: E402
 
 OCI = os.path.join(IMAGE_BUILD, "oci")
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
@@ -137,3 +138,20 @@ def pod_templates():
         atexit.register(shutil.rmtree, d, True)
         _session["templates"] = d
     return _session["templates"]
+
+
+def drive(script, url, key, logs):
+    """Runs tests/serve_sdk/`script` (E2B's npm SDK) against `url` with `key`:
+    the one JSON object it printed. `logs()` is the server side's log, shown
+    when it failed."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
+           "LANG": "C.UTF-8", "E2B_API_URL": url, "E2B_SANDBOX_URL": url, "E2B_API_KEY": key}
+    r = subprocess.run([shutil.which("node"), script], cwd=SDK_DIR, env=env,
+                       capture_output=True, text=True, timeout=600)
+    try:
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        pytest.fail(f"{script} printed no JSON ({r.returncode}):\n{r.stdout[-2000:]}\n"
+                    f"{r.stderr[-2000:]}\n-- the server:\n{logs()[-3000:]}")
+    assert "error" not in out, f"{out['error']}\n-- the server:\n{logs()[-3000:]}"
+    return out

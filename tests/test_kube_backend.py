@@ -19,7 +19,6 @@ import base64
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import threading
@@ -33,9 +32,8 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from kube_standin import CLAIMS, TLS, Router, StandIn, parse_rfc3339  # noqa: E402
-from oci_pod import Pod, pod_image, pod_templates  # noqa: E402
+from oci_pod import Pod, drive, pod_image, pod_templates  # noqa: E402
 from serve_process import CLI, free_port  # noqa: E402
-from test_serve_sdk import SDK_DIR  # noqa: E402
 
 NS = "cellvm-test"
 POOL = "cellvm"
@@ -124,7 +122,8 @@ class ControlPlane:
         return self.log_path.read_text()
 
     def stop(self):
-        self.proc.terminate()
+        if self.proc.poll() is None:
+            self.proc.terminate()
         return self.proc.wait(timeout=30)
 
 
@@ -185,6 +184,9 @@ def cluster(tmp_path_factory):
                                    "--router", router.url))
         yield {"url": planes[0].url, "key": key, "standin": standin, "router": router,
                "direct": planes[0], "routed": planes[1]}
+        # SIGTERM ends them cleanly (under SAN=1: without a report).
+        for p in planes:
+            assert p.stop() == 0 and "Sanitizer" not in p.log(), p.log()[-3000:]
     finally:
         for p in planes:
             p.stop()
@@ -195,18 +197,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def driven(cluster):
     """kube.mjs's observations, once for the module."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
-           "LANG": "C.UTF-8", "E2B_API_URL": cluster["url"], "E2B_SANDBOX_URL": cluster["url"],
-           "E2B_API_KEY": cluster["key"]}
-    r = subprocess.run([shutil.which("node"), "kube.mjs"], cwd=SDK_DIR, env=env,
-                       capture_output=True, text=True, timeout=600)
-    try:
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        pytest.fail(f"kube.mjs printed no JSON ({r.returncode}):\n{r.stdout[-2000:]}\n"
-                    f"{r.stderr[-2000:]}\n-- serve:\n{cluster['direct'].log()[-3000:]}")
-    assert "error" not in out, f"{out['error']}\n-- serve:\n{cluster['direct'].log()[-3000:]}"
-    return out
+    return drive("kube.mjs", cluster["url"], cluster["key"], cluster["direct"].log)
 
 
 def test_create_makes_a_claim_and_runs_code_in_its_pod(driven, cluster):

@@ -16,10 +16,7 @@ with CELLVM_SKIP_IMAGE_BUILD=1 an existing build/oci is used as it is.
 """
 
 import base64
-import json
 import os
-import shutil
-import subprocess
 import sys
 
 import pytest
@@ -27,8 +24,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from oci_pod import Pod, pod_image, pod_templates  # noqa: E402
-from test_serve_sdk import SDK_DIR  # noqa: E402
+from oci_pod import Pod, drive, pod_image, pod_templates  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -56,18 +52,7 @@ def pod(image, templates):
 @pytest.fixture(scope="module")
 def driven(pod):
     """pod.mjs's observations, once for the module."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", "/root"),
-           "LANG": "C.UTF-8", "E2B_API_URL": pod.url, "E2B_SANDBOX_URL": pod.url,
-           "E2B_API_KEY": pod.key}
-    r = subprocess.run([shutil.which("node"), "pod.mjs"], cwd=SDK_DIR, env=env,
-                       capture_output=True, text=True, timeout=600)
-    try:
-        out = json.loads(r.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        pytest.fail(f"pod.mjs printed no JSON ({r.returncode}):\n{r.stdout[-2000:]}\n"
-                    f"{r.stderr[-2000:]}\n-- the container:\n{pod.logs()[-3000:]}")
-    assert "error" not in out, f"{out['error']}\n-- the container:\n{pod.logs()[-3000:]}"
-    return out
+    return drive("pod.mjs", pod.url, pod.key, pod.logs)
 
 
 def test_the_sdk_runs_code_in_the_pods_sandbox(driven):

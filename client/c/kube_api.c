@@ -362,17 +362,11 @@ const char *kube_api_server(const struct kube_api *k)
 
 /* --- calls ------------------------------------------------------------------ */
 
-struct answer {
-        char *buf;
-        size_t len, cap;
-        bool too_big;
-};
-
-static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
+size_t kube_body_write(char *p, size_t size, size_t nmemb, void *ud)
 {
-        struct answer *a = ud;
+        struct kube_body *a = ud;
         size_t n = size * nmemb;
-        if (a->len + n + 1 > KUBE_BODY_MAX) {
+        if (a->len + n + 1 > a->max) {
                 a->too_big = true;
                 return 0; /* aborts the transfer */
         }
@@ -390,6 +384,67 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *ud)
         a->len += n;
         a->buf[a->len] = '\0';
         return n;
+}
+
+/* The API server's TLS: its CA, a client certificate. */
+static void set_tls(CURL *c, const struct kube_api *k)
+{
+        if (k->ca_pem) {
+                struct curl_blob blob = {k->ca_pem, strlen(k->ca_pem), CURL_BLOB_COPY};
+                curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
+        }
+        if (k->cert_pem && k->key_pem) {
+                struct curl_blob cert = {k->cert_pem, strlen(k->cert_pem), CURL_BLOB_COPY};
+                struct curl_blob key = {k->key_pem, strlen(k->key_pem), CURL_BLOB_COPY};
+                curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
+                curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
+        }
+        if (k->insecure) {
+                curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+                curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+}
+
+int kube_http_json(const struct kube_api *k, const char *method, const char *url,
+                   struct curl_slist *headers, const char *body, size_t body_len, size_t max,
+                   long timeout_s, long *status, json_t **out, char *err, size_t errlen)
+{
+        *out = NULL;
+        *status = 0;
+        CURL *c = curl_easy_init();
+        if (!c) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        struct kube_body a = {.max = max};
+        curl_easy_setopt(c, CURLOPT_URL, url);
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, kube_body_write);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+        if (body) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+        }
+        if (k)
+                set_tls(c, k);
+        int rc = 0;
+        CURLcode cr = curl_easy_perform(c);
+        if (cr != CURLE_OK) {
+                snprintf(err, errlen, "%s %.300s: %s", method, url,
+                         a.too_big ? "the answer is too large" : curl_easy_strerror(cr));
+                rc = a.too_big ? -EFBIG : -EIO;
+        } else {
+                curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+                if (a.len)
+                        *out = json_loadb(a.buf, a.len, 0, NULL);
+        }
+        curl_easy_cleanup(c);
+        free(a.buf);
+        return rc;
 }
 
 int kube_api_call(struct kube_api *k, const char *method, const char *path,
@@ -422,57 +477,15 @@ int kube_api_call(struct kube_api *k, const char *method, const char *path,
                 snprintf(auth, alen, "Authorization: Bearer %s", tok);
                 hdrs = curl_slist_append(hdrs, auth);
         }
-        CURL *c = curl_easy_init();
-        struct answer a = {0};
-        int rc = 0;
-        if (!c || !hdrs || (tok && !auth) || (body && !text)) {
+        int rc;
+        if (!hdrs || (tok && !auth) || (body && !text)) {
                 snprintf(err, errlen, "out of memory");
                 rc = -ENOMEM;
-                goto out;
+        } else {
+                rc = kube_http_json(k, method, url, hdrs, text, text ? strlen(text) : 0,
+                                    KUBE_BODY_MAX, CALL_TIMEOUT_S, status, out, err, errlen);
         }
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, CALL_TIMEOUT_S);
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-        if (text) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
-                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(text));
-        }
-        if (k->ca_pem) {
-                struct curl_blob blob = {k->ca_pem, strlen(k->ca_pem), CURL_BLOB_COPY};
-                curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
-        }
-        if (k->cert_pem && k->key_pem) {
-                struct curl_blob cert = {k->cert_pem, strlen(k->cert_pem), CURL_BLOB_COPY};
-                struct curl_blob key = {k->key_pem, strlen(k->key_pem), CURL_BLOB_COPY};
-                curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
-                curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
-        }
-        if (k->insecure) {
-                curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-                curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
-        }
-        CURLcode cr = curl_easy_perform(c);
-        if (cr != CURLE_OK) {
-                snprintf(err, errlen, "%s %s: %s", method, url,
-                         a.too_big ? "the answer is too large" : curl_easy_strerror(cr));
-                rc = a.too_big ? -EFBIG : -EIO;
-                goto out;
-        }
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-        if (a.len) {
-                json_error_t je;
-                *out = json_loadb(a.buf, a.len, 0, &je);
-        }
-out:
-        if (c)
-                curl_easy_cleanup(c);
         curl_slist_free_all(hdrs);
-        free(a.buf);
         free(auth);
         free(token);
         free(text);

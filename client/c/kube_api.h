@@ -11,6 +11,7 @@
 #define CELLVM_CLIENT_KUBE_API_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define KUBE_BODY_MAX (8u << 20) /* a list of claims is the largest answer */
@@ -33,5 +34,24 @@ const char *kube_api_server(const struct kube_api *k);
 int kube_api_call(struct kube_api *k, const char *method, const char *path,
                   const char *content_type, const json_t *body, long *status, json_t **out,
                   char *err, size_t errlen);
+
+/* One buffered call with libcurl: `body` (NULL: none) sent with `headers`,
+ * the answer kept up to `max` bytes (-EFBIG past it) and parsed as JSON (NULL
+ * when empty or not JSON) into *out, its status in *status; `k` (NULL: none)
+ * gives the API server's TLS settings. 0, or a negative errno with `err`. */
+struct curl_slist;
+int kube_http_json(const struct kube_api *k, const char *method, const char *url,
+                   struct curl_slist *headers, const char *body, size_t body_len, size_t max,
+                   long timeout_s, long *status, json_t **out, char *err, size_t errlen);
+
+/* A body libcurl writes into (kube_body_write as CURLOPT_WRITEFUNCTION),
+ * NUL-terminated, at most `max` bytes: past it the transfer is aborted and
+ * `too_big` set. */
+struct kube_body {
+        char *buf;
+        size_t len, cap, max;
+        bool too_big;
+};
+size_t kube_body_write(char *p, size_t size, size_t nmemb, void *ud);
 
 #endif

@@ -521,16 +521,10 @@ static enum MHD_Result metrics(struct hreq *h, struct sandbox *s)
         return arr ? reply_json(h, 200, arr) : reply_error(h, 500, "out of memory");
 }
 
-static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
+static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const char *id,
+                                   const char *action)
 {
-        char id[72];
-        const char *slash = strchr(rest, '/');
-        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-        const char *action = slash ? slash + 1 : "";
-        if (n == 0 || n >= sizeof(id))
-                return reply_error(h, 404, "no such route %s", h->url);
-        memcpy(id, rest, n);
-        id[n] = '\0';
+        (void)prefix;
         bool get = strcmp(h->method, "GET") == 0, post = strcmp(h->method, "POST") == 0;
         bool del = strcmp(h->method, "DELETE") == 0;
         struct sandbox *s = serve_get(id);
@@ -606,7 +600,7 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
         return rc;
 }
 
-static enum MHD_Result api_done(struct hreq *h)
+enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a)
 {
         const char *u = h->url;
         bool v2 = strncmp(u, "/v2/", 4) == 0;
@@ -614,14 +608,27 @@ static enum MHD_Result api_done(struct hreq *h)
                 u += 3;
         if (strcmp(u, "/sandboxes") == 0) {
                 if (strcmp(h->method, "POST") == 0)
-                        return create(h);
+                        return a->create(h);
                 if (strcmp(h->method, "GET") == 0)
-                        return list(h, v2);
+                        return a->list(h, v2);
                 return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
         }
-        if (strncmp(u, "/sandboxes/", 11) == 0)
-                return one_sandbox(h, u + 11);
-        return reply_error(h, 404, "no such route %s %s", h->method, h->url);
+        if (strncmp(u, "/sandboxes/", 11) != 0)
+                return reply_error(h, 404, "no such route %s %s", h->method, h->url);
+        char id[72];
+        const char *rest = u + 11, *slash = strchr(rest, '/');
+        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+        if (n == 0 || n >= sizeof(id))
+                return reply_error(h, 404, "no such route %s", h->url);
+        memcpy(id, rest, n);
+        id[n] = '\0';
+        return a->one(h, v2 ? "/v2" : "", id, slash ? slash + 1 : "");
+}
+
+static enum MHD_Result api_done(struct hreq *h)
+{
+        static const struct api_handlers local = {create, list, one_sandbox};
+        return serve_api_dispatch(h, &local);
 }
 
 const struct hroute route_api = {.done = api_done, .body_max = HTTP_JSON_MAX};

@@ -252,40 +252,12 @@ static struct curl_slist *target_headers(const struct target *t, struct curl_sli
         return l ? curl_slist_append(l, line) : NULL;
 }
 
-struct bounded {
-        char *buf;
-        size_t len, cap;
-};
-
-static size_t keep_bounded(char *p, size_t size, size_t nmemb, void *ud)
-{
-        struct bounded *b = ud;
-        size_t n = size * nmemb;
-        if (b->len + n + 1 > POD_BODY_MAX)
-                return 0;
-        if (b->len + n + 1 > b->cap) {
-                size_t cap = b->cap ? b->cap * 2 : 4096;
-                while (cap < b->len + n + 1)
-                        cap *= 2;
-                char *nb = realloc(b->buf, cap);
-                if (!nb)
-                        return 0;
-                b->buf = nb;
-                b->cap = cap;
-        }
-        memcpy(b->buf + b->len, p, n);
-        b->len += n;
-        b->buf[b->len] = '\0';
-        return n;
-}
-
 /* A control-plane call to the pod's own server (its API key is this
  * server's: the manifests give both the same Secret). 0 with the status and
  * the JSON answer (NULL if none), or a negative errno with `err`. */
 static int pod_call(const struct target *t, const char *method, const char *path, const char *body,
                     size_t body_len, long *status, json_t **out, char *err, size_t errlen)
 {
-        *out = NULL;
         char url[1200], key[200];
         snprintf(url, sizeof(url), "%s%s", t->base, path);
         snprintf(key, sizeof(key), "X-API-Key: %s", serve.api_key);
@@ -293,41 +265,12 @@ static int pod_call(const struct target *t, const char *method, const char *path
         h = h ? curl_slist_append(h, "Content-Type: application/json") : NULL;
         h = h ? curl_slist_append(h, "Expect:") : NULL;
         h = target_headers(t, h);
-        CURL *c = curl_easy_init();
-        struct bounded b = {0};
-        int rc = 0;
-        if (!c || !h) {
+        int rc = h ? kube_http_json(NULL, method, url, h, body, body_len, POD_BODY_MAX, 120, status,
+                                    out, err, errlen)
+                   : -ENOMEM;
+        if (!h)
                 snprintf(err, errlen, "out of memory");
-                rc = -ENOMEM;
-                goto out;
-        }
-        curl_easy_setopt(c, CURLOPT_URL, url);
-        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-        curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, keep_bounded);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-        if (body) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-        }
-        CURLcode cr = curl_easy_perform(c);
-        if (cr != CURLE_OK) {
-                snprintf(err, errlen, "the sandbox's pod (%.200s): %s", t->base,
-                         curl_easy_strerror(cr));
-                rc = -EIO;
-                goto out;
-        }
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-        if (b.len)
-                *out = json_loadb(b.buf, b.len, 0, NULL);
-out:
-        if (c)
-                curl_easy_cleanup(c);
         curl_slist_free_all(h);
-        free(b.buf);
         return rc;
 }
 
@@ -571,16 +514,10 @@ static enum MHD_Result list(struct hreq *h, bool v2)
         return arr ? reply_json(h, 200, arr) : reply_error(h, 500, "out of memory");
 }
 
-static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const char *rest)
+static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const char *id,
+                                   const char *action)
 {
-        char id[72], err[512] = "";
-        const char *slash = strchr(rest, '/');
-        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-        const char *action = slash ? slash + 1 : "";
-        if (n == 0 || n >= sizeof(id))
-                return reply_error(h, 404, "no such route %s", h->url);
-        memcpy(id, rest, n);
-        id[n] = '\0';
+        char err[512] = "";
         bool del = strcmp(h->method, "DELETE") == 0;
         if (del && !action[0]) {
                 int rc = dns_name(id, 63) ? delete_claim(id, err, sizeof(err)) : -ENOENT;
@@ -627,21 +564,8 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
 
 static enum MHD_Result api_done(struct hreq *h)
 {
-        const char *u = h->url;
-        bool v2 = strncmp(u, "/v2/", 4) == 0;
-        if (v2)
-                u += 3;
-        if (strcmp(u, "/sandboxes") == 0) {
-                if (strcmp(h->method, "POST") == 0)
-                        return create(h);
-                if (strcmp(h->method, "GET") == 0)
-                        return list(h, v2);
-                return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
-        }
-        if (strncmp(u, "/sandboxes/", 11) == 0)
-                return one_sandbox(h, v2 ? "/v2" : "", u + 11);
-        return reply_error(h, 404, "no such route %s %s (--backend agent-sandbox)", h->method,
-                           h->url);
+        static const struct api_handlers claims = {create, list, one_sandbox};
+        return serve_api_dispatch(h, &claims);
 }
 
 const struct hroute route_kube_api = {.done = api_done, .body_max = HTTP_JSON_MAX};
