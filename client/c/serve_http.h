@@ -130,10 +130,15 @@ struct api_handlers {
 };
 enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a);
 
-/* --backend agent-sandbox (serve_kube.c): the control plane, and a request
- * to sandbox `id`'s `port`, proxied to its pod (0, or an HTTP status). */
-extern const struct hroute route_kube_api;
-int kube_sandbox_route(struct hreq *h, const char *id, unsigned port);
+/* Another backend's routes, set before the listener starts (--backend
+ * agent-sandbox: serve_kube.c): its control plane, and the route of a
+ * request to sandbox `id`'s `port` (0, or an HTTP status with h->why).
+ * NULL: the sandboxes of this server. */
+struct serve_backend {
+        const struct hroute *api;
+        int (*sandbox_route)(struct hreq *h, const char *id, unsigned port);
+};
+extern const struct serve_backend *serve_backend;
 
 /* Converts an agent's CBOR value to JSON (bytes as base64), bounded by depth. */
 json_t *cbor_to_json(const cbor_item_t *item);

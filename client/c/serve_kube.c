@@ -98,17 +98,6 @@ bool serve_kube_enabled(void)
         return kb.on;
 }
 
-int serve_kube_start(char *err, size_t errlen)
-{
-        static char ns[64];
-        int rc = kube_api_open(&kb.api, ns, sizeof(ns), err, errlen);
-        if (rc < 0)
-                return rc;
-        if (!kb.ns)
-                kb.ns = ns[0] && dns_name(ns, 63) ? ns : "default";
-        return 0;
-}
-
 void serve_kube_stop(void)
 {
         kube_api_close(kb.api);
@@ -568,7 +557,7 @@ static enum MHD_Result api_done(struct hreq *h)
         return serve_api_dispatch(h, &claims);
 }
 
-const struct hroute route_kube_api = {.done = api_done, .body_max = HTTP_JSON_MAX};
+static const struct hroute route_kube_api = {.done = api_done, .body_max = HTTP_JSON_MAX};
 
 /* --- sandbox traffic, proxied ---------------------------------------------------- */
 
@@ -811,7 +800,7 @@ static enum MHD_Result proxy_done(struct hreq *h)
 
 static const struct hroute route_kube_proxy = {.done = proxy_done, .body_max = PROXY_BODY_MAX};
 
-int kube_sandbox_route(struct hreq *h, const char *id, unsigned port)
+static int kube_sandbox_route(struct hreq *h, const char *id, unsigned port)
 {
         struct proxy *p = calloc(1, sizeof(*p));
         if (!p) {
@@ -823,5 +812,19 @@ int kube_sandbox_route(struct hreq *h, const char *id, unsigned port)
         h->state = p;
         h->free_state = proxy_free;
         h->route = &route_kube_proxy;
+        return 0;
+}
+
+static const struct serve_backend kube_backend = {&route_kube_api, kube_sandbox_route};
+
+int serve_kube_start(char *err, size_t errlen)
+{
+        static char ns[64];
+        int rc = kube_api_open(&kb.api, ns, sizeof(ns), err, errlen);
+        if (rc < 0)
+                return rc;
+        if (!kb.ns)
+                kb.ns = ns[0] && dns_name(ns, 63) ? ns : "default";
+        serve_backend = &kube_backend;
         return 0;
 }
