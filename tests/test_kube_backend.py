@@ -330,6 +330,11 @@ def test_through_the_router(driven, cluster):
         lines = [json.loads(x) for x in out.decode().splitlines()]
         assert {"type": "stdout", "text": "42\n"} in [
             {k: v for k, v in x.items() if k != "timestamp"} for x in lines]
+        # getHost(port)'s Host routing, as E2B's edge reads it: envd's /health.
+        status, _ = api_call(plane, "GET", "/health",
+                             headers={"Host": f"49983-{sid}.localhost:{plane.port}"})
+        assert status == 204
+        assert (sandbox, NS, "3000", "/health") in cluster["router"].seen
         assert (sandbox, NS, "3000", "/sandboxes") in cluster["router"].seen
         assert (sandbox, NS, "3000", "/execute") in cluster["router"].seen
         assert all(s == sandbox for s, _, _, _ in cluster["router"].seen)
