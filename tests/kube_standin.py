@@ -176,6 +176,9 @@ class StandIn:
                 if method == "GET":
                     return self.reply(req, 200, self.claims[name])
                 if method == "DELETE":
+                    uid = (json.loads(body or b"{}").get("preconditions") or {}).get("uid")
+                    if uid and uid != self.claims[name]["metadata"].get("uid"):
+                        return self.reply(req, 409, self.status(409, "uid precondition failed"))
                     self.delete(name, "client")
                     return self.reply(req, 200, self.status(200, "Success"))
                 if method == "PATCH":

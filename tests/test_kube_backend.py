@@ -359,7 +359,25 @@ def test_create_refuses_before_claiming(cluster):
 
 
 def test_a_sandbox_that_is_no_claim_is_not_found(cluster):
-    plane, key = cluster["direct"], cluster["key"]
+    """Nor is a claim another manager made in the namespace: it is neither
+    described, reached nor deleted."""
+    plane, key, standin = cluster["direct"], cluster["key"], cluster["standin"]
+    foreign = {"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
+               "metadata": {"name": "someone-elses", "uid": "u-1",
+                            "labels": {"app.kubernetes.io/managed-by": "someone-else"},
+                            "annotations": {"cellvm.dev/pod-sandbox-id": "x"}},
+               "spec": {"warmPoolRef": {"name": POOL}}}
+    with standin.lock:
+        standin.claims["someone-elses"] = foreign
+    try:
+        for method in ("GET", "DELETE"):
+            status, _ = api_call(plane, method, "/sandboxes/someone-elses",
+                                 headers={"X-API-Key": key})
+            assert status == 404
+        assert "someone-elses" in standin.claims
+    finally:
+        with standin.lock:
+            standin.claims.pop("someone-elses", None)
     status, _ = api_call(plane, "GET", "/sandboxes/cellvm-000000000000", headers={"X-API-Key": key})
     assert status == 404
     status, _ = api_call(plane, "DELETE", "/sandboxes/cellvm-000000000000",

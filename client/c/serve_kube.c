@@ -175,15 +175,12 @@ static int pod_address(json_t *claim, const char *sandbox, char *out, size_t out
         return rc;
 }
 
-/* Claim `id`'s target: 0, -ENOENT (no such claim of cellvm's), -EAGAIN (not
- * bound to a ready pod yet; with `need_pod_id`, or its sandbox not made
- * yet), or another negative errno with `err`. */
-static int claim_target(const char *id, bool need_pod_id, struct target *t, json_t **claim_out,
-                        char *err, size_t errlen)
+/* Claim `id` (*out, referenced) when it is one of cellvm's (its label):
+ * 0, -ENOENT, or another negative errno with `err`. Claims of others in
+ * the namespace are never read, proxied to or deleted for a client. */
+static int get_claim(const char *id, json_t **out, char *err, size_t errlen)
 {
-        memset(t, 0, sizeof(*t));
-        if (claim_out)
-                *claim_out = NULL;
+        *out = NULL;
         if (!dns_name(id, 63))
                 return -ENOENT;
         long st;
@@ -191,20 +188,29 @@ static int claim_target(const char *id, bool need_pod_id, struct target *t, json
         int rc = api("GET", CLAIMS, id, NULL, NULL, &st, &c, err, errlen);
         if (rc < 0)
                 return rc;
-        if (st == 404 || !json_is_object(c) ||
-            !json_is_string(json_object_get(
-                json_object_get(json_object_get(c, "metadata"), "labels"), LABEL_KEY))) {
-                json_decref(c);
-                if (st == 200 || st == 404)
-                        return -ENOENT;
-                snprintf(err, errlen, "reading claim %s: HTTP %ld", id, st);
-                return -EIO;
+        const char *owner = str_at(c, "metadata", "labels", LABEL_KEY);
+        if (st == 200 && json_is_object(c) && owner && strcmp(owner, LABEL_VALUE) == 0) {
+                *out = c;
+                return 0;
         }
-        if (st != 200) {
-                json_decref(c);
-                snprintf(err, errlen, "reading claim %s: HTTP %ld", id, st);
-                return -EIO;
-        }
+        json_decref(c);
+        if (st == 200 || st == 404)
+                return -ENOENT;
+        snprintf(err, errlen, "reading claim %s: HTTP %ld", id, st);
+        return -EIO;
+}
+
+/* Claim `id`'s target: 0, -ENOENT (no such claim of cellvm's), -EAGAIN (not
+ * bound to a ready pod yet; with `need_pod_id`, or its sandbox not made
+ * yet), or another negative errno with `err`. */
+static int claim_target(const char *id, bool need_pod_id, struct target *t, char *err,
+                        size_t errlen)
+{
+        memset(t, 0, sizeof(*t));
+        json_t *c;
+        int rc = get_claim(id, &c, err, errlen);
+        if (rc < 0)
+                return rc;
         const char *pod_id = str_at(c, "metadata", "annotations", ANN_POD_ID);
         const char *sandbox = str_at(c, "status", "sandbox", "name");
         rc = -EAGAIN;
@@ -220,10 +226,7 @@ static int claim_target(const char *id, bool need_pod_id, struct target *t, json
                                  : pod_address(c, sandbox, t->base, sizeof(t->base), err, errlen);
                 }
         }
-        if (claim_out && rc == 0)
-                *claim_out = c;
-        else
-                json_decref(c);
+        json_decref(c);
         return rc;
 }
 
@@ -316,13 +319,23 @@ static int follow_deadline(const char *id, const struct target *t, char *err, si
         return rc;
 }
 
+/* Deletes claim `id` if it is cellvm's, and only the one read (its uid). */
 static int delete_claim(const char *id, char *err, size_t errlen)
 {
+        json_t *c;
+        int rc = get_claim(id, &c, err, errlen);
+        if (rc < 0)
+                return rc;
+        json_t *opts = json_pack("{s:s, s:s, s:{s:O?}}", "apiVersion", "v1", "kind",
+                                 "DeleteOptions", "preconditions", "uid",
+                                 json_object_get(json_object_get(c, "metadata"), "uid"));
+        json_decref(c);
         long st;
         json_t *ans = NULL;
-        int rc = api("DELETE", CLAIMS, id, NULL, NULL, &st, &ans, err, errlen);
+        rc = opts ? api("DELETE", CLAIMS, id, NULL, opts, &st, &ans, err, errlen) : -ENOMEM;
+        json_decref(opts);
         json_decref(ans);
-        return rc < 0 ? rc : st == 404 ? -ENOENT : st / 100 == 2 ? 0 : -EIO;
+        return rc < 0 ? rc : st == 404 || st == 409 ? -ENOENT : st / 100 == 2 ? 0 : -EIO;
 }
 
 static void nap_ms(long ms)
@@ -382,7 +395,7 @@ static enum MHD_Result create(struct hreq *h)
         json_decref(ans);
         int64_t t0 = creg_now_ms();
         struct target t;
-        while ((rc = claim_target(id, false, &t, NULL, err, sizeof(err))) == -EAGAIN &&
+        while ((rc = claim_target(id, false, &t, err, sizeof(err))) == -EAGAIN &&
                creg_now_ms() - t0 < CLAIM_WAIT_MS)
                 nap_ms(100);
         json_t *made = NULL;
@@ -524,7 +537,7 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
                                    "one running sandbox)",
                                    action);
         struct target t;
-        int rc = claim_target(id, true, &t, NULL, err, sizeof(err));
+        int rc = claim_target(id, true, &t, err, sizeof(err));
         if (rc == -ENOENT || rc == -EAGAIN)
                 return reply_error(h, 404, "sandbox \"%s\" not found", id);
         if (rc < 0)
@@ -727,7 +740,7 @@ static enum MHD_Result proxy_done(struct hreq *h)
         struct proxy *p = h->state;
         char err[512] = "";
         struct target t;
-        int rc = claim_target(p->id, true, &t, NULL, err, sizeof(err));
+        int rc = claim_target(p->id, true, &t, err, sizeof(err));
         if (rc == -ENOENT || rc == -EAGAIN) /* E2B's edge: a sandbox not running is a 502 */
                 return reply_error(h, 502, "The sandbox %.64s was not found", p->id);
         if (rc < 0)
