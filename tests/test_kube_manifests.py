@@ -215,7 +215,7 @@ def test_what_the_objects_say(objects):
     role = by_kind(objects, "Role")
     rules = {(r["apiGroups"][0], r["resources"][0]): set(r["verbs"]) for r in role["rules"]}
     verbs = {"get", "list", "watch", "create", "delete"}
-    assert rules == {("extensions.agents.x-k8s.io", "sandboxclaims"): verbs,
+    assert rules == {("extensions.agents.x-k8s.io", "sandboxclaims"): verbs | {"patch"},
                      ("agents.x-k8s.io", "sandboxes"): verbs}
     dep = by_kind(objects, "Deployment")
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]

@@ -33,8 +33,11 @@ SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrad
               client/c/serve_relay.c
 # The guest's egress streams (EGRESS_ACCEPT), decided and relayed.
 SERVE_SRCS += client/c/serve_egress.c
+# --backend agent-sandbox: the Kubernetes API and the pods over libcurl,
+# kubeconfigs read with libyaml.
+SERVE_SRCS += client/c/serve_kube.c client/c/kube_api.c
 SERVE_OBJS := $(SERVE_SRCS:%.c=$(B)/%.o)
-SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread
+SERVE_LIBS := -lmicrohttpd -ljansson -lnettle -lz -lpthread -lcurl -lyaml
 
 # cellvm mcp (docs/MCP.md): stdio, and /mcp of cellvm serve; in the same binary.
 MCP_SRCS := client/c/mcp_rpc.c client/c/mcp_tools.c client/c/mcp_run_code.c \

@@ -251,7 +251,9 @@ static void print_control_plane(const struct kube_opts *o)
         printf("rules:\n"
                "  - apiGroups: [\"extensions.agents.x-k8s.io\"]\n"
                "    resources: [\"sandboxclaims\"]\n"
-               "    verbs: [\"get\", \"list\", \"watch\", \"create\", \"delete\"]\n"
+               /* patch: the pod's sandbox id and the deadline (serve_kube.c) */
+               "    verbs: [\"get\", \"list\", \"watch\", \"create\", \"patch\", "
+               "\"delete\"]\n"
                "  - apiGroups: [\"agents.x-k8s.io\"]\n"
                "    resources: [\"sandboxes\"]\n"
                "    verbs: [\"get\", \"list\", \"watch\", \"create\", \"delete\"]\n");

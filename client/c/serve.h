@@ -209,6 +209,22 @@ int serve_single_wait_warm(const sigset_t *signals, int *sig);
 /* A thread: /health turns 503 once the handed-out sandbox ended. */
 void *serve_single_watch(void *arg);
 
+/* --- the agent-sandbox backend (serve_kube.c, --backend agent-sandbox) --- */
+
+/* --backend ('b'), --namespace ('N'), --warm-pool ('w'), --router ('r'),
+ * --pod-port ('P'): 0, or -EINVAL said on stderr. */
+int serve_kube_option(int opt, const char *arg);
+bool serve_kube_enabled(void);
+/* Loads the cluster's credentials: 0, or a negative errno with `err`. */
+int serve_kube_start(char *err, size_t errlen);
+void serve_kube_stop(void);
+/* The metadata filter of E2B's list ("k=v&k2=v2", URL-encoded) against an
+ * object of strings (serve_api.c). */
+bool serve_metadata_matches(const json_t *metadata, const char *filter);
+/* The checks create makes of its body (serve_api.c), before any sandbox is
+ * made: 0 with the timeout, -ENOENT (an unknown template) or -EINVAL, with `why`. */
+int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen);
+
 /* --- the API key (serve_key.c) --- */
 
 /* $CELLVM_API_KEY, else the key in the user's config directory, made (0600)

@@ -133,6 +133,41 @@ static int timeout_of(json_t *body, double *t, char *why, size_t whylen)
         return 0;
 }
 
+/* The create body checked as create() checks it, for a backend that hands the
+ * body on (serve_kube.c): a refusal costs no claim. Network rules are parsed as
+ * the pod's own server will apply them. */
+int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
+{
+        json_t *t = json_object_get(body, "templateID");
+        if (t && !json_is_string(t)) {
+                snprintf(why, whylen, "templateID must be a string");
+                return -EINVAL;
+        }
+        if (t && !known_template(json_string_value(t))) {
+                snprintf(why, whylen,
+                         "template '%.64s' not found (this server serves one image, as base or "
+                         "code-interpreter-v1)",
+                         json_string_value(t));
+                return -ENOENT;
+        }
+        if (timeout_of(body, timeout, why, whylen) < 0)
+                return -EINVAL;
+        json_t *md = string_map(json_object_get(body, "metadata"), "metadata", why, whylen);
+        json_t *envs =
+            md ? string_map(json_object_get(body, "envVars"), "envVars", why, whylen) : NULL;
+        int rc = -EINVAL;
+        if (md && envs) {
+                struct egress_policy policy = {0};
+                rc = serve_egress_policy_of(json_object_get(body, "network"),
+                                            json_object_get(body, "allow_internet_access"),
+                                            &policy, why, whylen);
+                egress_policy_free(&policy);
+        }
+        json_decref(md);
+        json_decref(envs);
+        return rc < 0 ? -EINVAL : 0;
+}
+
 static enum MHD_Result create(struct hreq *h)
 {
         enum MHD_Result rc;
@@ -262,7 +297,7 @@ static void url_decode(char *s)
         *o = '\0';
 }
 
-static bool metadata_matches(const json_t *metadata, const char *filter)
+bool serve_metadata_matches(const json_t *metadata, const char *filter)
 {
         if (!filter || !filter[0])
                 return true;
@@ -361,7 +396,7 @@ static enum MHD_Result list(struct hreq *h, bool v2)
                 int64_t at = it->s ? it->s->started_ms : it->p->started_ms;
                 if (!started && strcmp(id, next) == 0)
                         started = true;
-                if (!started || !metadata_matches(md, meta) ||
+                if (!started || !serve_metadata_matches(md, meta) ||
                     !state_matches(state, it->s ? "running" : "paused") || at < after ||
                     (tpl && tpl[0] && strcmp(tpl, tid) != 0))
                         continue;
@@ -510,16 +545,10 @@ static enum MHD_Result update_network(struct hreq *h, struct sandbox *s)
         return reply_empty(h, 204);
 }
 
-static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
+static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const char *id,
+                                   const char *action)
 {
-        char id[72];
-        const char *slash = strchr(rest, '/');
-        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-        const char *action = slash ? slash + 1 : "";
-        if (n == 0 || n >= sizeof(id))
-                return reply_error(h, 404, "no such route %s", h->url);
-        memcpy(id, rest, n);
-        id[n] = '\0';
+        (void)prefix;
         bool get = strcmp(h->method, "GET") == 0, post = strcmp(h->method, "POST") == 0;
         bool del = strcmp(h->method, "DELETE") == 0, put = strcmp(h->method, "PUT") == 0;
         struct sandbox *s = serve_get(id);
@@ -597,7 +626,7 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *rest)
         return rc;
 }
 
-static enum MHD_Result api_done(struct hreq *h)
+enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a)
 {
         const char *u = h->url;
         bool v2 = strncmp(u, "/v2/", 4) == 0;
@@ -605,14 +634,27 @@ static enum MHD_Result api_done(struct hreq *h)
                 u += 3;
         if (strcmp(u, "/sandboxes") == 0) {
                 if (strcmp(h->method, "POST") == 0)
-                        return create(h);
+                        return a->create(h);
                 if (strcmp(h->method, "GET") == 0)
-                        return list(h, v2);
+                        return a->list(h, v2);
                 return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
         }
-        if (strncmp(u, "/sandboxes/", 11) == 0)
-                return one_sandbox(h, u + 11);
-        return reply_error(h, 404, "no such route %s %s", h->method, h->url);
+        if (strncmp(u, "/sandboxes/", 11) != 0)
+                return reply_error(h, 404, "no such route %s %s", h->method, h->url);
+        char id[72];
+        const char *rest = u + 11, *slash = strchr(rest, '/');
+        size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+        if (n == 0 || n >= sizeof(id))
+                return reply_error(h, 404, "no such route %s", h->url);
+        memcpy(id, rest, n);
+        id[n] = '\0';
+        return a->one(h, v2 ? "/v2" : "", id, slash ? slash + 1 : "");
+}
+
+static enum MHD_Result api_done(struct hreq *h)
+{
+        static const struct api_handlers local = {create, list, one_sandbox};
+        return serve_api_dispatch(h, &local);
 }
 
 const struct hroute route_api = {.done = api_done, .body_max = HTTP_JSON_MAX};

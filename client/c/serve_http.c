@@ -217,6 +217,8 @@ enum MHD_Result reply_stream(struct hreq *h, unsigned status, const char *conten
 
 /* --- routing -------------------------------------------------------------- */
 
+const struct serve_backend *serve_backend;
+
 bool same_secret(const char *a, const char *b)
 {
         if (!a || !b)
@@ -355,6 +357,12 @@ static int route(struct hreq *h)
         } else if (host_target(hreq_header(h, "Host"), id, sizeof(id), &port)) {
                 to_sandbox = true;
         }
+        if (to_sandbox && serve_backend) {
+                if (valid_id(id))
+                        return serve_backend->sandbox_route(h, id, port);
+                snprintf(h->why, sizeof(h->why), "The sandbox %.64s was not found", id);
+                return 502;
+        }
         if (to_sandbox) {
                 if (!valid_id(id) || !(h->sbx = serve_get(id))) {
                         if (port != SERVE_ENVD_PORT && port != SERVE_JUPYTER_PORT)
@@ -383,7 +391,9 @@ static int route(struct hreq *h)
                 snprintf(h->why, sizeof(h->why), "Invalid API key");
                 return 401;
         }
-        h->route = strcmp(h->url, "/mcp") == 0 ? &route_mcp : &route_api;
+        h->route = serve_backend                 ? serve_backend->api
+                   : strcmp(h->url, "/mcp") == 0 ? &route_mcp
+                                                 : &route_api;
         return 0;
 }
 

@@ -119,6 +119,27 @@ int port_route(struct hreq *h, unsigned port, char *why, size_t whylen);
  * it): E2B's edge's 502 body, once the request's body is read. */
 int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen);
 
+/* E2B's /sandboxes routes (and /v2/'s) to a backend's handlers (serve_api.c):
+ * create, list (`v2`: paginated), and one sandbox's: /sandboxes/{id}[/action]
+ * with `prefix` "/v2" or "" (`id` under 72 bytes; `action` "" when none). */
+struct api_handlers {
+        enum MHD_Result (*create)(struct hreq *h);
+        enum MHD_Result (*list)(struct hreq *h, bool v2);
+        enum MHD_Result (*one)(struct hreq *h, const char *prefix, const char *id,
+                               const char *action);
+};
+enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a);
+
+/* Another backend's routes, set before the listener starts (--backend
+ * agent-sandbox: serve_kube.c): its control plane, and the route of a
+ * request to sandbox `id`'s `port` (0, or an HTTP status with h->why).
+ * NULL: the sandboxes of this server. */
+struct serve_backend {
+        const struct hroute *api;
+        int (*sandbox_route)(struct hreq *h, const char *id, unsigned port);
+};
+extern const struct serve_backend *serve_backend;
+
 /* Converts an agent's CBOR value to JSON (bytes as base64), bounded by depth. */
 json_t *cbor_to_json(const cbor_item_t *item);
 /* RFC 3339 UTC with milliseconds, as E2B writes times. */

@@ -24,6 +24,8 @@ struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, 
 static const char serve_usage[] =
     "usage: cellvm serve [--listen HOST:PORT] [--unix PATH] [--image DIR] [--pool N]\n"
     "                    [--domain NAME] [--memory MB] [--vcpus N] [--single]\n"
+    "       cellvm serve --backend agent-sandbox [--namespace NS] [--warm-pool NAME]\n"
+    "                    [--router URL] [--pod-port N] [--listen HOST:PORT] [--domain NAME]\n"
     "\n"
     "E2B's protocols on one HTTP/1.1 address, in front of micro-VMs restored from\n"
     "this image's template: E2B's own SDKs (npm e2b, @e2b/code-interpreter, and their\n"
@@ -41,6 +43,12 @@ static const char serve_usage[] =
     "  --single            serve one sandbox, a pod's (docs/KUBERNETES.md): restored and\n"
     "                      warmed at start, /health 503 until then and after it ended;\n"
     "                      the first create gets it, any other is a 429\n"
+    "  --backend agent-sandbox  the control plane of a cluster (docs/KUBERNETES.md): a\n"
+    "                      sandbox is a SandboxClaim on agent-sandbox's warm pool (--warm-pool,\n"
+    "                      default cellvm) in --namespace (default: the kubeconfig's or the\n"
+    "                      service account's); its traffic goes to its pod's port --pod-port\n"
+    "                      (3000), or through agent-sandbox's router (--router URL). Credentials:\n"
+    "                      the in-cluster service account, else $KUBECONFIG or ~/.kube/config\n"
     "Templates are kept (and built, once per launch) in $CELLVM_TEMPLATE_DIR, else\n"
     "~/.cache/cellvm/templates: a volume shared by a node's pods; one that does not\n"
     "fit this host is rebuilt beside it.\n"
@@ -151,14 +159,56 @@ void serve_block_signals(sigset_t *set)
         signal(SIGPIPE, SIG_IGN);
 }
 
+/* --backend agent-sandbox: no VMs here, only the cluster's credentials and the listener. */
+static int serve_kube_main(const struct sockaddr *addr, int listen_fd, const char *where)
+{
+        char err[1024];
+        if (serve_single_enabled()) {
+                fputs("cellvm serve: --single and --backend exclude each other\n", stderr);
+                return 2;
+        }
+        if (serve_kube_start(err, sizeof(err)) < 0) {
+                fprintf(stderr, "cellvm serve: the cluster's credentials: %s\n", err);
+                return 1;
+        }
+        sigset_t set;
+        serve_block_signals(&set);
+        struct MHD_Daemon *d = serve_http_start(addr, listen_fd, err, sizeof(err));
+        if (!d) {
+                fprintf(stderr, "cellvm serve: %s: %s\n", where, err);
+                serve_kube_stop();
+                return 1;
+        }
+        serve.ready = true;
+        fprintf(stderr, "cellvm serve: listening on %s, backend agent-sandbox: ready\n", where);
+        int sig = 0;
+        sigwait(&set, &sig);
+        fprintf(stderr, "cellvm serve: %s: stopping (the sandboxes live on in the cluster)\n",
+                strsignal(sig));
+        serve.stopping = 1;
+        MHD_stop_daemon(d);
+        serve_kube_stop();
+        return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
         static const struct option opts[] = {
-            {"listen", required_argument, NULL, 'l'}, {"unix", required_argument, NULL, 'u'},
-            {"image", required_argument, NULL, 'i'},  {"memory", required_argument, NULL, 'm'},
-            {"vcpus", required_argument, NULL, 'n'},  {"pool", required_argument, NULL, 'p'},
-            {"help", no_argument, NULL, 'h'},         {"single", no_argument, NULL, 's'},
-            {"domain", required_argument, NULL, 'd'}, {NULL, 0, NULL, 0},
+            {"listen", required_argument, NULL, 'l'},
+            {"unix", required_argument, NULL, 'u'},
+            {"image", required_argument, NULL, 'i'},
+            {"memory", required_argument, NULL, 'm'},
+            {"vcpus", required_argument, NULL, 'n'},
+            {"pool", required_argument, NULL, 'p'},
+            {"help", no_argument, NULL, 'h'},
+            {"single", no_argument, NULL, 's'},
+            {"domain", required_argument, NULL, 'd'},
+            {"backend", required_argument, NULL, 'b'},
+            {"namespace", required_argument, NULL, 'N'},
+            {"warm-pool", required_argument, NULL, 'w'},
+            {"router", required_argument, NULL, 'r'},
+            {"pod-port", required_argument, NULL, 'P'},
+            {NULL, 0, NULL, 0},
         };
         const char *listen_at = "127.0.0.1:3000", *unix_path = NULL, *domain = NULL;
         const char *image = getenv("CELLVM_IMAGE");
@@ -206,6 +256,14 @@ int cmd_serve(int argc, char **argv)
                 case 's':
                         serve_single_enable();
                         break;
+                case 'b':
+                case 'N':
+                case 'w':
+                case 'r':
+                case 'P':
+                        if (serve_kube_option(opt, optarg) < 0)
+                                return 2;
+                        break;
                 case 'h':
                         fputs(serve_usage, stdout);
                         return 0;
@@ -243,6 +301,9 @@ int cmd_serve(int argc, char **argv)
                 fprintf(stderr, "cellvm serve: the API key: %s\n", err);
                 return 1;
         }
+        if (serve_kube_enabled())
+                return serve_kube_main(unix_path ? NULL : (struct sockaddr *)&ss, listen_fd,
+                                       unix_path ? unix_path : listen_at);
         /* Signals are taken by sigwait below, in no other thread. */
         sigset_t set;
         serve_block_signals(&set);
