@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #include "cli_snapshot.h"
 #include "registry.h"
 #include "keeper.h"
+#include "pass_fd.h"
 #include "msgtypes.h"
 #include "print_json.h"
 #include "snapshot_qemu.h"
@@ -610,6 +610,7 @@ struct vm_cmd {
         const char *template_name; /* create: E2B's template name, into the registry */
         json_t *metadata;          /* create: --metadata K=V, an object */
         int pass_fd;               /* create: a unix socket to hand the agent connection to, or 0 */
+        struct snap_report report; /* how the VM was restored */
 };
 
 /* Which command's VM options are parsed. */
@@ -797,10 +798,10 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                 case 'j':
                         break; /* create prints JSON only */
                 case 'A':
-                        if (parse_positive("--pass-fd", optarg, 1 << 20, &d) < 0 || d < 3 ||
-                            d != (int)d)
+                        if (cli_parse_fd(optarg, &v->pass_fd) < 0) {
+                                fputs("cellvm: --pass-fd takes an fd number >= 3\n", stderr);
                                 return -1;
-                        v->pass_fd = (int)d;
+                        }
                         break;
                 case 'o':
                         v->out.out_dir = optarg;
@@ -900,7 +901,8 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                                      .lifetime_s = v->lifetime_s,
                                      .mode = v->snapshot,
                                      .dir = v->snapshot_dir,
-                                     .verbose = verbose};
+                                     .verbose = verbose,
+                                     .report = &v->report};
                 rc = snap_restore_vm(&r, &the_rec, &the_vm, c);
                 if (rc <= 0) {
                         if (rc == 0)
@@ -988,32 +990,6 @@ static bool ends_cell(const struct vm_cmd *v, const char *line)
         return line[0] == '\0' || strcmp(line, ";;") == 0;
 }
 
-/* Sends `fd` over the unix socket `sock` (SCM_RIGHTS, with one byte). */
-static int send_fd(int sock, int fd)
-{
-        char byte = 'c';
-        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
-        union {
-                struct cmsghdr h;
-                char buf[CMSG_SPACE(sizeof(int))];
-        } u;
-        memset(&u, 0, sizeof(u));
-        struct msghdr msg = {.msg_iov = &iov,
-                             .msg_iovlen = 1,
-                             .msg_control = u.buf,
-                             .msg_controllen = sizeof(u.buf)};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int));
-        memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-        ssize_t n;
-        do
-                n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-        while (n < 0 && errno == EINTR);
-        return n == 1 ? 0 : n < 0 ? -errno : -EIO;
-}
-
 /* `cellvm create --json`: a sandbox that outlives this command until its
  * deadline (the Python SDK's create() runs it), its entry printed as JSON. */
 static int cmd_create(int argc, char **argv)
@@ -1042,7 +1018,7 @@ static int cmd_create(int argc, char **argv)
         }
         /* The caller gets the connection itself (a new one over the serial
          * port would wait for the agent to reopen it), or connects anew. */
-        if (v.pass_fd && (rc = send_fd(v.pass_fd, cvc_fd(c))) < 0)
+        if (v.pass_fd && (rc = cli_send_fd(v.pass_fd, cvc_fd(c))) < 0)
                 fprintf(stderr, "cellvm: --pass-fd %d: %s (connect to the address instead)\n",
                         v.pass_fd, strerror(-rc));
         cvc_close(c);
@@ -1055,7 +1031,7 @@ static int cmd_create(int argc, char **argv)
         else
                 the_rec.e.keeper_pid = keeper;
         sbx_describe(&the_rec, v.template_name, metadata);
-        rc = sbx_print_json(&the_rec);
+        rc = sbx_print_json(&the_rec, v.report.restored ? &v.report : NULL);
         free(metadata);
         return rc;
 }

@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "cli_snapshot.h"
 #include "host_tsc.h"
 #include "cbor_util.h"
 #include "msgtypes.h"
@@ -548,9 +549,28 @@ void sbx_describe(struct sbx_rec *rec, const char *template_, const char *metada
                 rewrite(rec);
 }
 
-int sbx_print_json(const struct sbx_rec *rec)
+int sbx_print_json(const struct sbx_rec *rec, const struct snap_report *report)
 {
-        return print_json_line(sbx_entry_json(&rec->e, rec->e.metadata));
+        json_t *o = sbx_entry_json(&rec->e, rec->e.metadata);
+        if (report) {
+                /* ns after the VMM's spawn; a stage the restore had not is left out */
+                const struct {
+                        const char *name;
+                        uint64_t ns;
+                } stamps[] = {{"state_loaded", report->st.state_loaded},
+                              {"running", report->st.running},
+                              {"handshake", report->st.handshake},
+                              {"new_generation", report->st.new_generation},
+                              {"deadline", report->deadline}};
+                json_t *r = json_object();
+                json_object_set_new(r, "vmm_spawn", json_integer(0));
+                for (size_t i = 0; i < sizeof(stamps) / sizeof(stamps[0]); i++)
+                        if (stamps[i].ns)
+                                json_object_set_new(r, stamps[i].name,
+                                                    json_integer((json_int_t)stamps[i].ns));
+                json_object_set_new(o, "restore", r);
+        }
+        return print_json_line(o);
 }
 
 static const char set_timeout_usage[] =

@@ -14,6 +14,7 @@ on PATH.
 
 import array
 import json
+import logging
 import os
 import shutil
 import socket
@@ -21,7 +22,9 @@ import subprocess
 
 from . import _wire
 from .exceptions import (InvalidArgumentException, RateLimitException, SandboxException,
-                         SandboxNotFoundException)
+                         SandboxNotFoundException, TimeoutException)
+
+logger = logging.getLogger("cellvm")
 
 BIN_ENV = "CELLVM_BIN"
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -56,6 +59,8 @@ def _error(what, r):
         return InvalidArgumentException(msg, code="bad_request")
     if r.returncode == _NOT_FOUND:
         return SandboxNotFoundException(msg)
+    if " within " in msg or " in time" in msg:  # the boot (or restore) ran out of time
+        return TimeoutException(msg)
     return SandboxException(msg)
 
 
@@ -103,17 +108,32 @@ def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None):
         args += ["--metadata", f"{k}={v}"]
     if template:
         args += ["--template", str(template)]
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return _with_connection(args, "create", boot_s)
+
+
+def resume(ident, timeout_s):
+    """`cellvm resume --json`: the paused sandbox `ident` running again under
+    its id; (its entry as a dict, a Connection to its agent), as create()."""
+    return _with_connection(["resume", "--json", "--timeout", f"{float(timeout_s):g}", ident],
+                            f"resume({ident})", None)
+
+
+def _with_connection(args, what, wait_s):
+    """Runs `cellvm ARGS --pass-fd N`: its JSON line and the agent connection it sent."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
     try:
         # pass_fds keeps the fd's number in the child.
         proc = subprocess.Popen([binary(), *args, "--pass-fd", str(theirs.fileno())],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, pass_fds=(theirs.fileno(),))
         theirs.close()
-        out, err = proc.communicate(timeout=boot_s)
+        out, err = proc.communicate(timeout=wait_s)
         r = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
         if r.returncode != 0:
-            raise _error("create", r)
+            raise _error(what, r)
+        for line in err.splitlines():  # what it warned of (a template rebuilt, a cold boot)
+            if line.strip():
+                logger.warning("%s", line)
         info = json.loads(out.strip().splitlines()[-1])
         fd = _receive_fd(mine)
     finally:

@@ -379,6 +379,7 @@ class CliVM:
 
     vmm = "qemu"
     network = "none"
+    cli = True
 
     def __init__(self, info, detached):
         self.info = info
@@ -408,6 +409,25 @@ class CliVM:
             self._killed = True
             from . import host
             host.kill(self.registry_key)
+
+
+class _Stages:
+    """A restore's stamps (ns after the VMM's spawn) as Sandbox.restore_report reads them."""
+
+    def __init__(self, stamps):
+        self.stamps = {str(k): int(v) for k, v in stamps.items()}
+
+    def report(self):
+        from .boot import BootReport
+        return BootReport(self.stamps)
+
+
+def cli_vm(info, detached):
+    """The CliVM of the CLI's sandbox `info`, killed at exit unless `detached`."""
+    vm = CliVM(info, detached)
+    with _live_lock:
+        _live.add(vm)
+    return vm
 
 
 def _proc_start(pid):
@@ -441,27 +461,30 @@ def _from_cli(cls, image, memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
                         boot_s)
     info, conn = host.create(opts, timeout=lifetime_s, metadata=metadata, template=template)
     detached = lifetime.detach_default() if detach is None else bool(detach)
-    vm = CliVM(info, detached)
-    with _live_lock:
-        _live.add(vm)
+    vm = cli_vm(info, detached)
     try:
         if wait_ready:  # a cold boot: the zygote's preloads (a clone has them)
             wait_executor_ready(vm, conn, time.monotonic() + boot_s)
     except VMError as e:
         conn.close()
         vm.kill()
-        raise TimeoutException(str(e)) if "in time" in str(e) else SandboxException(str(e)) from None
+        exc = TimeoutException if "in time" in str(e) else SandboxException
+        raise exc(str(e)) from None
     except BaseException:
         conn.close()
         vm.kill()
         raise
+    return adopt_cli(cls, vm, info, conn, envs, request_timeout)
+
+
+def adopt_cli(cls, vm, info, conn, envs, request_timeout):
+    """The Sandbox (`cls`) over `conn` of the CLI's sandbox `info` (create or
+    resume --json): its registry entry, this process holding its channel."""
+    from . import lifetime
     sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
-    entry = _reg.Entry(key=info["key"], id=info["sandbox_id"], vmm=info["vmm"], pid=vm.pid,
-                       pid_start=vm._pid_start or 0, started_ms=info["started_ms"],
-                       deadline_ms=info["deadline_ms"], address=info["address"], dir=vm.dir,
-                       memory_mb=vm.memory_mb, vcpus=vm.vcpus, accel=vm.accel, image=vm.image,
-                       template=info.get("template", ""), metadata=dict(info.get("metadata") or {}))
-    sbx._entry = entry
+    sbx._entry = lifetime.entry_from_info(info)
+    if info.get("restore"):  # the CLI's stages of the restore (Sandbox.restore_report)
+        sbx._restore_stages = _Stages(info["restore"])
     lifetime.hold(sbx)
     lifetime.watch(sbx)
     return sbx

@@ -98,6 +98,8 @@ def pause(sbx) -> bool:
                                "VM this process started or reached through the registry (an "
                                "agent in dev mode, say, whose lifetime is its starter's)",
                                code="unsupported")
+    if getattr(vm, "cli", False):
+        return _pause_cli(owner, vm, entry)
     if getattr(vm, "vmm", "qemu") != "qemu":
         return _pause_hybrid(owner, vm, entry)
     if not getattr(vm, "qmp_socket", None) or not vm.alive():
@@ -142,66 +144,15 @@ def pause(sbx) -> bool:
     return True
 
 
-class _ForeignQemu:
-    """Another process's QEMU VM (its registry entry), as pause() needs it:
-    what it runs is read from /proc/PID/cmdline."""
-
-    vmm = "qemu"
-
-    def __init__(self, entry):
-        from . import bootfiles
-        self.entry = entry
-        self.pid, self.dir = entry.pid, entry.dir
-        args = _proc_argv(entry.pid)
-        opt = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("-")}
-        self.qemu = args[0]
-        self.accel = entry.accel
-        self.memory_mb, self.vcpus, self.image = entry.memory_mb, entry.vcpus, entry.image
-        self._cmdline = opt.get("-append", "")
-        drive = dict(p.split("=", 1) for p in opt.get("-drive", "").split(",") if "=" in p)
-        initramfs = opt.get("-initrd")
-        self.files = bootfiles.BootFiles(opt.get("-kernel", ""), initramfs, drive.get("file", ""), "")
-        self.qmp_socket = os.path.join(self.dir, "qmp.sock")
-        self.proc = self
-
-    def cmdline(self):
-        return self._cmdline
-
-    def alive(self):
-        return self.entry.vmm_alive()
-
-    def wait(self, timeout=None):
-        from . import lifetime
-        lifetime.wait_gone(self.entry, timeout or 10)
-
-    def kill(self):
-        from . import registry
-        registry.kill_vmm(self.entry)
-        registry.remove_vmm_dir(self.dir)
-
-
 def pause_entry(entry) -> bool:
     """Sandbox.pause(id) of another process's VM (its registry entry)."""
     from .exceptions import SandboxException
-    from .sandbox import Sandbox
     if entry.vmm != "qemu":
         raise SandboxException(f"pause({entry.id}): a {entry.vmm} sandbox is paused by the "
                                "process that holds it", code="unsupported")
-    vm = _ForeignQemu(entry)
-    if not os.path.exists(vm.qmp_socket):
-        raise SandboxException(f"pause({entry.id}): its VMM has no QMP socket (started by an "
-                               "older cellvm)", code="unsupported")
-    owner = Sandbox.__new__(Sandbox)
-    owner.__dict__.update(_owner=None, _vm=vm, _entry=entry, _template=entry.template or None,
-                          _metadata=dict(entry.metadata), _envs={}, _id=entry.id,
-                          _addr=entry.address,
-                          _conn=_NoConnection(), _closed=False, _killed=False, _paused=None)
-    return pause(owner)
-
-
-class _NoConnection:
-    def close(self):
-        pass
+    from . import host
+    host.run(["pause", "--json", entry.key], f"pause({entry.id})")  # `cellvm pause`
+    return True
 
 
 def _stopped(owner, d, m):
@@ -218,6 +169,29 @@ def _stopped(owner, d, m):
     for view in _live(owner.sandbox_id):
         view._closed = True
         view._paused = owner._paused
+
+
+def _pause_cli(owner, vm, entry):
+    """pause() of a sandbox `cellvm create` made: `cellvm pause --json`."""
+    import json
+    from . import host
+    out = json.loads(host.run(["pause", "--json", "--envs", json.dumps(owner._envs), entry.key],
+                              f"pause({owner.sandbox_id})"))
+    d = out["record"]
+    vm._killed = True  # its VMM is gone; kill() must not drop the record
+    _stopped(owner, d, snap.read_manifest(d))
+    return True
+
+
+def _resume_cli(cls, d, m, timeout, request_timeout, envs):
+    """resume() of a QEMU record: `cellvm resume --json` under its key."""
+    from . import host, lifetime
+    from .launch import adopt_cli, cli_vm
+    lifetime_s = lifetime.resolve_timeout(timeout)
+    info, conn = host.resume(os.path.basename(d), lifetime_s)
+    vm = cli_vm(info, lifetime.detach_default())
+    envs = m.envs if envs is None else envs
+    return adopt_cli(cls, vm, info, conn, envs, request_timeout)
 
 
 def _pause_hybrid(owner, vm, entry):
@@ -285,6 +259,14 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
     from . import lifetime
     from .exceptions import SandboxException
     from .launch import _live, _live_lock
+    if m.vmm == "qemu":
+        sbx = _resume_cli(cls, d, m, timeout, request_timeout, envs)
+        sbx._metadata = dict(m.metadata)
+        sbx._template = m.template or None
+        if into is not None:
+            _adopt_into(into, sbx)
+            return into
+        return sbx
     fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
