@@ -98,6 +98,7 @@ static const char usage[] =
     "                            is also the fallback (default auto); on: boots cold\n"
     "      --no-snapshot         boot the image cold instead of restoring its template\n"
     "                            (also $CELLVM_SNAPSHOT=0)\n"
+    "      --from-template       restore from its template even with $CELLVM_SNAPSHOT=0\n"
     "      --snapshot DIR        restore this template (a directory of `cellvm snapshot\n"
     "                            list`, or one of its t-* snapshots): an error if it cannot\n"
     "      -v, --verbose         (run) say how the VM started, booted or restored and its\n"
@@ -636,6 +637,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"memory", required_argument, NULL, 'm'},
             {"memory-mb", required_argument, NULL, 'm'}, /* snapshot_cli's name */
             {"no-snapshot", no_argument, NULL, 'N'},
+            {"from-template", no_argument, NULL, 'U'},
             {"snapshot", required_argument, NULL, 'P'},
             {"verbose", no_argument, NULL, 'v'},
             {"force", no_argument, NULL, 'F'},
@@ -680,7 +682,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                               stderr);
                         return -1;
                 }
-                if (snapshot_cmd && strchr("NPvetodSB", opt)) {
+                if (snapshot_cmd && strchr("NUPvetodSB", opt)) {
                         fputs("cellvm: snapshot create/check/manifest take the VM options only "
                               "(see cellvm snapshot --help)\n",
                               stderr);
@@ -691,6 +693,11 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         return -1;
                 }
                 switch (opt) {
+                case 'U':
+                        v->snapshot = SNAP_AUTO; /* whatever $CELLVM_SNAPSHOT says */
+                        v->snapshot_dir = NULL;
+                        mode_given = true;
+                        break;
                 case 'N':
                         v->snapshot = SNAP_OFF;
                         v->snapshot_dir = NULL;

@@ -569,6 +569,8 @@ int sbx_print_json(const struct sbx_rec *rec, const struct snap_report *report)
                                 json_object_set_new(r, stamps[i].name,
                                                     json_integer((json_int_t)stamps[i].ns));
                 json_object_set_new(o, "restore", r);
+                if (report->snapdir[0])
+                        json_object_set_new(o, "snapshot_dir", json_string(report->snapdir));
         }
         return print_json_line(o);
 }

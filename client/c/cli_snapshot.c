@@ -253,6 +253,7 @@ int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *v
                 r->report->st = st;
                 r->report->deadline =
                     (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec - st.t0;
+                snprintf(r->report->snapdir, sizeof(r->report->snapdir), "%s", snapdir);
         }
         if (r->verbose)
                 fprintf(stderr,

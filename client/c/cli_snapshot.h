@@ -4,6 +4,7 @@
 #ifndef CELLVM_CLIENT_CLI_SNAPSHOT_H
 #define CELLVM_CLIENT_CLI_SNAPSHOT_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "cellvm.h"
@@ -19,9 +20,10 @@ int snap_env_mode(enum snap_mode *mode);
 
 /* How a restore went (cellvm create --json prints it as "restore"). */
 struct snap_report {
-        bool restored;        /* from a template (else a cold boot, or none) */
-        struct csq_stages st; /* ns after the VMM was spawned */
-        uint64_t deadline;    /* SET_DEADLINE answered, ns after the spawn */
+        bool restored;          /* from a template (else a cold boot, or none) */
+        struct csq_stages st;   /* ns after the VMM was spawned */
+        uint64_t deadline;      /* SET_DEADLINE answered, ns after the spawn */
+        char snapdir[PATH_MAX]; /* the template's snapshot restored, or "" */
 };
 
 struct snap_run {

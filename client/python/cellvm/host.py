@@ -89,6 +89,8 @@ def vm_args(image=None, vmm="qemu", memory_mb=1024, vcpus=1, kernel=None, initra
         args += ["--rootfs", os.path.abspath(rootfs)]
     if snapshot is False:
         args.append("--no-snapshot")
+    elif snapshot is True:
+        args.append("--from-template")  # even with $CELLVM_SNAPSHOT=0
     elif isinstance(snapshot, (str, os.PathLike)):
         args += ["--snapshot", os.path.abspath(os.fspath(snapshot))]
     if boot_timeout:

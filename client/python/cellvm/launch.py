@@ -455,7 +455,7 @@ def _from_cli(cls, image, memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
             mode = clone.mode(snapshot)
         except ValueError as e:
             raise InvalidArgumentException(str(e)) from None
-        snapshot = False if mode == "off" else None
+        snapshot = mode != "off"
     boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
     opts = host.vm_args(image, "qemu", memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
                         boot_s)
@@ -485,6 +485,8 @@ def adopt_cli(cls, vm, info, conn, envs, request_timeout):
     sbx._entry = lifetime.entry_from_info(info)
     if info.get("restore"):  # the CLI's stages of the restore (Sandbox.restore_report)
         sbx._restore_stages = _Stages(info["restore"])
+    if info.get("snapshot_dir"):
+        sbx._snapshot_dir = info["snapshot_dir"]
     lifetime.hold(sbx)
     lifetime.watch(sbx)
     return sbx
