@@ -221,14 +221,7 @@ def _pause_hybrid(owner, vm, entry):
 def check_resumable(d, m):
     """The paused record can be resumed here: its files are whole, the
     image and the VMM are those it was paused with. SnapshotError otherwise."""
-    snap.check_files(m, d)
-    if m.vmm == "qemu":
-        from . import snapshot_qemu as sq
-        sq.check_stream(os.path.join(d, m.state))
-        version = sq.qemu_version(m.vmm_binary or "qemu-system-x86_64")
-        if version != m.vmm_version:
-            raise snap.SnapshotError(f"{os.path.join(d, snap.MANIFEST)}: paused under "
-                                     f"{m.vmm_version!r}, the VMM is now {version!r}", d)
+    snap.check_files(m, d)  # (a QEMU record is checked by cellvm resume)
     for line in m.file:
         role, _, ident = line.partition(" ")
         path = ident.split(" ", 2)[-1]
@@ -284,25 +277,14 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
         deadline = time.monotonic() + clone.RESTORE_TIMEOUT_S
         vm = None
         try:
-            if m.vmm == "qemu":
-                from . import snapshot_qemu as sq
-                # A temp dir of its own, as a clone's: its id is its key, not a path.
-                vm = sq.RestoreQemuVM(m.image, m, d, qemu=m.vmm_binary or None)
-                with _live_lock:
-                    _live.add(vm)
-                with adm.starting():
-                    sq.spawn(vm, stages.stamp)
-                    adm.record(vm, keeper_in_background=True)
-                conn = sq.load(vm, deadline, stages.stamp)
-            else:
-                from . import snapshot_hybrid as sh
-                vm = sh.vm_for_paused(m)
-                with _live_lock:
-                    _live.add(vm)
-                with adm.starting():
-                    sh.restore_spawn(vm, d, m, stages.stamp)
-                    adm.record(vm, keeper_in_background=True)
-                conn = sh.restore_load(vm, deadline, stages.stamp)
+            from . import snapshot_hybrid as sh  # QEMU's records: _resume_cli
+            vm = sh.vm_for_paused(m)
+            with _live_lock:
+                _live.add(vm)
+            with adm.starting():
+                sh.restore_spawn(vm, d, m, stages.stamp)
+                adm.record(vm, keeper_in_background=True)
+            conn = sh.restore_load(vm, deadline, stages.stamp)
             envs = m.envs if envs is None else envs
             sbx = clone._finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout,
                                 fresh=False)
