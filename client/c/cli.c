@@ -1206,6 +1206,20 @@ int main(int argc, char **argv)
                 return cmd_shell(argc - i, argv + i);
         if (strcmp(argv[i], "create") == 0)
                 return cmd_create(argc - i, argv + i);
+        if (strcmp(argv[i], "keep") == 0) {
+                /* Plumbing: the keeper of an entry another program wrote (the SDK's own boots). */
+                if (argc - i != 2) {
+                        fputs("cellvm: usage: keep KEY (prints the keeper's pid)\n", stderr);
+                        return EXIT_USAGE;
+                }
+                pid_t keeper = ckeeper_start(argv[i + 1]);
+                if (keeper < 0) {
+                        fprintf(stderr, "cellvm: keep %s: %s\n", argv[i + 1], strerror(-keeper));
+                        return EXIT_CONNECTION;
+                }
+                printf("%d\n", (int)keeper);
+                return 0;
+        }
         if (strcmp(argv[i], "set-timeout") == 0)
                 return cmd_set_timeout(argc - i, argv + i);
         if (strcmp(argv[i], "ps") == 0)

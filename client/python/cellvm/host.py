@@ -75,9 +75,8 @@ def run(args, what, timeout=None):
 
 def vm_args(image=None, vmm="qemu", memory_mb=1024, vcpus=1, kernel=None, initramfs=True,
             rootfs=None, snapshot=None, boot_timeout=None):
-    """create()'s VM options as the CLI's."""
-    from .launch import resolve_image
-    args = ["--image", resolve_image(image), "--vmm", vmm, "--memory", str(int(memory_mb)),
+    """create()'s VM options as the CLI's (`image`: a directory, resolved by the caller)."""
+    args = ["--image", os.path.abspath(image), "--vmm", vmm, "--memory", str(int(memory_mb)),
             "--vcpus", str(int(vcpus))]
     if kernel:
         args += ["--kernel", os.path.abspath(kernel)]

@@ -457,7 +457,7 @@ def _from_cli(cls, image, memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
             raise InvalidArgumentException(str(e)) from None
         snapshot = mode != "off"
     boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
-    opts = host.vm_args(image, "qemu", memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
+    opts = host.vm_args(resolve_image(image), "qemu", memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
                         boot_s)
     info, conn = host.create(opts, timeout=lifetime_s, metadata=metadata, template=template)
     detached = lifetime.detach_default() if detach is None else bool(detach)

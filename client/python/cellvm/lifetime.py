@@ -12,7 +12,7 @@ now. Both sides enforce it:
   (docs/INIT.md). A snapshot-restored guest gets its SET_DEADLINE the same
   way, so it never inherits its template's deadline.
 - the host: the registry (registry.py) records the deadline with the VMM's
-  pid and start time; the keeper (keeper.py) and every cellvm process that
+  pid and start time; the keeper (`cellvm keep`, client/c/keeper.c) and every cellvm process that
   sweeps the registry kill a VMM past deadline + grace.
 
 A `with` block, kill() and the interpreter's exit (atexit) still end what
