@@ -118,6 +118,7 @@ static const char usage[] =
     "\n"
     "Live sandboxes of this user (any cellvm process's, from the registry in\n"
     "$CELLVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cellvm, else /tmp/cellvm-UID; no --connect):\n"
+    "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
     "  create [vm options] [--timeout S] [--metadata K=V]... [--template NAME] --json\n"
     "                            a sandbox from the template (as run's VM) that outlives\n"
     "                            this command until its deadline, S s from now (default\n"
@@ -162,6 +163,7 @@ static const char snapshot_usage[] =
     "~/.cache/cellvm/templates. As `python3 -m cellvm.snapshot_cli` (plus manifest).\n"
     "\n"
     "commands:\n"
+    "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
     "  create [vm options] [--force]\n"
     "                            build the template of a launch: the image booted, its\n"
     "                            preloads done, saved (~25 s under TCG); \"up to date\"\n"
@@ -612,6 +614,7 @@ struct vm_cmd {
         json_t *metadata;          /* create: --metadata K=V, an object */
         int pass_fd;               /* create: a unix socket to hand the agent connection to, or 0 */
         struct snap_report report; /* how the VM was restored */
+        bool pausable;             /* create: a cold boot gets a QMP socket too */
 };
 
 /* Which command's VM options are parsed. */
@@ -921,6 +924,7 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
         rc = sbx_reserve(v->lifetime_s);
         if (rc < 0)
                 return rc;
+        v->vm.qmp = v->pausable; /* create's: cellvm pause saves it over QMP */
         rc = cvm_start(&v->vm, &the_vm, err, sizeof(err));
         if (rc < 0) {
                 sbx_release();
@@ -1017,6 +1021,7 @@ static int cmd_create(int argc, char **argv)
                 return EXIT_CONNECTION;
         }
         cvm_outlive_creator(true);
+        v.pausable = true;
         struct cvc *c = NULL;
         int rc = boot_vm(&v, &c, v.verbose);
         if (rc < 0) {

@@ -24,6 +24,11 @@ deadline of its own (E2B: `timeout`, default 300 s, counted from the
 resume), and the record is removed. While paused a sandbox counts against
 no limit and has no deadline (E2B keeps paused sandboxes until they are
 killed).
+
+Pausing and resuming a QEMU sandbox is the C CLI's (`cellvm pause --json`,
+`cellvm resume --json`: client/c/pause.c, cli_pause.c); this module keeps
+E2B's side of it (the Sandbox object that stands for a paused record, list,
+kill) and Firecracker's and Cloud Hypervisor's records (snapshot_hybrid).
 """
 
 import logging
@@ -35,43 +40,6 @@ from . import snapshot as snap
 from .vmm_qemu import VMError
 
 logger = logging.getLogger("cellvm")
-
-
-def _proc_argv(pid):
-    with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
-        return [a.decode() for a in f.read().split(b"\0")[:-1]]
-
-
-def paused_args(vm):
-    """The argv that resumes `vm` from a stream that carries its RAM: its own
-    (read back from /proc: exactly what runs), paths as placeholders, without
-    `-incoming`, the RAM an anonymous backend of the same id and size."""
-    from . import snapshot_qemu as sq
-    args = sq.normalize_args(_proc_argv(vm.pid), vm.dir)
-    out, i = [], 0
-    while i < len(args):
-        a = args[i]
-        if a == "-incoming":
-            i += 2
-            continue
-        if a == "-object" and i + 1 < len(args) and args[i + 1].startswith("memory-backend-file,"):
-            opts = dict(p.split("=", 1) for p in args[i + 1].split(",")[1:] if "=" in p)
-            out += ["-object", f"memory-backend-ram,id={opts['id']},size={opts['size']}"]
-            i += 2
-            continue
-        out.append(a)
-        i += 1
-    return out
-
-
-def _files_of(vm):
-    if getattr(vm, "manifest", None) is not None:
-        return list(vm.manifest.file)
-    f = vm.files
-    files = [f"kernel {snap.file_identity(f.kernel)}", f"rootfs {snap.file_identity(f.rootfs)}"]
-    if f.initramfs is not None:
-        files.insert(1, f"initramfs {snap.file_identity(f.initramfs)}")
-    return files
 
 
 def _new_record(key):
@@ -87,7 +55,6 @@ def _new_record(key):
 
 def pause(sbx) -> bool:
     """Saves `sbx`'s VM into the paused store and stops it; False if it was paused."""
-    from . import snapshot_qemu as sq
     from .exceptions import SandboxException
     owner = sbx._owner if sbx._owner is not None else sbx
     if getattr(owner, "_paused", None) is not None:
@@ -98,50 +65,9 @@ def pause(sbx) -> bool:
                                "VM this process started or reached through the registry (an "
                                "agent in dev mode, say, whose lifetime is its starter's)",
                                code="unsupported")
-    if getattr(vm, "cli", False):
-        return _pause_cli(owner, vm, entry)
     if getattr(vm, "vmm", "qemu") != "qemu":
         return _pause_hybrid(owner, vm, entry)
-    if not getattr(vm, "qmp_socket", None) or not vm.alive():
-        raise SandboxException(f"pause(): sandbox {sbx.sandbox_id} has no QMP socket (started "
-                               "by an older cellvm) or its VMM is gone", code="unsupported")
-    t0 = time.monotonic()
-    store, final, tmp = _new_record(entry.key)
-    try:
-        m = snap.Manifest(kind="paused", vmm="qemu", vmm_version=sq.qemu_version(vm.qemu),
-                          vmm_binary=vm.qemu, accel=vm.accel, memory_mb=vm.memory_mb,
-                          vcpus=vm.vcpus, image=vm.image, cmdline=vm.cmdline(),
-                          file=_files_of(vm), arg=paused_args(vm), state="state",
-                          instance_dir=vm.dir, sandbox_id=entry.key,
-                          registry_key=entry.key, template=owner._template or "",
-                          metadata=dict(owner._metadata), envs=dict(owner._envs),
-                          started_ms=entry.started_ms)
-        q = sq.Qmp.connect(vm.qmp_socket)
-        try:
-            q.execute("stop")
-            m.state_size = sq.save_state(q, os.path.join(tmp, "state"), ignore_shared=False)
-        except BaseException:
-            try:
-                q.execute("cont")  # it runs on as it was
-            finally:
-                q.close()
-            raise
-        m.created_ms = time.time_ns() // 1_000_000
-        m.build_ms = int((time.monotonic() - t0) * 1000)
-        snap.write_atomic(os.path.join(tmp, snap.MANIFEST), m.to_text().encode())
-        with store.lock():
-            os.rename(tmp, final)
-    except sq.QmpError as e:
-        snap.remove_unused(tmp)
-        raise SandboxException(f"pause(): QEMU did not save sandbox {sbx.sandbox_id}: {e}") from None
-    except BaseException:
-        snap.remove_unused(tmp)
-        raise
-    sq.quit_qemu(vm, q)
-    _stopped(owner, final, m)
-    logger.info("cellvm: paused %s in %.2f s (%d MiB of state in %s)", owner.sandbox_id,
-                time.monotonic() - t0, m.state_size >> 20, final)
-    return True
+    return _pause_cli(owner, vm, entry)
 
 
 def pause_entry(entry) -> bool:
@@ -172,13 +98,15 @@ def _stopped(owner, d, m):
 
 
 def _pause_cli(owner, vm, entry):
-    """pause() of a sandbox `cellvm create` made: `cellvm pause --json`."""
+    """pause() of a QEMU sandbox: `cellvm pause --json` (client/c/pause.c) saves
+    it over its QMP socket, stops its VMM and removes its entry."""
     import json
     from . import host
     out = json.loads(host.run(["pause", "--json", "--envs", json.dumps(owner._envs), entry.key],
                               f"pause({owner.sandbox_id})"))
     d = out["record"]
-    vm._killed = True  # its VMM is gone; kill() must not drop the record
+    if getattr(vm, "cli", False):
+        vm._killed = True  # its VMM is gone; kill() must not drop the record
     _stopped(owner, d, snap.read_manifest(d))
     return True
 
