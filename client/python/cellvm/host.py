@@ -49,6 +49,15 @@ def binary() -> str:
                            "`make` builds it; the SDK needs it to create, list and kill sandboxes")
 
 
+def available() -> bool:
+    """There is a cellvm binary (list and find fall back to the registry without one)."""
+    try:
+        binary()
+        return True
+    except SandboxException:
+        return False
+
+
 def _error(what, r):
     """The SDK exception for a failed CLI call `r` (its stderr says why)."""
     msg = " ".join(line.removeprefix("cellvm: ") for line in r.stderr.strip().splitlines()[-3:])

@@ -313,14 +313,21 @@ def entry_from_info(d) -> "_reg.Entry":
 
 
 def live_entries():
-    """Every live sandbox of this user (`cellvm ps --json`, which sweeps)."""
+    """Every live sandbox of this user (`cellvm ps --json`, which sweeps; the
+    registry read here when there is no cellvm binary: a dev-mode program)."""
     from . import host
+    if not host.available():
+        r = registry_or_none()
+        return r.sweep() if r is not None else []
     return [entry_from_info(d) for d in host.ps() if d.get("state") == "running"]
 
 
 def find(ident):
     """The live sandbox with that id, key or address (`cellvm ps --json`), or None."""
     from . import host
+    if not host.available():
+        r = registry_or_none()
+        return r.find(ident) if r is not None and isinstance(ident, str) else None
     d = host.find(ident)
     return entry_from_info(d) if d is not None else None
 
