@@ -176,18 +176,24 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
     or `into` (the paused Sandbox object) brought back, with the registry key
     and so the id it had. The record is removed once the guest answered;
     SnapshotError/SandboxException if it cannot be."""
+    if m.vmm == "qemu":
+        sbx = _resume_cli(cls, d, m, timeout, request_timeout, envs)
+    else:
+        sbx = _resume_hybrid(cls, d, m, timeout, request_timeout, envs)
+    sbx._metadata = dict(m.metadata)
+    sbx._template = m.template or None
+    if into is not None:
+        _adopt_into(into, sbx)
+        return into
+    return sbx
+
+
+def _resume_hybrid(cls, d, m, timeout, request_timeout, envs):
+    """resume() of a Firecracker or Cloud Hypervisor record."""
     import fcntl
     from . import lifetime
     from .exceptions import SandboxException
     from .launch import _live, _live_lock
-    if m.vmm == "qemu":
-        sbx = _resume_cli(cls, d, m, timeout, request_timeout, envs)
-        sbx._metadata = dict(m.metadata)
-        sbx._template = m.template or None
-        if into is not None:
-            _adopt_into(into, sbx)
-            return into
-        return sbx
     fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
@@ -224,11 +230,6 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
         snap.PausedStore().remove(d)
     finally:
         os.close(fd)
-    sbx._metadata = dict(m.metadata)
-    sbx._template = m.template or None
-    if into is not None:
-        _adopt_into(into, sbx)
-        return into
     return sbx
 
 
