@@ -23,7 +23,6 @@ $CELLVM_DETACH=1): then it lives until its timeout, as every E2B sandbox does.
 import datetime as _dt
 import logging
 import os
-import sys
 import threading
 import time
 import weakref
@@ -128,7 +127,7 @@ def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, me
     registry.write(e)
     if keeper:
         try:
-            e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
+            e.keeper_pid = _reg.start_keeper(registry, e.key)
             registry.write(e)
         except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
             logger.warning("cellvm: no keeper for %s (%s): its files are "
@@ -146,7 +145,7 @@ def start_keeper_of(registry, e):
     except (_reg.DamagedEntry, ValueError, OSError):
         return
     try:
-        e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
+        e.keeper_pid = _reg.start_keeper(registry, e.key)
     except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
         logger.warning("cellvm: no keeper for %s (%s): its files are removed by the next "
                        "cellvm process", e.key, err)
@@ -162,10 +161,6 @@ def start_keeper_of(registry, e):
                 registry.write(cur)
     except OSError as err:  # the registry went away meanwhile: the keeper finds no entry
         logger.debug("keeper of %s not recorded: %s", e.key, err)
-
-
-def _python() -> str:
-    return sys.executable if sys.executable and os.access(sys.executable, os.X_OK) else "/usr/bin/python3"
 
 
 def send_deadline(conn, timeout_s: float, accel: str = "", request_timeout: float = 30.0) -> None:
@@ -272,20 +267,6 @@ class Admission:
     def forget(self):
         if self.entry is not None:
             self.registry.forget(self.entry.key)
-
-
-def set_timeout(registry, ident, timeout_s, conn=None) -> "_reg.Entry":
-    """E2B's set_timeout: the sandbox ends `timeout_s` from now. Records it,
-    then tells the guest over `conn` (the caller's connection) when there is
-    one. Raises LookupError if `ident` is no live sandbox."""
-    timeout_s = float(timeout_s)
-    _reg.check_timeout(timeout_s)
-    e = registry.set_deadline(ident, _reg.now_ms() + int(timeout_s * 1000))
-    if e is None:
-        raise LookupError(ident)
-    if conn is not None:
-        send_deadline(conn, timeout_s, e.accel)
-    return e
 
 
 RELAY_POLL_S = 1.0
@@ -498,12 +479,3 @@ def info_from_entry(e):
         name=e.template or None, metadata=dict(e.metadata),
         started_at=ms_to_datetime(e.started_ms), end_at=ms_to_datetime(e.deadline_ms),
         state=SandboxState.RUNNING, cpu_count=e.vcpus, memory_mb=e.memory_mb)
-
-
-def wait_gone(entry, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while entry.vmm_alive():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True

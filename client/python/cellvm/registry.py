@@ -478,7 +478,7 @@ def remove_vmm_dir(path: str) -> None:
 def start_keeper(registry: Registry, key: str, python: str = "") -> int:
     """Starts the keeper of the entry `key` (`cellvm keep KEY`, client/c/keeper.c):
     a process of its own session, not our child, that outlives us; its pid.
-    (`python` is unused: the keeper was a Python script.)"""
+    (`python`: ignored, the tests' old signature.)"""
     import subprocess
     from . import host
     out = subprocess.run([host.binary(), "keep", key], stdin=subprocess.DEVNULL,
