@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -318,8 +320,16 @@ int cmd_kill(int argc, char **argv)
                         if (!all && strcmp(argv[a], e->key) != 0 && strcmp(argv[a], e->id) != 0 &&
                             (!e->address[0] || strcmp(argv[a], e->address) != 0))
                                 continue;
-                        creg_kill_vmm(e);
+                        /* Said killed once it is gone: the caller's next look finds no VMM. */
+                        int pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
+                        bool signalled = creg_kill_vmm(e) == 1;
                         creg_remove(&reg, e, true);
+                        if (pidfd >= 0) {
+                                struct pollfd p = {.fd = pidfd, .events = POLLIN};
+                                while (signalled && poll(&p, 1, 10000) < 0 && errno == EINTR)
+                                        ;
+                                close(pidfd);
+                        }
                         printf("killed %s (%s)\n", e->key, e->id);
                         e->key[0] = '\0';
                         found = true;
