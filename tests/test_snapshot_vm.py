@@ -550,7 +550,7 @@ def test_a_changed_image_invalidates_its_template(vm_template, tmp_path, monkeyp
     explicit template is refused naming the file; by default it is rebuilt)."""
     image = tmp_path / "image"
     image.mkdir()
-    for name in ("manifest.json", "vmlinuz", "initramfs.cpio.gz", "rootfs.ext4"):
+    for name in ("manifest.json", "launch.txt", "vmlinuz", "initramfs.cpio.gz", "rootfs.ext4"):
         shutil.copy2(os.path.join(IMAGE, name), image / name)
     fork = clone.Launch(str(image), memory_mb=SNAPSHOT_MEMORY_MB)
     td = snapshot.TemplateDir(fork.name, str(tmp_path / "templates"))

@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "buf.h"
 #include "cbor_util.h"
 #include "cellvm.h"
@@ -16,6 +18,8 @@
 #include "cli_sandboxes.h"
 #include "cli_snapshot.h"
 #include "registry.h"
+#include "keeper.h"
+#include "pass_fd.h"
 #include "msgtypes.h"
 #include "print_json.h"
 #include "snapshot_qemu.h"
@@ -94,6 +98,7 @@ static const char usage[] =
     "                            is also the fallback (default auto); on: boots cold\n"
     "      --no-snapshot         boot the image cold instead of restoring its template\n"
     "                            (also $CELLVM_SNAPSHOT=0)\n"
+    "      --from-template       restore from its template even with $CELLVM_SNAPSHOT=0\n"
     "      --snapshot DIR        restore this template (a directory of `cellvm snapshot\n"
     "                            list`, or one of its t-* snapshots): an error if it cannot\n"
     "      -v, --verbose         (run) say how the VM started, booted or restored and its\n"
@@ -113,7 +118,16 @@ static const char usage[] =
     "\n"
     "Live sandboxes of this user (any cellvm process's, from the registry in\n"
     "$CELLVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cellvm, else /tmp/cellvm-UID; no --connect):\n"
-    "  ps                        list them: key, age, time left, VMM pid, memory (RSS/RAM),\n"
+    "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
+    "  create [vm options] [--timeout S] [--metadata K=V]... [--template NAME] --json\n"
+    "                            a sandbox from the template (as run's VM) that outlives\n"
+    "                            this command until its deadline, S s from now (default\n"
+    "                            $CELLVM_DEFAULT_TIMEOUT, 300); prints its entry as JSON\n"
+    "                            (sandbox_id, address, pid, deadline_ms, ...): the SDK's\n"
+    "                            Sandbox.create() runs it and connects to the address\n"
+    "  set-timeout [--registry-only] ID S\n"
+    "                            its deadline S s from now (registry and guest)\n"
+    "  ps [--json]               list them: key, age, time left, VMM pid, memory (RSS/RAM),\n"
     "                            state, sandbox id; ends those past deadline + grace; then\n"
     "                            the paused ones (the SDK's pause(), in $CELLVM_PAUSED_DIR,\n"
     "                            else $XDG_STATE_HOME/cellvm/paused), state \"paused\"\n"
@@ -149,6 +163,7 @@ static const char snapshot_usage[] =
     "~/.cache/cellvm/templates. As `python3 -m cellvm.snapshot_cli` (plus manifest).\n"
     "\n"
     "commands:\n"
+    "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
     "  create [vm options] [--force]\n"
     "                            build the template of a launch: the image booted, its\n"
     "                            preloads done, saved (~25 s under TCG); \"up to date\"\n"
@@ -593,12 +608,17 @@ struct vm_cmd {
         char extra[128];
         enum snap_mode snapshot; /* from a template (AUTO, or DIR: snapshot_dir) or cold */
         const char *snapshot_dir;
-        bool verbose; /* say how the VM started even when stderr is no terminal */
-        bool force;   /* snapshot create: build even if one fits */
+        bool verbose;              /* say how the VM started even when stderr is no terminal */
+        bool force;                /* snapshot create: build even if one fits */
+        const char *template_name; /* create: E2B's template name, into the registry */
+        json_t *metadata;          /* create: --metadata K=V, an object */
+        int pass_fd;               /* create: a unix socket to hand the agent connection to, or 0 */
+        struct snap_report report; /* how the VM was restored */
+        bool pausable;             /* create: a cold boot gets a QMP socket too */
 };
 
 /* Which command's VM options are parsed. */
-enum vm_kind { VM_RUN, VM_SHELL, VM_SNAPSHOT };
+enum vm_kind { VM_RUN, VM_SHELL, VM_SNAPSHOT, VM_CREATE };
 
 static int parse_positive(const char *what, const char *s, double max, double *v)
 {
@@ -620,6 +640,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"memory", required_argument, NULL, 'm'},
             {"memory-mb", required_argument, NULL, 'm'}, /* snapshot_cli's name */
             {"no-snapshot", no_argument, NULL, 'N'},
+            {"from-template", no_argument, NULL, 'U'},
             {"snapshot", required_argument, NULL, 'P'},
             {"verbose", no_argument, NULL, 'v'},
             {"force", no_argument, NULL, 'F'},
@@ -634,6 +655,11 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"out-dir", required_argument, NULL, 'o'},
             {"delim", required_argument, NULL, 'd'},
             {"help", no_argument, NULL, 'h'},
+            {"metadata", required_argument, NULL, 'M'}, /* create only, as the next three */
+            {"template", required_argument, NULL, 'T'},
+            {"network", required_argument, NULL, 'w'},
+            {"json", no_argument, NULL, 'j'},
+            {"pass-fd", required_argument, NULL, 'A'},
             {NULL, 0, NULL, 0},
         };
         const char *image = getenv("CELLVM_IMAGE");
@@ -645,11 +671,21 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         v->out.out_dir = ".";
         v->eo.interrupt = &interrupted;
         bool is_run = kind == VM_RUN, snapshot_cmd = kind == VM_SNAPSHOT, mode_given = false;
+        bool create = kind == VM_CREATE, lifetime_given = false;
         int opt;
         double d;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "+e:t:o:vh", opts, NULL)) != -1) {
-                if (snapshot_cmd && strchr("NPvetodSB", opt)) {
+                if (create != (strchr("MTwjA", opt) != NULL) && strchr("MTwjAeod", opt)) {
+                        fputs(create ? "cellvm: create takes the VM options, --timeout, "
+                                       "--metadata, --template, --network none, --json and "
+                                       "--pass-fd\n"
+                                     : "cellvm: --metadata, --template, --network, --json and "
+                                       "--pass-fd are create's\n",
+                              stderr);
+                        return -1;
+                }
+                if (snapshot_cmd && strchr("NUPvetodSB", opt)) {
                         fputs("cellvm: snapshot create/check/manifest take the VM options only "
                               "(see cellvm snapshot --help)\n",
                               stderr);
@@ -660,6 +696,11 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         return -1;
                 }
                 switch (opt) {
+                case 'U':
+                        v->snapshot = SNAP_AUTO; /* whatever $CELLVM_SNAPSHOT says */
+                        v->snapshot_dir = NULL;
+                        mode_given = true;
+                        break;
                 case 'N':
                         v->snapshot = SNAP_OFF;
                         v->snapshot_dir = NULL;
@@ -730,9 +771,47 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         v->envs[v->nenv++] = optarg;
                         break;
                 case 't':
-                        if (!is_run || parse_positive("--timeout", optarg, 1e7, &d) < 0)
+                        if (!(is_run || create) || parse_positive("--timeout", optarg, 1e7, &d) < 0)
                                 return -1;
-                        v->eo.timeout_ms = (uint64_t)(d * 1000);
+                        if (create)
+                                v->lifetime_s = d, lifetime_given = true;
+                        else
+                                v->eo.timeout_ms = (uint64_t)(d * 1000);
+                        break;
+                case 'M': {
+                        const char *eq = strchr(optarg, '=');
+                        if (!eq || eq == optarg) {
+                                fputs("cellvm: --metadata takes KEY=VALUE\n", stderr);
+                                return -1;
+                        }
+                        if (!v->metadata)
+                                v->metadata = json_object();
+                        json_t *val = json_string(eq + 1);
+                        if (!val || json_object_setn_new(v->metadata, optarg, (size_t)(eq - optarg),
+                                                         val) < 0) {
+                                fputs("cellvm: --metadata: not UTF-8 text\n", stderr);
+                                return -1;
+                        }
+                        break;
+                }
+                case 'T':
+                        v->template_name = optarg;
+                        break;
+                case 'w':
+                        if (strcmp(optarg, "none") != 0) {
+                                fputs("cellvm: --network: only none (loopback only) is "
+                                      "supported\n",
+                                      stderr);
+                                return -1;
+                        }
+                        break;
+                case 'j':
+                        break; /* create prints JSON only */
+                case 'A':
+                        if (cli_parse_fd(optarg, &v->pass_fd) < 0) {
+                                fputs("cellvm: --pass-fd takes an fd number >= 3\n", stderr);
+                                return -1;
+                        }
                         break;
                 case 'o':
                         v->out.out_dir = optarg;
@@ -775,8 +854,19 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         v->user_mb = user_mb;
         /* run --timeout bounds the whole sandbox; 10 s more so that the cell's
          * interrupt is reported before the guest ends. */
-        v->lifetime_s =
-            v->eo.timeout_ms ? (double)v->eo.timeout_ms / 1000.0 + 10.0 : creg_max_timeout_s();
+        if (create && !lifetime_given) {
+                /* E2B's default lifetime, as the SDK's create(). */
+                const char *def = getenv("CELLVM_DEFAULT_TIMEOUT");
+                char *end = NULL;
+                v->lifetime_s = def && def[0] ? strtod(def, &end) : 300;
+                if (end && (*end || !(v->lifetime_s > 0))) {
+                        fputs("cellvm: $CELLVM_DEFAULT_TIMEOUT takes seconds > 0\n", stderr);
+                        return -1;
+                }
+        } else if (!create) {
+                v->lifetime_s = v->eo.timeout_ms ? (double)v->eo.timeout_ms / 1000.0 + 10.0
+                                                 : creg_max_timeout_s();
+        }
         if (v->eo.timeout_ms && v->lifetime_s > creg_max_timeout_s())
                 v->lifetime_s = (double)v->eo.timeout_ms / 1000.0; /* refused by sbx_reserve */
         /* The guest's provisional deadline: boot budget + lifetime (TCG slack). */
@@ -821,7 +911,8 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                                      .lifetime_s = v->lifetime_s,
                                      .mode = v->snapshot,
                                      .dir = v->snapshot_dir,
-                                     .verbose = verbose};
+                                     .verbose = verbose,
+                                     .report = &v->report};
                 rc = snap_restore_vm(&r, &the_rec, &the_vm, c);
                 if (rc <= 0) {
                         if (rc == 0)
@@ -833,6 +924,7 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
         rc = sbx_reserve(v->lifetime_s);
         if (rc < 0)
                 return rc;
+        v->vm.qmp = v->pausable; /* create's: cellvm pause saves it over QMP */
         rc = cvm_start(&v->vm, &the_vm, err, sizeof(err));
         if (rc < 0) {
                 sbx_release();
@@ -907,6 +999,53 @@ static bool ends_cell(const struct vm_cmd *v, const char *line)
         if (v->delim)
                 return strcmp(line, v->delim) == 0;
         return line[0] == '\0' || strcmp(line, ";;") == 0;
+}
+
+/* `cellvm create --json`: a sandbox that outlives this command until its
+ * deadline (the Python SDK's create() runs it), its entry printed as JSON. */
+static int cmd_create(int argc, char **argv)
+{
+        struct vm_cmd v = {0};
+        int first = parse_vm_options(&v, VM_CREATE, argc, argv);
+        if (first < 0 || first != argc) {
+                if (first >= 0)
+                        fputs("cellvm: create takes options only (cellvm --help)\n", stderr);
+                json_decref(v.metadata);
+                return EXIT_USAGE;
+        }
+        char *metadata =
+            v.metadata ? json_dumps(v.metadata, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        json_decref(v.metadata);
+        if (v.metadata && !metadata) {
+                fputs("cellvm: out of memory\n", stderr);
+                return EXIT_CONNECTION;
+        }
+        cvm_outlive_creator(true);
+        v.pausable = true;
+        struct cvc *c = NULL;
+        int rc = boot_vm(&v, &c, v.verbose);
+        if (rc < 0) {
+                free(metadata);
+                return rc == -EAGAIN || rc == -EINVAL ? EXIT_USAGE : EXIT_CONNECTION;
+        }
+        /* The caller gets the connection itself (a new one over the serial
+         * port would wait for the agent to reopen it), or connects anew. */
+        if (v.pass_fd && (rc = cli_send_fd(v.pass_fd, cvc_fd(c))) < 0)
+                fprintf(stderr, "cellvm: --pass-fd %d: %s (connect to the address instead)\n",
+                        v.pass_fd, strerror(-rc));
+        cvc_close(c);
+        /* No process of ours stays with the VM: the keeper cleans up after it. */
+        pid_t keeper = ckeeper_start(the_rec.e.key);
+        if (keeper < 0)
+                fprintf(stderr,
+                        "cellvm: no keeper for %s (%s): the next cellvm process cleans up\n",
+                        the_rec.e.key, strerror(-keeper));
+        else
+                the_rec.e.keeper_pid = keeper;
+        sbx_describe(&the_rec, v.template_name, metadata);
+        rc = sbx_print_json(&the_rec, v.report.restored ? &v.report : NULL);
+        free(metadata);
+        return rc;
 }
 
 static int cmd_shell(int argc, char **argv)
@@ -1070,6 +1209,24 @@ int main(int argc, char **argv)
                 return cmd_run(argc - i, argv + i);
         if (strcmp(argv[i], "shell") == 0)
                 return cmd_shell(argc - i, argv + i);
+        if (strcmp(argv[i], "create") == 0)
+                return cmd_create(argc - i, argv + i);
+        if (strcmp(argv[i], "keep") == 0) {
+                /* Plumbing: the keeper of an entry another program wrote (the SDK's own boots). */
+                if (argc - i != 2) {
+                        fputs("cellvm: usage: keep KEY (prints the keeper's pid)\n", stderr);
+                        return EXIT_USAGE;
+                }
+                pid_t keeper = ckeeper_start(argv[i + 1]);
+                if (keeper < 0) {
+                        fprintf(stderr, "cellvm: keep %s: %s\n", argv[i + 1], strerror(-keeper));
+                        return EXIT_CONNECTION;
+                }
+                printf("%d\n", (int)keeper);
+                return 0;
+        }
+        if (strcmp(argv[i], "set-timeout") == 0)
+                return cmd_set_timeout(argc - i, argv + i);
         if (strcmp(argv[i], "ps") == 0)
                 return cmd_ps(argc - i, argv + i);
         if (strcmp(argv[i], "kill") == 0)

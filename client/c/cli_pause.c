@@ -7,10 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "cli_snapshot.h"
+#include "keeper.h"
+#include "pass_fd.h"
 #include "pause.h"
 #include "paused.h"
 #include "snapshot_qemu.h"
@@ -45,6 +52,13 @@ int sbx_paused_find(const char *ident, char *root, size_t rootlen, char *dir, si
 
 int sbx_resume(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
                struct cvm *vm, struct cvc **c, struct csm *m, char *err, size_t errlen)
+{
+        return sbx_resume_staged(root, dir, timeout_s, rec, vm, c, m, NULL, err, errlen);
+}
+
+int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
+                      struct cvm *vm, struct cvc **c, struct csm *m, struct csq_stages *stages,
+                      char *err, size_t errlen)
 {
         *c = NULL;
         rec->path[0] = '\0';
@@ -124,6 +138,8 @@ int sbx_resume(const char *root, const char *dir, double timeout_s, struct sbx_r
                 return rc;
         }
         sbx_start_clock(rec, *c, vm, timeout_s);
+        if (stages)
+                *stages = st;
         struct cpaused p;
         snprintf(p.dir, sizeof(p.dir), "%s", dir);
         int removed = cpaused_remove(root, &p);
@@ -146,7 +162,7 @@ static void json_str(FILE *f, const char *s)
 }
 
 static const char pause_usage[] =
-    "usage: cellvm pause [--json] ID\n"
+    "usage: cellvm pause [--json] [--envs JSON] ID\n"
     "\n"
     "Pauses live sandbox ID (its key or id, as cellvm ps shows them; one restored from a\n"
     "template: its VMM has a QMP socket): the guest is stopped, its whole state (devices\n"
@@ -155,28 +171,44 @@ static const char pause_usage[] =
     "counts against no limit and has no deadline. cellvm resume ID (or the Python SDK's\n"
     "Sandbox.connect(ID)) runs it again; cellvm kill ID drops it.\n"
     "  --json    print {\"sandbox_id\", \"record\", \"state_bytes\"} instead of a sentence\n"
+    "  --envs JSON  the sandbox's environment (an object) kept in the record\n"
     "exit status: 0 paused, 1 no such live sandbox or paused already, 2 usage, 3 failed\n"
     "(the sandbox runs on as it was).\n";
 
 static const char resume_usage[] =
-    "usage: cellvm resume [--json] [--timeout S] ID\n"
+    "usage: cellvm resume [--json] [--timeout S] [--pass-fd N] ID\n"
     "\n"
     "Resumes paused sandbox ID (as cellvm ps shows it): its VMM started from the record\n"
     "under the same key and id, its guest running again with what it held (variables,\n"
     "files, background processes), this host's clock and fresh entropy; then the record\n"
     "is removed. The sandbox outlives this command until its deadline, S seconds from\n"
     "now (default 300, at most $CELLVM_MAX_TIMEOUT), or cellvm kill ID.\n"
-    "  --json    print {\"sandbox_id\", \"address\", \"pid\", \"deadline_ms\"} instead of a "
-    "sentence\n"
+    "  --json    print its registry entry as JSON (sandbox_id, address, pid, deadline_ms,\n"
+    "            ...) instead of a sentence\n"
+    "  --pass-fd N  send the agent connection over unix socket N (SCM_RIGHTS)\n"
     "exit status: 0 resumed, 1 no such paused sandbox, 2 usage, 3 failed (the record\n"
     "stays).\n";
 
-/* [--json] [--timeout S] ID: 0, or the usage's exit status. */
-static int parse(int argc, char **argv, bool timeout_ok, const char *usage, bool *json,
-                 double *timeout_s, const char **id)
+/* What pause and resume are told besides the id. */
+struct pause_args {
+        bool json;
+        double timeout_s; /* resume */
+        const char *envs; /* pause: --envs JSON, an object (the SDK's); NULL: "{}" */
+        int pass_fd;      /* resume: --pass-fd N, or 0 */
+};
+
+/* [--json] [--timeout S] [--pass-fd N] (resume) or [--envs JSON] (pause) ID:
+ * 0, or the usage's exit status. */
+static int parse(int argc, char **argv, bool resume, const char *usage, struct pause_args *a,
+                 const char **id)
 {
+        bool timeout_ok = resume;
+        bool *json = &a->json;
+        double *timeout_s = &a->timeout_s;
         *json = false;
         *timeout_s = 300;
+        a->envs = NULL;
+        a->pass_fd = 0;
         *id = NULL;
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -185,6 +217,20 @@ static int parse(int argc, char **argv, bool timeout_ok, const char *usage, bool
                 }
                 if (strcmp(argv[i], "--json") == 0) {
                         *json = true;
+                } else if (!resume && strcmp(argv[i], "--envs") == 0 && i + 1 < argc) {
+                        json_t *v = json_loads(argv[++i], 0, NULL);
+                        bool ok = json_is_object(v) && !strpbrk(argv[i], "\r\n");
+                        json_decref(v);
+                        if (!ok) {
+                                fputs("cellvm: --envs takes a JSON object on one line\n", stderr);
+                                return EXIT_USAGE;
+                        }
+                        a->envs = argv[i];
+                } else if (resume && strcmp(argv[i], "--pass-fd") == 0 && i + 1 < argc) {
+                        if (cli_parse_fd(argv[++i], &a->pass_fd) < 0) {
+                                fputs("cellvm: --pass-fd takes an fd number >= 3\n", stderr);
+                                return EXIT_USAGE;
+                        }
                 } else if (timeout_ok && strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
                         char *end;
                         *timeout_s = strtod(argv[++i], &end);
@@ -208,10 +254,10 @@ static int parse(int argc, char **argv, bool timeout_ok, const char *usage, bool
 
 int cmd_pause(int argc, char **argv)
 {
-        bool json;
-        double unused;
+        struct pause_args a;
         const char *id;
-        int rc = parse(argc, argv, false, pause_usage, &json, &unused, &id);
+        int rc = parse(argc, argv, false, pause_usage, &a, &id);
+        bool json = a.json;
         if (rc != 0)
                 return rc < 0 ? 0 : rc;
         char root[PATH_MAX], dir[PATH_MAX], err[PATH_MAX + 512];
@@ -230,8 +276,10 @@ int cmd_pause(int argc, char **argv)
         }
         if (rc < 0)
                 return EXIT_FAILED;
-        struct cpause_src src = {
-            .e = &e, .template_ = e.template_, .metadata = metadata, .envs = "{}"};
+        struct cpause_src src = {.e = &e,
+                                 .template_ = e.template_,
+                                 .metadata = metadata,
+                                 .envs = a.envs ? a.envs : "{}"};
         rc = cpause_save(root, &src, dir, sizeof(dir), err, sizeof(err));
         if (rc == -EEXIST) {
                 fprintf(stderr, "cellvm: pause %s: %s\n", id, err);
@@ -241,7 +289,15 @@ int cmd_pause(int argc, char **argv)
                 fprintf(stderr, "cellvm: pause %s: %s\n", id, err);
                 return EXIT_FAILED;
         }
+        /* Returns once the VMM is gone (its exit is what a caller checks next). */
+        int pidfd = (int)syscall(SYS_pidfd_open, e.pid, 0);
         sbx_remove(&e);
+        if (pidfd >= 0) {
+                struct pollfd p = {.fd = pidfd, .events = POLLIN};
+                while (poll(&p, 1, 10000) < 0 && errno == EINTR)
+                        ;
+                close(pidfd);
+        }
         struct stat st;
         char state[PATH_MAX + 8];
         snprintf(state, sizeof(state), "%s/state", dir);
@@ -260,10 +316,11 @@ int cmd_pause(int argc, char **argv)
 
 int cmd_resume(int argc, char **argv)
 {
-        bool json;
-        double timeout_s;
+        struct pause_args a;
         const char *id;
-        int rc = parse(argc, argv, true, resume_usage, &json, &timeout_s, &id);
+        int rc = parse(argc, argv, true, resume_usage, &a, &id);
+        bool json = a.json;
+        double timeout_s = a.timeout_s;
         if (rc != 0)
                 return rc < 0 ? 0 : rc;
         char root[PATH_MAX], dir[PATH_MAX], err[PATH_MAX + 1024];
@@ -280,24 +337,29 @@ int cmd_resume(int argc, char **argv)
         static struct sbx_rec rec;
         struct cvc *c = NULL;
         struct csm m;
-        rc = sbx_resume(root, dir, timeout_s, &rec, &vm, &c, &m, err, sizeof(err));
+        struct snap_report report = {.restored = true};
+        rc = sbx_resume_staged(root, dir, timeout_s, &rec, &vm, &c, &m, &report.st, err,
+                               sizeof(err));
         if (rc < 0) {
                 csm_free(&m);
                 fprintf(stderr, "cellvm: resume %s: %s\n", id, err);
                 return rc == -ENOENT ? 1 : EXIT_FAILED;
         }
+        /* The caller (the SDK) gets the connection itself: see cellvm create. */
+        if (a.pass_fd && (rc = cli_send_fd(a.pass_fd, cvc_fd(c))) < 0)
+                fprintf(stderr, "cellvm: --pass-fd %d: %s (connect to the address instead)\n",
+                        a.pass_fd, strerror(-rc));
         cvc_close(c);
+        pid_t keeper = ckeeper_start(rec.e.key);
+        if (keeper > 0)
+                rec.e.keeper_pid = keeper;
+        sbx_describe(&rec, NULL, m.metadata); /* its metadata, as before the pause */
         if (json) {
-                printf("{\"sandbox_id\": \"");
-                json_str(stdout, rec.e.key);
-                printf("\", \"address\": \"");
-                json_str(stdout, rec.e.address);
-                printf("\", \"pid\": %d, \"deadline_ms\": %lld}\n", (int)vm.pid,
-                       (long long)rec.e.deadline_ms);
+                rc = sbx_print_json(&rec, &report);
         } else {
                 printf("resumed %s (qemu pid %d, %g s to its deadline)\n", rec.e.key, (int)vm.pid,
                        timeout_s);
         }
         csm_free(&m);
-        return 0;
+        return json ? rc : 0;
 }

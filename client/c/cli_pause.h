@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "cli_sandboxes.h"
+#include "snapshot_qemu.h"
 #include "manifest.h"
 
 /* The record of paused sandbox `ident` (its id or key) in the paused store:
@@ -27,6 +28,11 @@ int sbx_paused_find(const char *ident, char *root, size_t rootlen, char *dir, si
  * running on failure and the record stays. */
 int sbx_resume(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
                struct cvm *vm, struct cvc **c, struct csm *m, char *err, size_t errlen);
+/* sbx_resume, with its stages (ns after QEMU's spawn: state_loaded,
+ * running, handshake) in `*st` when not NULL. */
+int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
+                      struct cvm *vm, struct cvc **c, struct csm *m, struct csq_stages *st,
+                      char *err, size_t errlen);
 
 int cmd_pause(int argc, char **argv);
 int cmd_resume(int argc, char **argv);

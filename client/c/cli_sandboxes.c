@@ -4,14 +4,19 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "buf.h"
+#include "cli_snapshot.h"
 #include "host_tsc.h"
 #include "cbor_util.h"
 #include "msgtypes.h"
@@ -102,11 +107,120 @@ static int read_paused(char *root, size_t rootlen)
         return n;
 }
 
+/* The `metadata=` line of `key`'s entry (one line of JSON) into `out`;
+ * "{}" when it has none or a longer one than fits. Call locked. */
+static void read_metadata(const char *key, char *out, size_t outlen)
+{
+        snprintf(out, outlen, "{}");
+        char path[sizeof(((struct sbx_rec *)0)->path)];
+        if (snprintf(path, sizeof(path), "%s/%s.sandbox", reg.dir, key) >= (int)sizeof(path))
+                return;
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return;
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        while ((len = getline(&line, &cap, f)) > 0) {
+                if (strncmp(line, "metadata=", 9) != 0)
+                        continue;
+                if (line[len - 1] == '\n')
+                        line[--len] = '\0';
+                if ((size_t)len - 9 < outlen)
+                        memcpy(out, line + 9, (size_t)len - 9 + 1);
+                break;
+        }
+        free(line);
+        fclose(f);
+}
+
+/* Adds `text` (JSON, an object) to `o` as `name`; an empty object when it
+ * does not parse as one. */
+static void set_json_text(json_t *o, const char *name, const char *text)
+{
+        json_t *v = json_loads(text, 0, NULL);
+        if (!json_is_object(v)) {
+                json_decref(v);
+                v = json_object();
+        }
+        json_object_set_new(o, name, v);
+}
+
+/* An entry as `cellvm ps --json` and `cellvm create --json` print it. */
+static json_t *sbx_entry_json(const struct creg_entry *e, const char *metadata)
+{
+        json_t *o = json_object();
+        json_object_set_new(o, "sandbox_id", json_string(e->id));
+        json_object_set_new(o, "key", json_string(e->key));
+        json_object_set_new(o, "state", json_string("running"));
+        json_object_set_new(o, "vmm", json_string(e->vmm));
+        json_object_set_new(o, "accel", json_string(e->accel));
+        json_object_set_new(o, "pid", json_integer(e->pid));
+        json_object_set_new(o, "address", json_string(e->address));
+        json_object_set_new(o, "dir", json_string(e->dir));
+        json_object_set_new(o, "image", json_string(e->image));
+        json_object_set_new(o, "template", json_string(e->template_));
+        json_object_set_new(o, "started_ms", json_integer(e->started_ms));
+        json_object_set_new(o, "deadline_ms", json_integer(e->deadline_ms));
+        json_object_set_new(o, "memory_mb", json_integer(e->memory_mb));
+        json_object_set_new(o, "vcpus", json_integer(e->vcpus));
+        json_object_set_new(o, "keeper_pid", json_integer(e->keeper_pid));
+        json_object_set_new(o, "holder_pid", json_integer(e->holder_pid));
+        json_object_set_new(o, "holder_start", json_integer((json_int_t)e->holder_start));
+        set_json_text(o, "metadata", metadata ? metadata : "{}");
+        return o;
+}
+
+/* Prints `o` as one line and frees it; 0, or 3 when it could not be printed. */
+static int print_json_line(json_t *o)
+{
+        char *text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!text) {
+                fputs("cellvm: out of memory\n", stderr);
+                return 3;
+        }
+        puts(text);
+        free(text);
+        return 0;
+}
+
+/* `cellvm ps --json`: one JSON array of the live (oldest first), then the paused. */
+static int ps_json(int n)
+{
+        json_t *all = json_array();
+        static char metadata[64 * 1024];
+        if (open_locked() == 0) {
+                for (int i = 0; i < n; i++) {
+                        read_metadata(entries[i].key, metadata, sizeof(metadata));
+                        json_array_append_new(all, sbx_entry_json(&entries[i], metadata));
+                }
+                creg_unlock(&reg);
+        }
+        char root[PATH_MAX];
+        int np = read_paused(root, sizeof(root));
+        for (int i = 0; i < np; i++) {
+                const struct cpaused *p = &paused[i];
+                json_t *o = json_object();
+                json_object_set_new(o, "sandbox_id",
+                                    json_string(p->sandbox_id[0] ? p->sandbox_id : p->key));
+                json_object_set_new(o, "key", json_string(p->key));
+                json_object_set_new(o, "state", json_string("paused"));
+                json_object_set_new(o, "vmm", json_string(p->vmm));
+                json_object_set_new(o, "record", json_string(p->dir));
+                json_object_set_new(o, "started_ms", json_integer((json_int_t)p->started_ms));
+                json_object_set_new(o, "memory_mb", json_integer((json_int_t)p->memory_mb));
+                json_array_append_new(all, o);
+        }
+        int rc = print_json_line(all);
+        return np < 0 ? 3 : rc;
+}
+
 int cmd_ps(int argc, char **argv)
 {
-        (void)argv;
-        if (argc != 1) {
-                fputs("cellvm: ps takes no arguments\n", stderr);
+        bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
+        if (argc != 1 && !json) {
+                fputs("cellvm: usage: ps [--json]\n", stderr);
                 return 2;
         }
         if (open_locked() < 0)
@@ -117,6 +231,8 @@ int cmd_ps(int argc, char **argv)
                 fprintf(stderr, "cellvm: reading %s: %s\n", reg.dir, strerror(-n));
                 return 3;
         }
+        if (json)
+                return ps_json(n);
         printf("%-16s %-8s %-8s %-14s %-13s %-9s %s\n", "KEY", "AGE", "LEFT", "VMM", "MEMORY",
                "STATE", "SANDBOX ID");
         int64_t now = creg_now_ms();
@@ -201,10 +317,19 @@ int cmd_kill(int argc, char **argv)
                         struct creg_entry *e = &entries[i];
                         if (!e->key[0])
                                 continue; /* killed already */
-                        if (!all && strcmp(argv[a], e->key) != 0 && strcmp(argv[a], e->id) != 0)
+                        if (!all && strcmp(argv[a], e->key) != 0 && strcmp(argv[a], e->id) != 0 &&
+                            (!e->address[0] || strcmp(argv[a], e->address) != 0))
                                 continue;
-                        creg_kill_vmm(e);
+                        /* Said killed once it is gone: the caller's next look finds no VMM. */
+                        int pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
+                        bool signalled = creg_kill_vmm(e) == 1;
                         creg_remove(&reg, e, true);
+                        if (pidfd >= 0) {
+                                struct pollfd p = {.fd = pidfd, .events = POLLIN};
+                                while (signalled && poll(&p, 1, 10000) < 0 && errno == EINTR)
+                                        ;
+                                close(pidfd);
+                        }
                         printf("killed %s (%s)\n", e->key, e->id);
                         e->key[0] = '\0';
                         found = true;
@@ -351,32 +476,16 @@ int sbx_find(const char *ident, struct creg_entry *out, char *metadata, size_t m
         int n = creg_sweep(&reg, entries, CREG_MAX_ENTRIES, stderr);
         int rc = n < 0 ? n : -ENOENT;
         for (int i = 0; i < n && rc == -ENOENT; i++) {
-                if (strcmp(ident, entries[i].key) != 0 && strcmp(ident, entries[i].id) != 0)
+                if (strcmp(ident, entries[i].key) != 0 && strcmp(ident, entries[i].id) != 0 &&
+                    (!entries[i].address[0] || strcmp(ident, entries[i].address) != 0))
                         continue;
                 *out = entries[i];
                 rc = 0;
         }
-        snprintf(metadata, mlen, "{}");
-        char path[sizeof(((struct sbx_rec *)0)->path)];
-        FILE *f = NULL;
-        if (rc == 0 && snprintf(path, sizeof(path), "%s/%s.sandbox", reg.dir, out->key) > 0 &&
-            (f = fopen(path, "re")) != NULL) {
-                /* The SDK writes `metadata=` as one line of JSON; a longer one is left out. */
-                char *line = NULL;
-                size_t cap = 0;
-                ssize_t len;
-                while ((len = getline(&line, &cap, f)) > 0) {
-                        if (strncmp(line, "metadata=", 9) != 0)
-                                continue;
-                        if (line[len - 1] == '\n')
-                                line[--len] = '\0';
-                        if ((size_t)len - 9 < mlen)
-                                memcpy(metadata, line + 9, (size_t)len - 9 + 1);
-                        break;
-                }
-                free(line);
-                fclose(f);
-        }
+        if (rc == 0)
+                read_metadata(out->key, metadata, mlen);
+        else
+                snprintf(metadata, mlen, "{}");
         creg_unlock(&reg);
         return rc;
 }
@@ -439,4 +548,144 @@ void sbx_forget(struct sbx_rec *rec)
                 (void)unlink(rec->path); /* async-signal-safe; gone already is fine */
                 rec->path[0] = '\0';
         }
+}
+
+void sbx_describe(struct sbx_rec *rec, const char *template_, const char *metadata)
+{
+        if (template_ && strlen(template_) < sizeof(rec->e.template_))
+                strcpy(rec->e.template_, template_);
+        rec->e.metadata = metadata;
+        if (rec->path[0])
+                rewrite(rec);
+}
+
+int sbx_print_json(const struct sbx_rec *rec, const struct snap_report *report)
+{
+        json_t *o = sbx_entry_json(&rec->e, rec->e.metadata);
+        if (report) {
+                /* ns after the VMM's spawn; a stage the restore had not is left out */
+                const struct {
+                        const char *name;
+                        uint64_t ns;
+                } stamps[] = {{"state_loaded", report->st.state_loaded},
+                              {"running", report->st.running},
+                              {"handshake", report->st.handshake},
+                              {"new_generation", report->st.new_generation},
+                              {"deadline", report->deadline}};
+                json_t *r = json_object();
+                json_object_set_new(r, "vmm_spawn", json_integer(0));
+                for (size_t i = 0; i < sizeof(stamps) / sizeof(stamps[0]); i++)
+                        if (stamps[i].ns)
+                                json_object_set_new(r, stamps[i].name,
+                                                    json_integer((json_int_t)stamps[i].ns));
+                json_object_set_new(o, "restore", r);
+                if (report->snapdir[0])
+                        json_object_set_new(o, "snapshot_dir", json_string(report->snapdir));
+        }
+        return print_json_line(o);
+}
+
+static const char set_timeout_usage[] =
+    "usage: cellvm set-timeout [--registry-only] ID S\n"
+    "\n"
+    "Live sandbox ID (its key or id, as cellvm ps shows them) ends S seconds from now\n"
+    "(at most $CELLVM_MAX_TIMEOUT): recorded in the registry, where every cellvm process\n"
+    "enforces it, and sent to the guest's init (SET_DEADLINE) unless another process\n"
+    "holds its channel (that process relays it) or --registry-only (the caller tells\n"
+    "the guest itself).\n"
+    "exit status: 0 set, 1 no such live sandbox, 2 usage, 3 failed.\n";
+
+/* SET_DEADLINE to the agent of `e` over a connection of our own. */
+static void tell_guest(const struct creg_entry *e, double timeout_s)
+{
+        if (!e->address[0]) {
+                fprintf(stderr,
+                        "cellvm: set-timeout %s: recorded (the host enforces it); its "
+                        "guest is reached over hybrid vsock only by its holder\n",
+                        e->key);
+                return;
+        }
+        struct cvc_connect_opts o = {.timeout_ms = 10000, .hello_resend_ms = CVC_HELLO_RESEND_MS};
+        struct cvc *c = NULL;
+        int rc = cvc_connect_ex(e->address, &o, &c);
+        if (rc == 0) {
+                struct cv_buf b;
+                cv_buf_init(&b);
+                cv_enc_map(&b, 1);
+                cv_enc_cstr(&b, "timeout_ms");
+                cv_enc_uint(
+                    &b, (uint64_t)(sbx_guest_timeout_s(timeout_s, strcmp(e->accel, "kvm") == 0) *
+                                   1000));
+                rc = cvc_call_buf(c, CV_MSG_SET_DEADLINE, &b, NULL);
+                cv_buf_free(&b);
+        }
+        if (rc < 0)
+                fprintf(stderr,
+                        "cellvm: set-timeout %s: recorded (the host enforces it) but the guest "
+                        "was not reached: %s\n",
+                        e->key, c ? cvc_errmsg(c) : strerror(-rc));
+        cvc_close(c); /* NULL-safe */
+}
+
+int cmd_set_timeout(int argc, char **argv)
+{
+        bool registry_only = argc == 4 && strcmp(argv[1], "--registry-only") == 0;
+        if (argc != 3 && !registry_only) {
+                fputs(set_timeout_usage,
+                      argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
+                return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+        }
+        const char *id = argv[argc - 2];
+        char *end;
+        double timeout_s = strtod(argv[argc - 1], &end);
+        if (*end || !(timeout_s > 0)) {
+                fputs("cellvm: set-timeout takes seconds > 0\n", stderr);
+                return 2;
+        }
+        if (timeout_s > creg_max_timeout_s()) {
+                fprintf(stderr,
+                        "cellvm: Timeout cannot be greater than %g seconds (the maximum sandbox "
+                        "timeout, $CELLVM_MAX_TIMEOUT)\n",
+                        creg_max_timeout_s());
+                return 2;
+        }
+        struct creg_entry e;
+        static char metadata[64 * 1024];
+        pthread_mutex_lock(&reg_mutex);
+        int rc = sbx_find(id, &e, metadata, sizeof(metadata));
+        /* sbx_find unlocked: the entry is written again under the lock, if
+         * it is still the same VM's. */
+        if (rc == 0 && (rc = creg_lock(&reg)) == 0) {
+                char why[128], path[sizeof(((struct sbx_rec *)0)->path)], text[4096];
+                struct creg_entry cur;
+                snprintf(path, sizeof(path), "%s/%s.sandbox", reg.dir, e.key);
+                FILE *f = fopen(path, "re");
+                size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+                if (f)
+                        fclose(f);
+                text[len] = '\0';
+                if (!f || creg_parse(text, e.key, &cur, why, sizeof(why)) < 0 || cur.pid != e.pid ||
+                    cur.pid_start != e.pid_start) {
+                        rc = -ENOENT; /* ended meanwhile */
+                } else {
+                        e = cur;
+                        e.metadata = metadata;
+                        e.deadline_ms = creg_now_ms() + (int64_t)(timeout_s * 1000);
+                        rc = creg_write(&reg, &e);
+                }
+                creg_unlock(&reg);
+        }
+        pthread_mutex_unlock(&reg_mutex);
+        if (rc == -ENOENT) {
+                fprintf(stderr, "cellvm: set-timeout %s: no live sandbox has that id or key\n", id);
+                return 1;
+        }
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: set-timeout %s: %s\n", id, strerror(-rc));
+                return 3;
+        }
+        bool held = e.holder_pid > 0 && creg_proc_start(e.holder_pid) == e.holder_start;
+        if (!registry_only && !held)
+                tell_guest(&e, timeout_s);
+        return 0;
 }

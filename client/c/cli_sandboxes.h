@@ -52,6 +52,15 @@ void sbx_start_clock(struct sbx_rec *rec, struct cvc *c, const struct cvm *vm, d
 void sbx_set_deadline(struct sbx_rec *rec, double lifetime_s);
 /* Removes the record (async-signal-safe: a signal handler may call it). */
 void sbx_forget(struct sbx_rec *rec);
+/* Records the E2B template name and the metadata (JSON object text, kept
+ * by pointer: it must outlive `rec`'s writes) in the entry. */
+void sbx_describe(struct sbx_rec *rec, const char *template_, const char *metadata);
+struct snap_report;
+/* `rec`'s entry as one line of JSON on stdout (cellvm create --json), with
+ * the restore's stages as "restore" when `report` is not NULL. 0 or 3. */
+int sbx_print_json(const struct sbx_rec *rec, const struct snap_report *report);
+/* `cellvm set-timeout [--registry-only] ID S`. */
+int cmd_set_timeout(int argc, char **argv);
 /* The guest's own deadline for a sandbox ending in `s` seconds (docs/SDK.md). */
 double sbx_guest_timeout_s(double s, bool kvm);
 

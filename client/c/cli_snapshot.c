@@ -246,6 +246,15 @@ int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *v
                         snapdir, err, removed == 1 ? "; removed, the next run builds it anew" : "");
                 return 1;
         }
+        if (r->report) {
+                struct timespec ts;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                r->report->restored = true;
+                r->report->st = st;
+                r->report->deadline =
+                    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec - st.t0;
+                snprintf(r->report->snapdir, sizeof(r->report->snapdir), "%s", snapdir);
+        }
         if (r->verbose)
                 fprintf(stderr,
                         "[cellvm: VM restored in %.2f s from %s (%s, %s pid %d, over %s; state "

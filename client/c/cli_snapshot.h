@@ -4,10 +4,12 @@
 #ifndef CELLVM_CLIENT_CLI_SNAPSHOT_H
 #define CELLVM_CLIENT_CLI_SNAPSHOT_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "cellvm.h"
 #include "cli_sandboxes.h"
+#include "snapshot_qemu.h"
 #include "vmm.h"
 
 enum snap_mode { SNAP_OFF, SNAP_AUTO, SNAP_DIR };
@@ -16,13 +18,22 @@ enum snap_mode { SNAP_OFF, SNAP_AUTO, SNAP_DIR };
  * no, false, cold: SNAP_OFF; anything else -EINVAL (said on stderr). */
 int snap_env_mode(enum snap_mode *mode);
 
+/* How a restore went (cellvm create --json prints it as "restore"). */
+struct snap_report {
+        bool restored;          /* from a template (else a cold boot, or none) */
+        struct csq_stages st;   /* ns after the VMM was spawned */
+        uint64_t deadline;      /* SET_DEADLINE answered, ns after the spawn */
+        char snapdir[PATH_MAX]; /* the template's snapshot restored, or "" */
+};
+
 struct snap_run {
-        const struct cvm_opts *vm; /* run's / shell's VM options */
-        unsigned user_mb;          /* cellvm.mem_limit */
-        double lifetime_s;         /* the sandbox's own lifetime (SET_DEADLINE, registry) */
-        enum snap_mode mode;       /* AUTO or DIR */
-        const char *dir;           /* SNAP_DIR: the template that must be used */
-        bool verbose;              /* say how the VM started */
+        const struct cvm_opts *vm;  /* run's / shell's VM options */
+        unsigned user_mb;           /* cellvm.mem_limit */
+        double lifetime_s;          /* the sandbox's own lifetime (SET_DEADLINE, registry) */
+        enum snap_mode mode;        /* AUTO or DIR */
+        const char *dir;            /* SNAP_DIR: the template that must be used */
+        bool verbose;               /* say how the VM started */
+        struct snap_report *report; /* filled when not NULL */
 };
 
 /* The VM of run/shell from a template: found (or built, saying so) and

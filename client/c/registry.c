@@ -232,6 +232,9 @@ int creg_parse(const char *text, const char *key, struct creg_entry *e, char *wh
                 NUM("vcpus", 0, e->vcpus = (unsigned)x)
                 NUM("creator_pid", 0, e->creator_pid = (pid_t)x)
                 NUM("creator_start", 0, e->creator_start = (uint64_t)x)
+                NUM("keeper_pid", 0, e->keeper_pid = (pid_t)x)
+                NUM("holder_pid", 0, e->holder_pid = (pid_t)x)
+                NUM("holder_start", 0, e->holder_start = (uint64_t)x)
 #undef STR
 #undef NUM
                 if (rc < 0) {
@@ -273,11 +276,13 @@ int creg_write(struct creg *r, const struct creg_entry *e)
                 FORMAT_LINE "\nkey=%s\nid=%s\nvmm=%s\npid=%d\npid_start=%" PRIu64
                             "\nstarted_ms=%" PRId64 "\ndeadline_ms=%" PRId64
                             "\nmemory_mb=%u\nvcpus=%u\ncreator_pid=%d\ncreator_start=%" PRIu64
-                            "\nkeeper_pid=0\naccel=%s\naddress=%s\ndir=%s\nimage=%s\ntemplate=%s\n"
-                            "metadata={}\n",
+                            "\nholder_pid=%d\nholder_start=%" PRIu64
+                            "\nkeeper_pid=%d\naccel=%s\naddress=%s\ndir=%s\nimage=%s\ntemplate=%s\n"
+                            "metadata=%s\n",
                 e->key, e->id, e->vmm, (int)e->pid, e->pid_start, e->started_ms, e->deadline_ms,
-                e->memory_mb, e->vcpus, (int)e->creator_pid, e->creator_start, e->accel, e->address,
-                e->dir, e->image, e->template_);
+                e->memory_mb, e->vcpus, (int)e->creator_pid, e->creator_start, (int)e->holder_pid,
+                e->holder_start, (int)e->keeper_pid, e->accel, e->address, e->dir, e->image,
+                e->template_, e->metadata && !strpbrk(e->metadata, "\r\n") ? e->metadata : "{}");
         int bad = ferror(f);
         if (fclose(f) != 0 || bad) {
                 unlink(tmp);

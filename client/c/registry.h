@@ -39,6 +39,12 @@ struct creg_entry {
         unsigned memory_mb, vcpus;
         pid_t creator_pid;
         uint64_t creator_start;
+        pid_t keeper_pid; /* cellvm create's keeper (keeper.h), or 0 */
+        pid_t holder_pid; /* the process that holds the agent's channel (SDK), or 0 */
+        uint64_t holder_start;
+        /* The `metadata` line's JSON object as creg_write writes it (not
+         * owned; NULL: "{}"); creg_parse leaves it NULL (sbx_find reads it). */
+        const char *metadata;
 };
 
 struct creg {

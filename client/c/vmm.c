@@ -432,7 +432,10 @@ int cvm_fork_exec(struct cvm *vm, char *const argv[], int keep_fd, char *err, si
                 ;
         close(report[0]);
         if (n > 0) {
-                snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(child_errno));
+                if (child_errno == ENOENT && !strchr(argv[0], '/'))
+                        snprintf(err, errlen, "the `%s` binary was not found on PATH", argv[0]);
+                else
+                        snprintf(err, errlen, "cannot run %s: %s", argv[0], strerror(child_errno));
                 while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                         ;
                 vm->pid = 0;

@@ -288,6 +288,12 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
     from . import lifetime
     from .exceptions import SandboxException, TimeoutException
 
+    if vmm == "qemu" and network == "none" and not extra_cmdline:
+        return _from_cli(cls, image=image, memory_mb=memory_mb, vcpus=vcpus, kernel=kernel,
+                         initramfs=initramfs, rootfs=rootfs, snapshot=snapshot, envs=envs,
+                         timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
+                         boot_timeout=boot_timeout, detach=detach, metadata=metadata,
+                         template=template)
     if wait_ready and vmm in VMMS:
         sbx = _from_template(cls, snapshot, image=image, vmm=vmm, memory_mb=memory_mb,
                              vcpus=vcpus, network=network, extra_cmdline=extra_cmdline,
@@ -364,3 +370,123 @@ def _from_template(cls, snapshot, image, vmm, memory_mb, vcpus, network, extra_c
         logger.warning("cellvm: the template %s did not restore (%s)%s: booting cold", snapdir, e,
                        "; removed, the next create() builds it anew" if removed else "")
         return None
+
+
+class CliVM:
+    """A VM that `cellvm create` started (cellvm.host): what Sandbox needs of
+    it. kill() is `cellvm kill`; it outlives this process to its deadline
+    unless it is killed at exit (not `detached`)."""
+
+    vmm = "qemu"
+    network = "none"
+    cli = True
+
+    def __init__(self, info, detached):
+        self.info = info
+        self.registry_key = info["sandbox_id"]
+        self.pid = int(info["pid"])
+        self.address = info["address"]
+        self.dir = info["dir"]
+        self.image = info["image"]
+        self.memory_mb, self.vcpus, self.accel = info["memory_mb"], info["vcpus"], info["accel"]
+        self.detached = detached
+        self._pid_start = _proc_start(self.pid)
+        self._killed = False
+
+    def alive(self):
+        return not self._killed and self._pid_start is not None \
+            and _proc_start(self.pid) == self._pid_start
+
+    def console(self):
+        try:
+            with open(os.path.join(self.dir, "console.log"), "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def kill(self):
+        if not self._killed:
+            self._killed = True
+            from . import host
+            host.kill(self.registry_key)
+
+
+class _Stages:
+    """A restore's stamps (ns after the VMM's spawn) as Sandbox.restore_report reads them."""
+
+    def __init__(self, stamps):
+        self.stamps = {str(k): int(v) for k, v in stamps.items()}
+
+    def report(self):
+        from .boot import BootReport
+        return BootReport(self.stamps)
+
+
+def cli_vm(info, detached):
+    """The CliVM of the CLI's sandbox `info`, killed at exit unless `detached`."""
+    vm = CliVM(info, detached)
+    with _live_lock:
+        _live.add(vm)
+    return vm
+
+
+def _proc_start(pid):
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _from_cli(cls, image, memory_mb, vcpus, kernel, initramfs, rootfs, snapshot, envs, timeout,
+              request_timeout, wait_ready, boot_timeout, detach, metadata, template):
+    """create() through `cellvm create --json` (cellvm.host): the C side
+    restores the clone from the shared template (or boots cold), records it
+    and sets its deadline; this process gets its agent connection."""
+    from . import host, lifetime, registry as _reg
+    from .exceptions import InvalidArgumentException, SandboxException, TimeoutException
+    try:
+        lifetime_s = lifetime.resolve_timeout(timeout)
+    except _reg.LimitExceeded as e:
+        raise lifetime.limit_error(e) from None
+    if snapshot is None or snapshot is True:
+        from . import clone
+        try:
+            mode = clone.mode(snapshot)
+        except ValueError as e:
+            raise InvalidArgumentException(str(e)) from None
+        snapshot = mode != "off"
+    boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
+    opts = host.vm_args(resolve_image(image), "qemu", memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
+                        boot_s)
+    info, conn = host.create(opts, timeout=lifetime_s, metadata=metadata, template=template)
+    detached = lifetime.detach_default() if detach is None else bool(detach)
+    vm = cli_vm(info, detached)
+    try:
+        if wait_ready:  # a cold boot: the zygote's preloads (a clone has them)
+            wait_executor_ready(vm, conn, time.monotonic() + boot_s)
+    except VMError as e:
+        conn.close()
+        vm.kill()
+        exc = TimeoutException if "in time" in str(e) else SandboxException
+        raise exc(str(e)) from None
+    except BaseException:
+        conn.close()
+        vm.kill()
+        raise
+    return adopt_cli(cls, vm, info, conn, envs, request_timeout)
+
+
+def adopt_cli(cls, vm, info, conn, envs, request_timeout):
+    """The Sandbox (`cls`) over `conn` of the CLI's sandbox `info` (create or
+    resume --json): its registry entry, this process holding its channel."""
+    from . import lifetime
+    sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
+    sbx._entry = lifetime.entry_from_info(info)
+    if info.get("restore"):  # the CLI's stages of the restore (Sandbox.restore_report)
+        sbx._restore_stages = _Stages(info["restore"])
+    if info.get("snapshot_dir"):
+        sbx._snapshot_dir = info["snapshot_dir"]
+    lifetime.hold(sbx)
+    lifetime.watch(sbx)
+    return sbx

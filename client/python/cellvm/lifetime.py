@@ -12,7 +12,7 @@ now. Both sides enforce it:
   (docs/INIT.md). A snapshot-restored guest gets its SET_DEADLINE the same
   way, so it never inherits its template's deadline.
 - the host: the registry (registry.py) records the deadline with the VMM's
-  pid and start time; the keeper (keeper.py) and every cellvm process that
+  pid and start time; the keeper (`cellvm keep`, client/c/keeper.c) and every cellvm process that
   sweeps the registry kill a VMM past deadline + grace.
 
 A `with` block, kill() and the interpreter's exit (atexit) still end what
@@ -23,7 +23,6 @@ $CELLVM_DETACH=1): then it lives until its timeout, as every E2B sandbox does.
 import datetime as _dt
 import logging
 import os
-import sys
 import threading
 import time
 import weakref
@@ -128,7 +127,7 @@ def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, me
     registry.write(e)
     if keeper:
         try:
-            e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
+            e.keeper_pid = _reg.start_keeper(registry, e.key)
             registry.write(e)
         except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
             logger.warning("cellvm: no keeper for %s (%s): its files are "
@@ -146,7 +145,7 @@ def start_keeper_of(registry, e):
     except (_reg.DamagedEntry, ValueError, OSError):
         return
     try:
-        e.keeper_pid = _reg.start_keeper(registry, e.key, _python())
+        e.keeper_pid = _reg.start_keeper(registry, e.key)
     except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
         logger.warning("cellvm: no keeper for %s (%s): its files are removed by the next "
                        "cellvm process", e.key, err)
@@ -162,10 +161,6 @@ def start_keeper_of(registry, e):
                 registry.write(cur)
     except OSError as err:  # the registry went away meanwhile: the keeper finds no entry
         logger.debug("keeper of %s not recorded: %s", e.key, err)
-
-
-def _python() -> str:
-    return sys.executable if sys.executable and os.access(sys.executable, os.X_OK) else "/usr/bin/python3"
 
 
 def send_deadline(conn, timeout_s: float, accel: str = "", request_timeout: float = 30.0) -> None:
@@ -274,20 +269,6 @@ class Admission:
             self.registry.forget(self.entry.key)
 
 
-def set_timeout(registry, ident, timeout_s, conn=None) -> "_reg.Entry":
-    """E2B's set_timeout: the sandbox ends `timeout_s` from now. Records it,
-    then tells the guest over `conn` (the caller's connection) when there is
-    one. Raises LookupError if `ident` is no live sandbox."""
-    timeout_s = float(timeout_s)
-    _reg.check_timeout(timeout_s)
-    e = registry.set_deadline(ident, _reg.now_ms() + int(timeout_s * 1000))
-    if e is None:
-        raise LookupError(ident)
-    if conn is not None:
-        send_deadline(conn, timeout_s, e.accel)
-    return e
-
-
 RELAY_POLL_S = 1.0
 
 
@@ -299,22 +280,43 @@ def registry_or_none():
         return None
 
 
+def entry_from_info(d) -> "_reg.Entry":
+    """A registry Entry of a live sandbox as `cellvm ps --json` prints it."""
+    return _reg.Entry(key=d["key"], id=d["sandbox_id"], vmm=d["vmm"], pid=int(d["pid"]),
+                      pid_start=_reg.proc_start_time(int(d["pid"])) or 0,
+                      started_ms=int(d["started_ms"]), deadline_ms=int(d["deadline_ms"]),
+                      address=d.get("address", ""), dir=d.get("dir", ""),
+                      memory_mb=int(d.get("memory_mb", 0)), vcpus=int(d.get("vcpus", 0)),
+                      accel=d.get("accel", ""), image=d.get("image", ""),
+                      template=d.get("template", ""), holder_pid=int(d.get("holder_pid", 0)),
+                      holder_start=int(d.get("holder_start", 0)),
+                      metadata={str(k): str(v) for k, v in (d.get("metadata") or {}).items()})
+
+
 def live_entries():
-    r = registry_or_none()
-    return r.sweep() if r is not None else []
+    """Every live sandbox of this user (`cellvm ps --json`, which sweeps; the
+    registry read here when there is no cellvm binary: a dev-mode program)."""
+    from . import host
+    if not host.available():
+        r = registry_or_none()
+        return r.sweep() if r is not None else []
+    return [entry_from_info(d) for d in host.ps() if d.get("state") == "running"]
 
 
 def find(ident):
-    """The live registry entry with that id, key or address (after a sweep)."""
-    if not isinstance(ident, str):
-        return None
-    r = registry_or_none()
-    return r.find(ident) if r is not None else None
+    """The live sandbox with that id, key or address (`cellvm ps --json`), or None."""
+    from . import host
+    if not host.available():
+        r = registry_or_none()
+        return r.find(ident) if r is not None and isinstance(ident, str) else None
+    d = host.find(ident)
+    return entry_from_info(d) if d is not None else None
 
 
 def kill_entry(entry) -> bool:
-    r = registry_or_none()
-    return r is not None and r.kill(entry.key) is not None
+    """`cellvm kill`: True if it was live."""
+    from . import host
+    return host.kill(entry.key)
 
 
 def forget(entry) -> None:
@@ -337,42 +339,31 @@ def warn_dev_mode(sandbox_id, call):
 
 
 def set_timeout_of(sbx, entry, timeout):
-    """set_timeout() for a sandbox with a registry entry: recorded, then
-    sent to the guest over `sbx`'s connection, or over a connection of our
-    own when no process holds the VM's channel; a live holder relays it
-    (relay thread below)."""
-    from .exceptions import SandboxException, SandboxNotFoundException
-    r = registry_or_none()
+    """set_timeout() for a sandbox with a registry entry (`cellvm
+    set-timeout`): recorded, then sent to the guest over `sbx`'s connection,
+    or by the CLI over a connection of its own when no process holds the
+    VM's channel; a live holder relays it (relay thread below)."""
+    from . import host
+    from .exceptions import SandboxException
     try:
-        e = set_timeout(r, entry.key, timeout) if r is not None else None
+        _reg.check_timeout(float(timeout))
     except _reg.LimitExceeded as err:
         raise limit_error(err) from None
-    except LookupError:
-        e = None
-    if e is None:
-        raise SandboxNotFoundException(f"Sandbox {entry.id} not found")
+    owner = None
     if sbx is not None:
         owner = sbx._owner if sbx._owner is not None else sbx
-        owner._entry = e
-        if not owner._closed:
-            try:
-                send_deadline(owner._conn, float(timeout), e.accel)
-                owner._sent_deadline_ms = e.deadline_ms
-            except (_wire.AgentError, _wire.ConnectionClosed, _wire.ProtocolError, TimeoutError) as err:
-                raise SandboxException(f"set_timeout: the guest did not take its deadline: {err}") from None
-            return
-    if e.held_by_other():
-        return  # the process holding the channel relays the new deadline
-    try:
-        conn = _wire.Connection.connect(e.address, timeout=10.0)
-    except (OSError, TimeoutError, _wire.ConnectionClosed, _wire.ProtocolError, ValueError) as err:
-        logger.warning("set_timeout(%s): recorded (the host enforces it) but the guest was not "
-                       "reached: %s", e.id, err)
+        if owner._closed:
+            owner = None
+    host.set_timeout(entry.key, timeout, registry_only=owner is not None)
+    if owner is None:
         return
+    e = owner._entry
+    e.deadline_ms = _reg.now_ms() + int(float(timeout) * 1000)
     try:
-        send_deadline(conn, float(timeout), e.accel)
-    finally:
-        conn.close()
+        send_deadline(owner._conn, float(timeout), e.accel)
+        owner._sent_deadline_ms = e.deadline_ms
+    except (_wire.AgentError, _wire.ConnectionClosed, _wire.ProtocolError, TimeoutError) as err:
+        raise SandboxException(f"set_timeout: the guest did not take its deadline: {err}") from None
 
 
 def connect_entry(cls, entry, timeout, request_timeout, envs):
@@ -416,8 +407,7 @@ def info_of(owner, hello):
     """get_info() of a Sandbox with a registry entry: the entry as it is now
     (another process may have moved the deadline)."""
     from .exceptions import SandboxNotFoundException
-    r = registry_or_none()
-    e = r.find(owner._entry.key) if r is not None else None
+    e = find(owner._entry.key)
     if e is None:
         raise SandboxNotFoundException(f"Sandbox {owner._entry.id} not found")
     owner._entry = e
@@ -489,12 +479,3 @@ def info_from_entry(e):
         name=e.template or None, metadata=dict(e.metadata),
         started_at=ms_to_datetime(e.started_ms), end_at=ms_to_datetime(e.deadline_ms),
         state=SandboxState.RUNNING, cpu_count=e.vcpus, memory_mb=e.memory_mb)
-
-
-def wait_gone(entry, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while entry.vmm_alive():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True

@@ -24,6 +24,11 @@ deadline of its own (E2B: `timeout`, default 300 s, counted from the
 resume), and the record is removed. While paused a sandbox counts against
 no limit and has no deadline (E2B keeps paused sandboxes until they are
 killed).
+
+Pausing and resuming a QEMU sandbox is the C CLI's (`cellvm pause --json`,
+`cellvm resume --json`: client/c/pause.c, cli_pause.c); this module keeps
+E2B's side of it (the Sandbox object that stands for a paused record, list,
+kill) and Firecracker's and Cloud Hypervisor's records (snapshot_hybrid).
 """
 
 import logging
@@ -35,43 +40,6 @@ from . import snapshot as snap
 from .vmm_qemu import VMError
 
 logger = logging.getLogger("cellvm")
-
-
-def _proc_argv(pid):
-    with open(f"/proc/{int(pid)}/cmdline", "rb") as f:
-        return [a.decode() for a in f.read().split(b"\0")[:-1]]
-
-
-def paused_args(vm):
-    """The argv that resumes `vm` from a stream that carries its RAM: its own
-    (read back from /proc: exactly what runs), paths as placeholders, without
-    `-incoming`, the RAM an anonymous backend of the same id and size."""
-    from . import snapshot_qemu as sq
-    args = sq.normalize_args(_proc_argv(vm.pid), vm.dir)
-    out, i = [], 0
-    while i < len(args):
-        a = args[i]
-        if a == "-incoming":
-            i += 2
-            continue
-        if a == "-object" and i + 1 < len(args) and args[i + 1].startswith("memory-backend-file,"):
-            opts = dict(p.split("=", 1) for p in args[i + 1].split(",")[1:] if "=" in p)
-            out += ["-object", f"memory-backend-ram,id={opts['id']},size={opts['size']}"]
-            i += 2
-            continue
-        out.append(a)
-        i += 1
-    return out
-
-
-def _files_of(vm):
-    if getattr(vm, "manifest", None) is not None:
-        return list(vm.manifest.file)
-    f = vm.files
-    files = [f"kernel {snap.file_identity(f.kernel)}", f"rootfs {snap.file_identity(f.rootfs)}"]
-    if f.initramfs is not None:
-        files.insert(1, f"initramfs {snap.file_identity(f.initramfs)}")
-    return files
 
 
 def _new_record(key):
@@ -87,7 +55,6 @@ def _new_record(key):
 
 def pause(sbx) -> bool:
     """Saves `sbx`'s VM into the paused store and stops it; False if it was paused."""
-    from . import snapshot_qemu as sq
     from .exceptions import SandboxException
     owner = sbx._owner if sbx._owner is not None else sbx
     if getattr(owner, "_paused", None) is not None:
@@ -100,108 +67,18 @@ def pause(sbx) -> bool:
                                code="unsupported")
     if getattr(vm, "vmm", "qemu") != "qemu":
         return _pause_hybrid(owner, vm, entry)
-    if not getattr(vm, "qmp_socket", None) or not vm.alive():
-        raise SandboxException(f"pause(): sandbox {sbx.sandbox_id} has no QMP socket (started "
-                               "by an older cellvm) or its VMM is gone", code="unsupported")
-    t0 = time.monotonic()
-    store, final, tmp = _new_record(entry.key)
-    try:
-        m = snap.Manifest(kind="paused", vmm="qemu", vmm_version=sq.qemu_version(vm.qemu),
-                          vmm_binary=vm.qemu, accel=vm.accel, memory_mb=vm.memory_mb,
-                          vcpus=vm.vcpus, image=vm.image, cmdline=vm.cmdline(),
-                          file=_files_of(vm), arg=paused_args(vm), state="state",
-                          instance_dir=vm.dir, sandbox_id=entry.key,
-                          registry_key=entry.key, template=owner._template or "",
-                          metadata=dict(owner._metadata), envs=dict(owner._envs),
-                          started_ms=entry.started_ms)
-        q = sq.Qmp.connect(vm.qmp_socket)
-        try:
-            q.execute("stop")
-            m.state_size = sq.save_state(q, os.path.join(tmp, "state"), ignore_shared=False)
-        except BaseException:
-            try:
-                q.execute("cont")  # it runs on as it was
-            finally:
-                q.close()
-            raise
-        m.created_ms = time.time_ns() // 1_000_000
-        m.build_ms = int((time.monotonic() - t0) * 1000)
-        snap.write_atomic(os.path.join(tmp, snap.MANIFEST), m.to_text().encode())
-        with store.lock():
-            os.rename(tmp, final)
-    except sq.QmpError as e:
-        snap.remove_unused(tmp)
-        raise SandboxException(f"pause(): QEMU did not save sandbox {sbx.sandbox_id}: {e}") from None
-    except BaseException:
-        snap.remove_unused(tmp)
-        raise
-    sq.quit_qemu(vm, q)
-    _stopped(owner, final, m)
-    logger.info("cellvm: paused %s in %.2f s (%d MiB of state in %s)", owner.sandbox_id,
-                time.monotonic() - t0, m.state_size >> 20, final)
-    return True
-
-
-class _ForeignQemu:
-    """Another process's QEMU VM (its registry entry), as pause() needs it:
-    what it runs is read from /proc/PID/cmdline."""
-
-    vmm = "qemu"
-
-    def __init__(self, entry):
-        from . import bootfiles
-        self.entry = entry
-        self.pid, self.dir = entry.pid, entry.dir
-        args = _proc_argv(entry.pid)
-        opt = {args[i]: args[i + 1] for i in range(len(args) - 1) if args[i].startswith("-")}
-        self.qemu = args[0]
-        self.accel = entry.accel
-        self.memory_mb, self.vcpus, self.image = entry.memory_mb, entry.vcpus, entry.image
-        self._cmdline = opt.get("-append", "")
-        drive = dict(p.split("=", 1) for p in opt.get("-drive", "").split(",") if "=" in p)
-        initramfs = opt.get("-initrd")
-        self.files = bootfiles.BootFiles(opt.get("-kernel", ""), initramfs, drive.get("file", ""), "")
-        self.qmp_socket = os.path.join(self.dir, "qmp.sock")
-        self.proc = self
-
-    def cmdline(self):
-        return self._cmdline
-
-    def alive(self):
-        return self.entry.vmm_alive()
-
-    def wait(self, timeout=None):
-        from . import lifetime
-        lifetime.wait_gone(self.entry, timeout or 10)
-
-    def kill(self):
-        from . import registry
-        registry.kill_vmm(self.entry)
-        registry.remove_vmm_dir(self.dir)
+    return _pause_cli(owner, vm, entry)
 
 
 def pause_entry(entry) -> bool:
     """Sandbox.pause(id) of another process's VM (its registry entry)."""
     from .exceptions import SandboxException
-    from .sandbox import Sandbox
     if entry.vmm != "qemu":
         raise SandboxException(f"pause({entry.id}): a {entry.vmm} sandbox is paused by the "
                                "process that holds it", code="unsupported")
-    vm = _ForeignQemu(entry)
-    if not os.path.exists(vm.qmp_socket):
-        raise SandboxException(f"pause({entry.id}): its VMM has no QMP socket (started by an "
-                               "older cellvm)", code="unsupported")
-    owner = Sandbox.__new__(Sandbox)
-    owner.__dict__.update(_owner=None, _vm=vm, _entry=entry, _template=entry.template or None,
-                          _metadata=dict(entry.metadata), _envs={}, _id=entry.id,
-                          _addr=entry.address,
-                          _conn=_NoConnection(), _closed=False, _killed=False, _paused=None)
-    return pause(owner)
-
-
-class _NoConnection:
-    def close(self):
-        pass
+    from . import host
+    host.run(["pause", "--json", entry.key], f"pause({entry.id})")  # `cellvm pause`
+    return True
 
 
 def _stopped(owner, d, m):
@@ -218,6 +95,31 @@ def _stopped(owner, d, m):
     for view in _live(owner.sandbox_id):
         view._closed = True
         view._paused = owner._paused
+
+
+def _pause_cli(owner, vm, entry):
+    """pause() of a QEMU sandbox: `cellvm pause --json` (client/c/pause.c) saves
+    it over its QMP socket, stops its VMM and removes its entry."""
+    import json
+    from . import host
+    out = json.loads(host.run(["pause", "--json", "--envs", json.dumps(owner._envs), entry.key],
+                              f"pause({owner.sandbox_id})"))
+    d = out["record"]
+    if getattr(vm, "cli", False):
+        vm._killed = True  # its VMM is gone; kill() must not drop the record
+    _stopped(owner, d, snap.read_manifest(d))
+    return True
+
+
+def _resume_cli(cls, d, m, timeout, request_timeout, envs):
+    """resume() of a QEMU record: `cellvm resume --json` under its key."""
+    from . import host, lifetime
+    from .launch import adopt_cli, cli_vm
+    lifetime_s = lifetime.resolve_timeout(timeout)
+    info, conn = host.resume(os.path.basename(d), lifetime_s)
+    vm = cli_vm(info, lifetime.detach_default())
+    envs = m.envs if envs is None else envs
+    return adopt_cli(cls, vm, info, conn, envs, request_timeout)
 
 
 def _pause_hybrid(owner, vm, entry):
@@ -247,14 +149,7 @@ def _pause_hybrid(owner, vm, entry):
 def check_resumable(d, m):
     """The paused record can be resumed here: its files are whole, the
     image and the VMM are those it was paused with. SnapshotError otherwise."""
-    snap.check_files(m, d)
-    if m.vmm == "qemu":
-        from . import snapshot_qemu as sq
-        sq.check_stream(os.path.join(d, m.state))
-        version = sq.qemu_version(m.vmm_binary or "qemu-system-x86_64")
-        if version != m.vmm_version:
-            raise snap.SnapshotError(f"{os.path.join(d, snap.MANIFEST)}: paused under "
-                                     f"{m.vmm_version!r}, the VMM is now {version!r}", d)
+    snap.check_files(m, d)  # (a QEMU record is checked by cellvm resume)
     for line in m.file:
         role, _, ident = line.partition(" ")
         path = ident.split(" ", 2)[-1]
@@ -281,6 +176,20 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
     or `into` (the paused Sandbox object) brought back, with the registry key
     and so the id it had. The record is removed once the guest answered;
     SnapshotError/SandboxException if it cannot be."""
+    if m.vmm == "qemu":
+        sbx = _resume_cli(cls, d, m, timeout, request_timeout, envs)
+    else:
+        sbx = _resume_hybrid(cls, d, m, timeout, request_timeout, envs)
+    sbx._metadata = dict(m.metadata)
+    sbx._template = m.template or None
+    if into is not None:
+        _adopt_into(into, sbx)
+        return into
+    return sbx
+
+
+def _resume_hybrid(cls, d, m, timeout, request_timeout, envs):
+    """resume() of a Firecracker or Cloud Hypervisor record."""
     import fcntl
     from . import lifetime
     from .exceptions import SandboxException
@@ -302,25 +211,14 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
         deadline = time.monotonic() + clone.RESTORE_TIMEOUT_S
         vm = None
         try:
-            if m.vmm == "qemu":
-                from . import snapshot_qemu as sq
-                # A temp dir of its own, as a clone's: its id is its key, not a path.
-                vm = sq.RestoreQemuVM(m.image, m, d, qemu=m.vmm_binary or None)
-                with _live_lock:
-                    _live.add(vm)
-                with adm.starting():
-                    sq.spawn(vm, stages.stamp)
-                    adm.record(vm, keeper_in_background=True)
-                conn = sq.load(vm, deadline, stages.stamp)
-            else:
-                from . import snapshot_hybrid as sh
-                vm = sh.vm_for_paused(m)
-                with _live_lock:
-                    _live.add(vm)
-                with adm.starting():
-                    sh.restore_spawn(vm, d, m, stages.stamp)
-                    adm.record(vm, keeper_in_background=True)
-                conn = sh.restore_load(vm, deadline, stages.stamp)
+            from . import snapshot_hybrid as sh  # QEMU's records: _resume_cli
+            vm = sh.vm_for_paused(m)
+            with _live_lock:
+                _live.add(vm)
+            with adm.starting():
+                sh.restore_spawn(vm, d, m, stages.stamp)
+                adm.record(vm, keeper_in_background=True)
+            conn = sh.restore_load(vm, deadline, stages.stamp)
             envs = m.envs if envs is None else envs
             sbx = clone._finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout,
                                 fresh=False)
@@ -332,11 +230,6 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
         snap.PausedStore().remove(d)
     finally:
         os.close(fd)
-    sbx._metadata = dict(m.metadata)
-    sbx._template = m.template or None
-    if into is not None:
-        _adopt_into(into, sbx)
-        return into
     return sbx
 
 

@@ -19,8 +19,7 @@ directory. One past its deadline plus the grace period
 pidfd, after the start time matched) and the entry removed. `sweep()` does
 this; every creator, list, connect and the CLI call it.
 
-Self-contained (standard library only): keeper.py imports it without the
-rest of the package.
+The keeper of an entry is the C CLI's (`cellvm keep KEY`, client/c/keeper.c).
 """
 
 import contextlib
@@ -476,14 +475,14 @@ def remove_vmm_dir(path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def start_keeper(registry: Registry, key: str, python: str) -> int:
-    """Starts keeper.py for the entry `key`: it forks itself away (so it is
-    not our child and outlives us, in a session of its own) and we get the
-    pid of the process that stays."""
+def start_keeper(registry: Registry, key: str, python: str = "") -> int:
+    """Starts the keeper of the entry `key` (`cellvm keep KEY`, client/c/keeper.c):
+    a process of its own session, not our child, that outlives us; its pid.
+    (`python`: ignored, the tests' old signature.)"""
     import subprocess
-    here = os.path.dirname(os.path.abspath(__file__))
-    out = subprocess.run([python, "-I", "-S", os.path.join(here, "keeper.py"), registry.path, key],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, cwd="/", start_new_session=True,
+    from . import host
+    out = subprocess.run([host.binary(), "keep", key], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd="/",
+                         env=dict(os.environ, CELLVM_RUNTIME_DIR=registry.path),
                          close_fds=True, timeout=30, check=True)
     return int(out.stdout.split()[0])
