@@ -159,8 +159,8 @@ int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
         if (md && envs) {
                 struct egress_policy policy = {0};
                 rc = serve_egress_policy_of(json_object_get(body, "network"),
-                                            json_object_get(body, "allow_internet_access"),
-                                            &policy, why, whylen);
+                                            json_object_get(body, "allow_internet_access"), &policy,
+                                            why, whylen);
                 egress_policy_free(&policy);
         }
         json_decref(md);
