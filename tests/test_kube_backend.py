@@ -275,6 +275,42 @@ def test_the_server_keeps_no_state(driven, cluster):
             standin.claims.pop("cellvm-byhand", None)
 
 
+def hand_claim(name, created):
+    return {"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxClaim",
+            "metadata": {"name": name, "creationTimestamp": created,
+                         "labels": {"app.kubernetes.io/managed-by": "cellvm-serve"},
+                         "annotations": {"cellvm.dev/pod-sandbox-id": "x"}},
+            "spec": {"warmPoolRef": {"name": POOL},
+                     "lifecycle": {"shutdownTime": "2099-01-01T00:00:00Z",
+                                   "shutdownPolicy": "Delete"}}}
+
+
+def test_v2_list_pages_with_next_token(driven, cluster):
+    """E2B's v2 list in pages: x-next-token leads to the rest, newest first,
+    none twice and none lost (ties in startedAt ordered by name)."""
+    standin = cluster["standin"]
+    made = {"cellvm-page1": "2026-01-01T00:00:01Z", "cellvm-page2": "2026-01-01T00:00:03Z",
+            "cellvm-page3": "2026-01-01T00:00:02Z", "cellvm-page4": "2026-01-01T00:00:02Z"}
+    with standin.lock:
+        for name, created in made.items():
+            standin.claims[name] = hand_claim(name, created)
+    try:
+        pages, token = [], None
+        while len(pages) < 5:
+            url = cluster["url"] + "/v2/sandboxes?limit=3" + (f"&nextToken={token}" if token else "")
+            req = urllib.request.Request(url, headers={"X-API-Key": cluster["key"]})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                pages.append([s["sandboxID"] for s in json.loads(r.read())])
+                token = r.headers.get("x-next-token")
+            if not token:
+                break
+        assert pages == [["cellvm-page2", "cellvm-page3", "cellvm-page4"], ["cellvm-page1"]]
+    finally:
+        with standin.lock:
+            for name in made:
+                standin.claims.pop(name, None)
+
+
 def test_each_claim_says_its_pool_owner_metadata_and_deadline(driven, cluster):
     """What create wrote into the cluster: the warm pool, cellvm's label,
     E2B's metadata, and the deadline at which agent-sandbox deletes the claim

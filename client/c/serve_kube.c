@@ -439,14 +439,18 @@ static enum MHD_Result create(struct hreq *h)
 static int by_start_desc(const void *a, const void *b)
 {
         json_t *const *x = a, *const *y = b;
-        return strcmp(json_string_value(json_object_get(*y, "startedAt")),
-                      json_string_value(json_object_get(*x, "startedAt")));
+        int c = strcmp(json_string_value(json_object_get(*y, "startedAt")),
+                       json_string_value(json_object_get(*x, "startedAt")));
+        /* Ties by name: the pages of a nextToken walk are the same each time. */
+        return c ? c
+                 : strcmp(json_string_value(json_object_get(*x, "sandboxID")),
+                          json_string_value(json_object_get(*y, "sandboxID")));
 }
 
 static enum MHD_Result list(struct hreq *h, bool v2)
 {
         const char *meta = hreq_query(h, "metadata"), *state = hreq_query(h, "state");
-        const char *limit_s = hreq_query(h, "limit");
+        const char *limit_s = hreq_query(h, "limit"), *next = hreq_query(h, "nextToken");
         long limit = LIST_LIMIT_MAX;
         if (limit_s) {
                 char *end;
@@ -506,14 +510,38 @@ static enum MHD_Result list(struct hreq *h, bool v2)
         if (!found)
                 return reply_error(h, 500, "out of memory");
         qsort(found, k, sizeof(*found), by_start_desc);
+        /* Newest first, as E2B lists; v2's token is the id the next page starts at
+         * (a claim deleted meanwhile ends the walk, as it does on one host). */
         json_t *arr = json_array();
+        bool started = !next || !v2;
+        char next_token[64] = "";
         for (size_t j = 0; j < k; j++) {
-                if (arr && (!v2 || (long)json_array_size(arr) < limit))
+                const char *id = json_string_value(json_object_get(found[j], "sandboxID"));
+                if (!started && strcmp(id, next) == 0)
+                        started = true;
+                if (arr && started && !next_token[0] && v2 && (long)json_array_size(arr) == limit)
+                        snprintf(next_token, sizeof(next_token), "%s", id);
+                else if (arr && started && !next_token[0])
                         json_array_append(arr, found[j]);
                 json_decref(found[j]);
         }
         free(found);
-        return arr ? reply_json(h, 200, arr) : reply_error(h, 500, "out of memory");
+        char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+        json_decref(arr);
+        struct MHD_Response *r;
+        enum MHD_Result queued = MHD_NO;
+        if (!text)
+                return reply_error(h, 500, "out of memory");
+        if ((r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
+                text = NULL;
+                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+                if (next_token[0])
+                        MHD_add_response_header(r, "x-next-token", next_token);
+                queued = MHD_queue_response(h->conn, 200, r);
+                MHD_destroy_response(r);
+        }
+        free(text);
+        return queued;
 }
 
 static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const char *id,
