@@ -118,6 +118,7 @@ class HybridVsockVM:
         self.accel = "kvm"
         self.dir = None
         self.proc = None
+        self._log = None
         # Snapshots (cellvm.snapshot_hybrid): the VMM's API socket; `restoring`:
         # started with the API alone, to load a snapshot.
         self.api = bool(api)
@@ -162,11 +163,13 @@ class HybridVsockVM:
     def start(self):
         self.dir = tempfile.mkdtemp(prefix=f"cellvm-{self.vmm}-")
         try:
-            with open(os.path.join(self.dir, "vmm.log"), "wb") as log:
-                # cwd: Firecracker's relative vsock socket (vmm_firecracker.VSOCK_SOCKET).
-                self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=log,
-                                             stderr=subprocess.STDOUT, start_new_session=True,
-                                             cwd=self.dir)
+            # Kept open: a VMM that exits at once has its entry and directory
+            # removed by its keeper, maybe before connect() reports its output.
+            self._log = open(os.path.join(self.dir, "vmm.log"), "w+b")
+            # cwd: Firecracker's relative vsock socket (vmm_firecracker.VSOCK_SOCKET).
+            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=self._log,
+                                         stderr=subprocess.STDOUT, start_new_session=True,
+                                         cwd=self.dir)
         except BaseException:
             self.kill()
             raise
@@ -183,6 +186,9 @@ class HybridVsockVM:
 
         try:
             sock = hybrid_vsock_connect(self.vsock_socket, timeout=timeout, check=vmm_alive)
+        except OSError:
+            vmm_alive()  # its directory went with the VMM: say why it exited
+            raise
         except HandshakeError as e:
             raise VMError(f"{self.vmm}: {e}; console:\n{self.console()[-3000:]}") from None
         conn = _wire.Connection(sock)
@@ -204,14 +210,20 @@ class HybridVsockVM:
 
     def _read(self, name):
         try:
+            if name == "vmm.log" and self._log is not None:
+                fd = self._log.fileno()
+                return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
             with open(os.path.join(self.dir, name), "rb") as f:
                 return f.read().decode(errors="replace")
-        except (OSError, TypeError):
+        except (OSError, TypeError, ValueError):
             return ""
 
     def kill(self):
         stop_vmm(self.proc, self.dir)
         self.dir = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
 
 def user_memory_limit_mb(memory_mb):
@@ -392,6 +404,7 @@ class CliVM:
         self.detached = detached
         self._pid_start = _proc_start(self.pid)
         self._killed = False
+        self.exited_by_itself = False
 
     def alive(self):
         return not self._killed and self._pid_start is not None \
@@ -406,6 +419,8 @@ class CliVM:
 
     def kill(self):
         if not self._killed:
+            # QEMU had exited (a guest's poweroff) before this kill: shutdown()'s proof
+            self.exited_by_itself = not self.alive()
             self._killed = True
             from . import host
             host.kill(self.registry_key)
