@@ -26,6 +26,16 @@ os.environ.setdefault("CELLVM_DEFAULT_TIMEOUT", str(6 * 3600))
 # per distinct launch of the other suites would cost ~20 s each.
 os.environ.setdefault("CELLVM_SNAPSHOT", "0")
 
+# Under pytest-xdist (tests/run: two workers), each worker has its own registry
+# of live VMs and its own paused store: Sandbox.list(), the sandbox limit and
+# the leak checks of one worker never see the other's VMs. Templates stay
+# shared (their builds take a lock).
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if XDIST_WORKER:
+    _WORKER_DIR = tempfile.mkdtemp(prefix=f"cellvm-{XDIST_WORKER}-", dir="/tmp")
+    os.environ.setdefault("CELLVM_RUNTIME_DIR", os.path.join(_WORKER_DIR, "run"))
+    os.environ.setdefault("CELLVM_PAUSED_DIR", os.path.join(_WORKER_DIR, "paused"))
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -178,8 +188,20 @@ def processes_mentioning(text):
 
 
 def qemu_pids():
-    """The pids of the QEMU processes running now."""
-    return {pid for pid, cmd in _cmdlines() if b"qemu-system" in cmd.split(b"\0")[0]}
+    """The pids of the QEMU processes running now; under pytest-xdist, those of
+    this worker only (the other worker's VMs come and go meanwhile): QEMU
+    inherits the environment, PYTEST_XDIST_WORKER included."""
+    pids = {pid for pid, cmd in _cmdlines() if b"qemu-system" in cmd.split(b"\0")[0]}
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return pids if worker is None else {p for p in pids if _in_worker(p, worker)}
+
+
+def _in_worker(pid, worker):
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"PYTEST_XDIST_WORKER={worker}".encode() in f.read().split(b"\0")
+    except OSError:
+        return False
 
 
 def process_gone(pid):
@@ -223,11 +245,31 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "skip_debug: E2B's: skipped when E2B_DEBUG is set")
 
 
+# The modules that share the session's VM (vm_sandbox) run on one xdist
+# worker, in one group, so that its ends_session_vm tests come after all of
+# theirs; every other module is a group of its own (its module fixtures built
+# once). tests/run passes --dist loadgroup.
+SESSION_VM_MODULES = {"test_async_sandbox", "test_image", "test_sdk_e2b_api", "test_vm_clock",
+                      "test_vm_e2e", "test_vm_qemu"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker names the groups
 def pytest_collection_modifyitems(config, items):
     def last(item):
         m = item.get_closest_marker("ends_session_vm")
         return (1, m.args[0]) if m else (0, 0)
     items.sort(key=last)  # stable: the rest keeps its order
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            module = getattr(getattr(item, "module", None), "__name__", "")
+            group = "session_vm" if module in SESSION_VM_MODULES else item.nodeid.split("::")[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if XDIST_WORKER:
+        import shutil
+        shutil.rmtree(_WORKER_DIR, ignore_errors=True)
 
 
 # --- the session's template (tests/test_snapshot_vm.py) ------------------------

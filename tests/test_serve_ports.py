@@ -324,7 +324,7 @@ def test_parallel_requests_share_the_sandbox_connection(sbx, server):
     with concurrent.futures.ThreadPoolExecutor(16) as pool:
         got = list(pool.map(post, bodies))
     for b, (status, _, body) in zip(bodies, got):
-        assert status == 200 and body == b
+        assert status == 200 and body == b, (status, body[:400])
 
 
 def test_a_client_that_stops_reading_holds_back_only_its_own_request(sbx, server):
