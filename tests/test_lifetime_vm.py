@@ -170,7 +170,7 @@ def test_second_process_lists_connects_times_out_and_kills(rt, tmp_path):
         Sandbox.set_timeout(sid, 200)
         end = Sandbox.get_info(sid).end_at.timestamp()
         assert t0 + 199 <= end <= time.time() + 200
-        wait_for(lambda: len(deadlines_said(vmdir)) == 2, 15, "the creator did not relay it")
+        wait_for(lambda: len(deadlines_said(vmdir)) == 2, 60, "the creator did not relay it")
         # The creator closes its connection: the channel is free for us.
         proc.stdin.write("close\n")
         proc.stdin.flush()
@@ -186,7 +186,7 @@ def test_second_process_lists_connects_times_out_and_kills(rt, tmp_path):
         assert sbx.get_info().end_at.timestamp() == end
         sbx.set_timeout(40)  # shortens, over this process's own connection
         assert abs(Sandbox.get_info(sid).end_at.timestamp() - (time.time() + 40)) < 2
-        wait_for(lambda: len(deadlines_said(vmdir)) == 3, 10, "init did not log three deadlines")
+        wait_for(lambda: len(deadlines_said(vmdir)) == 3, 60, "init did not log three deadlines")
         said = deadlines_said(vmdir)
         # create's own (60 s), the relayed 200 s (less the relay's delay), then 40 s.
         assert abs(said[0] - guest_ms(60)) < 100, said
