@@ -182,7 +182,7 @@ def cluster(tmp_path_factory):
         planes.append(ControlPlane(tmp, "direct", tmp / "kubeconfig-cert", key))
         planes.append(ControlPlane(tmp, "routed", tmp / "kubeconfig-token", key,
                                    "--router", router.url))
-        yield {"url": planes[0].url, "key": key, "standin": standin, "router": router,
+        yield {"url": planes[0].url, "key": key, "standin": standin, "router": router, "tls": tls,
                "direct": planes[0], "routed": planes[1]}
         # SIGTERM ends them cleanly (under SAN=1: without a report).
         for p in planes:
@@ -335,6 +335,50 @@ def test_the_kubeconfigs_credentials_reach_the_api_server(driven, cluster):
     authenticated by its client certificate, the routed one by its token file."""
     by = {b for _, _, b in cluster["standin"].requests}
     assert "cert" in by and None not in by
+
+
+def test_in_a_pod_the_service_accounts_credentials_reach_the_api_server(cluster, tmp_path):
+    """No kubeconfig in a pod: the control plane, run in a container of the
+    pod image, takes the API server from KUBERNETES_SERVICE_HOST/PORT and the
+    token, CA and namespace from where Kubernetes mounts a service account."""
+    import shutil
+    from oci_pod import podman
+    standin = cluster["standin"]
+    sa = tmp_path / "serviceaccount"
+    sa.mkdir()
+    (sa / "token").write_text(standin.token)
+    shutil.copy(cluster["tls"].ca_cert, sa / "ca.crt")
+    (sa / "namespace").write_text(NS + "\n")
+    port, name = free_port(), f"cellvm-test-plane-{secrets.token_hex(4)}"
+    api_port = standin.url.rsplit(":", 1)[1].rstrip("/")
+    podman("run", "-d", "--name", name, "--network", "host",
+           "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
+           "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+           "-e", "KUBERNETES_SERVICE_HOST=127.0.0.1", "-e", f"KUBERNETES_SERVICE_PORT={api_port}",
+           "-e", f"CELLVM_API_KEY={cluster['key']}",
+           "-v", f"{sa}:/var/run/secrets/kubernetes.io/serviceaccount:ro",
+           "--entrypoint", "/usr/local/bin/cellvm", pod_image(),
+           "serve", "--backend", "agent-sandbox", "--warm-pool", POOL,
+           "--listen", f"127.0.0.1:{port}", timeout=120)
+    try:
+        before = len(standin.requests)
+        plane = type("Plane", (), {"url": f"http://127.0.0.1:{port}"})
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                status, body = api_call(plane, "GET", "/sandboxes",
+                                        headers={"X-API-Key": cluster["key"]})
+                break
+            except OSError:
+                assert time.monotonic() < deadline, podman("logs", name, check=False).stderr
+                time.sleep(0.2)
+        assert status == 200 and isinstance(json.loads(body), list), body
+        # Its list went to the service account's namespace, with its token.
+        seen = standin.requests[before:]
+        assert any(m == "GET" and p.split("?")[0] == CLAIMS.format(ns=NS) and by == "token"
+                   for m, p, by in seen), seen
+    finally:
+        podman("rm", "-f", name, check=False, timeout=120)
 
 
 def api_call(plane, method, path, body=None, headers=None):
