@@ -187,6 +187,9 @@ void serve_metrics_free(struct sandbox *s);
 int serve_pool_start(unsigned n);
 /* A pooled clone (referenced, in no table), or NULL when the pool is empty. */
 struct sandbox *serve_pool_take(void);
+/* Wakes the pool's filler: after a take, once the taken clone is handed out
+ * (a restore holds the registry's lock, which the handout's deadline needs). */
+void serve_pool_refill(void);
 /* How many clones wait in the pool now. */
 unsigned serve_pool_size(void);
 /* Kills the pooled clones and stops refilling. */

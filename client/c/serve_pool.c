@@ -168,10 +168,16 @@ struct sandbox *serve_pool_take(void)
         if (pool.n)
                 s = pool.ready[--pool.n];
         if (serve_single_enabled())
-                pool.want = 0;           /* --single: its one sandbox is handed out */
-        pthread_cond_signal(&pool.cond); /* refill */
+                pool.want = 0; /* --single: its one sandbox is handed out */
         pthread_mutex_unlock(&pool.lock);
         return s;
+}
+
+void serve_pool_refill(void)
+{
+        pthread_mutex_lock(&pool.lock);
+        pthread_cond_signal(&pool.cond);
+        pthread_mutex_unlock(&pool.lock);
 }
 
 unsigned serve_pool_size(void)

@@ -148,6 +148,7 @@ int serve_create(const char *template_id, double timeout_s, json_t *metadata, js
                 serve_put(s);
                 s = NULL;
         }
+        serve_pool_refill();
         if (!s && (rc = serve_restore(timeout_s, &s, err, errlen)) < 0)
                 return rc;
         snprintf(s->template_id, sizeof(s->template_id), "%s", template_id);
