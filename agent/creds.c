@@ -5,6 +5,9 @@
  * single-threaded, so nothing else runs under the borrowed identity. When the
  * agent is not root (dev mode) every operation is the agent's own.
  */
+
+#include "services.h"
+
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -14,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "log.h"
-#include "services.h"
 
 static void creds_self(struct agent *a, struct creds *out)
 {

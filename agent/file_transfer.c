@@ -6,6 +6,9 @@
  * file is unlinked). A download reads the next chunk only while the
  * connection's output is below its high water.
  */
+
+#include "services.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,9 +20,10 @@
 #include <unistd.h>
 
 #include "cbor_util.h"
+#include "conn.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
-#include "services.h"
 #include "writer.h"
 
 struct upload {

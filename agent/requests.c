@@ -1,4 +1,7 @@
 /* Client requests (docs/PROTOCOL.md sections 3-4): validation and replies. */
+
+#include "requests.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +11,13 @@
 
 #include "agent.h"
 #include "cbor_util.h"
+#include "confine_agent.h"
+#include "conn.h"
+#include "context.h"
+#include "execution.h"
 #include "frame.h"
+#include "language.h"
+#include "listen.h"
 #include "log.h"
 #include "msgtypes.h"
 #include "services.h"

@@ -14,8 +14,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "agent.h"
 #include "msgtypes.h"
+
+struct agent;
+struct conn;
+struct cv_buf;
 
 /* Bytes of file data per FILE_CHUNK message. */
 #define SVC_CHUNK (1u << 20)

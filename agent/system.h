@@ -7,7 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent.h"
+struct agent;
+struct conn;
 
 void system_set_time_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void system_add_entropy_request(struct agent *a, struct conn *c, uint32_t id,

@@ -7,6 +7,9 @@
  * during setup) and starts a new epoch on that notice: every interpreter then
  * reseeds before its next cell, without the host's NEW_GENERATION.
  */
+
+#include "vmfork.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -16,6 +19,7 @@
 #include "agent.h"
 #include "kmsg.h"
 #include "log.h"
+#include "loop.h"
 #include "system.h"
 
 /* The largest record /dev/kmsg hands out (CONSOLE_EXT_LOG_MAX). */
