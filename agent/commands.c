@@ -8,7 +8,7 @@
  * stream, "pty", read from the master, and CMD_STDIN and CMD_RESIZE go to it.
  */
 
-#include "services.h"
+#include "commands.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,11 +27,13 @@
 #include "../confine/confine.h"
 #include "cbor_util.h"
 #include "conn.h"
+#include "creds.h"
 #include "log.h"
 #include "loop.h"
 #include "msgtypes.h"
 #include "pty.h"
 #include "spawner.h"
+#include "svc.h"
 #include "writer.h"
 
 /* Bytes read from a command's pipe per CMD_OUTPUT. */

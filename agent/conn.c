@@ -20,7 +20,7 @@
 #include "loop.h"
 #include "msgtypes.h"
 #include "requests.h"
-#include "services.h"
+#include "svc.h"
 #include "writer.h"
 
 static const char *const transport_names[] = {"unix", "vsock", "tcp", "serial"};

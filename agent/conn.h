@@ -31,7 +31,7 @@ struct conn {
         bool dirty;           /* output appended since the last flush */
         bool closing;         /* flush what can be flushed, then close */
         struct exec *execs;   /* in flight, linked by conn_next */
-        struct svc_req *svcs; /* files/commands requests in flight (services.h) */
+        struct svc_req *svcs; /* files, commands and ports requests in flight (svc.h) */
         unsigned ninflight;
 };
 

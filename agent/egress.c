@@ -11,7 +11,7 @@
  * it wait in the listen backlog. No EGRESS_ACCEPT, no egress.
  */
 
-#include "services.h"
+#include "egress.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -26,6 +26,8 @@
 #include "log.h"
 #include "loop.h"
 #include "msgtypes.h"
+#include "ports.h"
+#include "svc.h"
 
 /* EGRESS_ACCEPTs one connection may have waiting. */
 #define EGRESS_MAX_WAITING 256u

@@ -1,6 +1,6 @@
 /* The files service's one-shot requests: stat, list, remove, rename, mkdir (section 9). */
 
-#include "services.h"
+#include "files.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,8 +18,10 @@
 #include "agent.h"
 #include "cbor_util.h"
 #include "conn.h"
+#include "creds.h"
 #include "log.h"
 #include "msgtypes.h"
+#include "svc.h"
 #include "writer.h"
 
 /* Most entries one FILE_LIST returns: keeps the reply well under max_message. */

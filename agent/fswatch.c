@@ -6,7 +6,7 @@
  * is over its high water; the kernel queues events meanwhile.
  */
 
-#include "services.h"
+#include "fswatch.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -21,9 +21,12 @@
 
 #include "cbor_util.h"
 #include "conn.h"
+#include "creds.h"
+#include "files.h"
 #include "log.h"
 #include "loop.h"
 #include "msgtypes.h"
+#include "svc.h"
 #include "writer.h"
 
 #define WATCH_MASK                                                                                 \

@@ -14,7 +14,7 @@
  * cached names) before it runs the cell (section 8).
  */
 
-#include "system.h"
+#include "generation.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,7 +31,8 @@
 #include "execution.h"
 #include "log.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "svc.h"
+#include "system.h"
 #include "writer.h"
 
 /* Fresh entropy NEW_GENERATION must bring: a CRNG's worth (256 bits). */

@@ -10,7 +10,7 @@
  * terminal OK comes once both directions ended.
  */
 
-#include "services.h"
+#include "ports.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -26,6 +26,7 @@
 #include "log.h"
 #include "loop.h"
 #include "msgtypes.h"
+#include "svc.h"
 #include "writer.h"
 
 /* Bytes read from the guest per PORT_DATA. */

@@ -27,10 +27,10 @@
 #include "agent.h"
 #include "agent_caps.h"
 #include "agent_seccomp.h"
+#include "creds.h"
 #include "fd_pass.h"
 #include "log.h"
 #include "loop.h"
-#include "services.h"
 
 /* execve() refuses more than this much argv + environment anyway (E2BIG). */
 #define SPAWN_STRINGS_MAX (4u << 20)

@@ -16,8 +16,8 @@
 #include "cbor_util.h"
 #include "conn.h"
 #include "msgtypes.h"
-#include "services.h"
 #include "small_file.h"
+#include "svc.h"
 #include "writer.h"
 
 struct guest_stats {

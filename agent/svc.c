@@ -1,6 +1,6 @@
 /* The files and commands services: in-flight bookkeeping, dispatch, errno replies. */
 
-#include "services.h"
+#include "svc.h"
 
 #include <errno.h>
 #include <stdio.h>

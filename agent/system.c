@@ -20,7 +20,7 @@
 #include "conn.h"
 #include "log.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "svc.h"
 #include "writer.h"
 
 static void reply_ok(struct agent *a, struct conn *c, uint32_t id, const char *key, uint64_t v)

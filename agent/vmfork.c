@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "generation.h"
 #include "kmsg.h"
 #include "log.h"
 #include "loop.h"
-#include "system.h"
 
 /* The largest record /dev/kmsg hands out (CONSOLE_EXT_LOG_MAX). */
 #define KMSG_RECORD_MAX 8192
