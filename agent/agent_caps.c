@@ -9,14 +9,15 @@
  * administration, reboot, ptrace, BPF, ...) leaves the bounding set too, so
  * nothing the agent starts later can regain it.
  */
+
+#include "agent_caps.h"
+
 #include <errno.h>
 #include <linux/capability.h>
 #include <stdint.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include "agent.h"
 
 static uint64_t kept_mask(void)
 {

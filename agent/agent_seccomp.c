@@ -15,6 +15,9 @@
  * what no process of the guest's user side needs; user code gets the stricter
  * filter of confine_seccomp.c on top.
  */
+
+#include "agent_seccomp.h"
+
 #include <errno.h>
 #include <linux/random.h>
 #include <sched.h>
@@ -25,7 +28,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "../confine/confine.h"
 
 /* What the agent's loop, connections, services and supervision call after setup

@@ -1,4 +1,7 @@
 /* Boot stamps for HELLO: CLOCK_BOOTTIME nanoseconds by stage name. */
+
+#include "boot.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>

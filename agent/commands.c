@@ -7,6 +7,9 @@
  * With `pty`, the command runs on a pseudo-terminal (pty.h): one output
  * stream, "pty", read from the master, and CMD_STDIN and CMD_RESIZE go to it.
  */
+
+#include "commands.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -21,13 +24,16 @@
 
 #include <grp.h>
 
-#include "cbor_util.h"
 #include "../confine/confine.h"
+#include "cbor_util.h"
+#include "conn.h"
+#include "creds.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
 #include "pty.h"
-#include "services.h"
 #include "spawner.h"
+#include "svc.h"
 #include "writer.h"
 
 /* Bytes read from a command's pipe per CMD_OUTPUT. */

@@ -3,6 +3,9 @@
  * network policy (handed to the zygote in CONFINE_ENV, applied by each executor
  * after fork), and the per-context cgroups, or the rlimit fallback without them.
  */
+
+#include "confine_agent.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <pwd.h>
@@ -12,9 +15,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "../confine/confine.h"
+#include "agent.h"
+#include "cgroup.h"
+#include "context.h"
 #include "log.h"
+#include "netif.h"
 
 #define SANDBOX_USER "user"
 #define SANDBOX_FALLBACK_ID 1000

@@ -1,4 +1,7 @@
 /* Client connections: reading requests, queuing replies, flow control, disconnects. */
+
+#include "conn.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,10 +12,15 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "context.h"
+#include "execution.h"
 #include "frame.h"
+#include "listen.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "requests.h"
+#include "svc.h"
 #include "writer.h"
 
 static const char *const transport_names[] = {"unix", "vsock", "tcp", "serial"};

@@ -1,4 +1,7 @@
 /* Contexts: one executor process each, spawned by the zygote, restarted when it dies. */
+
+#include "context.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,10 +15,22 @@
 
 #include "agent.h"
 #include "cbor_util.h"
+#include "confine_agent.h"
+#include "conn.h"
+#include "execution.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
+#include "uuid.h"
 #include "writer.h"
+#include "zygote.h"
 
+/* Between the interrupt of a cell and the kill of its process (spec section 4). */
+#define INTERRUPT_GRACE_NS (2000000000ull)
+/* Time an executor gets from Z_SPAWN to X_READY. */
+#define EXECUTOR_START_TIMEOUT_NS (60000000000ull)
+/* Consecutive failed starts after which queued executions are failed. */
+#define CONTEXT_MAX_START_FAILURES 3u
 #define PIPE_READ_CHUNK (64u * 1024u)
 /* Chunks a drain reads at most: 1 MiB, the largest pipe an unprivileged process can ask for. */
 #define DRAIN_MAX_CHUNKS 16u

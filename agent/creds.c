@@ -5,6 +5,9 @@
  * single-threaded, so nothing else runs under the borrowed identity. When the
  * agent is not root (dev mode) every operation is the agent's own.
  */
+
+#include "creds.h"
+
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -14,8 +17,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "log.h"
-#include "services.h"
+
+/* Default sandbox user when a request names none. */
+#define SANDBOX_USER "user"
+/* Its uid and gid when a root agent runs where the user does not exist (a dev host). */
+#define SANDBOX_FALLBACK_ID 1000
 
 static void creds_self(struct agent *a, struct creds *out)
 {
@@ -33,9 +41,9 @@ int creds_lookup(struct agent *a, const char *name, struct creds *out)
         memset(out, 0, sizeof(*out));
         bool explicit = name != NULL;
         if (!name)
-                name = SVC_SANDBOX_USER;
+                name = SANDBOX_USER;
         struct passwd *pw = getpwnam(name);
-        if (!pw && explicit && strcmp(name, SVC_SANDBOX_USER) != 0)
+        if (!pw && explicit && strcmp(name, SANDBOX_USER) != 0)
                 return -ENOENT;
         if (geteuid() != 0) {
                 /* Dev mode: an unprivileged agent cannot become anyone else. */
@@ -49,11 +57,11 @@ int creds_lookup(struct agent *a, const char *name, struct creds *out)
                 if (!said)
                         log_info("sandbox user \"%s\" does not exist: file operations and "
                                  "commands run as uid/gid %d, as executors do",
-                                 name, SVC_SANDBOX_FALLBACK_ID);
+                                 name, SANDBOX_FALLBACK_ID);
                 said = true;
                 snprintf(out->name, sizeof(out->name), "%s", name);
-                out->uid = SVC_SANDBOX_FALLBACK_ID;
-                out->gid = SVC_SANDBOX_FALLBACK_ID;
+                out->uid = SANDBOX_FALLBACK_ID;
+                out->gid = SANDBOX_FALLBACK_ID;
                 out->ngroups = 0;
                 out->drop = true;
                 snprintf(out->home, sizeof(out->home), "%s", a->workdir);

@@ -10,6 +10,9 @@
  * host's count of waiting requests bounds the streams, and connections beyond
  * it wait in the listen backlog. No EGRESS_ACCEPT, no egress.
  */
+
+#include "egress.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +20,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent.h"
+#include "conn.h"
+#include "listen.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "ports.h"
+#include "svc.h"
 
 /* EGRESS_ACCEPTs one connection may have waiting. */
 #define EGRESS_MAX_WAITING 256u

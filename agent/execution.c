@@ -1,4 +1,7 @@
 /* EXECUTE requests: queueing per context, relaying executor output, the terminal reply. */
+
+#include "execution.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,8 +9,13 @@
 
 #include "agent.h"
 #include "cbor_util.h"
+#include "conn.h"
+#include "context.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
+#include "utf8_stream.h"
+#include "vmfork.h"
 #include "writer.h"
 
 /* Bytes of dropped output shown in the log. */

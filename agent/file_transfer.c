@@ -6,6 +6,9 @@
  * file is unlinked). A download reads the next chunk only while the
  * connection's output is below its high water.
  */
+
+#include "file_transfer.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -17,10 +20,17 @@
 #include <unistd.h>
 
 #include "cbor_util.h"
+#include "conn.h"
+#include "creds.h"
+#include "files.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "svc.h"
 #include "writer.h"
+
+/* Bytes of file data per FILE_CHUNK message. */
+#define FILE_CHUNK_MAX (1u << 20)
 
 struct upload {
         struct svc_req r;
@@ -271,7 +281,7 @@ static void download_resume(struct agent *a, struct svc_req *r)
                 size_t mark;
                 cv_out_begin(&c->out, &mark);
                 cv_buf_append(&c->out, head, sizeof(head));
-                int rc = cv_buf_reserve(&c->out, SVC_CHUNK);
+                int rc = cv_buf_reserve(&c->out, FILE_CHUNK_MAX);
                 if (rc < 0) {
                         cv_out_abort(&c->out, mark);
                         conn_send_error(a, c, r->id, CV_ERR_INTERNAL, "download: %s",
@@ -281,7 +291,7 @@ static void download_resume(struct agent *a, struct svc_req *r)
                 }
                 ssize_t n;
                 do
-                        n = read(d->fd, c->out.data + c->out.len, SVC_CHUNK);
+                        n = read(d->fd, c->out.data + c->out.len, FILE_CHUNK_MAX);
                 while (n < 0 && errno == EINTR);
                 if (n <= 0) {
                         cv_out_abort(&c->out, mark);

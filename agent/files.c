@@ -1,4 +1,7 @@
 /* The files service's one-shot requests: stat, list, remove, rename, mkdir (section 9). */
+
+#include "files.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
@@ -12,10 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent.h"
 #include "cbor_util.h"
+#include "conn.h"
+#include "creds.h"
 #include "log.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "svc.h"
 #include "writer.h"
 
 /* Most entries one FILE_LIST returns: keeps the reply well under max_message. */

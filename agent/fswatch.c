@@ -5,6 +5,9 @@
  * directory goes away (then OK). Reading pauses while the connection's output
  * is over its high water; the kernel queues events meanwhile.
  */
+
+#include "fswatch.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,9 +20,13 @@
 #include <unistd.h>
 
 #include "cbor_util.h"
+#include "conn.h"
+#include "creds.h"
+#include "files.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "svc.h"
 #include "writer.h"
 
 #define WATCH_MASK                                                                                 \

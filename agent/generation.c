@@ -13,6 +13,9 @@
  * epoch other than its own reseeds what a copy shares (random generators,
  * cached names) before it runs the cell (section 8).
  */
+
+#include "generation.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -21,10 +24,14 @@
 #include <unistd.h>
 
 #include "../common/entropy.h"
+#include "agent.h"
 #include "cbor_util.h"
+#include "conn.h"
+#include "context.h"
+#include "execution.h"
 #include "log.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "svc.h"
 #include "system.h"
 #include "writer.h"
 

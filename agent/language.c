@@ -1,9 +1,11 @@
 /* The languages a context can run: canonical names and the aliases clients may use. */
+
+#include "language.h"
+
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
-
-#include "agent.h"
 
 struct language {
         const char *name;           /* canonical: what OK and CONTEXT_LIST report */

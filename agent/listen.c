@@ -1,4 +1,7 @@
 /* Listening endpoints: unix, vsock and loopback tcp sockets, and the virtio-serial port. */
+
+#include "listen.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +20,9 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "conn.h"
 #include "log.h"
+#include "loop.h"
 
 /* Delay between attempts to reopen a hung-up serial port. */
 #define SERIAL_REOPEN_NS (100000000ull)

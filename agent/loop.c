@@ -1,4 +1,7 @@
 /* The epoll loop: fd events, signals (signalfd) and deadlines (epoll timeouts). */
+
+#include "loop.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -11,7 +14,6 @@
 
 #include "agent.h"
 #include "log.h"
-#include "loop.h"
 
 static struct {
         loop_reap_fn reap[LOOP_MAX_HOOKS];

@@ -16,11 +16,21 @@
 
 #include "../common/parse_num.h"
 #include "agent.h"
+#include "agent_caps.h"
+#include "agent_seccomp.h"
+#include "boot.h"
+#include "commands.h"
+#include "confine_agent.h"
+#include "conn.h"
+#include "context.h"
+#include "egress.h"
+#include "listen.h"
 #include "log.h"
 #include "loop.h"
-#include "services.h"
 #include "spawner.h"
 #include "system.h"
+#include "vmfork.h"
+#include "zygote.h"
 
 #define DEFAULT_PRELOAD "numpy,pandas,matplotlib,matplotlib.pyplot"
 #define MAX_LISTEN 16

@@ -5,12 +5,14 @@
  * than lo is up. Neither user code (no CAP_NET_ADMIN, no new user namespaces)
  * nor a command run as `user: "root"` (no capabilities) can bring one up later.
  */
+
+#include "netif.h"
+
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <string.h>
-
-#include "agent.h"
 
 int netif_others_up(char *names, size_t size)
 {

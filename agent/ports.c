@@ -9,6 +9,9 @@
  * reading the guest's socket (EPOLLIN off) while the host is behind. The
  * terminal OK comes once both directions ended.
  */
+
+#include "ports.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -19,9 +22,11 @@
 #include <unistd.h>
 
 #include "cbor_util.h"
+#include "conn.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "svc.h"
 #include "writer.h"
 
 /* Bytes read from the guest per PORT_DATA. */

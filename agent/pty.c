@@ -1,5 +1,8 @@
 /* Pseudo-terminals (pty.h). The slave is reached with TIOCGPTPEER rather than
  * by its /dev/pts path, so no name lookup can hand the agent another file. */
+
+#include "pty.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -8,7 +11,6 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "pty.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)

@@ -1,4 +1,7 @@
 /* Client requests (docs/PROTOCOL.md sections 3-4): validation and replies. */
+
+#include "requests.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,11 +11,24 @@
 
 #include "agent.h"
 #include "cbor_util.h"
+#include "commands.h"
+#include "confine_agent.h"
+#include "conn.h"
+#include "context.h"
+#include "egress.h"
+#include "execution.h"
+#include "file_transfer.h"
+#include "files.h"
 #include "frame.h"
+#include "fswatch.h"
+#include "generation.h"
+#include "language.h"
+#include "listen.h"
 #include "log.h"
 #include "msgtypes.h"
-#include "services.h"
+#include "ports.h"
 #include "stats.h"
+#include "svc.h"
 #include "system.h"
 #include "writer.h"
 

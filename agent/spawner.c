@@ -5,6 +5,9 @@
  * SCM_RIGHTS) followed by `len` bytes of NUL-terminated strings; the answer is
  * the child's pid or -errno. The agent waits for it, as it waited for fork().
  */
+
+#include "spawner.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -20,12 +23,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent.h"
 #include "../confine/confine.h"
+#include "agent.h"
+#include "agent_caps.h"
+#include "agent_seccomp.h"
+#include "creds.h"
 #include "fd_pass.h"
 #include "log.h"
-#include "services.h"
-#include "spawner.h"
+#include "loop.h"
 
 /* execve() refuses more than this much argv + environment anyway (E2BIG). */
 #define SPAWN_STRINGS_MAX (4u << 20)

@@ -16,6 +16,13 @@
 struct agent;
 struct creds;
 
+/* The agent's end of the spawner. */
+struct spawner {
+        pid_t pid;
+        int fd;    /* socketpair to it, -1 once closed */
+        bool lost; /* it died or broke the channel: the agent shuts down */
+};
+
 /* A command's process: what its child needs before exec (commands.c). */
 struct spawn_spec {
         const char *cmd;   /* run as `bash -l -c cmd`, or */

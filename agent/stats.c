@@ -4,6 +4,9 @@
  * getMetrics) without starting a process in it. The counters are raw and
  * cumulative; a host takes two readings for a CPU percentage.
  */
+
+#include "stats.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,10 +14,10 @@
 #include <sys/statfs.h>
 
 #include "cbor_util.h"
+#include "conn.h"
 #include "msgtypes.h"
-#include "services.h"
 #include "small_file.h"
-#include "stats.h"
+#include "svc.h"
 #include "writer.h"
 
 struct guest_stats {

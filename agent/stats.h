@@ -5,7 +5,8 @@
 #include <cbor.h>
 #include <stdint.h>
 
-#include "agent.h"
+struct agent;
+struct conn;
 
 void stats_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 

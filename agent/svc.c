@@ -1,12 +1,15 @@
 /* The files and commands services: in-flight bookkeeping, dispatch, errno replies. */
+
+#include "svc.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
 #include "cbor_util.h"
+#include "conn.h"
+#include "log.h"
 #include "msgtypes.h"
-#include "services.h"
 #include "writer.h"
 
 void svc_attach(struct conn *c, struct svc_req *r, uint32_t id, const struct svc_ops *ops)

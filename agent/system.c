@@ -4,19 +4,23 @@
  * from a snapshot (same CRNG state, stale clock in every clone); the snapshot
  * requests themselves are generation.c's.
  */
+
+#include "system.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../common/init_signal.h"
 #include "../common/entropy.h"
+#include "../common/init_signal.h"
+#include "agent.h"
 #include "cbor_util.h"
+#include "conn.h"
 #include "log.h"
 #include "msgtypes.h"
-#include "services.h"
-#include "system.h"
+#include "svc.h"
 #include "writer.h"
 
 static void reply_ok(struct agent *a, struct conn *c, uint32_t id, const char *key, uint64_t v)

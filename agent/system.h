@@ -1,5 +1,4 @@
-/* SET_TIME, ADD_ENTROPY, SHUTDOWN and SET_DEADLINE (system.c); SNAPSHOT_PREPARE and
- * NEW_GENERATION (generation.c). docs/PROTOCOL.md section 11. */
+/* SET_TIME, ADD_ENTROPY, SHUTDOWN and SET_DEADLINE (system.c, docs/PROTOCOL.md section 11). */
 #ifndef CELLVM_AGENT_SYSTEM_H
 #define CELLVM_AGENT_SYSTEM_H
 
@@ -7,7 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent.h"
+struct agent;
+struct conn;
 
 void system_set_time_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
 void system_add_entropy_request(struct agent *a, struct conn *c, uint32_t id,
@@ -22,15 +22,6 @@ void system_set_deadline_request(struct agent *a, struct conn *c, uint32_t id,
 bool system_under_init(void);
 /* Sets CLOCK_REALTIME to `ns` since the epoch. 0 or -errno. */
 int system_set_realtime(uint64_t ns);
-
-/* SNAPSHOT_PREPARE: from its OK on, requests that run user work wait for a new generation. */
-void system_snapshot_prepare_request(struct agent *a, struct conn *c, uint32_t id,
-                                     const cbor_item_t *body);
-/* NEW_GENERATION: the clock, the entropy, the generation; executors reseed (a new epoch). */
-void system_new_generation_request(struct agent *a, struct conn *c, uint32_t id,
-                                   const cbor_item_t *body);
-/* Something copied this guest (a new generation, a VM fork): executors reseed. */
-void generation_new_epoch(struct agent *a, const char *why);
 
 /* Sends a->init_signal to PID 1 if a shutdown was accepted; called by the loop after flushing. */
 void system_signal_init(struct agent *a);

@@ -7,6 +7,9 @@
  * during setup) and starts a new epoch on that notice: every interpreter then
  * reseeds before its next cell, without the host's NEW_GENERATION.
  */
+
+#include "vmfork.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -14,9 +17,10 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "generation.h"
 #include "kmsg.h"
 #include "log.h"
-#include "system.h"
+#include "loop.h"
 
 /* The largest record /dev/kmsg hands out (CONSOLE_EXT_LOG_MAX). */
 #define KMSG_RECORD_MAX 8192

@@ -1,4 +1,7 @@
 /* The zygote: a pre-initialised executor that forks a process per context (spec section 8). */
+
+#include "zygote.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,11 +15,15 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "boot.h"
 #include "cbor_util.h"
+#include "context.h"
 #include "fd_pass.h"
 #include "log.h"
+#include "loop.h"
 #include "msgtypes.h"
 #include "spawner.h"
+#include "vmfork.h"
 #include "writer.h"
 
 /* The fd number the zygote finds its control socket on (`--fd 3`). */

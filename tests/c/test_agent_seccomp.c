@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../agent/agent.h"
+#include "../../agent/agent_seccomp.h"
 
 static int failures;
 

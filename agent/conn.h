@@ -1,0 +1,51 @@
+/* Client connections (conn.c): reading requests, queuing replies, flow control, disconnects. */
+#ifndef CELLVM_AGENT_CONN_H
+#define CELLVM_AGENT_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "listen.h"
+#include "loop.h"
+#include "reader.h"
+
+struct agent;
+struct exec;
+struct svc_req;
+
+/* Output queued for a connection past which the agent stops reading what feeds it. */
+#define CONN_HIGH_WATER (4u * 1024u * 1024u)
+/* Requests one connection may have in flight (queued or running executions). */
+#define CONN_MAX_INFLIGHT 1024u
+
+struct conn {
+        struct conn *next;
+        unsigned num; /* for logs */
+        enum transport kind;
+        struct listener *serial; /* set for the serial port's connection */
+        struct watch w;
+        struct cv_reader rd;
+        struct cv_buf out;
+        bool hello_done;
+        bool dirty;           /* output appended since the last flush */
+        bool closing;         /* flush what can be flushed, then close */
+        struct exec *execs;   /* in flight, linked by conn_next */
+        struct svc_req *svcs; /* files, commands and ports requests in flight (svc.h) */
+        unsigned ninflight;
+};
+
+struct conn *conn_new(struct agent *a, int fd, enum transport kind);
+void conn_close(struct agent *a, struct conn *c, const char *why);
+/* Flushes connections with new output and parses requests left in read buffers.
+ * Returns true if work remains (poll without sleeping). */
+bool conn_flush_dirty(struct agent *a);
+/* Marks output appended to `c` so the loop flushes it. */
+void conn_touch(struct conn *c);
+bool conn_over_high_water(const struct conn *c);
+/* Cancels every in-flight request of `c` without sending anything (disconnect). */
+void conn_drop_inflight(struct agent *a, struct conn *c);
+void conn_send_error(struct agent *a, struct conn *c, uint32_t id, const char *code,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#endif

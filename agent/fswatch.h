@@ -1,0 +1,13 @@
+/* FILE_WATCH (fswatch.c, docs/PROTOCOL.md section 9): inotify relayed as FILE_EVENT. */
+#ifndef CELLVM_AGENT_FSWATCH_H
+#define CELLVM_AGENT_FSWATCH_H
+
+#include <cbor.h>
+#include <stdint.h>
+
+struct agent;
+struct conn;
+
+void fswatch_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body);
+
+#endif
