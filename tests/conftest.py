@@ -247,10 +247,13 @@ def pytest_configure(config):
 
 # The modules that share the session's VM (vm_sandbox) run on one xdist
 # worker, in one group, so that its ends_session_vm tests come after all of
-# theirs; every other module is a group of its own (its module fixtures built
-# once). tests/run passes --dist loadgroup.
+# theirs; so do the pod image's. Every other module is a group of its own
+# (its module fixtures built once). tests/run passes --dist loadgroup.
 SESSION_VM_MODULES = {"test_async_sandbox", "test_image", "test_sdk_e2b_api", "test_vm_clock",
                       "test_vm_e2e", "test_vm_qemu"}
+# The pod image's modules (tests/oci_pod.py): one build, one template volume,
+# and its removal at the session's end, all in one worker.
+POD_IMAGE_MODULES = {"test_oci", "test_kube_backend"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker names the groups
@@ -262,7 +265,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             module = getattr(getattr(item, "module", None), "__name__", "")
-            group = "session_vm" if module in SESSION_VM_MODULES else item.nodeid.split("::")[0]
+            group = ("session_vm" if module in SESSION_VM_MODULES else
+                     "pod_image" if module in POD_IMAGE_MODULES else item.nodeid.split("::")[0])
             item.add_marker(pytest.mark.xdist_group(group))
 
 
