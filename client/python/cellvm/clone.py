@@ -29,10 +29,10 @@ import time
 from . import _wire
 from . import snapshot as snap
 from .boot import BootReport
+from .launch import SNAPSHOT_ENV, snapshot_mode as mode  # noqa: F401 - clone.mode, as before
 
 logger = logging.getLogger("cellvm")
 
-SNAPSHOT_ENV = "CELLVM_SNAPSHOT"
 BUILD_TIMEOUT_S = 300.0
 """Booting a template and waiting for its preloads (~20 s under TCG)."""
 RESTORE_TIMEOUT_S = 30.0
@@ -44,8 +44,6 @@ SETTLE_TIMEOUT_S = 30.0
 """Longest wait for a template's guest to settle before it is saved (~1 s
 under TCG here: the next spare's warm-up)."""
 SNAPSHOT_VMMS = ("qemu", "firecracker", "cloud-hypervisor")
-_OFF = ("0", "off", "no", "false", "cold")
-_ON = ("", "1", "on", "yes", "true", "auto")
 
 
 class Stages:
@@ -63,22 +61,6 @@ class Stages:
 
     def report(self) -> BootReport:
         return BootReport(self.stamps)
-
-
-def mode(snapshot):
-    """"off", "auto" or a template directory, from create(snapshot=...) and $CELLVM_SNAPSHOT."""
-    if snapshot is None:
-        env = os.environ.get(SNAPSHOT_ENV, "").strip().lower()
-        if env in _OFF:
-            return "off"
-        if env in _ON:
-            return "auto"
-        raise ValueError(f"${SNAPSHOT_ENV}={env!r}: expected 0/off or 1/on")
-    if snapshot is False:
-        return "off"
-    if snapshot is True:
-        return "auto"
-    return os.path.abspath(os.fspath(snapshot))
 
 
 # --- the guest's side of a snapshot (docs/PROTOCOL.md section 11) -------------
