@@ -85,7 +85,7 @@ def _stopped(owner, d, m):
     """The sandbox's VMM is gone: its entry and files too; the Sandbox (and
     its views) now stand for the paused record."""
     from . import lifetime
-    from .sandbox import _live
+    from ._live import live as _live
     owner._paused = (d, m)
     owner._conn.close()
     owner._closed = True
@@ -236,9 +236,8 @@ def _resume_hybrid(cls, d, m, timeout, request_timeout, envs):
 def _adopt_into(old, new):
     """`old` (the Sandbox that was paused) takes over `new`'s VM and connection."""
     from . import lifetime
-    from .sandbox import _LIVE, _LIVE_LOCK, _register
-    with _LIVE_LOCK:
-        _LIVE.discard(new)
+    from ._live import forget, register
+    forget(new)
     lifetime.unwatch(new)
     for name in ("_id", "_addr", "_conn", "_vm", "_entry", "_restore_stages", "_started_at",
                  "_sent_deadline_ms"):
@@ -247,7 +246,7 @@ def _adopt_into(old, new):
     old._closed = False
     old._killed = False
     old._paused = None
-    _register(old)
+    register(old)
     lifetime.hold(old)
     lifetime.watch(old)
 
