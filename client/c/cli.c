@@ -165,7 +165,7 @@ static const char snapshot_usage[] =
     "restore their VMs from (docs/SNAPSHOTS.md): one per launch (image, boot files,\n"
     "memory, vCPUs, kernel command line, QEMU and its version), in\n"
     "$CELLVM_TEMPLATE_DIR, else $XDG_CACHE_HOME/cellvm/templates, else\n"
-    "~/.cache/cellvm/templates. As `python3 -m cellvm.snapshot_cli` (plus manifest).\n"
+    "~/.cache/cellvm/templates (`make snapshot` builds build/image's).\n"
     "\n"
     "commands:\n"
     "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
@@ -644,7 +644,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"image", required_argument, NULL, 'i'},
             {"vmm", required_argument, NULL, 'V'},
             {"memory", required_argument, NULL, 'm'},
-            {"memory-mb", required_argument, NULL, 'm'}, /* snapshot_cli's name */
+            {"memory-mb", required_argument, NULL, 'm'}, /* the old snapshot_cli's name */
             {"no-snapshot", no_argument, NULL, 'N'},
             {"from-template", no_argument, NULL, 'U'},
             {"snapshot", required_argument, NULL, 'P'},
