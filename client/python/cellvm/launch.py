@@ -6,22 +6,27 @@
         print(sbx.boot_report)
     # the VM is gone: QEMU killed, its temp directory removed
 
-Sandbox.create() calls create_sandbox() below. What it does:
+Sandbox.create() calls create_sandbox() below, which runs `cellvm create
+--json` (cellvm.host; issue 22: the C CLI owns the VM's lifecycle):
 
-1. Starts the VMM: QEMU (vmm_qemu.QemuVM, `-M microvm`, KVM when usable,
-   else TCG), or Firecracker / Cloud Hypervisor (their config writers, the
-   agent reached through hybrid vsock). The latter two must be on PATH:
-   otherwise create() raises SandboxException naming the missing binary.
-2. Waits for the agent's HELLO (QemuVM.connect re-sends HELLO until the
-   guest answers: over virtio-serial a HELLO sent while the agent reopens
-   the port is lost).
-3. With `wait_ready=True` (the default) it also waits until the zygote has
-   its preloads (numpy, pandas, matplotlib): E2B's create() returns a sandbox
-   that runs code at once, and a first cell would wait for them anyway
-   (~14 s under TCG, < 1 s with KVM). Readiness is the `executor_ready`
-   stamp in the agent's HELLO reply; a repeated HELLO on the one stream
-   (allowed, docs/PROTOCOL.md section 3) asks for it without running
-   anything, so the user's first cell is still execution 1.
+1. The CLI restores the sandbox from the template of its launch (image,
+   boot files, memory, vCPUs, VMM, network, kernel command line), building
+   it on first use, or boots it cold; QEMU (`-M microvm`, KVM when usable,
+   else TCG; `network="user"`: QEMU's NAT), Firecracker or Cloud Hypervisor
+   (on PATH, else a SandboxException naming the missing binary). It records
+   the sandbox with its deadline and hands over its agent connection.
+2. With `wait_ready=True` (the default) a cold boot is also waited for
+   until the zygote has its preloads (numpy, pandas, matplotlib): E2B's
+   create() returns a sandbox that runs code at once, and a first cell
+   would wait for them anyway (~14 s under TCG, < 1 s with KVM); a clone
+   has them. Readiness is the `executor_ready` stamp in the agent's HELLO
+   reply; a repeated HELLO on the one stream (allowed, docs/PROTOCOL.md
+   section 3) asks for it without running anything, so the user's first
+   cell is still execution 1.
+
+start_vm() and HybridVsockVM are the Python launch the tests' session
+template builder (cellvm.clone) and the resume of a paused Firecracker or
+Cloud Hypervisor sandbox (cellvm.pause) still use.
 
 User code gets a memory limit: create() puts `cellvm.mem_limit=<memory_mb
 minus max(128 MiB, 1/8)>` on the kernel command line, so cellvm-init creates
