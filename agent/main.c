@@ -27,6 +27,7 @@
 #include "listen.h"
 #include "log.h"
 #include "loop.h"
+#include "requests.h"
 #include "spawner.h"
 #include "system.h"
 #include "vmfork.h"
@@ -390,6 +391,7 @@ int main(int argc, char **argv)
                 log_error("registering the loop's hooks: %s", strerror(-rc));
                 return 1;
         }
+        requests_register();
         /* Block the loop's signals before the first fork so none is lost. */
         sigset_t set;
         loop_signals(&set);

@@ -554,3 +554,28 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
         kind->handle(a, c, id, item);
         cbor_decref(&item);
 }
+
+/* Cancels what `c` has in flight without sending anything: its executions, then its files,
+ * commands and ports requests. */
+static void drop_inflight(struct agent *a, struct conn *c)
+{
+        while (c->execs)
+                exec_cancel(a, c->execs, false);
+        svc_drop_all(a, c);
+}
+
+/* Resumes the executors and services feeding `c` once its output is below the high water. */
+static void resume_feeders(struct agent *a, struct conn *c)
+{
+        for (struct exec *e = c->execs; e; e = e->conn_next)
+                if (e->running && e->ctx->paused)
+                        context_update_interest(a, e->ctx);
+        svc_resume_all(a, c);
+}
+
+void requests_register(void)
+{
+        static const struct conn_handlers handlers = {
+            .message = request_dispatch, .drop_inflight = drop_inflight, .drained = resume_feeders};
+        conn_set_handlers(&handlers);
+}
