@@ -411,7 +411,9 @@ int main(int argc, char **argv)
         }
         /* The spawner starts the agent's children: forked before the first, since the
          * agent's filter will forbid fork (spawner.h). */
-        if ((rc = spawner_start(a)) < 0) {
+        static const struct spawner_children children = {.zygote = zygote_child_exec,
+                                                         .command = command_child_exec};
+        if ((rc = spawner_start(a, &children)) < 0) {
                 log_error("starting the spawner: %s", strerror(-rc));
                 shutdown_agent(a);
                 free(executor_alloc);

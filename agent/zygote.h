@@ -34,6 +34,9 @@ struct zygote {
 };
 
 int zygote_start(struct agent *a);
+/* The zygote's process, run by the spawner (struct spawner_children): execs the executor in
+ * zygote mode with control socket `fd`, or writes errno to `errfd`; never returns. */
+void zygote_child_exec(struct agent *a, int fd, int errfd) __attribute__((noreturn));
 int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, int err_fd);
 bool zygote_reaped(struct agent *a, pid_t pid, int status);
 void zygote_timers(struct agent *a, uint64_t now, uint64_t *next);
