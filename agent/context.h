@@ -79,6 +79,15 @@ void context_remove(struct agent *a, struct context *ctx);
 bool context_reaped(struct agent *a, pid_t pid, int status);
 void contexts_timers(struct agent *a, uint64_t now, uint64_t *next);
 void context_update_interest(struct agent *a, struct context *ctx);
+/* Queues `e` (of a connection) on `ctx` and starts it if the executor is idle. */
+void context_enqueue(struct agent *a, struct context *ctx, struct exec *e);
+/* Sends the next queued execution to an idle executor (X_EXECUTE). */
+void context_start_next(struct agent *a, struct context *ctx);
+/* Cancels `e`: a queued one ends now (CANCELLED if `notify`), a running one is interrupted;
+ * without `notify` (its client is gone) it is detached from its connection first. */
+void context_cancel_exec(struct agent *a, struct exec *e, bool notify);
+/* Interrupts the running execution: SIGINT, and SIGKILL if it does not stop. */
+void context_interrupt(struct agent *a, struct context *ctx);
 void contexts_kill_all(struct agent *a);
 /* Handles executor messages left in read buffers; true if some remain (poll again at once). */
 bool contexts_pending_work(struct agent *a);

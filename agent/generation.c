@@ -28,7 +28,6 @@
 #include "cbor_util.h"
 #include "conn.h"
 #include "context.h"
-#include "execution.h"
 #include "log.h"
 #include "msgtypes.h"
 #include "svc.h"
@@ -45,7 +44,7 @@ static void resume_queued(struct agent *a)
         struct context *next;
         for (struct context *ctx = a->contexts; ctx; ctx = next) {
                 next = ctx->next;
-                exec_start_next(a, ctx);
+                context_start_next(a, ctx);
         }
 }
 
