@@ -184,7 +184,8 @@ void context_spawn(struct agent *a, struct context *ctx)
         if (!rc) {
                 step = "Z_SPAWN";
                 ctx->spawn_id = ++a->next_spawn_id;
-                rc = zygote_spawn(a, ctx, sv[1], po[1], pe[1]);
+                int ends[3] = {sv[1], po[1], pe[1]};
+                rc = zygote_spawn(a, ctx->spawn_id, ctx->id, ctx->language, ctx->cwd, ends);
         }
         /* The zygote has its own copies now (or never will). */
         close_fd(sv[1], "executor control socket");
@@ -218,7 +219,8 @@ void context_spawn(struct agent *a, struct context *ctx)
         log_debug("context %s: spawn %u requested", ctx->id, ctx->spawn_id);
 }
 
-void context_spawned(struct agent *a, struct context *ctx)
+/* The zygote answered the context's Z_SPAWN (after any adopt_fds). */
+static void context_spawned(struct agent *a, struct context *ctx)
 {
         ctx->spawned_seen = true;
         if (ctx->ctl_eof_early) {
@@ -227,7 +229,9 @@ void context_spawned(struct agent *a, struct context *ctx)
         }
 }
 
-int context_adopt_fds(struct agent *a, struct context *ctx, const int fds[3])
+/* The executor the zygote spawned came with its own ends (a warm spare): `fds` (control
+ * socket, stdout, stderr) replace the ones the context made; taken over either way. */
+static int adopt_fds(struct agent *a, struct context *ctx, const int fds[3])
 {
         int rc = 0;
         for (int i = 0; i < 3 && rc == 0; i++)
@@ -248,6 +252,61 @@ int context_adopt_fds(struct agent *a, struct context *ctx, const int fds[3])
         ctx->ctl_eof_early = false; /* that was the old socket */
         context_update_interest(a, ctx);
         return 0;
+}
+
+/* The zygote is ready (again): contexts that waited for it spawn now. */
+static void on_zygote_ready(struct agent *a)
+{
+        struct context *next;
+        for (struct context *ctx = a->contexts; ctx; ctx = next) {
+                next = ctx->next;
+                if (ctx->state == CTX_WAIT_ZYGOTE)
+                        context_spawn(a, ctx);
+        }
+}
+
+/* The zygote's Z_SPAWNED for one of our contexts' spawns. */
+static void on_zygote_spawned(struct agent *a, struct zygote_spawned *z)
+{
+        for (struct context *ctx = a->contexts; ctx; ctx = ctx->next) {
+                if (strlen(ctx->id) != z->ctx_id_len ||
+                    memcmp(ctx->id, z->ctx_id, z->ctx_id_len) != 0)
+                        continue;
+                if (z->spawn_id != ctx->spawn_id || ctx->state != CTX_STARTING)
+                        return; /* an earlier spawn's late answer */
+                if (z->pid == 0 || z->pid > INT32_MAX) {
+                        log_error("context %s: the zygote could not spawn an executor: %.*s",
+                                  ctx->id, (int)(z->error_len > 200 ? 200 : z->error_len),
+                                  z->error);
+                        /* What the client's error will say once the start is given up. */
+                        if (!ctx->death_reason)
+                                ctx->death_reason =
+                                    strndup(z->error, z->error_len > 400 ? 400 : z->error_len);
+                } else if (ctx->pid == 0) {
+                        ctx->pid = (pid_t)z->pid;
+                        log_debug("context %s: executor pid %d spawned", ctx->id, (int)ctx->pid);
+                        if (z->fds) {
+                                int rc = adopt_fds(a, ctx, z->fds);
+                                z->fds = NULL;
+                                if (rc < 0) {
+                                        log_error("context %s: taking the spare's fds: %s", ctx->id,
+                                                  strerror(-rc));
+                                        if (kill(ctx->pid, SIGKILL) < 0 && errno != ESRCH)
+                                                log_error("kill(%d): %s", (int)ctx->pid,
+                                                          strerror(errno));
+                                }
+                        }
+                }
+                context_spawned(a, ctx);
+                return;
+        }
+}
+
+void contexts_register(void)
+{
+        static const struct zygote_handlers handlers = {.ready = on_zygote_ready,
+                                                        .spawned = on_zygote_spawned};
+        zygote_set_handlers(&handlers);
 }
 
 void context_update_interest(struct agent *a, struct context *ctx)
@@ -478,7 +537,7 @@ static void on_ctl(struct agent *a, struct watch *w, uint32_t events)
                         return;
                 if (rc == CV_READ_EOF && ctx->state == CTX_STARTING && !ctx->spawned_seen) {
                         /* The zygote closed the ends we sent: its answer may bring a warm
-                         * spare's own (context_adopt_fds). Settled in context_spawned(). */
+                         * spare's own (adopt_fds). Settled in context_spawned(). */
                         ctx->ctl_eof_early = true;
                         watch_close(a, w);
                 } else if (rc == CV_READ_EOF) {

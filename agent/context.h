@@ -68,11 +68,9 @@ struct context *context_for_language(struct agent *a, const char *language, int 
 struct context *context_dormant(struct agent *a, const char *language, int *err);
 struct context *context_find(struct agent *a, const char *id, size_t len);
 void context_spawn(struct agent *a, struct context *ctx);
-/* The executor the zygote spawned came with its own ends (a warm spare): `fds` (control
- * socket, stdout, stderr) replace the ones the context made; taken over either way. */
-int context_adopt_fds(struct agent *a, struct context *ctx, const int fds[3]);
-/* The zygote answered the context's Z_SPAWN (after any context_adopt_fds). */
-void context_spawned(struct agent *a, struct context *ctx);
+/* Registers the contexts as the zygote's user (zygote_set_handlers): its readiness and its
+ * answers to their spawns. */
+void contexts_register(void);
 void context_restart(struct agent *a, struct context *ctx);
 void context_remove(struct agent *a, struct context *ctx);
 /* The executor with `pid` was reaped; returns true if it belonged to a context. */

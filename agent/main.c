@@ -392,6 +392,7 @@ int main(int argc, char **argv)
                 return 1;
         }
         requests_register();
+        contexts_register();
         /* Block the loop's signals before the first fork so none is lost. */
         sigset_t set;
         loop_signals(&set);
