@@ -166,9 +166,9 @@ static pid_t spawn_checked(struct agent *a, const struct spawn_spec *s, const in
                 return -errno;
         pid_t pid = clone_parent();
         if (pid == 0 && !s)
-                zygote_child_exec(a, fds[0], status[1]);
+                a->spawner.children.zygote(a, fds[0], status[1]);
         if (pid == 0)
-                command_child_exec(s, fds[0], fds[1], fds[2], status[1]);
+                a->spawner.children.command(s, fds[0], fds[1], fds[2], status[1]);
         int rc = pid < 0 ? -errno : pid;
         if (close(status[1]) < 0 && rc > 0)
                 rc = -errno;
@@ -301,8 +301,9 @@ static void __attribute__((noreturn)) spawner_main(struct agent *a, int sock, pi
 
 /* --- the agent's side --- */
 
-int spawner_start(struct agent *a)
+int spawner_start(struct agent *a, const struct spawner_children *children)
 {
+        a->spawner.children = *children;
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
