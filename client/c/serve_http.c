@@ -513,30 +513,29 @@ static void on_mhd_error(void *cls, const char *fmt, va_list ap)
         vfprintf(stderr, fmt, ap);
 }
 
-struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, char *err,
-                                    size_t errlen)
+struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd,
+                                    unsigned client_timeout_s, char *err, size_t errlen)
 {
         unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                          MHD_USE_ERROR_LOG |
                          MHD_ALLOW_UPGRADE; /* a sandbox's WebSocket servers (serve_upgrade.c) */
         if (addr && addr->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
-        struct MHD_Daemon *d;
-        if (listen_fd >= 0)
-                d = MHD_start_daemon(
-                    flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER,
-                    on_mhd_error, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                    (size_t)64 * 1024, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
-                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
-                    on_uri, NULL, MHD_OPTION_END);
-        else
-                d = MHD_start_daemon(
-                    flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER,
-                    on_mhd_error, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_TIMEOUT,
-                    (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-                    MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED,
-                    on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
+        /* Where to listen: the socket made for --unix, else the address. */
+        struct MHD_OptionItem where =
+            listen_fd >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL}
+                           : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)addr};
+        struct MHD_OptionItem opts[] = {
+            where,
+            {MHD_OPTION_CONNECTION_TIMEOUT, client_timeout_s, NULL},
+            {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT, 512, NULL},
+            {MHD_OPTION_END, 0, NULL},
+        };
+        struct MHD_Daemon *d = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
+            NULL, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
         if (!d)
                 snprintf(err, errlen, "libmicrohttpd could not start on that address");
         return d;
