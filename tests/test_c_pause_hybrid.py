@@ -177,6 +177,38 @@ def test_pause_ps_resume_keeps_the_id(env, sdk_env, vmm):
     assert sid not in ps(env) and not os.path.exists(record)
 
 
+@pytest.mark.parametrize("vmm", VMMS)
+def test_the_sdk_pauses_and_resumes_its_own_clone_through_the_cli(env, sdk_env, vmm, monkeypatch):
+    """A clone the Python SDK restored itself (clone.py: no manifest in its
+    temp dir) is paused by `cellvm pause` with its launch's template manifest
+    made anew (save_paused's), and Sandbox.connect resumes it through
+    `cellvm resume` (pause.py's hybrid branches)."""
+    import tempfile
+    from cellvm import Sandbox, SandboxState
+    from cellvm import snapshot as snap
+    monkeypatch.setattr(tempfile, "tempdir", env.tmp)
+    sbx = Sandbox.create(vmm=vmm, memory_mb=512)
+    sid, pid = sbx.sandbox_id, sbx.vmm_pid
+    assert type(sbx.vm).__name__ == "HybridVsockVM"  # the SDK's own launch, not the CLI's
+    assert not os.path.exists(os.path.join(sbx.vm.dir, "manifest"))
+    assert sbx.run_code("y = 5").error is None
+    assert sbx.pause() is True and process_gone(pid)
+    [(d, m)] = snap.PausedStore().records()
+    [(_, _, t)] = [x for x in snap.list_templates() if x[2].vmm == vmm]
+    assert (m.kind, m.vmm, m.sandbox_id, m.memory_size) == ("paused", vmm, sid, 512 << 20)
+    assert (m.arg, m.request, m.file, m.state, m.memory) == (t.arg, t.request, t.file, t.state,
+                                                             t.memory)
+    assert [(i.sandbox_id, i.state) for i in Sandbox.list().next_items()] == \
+        [(sid, SandboxState.PAUSED)]
+    back = Sandbox.connect(sid, timeout=TIMEOUT_S)
+    try:
+        assert type(back.vm).__name__ == "CliVM" and back.sandbox_id == sid
+        assert back.run_code("y * 2").text == "10"
+    finally:
+        back.kill()
+    assert sid not in ps(env) and snap.PausedStore().records() == []
+
+
 def test_pause_of_a_cold_boot_is_refused(env):
     """A sandbox booted without a template runs its VMM without an API socket."""
     r = env.cli("create", "--json", "--vmm", "firecracker", "--memory", "512", "--timeout", "60",
