@@ -22,7 +22,6 @@ SET_TIME, which a dev-mode agent is not sent (it would set the host's clock).
 import json
 import os
 import shutil
-import socket
 import sys
 
 import pytest
@@ -32,6 +31,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from test_c_hybrid_vmm import CLI, VMMS, Env  # noqa: E402
+from test_c_snapshot_hybrid import api_calls  # noqa: E402
 from conftest import AgentProcess, build_image_or_skip, process_gone  # noqa: E402
 
 TIMEOUT_S = 45
@@ -69,14 +69,6 @@ def sdk_env(env, monkeypatch):
     monkeypatch.setenv("CELLVM_BIN", CLI)
     from cellvm import host
     return host
-
-
-def api_calls(env):
-    try:
-        with open(str(env.log) + ".api") as f:
-            return [json.loads(line) for line in f]
-    except FileNotFoundError:
-        return []
 
 
 def run(conn, code):
