@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
 #include "serve.h"
 
 #define HTTP_JSON_MAX (1u << 20) /* a JSON or Connect request body */
@@ -35,9 +36,10 @@ struct hreq {
         char *raw_uri; /* the request target as sent (path and query, not decoded) */
         const struct hroute *route;
         struct sandbox *sbx; /* the target sandbox (referenced), or NULL */
-        char *body;          /* kept body, NUL-terminated */
-        size_t len, cap;
-        int status; /* set: answer this error once the body is read */
+        struct cv_buf in;    /* the kept body as it arrives (routes without `body`) */
+        char *body;          /* then, for `done`: that body, NUL-terminated */
+        size_t len;          /* its length without the NUL */
+        int status;          /* set: answer this error once the body is read */
         char why[256];
         void *state;                  /* a route's own */
         void (*free_state)(void *st); /* called when the request ends */
@@ -46,6 +48,9 @@ struct hreq {
 /* Compares a client's secret `a` (NULL: none) with `b` in time independent of
  * where they differ. */
 bool same_secret(const char *a, const char *b);
+
+/* The kept body (in `done`), now the caller's to free; `h` keeps none. */
+char *hreq_take_body(struct hreq *h, size_t *len);
 
 /* Header or query value (NULL when absent). */
 const char *hreq_header(struct hreq *h, const char *name);

@@ -787,10 +787,7 @@ static enum MHD_Result proxy_done(struct hreq *h)
         p->resp_headers = json_array();
         if (!p->req_headers || !p->multi || !p->easy || !p->resp_headers)
                 return reply_error(h, 500, "out of memory");
-        p->body = h->body;
-        p->body_len = h->len;
-        h->body = NULL;
-        h->len = h->cap = 0;
+        p->body = hreq_take_body(h, &p->body_len);
         CURL *c = p->easy;
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->req_headers);
