@@ -407,22 +407,8 @@ static enum MHD_Result list(struct hreq *h, bool v2)
                 json_array_append_new(arr, it->s ? listed_json(it->s, false)
                                                  : paused_json(it->p, false));
         }
-        struct MHD_Response *r;
-        char *text = json_dumps(arr, JSON_COMPACT);
-        json_decref(arr);
-        enum MHD_Result rc = MHD_NO;
-        if (text &&
-            (r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
-                text = NULL;
-                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-                if (next_token)
-                        MHD_add_response_header(r, "x-next-token", next_token);
-                rc = MHD_queue_response(h->conn, 200, r);
-                MHD_destroy_response(r);
-        }
-        free(text);
-        if (!arr)
-                rc = reply_error(h, 500, "out of memory");
+        /* Before the references go: the token is one of their ids. */
+        enum MHD_Result rc = reply_json_page(h, arr, next_token);
         for (size_t i = 0; i < n; i++)
                 serve_put(all[i]);
         free(all);

@@ -35,8 +35,9 @@ char *hreq_take_body(struct hreq *h, size_t *len)
 
 /* --- responses ---------------------------------------------------------- */
 
-static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, char *data,
-                             size_t len)
+/* `data` (taken) as the answer, with a header `extra` = `value` when both are set. */
+static enum MHD_Result queue_with(struct hreq *h, unsigned status, const char *type, char *data,
+                                  size_t len, const char *extra, const char *value)
 {
         struct MHD_Response *r = MHD_create_response_from_buffer(
             len, data, data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -46,9 +47,17 @@ static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, 
         }
         if (type)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        if (extra && value)
+                MHD_add_response_header(r, extra, value);
         enum MHD_Result rc = MHD_queue_response(h->conn, status, r);
         MHD_destroy_response(r);
         return rc;
+}
+
+static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, char *data,
+                             size_t len)
+{
+        return queue_with(h, status, type, data, len, NULL, NULL);
 }
 
 enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body)
@@ -60,6 +69,16 @@ enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body)
         if (!text)
                 return MHD_NO;
         return queue(h, status, "application/json", text, strlen(text));
+}
+
+enum MHD_Result reply_json_page(struct hreq *h, json_t *arr, const char *next_token)
+{
+        char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+        json_decref(arr);
+        if (!text)
+                return reply_error(h, 500, "out of memory");
+        return queue_with(h, 200, "application/json", text, strlen(text), "x-next-token",
+                          next_token);
 }
 
 /* Messages quote what clients sent: any byte that is not part of valid

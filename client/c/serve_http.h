@@ -59,6 +59,9 @@ const char *hreq_query(struct hreq *h, const char *name);
 /* Responses. The control plane's and /files' errors are E2B's
  * `{"code": status, "message": ...}`. */
 enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body); /* steals body */
+/* A page of a list: 200 with the array `arr` (stolen; NULL: 500, out of memory)
+ * and, when more follow, the id the next page starts at as `x-next-token`. */
+enum MHD_Result reply_json_page(struct hreq *h, json_t *arr, const char *next_token);
 enum MHD_Result reply_error(struct hreq *h, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 enum MHD_Result reply_empty(struct hreq *h, unsigned status);
