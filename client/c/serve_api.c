@@ -133,9 +133,9 @@ static int timeout_of(json_t *body, double *t, char *why, size_t whylen)
         return 0;
 }
 
-/* The create body checked as create() checks it, for a backend that hands the
- * body on (serve_kube.c): a refusal costs no claim. Network rules are parsed as
- * the pod's own server will apply them. */
+/* The create body checked, by create() and by a backend that hands the body on
+ * (serve_kube.c: a refusal costs no claim). Network rules are parsed as the
+ * pod's own server will apply them. */
 int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
 {
         json_t *t = json_object_get(body, "templateID");
@@ -165,7 +165,13 @@ int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
         }
         json_decref(md);
         json_decref(envs);
-        return rc < 0 ? -EINVAL : 0;
+        return rc < 0 ? -EINVAL : rc;
+}
+
+/* An object of strings the body passed serve_check_create() with, or {} when absent. */
+static json_t *checked_map(json_t *v)
+{
+        return json_is_object(v) ? json_incref(v) : json_object();
 }
 
 static enum MHD_Result create(struct hreq *h)
@@ -175,38 +181,27 @@ static enum MHD_Result create(struct hreq *h)
         if (!body)
                 return rc;
         char why[512] = "";
-        const char *tpl = "base";
-        json_t *t = json_object_get(body, "templateID");
         double timeout;
-        json_t *metadata = NULL, *envs = NULL;
-        /* E2B's network rules: a sandbox with any gets the egress proxy (docs/NETWORK.md).
-         * Checked here, built again once the sandbox is made. */
-        struct egress_policy policy = {0};
-        int egress = 0;
-        if (t && !json_is_string(t))
-                snprintf(why, sizeof(why), "templateID must be a string");
-        else if (t)
-                tpl = json_string_value(t);
-        if (!why[0] && timeout_of(body, &timeout, why, sizeof(why)) == 0 &&
-            (metadata =
-                 string_map(json_object_get(body, "metadata"), "metadata", why, sizeof(why))) &&
-            (envs = string_map(json_object_get(body, "envVars"), "envVars", why, sizeof(why))))
-                egress = serve_egress_policy_of(json_object_get(body, "network"),
-                                                json_object_get(body, "allow_internet_access"),
-                                                &policy, why, sizeof(why));
-        egress_policy_free(&policy);
-        if (egress > 0 && serve_egress_envs(envs) < 0)
-                snprintf(why, sizeof(why), "out of memory");
-        if (why[0]) {
+        int egress = serve_check_create(body, &timeout, why, sizeof(why));
+        if (egress < 0) {
+                json_decref(body);
+                return reply_error(h, egress == -ENOENT ? 404 : 400, "%s", why);
+        }
+        json_t *t = json_object_get(body, "templateID");
+        const char *tpl = t ? json_string_value(t) : "base";
+        json_t *metadata = checked_map(json_object_get(body, "metadata"));
+        json_t *envs = checked_map(json_object_get(body, "envVars"));
+        /* E2B's network rules: a sandbox with any gets the egress proxy (docs/NETWORK.md). */
+        if (!metadata || !envs || (egress > 0 && serve_egress_envs(envs) < 0)) {
                 json_decref(metadata);
                 json_decref(envs);
                 json_decref(body);
-                return reply_error(h, 400, "%s", why);
+                return reply_error(h, 500, "out of memory");
         }
         json_t *ap = json_object_get(body, "autoPause"), *ar = json_object_get(body, "autoResume");
-        if (!why[0] && ap && !json_is_null(ap) && !json_is_boolean(ap))
+        if (ap && !json_is_null(ap) && !json_is_boolean(ap))
                 snprintf(why, sizeof(why), "autoPause must be a boolean");
-        else if (!why[0] && ar && !json_is_null(ar) &&
+        else if (ar && !json_is_null(ar) &&
                  !(json_is_object(ar) && !json_is_true(json_object_get(ar, "enabled"))) &&
                  !json_is_false(ar))
                 snprintf(why, sizeof(why),
@@ -219,16 +214,6 @@ static enum MHD_Result create(struct hreq *h)
                 return reply_error(h, 400, "%s", why);
         }
         bool auto_pause = json_is_true(ap);
-        if (!known_template(tpl) || strlen(tpl) >= sizeof(((struct sandbox *)0)->template_id)) {
-                json_decref(metadata);
-                json_decref(envs);
-                rc = reply_error(h, 404,
-                                 "template '%.64s' not found (this server serves one image, as "
-                                 "base or code-interpreter-v1)",
-                                 tpl);
-                json_decref(body);
-                return rc;
-        }
         if (serve_single_claim() < 0) {
                 json_decref(metadata);
                 json_decref(envs);
