@@ -191,8 +191,10 @@ static enum MHD_Result create(struct hreq *h)
         const char *tpl = t ? json_string_value(t) : "base";
         json_t *metadata = checked_map(json_object_get(body, "metadata"));
         json_t *envs = checked_map(json_object_get(body, "envVars"));
-        /* E2B's network rules: a sandbox with any gets the egress proxy (docs/NETWORK.md). */
-        if (!metadata || !envs || (egress > 0 && serve_egress_envs(envs) < 0)) {
+        /* Every sandbox gets the egress proxy (docs/NETWORK.md): with E2B's network
+         * rules, or without any until a PUT .../network gives it some. */
+        bool rules = egress > 0 || json_is_false(json_object_get(body, "allow_internet_access"));
+        if (!metadata || !envs || serve_egress_envs(envs) < 0) {
                 json_decref(metadata);
                 json_decref(envs);
                 json_decref(body);
@@ -239,9 +241,7 @@ static enum MHD_Result create(struct hreq *h)
                 return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
         }
         __atomic_store_n(&s->private_traffic, private_traffic, __ATOMIC_RELEASE);
-        if (egress > 0 && serve_egress_start(s, json_object_get(body, "network"),
-                                             json_object_get(body, "allow_internet_access"), why,
-                                             sizeof(why)) < 0) {
+        if (serve_egress_start(s, rules ? body : NULL, why, sizeof(why)) < 0) {
                 json_decref(body);
                 serve_kill(s);
                 serve_put(s);
@@ -505,10 +505,11 @@ static enum MHD_Result update_network(struct hreq *h, struct sandbox *s)
         json_decref(body);
         if (r == -EINVAL)
                 return reply_error(h, 400, "%s", why);
-        if (r == -ENOENT)
+        if (r == -ENOENT) /* an MCP session's, or its egress did not start again on resume */
                 return reply_error(h, 409,
-                                   "sandbox \"%s\" was created without network rules, so it has "
-                                   "no egress proxy to update (docs/NETWORK.md)",
+                                   "sandbox \"%s\" has no egress proxy to update (an MCP "
+                                   "session's sandbox, or its proxy did not start on resume: see "
+                                   "the server's log)",
                                    s->id);
         if (r < 0)
                 return reply_error(h, 500, "out of memory");
