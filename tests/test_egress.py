@@ -138,27 +138,25 @@ def envelope(obj):
     return b"\0" + len(raw).to_bytes(4, "big") + raw
 
 
-@pytest.fixture(scope="module")
-def sbx(server):
-    status, body = api(server, "POST", "/sandboxes",
-                       {"templateID": "base", "timeout": 600, "network": RULES})
+def created(server, **create):
+    """For a fixture: a sandbox made with `create` in its body, killed after."""
+    status, body = api(server, "POST", "/sandboxes", {"templateID": "base", "timeout": 600, **create})
     assert status == 201, body
     info = json.loads(body)
     yield info
     status, body = api(server, "DELETE", f"/sandboxes/{info['sandboxID']}")
     assert status == 204, body
+
+
+@pytest.fixture(scope="module")
+def sbx(server):
+    yield from created(server, network=RULES)
 
 
 @pytest.fixture(scope="module")
 def bare(server):
     """A sandbox created without rules (E2B's Python SDK always sends allow_internet_access)."""
-    status, body = api(server, "POST", "/sandboxes",
-                       {"templateID": "base", "timeout": 600, "allow_internet_access": True})
-    assert status == 201, body
-    info = json.loads(body)
-    yield info
-    status, body = api(server, "DELETE", f"/sandboxes/{info['sandboxID']}")
-    assert status == 204, body
+    yield from created(server, allow_internet_access=True)
 
 
 def run(server, sbx, cmd, timeout=120):

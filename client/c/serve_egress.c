@@ -507,28 +507,57 @@ static json_t *rules_of(json_t *network, json_t *aia)
         return r;
 }
 
+/* Makes {network, aia} the rules of `e`, live: 0, -EINVAL with `why`, or -ENOMEM. */
+static int install(struct serve_egress *e, json_t *network, json_t *aia, char *why, size_t whylen)
+{
+        struct egress_policy p;
+        int rc = serve_egress_policy_of(network, aia, &p, why, whylen);
+        if (rc < 0)
+                return rc;
+        json_t *rules = rules_of(network, aia);
+        if (!rules) {
+                egress_policy_free(&p);
+                snprintf(why, whylen, "out of memory");
+                return -ENOMEM;
+        }
+        pthread_mutex_lock(&e->lock);
+        egress_policy_free(&e->policy);
+        e->policy = p;
+        json_decref(e->rules);
+        e->rules = rules;
+        e->unset = false;
+        pthread_mutex_unlock(&e->lock);
+        return 0;
+}
+
+static void free_egress(struct serve_egress *e)
+{
+        egress_policy_free(&e->policy);
+        json_decref(e->rules);
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->cond);
+        free(e);
+}
+
 int serve_egress_start(struct sandbox *s, json_t *rules, char *why, size_t whylen)
 {
         json_t *network = json_object_get(rules, "network");
         json_t *aia = json_object_get(rules, "allow_internet_access");
-        struct egress_policy p = {0};
-        int rc = rules ? serve_egress_policy_of(network, aia, &p, why, whylen) : 0;
-        if (rc < 0)
-                return rc;
+        if (s->egress) /* a pooled clone's, started without rules */
+                return rules ? install(s->egress, network, aia, why, whylen) : 0;
         struct serve_egress *e = calloc(1, sizeof(*e));
-        json_t *kept = rules ? rules_of(network, aia) : NULL;
-        if (!e || (rules && !kept)) {
-                free(e);
-                json_decref(kept);
-                egress_policy_free(&p);
+        if (!e) {
                 snprintf(why, whylen, "out of memory");
                 return -ENOMEM;
         }
         pthread_mutex_init(&e->lock, NULL);
         pthread_cond_init(&e->cond, NULL);
-        e->policy = p;
-        e->rules = kept;
-        e->unset = !rules;
+        e->unset = true;
+        int rc = rules ? install(e, network, aia, why, whylen) : 0;
+        if (rc < 0) {
+                free_egress(e);
+                return rc;
+        }
         e->max_conns = env_uint("CELLVM_EGRESS_MAX_CONNS", DEFAULT_MAX_CONNS);
         if (e->max_conns == 0)
                 e->max_conns = 1;
@@ -554,26 +583,14 @@ int serve_egress_start(struct sandbox *s, json_t *rules, char *why, size_t whyle
 
 int serve_egress_update(struct sandbox *s, json_t *body, char *why, size_t whylen)
 {
-        struct serve_egress *e = s->egress;
         json_t *aia = json_object_get(body, "allow_internet_access");
-        struct egress_policy p;
-        int rc = serve_egress_policy_of(body, aia, &p, why, whylen);
-        if (rc < 0)
-                return rc;
-        json_t *rules = rules_of(body, aia);
-        if (!e || !rules) {
-                json_decref(rules);
+        if (!s->egress) { /* checked all the same: a bad body is a 400 first */
+                struct egress_policy p;
+                int rc = serve_egress_policy_of(body, aia, &p, why, whylen);
                 egress_policy_free(&p);
-                return e ? -ENOMEM : -ENOENT;
+                return rc < 0 ? rc : -ENOENT;
         }
-        pthread_mutex_lock(&e->lock);
-        egress_policy_free(&e->policy);
-        e->policy = p;
-        json_decref(e->rules);
-        e->rules = rules;
-        e->unset = false;
-        pthread_mutex_unlock(&e->lock);
-        return 0;
+        return install(s->egress, body, aia, why, whylen);
 }
 
 json_t *serve_egress_rules(struct sandbox *s)
@@ -589,14 +606,9 @@ json_t *serve_egress_rules(struct sandbox *s)
 
 void serve_egress_free(struct sandbox *s)
 {
-        struct serve_egress *e = s->egress;
-        if (!e)
+        if (!s->egress)
                 return;
-        egress_policy_free(&e->policy);
-        json_decref(e->rules);
-        pthread_mutex_destroy(&e->lock);
-        pthread_cond_destroy(&e->cond);
-        free(e);
+        free_egress(s->egress);
         s->egress = NULL;
 }
 

@@ -29,8 +29,9 @@ int serve_egress_envs(json_t *envs);
 /* Starts the egress of `s` (every sandbox of the API has one) with `rules`, an object of
  * E2B's `network` and `allow_internet_access` (a create's body, or what
  * serve_egress_rules kept), or NULL when it was created without any: its
- * connections are then refused, naming the PUT that gives it some. 0, or a
- * negative errno with `why`. */
+ * connections are then refused, naming the PUT that gives it some. A pooled
+ * clone's was started without rules by the pool: `rules` are only set then.
+ * 0, or a negative errno with `why`. */
 int serve_egress_start(struct sandbox *s, json_t *rules, char *why, size_t whylen);
 /* Replaces the rules of `s` with an update's body (E2B's PUT
  * /sandboxes/{id}/network; a sandbox without rules gets its first): 0, -EINVAL
