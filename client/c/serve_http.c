@@ -23,10 +23,21 @@ const char *hreq_query(struct hreq *h, const char *name)
         return MHD_lookup_connection_value(h->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+char *hreq_take_body(struct hreq *h, size_t *len)
+{
+        char *body = h->body; /* the buffer's storage: nothing of it was consumed */
+        *len = h->len;
+        h->body = NULL;
+        h->len = 0;
+        cv_buf_init(&h->in);
+        return body;
+}
+
 /* --- responses ---------------------------------------------------------- */
 
-static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, char *data,
-                             size_t len)
+/* `data` (taken) as the answer, with a header `extra` = `value` when both are set. */
+static enum MHD_Result queue_with(struct hreq *h, unsigned status, const char *type, char *data,
+                                  size_t len, const char *extra, const char *value)
 {
         struct MHD_Response *r = MHD_create_response_from_buffer(
             len, data, data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -36,9 +47,17 @@ static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, 
         }
         if (type)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        if (extra && value)
+                MHD_add_response_header(r, extra, value);
         enum MHD_Result rc = MHD_queue_response(h->conn, status, r);
         MHD_destroy_response(r);
         return rc;
+}
+
+static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, char *data,
+                             size_t len)
+{
+        return queue_with(h, status, type, data, len, NULL, NULL);
 }
 
 enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body)
@@ -50,6 +69,16 @@ enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body)
         if (!text)
                 return MHD_NO;
         return queue(h, status, "application/json", text, strlen(text));
+}
+
+enum MHD_Result reply_json_page(struct hreq *h, json_t *arr, const char *next_token)
+{
+        char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+        json_decref(arr);
+        if (!text)
+                return reply_error(h, 500, "out of memory");
+        return queue_with(h, 200, "application/json", text, strlen(text), "x-next-token",
+                          next_token);
 }
 
 /* Messages quote what clients sent: any byte that is not part of valid
@@ -440,36 +469,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         h->status = h->route->body(h, upload_data, n);
                         return MHD_YES;
                 }
-                if (h->len + n > h->route->body_max) {
+                if (n > h->route->body_max - cv_buf_pending(&h->in)) {
                         snprintf(h->why, sizeof(h->why), "request body over %zu bytes",
                                  h->route->body_max);
                         h->status = 413;
                         return MHD_YES;
                 }
-                if (h->len + n + 1 > h->cap) {
-                        size_t cap = h->cap ? h->cap : 1024;
-                        while (cap < h->len + n + 1)
-                                cap *= 2;
-                        char *b = realloc(h->body, cap);
-                        if (!b) {
-                                h->status = 507;
-                                return MHD_YES;
-                        }
-                        h->body = b;
-                        h->cap = cap;
-                }
-                memcpy(h->body + h->len, upload_data, n);
-                h->len += n;
-                h->body[h->len] = '\0';
+                if (cv_buf_append(&h->in, upload_data, n) < 0)
+                        h->status = 507;
                 return MHD_YES;
         }
         if (h->status)
                 return answer_status(h, h->status);
-        if (!h->body) {
-                h->body = calloc(1, 1);
-                if (!h->body)
-                        return MHD_NO;
-        }
+        if (cv_buf_append(&h->in, "", 1) < 0)
+                return MHD_NO;
+        h->body = (char *)h->in.data;
+        h->len = cv_buf_pending(&h->in) - 1;
         return h->route->done(h);
 }
 
@@ -485,7 +500,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (h->free_state)
                 h->free_state(h->state);
         serve_put(h->sbx);
-        free(h->body);
+        cv_buf_free(&h->in);
         free(h->raw_uri);
         free(h);
         *con_cls = NULL;
