@@ -12,20 +12,23 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "context.h"
-#include "execution.h"
 #include "frame.h"
 #include "listen.h"
 #include "log.h"
 #include "loop.h"
 #include "msgtypes.h"
-#include "requests.h"
-#include "svc.h"
 #include "writer.h"
 
 static const char *const transport_names[] = {"unix", "vsock", "tcp", "serial"};
 
 static void on_conn(struct agent *a, struct watch *w, uint32_t events);
+
+static const struct conn_handlers *handlers;
+
+void conn_set_handlers(const struct conn_handlers *h)
+{
+        handlers = h;
+}
 
 struct conn *conn_new(struct agent *a, int fd, enum transport kind)
 {
@@ -66,9 +69,7 @@ void conn_touch(struct conn *c)
 
 void conn_drop_inflight(struct agent *a, struct conn *c)
 {
-        while (c->execs)
-                exec_cancel(a, c->execs, false);
-        svc_drop_all(a, c);
+        handlers->drop_inflight(a, c);
 }
 
 void conn_close(struct agent *a, struct conn *c, const char *why)
@@ -77,8 +78,8 @@ void conn_close(struct agent *a, struct conn *c, const char *why)
                      cv_buf_pending(&c->out) == 0;
         log_msg(quiet ? LOG_DEBUG : LOG_INFO, "conn %u: closed (%s)", c->num, why);
         conn_drop_inflight(a, c);
-        if (c->serial)
-                serial_hung_up(c->serial);
+        if (c->closed)
+                c->closed(c, c->owner);
         for (struct conn **pp = &a->conns; *pp; pp = &(*pp)->next) {
                 if (*pp == c) {
                         *pp = c->next;
@@ -105,15 +106,6 @@ void conn_send_error(struct agent *a, struct conn *c, uint32_t id, const char *c
         if (rc < 0)
                 log_error("conn %u: id %u: queueing ERROR %s: %s", c->num, id, code, strerror(-rc));
         conn_touch(c);
-}
-
-/* Resumes the executors feeding `c` once its output is below the high water again. */
-static void conn_resume_feeders(struct agent *a, struct conn *c)
-{
-        for (struct exec *e = c->execs; e; e = e->conn_next)
-                if (e->running && e->ctx->paused)
-                        context_update_interest(a, e->ctx);
-        svc_resume_all(a, c);
 }
 
 static void conn_update_interest(struct agent *a, struct conn *c)
@@ -144,7 +136,7 @@ static int conn_flush(struct agent *a, struct conn *c)
         }
         conn_update_interest(a, c);
         if (was_over && !conn_over_high_water(c))
-                conn_resume_feeders(a, c);
+                handlers->drained(a, c);
         return 0;
 }
 
@@ -191,7 +183,7 @@ static void conn_read(struct agent *a, struct conn *c)
                 struct cv_msg m;
                 int rc = cv_reader_read(&c->rd, c->w.fd, &m);
                 if (rc == CV_READ_MSG) {
-                        request_dispatch(a, c, m.type, m.id, m.body, m.len);
+                        handlers->message(a, c, m.type, m.id, m.body, m.len);
                         continue;
                 }
                 if (rc == CV_READ_NEED)

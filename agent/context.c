@@ -22,6 +22,7 @@
 #include "loop.h"
 #include "msgtypes.h"
 #include "uuid.h"
+#include "vmfork.h"
 #include "writer.h"
 #include "zygote.h"
 
@@ -183,7 +184,8 @@ void context_spawn(struct agent *a, struct context *ctx)
         if (!rc) {
                 step = "Z_SPAWN";
                 ctx->spawn_id = ++a->next_spawn_id;
-                rc = zygote_spawn(a, ctx, sv[1], po[1], pe[1]);
+                int ends[3] = {sv[1], po[1], pe[1]};
+                rc = zygote_spawn(a, ctx->spawn_id, ctx->id, ctx->language, ctx->cwd, ends);
         }
         /* The zygote has its own copies now (or never will). */
         close_fd(sv[1], "executor control socket");
@@ -217,7 +219,8 @@ void context_spawn(struct agent *a, struct context *ctx)
         log_debug("context %s: spawn %u requested", ctx->id, ctx->spawn_id);
 }
 
-void context_spawned(struct agent *a, struct context *ctx)
+/* The zygote answered the context's Z_SPAWN (after any adopt_fds). */
+static void context_spawned(struct agent *a, struct context *ctx)
 {
         ctx->spawned_seen = true;
         if (ctx->ctl_eof_early) {
@@ -226,7 +229,9 @@ void context_spawned(struct agent *a, struct context *ctx)
         }
 }
 
-int context_adopt_fds(struct agent *a, struct context *ctx, const int fds[3])
+/* The executor the zygote spawned came with its own ends (a warm spare): `fds` (control
+ * socket, stdout, stderr) replace the ones the context made; taken over either way. */
+static int adopt_fds(struct agent *a, struct context *ctx, const int fds[3])
 {
         int rc = 0;
         for (int i = 0; i < 3 && rc == 0; i++)
@@ -249,6 +254,61 @@ int context_adopt_fds(struct agent *a, struct context *ctx, const int fds[3])
         return 0;
 }
 
+/* The zygote is ready (again): contexts that waited for it spawn now. */
+static void on_zygote_ready(struct agent *a)
+{
+        struct context *next;
+        for (struct context *ctx = a->contexts; ctx; ctx = next) {
+                next = ctx->next;
+                if (ctx->state == CTX_WAIT_ZYGOTE)
+                        context_spawn(a, ctx);
+        }
+}
+
+/* The zygote's Z_SPAWNED for one of our contexts' spawns. */
+static void on_zygote_spawned(struct agent *a, struct zygote_spawned *z)
+{
+        for (struct context *ctx = a->contexts; ctx; ctx = ctx->next) {
+                if (strlen(ctx->id) != z->ctx_id_len ||
+                    memcmp(ctx->id, z->ctx_id, z->ctx_id_len) != 0)
+                        continue;
+                if (z->spawn_id != ctx->spawn_id || ctx->state != CTX_STARTING)
+                        return; /* an earlier spawn's late answer */
+                if (z->pid == 0 || z->pid > INT32_MAX) {
+                        log_error("context %s: the zygote could not spawn an executor: %.*s",
+                                  ctx->id, (int)(z->error_len > 200 ? 200 : z->error_len),
+                                  z->error);
+                        /* What the client's error will say once the start is given up. */
+                        if (!ctx->death_reason)
+                                ctx->death_reason =
+                                    strndup(z->error, z->error_len > 400 ? 400 : z->error_len);
+                } else if (ctx->pid == 0) {
+                        ctx->pid = (pid_t)z->pid;
+                        log_debug("context %s: executor pid %d spawned", ctx->id, (int)ctx->pid);
+                        if (z->fds) {
+                                int rc = adopt_fds(a, ctx, z->fds);
+                                z->fds = NULL;
+                                if (rc < 0) {
+                                        log_error("context %s: taking the spare's fds: %s", ctx->id,
+                                                  strerror(-rc));
+                                        if (kill(ctx->pid, SIGKILL) < 0 && errno != ESRCH)
+                                                log_error("kill(%d): %s", (int)ctx->pid,
+                                                          strerror(errno));
+                                }
+                        }
+                }
+                context_spawned(a, ctx);
+                return;
+        }
+}
+
+void contexts_register(void)
+{
+        static const struct zygote_handlers handlers = {.ready = on_zygote_ready,
+                                                        .spawned = on_zygote_spawned};
+        zygote_set_handlers(&handlers);
+}
+
 void context_update_interest(struct agent *a, struct context *ctx)
 {
         struct exec *e = ctx->running;
@@ -262,6 +322,15 @@ void context_update_interest(struct agent *a, struct context *ctx)
                 rc = watch_set(a, &ctx->err, in);
         if (rc < 0)
                 log_error("context %s: epoll_ctl: %s", ctx->id, strerror(-rc));
+}
+
+/* Stops reading the executor while the running execution's client is over its high water
+ * (conn_flush resumes it through requests.c). */
+static void pause_if_client_full(struct agent *a, struct context *ctx)
+{
+        struct exec *e = ctx->running;
+        if (e && e->conn && conn_over_high_water(e->conn) && !ctx->paused)
+                context_update_interest(a, ctx);
 }
 
 #define OUTPUT_LOST_REASON "the cell closed the context's stdout or stderr"
@@ -303,6 +372,7 @@ static void read_pipe(struct agent *a, struct context *ctx, struct watch *w, boo
                         return;
                 }
                 exec_stream(a, ctx, which, buf, (size_t)n, false);
+                pause_if_client_full(a, ctx);
                 if (!drain)
                         return;
         }
@@ -384,7 +454,7 @@ static void handle_x_ready(struct agent *a, struct context *ctx, const struct cv
         ctx->start_failures = 0;
         ctx->start_deadline = 0;
         log_info("context %s: executor pid %d ready", ctx->id, (int)ctx->pid);
-        exec_start_next(a, ctx);
+        context_start_next(a, ctx);
 }
 
 static void ctl_message(struct agent *a, struct context *ctx, const struct cv_msg *m)
@@ -423,12 +493,14 @@ static void ctl_message(struct agent *a, struct context *ctx, const struct cv_ms
                         ctx->kill_at = 0;
                         exec_finish(a, e, m->body, m->len);
                         context_update_interest(a, ctx);
-                        exec_start_next(a, ctx);
+                        context_start_next(a, ctx);
                 } else if (m->type == CV_MSG_STREAM) {
                         if (e->input_seen)
                                 exec_stream_message(a, e, m->body, m->len);
+                        pause_if_client_full(a, ctx);
                 } else {
-                        exec_relay(a, e, m->type, m->body, m->len);
+                        exec_relay(e, m->type, m->body, m->len);
+                        pause_if_client_full(a, ctx);
                         if (m->type == CV_MSG_EXEC_INPUT) {
                                 e->input_seen = true;
                                 if (e->interrupt_pending)
@@ -465,7 +537,7 @@ static void on_ctl(struct agent *a, struct watch *w, uint32_t events)
                         return;
                 if (rc == CV_READ_EOF && ctx->state == CTX_STARTING && !ctx->spawned_seen) {
                         /* The zygote closed the ends we sent: its answer may bring a warm
-                         * spare's own (context_adopt_fds). Settled in context_spawned(). */
+                         * spare's own (adopt_fds). Settled in context_spawned(). */
                         ctx->ctl_eof_early = true;
                         watch_close(a, w);
                 } else if (rc == CV_READ_EOF) {
@@ -616,7 +688,7 @@ static void send_sigint(struct context *ctx)
                           strerror(errno));
 }
 
-void exec_interrupt(struct agent *a, struct context *ctx)
+void context_interrupt(struct agent *a, struct context *ctx)
 {
         (void)a;
         if (!ctx->running || ctx->pid <= 0)
@@ -630,6 +702,103 @@ void exec_interrupt(struct agent *a, struct context *ctx)
                 return;
         }
         send_sigint(ctx);
+}
+
+void context_enqueue(struct agent *a, struct context *ctx, struct exec *e)
+{
+        e->ctx = ctx;
+        e->conn_next = e->conn->execs;
+        e->conn->execs = e;
+        e->conn->ninflight++;
+        if (ctx->queue_tail)
+                ctx->queue_tail->queue_next = e;
+        else
+                ctx->queue_head = e;
+        ctx->queue_tail = e;
+        if (ctx->state == CTX_DORMANT)
+                context_spawn(a, ctx); /* its first execution */
+        context_start_next(a, ctx);
+}
+
+/* X_EXECUTE: the request's pairs and the agent's epoch now (the executor reseeds
+ * before the cell if it has not seen this one, section 8). */
+static int queue_x_execute(struct agent *a, struct context *ctx, struct exec *e)
+{
+        struct cv_buf *b = &ctx->ctl_out;
+        size_t mark;
+        cv_out_begin(b, &mark);
+        cv_enc_map(b, e->xpairs + 1);
+        cv_buf_append(b, cv_buf_head(&e->xbody), cv_buf_pending(&e->xbody));
+        cv_enc_cstr(b, "epoch");
+        cv_enc_uint(b, a->epoch);
+        return cv_out_end(b, mark, CV_MSG_X_EXECUTE, e->internal_id);
+}
+
+void context_start_next(struct agent *a, struct context *ctx)
+{
+        if (ctx->state != CTX_READY || ctx->running || !ctx->queue_head)
+                return;
+        /* Prepared for a snapshot: no cell starts before the copy has its generation. */
+        if (a->awaiting_generation)
+                return;
+        vmfork_check(a); /* the epoch of this very moment */
+        struct exec *e = ctx->queue_head;
+        ctx->queue_head = e->queue_next;
+        if (!ctx->queue_head)
+                ctx->queue_tail = NULL;
+        e->queue_next = NULL;
+        e->running = true;
+        e->internal_id = ++a->next_internal_id;
+        if (e->internal_id == 0)
+                e->internal_id = ++a->next_internal_id;
+        ctx->running = e;
+        ctx->dec_out.npending = ctx->dec_err.npending = 0;
+        int rc = queue_x_execute(a, ctx, e);
+        cv_buf_free(&e->xbody);
+        if (rc == 0)
+                rc = cv_buf_flush(&ctx->ctl_out, ctx->ctl.fd);
+        if (rc < 0)
+                /* The control socket's EOF or the reaping settles the execution. */
+                log_error("context %s: sending X_EXECUTE: %s", ctx->id, strerror(-rc));
+        e->deadline = e->timeout_ns ? now_mono() + e->timeout_ns : 0;
+        log_debug("context %s: running execution %u (conn %u id %u)", ctx->id, e->internal_id,
+                  e->conn ? e->conn->num : 0, e->client_id);
+        context_update_interest(a, ctx);
+}
+
+void context_cancel_exec(struct agent *a, struct exec *e, bool notify)
+{
+        struct context *ctx = e->ctx;
+        if (!e->running) {
+                struct exec *prev = NULL;
+                for (struct exec *q = ctx->queue_head; q; prev = q, q = q->queue_next) {
+                        if (q != e)
+                                continue;
+                        if (prev)
+                                prev->queue_next = e->queue_next;
+                        else
+                                ctx->queue_head = e->queue_next;
+                        if (ctx->queue_tail == e)
+                                ctx->queue_tail = prev;
+                        break;
+                }
+                if (notify && e->conn)
+                        conn_send_error(a, e->conn, e->client_id, CV_ERR_CANCELLED,
+                                        "cancelled before it started");
+                exec_detach_conn(e);
+                exec_free(e);
+                return;
+        }
+        e->end = END_CANCELLED;
+        if (!notify) {
+                exec_detach_conn(e);
+                /* No client to slow us down any more. */
+                context_update_interest(a, ctx);
+                /* --on-disconnect continue: the cell finishes; its output is dropped. */
+                if (a->disconnect_continues)
+                        return;
+        }
+        context_interrupt(a, ctx);
 }
 
 static void earliest(uint64_t *next, uint64_t t)
@@ -649,7 +818,7 @@ void contexts_timers(struct agent *a, uint64_t now, uint64_t *next)
                         e->end = END_TIMEOUT;
                         log_info("context %s: execution %u timed out, interrupting", ctx->id,
                                  e->client_id);
-                        exec_interrupt(a, ctx);
+                        context_interrupt(a, ctx);
                 }
                 if (ctx->kill_at && now >= ctx->kill_at) {
                         ctx->kill_at = 0;

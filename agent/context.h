@@ -68,17 +68,24 @@ struct context *context_for_language(struct agent *a, const char *language, int 
 struct context *context_dormant(struct agent *a, const char *language, int *err);
 struct context *context_find(struct agent *a, const char *id, size_t len);
 void context_spawn(struct agent *a, struct context *ctx);
-/* The executor the zygote spawned came with its own ends (a warm spare): `fds` (control
- * socket, stdout, stderr) replace the ones the context made; taken over either way. */
-int context_adopt_fds(struct agent *a, struct context *ctx, const int fds[3]);
-/* The zygote answered the context's Z_SPAWN (after any context_adopt_fds). */
-void context_spawned(struct agent *a, struct context *ctx);
+/* Registers the contexts as the zygote's user (zygote_set_handlers): its readiness and its
+ * answers to their spawns. */
+void contexts_register(void);
 void context_restart(struct agent *a, struct context *ctx);
 void context_remove(struct agent *a, struct context *ctx);
 /* The executor with `pid` was reaped; returns true if it belonged to a context. */
 bool context_reaped(struct agent *a, pid_t pid, int status);
 void contexts_timers(struct agent *a, uint64_t now, uint64_t *next);
 void context_update_interest(struct agent *a, struct context *ctx);
+/* Queues `e` (of a connection) on `ctx` and starts it if the executor is idle. */
+void context_enqueue(struct agent *a, struct context *ctx, struct exec *e);
+/* Sends the next queued execution to an idle executor (X_EXECUTE). */
+void context_start_next(struct agent *a, struct context *ctx);
+/* Cancels `e`: a queued one ends now (CANCELLED if `notify`), a running one is interrupted;
+ * without `notify` (its client is gone) it is detached from its connection first. */
+void context_cancel_exec(struct agent *a, struct exec *e, bool notify);
+/* Interrupts the running execution: SIGINT, and SIGKILL if it does not stop. */
+void context_interrupt(struct agent *a, struct context *ctx);
 void contexts_kill_all(struct agent *a);
 /* Handles executor messages left in read buffers; true if some remain (poll again at once). */
 bool contexts_pending_work(struct agent *a);

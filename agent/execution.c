@@ -1,4 +1,4 @@
-/* EXECUTE requests: queueing per context, relaying executor output, the terminal reply. */
+/* EXECUTE requests: relaying an executor's output to the client, the terminal reply. */
 
 #include "execution.h"
 
@@ -15,7 +15,6 @@
 #include "loop.h"
 #include "msgtypes.h"
 #include "utf8_stream.h"
-#include "vmfork.h"
 #include "writer.h"
 
 /* Bytes of dropped output shown in the log. */
@@ -43,106 +42,8 @@ void exec_detach_conn(struct exec *e)
         e->conn_next = NULL;
 }
 
-void exec_enqueue(struct agent *a, struct context *ctx, struct exec *e)
-{
-        e->ctx = ctx;
-        e->conn_next = e->conn->execs;
-        e->conn->execs = e;
-        e->conn->ninflight++;
-        if (ctx->queue_tail)
-                ctx->queue_tail->queue_next = e;
-        else
-                ctx->queue_head = e;
-        ctx->queue_tail = e;
-        if (ctx->state == CTX_DORMANT)
-                context_spawn(a, ctx); /* its first execution */
-        exec_start_next(a, ctx);
-}
-
-/* X_EXECUTE: the request's pairs and the agent's epoch now (the executor reseeds
- * before the cell if it has not seen this one, section 8). */
-static int queue_x_execute(struct agent *a, struct context *ctx, struct exec *e)
-{
-        struct cv_buf *b = &ctx->ctl_out;
-        size_t mark;
-        cv_out_begin(b, &mark);
-        cv_enc_map(b, e->xpairs + 1);
-        cv_buf_append(b, cv_buf_head(&e->xbody), cv_buf_pending(&e->xbody));
-        cv_enc_cstr(b, "epoch");
-        cv_enc_uint(b, a->epoch);
-        return cv_out_end(b, mark, CV_MSG_X_EXECUTE, e->internal_id);
-}
-
-void exec_start_next(struct agent *a, struct context *ctx)
-{
-        if (ctx->state != CTX_READY || ctx->running || !ctx->queue_head)
-                return;
-        /* Prepared for a snapshot: no cell starts before the copy has its generation. */
-        if (a->awaiting_generation)
-                return;
-        vmfork_check(a); /* the epoch of this very moment */
-        struct exec *e = ctx->queue_head;
-        ctx->queue_head = e->queue_next;
-        if (!ctx->queue_head)
-                ctx->queue_tail = NULL;
-        e->queue_next = NULL;
-        e->running = true;
-        e->internal_id = ++a->next_internal_id;
-        if (e->internal_id == 0)
-                e->internal_id = ++a->next_internal_id;
-        ctx->running = e;
-        ctx->dec_out.npending = ctx->dec_err.npending = 0;
-        int rc = queue_x_execute(a, ctx, e);
-        cv_buf_free(&e->xbody);
-        if (rc == 0)
-                rc = cv_buf_flush(&ctx->ctl_out, ctx->ctl.fd);
-        if (rc < 0)
-                /* The control socket's EOF or the reaping settles the execution. */
-                log_error("context %s: sending X_EXECUTE: %s", ctx->id, strerror(-rc));
-        e->deadline = e->timeout_ns ? now_mono() + e->timeout_ns : 0;
-        log_debug("context %s: running execution %u (conn %u id %u)", ctx->id, e->internal_id,
-                  e->conn ? e->conn->num : 0, e->client_id);
-        context_update_interest(a, ctx);
-}
-
-void exec_cancel(struct agent *a, struct exec *e, bool notify)
-{
-        struct context *ctx = e->ctx;
-        if (!e->running) {
-                struct exec *prev = NULL;
-                for (struct exec *q = ctx->queue_head; q; prev = q, q = q->queue_next) {
-                        if (q != e)
-                                continue;
-                        if (prev)
-                                prev->queue_next = e->queue_next;
-                        else
-                                ctx->queue_head = e->queue_next;
-                        if (ctx->queue_tail == e)
-                                ctx->queue_tail = prev;
-                        break;
-                }
-                if (notify && e->conn)
-                        conn_send_error(a, e->conn, e->client_id, CV_ERR_CANCELLED,
-                                        "cancelled before it started");
-                exec_detach_conn(e);
-                exec_free(e);
-                return;
-        }
-        e->end = END_CANCELLED;
-        if (!notify) {
-                exec_detach_conn(e);
-                /* No client to slow us down any more. */
-                context_update_interest(a, ctx);
-                /* --on-disconnect continue: the cell finishes; its output is dropped. */
-                if (a->disconnect_continues)
-                        return;
-        }
-        exec_interrupt(a, ctx);
-}
-
-/* Queues a message for the execution's client, and pauses the context if that fills it up. */
-static void send_to_client(struct agent *a, struct exec *e, uint16_t type, const uint8_t *body,
-                           size_t len)
+/* Queues a message for the execution's client (its context pauses if that fills it up). */
+static void send_to_client(struct exec *e, uint16_t type, const uint8_t *body, size_t len)
 {
         struct conn *c = e->conn;
         if (!c)
@@ -152,11 +53,9 @@ static void send_to_client(struct agent *a, struct exec *e, uint16_t type, const
                 log_error("conn %u: id %u: queueing %s (%zu bytes): %s", c->num, e->client_id,
                           cv_msg_type_name(type), len, strerror(-rc));
         conn_touch(c);
-        if (conn_over_high_water(c) && !e->ctx->paused)
-                context_update_interest(a, e->ctx);
 }
 
-void exec_relay(struct agent *a, struct exec *e, uint16_t type, const uint8_t *body, size_t len)
+void exec_relay(struct exec *e, uint16_t type, const uint8_t *body, size_t len)
 {
         if (type == CV_MSG_EXEC_INPUT) {
                 cbor_item_t *item;
@@ -167,7 +66,7 @@ void exec_relay(struct agent *a, struct exec *e, uint16_t type, const uint8_t *b
                         cbor_decref(&item);
                 }
         }
-        send_to_client(a, e, type, body, len);
+        send_to_client(e, type, body, len);
 }
 
 static void log_dropped(struct context *ctx, int which, const uint8_t *p, size_t n)
@@ -186,8 +85,7 @@ static void log_dropped(struct context *ctx, int which, const uint8_t *p, size_t
                  which == 1 ? "stdout" : "stderr", shown, n > DROPPED_SHOWN ? "..." : "");
 }
 
-static void queue_stream(struct agent *a, struct context *ctx, struct exec *e, int which,
-                         const char *text, size_t len);
+static void queue_stream(struct exec *e, int which, const char *text, size_t len);
 
 /*
  * The per-execution output cap: trims `*n` to what still fits. Past the cap the
@@ -240,8 +138,7 @@ void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t 
                 return;
         }
         if (cv_buf_pending(text) > 0)
-                queue_stream(a, ctx, e, which, (const char *)cv_buf_head(text),
-                             cv_buf_pending(text));
+                queue_stream(e, which, (const char *)cv_buf_head(text), cv_buf_pending(text));
         if (notice) {
                 char msg[160];
                 int len = snprintf(msg, sizeof(msg),
@@ -250,7 +147,7 @@ void exec_stream(struct agent *a, struct context *ctx, int which, const uint8_t 
                                    (unsigned long long)a->output_max);
                 log_info("context %s: execution %u: output over %llu bytes, truncated", ctx->id,
                          e->client_id, (unsigned long long)a->output_max);
-                queue_stream(a, ctx, e, 2, msg, (size_t)len);
+                queue_stream(e, 2, msg, (size_t)len);
         }
 }
 
@@ -291,7 +188,7 @@ void exec_stream_message(struct agent *a, struct exec *e, const uint8_t *body, s
                 if (n < want)
                         n = utf8_boundary(text, n);
                 if (n > 0)
-                        queue_stream(a, e->ctx, e, which, text, n);
+                        queue_stream(e, which, text, n);
                 if (notice) {
                         char msg[160];
                         int mlen =
@@ -301,15 +198,14 @@ void exec_stream_message(struct agent *a, struct exec *e, const uint8_t *body, s
                                      (unsigned long long)a->output_max);
                         log_info("context %s: execution %u: output over %llu bytes, truncated",
                                  e->ctx->id, e->client_id, (unsigned long long)a->output_max);
-                        queue_stream(a, e->ctx, e, 2, msg, (size_t)mlen);
+                        queue_stream(e, 2, msg, (size_t)mlen);
                 }
         }
         cbor_decref(&item);
 }
 
 /* Queues a STREAM with `len` bytes of valid UTF-8 for the client of `e`. */
-static void queue_stream(struct agent *a, struct context *ctx, struct exec *e, int which,
-                         const char *text, size_t len)
+static void queue_stream(struct exec *e, int which, const char *text, size_t len)
 {
         struct cv_buf *b = &e->conn->out;
         size_t mark;
@@ -324,8 +220,6 @@ static void queue_stream(struct agent *a, struct context *ctx, struct exec *e, i
                 log_error("conn %u: id %u: queueing STREAM: %s", e->conn->num, e->client_id,
                           strerror(-rc));
         conn_touch(e->conn);
-        if (conn_over_high_water(e->conn) && !ctx->paused)
-                context_update_interest(a, ctx);
 }
 
 /* Flushes cut UTF-8 sequences as U+FFFD: nothing more of this execution's output follows. */

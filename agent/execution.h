@@ -1,5 +1,5 @@
-/* EXECUTE requests (execution.c): queueing per context, relaying executor output, the
- * terminal reply. */
+/* EXECUTE requests (execution.c): relaying an executor's output to the client, the terminal
+ * reply. Their queue is their context's (context.h). */
 #ifndef CELLVM_AGENT_EXECUTION_H
 #define CELLVM_AGENT_EXECUTION_H
 
@@ -36,14 +36,10 @@ struct exec {
         bool output_truncated;    /* the truncation notice went out; the rest is dropped */
 };
 
-void exec_enqueue(struct agent *a, struct context *ctx, struct exec *e);
-void exec_start_next(struct agent *a, struct context *ctx);
-void exec_cancel(struct agent *a, struct exec *e, bool notify);
-void exec_interrupt(struct agent *a, struct context *ctx);
 void exec_finish(struct agent *a, struct exec *e, const uint8_t *xend_body, size_t len);
 void exec_died(struct agent *a, struct exec *e, const char *why);
 void exec_free(struct exec *e);
-void exec_relay(struct agent *a, struct exec *e, uint16_t type, const uint8_t *body, size_t len);
+void exec_relay(struct exec *e, uint16_t type, const uint8_t *body, size_t len);
 /* A STREAM the executor sent itself (the JavaScript driver's console output): relayed
  * under the same per-execution output cap as the pipes' bytes. */
 void exec_stream_message(struct agent *a, struct exec *e, const uint8_t *body, size_t len);

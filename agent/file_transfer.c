@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "cbor_util.h"
 #include "conn.h"
 #include "creds.h"
@@ -80,21 +81,6 @@ static void upload_cancel(struct agent *a, struct svc_req *r, bool notify)
         upload_free(a, u, true);
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += w;
-                n -= (size_t)w;
-        }
-        return 0;
-}
-
 /* The last chunk arrived: give the file its mode and put it in place. */
 static void upload_commit(struct agent *a, struct upload *u)
 {
@@ -151,7 +137,7 @@ static void upload_data(struct agent *a, struct svc_req *r, uint16_t type, const
                 return;
         }
         if (n > 0) {
-                rc = write_all(u->fd, p, n);
+                rc = cv_write_all(u->fd, p, n);
                 if (rc < 0) {
                         svc_send_errno(a, r->conn, r->id, -rc, "write", u->path);
                         upload_free(a, u, true);

@@ -28,22 +28,15 @@
 #include "cbor_util.h"
 #include "conn.h"
 #include "context.h"
-#include "execution.h"
 #include "log.h"
 #include "msgtypes.h"
 #include "svc.h"
 #include "system.h"
+#include "vmfork.h"
 #include "writer.h"
 
 /* Fresh entropy NEW_GENERATION must bring: a CRNG's worth (256 bits). */
 #define GENERATION_ENTROPY_MIN 32u
-
-void generation_new_epoch(struct agent *a, const char *why)
-{
-        a->epoch++;
-        log_info("epoch %llu (%s): executors reseed before their next cell",
-                 (unsigned long long)a->epoch, why);
-}
 
 /* Starts what waited for the generation: the queued cells of every context. */
 static void resume_queued(struct agent *a)
@@ -51,7 +44,7 @@ static void resume_queued(struct agent *a)
         struct context *next;
         for (struct context *ctx = a->contexts; ctx; ctx = next) {
                 next = ctx->next;
-                exec_start_next(a, ctx);
+                context_start_next(a, ctx);
         }
 }
 
@@ -141,7 +134,7 @@ void system_new_generation_request(struct agent *a, struct conn *c, uint32_t id,
         uint64_t was = a->generation;
         a->generation = generation;
         a->awaiting_generation = false;
-        generation_new_epoch(a, "NEW_GENERATION");
+        epoch_advance(a, "NEW_GENERATION");
         int64_t step_ms = 0;
         if (vm)
                 step_ms = ((int64_t)realtime_ns -

@@ -15,7 +15,5 @@ void system_snapshot_prepare_request(struct agent *a, struct conn *c, uint32_t i
 /* NEW_GENERATION: the clock, the entropy, the generation; executors reseed (a new epoch). */
 void system_new_generation_request(struct agent *a, struct conn *c, uint32_t id,
                                    const cbor_item_t *body);
-/* Something copied this guest (a new generation, a VM fork): executors reseed. */
-void generation_new_epoch(struct agent *a, const char *why);
 
 #endif

@@ -207,6 +207,15 @@ int listen_tcp_loopback(const char *hostport, char *bound, size_t bound_size)
         return fd;
 }
 
+/* The serial port's connection closed: reopen the port after a pause. */
+static void serial_hung_up(struct conn *c, void *owner)
+{
+        (void)c;
+        struct listener *l = owner;
+        l->serial_conn = NULL;
+        l->reopen_at = now_mono() + SERIAL_REOPEN_NS;
+}
+
 /* Opens the serial port; on failure schedules another attempt. */
 static void serial_open(struct agent *a, struct listener *l)
 {
@@ -237,7 +246,8 @@ static void serial_open(struct agent *a, struct listener *l)
                 l->reopen_at = now_mono() + SERIAL_REOPEN_NS;
                 return;
         }
-        c->serial = l;
+        c->closed = serial_hung_up;
+        c->owner = l;
         l->serial_conn = c;
         log_debug("conn %u: opened %s", c->num, path);
 }
@@ -250,13 +260,6 @@ void listeners_timers(struct agent *a, uint64_t now, uint64_t *next)
                 if (l->reopen_at && l->reopen_at < *next)
                         *next = l->reopen_at;
         }
-}
-
-/* Called by conn_close() for the serial port's connection: reopen after a pause. */
-void serial_hung_up(struct listener *l)
-{
-        l->serial_conn = NULL;
-        l->reopen_at = now_mono() + SERIAL_REOPEN_NS;
 }
 
 int listener_add(struct agent *a, const char *addr)

@@ -6,12 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conn.h"
 #include "loop.h"
 
 struct agent;
-struct conn;
-
-enum transport { TR_UNIX, TR_VSOCK, TR_TCP, TR_SERIAL };
 
 struct listener {
         struct listener *next;
@@ -29,7 +27,5 @@ void listeners_close(struct agent *a);
  * "tcp:HOST:PORT" with the real port. The fd, or -errno. */
 int listen_tcp_loopback(const char *hostport, char *bound, size_t bound_size);
 void listeners_timers(struct agent *a, uint64_t now, uint64_t *next);
-/* The serial port's connection closed: reopen the port shortly. */
-void serial_hung_up(struct listener *l);
 
 #endif

@@ -27,6 +27,7 @@
 #include "listen.h"
 #include "log.h"
 #include "loop.h"
+#include "requests.h"
 #include "spawner.h"
 #include "system.h"
 #include "vmfork.h"
@@ -390,6 +391,8 @@ int main(int argc, char **argv)
                 log_error("registering the loop's hooks: %s", strerror(-rc));
                 return 1;
         }
+        requests_register();
+        contexts_register();
         /* Block the loop's signals before the first fork so none is lost. */
         sigset_t set;
         loop_signals(&set);
@@ -409,7 +412,9 @@ int main(int argc, char **argv)
         }
         /* The spawner starts the agent's children: forked before the first, since the
          * agent's filter will forbid fork (spawner.h). */
-        if ((rc = spawner_start(a)) < 0) {
+        static const struct spawner_children children = {.zygote = zygote_child_exec,
+                                                         .command = command_child_exec};
+        if ((rc = spawner_start(a, &children)) < 0) {
                 log_error("starting the spawner: %s", strerror(-rc));
                 shutdown_agent(a);
                 free(executor_alloc);

@@ -188,7 +188,7 @@ static void do_cancel(struct agent *a, struct conn *c, uint32_t id, const cbor_i
         }
         log_info("conn %u: CANCEL of request %u (%s)", c->num, e->client_id,
                  e->running ? "running" : "queued");
-        exec_cancel(a, e, true);
+        context_cancel_exec(a, e, true);
         reply_ok_empty(c, id);
 }
 
@@ -312,7 +312,7 @@ static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_
         e->client_id = id;
         e->timeout_ns = timeout_ms * 1000000ull;
         cv_buf_init(&e->xbody);
-        /* The map's pairs; exec_start_next() adds the header and the epoch of the moment. */
+        /* The map's pairs; context_start_next() adds the header and the epoch of the moment. */
         e->xpairs = 1 + (envs != NULL) + (sandbox_envs != NULL);
         cv_enc_cstr(&e->xbody, "code");
         cv_enc_text(&e->xbody, code, code_len);
@@ -333,7 +333,7 @@ static void do_execute(struct agent *a, struct conn *c, uint32_t id, const cbor_
         e->conn = c;
         log_debug("conn %u: EXECUTE id %u in context %s (%zu bytes of code)", c->num, id, ctx->id,
                   code_len);
-        exec_enqueue(a, ctx, e);
+        context_enqueue(a, ctx, e);
 }
 
 static void do_interrupt(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
@@ -343,7 +343,7 @@ static void do_interrupt(struct agent *a, struct conn *c, uint32_t id, const cbo
                 return;
         log_info("conn %u: INTERRUPT of context %s (%s)", c->num, ctx->id,
                  ctx->running ? "running" : "idle");
-        exec_interrupt(a, ctx);
+        context_interrupt(a, ctx);
         reply_ok_empty(c, id);
 }
 
@@ -553,4 +553,29 @@ void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t i
         }
         kind->handle(a, c, id, item);
         cbor_decref(&item);
+}
+
+/* Cancels what `c` has in flight without sending anything: its executions, then its files,
+ * commands and ports requests. */
+static void drop_inflight(struct agent *a, struct conn *c)
+{
+        while (c->execs)
+                context_cancel_exec(a, c->execs, false);
+        svc_drop_all(a, c);
+}
+
+/* Resumes the executors and services feeding `c` once its output is below the high water. */
+static void resume_feeders(struct agent *a, struct conn *c)
+{
+        for (struct exec *e = c->execs; e; e = e->conn_next)
+                if (e->running && e->ctx->paused)
+                        context_update_interest(a, e->ctx);
+        svc_resume_all(a, c);
+}
+
+void requests_register(void)
+{
+        static const struct conn_handlers handlers = {
+            .message = request_dispatch, .drop_inflight = drop_inflight, .drained = resume_feeders};
+        conn_set_handlers(&handlers);
 }

@@ -13,4 +13,8 @@ struct conn;
 void request_dispatch(struct agent *a, struct conn *c, uint16_t type, uint32_t id,
                       const uint8_t *body, size_t len);
 
+/* Registers the dispatcher as every connection's handler (conn_set_handlers): it gets the
+ * messages, and cancels and resumes the requests in flight. */
+void requests_register(void);
+
 #endif

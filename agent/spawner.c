@@ -26,6 +26,7 @@
 #include "../confine/confine.h"
 #include "agent.h"
 #include "agent_caps.h"
+#include "buf.h"
 #include "agent_seccomp.h"
 #include "creds.h"
 #include "fd_pass.h"
@@ -82,20 +83,6 @@ static int read_full(int fd, void *buf, size_t n)
                 if (r == 0)
                         return -EPIPE;
                 got += (size_t)r;
-        }
-        return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t n)
-{
-        size_t put = 0;
-        while (put < n) {
-                ssize_t w = write(fd, (const char *)buf + put, n - put);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return -errno;
-                put += (size_t)w;
         }
         return 0;
 }
@@ -166,9 +153,9 @@ static pid_t spawn_checked(struct agent *a, const struct spawn_spec *s, const in
                 return -errno;
         pid_t pid = clone_parent();
         if (pid == 0 && !s)
-                zygote_child_exec(a, fds[0], status[1]);
+                a->spawner.children.zygote(a, fds[0], status[1]);
         if (pid == 0)
-                command_child_exec(s, fds[0], fds[1], fds[2], status[1]);
+                a->spawner.children.command(s, fds[0], fds[1], fds[2], status[1]);
         int rc = pid < 0 ? -errno : pid;
         if (close(status[1]) < 0 && rc > 0)
                 rc = -errno;
@@ -294,15 +281,16 @@ static void __attribute__((noreturn)) spawner_main(struct agent *a, int sock, pi
                         log_error("spawner: bad request from the agent: %s", strerror(-rc));
                         _exit(1);
                 }
-                if (write_full(sock, &answer, sizeof(answer)) < 0)
+                if (cv_write_all(sock, &answer, sizeof(answer)) < 0)
                         _exit(1);
         }
 }
 
 /* --- the agent's side --- */
 
-int spawner_start(struct agent *a)
+int spawner_start(struct agent *a, const struct spawner_children *children)
 {
+        a->spawner.children = *children;
         int sv[2];
         if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
                 return -errno;
@@ -358,9 +346,9 @@ static pid_t request(struct agent *a, const struct spawn_hdr *h, const int *fds,
         int rc = n < 0 ? (int)n : 0;
         /* The fds went with the first byte; the rest of the header and the strings follow. */
         if (rc == 0 && (size_t)n < sizeof(*h))
-                rc = write_full(sp->fd, (const char *)h + n, sizeof(*h) - (size_t)n);
+                rc = cv_write_all(sp->fd, (const char *)h + n, sizeof(*h) - (size_t)n);
         if (rc == 0 && h->len)
-                rc = write_full(sp->fd, str, h->len);
+                rc = cv_write_all(sp->fd, str, h->len);
         int32_t answer = 0;
         if (rc == 0)
                 rc = read_full(sp->fd, &answer, sizeof(answer));

@@ -15,12 +15,24 @@
 
 struct agent;
 struct creds;
+struct spawn_spec;
+
+/* What the spawner's children run, given at its start (main.c), so that the spawner names
+ * neither the zygote nor commands. Each runs in the new process and never returns. */
+struct spawner_children {
+        /* The zygote's process: its control socket is `fd`; errno goes to `errfd`. */
+        void (*zygote)(struct agent *a, int fd, int errfd) __attribute__((noreturn));
+        /* A command's process, with its stdio ends; errno goes to `errfd`. */
+        void (*command)(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
+            __attribute__((noreturn));
+};
 
 /* The agent's end of the spawner. */
 struct spawner {
         pid_t pid;
         int fd;    /* socketpair to it, -1 once closed */
         bool lost; /* it died or broke the channel: the agent shuts down */
+        struct spawner_children children;
 };
 
 /* A command's process: what its child needs before exec (commands.c). */
@@ -40,7 +52,7 @@ struct spawn_spec {
 
 /* Forks the spawner, before the agent's first child and its filter; the spawner drops the
  * capabilities the agent drops after setup. 0 or -errno. */
-int spawner_start(struct agent *a);
+int spawner_start(struct agent *a, const struct spawner_children *children);
 /* Starts the zygote with its control socket end `fd`. Returns its pid once it has exec'd, or
  * -errno (of the spawn, or the child's). */
 pid_t spawner_zygote(struct agent *a, int fd);
@@ -52,10 +64,5 @@ pid_t spawner_command(struct agent *a, const struct spawn_spec *s, int in_fd, in
 bool spawner_reaped(struct agent *a, pid_t pid, int status);
 /* Closes the channel and waits for the spawner to exit. */
 void spawner_stop(struct agent *a);
-
-/* Child sides, run in a process the spawner created; they never return. */
-void zygote_child_exec(struct agent *a, int fd, int errfd) __attribute__((noreturn));
-void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int err_fd, int errfd)
-    __attribute__((noreturn));
 
 #endif

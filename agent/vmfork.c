@@ -17,7 +17,6 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "generation.h"
 #include "kmsg.h"
 #include "log.h"
 #include "loop.h"
@@ -26,6 +25,13 @@
 #define KMSG_RECORD_MAX 8192
 /* Records handled per wakeup; level-triggered epoll brings us back for the rest. */
 #define KMSG_BATCH 64
+
+void epoch_advance(struct agent *a, const char *why)
+{
+        a->epoch++;
+        log_info("epoch %llu (%s): executors reseed before their next cell",
+                 (unsigned long long)a->epoch, why);
+}
 
 static void on_kmsg(struct agent *a, struct watch *w, uint32_t events)
 {
@@ -50,8 +56,7 @@ static void on_kmsg(struct agent *a, struct watch *w, uint32_t events)
                         const char *nl = memchr(p, '\n', (size_t)(end - p));
                         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
                         if (kmsg_is_vmfork_notice(p, len))
-                                generation_new_epoch(a, "the kernel says the VM generation ID "
-                                                        "changed");
+                                epoch_advance(a, "the kernel says the VM generation ID changed");
                         p += len + 1;
                 }
         }

@@ -12,5 +12,8 @@ int vmfork_watch_open(struct agent *a, const char *path);
  * goes out, so a notice already logged counts even if epoll has not reported it yet. */
 void vmfork_check(struct agent *a);
 void vmfork_watch_close(struct agent *a);
+/* Something copied this guest (a VM fork, a new generation: generation.c): a new epoch,
+ * so executors reseed before their next cell. */
+void epoch_advance(struct agent *a, const char *why);
 
 #endif

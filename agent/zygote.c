@@ -17,7 +17,6 @@
 #include "agent.h"
 #include "boot.h"
 #include "cbor_util.h"
-#include "context.h"
 #include "fd_pass.h"
 #include "log.h"
 #include "loop.h"
@@ -124,6 +123,13 @@ void zygote_child_exec(struct agent *a, int fd, int errfd)
         _exit(127);
 }
 
+static const struct zygote_handlers *handlers;
+
+void zygote_set_handlers(const struct zygote_handlers *h)
+{
+        handlers = h;
+}
+
 int zygote_start(struct agent *a)
 {
         struct zygote *z = &a->zyg;
@@ -210,18 +216,7 @@ static void handle_ready(struct agent *a, const struct cv_msg *m)
                 seen = seen || strcmp(a->boot[i].name, "executor_ready") == 0;
         if (!seen)
                 boot_stamp(a, "executor_ready", now_boottime());
-        struct context *next;
-        for (struct context *ctx = a->contexts; ctx; ctx = next) {
-                next = ctx->next;
-                if (ctx->state == CTX_WAIT_ZYGOTE)
-                        context_spawn(a, ctx);
-        }
-}
-
-static void kill_pid(pid_t pid)
-{
-        if (kill(pid, SIGKILL) < 0 && errno != ESRCH)
-                log_error("kill(%d): %s", (int)pid, strerror(errno));
+        handlers->ready(a);
 }
 
 static void handle_spawned(struct agent *a, const struct cv_msg *m)
@@ -249,37 +244,15 @@ static void handle_spawned(struct agent *a, const struct cv_msg *m)
                 if (!have_fds)
                         log_error("zygote: Z_SPAWNED announces 3 fds, fewer came");
         }
-        const char *err;
-        size_t errlen;
-        for (struct context *ctx = a->contexts; ctx; ctx = ctx->next) {
-                if (strlen(ctx->id) != len || memcmp(ctx->id, id, len) != 0)
-                        continue;
-                if (m->id != ctx->spawn_id || ctx->state != CTX_STARTING)
-                        break; /* an earlier spawn's late answer */
-                if (pid == 0 || pid > INT32_MAX) {
-                        if (cv_map_get_str(body, "error", &err, &errlen) < 0)
-                                err = "unknown error", errlen = 13;
-                        log_error("context %s: the zygote could not spawn an executor: %.*s",
-                                  ctx->id, (int)(errlen > 200 ? 200 : errlen), err);
-                        /* What the client's error will say once the start is given up. */
-                        if (!ctx->death_reason)
-                                ctx->death_reason = strndup(err, errlen > 400 ? 400 : errlen);
-                } else if (ctx->pid == 0) {
-                        ctx->pid = (pid_t)pid;
-                        log_debug("context %s: executor pid %d spawned", ctx->id, (int)ctx->pid);
-                        if (have_fds) {
-                                have_fds = false;
-                                int rc = context_adopt_fds(a, ctx, fds);
-                                if (rc < 0) {
-                                        log_error("context %s: taking the spare's fds: %s", ctx->id,
-                                                  strerror(-rc));
-                                        kill_pid(ctx->pid);
-                                }
-                        }
-                }
-                context_spawned(a, ctx);
-                break;
-        }
+        struct zygote_spawned ans = {.ctx_id = id,
+                                     .ctx_id_len = len,
+                                     .spawn_id = m->id,
+                                     .pid = pid,
+                                     .fds = have_fds ? fds : NULL};
+        if (cv_map_get_str(body, "error", &ans.error, &ans.error_len) < 0)
+                ans.error = "unknown error", ans.error_len = 13;
+        handlers->spawned(a, &ans);
+        have_fds = have_fds && ans.fds;
         if (have_fds) /* no context wants them: the spare ends with its socket */
                 for (int i = 0; i < 3; i++)
                         if (close(fds[i]) < 0)
@@ -335,7 +308,8 @@ static void on_zygote(struct agent *a, struct watch *w, uint32_t events)
         }
 }
 
-int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, int err_fd)
+int zygote_spawn(struct agent *a, uint32_t spawn_id, const char *ctx_id, const char *language,
+                 const char *cwd, const int fds[3])
 {
         struct zygote *z = &a->zyg;
         if (!z->ready || z->w.fd < 0)
@@ -349,18 +323,17 @@ int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, i
         cv_out_begin(b, &mark);
         cv_enc_map(b, 4);
         cv_enc_cstr(b, "context");
-        cv_enc_cstr(b, ctx->id);
+        cv_enc_cstr(b, ctx_id);
         cv_enc_cstr(b, "language");
-        cv_enc_cstr(b, ctx->language);
+        cv_enc_cstr(b, language);
         cv_enc_cstr(b, "cwd");
-        cv_enc_cstr(b, ctx->cwd);
+        cv_enc_cstr(b, cwd);
         /* The zygote reseeds itself on a new one and drops spares of an older one. */
         cv_enc_cstr(b, "epoch");
         cv_enc_uint(b, a->epoch);
-        int rc = cv_out_end(b, mark, CV_MSG_Z_SPAWN, ctx->spawn_id);
+        int rc = cv_out_end(b, mark, CV_MSG_Z_SPAWN, spawn_id);
         if (rc < 0)
                 return rc;
-        int fds[3] = {ctl_fd, out_fd, err_fd};
         ssize_t n = cv_send_with_fds(z->w.fd, cv_buf_head(b), cv_buf_pending(b), fds, 3,
                                      MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0)

@@ -13,7 +13,6 @@
 #include "reader.h"
 
 struct agent;
-struct context;
 
 /* Fds a Z_SPAWNED may carry (a warm Node.js spare's ctl, stdout, stderr), queued until read. */
 #define ZYGOTE_MAX_FDS 16
@@ -33,8 +32,35 @@ struct zygote {
         uint64_t restart_at; /* monotonic ns, 0 = none */
 };
 
+/* A Z_SPAWNED: the zygote's answer to the Z_SPAWN `spawn_id` for context `ctx_id`. */
+struct zygote_spawned {
+        const char *ctx_id;
+        size_t ctx_id_len;
+        uint32_t spawn_id;
+        uint64_t pid;      /* 0 (or out of range): no executor, `error` says why */
+        const char *error; /* "unknown error" when it says nothing */
+        size_t error_len;
+        int *fds; /* a warm spare's own ends (control socket, stdout, stderr), or NULL; a
+                   * handler that takes them sets it NULL, else the zygote closes them */
+};
+
+/* What the zygote's user (context.c contexts_register) registers at startup, so that the
+ * zygote names no layer above it. */
+struct zygote_handlers {
+        /* The zygote is ready (again): spawns that waited for it go now. */
+        void (*ready)(struct agent *a);
+        void (*spawned)(struct agent *a, struct zygote_spawned *answer);
+};
+void zygote_set_handlers(const struct zygote_handlers *h);
+
 int zygote_start(struct agent *a);
-int zygote_spawn(struct agent *a, struct context *ctx, int ctl_fd, int out_fd, int err_fd);
+/* The zygote's process, run by the spawner (struct spawner_children): execs the executor in
+ * zygote mode with control socket `fd`, or writes errno to `errfd`; never returns. */
+void zygote_child_exec(struct agent *a, int fd, int errfd) __attribute__((noreturn));
+/* Asks for an executor of `language` in `cwd` for context `ctx_id`, handing it `fds` (control
+ * socket, stdout, stderr ends); answered by a Z_SPAWNED with `spawn_id`. 0 or -errno. */
+int zygote_spawn(struct agent *a, uint32_t spawn_id, const char *ctx_id, const char *language,
+                 const char *cwd, const int fds[3]);
 bool zygote_reaped(struct agent *a, pid_t pid, int status);
 void zygote_timers(struct agent *a, uint64_t now, uint64_t *next);
 void zygote_stop(struct agent *a);

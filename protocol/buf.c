@@ -99,13 +99,34 @@ void cv_buf_reset(struct cv_buf *b)
         cv_buf_consume(b, cv_buf_pending(b));
 }
 
+/* send() so a vanished peer is EPIPE, not SIGPIPE; ttys, pipes and files need write(). */
+static ssize_t send_or_write(int fd, const void *p, size_t n)
+{
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == ENOTSOCK)
+                w = write(fd, p, n);
+        return w;
+}
+
+int cv_write_all(int fd, const void *p, size_t n)
+{
+        const char *at = p;
+        while (n > 0) {
+                ssize_t w = send_or_write(fd, at, n);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return -errno;
+                at += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
 int cv_buf_flush(struct cv_buf *b, int fd)
 {
         while (cv_buf_pending(b) > 0) {
-                /* send() so a vanished peer is EPIPE, not SIGPIPE; ttys and pipes need write(). */
-                ssize_t n = send(fd, cv_buf_head(b), cv_buf_pending(b), MSG_NOSIGNAL);
-                if (n < 0 && errno == ENOTSOCK)
-                        n = write(fd, cv_buf_head(b), cv_buf_pending(b));
+                ssize_t n = send_or_write(fd, cv_buf_head(b), cv_buf_pending(b));
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

@@ -71,4 +71,9 @@ void cv_buf_reset(struct cv_buf *b);
  */
 int cv_buf_flush(struct cv_buf *b, int fd);
 
+/* Writes all `n` bytes of `p` to `fd` (send() with MSG_NOSIGNAL on sockets, write()
+ * otherwise), retrying on EINTR. 0, or a negative errno (-EAGAIN on a non-blocking fd
+ * that is full: the bytes before it were written). */
+int cv_write_all(int fd, const void *p, size_t n);
+
 #endif

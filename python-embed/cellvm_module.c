@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <time.h>
 
+#include "buf.h"
 #include "cbor_util.h"
 #include "cell_hash.h"
 #include "ctl_channel.h"
@@ -55,7 +56,7 @@ static int encode_msg(struct cv_buf *out, uint16_t type, uint32_t id, PyObject *
 static int write_buf(int fd, struct cv_buf *out)
 {
         int rc;
-        Py_BEGIN_ALLOW_THREADS rc = ctl_write_all(fd, cv_buf_head(out), cv_buf_pending(out));
+        Py_BEGIN_ALLOW_THREADS rc = cv_write_all(fd, cv_buf_head(out), cv_buf_pending(out));
         Py_END_ALLOW_THREADS if (rc < 0)
         {
                 set_errno_error(rc, "send on control socket");

@@ -79,30 +79,13 @@ int ctl_channel_take_fd(struct ctl_channel *c)
         return fd;
 }
 
-int ctl_write_all(int fd, const uint8_t *p, size_t len)
-{
-        while (len > 0) {
-                ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-                if (n < 0 && errno == ENOTSOCK)
-                        n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
 int ctl_send(int fd, uint16_t type, uint32_t id, const uint8_t *body, size_t len)
 {
         struct cv_buf out;
         cv_buf_init(&out);
         int rc = cv_out_msg(&out, type, 0, id, body, len);
         if (rc == 0)
-                rc = ctl_write_all(fd, cv_buf_head(&out), cv_buf_pending(&out));
+                rc = cv_write_all(fd, cv_buf_head(&out), cv_buf_pending(&out));
         cv_buf_free(&out);
         return rc;
 }

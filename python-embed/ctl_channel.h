@@ -48,8 +48,4 @@ int ctl_channel_take_fd(struct ctl_channel *c);
  */
 int ctl_send(int fd, uint16_t type, uint32_t id, const uint8_t *body, size_t len);
 
-/* Writes all `len` bytes to `fd` (send() with MSG_NOSIGNAL on sockets), retrying on
- * EINTR and short writes. Returns 0 or a negative errno. */
-int ctl_write_all(int fd, const uint8_t *p, size_t len);
-
 #endif

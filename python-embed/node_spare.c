@@ -128,7 +128,7 @@ static int send_assign(int fd, const char *language, const char *cwd)
         cv_enc_cstr(&b, cwd ? cwd : "");
         int rc = cv_out_end(&b, mark, CV_MSG_X_ASSIGN, 0);
         if (rc == 0)
-                rc = ctl_write_all(fd, cv_buf_head(&b), cv_buf_pending(&b));
+                rc = cv_write_all(fd, cv_buf_head(&b), cv_buf_pending(&b));
         cv_buf_free(&b);
         return rc;
 }
@@ -227,8 +227,8 @@ int node_spare_send_spawned(int sock, uint32_t id, const char *context, pid_t pi
                 if (n < 0)
                         rc = (int)n;
                 else if ((size_t)n < cv_buf_pending(&b))
-                        rc = ctl_write_all(sock, cv_buf_head(&b) + n,
-                                           cv_buf_pending(&b) - (size_t)n);
+                        rc =
+                            cv_write_all(sock, cv_buf_head(&b) + n, cv_buf_pending(&b) - (size_t)n);
         }
         cv_buf_free(&b);
         int mine[3] = {fds[0], fds[1], fds[2]};

@@ -3,8 +3,10 @@ a sandbox created with E2B's `network` rules reaches, through the guest's
 proxy and the host's decision, the loopback servers this module starts and
 names in $CELLVM_HOSTS, and nothing else.
 
-One server and one sandbox serve every case; the rules are
-allowOut ["allowed.test"], denyOut ["denied.test", "192.0.2.0/24"].
+One server (with a pool of one, so creates take warmed clones) and one
+sandbox serve the cases of rules, which are allowOut ["allowed.test"],
+denyOut ["denied.test", "192.0.2.0/24"]; a second sandbox, created without
+rules, those of a sandbox that has none yet.
 """
 
 import base64
@@ -114,6 +116,7 @@ def origins(tmp_path_factory):
 def server(tmp_path_factory, origins):
     build_image_or_skip()
     yield from serve_process.serving(str(tmp_path_factory.mktemp("serve-egress")),
+                                     extra_args=["--pool", "1"],
                                      env_extra={"CELLVM_HOSTS": origins["hosts"]})
 
 
@@ -135,15 +138,25 @@ def envelope(obj):
     return b"\0" + len(raw).to_bytes(4, "big") + raw
 
 
-@pytest.fixture(scope="module")
-def sbx(server):
-    status, body = api(server, "POST", "/sandboxes",
-                       {"templateID": "base", "timeout": 600, "network": RULES})
+def created(server, **create):
+    """For a fixture: a sandbox made with `create` in its body, killed after."""
+    status, body = api(server, "POST", "/sandboxes", {"templateID": "base", "timeout": 600, **create})
     assert status == 201, body
     info = json.loads(body)
     yield info
     status, body = api(server, "DELETE", f"/sandboxes/{info['sandboxID']}")
     assert status == 204, body
+
+
+@pytest.fixture(scope="module")
+def sbx(server):
+    yield from created(server, network=RULES)
+
+
+@pytest.fixture(scope="module")
+def bare(server):
+    """A sandbox created without rules (E2B's Python SDK always sends allow_internet_access)."""
+    yield from created(server, allow_internet_access=True)
 
 
 def run(server, sbx, cmd, timeout=120):
@@ -315,3 +328,27 @@ def test_the_rules_come_back_with_a_paused_sandbox(server, sbx, origins):
     finally:
         status, body = api(server, "PUT", f"/sandboxes/{sbx['sandboxID']}/network", RULES)
         assert status == 204, body
+
+
+def test_a_sandbox_created_without_rules_refuses_until_a_put_gives_it_some(server, bare, origins):
+    sid = bare["sandboxID"]
+    code, out, _ = run(server, bare, "echo $HTTP_PROXY $https_proxy $NO_PROXY")
+    assert out.split() == ["http://127.0.0.1:3128", "http://127.0.0.1:3128",
+                           "localhost,127.0.0.1,::1"]
+    url = f"http://allowed.test:{origins['http']}/hello"
+    why = (f"the sandbox was created without network rules "
+           f"(PUT /sandboxes/{sid}/network gives it some)")
+    refused = f"cellvm: egress to allowed.test:{origins['http']} refused: {why}\n"
+    assert curl(server, bare, url) == ("403", refused)
+    assert (f"sandbox {sid}: egress to allowed.test:{origins['http']} refused: {why}"
+            in serve_process.tail(server.log_path, 20000))
+    # It has still none after a pause: the record keeps no rules, and the resume starts its egress.
+    status, body = api(server, "POST", f"/sandboxes/{sid}/pause")
+    assert status == 204, body
+    status, body = api(server, "POST", f"/sandboxes/{sid}/connect", {"timeout": 600})
+    assert status in (200, 201), body
+    assert curl(server, bare, url) == ("403", refused)
+    status, body = api(server, "PUT", f"/sandboxes/{sid}/network", {"allowOut": ["allowed.test"]})
+    assert status == 204, body
+    status, body = curl(server, bare, url)
+    assert status == "200" and body.startswith("hello from the origin"), body

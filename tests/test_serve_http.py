@@ -43,7 +43,7 @@ CLI = os.path.abspath(os.path.join(BUILD, "cellvm"))
 HEALTH_TIMEOUT = 180     # the first start builds the template (~20 s, more under load)
 ENVD, INTERP = 49983, 49999
 JSON_MAX = 1 << 20       # HTTP_JSON_MAX: control-plane and Connect bodies
-MHD_TIMEOUT = 60         # serve_http.c: MHD_OPTION_CONNECTION_TIMEOUT
+MHD_TIMEOUT = 30         # the server's --client-timeout (default 60)
 
 
 # --- the server -------------------------------------------------------------------
@@ -92,7 +92,8 @@ class Server:
         # conftest's suite-wide settings are not the server's
         for name in ("CELLVM_SNAPSHOT", "CELLVM_DEFAULT_TIMEOUT", "CELLVM_ADDR"):
             env.pop(name, None)
-        self.argv = [CLI, "serve", "--listen", f"127.0.0.1:{self.port}", "--image", IMAGE]
+        self.argv = [CLI, "serve", "--listen", f"127.0.0.1:{self.port}", "--image", IMAGE,
+                     "--client-timeout", str(MHD_TIMEOUT)]
         self.log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL,
                                      stdout=self.log, stderr=subprocess.STDOUT)
@@ -294,6 +295,13 @@ def count_sandboxes(server):
 
 
 # --- control plane: the key --------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["0", "3601", "ten", ""])
+def test_client_timeout_out_of_range_is_a_usage_error(value):
+    r = subprocess.run([CLI, "serve", "--client-timeout", value, "--listen", "127.0.0.1:1"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--client-timeout takes 1 to 3600 seconds" in r.stderr, r
+
 
 def test_health(server):
     r = server.health()
@@ -1048,7 +1056,7 @@ def test_garbage_request_lines(server):
 
 def test_slow_clients_are_dropped(server):
     """Last in the module: the connections stalled at its start were closed
-    by the server after its connection timeout (60 s), whatever ran between."""
+    by the server after its --client-timeout, whatever ran between."""
     if not SLOW:
         stall(server)
     t0 = SLOW["t0"]

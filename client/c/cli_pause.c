@@ -20,6 +20,7 @@
 #include "pass_fd.h"
 #include "pause.h"
 #include "paused.h"
+#include "snapshot_hybrid.h"
 #include "snapshot_qemu.h"
 
 #define EXIT_USAGE 2
@@ -117,20 +118,26 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
         struct csq_stages st = {0};
         int state_fd = -1;
         bool bad = false;
-        rc = csq_spawn(m, dir, vm, &state_fd, &st, err, errlen);
+        /* Firecracker's and Cloud Hypervisor's records resume as a template's
+         * clone does (snapshot_hybrid.c), as the same guest. */
+        bool qemu = strcmp(m->vmm, "qemu") == 0;
+        rc = qemu ? csq_spawn(m, dir, vm, &state_fd, &st, err, errlen)
+                  : csh_spawn(m, dir, vm, &st, err, errlen);
         if (rc < 0) {
                 sbx_release();
         } else {
                 rc = sbx_record_as(rec, key, m->template_, vm, m->image, (unsigned)m->memory_mb,
                                    (unsigned)m->vcpus, CSQ_RESTORE_TIMEOUT_MS / 1000.0, timeout_s);
                 if (rc < 0) {
-                        close(state_fd);
+                        if (state_fd >= 0)
+                                close(state_fd);
                         snprintf(err, errlen, "sandbox %s is live already (registry key in use)",
                                  key);
                 }
         }
         if (rc == 0)
-                rc = csq_load_paused(m, dir, vm, state_fd, &st, c, &bad, err, errlen);
+                rc = qemu ? csq_load_paused(m, dir, vm, state_fd, &st, c, &bad, err, errlen)
+                          : csh_load_paused(m, dir, vm, &st, c, &bad, err, errlen);
         if (rc < 0) {
                 cvm_kill(vm);
                 sbx_forget(rec);
@@ -165,11 +172,13 @@ static const char pause_usage[] =
     "usage: cellvm pause [--json] [--envs JSON] ID\n"
     "\n"
     "Pauses live sandbox ID (its key or id, as cellvm ps shows them; one restored from a\n"
-    "template: its VMM has a QMP socket): the guest is stopped, its whole state (devices\n"
-    "and RAM) saved into the paused store ($CELLVM_PAUSED_DIR, else\n"
-    "$XDG_STATE_HOME/cellvm/paused), its VMM stopped. It keeps its id; while paused it\n"
-    "counts against no limit and has no deadline. cellvm resume ID (or the Python SDK's\n"
-    "Sandbox.connect(ID)) runs it again; cellvm kill ID drops it.\n"
+    "template under QEMU, Firecracker or Cloud Hypervisor: its VMM has a QMP or API\n"
+    "socket): the guest is stopped, its whole state (devices and RAM) saved into the\n"
+    "paused store ($CELLVM_PAUSED_DIR, else $XDG_STATE_HOME/cellvm/paused), its VMM\n"
+    "stopped (Firecracker and Cloud Hypervisor: their own snapshot files, through the\n"
+    "API). It keeps its id; while paused it counts against no limit and has no deadline.\n"
+    "cellvm resume ID (or the Python SDK's Sandbox.connect(ID)) runs it again; cellvm\n"
+    "kill ID drops it.\n"
     "  --json    print {\"sandbox_id\", \"record\", \"state_bytes\"} instead of a sentence\n"
     "  --envs JSON  the sandbox's environment (an object) kept in the record\n"
     "exit status: 0 paused, 1 no such live sandbox or paused already, 2 usage, 3 failed\n"
@@ -298,10 +307,14 @@ int cmd_pause(int argc, char **argv)
                         ;
                 close(pidfd);
         }
-        struct stat st;
-        char state[PATH_MAX + 8];
-        snprintf(state, sizeof(state), "%s/state", dir);
-        long long bytes = stat(state, &st) == 0 ? (long long)st.st_size : 0;
+        /* The guest's whole state: QEMU's one stream; the others' state and memory. */
+        struct csm m;
+        long long bytes = 0;
+        if (csm_init(&m) == 0) {
+                if (csm_read(dir, &m, err, sizeof(err)) == 0)
+                        bytes = (long long)(m.state_size + m.memory_size);
+                csm_free(&m);
+        }
         if (json) {
                 printf("{\"sandbox_id\": \"");
                 json_str(stdout, e.key);
@@ -357,8 +370,8 @@ int cmd_resume(int argc, char **argv)
         if (json) {
                 rc = sbx_print_json(&rec, &report);
         } else {
-                printf("resumed %s (qemu pid %d, %g s to its deadline)\n", rec.e.key, (int)vm.pid,
-                       timeout_s);
+                printf("resumed %s (%s pid %d, %g s to its deadline)\n", rec.e.key,
+                       cvm_vmm_name(vm.vmm), (int)vm.pid, timeout_s);
         }
         csm_free(&m);
         return json ? rc : 0;

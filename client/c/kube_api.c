@@ -366,24 +366,10 @@ size_t kube_body_write(char *p, size_t size, size_t nmemb, void *ud)
 {
         struct kube_body *a = ud;
         size_t n = size * nmemb;
-        if (a->len + n + 1 > a->max) {
+        int rc = cv_buf_append(&a->buf, p, n);
+        if (rc == -EMSGSIZE)
                 a->too_big = true;
-                return 0; /* aborts the transfer */
-        }
-        if (a->len + n + 1 > a->cap) {
-                size_t cap = a->cap ? a->cap : 4096;
-                while (cap < a->len + n + 1)
-                        cap *= 2;
-                char *b = realloc(a->buf, cap);
-                if (!b)
-                        return 0;
-                a->buf = b;
-                a->cap = cap;
-        }
-        memcpy(a->buf + a->len, p, n);
-        a->len += n;
-        a->buf[a->len] = '\0';
-        return n;
+        return rc < 0 ? 0 : n; /* short: aborts the transfer */
 }
 
 /* The API server's TLS: its CA, a client certificate. */
@@ -416,7 +402,9 @@ int kube_http_json(const struct kube_api *k, const char *method, const char *url
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
-        struct kube_body a = {.max = max};
+        struct kube_body a = {.too_big = false};
+        cv_buf_init(&a.buf);
+        a.buf.limit = max;
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
@@ -439,11 +427,12 @@ int kube_http_json(const struct kube_api *k, const char *method, const char *url
                 rc = a.too_big ? -EFBIG : -EIO;
         } else {
                 curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-                if (a.len)
-                        *out = json_loadb(a.buf, a.len, 0, NULL);
+                if (cv_buf_pending(&a.buf))
+                        *out = json_loadb((const char *)cv_buf_head(&a.buf), cv_buf_pending(&a.buf),
+                                          0, NULL);
         }
         curl_easy_cleanup(c);
-        free(a.buf);
+        cv_buf_free(&a.buf);
         return rc;
 }
 

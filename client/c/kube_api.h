@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
+
 #define KUBE_BODY_MAX (8u << 20) /* a list of claims is the largest answer */
 
 struct kube_api;
@@ -44,12 +46,10 @@ int kube_http_json(const struct kube_api *k, const char *method, const char *url
                    struct curl_slist *headers, const char *body, size_t body_len, size_t max,
                    long timeout_s, long *status, json_t **out, char *err, size_t errlen);
 
-/* A body libcurl writes into (kube_body_write as CURLOPT_WRITEFUNCTION),
- * NUL-terminated, at most `max` bytes: past it the transfer is aborted and
- * `too_big` set. */
+/* A body libcurl writes into (kube_body_write as CURLOPT_WRITEFUNCTION), at
+ * most `buf.limit` bytes: past it the transfer is aborted and `too_big` set. */
 struct kube_body {
-        char *buf;
-        size_t len, cap, max;
+        struct cv_buf buf;
         bool too_big;
 };
 size_t kube_body_write(char *p, size_t size, size_t nmemb, void *ud);

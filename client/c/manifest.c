@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"       /* cv_write_all */
 #include "cbor_util.h" /* cv_utf8_valid */
 #include "tsc_word.h"
 
@@ -424,20 +425,6 @@ int csm_format(const struct csm *m, char **out, size_t *len)
         return 0;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-        while (n) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return -errno;
-                p += w;
-                n -= (size_t)w;
-        }
-        return 0;
-}
-
 int csm_write(const char *dir, const struct csm *m, char *err, size_t errlen)
 {
         char *text;
@@ -467,7 +454,7 @@ int csm_write(const char *dir, const struct csm *m, char *err, size_t errlen)
                 return rc;
         }
         const char *step = "writing";
-        rc = write_all(fd, text, len);
+        rc = cv_write_all(fd, text, len);
         if (rc == 0 && fsync(fd) < 0)
                 rc = -errno, step = "fsync of";
         if (close(fd) < 0 && rc == 0)

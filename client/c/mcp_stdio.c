@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "cli_sandboxes.h"
 #include "mcp.h"
 
@@ -49,21 +50,6 @@ static struct {
         bool dead; /* the client is gone (its end of stdout closed): exit now */
 } inbox = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
 
-/* Writes all of `p` to the protocol's fd. */
-static int write_all(const char *p, size_t n)
-{
-        while (n) {
-                ssize_t w = write(out_fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return -errno;
-                p += w;
-                n -= (size_t)w;
-        }
-        return 0;
-}
-
 /* One message a line; from either thread. */
 static int send_msg(json_t *msg)
 {
@@ -74,7 +60,7 @@ static int send_msg(json_t *msg)
         size_t n = strlen(text);
         text[n] = '\n'; /* the NUL's place: one write for the line */
         pthread_mutex_lock(&out_lock);
-        int rc = write_all(text, n + 1);
+        int rc = cv_write_all(out_fd, text, n + 1);
         pthread_mutex_unlock(&out_lock);
         free(text);
         return rc;

@@ -1,4 +1,4 @@
-/* Pausing a QEMU sandbox into the paused store (see pause.h). */
+/* Pausing a QEMU sandbox into the paused store, and checking any record (see pause.h). */
 #include "pause.h"
 
 #include <errno.h>
@@ -14,6 +14,7 @@
 
 #include "paused.h"
 #include "qmp.h"
+#include "snapshot_hybrid.h"
 #include "snapshot_qemu.h"
 #include "template.h"
 #include "vmm.h"
@@ -279,9 +280,7 @@ static int entry_alive(void *ud)
         return e->pid > 0 && creg_proc_start(e->pid) == e->pid_start;
 }
 
-/* Makes `<final>.tmp` anew (a crashed pause's leftover removed), under the
- * store's lock; -EEXIST when `final` exists. */
-static int new_tmp(const char *root, const char *final, char *tmp, size_t tmplen, char *err,
+int cpause_new_tmp(const char *root, const char *final, char *tmp, size_t tmplen, char *err,
                    size_t errlen)
 {
         int n = snprintf(tmp, tmplen, "%s.tmp", final);
@@ -309,8 +308,7 @@ static int new_tmp(const char *root, const char *final, char *tmp, size_t tmplen
         return rc;
 }
 
-/* The finished `tmp` becomes `final`, under the store's lock. */
-static int publish(const char *root, const char *tmp, const char *final, char *err, size_t errlen)
+int cpause_publish(const char *root, const char *tmp, const char *final, char *err, size_t errlen)
 {
         int lock = cpaused_lock(root);
         if (lock < 0) {
@@ -329,11 +327,8 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
 {
         const struct creg_entry *e = src->e;
         uint64_t t0 = mono_ms();
-        if (strcmp(e->vmm, "qemu") != 0) {
-                snprintf(err, errlen, "a %s sandbox is paused by the process that holds it",
-                         e->vmm);
-                return -EOPNOTSUPP;
-        }
+        if (strcmp(e->vmm, "qemu") != 0)
+                return cpause_save_hybrid(root, src, recdir, reclen, err, errlen);
         char qmp[sizeof(e->dir) + 16];
         snprintf(qmp, sizeof(qmp), "%s/qmp.sock", e->dir);
         if (access(qmp, F_OK) < 0) {
@@ -350,7 +345,7 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
                 snprintf(err, errlen, "the paused store's path for %s: %s", e->key, strerror(-rc));
                 return rc;
         }
-        if ((rc = new_tmp(root, recdir, tmp, sizeof(tmp), err, errlen)) < 0)
+        if ((rc = cpause_new_tmp(root, recdir, tmp, sizeof(tmp), err, errlen)) < 0)
                 return rc;
         static struct argv_buf a; /* large; pauses are one at a time (the caller's lock) */
         struct csm m;
@@ -390,7 +385,7 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
                 else
                         snprintf(err, errlen, "the manifest: %s", strerror(-rc));
                 if (rc == 0)
-                        rc = publish(root, tmp, recdir, err, errlen);
+                        rc = cpause_publish(root, tmp, recdir, err, errlen);
                 if (rc < 0)
                         (void)cqmp_execute(&q, "cont", NULL, -1, 10000, NULL);
         }
@@ -410,14 +405,21 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
 
 int cpause_check(const struct csm *m, const char *dir, char *err, size_t errlen)
 {
-        if (strcmp(m->kind, "paused") != 0 || strcmp(m->vmm, "qemu") != 0) {
-                snprintf(err, errlen, "%s/%s: not a paused QEMU sandbox (kind %s, vmm %s)", dir,
-                         CSM_FILE, m->kind, m->vmm);
+        if (strcmp(m->kind, "paused") != 0) {
+                snprintf(err, errlen, "%s/%s: not a paused sandbox (kind %s)", dir, CSM_FILE,
+                         m->kind);
                 return -EINVAL;
         }
-        int rc = csq_check_restorable(m, dir, err, errlen);
+        bool qemu = strcmp(m->vmm, "qemu") == 0;
+        /* Firecracker's and Cloud Hypervisor's: snapshot_hybrid.c's files. */
+        int rc = qemu ? csq_check_restorable(m, dir, err, errlen)
+                      : csh_check_restorable(m, dir, err, errlen);
         if (rc < 0)
                 return rc;
+        if (!qemu && !m->vmm_binary[0]) {
+                snprintf(err, errlen, "%s/%s names no vmm_binary", dir, CSM_FILE);
+                return -EINVAL;
+        }
         char version[512];
         rc = csq_vmm_version(m->vmm_binary[0] ? m->vmm_binary : CVM_QEMU_DEFAULT, version,
                              sizeof(version), err, errlen);

@@ -1,5 +1,5 @@
 /*
- * Pausing a running QEMU sandbox into the paused store and checking a record
+ * Pausing a running sandbox into the paused store and checking a record
  * before it resumes (docs/SNAPSHOTS.md, "Pause and resume"): the record is
  * exactly the one client/python/cellvm/pause.py writes and reads, so a
  * sandbox paused by either client resumes in the other.
@@ -9,8 +9,12 @@
  * `paused` naming the sandbox (its key), its template, metadata and envs,
  * and the VMM's argv (read back from /proc/PID/cmdline, paths as @DIR@)
  * with the RAM as an anonymous memory-backend-ram, so that a resume needs
- * no template. The registry side (reserving a slot, the entry under the
- * same key, the deadline) is cli_pause.h's.
+ * no template. A Firecracker or Cloud Hypervisor record holds the VMM's own
+ * snapshot files instead (state and memory; config.json, state.json and
+ * memory-ranges) with the manifest of the template it was restored from,
+ * so that it resumes as a template's clone does (pause_hybrid.c). The
+ * registry side (reserving a slot, the entry under the same key, the
+ * deadline) is cli_pause.h's.
  */
 #ifndef CELLVM_CLIENT_PAUSE_H
 #define CELLVM_CLIENT_PAUSE_H
@@ -37,7 +41,8 @@ bool cpause_is_key(const char *key);
 int cpause_record_dir(const char *root, const char *key, char *out, size_t outlen);
 
 /* Stops the guest of `src` and saves it into a new record of the paused
- * store at `root` (created 0700 if missing), then tells its QEMU to quit;
+ * store at `root` (created 0700 if missing), then tells its QEMU to quit
+ * (Firecracker and Cloud Hypervisor: cpause_save_hybrid, pause_hybrid.c);
  * the caller kills what is left of the VMM and removes its registry entry.
  * 0 with the record's directory in `recdir`; -EEXIST when the key has a
  * record already (paused); else a negative errno with `err` saying why, and
@@ -45,9 +50,25 @@ int cpause_record_dir(const char *root, const char *key, char *out, size_t outle
 int cpause_save(const char *root, const struct cpause_src *src, char *recdir, size_t reclen,
                 char *err, size_t errlen);
 
+/* cpause_save of a Firecracker or Cloud Hypervisor sandbox (one restored
+ * from a template: its VMM has an API socket, and its temp dir the manifest
+ * it was restored from): the VM paused and saved through its API into the
+ * record (snapshot_hybrid.c's files: the template's manifest again, kind
+ * paused, as pause.py's _pause_hybrid). -EOPNOTSUPP for a cold boot. */
+int cpause_save_hybrid(const char *root, const struct cpause_src *src, char *recdir, size_t reclen,
+                       char *err, size_t errlen);
+
+/* `<final>.tmp` made anew (a crashed pause's leftover removed) under the
+ * store's lock; -EEXIST when `final` exists (paused already). */
+int cpause_new_tmp(const char *root, const char *final, char *tmp, size_t tmplen, char *err,
+                   size_t errlen);
+/* The finished `tmp` becomes `final`, under the store's lock. */
+int cpause_publish(const char *root, const char *tmp, const char *final, char *err, size_t errlen);
+
 /* The record in `dir` (its manifest in `m`) can be resumed here: a paused
- * QEMU sandbox's, its files whole, its state a QEMU stream, the VMM and the
- * image's files those it was paused with. 0, or a negative errno with `err`
+ * sandbox's, its files whole (QEMU: its state a QEMU stream; Firecracker,
+ * Cloud Hypervisor: csh_check_restorable), the VMM and the image's files
+ * those it was paused with. 0, or a negative errno with `err`
  * saying what differs (-ESTALE: the image or the VMM changed). */
 int cpause_check(const struct csm *m, const char *dir, char *err, size_t errlen);
 

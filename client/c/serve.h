@@ -225,7 +225,8 @@ void serve_kube_stop(void);
  * object of strings (serve_api.c). */
 bool serve_metadata_matches(const json_t *metadata, const char *filter);
 /* The checks create makes of its body (serve_api.c), before any sandbox is
- * made: 0 with the timeout, -ENOENT (an unknown template) or -EINVAL, with `why`. */
+ * made: 0 with the timeout (1: its network rules ask for egress), -ENOENT (an
+ * unknown template) or -EINVAL, with `why`. */
 int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen);
 
 /* --- the API key (serve_key.c) --- */

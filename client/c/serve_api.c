@@ -133,9 +133,9 @@ static int timeout_of(json_t *body, double *t, char *why, size_t whylen)
         return 0;
 }
 
-/* The create body checked as create() checks it, for a backend that hands the
- * body on (serve_kube.c): a refusal costs no claim. Network rules are parsed as
- * the pod's own server will apply them. */
+/* The create body checked, by create() and by a backend that hands the body on
+ * (serve_kube.c: a refusal costs no claim). Network rules are parsed as the
+ * pod's own server will apply them. */
 int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
 {
         json_t *t = json_object_get(body, "templateID");
@@ -165,7 +165,13 @@ int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
         }
         json_decref(md);
         json_decref(envs);
-        return rc < 0 ? -EINVAL : 0;
+        return rc < 0 ? -EINVAL : rc;
+}
+
+/* An object of strings the body passed serve_check_create() with, or {} when absent. */
+static json_t *checked_map(json_t *v)
+{
+        return json_is_object(v) ? json_incref(v) : json_object();
 }
 
 static enum MHD_Result create(struct hreq *h)
@@ -175,38 +181,29 @@ static enum MHD_Result create(struct hreq *h)
         if (!body)
                 return rc;
         char why[512] = "";
-        const char *tpl = "base";
-        json_t *t = json_object_get(body, "templateID");
         double timeout;
-        json_t *metadata = NULL, *envs = NULL;
-        /* E2B's network rules: a sandbox with any gets the egress proxy (docs/NETWORK.md).
-         * Checked here, built again once the sandbox is made. */
-        struct egress_policy policy = {0};
-        int egress = 0;
-        if (t && !json_is_string(t))
-                snprintf(why, sizeof(why), "templateID must be a string");
-        else if (t)
-                tpl = json_string_value(t);
-        if (!why[0] && timeout_of(body, &timeout, why, sizeof(why)) == 0 &&
-            (metadata =
-                 string_map(json_object_get(body, "metadata"), "metadata", why, sizeof(why))) &&
-            (envs = string_map(json_object_get(body, "envVars"), "envVars", why, sizeof(why))))
-                egress = serve_egress_policy_of(json_object_get(body, "network"),
-                                                json_object_get(body, "allow_internet_access"),
-                                                &policy, why, sizeof(why));
-        egress_policy_free(&policy);
-        if (egress > 0 && serve_egress_envs(envs) < 0)
-                snprintf(why, sizeof(why), "out of memory");
-        if (why[0]) {
+        int egress = serve_check_create(body, &timeout, why, sizeof(why));
+        if (egress < 0) {
+                json_decref(body);
+                return reply_error(h, egress == -ENOENT ? 404 : 400, "%s", why);
+        }
+        json_t *t = json_object_get(body, "templateID");
+        const char *tpl = t ? json_string_value(t) : "base";
+        json_t *metadata = checked_map(json_object_get(body, "metadata"));
+        json_t *envs = checked_map(json_object_get(body, "envVars"));
+        /* Every sandbox gets the egress proxy (docs/NETWORK.md): with E2B's network
+         * rules, or without any until a PUT .../network gives it some. */
+        bool rules = egress > 0 || json_is_false(json_object_get(body, "allow_internet_access"));
+        if (!metadata || !envs || serve_egress_envs(envs) < 0) {
                 json_decref(metadata);
                 json_decref(envs);
                 json_decref(body);
-                return reply_error(h, 400, "%s", why);
+                return reply_error(h, 500, "out of memory");
         }
         json_t *ap = json_object_get(body, "autoPause"), *ar = json_object_get(body, "autoResume");
-        if (!why[0] && ap && !json_is_null(ap) && !json_is_boolean(ap))
+        if (ap && !json_is_null(ap) && !json_is_boolean(ap))
                 snprintf(why, sizeof(why), "autoPause must be a boolean");
-        else if (!why[0] && ar && !json_is_null(ar) &&
+        else if (ar && !json_is_null(ar) &&
                  !(json_is_object(ar) && !json_is_true(json_object_get(ar, "enabled"))) &&
                  !json_is_false(ar))
                 snprintf(why, sizeof(why),
@@ -219,16 +216,6 @@ static enum MHD_Result create(struct hreq *h)
                 return reply_error(h, 400, "%s", why);
         }
         bool auto_pause = json_is_true(ap);
-        if (!known_template(tpl) || strlen(tpl) >= sizeof(((struct sandbox *)0)->template_id)) {
-                json_decref(metadata);
-                json_decref(envs);
-                rc = reply_error(h, 404,
-                                 "template '%.64s' not found (this server serves one image, as "
-                                 "base or code-interpreter-v1)",
-                                 tpl);
-                json_decref(body);
-                return rc;
-        }
         if (serve_single_claim() < 0) {
                 json_decref(metadata);
                 json_decref(envs);
@@ -254,9 +241,7 @@ static enum MHD_Result create(struct hreq *h)
                 return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
         }
         __atomic_store_n(&s->private_traffic, private_traffic, __ATOMIC_RELEASE);
-        if (egress > 0 && serve_egress_start(s, json_object_get(body, "network"),
-                                             json_object_get(body, "allow_internet_access"), why,
-                                             sizeof(why)) < 0) {
+        if (serve_egress_start(s, rules ? body : NULL, why, sizeof(why)) < 0) {
                 json_decref(body);
                 serve_kill(s);
                 serve_put(s);
@@ -407,22 +392,8 @@ static enum MHD_Result list(struct hreq *h, bool v2)
                 json_array_append_new(arr, it->s ? listed_json(it->s, false)
                                                  : paused_json(it->p, false));
         }
-        struct MHD_Response *r;
-        char *text = json_dumps(arr, JSON_COMPACT);
-        json_decref(arr);
-        enum MHD_Result rc = MHD_NO;
-        if (text &&
-            (r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
-                text = NULL;
-                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-                if (next_token)
-                        MHD_add_response_header(r, "x-next-token", next_token);
-                rc = MHD_queue_response(h->conn, 200, r);
-                MHD_destroy_response(r);
-        }
-        free(text);
-        if (!arr)
-                rc = reply_error(h, 500, "out of memory");
+        /* Before the references go: the token is one of their ids. */
+        enum MHD_Result rc = reply_json_page(h, arr, next_token);
         for (size_t i = 0; i < n; i++)
                 serve_put(all[i]);
         free(all);
@@ -534,10 +505,11 @@ static enum MHD_Result update_network(struct hreq *h, struct sandbox *s)
         json_decref(body);
         if (r == -EINVAL)
                 return reply_error(h, 400, "%s", why);
-        if (r == -ENOENT)
+        if (r == -ENOENT) /* an MCP session's, or its egress did not start again on resume */
                 return reply_error(h, 409,
-                                   "sandbox \"%s\" was created without network rules, so it has "
-                                   "no egress proxy to update (docs/NETWORK.md)",
+                                   "sandbox \"%s\" has no egress proxy to update (an MCP "
+                                   "session's sandbox, or its proxy did not start on resume: see "
+                                   "the server's log)",
                                    s->id);
         if (r < 0)
                 return reply_error(h, 500, "out of memory");

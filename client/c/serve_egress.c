@@ -7,7 +7,9 @@
  * resolves to, egress_resolve.c), answers a refusal with a 403 naming the
  * rule, dials, and relays (serve_relay.c: within the tunnel's window, the
  * byte rate when set, and the idle timeout). A CONNECT's TLS ClientHello must name the
- * CONNECT host (SNI) or the stream is closed.
+ * CONNECT host (SNI) or the stream is closed. Every sandbox of the API has one:
+ * one created without rules refuses each stream, naming the PUT that gives it
+ * rules, so that E2B's updateNetwork works on any sandbox.
  */
 #include "serve_egress.h"
 
@@ -45,6 +47,7 @@ struct serve_egress {
         pthread_cond_t cond;  /* a stream ended */
         struct egress_policy policy;
         json_t *rules; /* {network, allow_internet_access} as given: kept across a pause */
+        bool unset;    /* created without rules: everything refused until a PUT gives some */
         unsigned active, max_conns;
         uint64_t rate; /* bytes/s toward the guest per stream, 0: unbounded */
         int idle_ms;
@@ -135,12 +138,18 @@ static void answer(struct stream *st, unsigned status, const char *reason, const
                 (void)to_guest(st, msg, (size_t)len, true);
 }
 
+/* A 403 "egress to TARGET refused<how><why>", logged with `why`. */
+static void refuse_as(struct stream *st, const char *how, const char *why)
+{
+        char text[768];
+        snprintf(text, sizeof(text), "cellvm: egress to %s refused%s%s", st->target, how, why);
+        log_refusal(st, why);
+        answer(st, 403, "Forbidden", text);
+}
+
 static void refuse(struct stream *st, const char *rule)
 {
-        char text[512];
-        snprintf(text, sizeof(text), "cellvm: egress to %s refused by %s", st->target, rule);
-        log_refusal(st, rule);
-        answer(st, 403, "Forbidden", text);
+        refuse_as(st, " by ", rule);
 }
 
 /* A blocking connection to one of `addrs`, within DIAL_TIMEOUT_MS each: the fd or -errno. */
@@ -222,6 +231,18 @@ static int decide_and_dial(struct stream *st, const struct egress_target *t)
         const char *rule = NULL;
         char rule_copy[EGRESS_NAME_MAX + 64];
         enum egress_verdict name_v = EGRESS_UNDECIDED;
+        pthread_mutex_lock(&e->lock);
+        bool unset = e->unset;
+        pthread_mutex_unlock(&e->lock);
+        if (unset) { /* no lookup either: nothing was allowed */
+                char why[160];
+                snprintf(why, sizeof(why),
+                         "the sandbox was created without network rules (PUT "
+                         "/sandboxes/%s/network gives it some)",
+                         st->s->id);
+                refuse_as(st, ": ", why);
+                return -1;
+        }
         if (!t->is_ip) {
                 pthread_mutex_lock(&e->lock);
                 name_v = egress_check_name(&e->policy, t->host, &rule);
@@ -486,25 +507,57 @@ static json_t *rules_of(json_t *network, json_t *aia)
         return r;
 }
 
-int serve_egress_start(struct sandbox *s, json_t *network, json_t *aia, char *why, size_t whylen)
+/* Makes {network, aia} the rules of `e`, live: 0, -EINVAL with `why`, or -ENOMEM. */
+static int install(struct serve_egress *e, json_t *network, json_t *aia, char *why, size_t whylen)
 {
         struct egress_policy p;
         int rc = serve_egress_policy_of(network, aia, &p, why, whylen);
         if (rc < 0)
                 return rc;
-        struct serve_egress *e = calloc(1, sizeof(*e));
         json_t *rules = rules_of(network, aia);
-        if (!e || !rules) {
-                free(e);
-                json_decref(rules);
+        if (!rules) {
                 egress_policy_free(&p);
+                snprintf(why, whylen, "out of memory");
+                return -ENOMEM;
+        }
+        pthread_mutex_lock(&e->lock);
+        egress_policy_free(&e->policy);
+        e->policy = p;
+        json_decref(e->rules);
+        e->rules = rules;
+        e->unset = false;
+        pthread_mutex_unlock(&e->lock);
+        return 0;
+}
+
+static void free_egress(struct serve_egress *e)
+{
+        egress_policy_free(&e->policy);
+        json_decref(e->rules);
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->cond);
+        free(e);
+}
+
+int serve_egress_start(struct sandbox *s, json_t *rules, char *why, size_t whylen)
+{
+        json_t *network = json_object_get(rules, "network");
+        json_t *aia = json_object_get(rules, "allow_internet_access");
+        if (s->egress) /* a pooled clone's, started without rules */
+                return rules ? install(s->egress, network, aia, why, whylen) : 0;
+        struct serve_egress *e = calloc(1, sizeof(*e));
+        if (!e) {
                 snprintf(why, whylen, "out of memory");
                 return -ENOMEM;
         }
         pthread_mutex_init(&e->lock, NULL);
         pthread_cond_init(&e->cond, NULL);
-        e->policy = p;
-        e->rules = rules;
+        e->unset = true;
+        int rc = rules ? install(e, network, aia, why, whylen) : 0;
+        if (rc < 0) {
+                free_egress(e);
+                return rc;
+        }
         e->max_conns = env_uint("CELLVM_EGRESS_MAX_CONNS", DEFAULT_MAX_CONNS);
         if (e->max_conns == 0)
                 e->max_conns = 1;
@@ -530,25 +583,14 @@ int serve_egress_start(struct sandbox *s, json_t *network, json_t *aia, char *wh
 
 int serve_egress_update(struct sandbox *s, json_t *body, char *why, size_t whylen)
 {
-        struct serve_egress *e = s->egress;
         json_t *aia = json_object_get(body, "allow_internet_access");
-        struct egress_policy p;
-        int rc = serve_egress_policy_of(body, aia, &p, why, whylen);
-        if (rc < 0)
-                return rc;
-        json_t *rules = rules_of(body, aia);
-        if (!e || !rules) {
-                json_decref(rules);
+        if (!s->egress) { /* checked all the same: a bad body is a 400 first */
+                struct egress_policy p;
+                int rc = serve_egress_policy_of(body, aia, &p, why, whylen);
                 egress_policy_free(&p);
-                return e ? -ENOMEM : -ENOENT;
+                return rc < 0 ? rc : -ENOENT;
         }
-        pthread_mutex_lock(&e->lock);
-        egress_policy_free(&e->policy);
-        e->policy = p;
-        json_decref(e->rules);
-        e->rules = rules;
-        pthread_mutex_unlock(&e->lock);
-        return 0;
+        return install(s->egress, body, aia, why, whylen);
 }
 
 json_t *serve_egress_rules(struct sandbox *s)
@@ -557,21 +599,16 @@ json_t *serve_egress_rules(struct sandbox *s)
         if (!e)
                 return NULL;
         pthread_mutex_lock(&e->lock);
-        json_t *r = json_deep_copy(e->rules);
+        json_t *r = e->rules ? json_deep_copy(e->rules) : NULL;
         pthread_mutex_unlock(&e->lock);
         return r;
 }
 
 void serve_egress_free(struct sandbox *s)
 {
-        struct serve_egress *e = s->egress;
-        if (!e)
+        if (!s->egress)
                 return;
-        egress_policy_free(&e->policy);
-        json_decref(e->rules);
-        pthread_mutex_destroy(&e->lock);
-        pthread_cond_destroy(&e->cond);
-        free(e);
+        free_egress(s->egress);
         s->egress = NULL;
 }
 
@@ -634,8 +671,10 @@ int serve_egress_policy_of(json_t *network, json_t *aia, struct egress_policy *p
                 snprintf(why, whylen, "allow_internet_access must be a boolean");
                 return -EINVAL;
         }
-        if (!network || json_is_null(network))
-                return 0;
+        if (!network || json_is_null(network)) /* allow_internet_access: false alone denies all */
+                return json_is_false(aia)
+                           ? egress_policy_parse(p, NULL, 0, NULL, 0, true, why, whylen)
+                           : 0;
         if (!json_is_object(network)) {
                 snprintf(why, whylen, "network must be an object");
                 return -EINVAL;

@@ -19,21 +19,27 @@ struct sandbox;
 #define SERVE_EGRESS_PROXY "http://127.0.0.1:3128"
 
 /* E2B's `network` object (allowOut, denyOut, rules) and allow_internet_access
- * (`aia`, may be NULL) as a policy: 1 when they ask for egress (allow or deny
- * entries), 0 when not (`p` is then empty), -EINVAL with `why`. */
+ * (`aia`, may be NULL) as a policy: 1 when they have allow or deny entries, 0
+ * when not (`p` then denies every address if `aia` is false, else is empty),
+ * -EINVAL with `why`. */
 int serve_egress_policy_of(json_t *network, json_t *aia, struct egress_policy *p, char *why,
                            size_t whylen);
 /* The proxy variables user processes get (HTTP_PROXY, ..., both cases) into `envs`. */
 int serve_egress_envs(json_t *envs);
-/* Starts `s`'s egress with E2B's `network` object and allow_internet_access
- * (`aia`, may be NULL). 0, or a negative errno with `why`. */
-int serve_egress_start(struct sandbox *s, json_t *network, json_t *aia, char *why, size_t whylen);
+/* Starts the egress of `s` (every sandbox of the API has one) with `rules`, an object of
+ * E2B's `network` and `allow_internet_access` (a create's body, or what
+ * serve_egress_rules kept), or NULL when it was created without any: its
+ * connections are then refused, naming the PUT that gives it some. A pooled
+ * clone's was started without rules by the pool: `rules` are only set then.
+ * 0, or a negative errno with `why`. */
+int serve_egress_start(struct sandbox *s, json_t *rules, char *why, size_t whylen);
 /* Replaces the rules of `s` with an update's body (E2B's PUT
- * /sandboxes/{id}/network): 0, -EINVAL with `why`, or -ENOENT when `s` has no
- * egress. */
+ * /sandboxes/{id}/network; a sandbox without rules gets its first): 0, -EINVAL
+ * with `why`, or -ENOENT when `s` has no egress (an MCP session's sandbox, or
+ * its start failed on resume). */
 int serve_egress_update(struct sandbox *s, json_t *body, char *why, size_t whylen);
 /* {network, allow_internet_access} of `s`'s rules (a new reference, to keep
- * with a paused record), or NULL when it has no egress. */
+ * with a paused record), or NULL when it has no egress or no rules yet. */
 json_t *serve_egress_rules(struct sandbox *s);
 /* Frees the egress state of a sandbox being freed (its streams ended with its
  * connection). */

@@ -23,10 +23,21 @@ const char *hreq_query(struct hreq *h, const char *name)
         return MHD_lookup_connection_value(h->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+char *hreq_take_body(struct hreq *h, size_t *len)
+{
+        char *body = h->body; /* the buffer's storage: nothing of it was consumed */
+        *len = h->len;
+        h->body = NULL;
+        h->len = 0;
+        cv_buf_init(&h->in);
+        return body;
+}
+
 /* --- responses ---------------------------------------------------------- */
 
-static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, char *data,
-                             size_t len)
+/* `data` (taken) as the answer, with a header `extra` = `value` when both are set. */
+static enum MHD_Result queue_with(struct hreq *h, unsigned status, const char *type, char *data,
+                                  size_t len, const char *extra, const char *value)
 {
         struct MHD_Response *r = MHD_create_response_from_buffer(
             len, data, data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
@@ -36,9 +47,17 @@ static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, 
         }
         if (type)
                 MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+        if (extra && value)
+                MHD_add_response_header(r, extra, value);
         enum MHD_Result rc = MHD_queue_response(h->conn, status, r);
         MHD_destroy_response(r);
         return rc;
+}
+
+static enum MHD_Result queue(struct hreq *h, unsigned status, const char *type, char *data,
+                             size_t len)
+{
+        return queue_with(h, status, type, data, len, NULL, NULL);
 }
 
 enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body)
@@ -50,6 +69,16 @@ enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body)
         if (!text)
                 return MHD_NO;
         return queue(h, status, "application/json", text, strlen(text));
+}
+
+enum MHD_Result reply_json_page(struct hreq *h, json_t *arr, const char *next_token)
+{
+        char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+        json_decref(arr);
+        if (!text)
+                return reply_error(h, 500, "out of memory");
+        return queue_with(h, 200, "application/json", text, strlen(text), "x-next-token",
+                          next_token);
 }
 
 /* Messages quote what clients sent: any byte that is not part of valid
@@ -440,36 +469,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
                         h->status = h->route->body(h, upload_data, n);
                         return MHD_YES;
                 }
-                if (h->len + n > h->route->body_max) {
+                if (n > h->route->body_max - cv_buf_pending(&h->in)) {
                         snprintf(h->why, sizeof(h->why), "request body over %zu bytes",
                                  h->route->body_max);
                         h->status = 413;
                         return MHD_YES;
                 }
-                if (h->len + n + 1 > h->cap) {
-                        size_t cap = h->cap ? h->cap : 1024;
-                        while (cap < h->len + n + 1)
-                                cap *= 2;
-                        char *b = realloc(h->body, cap);
-                        if (!b) {
-                                h->status = 507;
-                                return MHD_YES;
-                        }
-                        h->body = b;
-                        h->cap = cap;
-                }
-                memcpy(h->body + h->len, upload_data, n);
-                h->len += n;
-                h->body[h->len] = '\0';
+                if (cv_buf_append(&h->in, upload_data, n) < 0)
+                        h->status = 507;
                 return MHD_YES;
         }
         if (h->status)
                 return answer_status(h, h->status);
-        if (!h->body) {
-                h->body = calloc(1, 1);
-                if (!h->body)
-                        return MHD_NO;
-        }
+        if (cv_buf_append(&h->in, "", 1) < 0)
+                return MHD_NO;
+        h->body = (char *)h->in.data;
+        h->len = cv_buf_pending(&h->in) - 1;
         return h->route->done(h);
 }
 
@@ -485,7 +500,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (h->free_state)
                 h->free_state(h->state);
         serve_put(h->sbx);
-        free(h->body);
+        cv_buf_free(&h->in);
         free(h->raw_uri);
         free(h);
         *con_cls = NULL;
@@ -513,30 +528,29 @@ static void on_mhd_error(void *cls, const char *fmt, va_list ap)
         vfprintf(stderr, fmt, ap);
 }
 
-struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, char *err,
-                                    size_t errlen)
+struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd,
+                                    unsigned client_timeout_s, char *err, size_t errlen)
 {
         unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                          MHD_USE_ERROR_LOG |
                          MHD_ALLOW_UPGRADE; /* a sandbox's WebSocket servers (serve_upgrade.c) */
         if (addr && addr->sa_family == AF_INET6)
                 flags |= MHD_USE_IPv6;
-        struct MHD_Daemon *d;
-        if (listen_fd >= 0)
-                d = MHD_start_daemon(
-                    flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER,
-                    on_mhd_error, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-                    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                    (size_t)64 * 1024, MHD_OPTION_CONNECTION_LIMIT, (unsigned)512,
-                    MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK,
-                    on_uri, NULL, MHD_OPTION_END);
-        else
-                d = MHD_start_daemon(
-                    flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER,
-                    on_mhd_error, NULL, MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_CONNECTION_TIMEOUT,
-                    (unsigned)60, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)64 * 1024,
-                    MHD_OPTION_CONNECTION_LIMIT, (unsigned)512, MHD_OPTION_NOTIFY_COMPLETED,
-                    on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri, NULL, MHD_OPTION_END);
+        /* Where to listen: the socket made for --unix, else the address. */
+        struct MHD_OptionItem where =
+            listen_fd >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL}
+                           : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)addr};
+        struct MHD_OptionItem opts[] = {
+            where,
+            {MHD_OPTION_CONNECTION_TIMEOUT, client_timeout_s, NULL},
+            {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT, 512, NULL},
+            {MHD_OPTION_END, 0, NULL},
+        };
+        struct MHD_Daemon *d = MHD_start_daemon(
+            flags, 0, NULL, NULL, on_request, NULL, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_error, NULL,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL, MHD_OPTION_URI_LOG_CALLBACK, on_uri,
+            NULL, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
         if (!d)
                 snprintf(err, errlen, "libmicrohttpd could not start on that address");
         return d;

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "buf.h"
 #include "serve.h"
 
 #define HTTP_JSON_MAX (1u << 20) /* a JSON or Connect request body */
@@ -35,9 +36,10 @@ struct hreq {
         char *raw_uri; /* the request target as sent (path and query, not decoded) */
         const struct hroute *route;
         struct sandbox *sbx; /* the target sandbox (referenced), or NULL */
-        char *body;          /* kept body, NUL-terminated */
-        size_t len, cap;
-        int status; /* set: answer this error once the body is read */
+        struct cv_buf in;    /* the kept body as it arrives (routes without `body`) */
+        char *body;          /* then, for `done`: that body, NUL-terminated */
+        size_t len;          /* its length without the NUL */
+        int status;          /* set: answer this error once the body is read */
         char why[256];
         void *state;                  /* a route's own */
         void (*free_state)(void *st); /* called when the request ends */
@@ -47,6 +49,9 @@ struct hreq {
  * where they differ. */
 bool same_secret(const char *a, const char *b);
 
+/* The kept body (in `done`), now the caller's to free; `h` keeps none. */
+char *hreq_take_body(struct hreq *h, size_t *len);
+
 /* Header or query value (NULL when absent). */
 const char *hreq_header(struct hreq *h, const char *name);
 const char *hreq_query(struct hreq *h, const char *name);
@@ -54,6 +59,9 @@ const char *hreq_query(struct hreq *h, const char *name);
 /* Responses. The control plane's and /files' errors are E2B's
  * `{"code": status, "message": ...}`. */
 enum MHD_Result reply_json(struct hreq *h, unsigned status, json_t *body); /* steals body */
+/* A page of a list: 200 with the array `arr` (stolen; NULL: 500, out of memory)
+ * and, when more follow, the id the next page starts at as `x-next-token`. */
+enum MHD_Result reply_json_page(struct hreq *h, json_t *arr, const char *next_token);
 enum MHD_Result reply_error(struct hreq *h, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 enum MHD_Result reply_empty(struct hreq *h, unsigned status);

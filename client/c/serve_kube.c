@@ -526,22 +526,7 @@ static enum MHD_Result list(struct hreq *h, bool v2)
                 json_decref(found[j]);
         }
         free(found);
-        char *text = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
-        json_decref(arr);
-        struct MHD_Response *r;
-        enum MHD_Result queued = MHD_NO;
-        if (!text)
-                return reply_error(h, 500, "out of memory");
-        if ((r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE))) {
-                text = NULL;
-                MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-                if (next_token[0])
-                        MHD_add_response_header(r, "x-next-token", next_token);
-                queued = MHD_queue_response(h->conn, 200, r);
-                MHD_destroy_response(r);
-        }
-        free(text);
-        return queued;
+        return reply_json_page(h, arr, next_token[0] ? next_token : NULL);
 }
 
 static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const char *id,
@@ -787,10 +772,7 @@ static enum MHD_Result proxy_done(struct hreq *h)
         p->resp_headers = json_array();
         if (!p->req_headers || !p->multi || !p->easy || !p->resp_headers)
                 return reply_error(h, 500, "out of memory");
-        p->body = h->body;
-        p->body_len = h->len;
-        h->body = NULL;
-        h->len = h->cap = 0;
+        p->body = hreq_take_body(h, &p->body_len);
         CURL *c = p->easy;
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, p->req_headers);

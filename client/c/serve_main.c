@@ -18,12 +18,13 @@
 #include "cli_snapshot.h"
 #include "serve_http.h"
 
-struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd, char *err,
-                                    size_t errlen);
+struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd,
+                                    unsigned client_timeout_s, char *err, size_t errlen);
 
 static const char serve_usage[] =
     "usage: cellvm serve [--listen HOST:PORT] [--unix PATH] [--image DIR] [--pool N]\n"
     "                    [--domain NAME] [--memory MB] [--vcpus N] [--single]\n"
+    "                    [--client-timeout SEC]\n"
     "       cellvm serve --backend agent-sandbox [--namespace NS] [--warm-pool NAME]\n"
     "                    [--router URL] [--pod-port N] [--listen HOST:PORT] [--domain NAME]\n"
     "\n"
@@ -40,6 +41,8 @@ static const char serve_usage[] =
     "  --pool N            keep N sandboxes restored and warmed ahead of create (0-64,\n"
     "                      default 0): a create then costs a handshake, not a restore\n"
     "  --memory MB         each sandbox's RAM (default 1024), --vcpus N its CPUs (1)\n"
+    "  --client-timeout SEC  close a client connection idle this long, mid-request\n"
+    "                      included (1-3600, default 60): slow clients hold no thread\n"
     "  --single            serve one sandbox, a pod's (docs/KUBERNETES.md): restored and\n"
     "                      warmed at start, /health 503 until then and after it ended;\n"
     "                      the first create gets it, any other is a 429\n"
@@ -164,7 +167,8 @@ void serve_block_signals(sigset_t *set)
 }
 
 /* --backend agent-sandbox: no VMs here, only the cluster's credentials and the listener. */
-static int serve_kube_main(const struct sockaddr *addr, int listen_fd, const char *where)
+static int serve_kube_main(const struct sockaddr *addr, int listen_fd, const char *where,
+                           unsigned client_timeout_s)
 {
         char err[1024];
         if (serve_single_enabled()) {
@@ -177,7 +181,8 @@ static int serve_kube_main(const struct sockaddr *addr, int listen_fd, const cha
         }
         sigset_t set;
         serve_block_signals(&set);
-        struct MHD_Daemon *d = serve_http_start(addr, listen_fd, err, sizeof(err));
+        struct MHD_Daemon *d =
+            serve_http_start(addr, listen_fd, client_timeout_s, err, sizeof(err));
         if (!d) {
                 fprintf(stderr, "cellvm serve: %s: %s\n", where, err);
                 serve_kube_stop();
@@ -212,6 +217,7 @@ int cmd_serve(int argc, char **argv)
             {"warm-pool", required_argument, NULL, 'w'},
             {"router", required_argument, NULL, 'r'},
             {"pod-port", required_argument, NULL, 'P'},
+            {"client-timeout", required_argument, NULL, 'T'},
             {NULL, 0, NULL, 0},
         };
         const char *listen_at = "127.0.0.1:3000", *unix_path = NULL, *domain = NULL;
@@ -219,7 +225,7 @@ int cmd_serve(int argc, char **argv)
         serve.image = image && image[0] ? image : "build/image";
         serve.memory_mb = 1024;
         serve.vcpus = 1;
-        unsigned pool_n = 0;
+        unsigned pool_n = 0, client_timeout_s = 60;
         int opt;
         char *end;
         optind = 1;
@@ -259,6 +265,14 @@ int cmd_serve(int argc, char **argv)
                         break;
                 case 's':
                         serve_single_enable();
+                        break;
+                case 'T':
+                        client_timeout_s = (unsigned)strtoul(optarg, &end, 10);
+                        if (*end || !optarg[0] || client_timeout_s < 1 || client_timeout_s > 3600) {
+                                fputs("cellvm serve: --client-timeout takes 1 to 3600 seconds\n",
+                                      stderr);
+                                return 2;
+                        }
                         break;
                 case 'b':
                 case 'N':
@@ -307,14 +321,14 @@ int cmd_serve(int argc, char **argv)
         }
         if (serve_kube_enabled())
                 return serve_kube_main(unix_path ? NULL : (struct sockaddr *)&ss, listen_fd,
-                                       unix_path ? unix_path : listen_at);
+                                       unix_path ? unix_path : listen_at, client_timeout_s);
         /* Signals are taken by sigwait below, in no other thread. */
         sigset_t set;
         serve_block_signals(&set);
         sbx_sweep();
         cvm_outlive_creator(true);
         struct MHD_Daemon *d = serve_http_start(unix_path ? NULL : (struct sockaddr *)&ss,
-                                                listen_fd, err, sizeof(err));
+                                                listen_fd, client_timeout_s, err, sizeof(err));
         if (!d) {
                 fprintf(stderr, "cellvm serve: %s: %s\n", unix_path ? unix_path : listen_at, err);
                 return 1;

@@ -241,11 +241,13 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         s->started_ms = m.started_ms ? (int64_t)m.started_ms : s->rec.e.started_ms;
         s->deadline_ms = s->rec.e.deadline_ms;
         csm_free(&m);
-        /* Its egress, with the rules it had (its processes' HTTP_PROXY came back in envs). */
+        /* Its egress, with the rules it had or none yet; its processes' HTTP_PROXY came
+         * back in envs, except for a record paused without them (the CLI, the SDK). */
         char why[512];
-        if (egress && serve_egress_start(s, json_object_get(egress, "network"),
-                                         json_object_get(egress, "allow_internet_access"), why,
-                                         sizeof(why)) < 0)
+        if (!s->envs || serve_egress_envs(s->envs) < 0)
+                fprintf(stderr, "cellvm serve: sandbox %s: no memory for its proxy variables\n",
+                        s->id);
+        if (serve_egress_start(s, egress, why, sizeof(why)) < 0)
                 fprintf(stderr, "cellvm serve: sandbox %s: its egress after the resume: %s\n",
                         s->id, why);
         json_decref(egress);

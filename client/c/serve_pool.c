@@ -1,7 +1,8 @@
 /* cellvm serve's warm pool (--pool N): clones restored ahead of create, each
  * with its own generation (the restore's NEW_GENERATION), warmed by a cell
  * in a context made for it and removed after, so that a create costs a
- * deadline and a first cell runs code the VM has translated already. The
+ * deadline and a first cell runs code the VM has translated already (its
+ * egress proxy is up too, without rules until the create's). The
  * user's contexts never saw the warm-up: the default context's namespace
  * and execution count are untouched. */
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include "msgtypes.h"
 #include "registry.h"
 #include "serve.h"
+#include "serve_egress.h"
 
 /* A pooled clone's deadline; it is replaced before it comes near. */
 #define POOL_LIFETIME_S 900.0
@@ -113,7 +115,9 @@ static void *filler(void *arg)
                 char err[512];
                 struct sandbox *s = NULL;
                 int rc = serve_restore(POOL_LIFETIME_S, &s, err, sizeof(err));
-                if (rc == 0 && (rc = warm(s, err, sizeof(err))) < 0) {
+                /* Its egress too (without rules yet): a create only sets them. */
+                if (rc == 0 && ((rc = warm(s, err, sizeof(err))) < 0 ||
+                                (rc = serve_egress_start(s, NULL, err, sizeof(err))) < 0)) {
                         discard(s);
                         s = NULL;
                 }

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "hybrid_vsock.h"
 #include "template.h"
 #include "vmm_api.h"
@@ -110,15 +111,14 @@ int csh_launch_init(struct csq_launch *l, const struct cvm_opts *run, unsigned u
         return csq_launch_finish(l, &r, rc, err, errlen);
 }
 
-/* Pauses the VM and saves it into `dir` through its API. */
-static int save(const struct cvm *vm, const char *dir, const struct csm *m, char *err,
-                size_t errlen)
+int csh_save_into(enum cvm_vmm vmm, const char *api, const char *dir, const struct csm *m,
+                  char *err, size_t errlen)
 {
         char body[4 * PATH_MAX + 256], s1[PATH_MAX * 2 + 16], s2[PATH_MAX * 2 + 16],
             path[PATH_MAX + 32];
         int rc;
-        if (vm->vmm == CVM_VMM_FIRECRACKER) {
-                rc = cvm_api_call(vm->api, "PATCH", "/vm", "{\"state\": \"Paused\"}", 60000, err,
+        if (vmm == CVM_VMM_FIRECRACKER) {
+                rc = cvm_api_call(api, "PATCH", "/vm", "{\"state\": \"Paused\"}", 60000, err,
                                   errlen);
                 if (rc < 0)
                         return rc;
@@ -132,18 +132,17 @@ static int save(const struct cvm *vm, const char *dir, const struct csm *m, char
                          "{\"snapshot_type\": \"Full\", \"snapshot_path\": %s, \"mem_file_path\": "
                          "%s}",
                          s1, s2);
-                return cvm_api_call(vm->api, "PUT", "/snapshot/create", body, SAVE_TIMEOUT_MS, err,
+                return cvm_api_call(api, "PUT", "/snapshot/create", body, SAVE_TIMEOUT_MS, err,
                                     errlen);
         }
-        rc = cvm_api_call(vm->api, "PUT", "/api/v1/vm.pause", NULL, 60000, err, errlen);
+        rc = cvm_api_call(api, "PUT", "/api/v1/vm.pause", NULL, 60000, err, errlen);
         if (rc < 0)
                 return rc;
         snprintf(path, sizeof(path), "file://%s", dir);
         if (cvm_api_json_string(path, s1, sizeof(s1)) < 0)
                 return -E2BIG;
         snprintf(body, sizeof(body), "{\"destination_url\": %s}", s1);
-        rc =
-            cvm_api_call(vm->api, "PUT", "/api/v1/vm.snapshot", body, SAVE_TIMEOUT_MS, err, errlen);
+        rc = cvm_api_call(api, "PUT", "/api/v1/vm.snapshot", body, SAVE_TIMEOUT_MS, err, errlen);
         snprintf(path, sizeof(path), "%s/config.json", dir);
         if (rc == 0 && access(path, F_OK) < 0) {
                 snprintf(err, errlen, "cloud-hypervisor wrote no config.json into %s", dir);
@@ -152,8 +151,8 @@ static int save(const struct cvm *vm, const char *dir, const struct csm *m, char
         return rc;
 }
 
-static int file_size(const char *dir, const char *name, uint64_t *size, bool sync, char *err,
-                     size_t errlen)
+int csh_file_size(const char *dir, const char *name, uint64_t *size, bool sync, char *err,
+                  size_t errlen)
 {
         char path[PATH_MAX + 32];
         snprintf(path, sizeof(path), "%s/%s", dir, name);
@@ -190,14 +189,14 @@ int csh_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
         rc = csq_boot_prepared(l, &o, vm, t0, &c, &generation, err, errlen);
         snprintf(instance_dir, sizeof(instance_dir), "%s", vm->dir);
         if (rc == 0)
-                rc = save(vm, tmp, &l->want, err, errlen);
+                rc = csh_save_into(vm->vmm, vm->api, tmp, &l->want, err, errlen);
         cvc_close(c);
         cvm_kill(vm);
         bool have_m = false;
         if (rc == 0)
-                rc = file_size(tmp, l->want.state, &state_size, false, err, errlen);
+                rc = csh_file_size(tmp, l->want.state, &state_size, false, err, errlen);
         if (rc == 0) /* on disk before the manifest says the template is whole */
-                rc = file_size(tmp, l->want.memory, &memory_size, true, err, errlen);
+                rc = csh_file_size(tmp, l->want.memory, &memory_size, true, err, errlen);
         if (rc == 0 && (rc = csm_copy(m, &l->want)) < 0)
                 snprintf(err, errlen, "out of memory");
         have_m = rc == 0;
@@ -281,6 +280,29 @@ static int substitute(const char *in, const char *dir, const char *snapdir, cons
         return 0;
 }
 
+/* A copy of the manifest the clone is restored from, in its temp dir: what
+ * a pause records again (as the SDK's vm.paused_manifest). A runtime file
+ * that goes with the dir: not synced. */
+static int keep_manifest(const struct csm *m, const struct cvm *vm, char *err, size_t errlen)
+{
+        char *text, path[sizeof(vm->dir) + sizeof(CSM_FILE) + 1];
+        size_t len;
+        int rc = csm_format(m, &text, &len);
+        if (rc < 0) {
+                snprintf(err, errlen, "the clone's manifest: %s", strerror(-rc));
+                return rc;
+        }
+        snprintf(path, sizeof(path), "%s/%s", vm->dir, CSM_FILE);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        rc = fd < 0 ? -errno : cv_write_all(fd, text, len);
+        if (fd >= 0 && close(fd) < 0 && rc == 0)
+                rc = -errno;
+        free(text);
+        if (rc < 0)
+                snprintf(err, errlen, "writing %s: %s", path, strerror(-rc));
+        return rc;
+}
+
 int csh_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, struct csq_stages *st,
               char *err, size_t errlen)
 {
@@ -310,6 +332,8 @@ int csh_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, struct c
                          CVM_MAX_ARGS);
                 return -E2BIG;
         }
+        if ((rc = keep_manifest(m, vm, err, errlen)) < 0)
+                return rc;
         st->t0 = mono_ns();
         return cvm_fork_exec(vm, a.argv, -1, err, errlen);
 }
@@ -405,8 +429,9 @@ static int send_request(const char *line, const struct cvm *vm, const char *snap
                             errlen);
 }
 
-int csh_load(const struct csm *m, const char *snapdir, struct cvm *vm, struct csq_stages *st,
-             struct cvc **c, bool *bad_snapshot, char *err, size_t errlen)
+/* csh_load, and csh_load_paused when not `fresh`. */
+static int load(const struct csm *m, const char *snapdir, struct cvm *vm, struct csq_stages *st,
+                bool fresh, struct cvc **c, bool *bad_snapshot, char *err, size_t errlen)
 {
         uint64_t deadline = st->t0 + CSQ_RESTORE_TIMEOUT_MS * 1000000ull;
         *c = NULL;
@@ -453,7 +478,8 @@ int csh_load(const struct csm *m, const char *snapdir, struct cvm *vm, struct cs
                 return rc;
         }
         st->handshake = mono_ns() - st->t0;
-        rc = csq_new_generation(*c, left_ms(deadline), err, errlen);
+        rc = fresh ? csq_new_generation(*c, left_ms(deadline), err, errlen)
+                   : csq_refresh_resumed(*c, left_ms(deadline), err, errlen);
         if (rc < 0) {
                 cvc_close(*c);
                 *c = NULL;
@@ -461,4 +487,16 @@ int csh_load(const struct csm *m, const char *snapdir, struct cvm *vm, struct cs
         }
         st->new_generation = mono_ns() - st->t0;
         return 0;
+}
+
+int csh_load(const struct csm *m, const char *snapdir, struct cvm *vm, struct csq_stages *st,
+             struct cvc **c, bool *bad_snapshot, char *err, size_t errlen)
+{
+        return load(m, snapdir, vm, st, true, c, bad_snapshot, err, errlen);
+}
+
+int csh_load_paused(const struct csm *m, const char *snapdir, struct cvm *vm, struct csq_stages *st,
+                    struct cvc **c, bool *bad_snapshot, char *err, size_t errlen)
+{
+        return load(m, snapdir, vm, st, false, c, bad_snapshot, err, errlen);
 }

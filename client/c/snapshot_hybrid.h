@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cellvm.h"
 #include "manifest.h"
@@ -39,7 +40,20 @@ int csh_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
 /* The snapshot's files are whole and, for Cloud Hypervisor, config.json is there. */
 int csh_check_restorable(const struct csm *m, const char *snapdir, char *err, size_t errlen);
 
-/* Starts the clone's VMM with its API alone (the manifest's `arg`). */
+/* Pauses the VM whose API socket is `api` and saves it into `dir` (the
+ * names m->state, m->memory): Firecracker PATCH /vm Paused, PUT
+ * /snapshot/create Full; Cloud Hypervisor vm.pause, vm.snapshot (and its
+ * config.json checked). 0 or a negative errno with `err` saying why (the VM
+ * may be left paused). */
+int csh_save_into(enum cvm_vmm vmm, const char *api, const char *dir, const struct csm *m,
+                  char *err, size_t errlen);
+
+/* The size of `dir`/`name`, fsynced first when `sync`. */
+int csh_file_size(const char *dir, const char *name, uint64_t *size, bool sync, char *err,
+                  size_t errlen);
+
+/* Starts the clone's VMM with its API alone (the manifest's `arg`), a copy
+ * of `m` kept as `manifest` in its temp dir (what a pause records again). */
 int csh_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, struct csq_stages *st,
               char *err, size_t errlen);
 
@@ -47,5 +61,9 @@ int csh_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, struct c
  * NEW_GENERATION. As csq_load. */
 int csh_load(const struct csm *m, const char *snapdir, struct cvm *vm, struct csq_stages *st,
              struct cvc **c, bool *bad_snapshot, char *err, size_t errlen);
+/* csh_load of a paused record: the same guest again (csq_refresh_resumed),
+ * no new generation. */
+int csh_load_paused(const struct csm *m, const char *snapdir, struct cvm *vm, struct csq_stages *st,
+                    struct cvc **c, bool *bad_snapshot, char *err, size_t errlen);
 
 #endif

@@ -901,8 +901,23 @@ int csq_new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen)
         return 0;
 }
 
+int csq_refresh_resumed(struct cvc *c, int timeout_ms, char *err, size_t errlen)
+{
+        if (!csq_under_init(c)) {
+                fprintf(stderr, "cellvm: the agent is not under cellvm-init (a VMM stand-in or dev "
+                                "mode): no ADD_ENTROPY/SET_TIME (its clock is this host's)\n");
+                return 0;
+        }
+        /* Paused between SNAPSHOT_PREPARE and NEW_GENERATION: user work waits
+         * for a generation (clone.py's _finish). */
+        bool awaiting = false;
+        if (cv_map_get_bool(cvc_hello(c), "awaiting_generation", &awaiting) == 0 && awaiting)
+                return csq_new_generation(c, timeout_ms, err, errlen);
+        return refresh(c, timeout_ms, err, errlen);
+}
+
 /* Loads the state and runs the guest; `fresh`: a clone (NEW_GENERATION),
- * else the same guest again (a resumed pause: ADD_ENTROPY and SET_TIME). */
+ * else the same guest again (a resumed pause: csq_refresh_resumed). */
 static int load(const struct csm *m, const char *snapdir, struct cvm *vm, int state_fd,
                 struct csq_stages *st, bool fresh, struct cvc **c, bool *bad_snapshot, char *err,
                 size_t errlen)
@@ -969,7 +984,7 @@ static int load(const struct csm *m, const char *snapdir, struct cvm *vm, int st
         }
         st->handshake = stamp(st);
         rc = fresh ? csq_new_generation(*c, left_ms(deadline), err, errlen)
-                   : refresh(*c, left_ms(deadline), err, errlen);
+                   : csq_refresh_resumed(*c, left_ms(deadline), err, errlen);
         if (rc < 0) {
                 cvc_close(*c);
                 *c = NULL;

@@ -144,6 +144,13 @@ int csq_boot_prepared(const struct csq_launch *l, const struct cvm_opts *o, stru
  * an agent without it gets ADD_ENTROPY and SET_TIME. */
 int csq_new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen);
 
+/* The same guest again after a pause (as clone.py's _finish with fresh=False):
+ * ADD_ENTROPY and SET_TIME, its generation and random generators left as
+ * they were; NEW_GENERATION when HELLO says awaiting_generation (paused
+ * between SNAPSHOT_PREPARE and its generation); nothing for an agent not
+ * under cellvm-init (a VMM stand-in, dev mode: its clock is this host's). */
+int csq_refresh_resumed(struct cvc *c, int timeout_ms, char *err, size_t errlen);
+
 /* The first line of `<binary> --version` (the binary found on PATH). */
 int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, size_t errlen);
 

@@ -730,6 +730,11 @@ void cvm_kill(struct cvm *vm)
                 (void)unlink(vm->qmp);
                 (void)unlink(vm->config);
                 (void)unlink(vm->api);
+                if (vm->vmm != CVM_VMM_QEMU) { /* a restored clone's (snapshot_hybrid.c) */
+                        char path[sizeof(vm->dir) + 16];
+                        join(path, sizeof(path), vm->dir, "manifest");
+                        (void)unlink(path);
+                }
                 if (vm->vmm == CVM_VMM_CLOUD_HYPERVISOR && vm->restore[0]) {
                         static const char *const files[] = {"config.json", "state.json",
                                                             "memory-ranges"};

@@ -123,27 +123,14 @@ def _resume_cli(cls, d, m, timeout, request_timeout, envs):
 
 
 def _pause_hybrid(owner, vm, entry):
+    """pause() of a Firecracker or Cloud Hypervisor sandbox: `cellvm pause
+    --json` (client/c/pause_hybrid.c) saves it through its API, as QEMU's."""
     from .exceptions import SandboxException
-    if not vm.api_socket or not vm.alive():
+    if not getattr(vm, "api_socket", True) or not vm.alive():
         raise SandboxException(f"pause(): sandbox {owner.sandbox_id} has no API socket (a cold "
                                f"boot runs {vm.vmm} without one: create it from a template) or "
                                "its VMM is gone", code="unsupported")
-    store, final, tmp = _new_record(entry.key)
-    try:
-        from . import snapshot_hybrid
-        m = snapshot_hybrid.save_paused(vm, tmp, sandbox_id=entry.key,
-                                        registry_key=entry.key, template=owner._template or "",
-                                        metadata=dict(owner._metadata), envs=dict(owner._envs),
-                                        started_ms=entry.started_ms)
-        snap.write_atomic(os.path.join(tmp, snap.MANIFEST), m.to_text().encode())
-        with store.lock():
-            os.rename(tmp, final)
-    except (OSError, VMError) as e:
-        snap.remove_unused(tmp)
-        raise SandboxException(f"pause(): {vm.vmm} did not save sandbox {owner.sandbox_id}: "
-                               f"{e}") from None
-    _stopped(owner, final, m)
-    return True
+    return _pause_cli(owner, vm, entry)
 
 
 def check_resumable(d, m):
@@ -189,48 +176,9 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
 
 
 def _resume_hybrid(cls, d, m, timeout, request_timeout, envs):
-    """resume() of a Firecracker or Cloud Hypervisor record."""
-    import fcntl
-    from . import lifetime
-    from .exceptions import SandboxException
-    from .launch import _live, _live_lock
-    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SandboxException(f"sandbox {m.sandbox_id} is being resumed by another "
-                                   "process") from None
-        if not os.path.exists(os.path.join(d, snap.MANIFEST)):
-            raise SandboxException(f"Paused sandbox {m.sandbox_id} not found (resumed or "
-                                   "killed meanwhile)")
-        check_resumable(d, m)
-        stages = clone.Stages()
-        adm = lifetime.Admission(timeout, clone.RESTORE_TIMEOUT_S, None, m.metadata,
-                                 m.template or None, key=resume_key(d, m))
-        deadline = time.monotonic() + clone.RESTORE_TIMEOUT_S
-        vm = None
-        try:
-            from . import snapshot_hybrid as sh  # QEMU's records: _resume_cli
-            vm = sh.vm_for_paused(m)
-            with _live_lock:
-                _live.add(vm)
-            with adm.starting():
-                sh.restore_spawn(vm, d, m, stages.stamp)
-                adm.record(vm, keeper_in_background=True)
-            conn = sh.restore_load(vm, deadline, stages.stamp)
-            envs = m.envs if envs is None else envs
-            sbx = clone._finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout,
-                                fresh=False)
-        except BaseException:
-            if vm is not None:
-                vm.kill()
-            adm.forget()
-            raise
-        snap.PausedStore().remove(d)
-    finally:
-        os.close(fd)
-    return sbx
+    """resume() of a Firecracker or Cloud Hypervisor record: `cellvm resume
+    --json` (client/c/cli_pause.c, snapshot_hybrid.c), as QEMU's."""
+    return _resume_cli(cls, d, m, timeout, request_timeout, envs)
 
 
 def _adopt_into(old, new):
