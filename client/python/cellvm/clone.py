@@ -1,14 +1,14 @@
 """Templates in Python (docs/SNAPSHOTS.md, "Templates"): the launch of a
 template and its manifest (Launch), building one (build: the image booted,
 the zygote's preloads done, SNAPSHOT_PREPARE, saved), and the guest's side
-of a restore (new_generation, refresh_clock_and_entropy, _finish).
+of a restore (new_generation, refresh_clock_and_entropy: the tests drive
+restores by hand with them).
 
 Sandbox.create() restores through `cellvm create --json` (issue 22:
 client/c/cli_snapshot.c and snapshot_qemu.c restore and build the same
 templates, byte for byte the same manifest and name). What is left here:
 the builder the tests' session template uses (tests/conftest.py, which
-reads the guest's values before it is saved) and the resume of a paused
-Firecracker or Cloud Hypervisor sandbox (pause.py).
+reads the guest's values before it is saved).
 """
 
 import logging
@@ -18,7 +18,6 @@ import time
 
 from . import _wire
 from . import snapshot as snap
-from .boot import BootReport
 from .launch import SNAPSHOT_ENV, snapshot_mode as mode  # noqa: F401 - clone.mode, as before
 
 logger = logging.getLogger("cellvm")
@@ -34,23 +33,6 @@ SETTLE_TIMEOUT_S = 30.0
 """Longest wait for a template's guest to settle before it is saved (~1 s
 under TCG here: the next spare's warm-up)."""
 SNAPSHOT_VMMS = ("qemu", "firecracker", "cloud-hypervisor")
-
-
-class Stages:
-    """Host-side stamps of a restore (ns since the VMM was spawned), as a BootReport."""
-
-    def __init__(self):
-        self.t0 = None
-        self.stamps = {}
-
-    def stamp(self, name):
-        now = time.monotonic_ns()
-        if self.t0 is None:
-            self.t0 = now
-        self.stamps[name] = now - self.t0
-
-    def report(self) -> BootReport:
-        return BootReport(self.stamps)
 
 
 # --- the guest's side of a snapshot (docs/PROTOCOL.md section 11) -------------
@@ -309,43 +291,3 @@ def _save_qemu(vm, tmp) -> int:
         raise
     sq.quit_qemu(vm, q)
     return size
-
-
-# --- the end of a restore (pause.py's resume) -------------------------------------
-
-
-def _finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout, fresh):
-    """HELLO, the guest refreshed (fresh: a new generation; else clock and
-    entropy only), the lifetime's start; the Sandbox."""
-    try:
-        try:
-            conn.handshake({"protocol": _wire.PROTOCOL_VERSION, "client": "cellvm-python"},
-                           max(0.1, deadline - time.monotonic()), check=_checker(vm))
-        except TimeoutError:
-            raise snap.SnapshotError(f"the restored guest did not answer HELLO within "
-                                     f"{RESTORE_TIMEOUT_S:g} s; console:\n{vm.console()[-2000:]}")
-        except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
-            raise snap.SnapshotError(f"the restored guest's channel closed during HELLO: {e}; "
-                                     f"console:\n{vm.console()[-2000:]}") from None
-        stages.stamp("handshake")
-        if fresh or conn.hello.get("awaiting_generation"):
-            new_generation(conn)
-        else:
-            refresh_clock_and_entropy(conn)
-        stages.stamp("new_generation")
-        adm.start_clock(vm, conn)
-        stages.stamp("deadline")
-    except BaseException:
-        conn.close()
-        raise
-    sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
-    adm.adopt(sbx)
-    sbx._restore_stages = stages
-    return sbx
-
-
-def _checker(vm):
-    def check():
-        if not vm.alive():
-            raise _wire.ConnectionClosed(f"the VMM exited ({vm.proc.returncode})")
-    return check

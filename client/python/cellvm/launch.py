@@ -128,10 +128,8 @@ class HybridVsockVM:
         self.dir = None
         self.proc = None
         self._log = None
-        # Snapshots (cellvm.snapshot_hybrid): the VMM's API socket; `restoring`:
-        # started with the API alone, to load a snapshot.
+        # A template's build (cellvm.snapshot_hybrid): the VMM's API socket.
         self.api = bool(api)
-        self.restoring = False
 
     @property
     def pid(self):
@@ -148,22 +146,18 @@ class HybridVsockVM:
 
     @property
     def api_socket(self):
-        return os.path.join(self.dir, "api.sock") if self.dir and (self.api or self.restoring) else None
+        return os.path.join(self.dir, "api.sock") if self.dir and self.api else None
 
     def argv(self):
         if self.vmm == "firecracker":
             from .vmm_firecracker import firecracker_api_argv, firecracker_argv, write_firecracker_config
-            if self.restoring:
-                return firecracker_api_argv(self.api_socket, firecracker=self.binary)
             path, _ = write_firecracker_config(self.image, self.dir, memory_mb=self.memory_mb,
                                                vcpus=self.vcpus, kvm=kvm_usable(),
                                                extra_cmdline=self.extra_cmdline, **self.boot_files)
             if self.api:
                 return firecracker_api_argv(self.api_socket, path, self.binary)
             return firecracker_argv(path, self.binary)
-        from .vmm_cloud_hypervisor import api_argv, cloud_hypervisor_argv
-        if self.restoring:
-            return api_argv(self.api_socket, self.binary)
+        from .vmm_cloud_hypervisor import cloud_hypervisor_argv
         argv = cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
                                      extra_cmdline=self.extra_cmdline, binary=self.binary,
                                      **self.boot_files)
@@ -368,15 +362,6 @@ class CliVM:
         restored from a template has (pause() saves it through it), else None."""
         path = os.path.join(self.dir, "api.sock")
         return path if self.vmm != "qemu" and os.path.exists(path) else None
-
-    @property
-    def paused_manifest(self):
-        """The template it was restored from (pause() records its launch), or None."""
-        d = self.info.get("snapshot_dir")
-        if not d:
-            return None
-        from . import snapshot
-        return snapshot.read_manifest(d)
 
     def console(self):
         try:

@@ -560,7 +560,7 @@ class Sandbox:
         """A Sandbox over `conn` (HELLO done) that owns `vm` (kill() stops it)."""
         self = cls.__new__(cls)
         self._addr = vm.address or ""  # "" for hybrid vsock (CONNECT first: no plain address)
-        # The sandbox id is the VM's registry key (lifetime.Admission.record).
+        # The sandbox id is the VM's registry key (`cellvm create` wrote it).
         self._id = (getattr(vm, "registry_key", None) or vm.address
                     or f"{getattr(vm, 'vmm', 'qemu')}-{vm.pid}")
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
