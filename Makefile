@@ -71,8 +71,8 @@ conformance: all
 # The template Sandbox.create() restores from (docs/SNAPSHOTS.md): build/image
 # booted once, its preloads done, saved into the user's cache (~20 s under TCG;
 # create() would build it on first use otherwise).
-snapshot: image
-	PYTHONPATH=client/python $(PYTHON) -m cellvm.snapshot_cli create --image $(B)/image
+snapshot: image $(B)/cellvm
+	$(B)/cellvm snapshot create --image $(B)/image
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

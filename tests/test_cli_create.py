@@ -121,3 +121,39 @@ def test_create_passes_its_connection_and_the_keeper_cleans_up(env):
     wait_for(lambda: process_gone(info["keeper_pid"]), "the keeper did not exit")
     assert not os.path.exists(info["dir"])
     assert json.loads(cli(env, "ps", "--json").stdout) == []
+
+
+def manifest_of(env, *opts):
+    r = cli(env, "snapshot", "manifest", "--image", IMAGE, "--memory", str(SNAPSHOT_MEMORY_MB),
+            *opts)
+    assert r.returncode == 0, r.stderr
+    fields = [line.split("=", 1) for line in r.stdout.splitlines()[1:] if "=" in line]
+    return {k: v for k, v in fields if k != "arg"}, [v for k, v in fields if k == "arg"]
+
+
+def template_name(env, *opts):
+    r = cli(env, "snapshot", "check", "--image", IMAGE, "--memory", str(SNAPSHOT_MEMORY_MB), *opts)
+    return re.search(r"/(qemu-[0-9a-f]{16})[/:]", r.stdout).group(1)
+
+
+def test_network_and_cmdline_extra_are_part_of_the_launch_and_the_template(env, vm_template):
+    """--network user (QEMU's NAT, as the SDK's network="user") and
+    --cmdline-extra go into the argv and kernel command line, so a template
+    made with either is another template (no VM: the launch's manifest)."""
+    plain, plain_args = manifest_of(env)
+    net, net_args = manifest_of(env, "--network", "user", "--cmdline-extra", 'cellvm.debug=1 a="b c"')
+    assert "-netdev" not in plain_args
+    i = net_args.index("-netdev")
+    assert net_args[i:i + 4] == ["-netdev", "user,id=net0", "-device", "virtio-net-device,netdev=net0"]
+    assert net["cmdline"] == plain["cmdline"].replace(
+        " cellvm.mem_limit=", " cellvm.net=static cellvm.ip=10.0.2.15/24 cellvm.gateway=10.0.2.2 "
+        "cellvm.dns=10.0.2.3 cellvm.mem_limit=") + ' cellvm.debug=1 a="b c"'
+    names = {template_name(env), template_name(env, "--network", "user"),
+             template_name(env, "--cmdline-extra", "cellvm.debug=1"),
+             template_name(env, "--network", "none")}
+    assert len(names) == 3 and os.path.basename(vm_template.tdir.path) in names, names
+    for vmm in ("firecracker", "cloud-hypervisor"):
+        r = cli(env, "create", "--json", "--vmm", vmm, "--network", "user")
+        assert r.returncode == 2 and "--network user is QEMU's" in r.stderr, r.stderr
+    r = cli(env, "run", "--network", "bridge", "--", "1")
+    assert r.returncode == 2 and "--network takes none" in r.stderr

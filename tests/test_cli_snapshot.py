@@ -2,7 +2,7 @@
 Python SDK's (the same manifest, byte for byte, and the same name, for
 several launches), `check` says what differs or is wrong, `--snapshot DIR`
 refuses a damaged or foreign template before starting anything, `list` and
-`remove` manage the store as `python3 -m cellvm.snapshot_cli` does, and the
+`remove` manage the store, and the
 options say what is wrong with them. Templates here are written by the
 Python SDK's own code (manifest) with sparse stand-in files for the state and
 memory: nothing in this file boots a VM (tests/test_cli_snapshot_vm.py does).

@@ -1,5 +1,6 @@
-"""Sandbox.create(vmm="firecracker" / "cloud-hypervisor"): launcher, hybrid
-vsock handshake, a real agent behind it, and kill().
+"""Sandbox.create(vmm="firecracker" / "cloud-hypervisor"): `cellvm create
+--json --vmm ...` (client/c/vmm_hybrid.c), the hybrid vsock handshake, a real
+agent behind it, and kill().
 
 Neither VMM can run on this machine, so tests/fake_vmm.py stands in for the
 binary (first on PATH under the VMM's name): it checks the configuration the
@@ -43,6 +44,7 @@ def fake_vmms(tmp_path, monkeypatch, agent):
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     monkeypatch.setenv("CELLVM_FAKE_VMM_AGENT", agent.sock)
     monkeypatch.setenv("CELLVM_FAKE_VMM_LOG", str(log))
+    monkeypatch.setenv("TMPDIR", tmp)  # the VM's directory: `cellvm create` makes it there
     monkeypatch.setattr(tempfile, "tempdir", tmp)
     yield tmp, log
     os.rmdir(tmp)  # fails if a test left something in it
@@ -98,7 +100,7 @@ def test_a_vmm_that_exits_at_once_fails_fast_with_its_output(fake_vmms, monkeypa
     monkeypatch.setenv("CELLVM_FAKE_VMM_FAIL", "Error booting VM: KVM not available")
     with pytest.raises(SandboxException) as e:
         Sandbox.create(IMAGE, vmm="firecracker", boot_timeout=60)
-    assert "firecracker exited with 1" in str(e.value)
+    assert "firecracker output" in str(e.value)  # `cellvm create` says what the VMM printed
     assert "KVM not available" in str(e.value)
     assert os.listdir(tmp) == []
 

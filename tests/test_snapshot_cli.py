@@ -1,8 +1,8 @@
-"""`python3 -m cellvm.snapshot_cli` and `make snapshot` (docs/SNAPSHOTS.md,
-"Templates"): a template built through them with real QEMU (~13-25 s under
-TCG) in a private template root, then checked, listed, restored by
-Sandbox.create() and removed. The C CLI's `cellvm snapshot` has its own
-tests (test_cli_snapshot*.py)."""
+"""`make snapshot` (docs/SNAPSHOTS.md, "Templates"): build/image's template
+built ahead by `cellvm snapshot create` with real QEMU (~13-25 s under TCG)
+in a private template root, then checked, listed, restored by
+Sandbox.create() and removed with `cellvm snapshot`. The rest of `cellvm
+snapshot` has its own tests (test_cli_snapshot*.py)."""
 
 import os
 import subprocess
@@ -12,8 +12,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cellvm import Sandbox, clone, registry, snapshot  # noqa: E402
+from cellvm import Sandbox, launch, registry, snapshot  # noqa: E402
 from conftest import IMAGE, build_image_or_skip  # noqa: E402
+
+CLI = os.path.join(os.path.dirname(IMAGE), "cellvm")
 
 
 def test_make_snapshot_builds_the_template_the_cli_checks_lists_and_removes(tmp_path, monkeypatch):
@@ -21,19 +23,17 @@ def test_make_snapshot_builds_the_template_the_cli_checks_lists_and_removes(tmp_
     root = str(tmp_path / "templates")
     monkeypatch.setenv(snapshot.TEMPLATE_DIR_ENV, root)
     monkeypatch.setenv(registry.RUNTIME_ENV, str(tmp_path / "rt"))
-    monkeypatch.setenv(clone.SNAPSHOT_ENV, "1")
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "client", "python"))
+    monkeypatch.setenv(launch.SNAPSHOT_ENV, "1")
 
     def cli(*args):
-        r = subprocess.run([sys.executable, "-m", "cellvm.snapshot_cli", *args], env=env,
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run([CLI, "snapshot", *args], capture_output=True, text=True, timeout=600)
         return r.returncode, r.stdout + r.stderr
 
     rc, out = cli("check", "--image", IMAGE)
     assert rc == 1 and "no template built yet" in out, out
 
     r = subprocess.run(["make", "-s", "-C", ROOT, "SAN=0", f"PYTHON={sys.executable}", "snapshot"],
-                       env=env, capture_output=True, text=True, timeout=900)
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "built in" in r.stdout and root in r.stdout, r.stdout
 
@@ -52,7 +52,7 @@ def test_make_snapshot_builds_the_template_the_cli_checks_lists_and_removes(tmp_
         assert sbx.run_code("6 * 7").text == "42"
 
     rc, out = cli("remove")
-    assert rc == 2 and "nothing to remove" in out, out
+    assert rc == 2, out
     rc, out = cli("remove", "--all")
     assert rc == 0 and out.strip().endswith(": removed"), out
     rc, out = cli("list")

@@ -2,7 +2,9 @@
 the namespace tests (tests/test_init.py) cannot show. Three boots, none with
 Python preloads (~3 s each to the agent under TCG):
 
-- `configured`: the real agent, with a static eth0 (QEMU user networking),
+- `configured`: `cellvm create --json --no-snapshot --network user
+  --cmdline-extra ...` (the C CLI's launch, as the SDK's create() runs it):
+  the real agent, with a static eth0 (QEMU user networking),
   DNS, an entropy seed, the boot timer, memory/pid limits for user code and
   `cellvm.debug=1`; inspected through the agent (root commands, one cell).
   Its last test asks the agent for a power-off (SHUTDOWN): QEMU must exit.
@@ -23,9 +25,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
-from cellvm import _wire  # noqa: E402
+from cellvm import _wire, host  # noqa: E402
 from cellvm.vmm_qemu import QemuVM  # noqa: E402
-from conftest import BOOT_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
+from conftest import BOOT_TIMEOUT, IMAGE, build_image_or_skip, process_gone  # noqa: E402
 
 CMD_START = 0x0200
 CMD_OUTPUT = 0x8201
@@ -100,16 +102,42 @@ def cell(conn, code):
     return result, "".join(stdout), error
 
 
+class CreatedVM:
+    """A VM of `cellvm create --json` (cellvm.host): its console stays
+    readable after QEMU exited (the keeper removes its directory then)."""
+
+    def __init__(self, info):
+        self.info = info
+        self._console = open(os.path.join(info["dir"], "console.log"), "rb")
+
+    def console(self):
+        fd = self._console.fileno()
+        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
+
+    def wait(self, timeout):
+        deadline = time.monotonic() + timeout
+        while not process_gone(self.info["pid"]):
+            assert time.monotonic() < deadline, "QEMU did not exit"
+            time.sleep(0.05)
+        return 0
+
+    def kill(self):
+        host.kill(self.info["sandbox_id"])
+        self._console.close()
+
+
 @pytest.fixture(scope="module")
 def configured():
-    vm = boot(network="user", extra_cmdline=CONFIGURED_CMDLINE)
+    build_image_or_skip()
+    opts = host.vm_args(IMAGE, memory_mb=512, snapshot=False, boot_timeout=BOOT_TIMEOUT,
+                        network="user", extra_cmdline=CONFIGURED_CMDLINE)
+    info, conn = host.create(opts, timeout=3600)
+    assert info["network"] == "user" and info["vmm"] == "qemu"
+    vm = CreatedVM(info)
     try:
-        conn = vm.connect(timeout=BOOT_TIMEOUT)
-        try:
-            yield vm, conn
-        finally:
-            conn.close()
+        yield vm, conn
     finally:
+        conn.close()
         vm.kill()
 
 

@@ -35,7 +35,7 @@ def sbx(vm_sandbox):
 
 @pytest.fixture(scope="session")
 def vm(vm_sandbox):
-    """Its QemuVM."""
+    """Its VM (launch.CliVM: `cellvm create` started it)."""
     return vm_sandbox.vm
 
 
@@ -222,13 +222,14 @@ def test_a_new_client_connection_is_a_new_peer(vm, sbx):
     (docs/PROTOCOL.md section 3) and finds the VM serving, its contexts intact.
     Reconnects come at once, the racy case: every client re-sends an
     unanswered HELLO (the guest drops bytes that arrive while the agent
-    reopens its port), QemuVM.connect, Sandbox.connect and the C CLI alike.
+    reopens its port), _wire.Connection.connect, Sandbox.connect and the C
+    CLI alike.
     Runs after every other test but the one that stops the session's VM: it
     closes the session's client."""
     run(sbx, "left_by_the_first_client = 42")
     sbx.close()
     for _ in range(3):
-        conn = vm.connect(timeout=30)
+        conn = _wire.Connection.connect(vm.address, timeout=30)
         try:
             results = [b for t, b in conn.request(_wire.EXECUTE, {"code": "left_by_the_first_client"})
                        .messages(timeout=60) if t == _wire.RESULT]

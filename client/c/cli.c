@@ -92,6 +92,11 @@ static const char usage[] =
     "                            itself (root=/dev/vda ro init=/sbin/cellvm-init); needs a\n"
     "                            kernel with the drivers built in (`make kernel`)\n"
     "      --rootfs PATH         another root image, ext4 or erofs (rootfstype= follows)\n"
+    "      --network none|user   (QEMU) no NIC, loopback only (default), or a virtio-net\n"
+    "                            NIC on QEMU's user-mode NAT (guest 10.0.2.15/24,\n"
+    "                            gateway 10.0.2.2, DNS 10.0.2.3)\n"
+    "      --cmdline-extra WORDS appended to the guest kernel's command line (e.g.\n"
+    "                            cellvm.debug=1; docs/INIT.md)\n"
     "      --vsock auto|on|off   (QEMU) the agent channel: vsock (a vhost-vsock device; auto: "
     "when\n"
     "                            /dev/vhost-vsock opens) or the virtio-serial port, which\n"
@@ -160,7 +165,7 @@ static const char snapshot_usage[] =
     "restore their VMs from (docs/SNAPSHOTS.md): one per launch (image, boot files,\n"
     "memory, vCPUs, kernel command line, QEMU and its version), in\n"
     "$CELLVM_TEMPLATE_DIR, else $XDG_CACHE_HOME/cellvm/templates, else\n"
-    "~/.cache/cellvm/templates. As `python3 -m cellvm.snapshot_cli` (plus manifest).\n"
+    "~/.cache/cellvm/templates (`make snapshot` builds build/image's).\n"
     "\n"
     "commands:\n"
     "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
@@ -177,7 +182,8 @@ static const char snapshot_usage[] =
     "\n"
     "vm options, as cellvm run's: --image DIR, --memory MB (or --memory-mb MB),\n"
     "  --vcpus N, --kernel PATH, --initramfs PATH|none, --rootfs PATH, --vmm qemu\n"
-    "  (or firecracker, cloud-hypervisor: their templates are saved through the VMM's API)\n"
+    "  (or firecracker, cloud-hypervisor: their templates are saved through the VMM's API),\n"
+    "  --network none|user, --cmdline-extra WORDS\n"
     "\n"
     "exit status: 0 success, 1 failure (or check: no fitting template), 2 usage.\n";
 
@@ -638,7 +644,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"image", required_argument, NULL, 'i'},
             {"vmm", required_argument, NULL, 'V'},
             {"memory", required_argument, NULL, 'm'},
-            {"memory-mb", required_argument, NULL, 'm'}, /* snapshot_cli's name */
+            {"memory-mb", required_argument, NULL, 'm'}, /* the old snapshot_cli's name */
             {"no-snapshot", no_argument, NULL, 'N'},
             {"from-template", no_argument, NULL, 'U'},
             {"snapshot", required_argument, NULL, 'P'},
@@ -655,9 +661,11 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"out-dir", required_argument, NULL, 'o'},
             {"delim", required_argument, NULL, 'd'},
             {"help", no_argument, NULL, 'h'},
-            {"metadata", required_argument, NULL, 'M'}, /* create only, as the next three */
+            {"metadata", required_argument, NULL,
+             'M'}, /* create only, as template, json, pass-fd */
             {"template", required_argument, NULL, 'T'},
             {"network", required_argument, NULL, 'w'},
+            {"cmdline-extra", required_argument, NULL, 'X'},
             {"json", no_argument, NULL, 'j'},
             {"pass-fd", required_argument, NULL, 'A'},
             {NULL, 0, NULL, 0},
@@ -676,12 +684,11 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         double d;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "+e:t:o:vh", opts, NULL)) != -1) {
-                if (create != (strchr("MTwjA", opt) != NULL) && strchr("MTwjAeod", opt)) {
+                if (create != (strchr("MTjA", opt) != NULL) && strchr("MTjAeod", opt)) {
                         fputs(create ? "cellvm: create takes the VM options, --timeout, "
-                                       "--metadata, --template, --network none, --json and "
-                                       "--pass-fd\n"
-                                     : "cellvm: --metadata, --template, --network, --json and "
-                                       "--pass-fd are create's\n",
+                                       "--metadata, --template, --json and --pass-fd\n"
+                                     : "cellvm: --metadata, --template, --json and --pass-fd are "
+                                       "create's\n",
                               stderr);
                         return -1;
                 }
@@ -798,12 +805,22 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         v->template_name = optarg;
                         break;
                 case 'w':
-                        if (strcmp(optarg, "none") != 0) {
-                                fputs("cellvm: --network: only none (loopback only) is "
-                                      "supported\n",
+                        if (strcmp(optarg, "none") != 0 && strcmp(optarg, "user") != 0) {
+                                fputs("cellvm: --network takes none (loopback only) or user "
+                                      "(QEMU's user-mode NAT)\n",
                                       stderr);
                                 return -1;
                         }
+                        v->vm.user_net = strcmp(optarg, "user") == 0;
+                        break;
+                case 'X':
+                        if (strpbrk(optarg, "\r\n") || strlen(optarg) >= CVM_CMDLINE_MAX / 2) {
+                                fputs("cellvm: --cmdline-extra takes one line of kernel "
+                                      "words\n",
+                                      stderr);
+                                return -1;
+                        }
+                        v->vm.cmdline_extra = optarg[0] ? optarg : NULL;
                         break;
                 case 'j':
                         break; /* create prints JSON only */
@@ -844,6 +861,13 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                 if (v->vm.vsock != CVM_VSOCK_AUTO) {
                         fprintf(stderr,
                                 "cellvm: --vsock is QEMU's: %s always uses its hybrid vsock\n",
+                                v->vmm);
+                        return -1;
+                }
+                if (v->vm.user_net) {
+                        fprintf(stderr,
+                                "cellvm: --network user is QEMU's: %s would need a tap "
+                                "device\n",
                                 v->vmm);
                         return -1;
                 }

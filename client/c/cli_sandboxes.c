@@ -160,6 +160,7 @@ static json_t *sbx_entry_json(const struct creg_entry *e, const char *metadata)
         json_object_set_new(o, "dir", json_string(e->dir));
         json_object_set_new(o, "image", json_string(e->image));
         json_object_set_new(o, "template", json_string(e->template_));
+        json_object_set_new(o, "network", json_string(e->network[0] ? e->network : "none"));
         json_object_set_new(o, "started_ms", json_integer(e->started_ms));
         json_object_set_new(o, "deadline_ms", json_integer(e->deadline_ms));
         json_object_set_new(o, "memory_mb", json_integer(e->memory_mb));
@@ -425,6 +426,7 @@ int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, c
                 strcpy(e->template_, template_);
         snprintf(e->vmm, sizeof(e->vmm), "%s", cvm_vmm_name(vm->vmm));
         snprintf(e->accel, sizeof(e->accel), "%s", vm->kvm ? "kvm" : "tcg");
+        snprintf(e->network, sizeof(e->network), "%s", vm->user_net ? "user" : "none");
         if (vm->vmm != CVM_VMM_QEMU)
                 e->address[0] = '\0'; /* hybrid vsock needs CONNECT first: no plain address */
         else if (vm->over_vsock)

@@ -224,6 +224,7 @@ int creg_parse(const char *text, const char *key, struct creg_entry *e, char *wh
                 STR("dir", dir, 0)
                 STR("image", image, 0)
                 STR("template", template_, 0)
+                STR("network", network, 0)
                 NUM("pid", 8u, e->pid = (pid_t)x)
                 NUM("pid_start", 16u, e->pid_start = (uint64_t)x)
                 NUM("started_ms", 32u, e->started_ms = x)
@@ -278,11 +279,12 @@ int creg_write(struct creg *r, const struct creg_entry *e)
                             "\nmemory_mb=%u\nvcpus=%u\ncreator_pid=%d\ncreator_start=%" PRIu64
                             "\nholder_pid=%d\nholder_start=%" PRIu64
                             "\nkeeper_pid=%d\naccel=%s\naddress=%s\ndir=%s\nimage=%s\ntemplate=%s\n"
-                            "metadata=%s\n",
+                            "network=%s\nmetadata=%s\n",
                 e->key, e->id, e->vmm, (int)e->pid, e->pid_start, e->started_ms, e->deadline_ms,
                 e->memory_mb, e->vcpus, (int)e->creator_pid, e->creator_start, (int)e->holder_pid,
                 e->holder_start, (int)e->keeper_pid, e->accel, e->address, e->dir, e->image,
-                e->template_, e->metadata && !strpbrk(e->metadata, "\r\n") ? e->metadata : "{}");
+                e->template_, e->network[0] ? e->network : "none",
+                e->metadata && !strpbrk(e->metadata, "\r\n") ? e->metadata : "{}");
         int bad = ferror(f);
         if (fclose(f) != 0 || bad) {
                 unlink(tmp);

@@ -32,6 +32,7 @@ struct creg_entry {
         char dir[256];
         char image[512];
         char template_[256];
+        char network[8]; /* "user" (QEMU's user-mode NAT) or "none"; "" read as none */
         pid_t pid;
         uint64_t pid_start;
         int64_t started_ms;

@@ -769,6 +769,7 @@ int csq_spawn(const struct csm *m, const char *snapdir, struct cvm *vm, int *sta
                         return -E2BIG;
                 }
                 cvm_argv_add(&a, "%s", arg);
+                vm->user_net = vm->user_net || strcmp(arg, CVM_USER_NETDEV) == 0;
         }
         cvm_argv_add(&a, "-incoming");
         cvm_argv_add(&a, "defer");

@@ -272,6 +272,12 @@ static int build_argv(const struct cvm_opts *o, struct cvm_launch *f, bool kvm, 
         add_arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off", dir);
         add_arg(a, "-device");
         add_arg(a, "virtserialport,chardev=agent,name=cellvm");
+        if (o->user_net) {
+                add_arg(a, "-netdev");
+                add_arg(a, CVM_USER_NETDEV);
+                add_arg(a, "-device");
+                add_arg(a, CVM_USER_NET_DEVICE);
+        }
         if (vsock_cid) {
                 add_arg(a, "-device");
                 add_arg(a, "vhost-vsock-device,guest-cid=%u", vsock_cid);
@@ -373,7 +379,12 @@ int cvm_boot_params(const struct cvm_opts *o, bool tcg, struct cvm_launch *f, ch
                 return rc;
         /* TSC calibration stalls TCG boots without tsc_early_khz (cmdline_tcg, set to the
          * host's frequency by set_host_tsc). */
-        const char *more[] = {l.vmm, tcg ? l.tcg : "", o->extra ? o->extra : "", NULL};
+        const char *more[] = {l.vmm,
+                              tcg ? l.tcg : "",
+                              o->user_net ? CVM_USER_NET_CMDLINE : "",
+                              o->extra ? o->extra : "",
+                              o->cmdline_extra ? o->cmdline_extra : "",
+                              NULL};
         if (cvm_compose_cmdline(f->cmdline, sizeof(f->cmdline), l.base, f->rootfstype,
                                 o->no_initramfs, more) < 0) {
                 snprintf(err, errlen, "kernel command line too long");
@@ -529,6 +540,7 @@ int cvm_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen
                 return rc;
         vm->opts = o;
         vm->kvm = cvm_kvm_usable();
+        vm->user_net = o->user_net;
         bool vsock =
             o->vsock == CVM_VSOCK_ON || (o->vsock == CVM_VSOCK_AUTO && cvm_vhost_vsock_usable());
         vm->vsock_cid = vsock ? cvm_allocate_cid() : 0;

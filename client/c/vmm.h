@@ -49,8 +49,18 @@ struct cvm_opts {
         bool qmp;                  /* a QMP socket: -qmp unix:DIR/qmp.sock (snapshots) */
         const char *mem_path;      /* guest RAM as this file (memory-backend-file ram0), or NULL */
         bool mem_share;            /* share=on: the file is the RAM; off: a private COW mapping */
-        bool api; /* Firecracker / Cloud Hypervisor: an API socket, DIR/api.sock (templates) */
+        bool api;      /* Firecracker / Cloud Hypervisor: an API socket, DIR/api.sock (templates) */
+        bool user_net; /* QEMU: a virtio-net NIC on QEMU's user-mode NAT; else none */
+        const char *cmdline_extra; /* the user's kernel words, after `extra`, or NULL */
 };
+
+/* The guest's address on QEMU's user-mode NAT (its fixed 10.0.2.0/24), for
+ * cellvm-init's static configuration (docs/INIT.md). */
+#define CVM_USER_NET_CMDLINE                                                                       \
+        "cellvm.net=static cellvm.ip=10.0.2.15/24 cellvm.gateway=10.0.2.2 cellvm.dns=10.0.2.3"
+/* QEMU's arguments of that NIC (and the one a template's argv is known by). */
+#define CVM_USER_NETDEV "user,id=net0"
+#define CVM_USER_NET_DEVICE "virtio-net-device,netdev=net0"
 
 #define CVM_CMDLINE_MAX 8192
 #define CVM_MAX_ARGS 72
@@ -102,6 +112,7 @@ struct cvm {
         bool kvm;
         unsigned vsock_cid; /* the guest's CID; 0: no vhost-vsock device */
         bool over_vsock;    /* the channel: vsock, else the serial port */
+        bool user_net;      /* it has the user-mode NAT NIC (cvm_opts.user_net) */
         unsigned cid_retries;
         const struct cvm_opts *opts; /* kept for a restart with another CID: must outlive the VM */
         char dir[64];                /* mkdtemp directory: agent.sock, console.log, qemu.err */

@@ -75,6 +75,10 @@ static int render(const struct cvm_opts *o, struct cvm *vm, struct cvm_argv *a, 
 
 int cvm_hybrid_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t errlen)
 {
+        if (o->user_net) { /* a NIC of theirs needs a tap device */
+                snprintf(err, errlen, "%s: only --network none is supported", cvm_vmm_name(o->vmm));
+                return -EINVAL;
+        }
         int rc = cvm_make_dir(vm, o->vmm, err, errlen);
         if (rc < 0)
                 return rc;

@@ -21,6 +21,8 @@ import os
 import struct
 from collections import namedtuple
 
+from .vmm_error import VMError
+
 INIT = "/sbin/cellvm-init"  # where build_image.py puts cellvm-init in the rootfs
 DEFAULT_KERNEL = {"qemu": "vmlinuz", "firecracker": "vmlinux", "cloud-hypervisor": "vmlinux"}
 INITRAMFS = "initramfs.cpio.gz"
@@ -52,7 +54,6 @@ class BootFiles(namedtuple("BootFiles", "kernel initramfs rootfs rootfstype")):
 
 
 def _error(msg):
-    from .vmm_qemu import VMError  # here: vmm_qemu imports this module
     return VMError(msg)
 
 

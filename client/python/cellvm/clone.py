@@ -1,24 +1,14 @@
-"""Sandboxes restored from templates: what Sandbox.create() does by default
-(docs/SNAPSHOTS.md, "Templates" and "Restoring a sandbox").
+"""Templates in Python (docs/SNAPSHOTS.md, "Templates"): the launch of a
+template and its manifest (Launch), building one (build: the image booted,
+the zygote's preloads done, SNAPSHOT_PREPARE, saved), and the guest's side
+of a restore (new_generation, refresh_clock_and_entropy: the tests drive
+restores by hand with them).
 
-    sbx = Sandbox.create()          # a clone of the template: 0.08-0.13 s, its first cell 0.09-0.17 s (TCG)
-    sbx.restore_report              # the restore's stages (BootReport)
-    Sandbox.create(snapshot=False)  # a cold boot ($CELLVM_SNAPSHOT=0 for unchanged programs)
-
-create() looks for the template of its launch (image, VMM, memory, vCPUs,
-kernel command line, boot files: cellvm.snapshot's name and manifest). If
-there is none, it builds one first (the image booted, the zygote's preloads
-done, SNAPSHOT_PREPARE, saved: ~20 s under TCG, said in a warning); if the
-stored one was made for something that changed since, it is rebuilt (the
-warning says what differs); if it cannot be restored (a damaged file, QEMU
-refuses it), create() warns and boots cold, and the next create() builds it
-anew. `snapshot="<dir>"` names a template that must be used: any problem is
-a SandboxException naming the file and what is wrong.
-
-A clone goes through the same admission as a cold boot (lifetime.Admission:
-limits under the registry's lock, the entry, its keeper), gets fresh
-entropy, the host's clock and a generation of its own (NEW_GENERATION), and
-its own deadline (SET_DEADLINE), never its template's.
+Sandbox.create() restores through `cellvm create --json` (issue 22:
+client/c/cli_snapshot.c and snapshot_qemu.c restore and build the same
+templates, byte for byte the same manifest and name). What is left here:
+the builder the tests' session template uses (tests/conftest.py, which
+reads the guest's values before it is saved).
 """
 
 import logging
@@ -28,11 +18,10 @@ import time
 
 from . import _wire
 from . import snapshot as snap
-from .boot import BootReport
+from .launch import SNAPSHOT_ENV, snapshot_mode as mode  # noqa: F401 - clone.mode, as before
 
 logger = logging.getLogger("cellvm")
 
-SNAPSHOT_ENV = "CELLVM_SNAPSHOT"
 BUILD_TIMEOUT_S = 300.0
 """Booting a template and waiting for its preloads (~20 s under TCG)."""
 RESTORE_TIMEOUT_S = 30.0
@@ -44,41 +33,6 @@ SETTLE_TIMEOUT_S = 30.0
 """Longest wait for a template's guest to settle before it is saved (~1 s
 under TCG here: the next spare's warm-up)."""
 SNAPSHOT_VMMS = ("qemu", "firecracker", "cloud-hypervisor")
-_OFF = ("0", "off", "no", "false", "cold")
-_ON = ("", "1", "on", "yes", "true", "auto")
-
-
-class Stages:
-    """Host-side stamps of a restore (ns since the VMM was spawned), as a BootReport."""
-
-    def __init__(self):
-        self.t0 = None
-        self.stamps = {}
-
-    def stamp(self, name):
-        now = time.monotonic_ns()
-        if self.t0 is None:
-            self.t0 = now
-        self.stamps[name] = now - self.t0
-
-    def report(self) -> BootReport:
-        return BootReport(self.stamps)
-
-
-def mode(snapshot):
-    """"off", "auto" or a template directory, from create(snapshot=...) and $CELLVM_SNAPSHOT."""
-    if snapshot is None:
-        env = os.environ.get(SNAPSHOT_ENV, "").strip().lower()
-        if env in _OFF:
-            return "off"
-        if env in _ON:
-            return "auto"
-        raise ValueError(f"${SNAPSHOT_ENV}={env!r}: expected 0/off or 1/on")
-    if snapshot is False:
-        return "off"
-    if snapshot is True:
-        return "auto"
-    return os.path.abspath(os.fspath(snapshot))
 
 
 # --- the guest's side of a snapshot (docs/PROTOCOL.md section 11) -------------
@@ -237,25 +191,6 @@ class Launch:
         return snapshot_hybrid.template_manifest(vm)
 
 
-def resolve(launch: Launch, want_mode: str):
-    """(snapshot dir, Manifest) of the template to restore, building it if
-    needed. SnapshotError when it cannot be had (`stale` set when one exists
-    but was made for something else and the mode forbids a rebuild)."""
-    if want_mode != "auto":
-        return explicit(launch, want_mode)
-    td = snap.TemplateDir(launch.name)
-    found, why = _usable(td, launch.want)
-    if found:
-        return found
-    with td.build_lock():
-        found, why_now = _usable(td, launch.want)  # another process may have built it meanwhile
-        if found:
-            return found
-        if why_now:
-            logger.warning("cellvm: template %s is stale: %s: building it anew", td.path, why_now)
-        return build(launch, td)
-
-
 def _usable(td, want):
     """((dir, manifest), None) if td's current snapshot fits `want`, else (None, why)."""
     cur = td.current()
@@ -270,27 +205,6 @@ def _usable(td, want):
     if diffs:
         return None, "; ".join(diffs)
     return (cur, m), None
-
-
-def explicit(launch: Launch, path: str):
-    """create(snapshot=PATH): that template (a configuration's directory or
-    one snapshot dir), which must fit create()'s other arguments."""
-    if os.path.exists(os.path.join(path, snap.CURRENT)) or os.path.islink(os.path.join(path, snap.CURRENT)):
-        cur = snap.TemplateDir(os.path.basename(path), os.path.dirname(path)).current()
-    else:
-        cur = path
-    if not os.path.isdir(cur):
-        raise snap.SnapshotError(f"{path}: no such snapshot directory", path)
-    m = snap.read_manifest(cur)
-    if m.kind != "template":
-        raise snap.SnapshotError(f"{os.path.join(cur, snap.MANIFEST)}: a {m.kind or 'untyped'} "
-                                 "snapshot, not a template", cur)
-    snap.check_files(m, cur)
-    diffs = snap.differences(m, launch.want)
-    if diffs:
-        raise snap.SnapshotError(f"{os.path.join(cur, snap.MANIFEST)}: this template does not "
-                                 f"fit create()'s launch: {'; '.join(diffs)}", cur, stale=True)
-    return cur, m
 
 
 def build(launch: Launch, td: "snap.TemplateDir", before_prepare=None):
@@ -377,86 +291,3 @@ def _save_qemu(vm, tmp) -> int:
         raise
     sq.quit_qemu(vm, q)
     return size
-
-
-# --- restoring one ---------------------------------------------------------------
-
-
-def restore_sandbox(cls, launch: Launch, snapdir: str, m: "snap.Manifest", *, timeout=None,
-                    detach=None, metadata=None, template=None, envs=None, request_timeout=None):
-    """A Sandbox (`cls`) restored from the template in `snapdir`: admitted,
-    spawned, loaded, running, HELLO, NEW_GENERATION, SET_DEADLINE.
-    SnapshotError when the snapshot does not restore (nothing is left running)."""
-    from . import lifetime
-    from .launch import _live, _live_lock
-    stages = Stages()
-    adm = lifetime.Admission(timeout, RESTORE_TIMEOUT_S, detach, metadata, template)
-    deadline = time.monotonic() + RESTORE_TIMEOUT_S
-    vm = None
-    try:
-        with snap.using(snapdir):  # until the VMM has read the state and mapped the memory
-            if launch.vmm == "qemu":
-                from . import snapshot_qemu as sq
-                vm = sq.RestoreQemuVM(launch.image, m, snapdir, qemu=m.vmm_binary or None)
-                with _live_lock:
-                    _live.add(vm)
-                sq.check_restorable(m, snapdir)
-                with adm.starting():
-                    sq.spawn(vm, stages.stamp)
-                    adm.record(vm, keeper_in_background=True)
-                conn = sq.load(vm, deadline, stages.stamp)
-            else:
-                from . import snapshot_hybrid as sh
-                vm = launch.new_vm()
-                vm.api = False
-                with _live_lock:
-                    _live.add(vm)
-                with adm.starting():
-                    sh.restore_spawn(vm, snapdir, m, stages.stamp)
-                    adm.record(vm, keeper_in_background=True)
-                conn = sh.restore_load(vm, deadline, stages.stamp)
-        sbx = _finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout, fresh=True)
-        sbx._snapshot_dir = snapdir
-        return sbx
-    except BaseException:
-        if vm is not None:
-            vm.kill()
-        adm.forget()
-        raise
-
-
-def _finish(cls, vm, conn, adm, stages, deadline, envs, request_timeout, fresh):
-    """HELLO, the guest refreshed (fresh: a new generation; else clock and
-    entropy only), the lifetime's start; the Sandbox."""
-    try:
-        try:
-            conn.handshake({"protocol": _wire.PROTOCOL_VERSION, "client": "cellvm-python"},
-                           max(0.1, deadline - time.monotonic()), check=_checker(vm))
-        except TimeoutError:
-            raise snap.SnapshotError(f"the restored guest did not answer HELLO within "
-                                     f"{RESTORE_TIMEOUT_S:g} s; console:\n{vm.console()[-2000:]}")
-        except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
-            raise snap.SnapshotError(f"the restored guest's channel closed during HELLO: {e}; "
-                                     f"console:\n{vm.console()[-2000:]}") from None
-        stages.stamp("handshake")
-        if fresh or conn.hello.get("awaiting_generation"):
-            new_generation(conn)
-        else:
-            refresh_clock_and_entropy(conn)
-        stages.stamp("new_generation")
-        adm.start_clock(vm, conn)
-        stages.stamp("deadline")
-    except BaseException:
-        conn.close()
-        raise
-    sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
-    adm.adopt(sbx)
-    sbx._restore_stages = stages
-    return sbx
-
-
-def _checker(vm):
-    def check():
-        if not vm.alive():
-            raise _wire.ConnectionClosed(f"the VMM exited ({vm.proc.returncode})")
-    return check

@@ -16,7 +16,7 @@ from .exceptions import (
     from_agent_error,
 )
 from .models import CommandResult, ProcessInfo
-from .sandbox import _Messages
+from ._messages import _Messages
 
 CMD_START = 0x0200
 CMD_LIST = 0x0201
@@ -66,7 +66,7 @@ class CommandHandle:
         return self._result.error if self._result else None
 
     def _next(self):
-        """The next (type, body), or TimeoutError after _POLL_S."""
+        """The next (type, body), or TimeoutError after _messages.POLL_S."""
         return self._msgs.next()
 
     def _events(self) -> Iterator[Tuple[Optional[str], Optional[str], Optional[bytes]]]:

@@ -83,10 +83,12 @@ def run(args, what, timeout=None):
 
 
 def vm_args(image=None, vmm="qemu", memory_mb=1024, vcpus=1, kernel=None, initramfs=True,
-            rootfs=None, snapshot=None, boot_timeout=None):
+            rootfs=None, snapshot=None, boot_timeout=None, network="none", extra_cmdline=""):
     """create()'s VM options as the CLI's (`image`: a directory, resolved by the caller)."""
     args = ["--image", os.path.abspath(image), "--vmm", vmm, "--memory", str(int(memory_mb)),
-            "--vcpus", str(int(vcpus))]
+            "--vcpus", str(int(vcpus)), "--network", network]
+    if extra_cmdline:
+        args += ["--cmdline-extra", extra_cmdline]
     if kernel:
         args += ["--kernel", os.path.abspath(kernel)]
     if initramfs is None or initramfs is False:

@@ -6,22 +6,27 @@
         print(sbx.boot_report)
     # the VM is gone: QEMU killed, its temp directory removed
 
-Sandbox.create() calls create_sandbox() below. What it does:
+Sandbox.create() calls create_sandbox() below, which runs `cellvm create
+--json` (cellvm.host; issue 22: the C CLI owns the VM's lifecycle):
 
-1. Starts the VMM: QEMU (vmm_qemu.QemuVM, `-M microvm`, KVM when usable,
-   else TCG), or Firecracker / Cloud Hypervisor (their config writers, the
-   agent reached through hybrid vsock). The latter two must be on PATH:
-   otherwise create() raises SandboxException naming the missing binary.
-2. Waits for the agent's HELLO (QemuVM.connect re-sends HELLO until the
-   guest answers: over virtio-serial a HELLO sent while the agent reopens
-   the port is lost).
-3. With `wait_ready=True` (the default) it also waits until the zygote has
-   its preloads (numpy, pandas, matplotlib): E2B's create() returns a sandbox
-   that runs code at once, and a first cell would wait for them anyway
-   (~14 s under TCG, < 1 s with KVM). Readiness is the `executor_ready`
-   stamp in the agent's HELLO reply; a repeated HELLO on the one stream
-   (allowed, docs/PROTOCOL.md section 3) asks for it without running
-   anything, so the user's first cell is still execution 1.
+1. The CLI restores the sandbox from the template of its launch (image,
+   boot files, memory, vCPUs, VMM, network, kernel command line), building
+   it on first use, or boots it cold; QEMU (`-M microvm`, KVM when usable,
+   else TCG; `network="user"`: QEMU's NAT), Firecracker or Cloud Hypervisor
+   (on PATH, else a SandboxException naming the missing binary). It records
+   the sandbox with its deadline and hands over its agent connection.
+2. With `wait_ready=True` (the default) a cold boot is also waited for
+   until the zygote has its preloads (numpy, pandas, matplotlib): E2B's
+   create() returns a sandbox that runs code at once, and a first cell
+   would wait for them anyway (~14 s under TCG, < 1 s with KVM); a clone
+   has them. Readiness is the `executor_ready` stamp in the agent's HELLO
+   reply; a repeated HELLO on the one stream (allowed, docs/PROTOCOL.md
+   section 3) asks for it without running anything, so the user's first
+   cell is still execution 1.
+
+start_vm() and HybridVsockVM are the Python launch the tests' session
+template builder (cellvm.clone) and the resume of a paused Firecracker or
+Cloud Hypervisor sandbox (cellvm.pause) still use.
 
 User code gets a memory limit: create() puts `cellvm.mem_limit=<memory_mb
 minus max(128 MiB, 1/8)>` on the kernel command line, so cellvm-init creates
@@ -59,6 +64,10 @@ IMAGE_ENV = "CELLVM_IMAGE"
 DEFAULT_CREATE_TIMEOUT = 300.0
 """Seconds create() waits for the agent and the zygote (TCG boots take ~18 s)."""
 _READY_POLL_S = 0.5
+SNAPSHOT_ENV = "CELLVM_SNAPSHOT"
+"""create(snapshot=None): from a template unless it says 0/off (the CLI reads it too)."""
+_SNAPSHOT_OFF = ("0", "off", "no", "false", "cold")
+_SNAPSHOT_ON = ("", "1", "on", "yes", "true", "auto")
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 logger = logging.getLogger("cellvm")
@@ -119,10 +128,8 @@ class HybridVsockVM:
         self.dir = None
         self.proc = None
         self._log = None
-        # Snapshots (cellvm.snapshot_hybrid): the VMM's API socket; `restoring`:
-        # started with the API alone, to load a snapshot.
+        # A template's build (cellvm.snapshot_hybrid): the VMM's API socket.
         self.api = bool(api)
-        self.restoring = False
 
     @property
     def pid(self):
@@ -139,22 +146,18 @@ class HybridVsockVM:
 
     @property
     def api_socket(self):
-        return os.path.join(self.dir, "api.sock") if self.dir and (self.api or self.restoring) else None
+        return os.path.join(self.dir, "api.sock") if self.dir and self.api else None
 
     def argv(self):
         if self.vmm == "firecracker":
             from .vmm_firecracker import firecracker_api_argv, firecracker_argv, write_firecracker_config
-            if self.restoring:
-                return firecracker_api_argv(self.api_socket, firecracker=self.binary)
             path, _ = write_firecracker_config(self.image, self.dir, memory_mb=self.memory_mb,
                                                vcpus=self.vcpus, kvm=kvm_usable(),
                                                extra_cmdline=self.extra_cmdline, **self.boot_files)
             if self.api:
                 return firecracker_api_argv(self.api_socket, path, self.binary)
             return firecracker_argv(path, self.binary)
-        from .vmm_cloud_hypervisor import api_argv, cloud_hypervisor_argv
-        if self.restoring:
-            return api_argv(self.api_socket, self.binary)
+        from .vmm_cloud_hypervisor import cloud_hypervisor_argv
         argv = cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
                                      extra_cmdline=self.extra_cmdline, binary=self.binary,
                                      **self.boot_files)
@@ -224,6 +227,22 @@ class HybridVsockVM:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def snapshot_mode(snapshot):
+    """"off", "auto" or a template directory, from create(snapshot=...) and $CELLVM_SNAPSHOT."""
+    if snapshot is None:
+        env = os.environ.get(SNAPSHOT_ENV, "").strip().lower()
+        if env in _SNAPSHOT_OFF:
+            return "off"
+        if env in _SNAPSHOT_ON:
+            return "auto"
+        raise ValueError(f"${SNAPSHOT_ENV}={env!r}: expected 0/off or 1/on")
+    if snapshot is False:
+        return "off"
+    if snapshot is True:
+        return "auto"
+    return os.path.abspath(os.fspath(snapshot))
 
 
 def user_memory_limit_mb(memory_mb):
@@ -297,91 +316,18 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
     long to wait for the agent (and the zygote). `snapshot`: restore from a
     template (None: $CELLVM_SNAPSHOT, default on; False: boot cold; a
     directory: that template; cellvm.clone)."""
-    from . import lifetime
-    from .exceptions import SandboxException, TimeoutException
-
-    if vmm == "qemu" and network == "none" and not extra_cmdline:
-        return _from_cli(cls, image=image, memory_mb=memory_mb, vcpus=vcpus, kernel=kernel,
-                         initramfs=initramfs, rootfs=rootfs, snapshot=snapshot, envs=envs,
-                         timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
-                         boot_timeout=boot_timeout, detach=detach, metadata=metadata,
-                         template=template)
-    if wait_ready and vmm in VMMS:
-        sbx = _from_template(cls, snapshot, image=image, vmm=vmm, memory_mb=memory_mb,
-                             vcpus=vcpus, network=network, extra_cmdline=extra_cmdline,
-                             kernel=kernel, initramfs=initramfs, rootfs=rootfs, timeout=timeout,
-                             detach=detach, metadata=metadata, template=template, envs=envs,
-                             request_timeout=request_timeout)
-        if sbx is not None:
-            return sbx
-    boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
-    adm = lifetime.Admission(timeout, boot_s, detach, metadata, template)
-    deadline = time.monotonic() + boot_s
-    extra_cmdline = f"{extra_cmdline} {adm.cmdline()}".strip()
-    try:
-        with adm.starting():
-            vm = start_vm(image, vmm, memory_mb, vcpus, network, extra_cmdline,
-                          kernel=kernel, initramfs=initramfs, rootfs=rootfs)
-            adm.record(vm)
-    except (VMError, OSError) as e:
-        raise SandboxException(str(e)) from None
-    try:
-        try:
-            conn = vm.connect(timeout=max(0.1, deadline - time.monotonic()))
-        except (TimeoutError, _wire.ConnectionClosed, _wire.ProtocolError, OSError) as e:
-            raise VMError(f"handshake with the guest failed: {e}") from None
-        try:
-            if wait_ready:
-                wait_executor_ready(vm, conn, deadline)
-            adm.start_clock(vm, conn)
-        except BaseException:
-            conn.close()
-            raise
-        sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
-        adm.adopt(sbx)
-        return sbx
-    except VMError as e:
-        vm.kill()
-        adm.forget()
-        exc = TimeoutException if "in time" in str(e) or "within" in str(e) else SandboxException
-        raise exc(str(e)) from None
-    except BaseException:
-        vm.kill()
-        adm.forget()
-        raise
-
-
-def _from_template(cls, snapshot, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
-                   initramfs, rootfs, **restore):
-    """create() from a template (cellvm.clone); None when it boots cold instead:
-    snapshots off, or (default mode) the template unusable, said in a warning."""
-    from . import clone, snapshot as snap
-    from .exceptions import InvalidArgumentException, SandboxException
-    try:
-        want = clone.mode(snapshot)
-    except ValueError as e:
-        raise InvalidArgumentException(str(e)) from None
-    if want == "off":
-        return None
-    explicit = want != "auto"
-    try:
-        launch = clone.Launch(image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
-                              initramfs, rootfs)
-        snapdir, m = clone.resolve(launch, want)
-    except (snap.SnapshotError, VMError, OSError, TimeoutError) as e:
-        if explicit:
-            raise SandboxException(f"snapshot {want}: {e}") from None
-        logger.warning("cellvm: no usable template (%s): booting cold", e)
-        return None
-    try:
-        return clone.restore_sandbox(cls, launch, snapdir, m, **restore)
-    except (snap.SnapshotError, VMError) as e:
-        if explicit:
-            raise SandboxException(str(e)) from None
-        removed = snap.remove_unused(snapdir) if isinstance(e, snap.SnapshotError) else False
-        logger.warning("cellvm: the template %s did not restore (%s)%s: booting cold", snapdir, e,
-                       "; removed, the next create() builds it anew" if removed else "")
-        return None
+    if vmm not in VMMS:
+        raise ValueError(f"vmm must be one of {', '.join(VMMS)}, not {vmm!r}")
+    if network not in ("none", "user"):
+        raise ValueError(f"network must be 'none' or 'user', not {network!r}")
+    if network != "none" and vmm != "qemu":
+        raise ValueError(f"network={network!r} with {vmm} needs a tap device: only 'none' is supported")
+    return _from_cli(cls, image=image, vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network,
+                     extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
+                     rootfs=rootfs, snapshot=snapshot, envs=envs, timeout=timeout,
+                     request_timeout=request_timeout, wait_ready=wait_ready,
+                     boot_timeout=boot_timeout, detach=detach, metadata=metadata,
+                     template=template)
 
 
 class CliVM:
@@ -389,12 +335,12 @@ class CliVM:
     it. kill() is `cellvm kill`; it outlives this process to its deadline
     unless it is killed at exit (not `detached`)."""
 
-    vmm = "qemu"
-    network = "none"
     cli = True
 
     def __init__(self, info, detached):
         self.info = info
+        self.vmm = info.get("vmm", "qemu")
+        self.network = info.get("network", "none")
         self.registry_key = info["sandbox_id"]
         self.pid = int(info["pid"])
         self.address = info["address"]
@@ -409,6 +355,13 @@ class CliVM:
     def alive(self):
         return not self._killed and self._pid_start is not None \
             and _proc_start(self.pid) == self._pid_start
+
+    @property
+    def api_socket(self):
+        """Firecracker / Cloud Hypervisor: the VMM's API socket, which a clone
+        restored from a template has (pause() saves it through it), else None."""
+        path = os.path.join(self.dir, "api.sock")
+        return path if self.vmm != "qemu" and os.path.exists(path) else None
 
     def console(self):
         try:
@@ -453,8 +406,9 @@ def _proc_start(pid):
         return None
 
 
-def _from_cli(cls, image, memory_mb, vcpus, kernel, initramfs, rootfs, snapshot, envs, timeout,
-              request_timeout, wait_ready, boot_timeout, detach, metadata, template):
+def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel, initramfs,
+              rootfs, snapshot, envs, timeout, request_timeout, wait_ready, boot_timeout, detach,
+              metadata, template):
     """create() through `cellvm create --json` (cellvm.host): the C side
     restores the clone from the shared template (or boots cold), records it
     and sets its deadline; this process gets its agent connection."""
@@ -465,15 +419,13 @@ def _from_cli(cls, image, memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
     except _reg.LimitExceeded as e:
         raise lifetime.limit_error(e) from None
     if snapshot is None or snapshot is True:
-        from . import clone
         try:
-            mode = clone.mode(snapshot)
+            snapshot = snapshot_mode(snapshot) != "off"
         except ValueError as e:
             raise InvalidArgumentException(str(e)) from None
-        snapshot = mode != "off"
     boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
-    opts = host.vm_args(resolve_image(image), "qemu", memory_mb, vcpus, kernel, initramfs, rootfs, snapshot,
-                        boot_s)
+    opts = host.vm_args(resolve_image(image), vmm, memory_mb, vcpus, kernel, initramfs, rootfs,
+                        snapshot, boot_s, network, extra_cmdline)
     info, conn = host.create(opts, timeout=lifetime_s, metadata=metadata, template=template)
     detached = lifetime.detach_default() if detach is None else bool(detach)
     vm = cli_vm(info, detached)

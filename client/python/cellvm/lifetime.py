@@ -82,13 +82,6 @@ def limit_error(e: "_reg.LimitExceeded"):
     return InvalidArgumentException(str(e), code="bad_request")
 
 
-def boot_cmdline(boot_budget_s: float, timeout_s: float) -> str:
-    """cellvm-init's provisional deadline (CLOCK_BOOTTIME starts with the
-    guest kernel, right after the VMM; the accelerator is not known yet
-    here, so a TCG guest's slack applies where its clock may be wrong)."""
-    return f"cellvm.deadline_ms={int(guest_timeout_s(boot_budget_s + timeout_s, 'tcg') * 1000)}"
-
-
 def _paused_key(key) -> bool:
     """A paused sandbox keeps its key (its id) for its resume: not a new VM's."""
     from . import snapshot
@@ -135,138 +128,11 @@ def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, me
     return e
 
 
-def start_keeper_of(registry, e):
-    """Starts the keeper of the recorded entry `e` and records its pid (under
-    the lock, into the entry as it is now: others may have written it);
-    nothing if the sandbox ended meanwhile."""
-    try:
-        if registry.read(e.key) is None:
-            return
-    except (_reg.DamagedEntry, ValueError, OSError):
-        return
-    try:
-        e.keeper_pid = _reg.start_keeper(registry, e.key)
-    except Exception as err:  # noqa: BLE001 - the sweeps still enforce; say so
-        logger.warning("cellvm: no keeper for %s (%s): its files are removed by the next "
-                       "cellvm process", e.key, err)
-        return
-    try:
-        with registry.lock():
-            try:
-                cur = registry.read(e.key)
-            except (_reg.DamagedEntry, ValueError):
-                return
-            if cur is not None and (cur.pid, cur.pid_start) == (e.pid, e.pid_start):
-                cur.keeper_pid = e.keeper_pid
-                registry.write(cur)
-    except OSError as err:  # the registry went away meanwhile: the keeper finds no entry
-        logger.debug("keeper of %s not recorded: %s", e.key, err)
-
-
 def send_deadline(conn, timeout_s: float, accel: str = "", request_timeout: float = 30.0) -> None:
     """SET_DEADLINE: the guest's init ends the machine `timeout_s` from now
     (by its clock: guest_timeout_s)."""
     ms = max(1, int(guest_timeout_s(timeout_s, accel) * 1000))
     conn.call(_wire.SET_DEADLINE, {"timeout_ms": ms}, timeout=request_timeout)
-
-
-def start_clock(registry, entry, conn, timeout_s, metadata=None, template=None):
-    """The sandbox is ready: its lifetime starts now. Records the deadline
-    (host) and sends it to the guest."""
-    entry.started_ms = _reg.now_ms()
-    entry.deadline_ms = entry.started_ms + int(timeout_s * 1000)
-    if metadata is not None:
-        entry.metadata = {str(k): str(v) for k, v in metadata.items()}
-    if template is not None:
-        entry.template = str(template)
-    with registry.lock():
-        if registry.read(entry.key) is None:  # killed meanwhile by another process
-            from .exceptions import SandboxException
-            raise SandboxException(f"sandbox {entry.id} was killed while it started")
-        registry.write(entry)
-    try:
-        send_deadline(conn, timeout_s, entry.accel)
-    except _wire.AgentError as e:
-        if e.code != "unsupported":
-            raise
-        # A VMM stand-in running the agent without cellvm-init (tests/fake_*.py).
-        logger.warning("sandbox %s: the guest has no cellvm-init (%s): only the host "
-                       "enforces its deadline", entry.id, e)
-
-
-class Admission:
-    """One VM's way into the registry, for any code path that starts a VMM
-    (launch.create_sandbox; a snapshot restore would do the same):
-
-        adm = Admission(timeout, boot_s, detach, metadata, template)
-        extra_cmdline += " " + adm.cmdline()
-        with adm.starting():        # the lock; limits checked (SDK exceptions)
-            vm = start_vm(...)
-            adm.record(vm)          # entry written, keeper started
-        conn = vm.connect(...)      # ... the sandbox gets ready
-        adm.start_clock(vm, conn)   # lifetime from now: registry + SET_DEADLINE
-        sbx = Sandbox._from_vm(vm, conn); adm.adopt(sbx)
-        # on failure after record(): vm.kill(); adm.forget()
-    """
-
-    def __init__(self, timeout, boot_s, detach=None, metadata=None, template=None, key=None):
-        self.key = key  # None: a new one; a resumed sandbox's own (its id kept)
-        try:
-            self.lifetime_s = resolve_timeout(timeout)
-        except _reg.LimitExceeded as e:
-            raise limit_error(e) from None
-        self.boot_s = float(boot_s)
-        self.detach = detach_default() if detach is None else bool(detach)
-        self.metadata, self.template = metadata, template
-        self.registry = self.entry = None
-
-    def cmdline(self) -> str:
-        return boot_cmdline(self.boot_s, self.lifetime_s)
-
-    def starting(self):
-        import contextlib
-
-        @contextlib.contextmanager
-        def hold():
-            try:
-                self.registry = _reg.Registry()
-                with self.registry.lock():
-                    self.registry.check_limits(self.lifetime_s)
-                    yield self
-            except _reg.LimitExceeded as e:
-                raise limit_error(e) from None
-        return hold()
-
-    def record(self, vm, keeper_in_background=False):
-        """Call inside starting(), right after the VMM started. With
-        `keeper_in_background` (a restore, where ~0.1 s counts) the keeper is
-        started by a thread instead of before this returns."""
-        try:
-            self.entry = record(self.registry, vm, self.boot_s, self.lifetime_s,
-                                template=self.template, metadata=self.metadata,
-                                keeper=not keeper_in_background, key=self.key)
-        except BaseException:
-            vm.kill()
-            raise
-        if keeper_in_background:
-            threading.Thread(target=start_keeper_of, args=(self.registry, self.entry),
-                             name="cellvm-keeper-start").start()
-        vm.detached = self.detach
-        vm.registry_key = self.entry.key
-
-    def start_clock(self, vm, conn):
-        e = self.entry
-        e.address = vm.address or ""  # the channel may have changed (vsock -> serial)
-        start_clock(self.registry, e, conn, self.lifetime_s)
-
-    def adopt(self, sbx):
-        sbx._entry = self.entry
-        hold(sbx)
-        watch(sbx)
-
-    def forget(self):
-        if self.entry is not None:
-            self.registry.forget(self.entry.key)
 
 
 RELAY_POLL_S = 1.0

@@ -33,11 +33,8 @@ kill) and Firecracker's and Cloud Hypervisor's records (snapshot_hybrid).
 
 import logging
 import os
-import time
 
-from . import clone
 from . import snapshot as snap
-from .vmm_qemu import VMError
 
 logger = logging.getLogger("cellvm")
 
@@ -85,7 +82,7 @@ def _stopped(owner, d, m):
     """The sandbox's VMM is gone: its entry and files too; the Sandbox (and
     its views) now stand for the paused record."""
     from . import lifetime
-    from .sandbox import _live
+    from ._live import live as _live
     owner._paused = (d, m)
     owner._conn.close()
     owner._closed = True
@@ -133,21 +130,6 @@ def _pause_hybrid(owner, vm, entry):
     return _pause_cli(owner, vm, entry)
 
 
-def check_resumable(d, m):
-    """The paused record can be resumed here: its files are whole, the
-    image and the VMM are those it was paused with. SnapshotError otherwise."""
-    snap.check_files(m, d)  # (a QEMU record is checked by cellvm resume)
-    for line in m.file:
-        role, _, ident = line.partition(" ")
-        path = ident.split(" ", 2)[-1]
-        now = snap.file_identity(path) if os.path.exists(path) else "missing"
-        if now != ident:
-            raise snap.SnapshotError(f"sandbox {m.sandbox_id} was paused with the {role} "
-                                     f"{ident!r} (size mtime_ns path); it is now {now!r}: the "
-                                     "image changed, so the paused guest cannot run on it", d,
-                                     stale=True)
-
-
 def resume_key(d, m):
     """The registry key (and so the id) the paused sandbox of record `d`
     resumes under: the one it had; None (a new one) if the record has none."""
@@ -163,10 +145,7 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
     or `into` (the paused Sandbox object) brought back, with the registry key
     and so the id it had. The record is removed once the guest answered;
     SnapshotError/SandboxException if it cannot be."""
-    if m.vmm == "qemu":
-        sbx = _resume_cli(cls, d, m, timeout, request_timeout, envs)
-    else:
-        sbx = _resume_hybrid(cls, d, m, timeout, request_timeout, envs)
+    sbx = _resume_cli(cls, d, m, timeout, request_timeout, envs)
     sbx._metadata = dict(m.metadata)
     sbx._template = m.template or None
     if into is not None:
@@ -175,18 +154,11 @@ def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
     return sbx
 
 
-def _resume_hybrid(cls, d, m, timeout, request_timeout, envs):
-    """resume() of a Firecracker or Cloud Hypervisor record: `cellvm resume
-    --json` (client/c/cli_pause.c, snapshot_hybrid.c), as QEMU's."""
-    return _resume_cli(cls, d, m, timeout, request_timeout, envs)
-
-
 def _adopt_into(old, new):
     """`old` (the Sandbox that was paused) takes over `new`'s VM and connection."""
     from . import lifetime
-    from .sandbox import _LIVE, _LIVE_LOCK, _register
-    with _LIVE_LOCK:
-        _LIVE.discard(new)
+    from ._live import forget, register
+    forget(new)
     lifetime.unwatch(new)
     for name in ("_id", "_addr", "_conn", "_vm", "_entry", "_restore_stages", "_started_at",
                  "_sent_deadline_ms"):
@@ -195,7 +167,7 @@ def _adopt_into(old, new):
     old._closed = False
     old._killed = False
     old._paused = None
-    _register(old)
+    register(old)
     lifetime.hold(old)
     lifetime.watch(old)
 

@@ -9,13 +9,13 @@ import datetime as _dt
 import errno
 import logging
 import os
-import threading
 import time
 import types
-import weakref
 from typing import Dict, List, Optional, Union
 
 from . import _wire
+from ._live import forget as _forget, live as _live, register as _register
+from ._messages import _Messages
 from . import network as _network
 from .boot import BootReport
 from .exceptions import (
@@ -39,7 +39,6 @@ DEFAULT_REQUEST_TIMEOUT = 30.0
 ADDR_ENV = "CELLVM_ADDR"
 # How often a waiting run_code wakes up, so Ctrl-C and the client-side guard
 # are noticed even when no message arrives.
-_POLL_S = 0.2
 # After a cancel, how long to wait for the request's terminal message.
 _DRAIN_S = 5.0
 
@@ -84,26 +83,6 @@ def _open_connection(addr: str, timeout: float) -> "_wire.Connection":
             raise SandboxNotFoundException(
                 f"Sandbox {addr} not found: cannot connect to the agent at {addr}: {e}") from None
         raise SandboxException(f"cannot connect to the agent at {addr}: {e}") from None
-
-
-# Every Sandbox of this process that is not closed, for Sandbox.list() and
-# the class-level kill/get_info/connect of a sandbox id.
-_LIVE = weakref.WeakSet()
-_LIVE_LOCK = threading.Lock()
-
-
-def _register(sbx):
-    with _LIVE_LOCK:
-        _LIVE.add(sbx)
-
-
-def _live(sandbox_id=None):
-    """This process's open sandboxes (with that id, or that agent address:
-    the id a VM had before ids were registry keys), oldest first."""
-    with _LIVE_LOCK:
-        found = [s for s in _LIVE if not s._closed
-                 and (sandbox_id is None or sandbox_id in (s._id, s._addr))]
-    return sorted(found, key=lambda s: s._started_at)
 
 
 def _is_address(text) -> bool:
@@ -169,32 +148,6 @@ def _profile_image(name):
 
 class ExecutionAborted(SandboxException):
     """_run_code()'s `abort` event was set: the execution was cancelled in the sandbox."""
-
-
-class _Messages:
-    """A request's messages one at a time; TimeoutError after _POLL_S without one.
-
-    Keeps one generator while messages flow (cheap per message) and starts a
-    new one after a timeout, which ends the old generator."""
-
-    def __init__(self, req):
-        self._req = req
-        self._gen = None
-
-    def next(self):
-        if self._gen is None:
-            self._gen = self._req.messages(timeout=_POLL_S)
-        try:
-            return next(self._gen)
-        except TimeoutError:
-            self._gen = None
-            raise
-        except StopIteration:
-            self._gen = None
-            raise SandboxException("request ended without a terminal message") from None
-        except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
-            self._gen = None
-            raise SandboxException(f"connection to the agent failed: {e}") from None
 
 
 class _SharedConnection:
@@ -399,8 +352,7 @@ class Sandbox:
         """This (new) Sandbox takes the place of `other`, which create() or
         connect() made (Sandbox() and Sandbox(sandbox_id=...) are constructors)."""
         from . import lifetime
-        with _LIVE_LOCK:
-            _LIVE.discard(other)
+        _forget(other)
         lifetime.unwatch(other)
         self.__dict__.update(other.__dict__)
         _register(self)
@@ -608,7 +560,7 @@ class Sandbox:
         """A Sandbox over `conn` (HELLO done) that owns `vm` (kill() stops it)."""
         self = cls.__new__(cls)
         self._addr = vm.address or ""  # "" for hybrid vsock (CONNECT first: no plain address)
-        # The sandbox id is the VM's registry key (lifetime.Admission.record).
+        # The sandbox id is the VM's registry key (`cellvm create` wrote it).
         self._id = (getattr(vm, "registry_key", None) or vm.address
                     or f"{getattr(vm, 'vmm', 'qemu')}-{vm.pid}")
         self._envs = {str(k): str(v) for k, v in (envs or {}).items()}
@@ -1117,7 +1069,7 @@ class Sandbox:
         started = None  # monotonic time of the last message once the cell runs
         stream = _Messages(req)
         while True:
-            # Seen within _POLL_S even while no message arrives.
+            # Seen within _messages.POLL_S even while no message arrives.
             if abort is not None and abort.is_set():
                 raise ExecutionAborted("the execution was cancelled")
             try:

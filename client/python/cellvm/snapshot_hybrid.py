@@ -11,10 +11,8 @@ these API calls as the two VMMs document them.
 
 import json
 import os
-import time
 
 from . import _http_unix as http
-from . import _wire
 from . import bootfiles
 from . import snapshot as snap
 from .vmm_qemu import VMError, kernel_cmdline, load_manifest
@@ -81,77 +79,3 @@ def _save(vm, directory, m):
 
 def save_template(vm, directory, m):
     _save(vm, directory, m)
-
-
-def save_paused(vm, directory, **info):
-    """pause() of a Firecracker/CH sandbox: its full snapshot into `directory`;
-    the manifest (kind paused). The VM is stopped by the caller."""
-    t0 = time.monotonic()
-    m = vm.paused_manifest if getattr(vm, "paused_manifest", None) else template_manifest(vm)
-    m = snap.Manifest(**{k: getattr(m, k) for k in vars(m)})
-    m.kind = "paused"
-    for k, v in info.items():
-        setattr(m, k, v)
-    _save(vm, directory, m)
-    m.created_ms = time.time_ns() // 1_000_000
-    m.build_ms = int((time.monotonic() - t0) * 1000)
-    return m
-
-
-def vm_for_paused(m):
-    """A HybridVsockVM to resume the paused record `m` into (its id, the
-    registry key, is kept by pause.resume)."""
-    from .launch import HybridVsockVM
-    vm = HybridVsockVM(m.vmm, m.image, memory_mb=m.memory_mb, vcpus=m.vcpus)
-    vm.paused_manifest = m  # what a later pause() records again
-    return vm
-
-
-def restore_spawn(vm, snapdir, m, stamp):
-    """Starts the VMM with its API alone (no VM yet)."""
-    snap.check_files(m, snapdir)
-    if m.vmm == "cloud-hypervisor" and not os.path.isfile(os.path.join(snapdir, "config.json")):
-        raise snap.SnapshotError(f"{os.path.join(snapdir, 'config.json')} not found: not a "
-                                 "complete Cloud Hypervisor snapshot", snapdir)
-    vm.restoring = True
-    vm.snapdir, vm.manifest = snapdir, m
-    stamp("vmm_spawn")
-    vm.start()
-
-
-def restore_load(vm, deadline, stamp):
-    """Loads the snapshot into the VMM and resumes it (the manifest's
-    requests); the agent's connection (hybrid vsock, before HELLO).
-    SnapshotError with the VMM's words if it refuses the snapshot."""
-    from .vmm_firecracker import HandshakeError, hybrid_vsock_connect
-    m, sd = vm.manifest, vm.snapdir
-
-    def alive():
-        if not vm.alive():
-            raise VMError(f"{vm.vmm} exited with {vm.proc.returncode}: "
-                          f"{vm._read('vmm.log')[-1000:].strip()}")
-
-    try:
-        http.wait_socket(vm.api_socket, max(0.1, deadline - time.monotonic()), check=alive)
-        if m.vmm == "cloud-hypervisor":
-            from . import vmm_cloud_hypervisor as ch
-            ch.prepare_restore_dir(sd, os.path.join(vm.dir, "restore"), m.instance_dir, vm.dir)
-        for i, line in enumerate(m.request):
-            method, url, body = _parse_request(line, vm.dir, sd)
-            _api(vm, method, url, body, timeout=max(1.0, deadline - time.monotonic()))
-            stamp("state_loaded" if i == 0 else "running")
-    except (VMError, http.ApiError) as e:
-        raise snap.SnapshotError(f"{os.path.join(sd, m.state)}: {vm.vmm} could not restore it: "
-                                 f"{e}", os.path.join(sd, m.state)) from None
-    try:
-        sock = hybrid_vsock_connect(vm.vsock_socket, timeout=max(0.1, deadline - time.monotonic()),
-                                    check=alive)
-    except (HandshakeError, VMError) as e:
-        raise snap.SnapshotError(f"{vm.vmm}: the restored guest's vsock did not answer: {e}") from None
-    return _wire.Connection(sock)
-
-
-def _parse_request(line, instance_dir, snapdir):
-    method, url, body = (line.split(" ", 2) + [""])[:3]
-    body = body.replace(snap.DIR_PLACEHOLDER, instance_dir).replace(snap.SNAPSHOT_PLACEHOLDER, snapdir)
-    return method, url.replace(snap.DIR_PLACEHOLDER, instance_dir), json.loads(body) if body else None

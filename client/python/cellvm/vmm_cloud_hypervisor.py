@@ -82,16 +82,3 @@ def snapshot_request(directory):
 
 def restore_request(directory):
     return "PUT", f"{API_PREFIX}/vm.restore", {"source_url": f"file://{directory}"}
-
-
-def prepare_restore_dir(snapdir, restore_dir, old_instance_dir, new_instance_dir):
-    """`restore_dir`: config.json of `snapdir` with the template VM's temp
-    dir replaced by the clone's (plain text: every path of it is one), the
-    other files linked."""
-    os.makedirs(restore_dir, mode=0o700, exist_ok=True)
-    with open(os.path.join(snapdir, "config.json")) as f:
-        config = f.read()
-    with open(os.path.join(restore_dir, "config.json"), "w") as f:
-        f.write(config.replace(old_instance_dir, new_instance_dir))
-    for name in SNAPSHOT_FILES[1:]:
-        os.symlink(os.path.join(snapdir, name), os.path.join(restore_dir, name))

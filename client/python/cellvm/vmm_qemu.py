@@ -54,16 +54,13 @@ import tempfile
 import time
 
 from . import bootfiles, host_tsc, vsock as _vsock
+from .vmm_error import VMError  # noqa: F401 - exported: cellvm.vmm_qemu.VMError
 
 QEMU = "qemu-system-x86_64"
 AGENT_VSOCK_PORT = _vsock.AGENT_PORT
 SERIAL_PORT_NAME = "cellvm"
 USER_NET_CMDLINE = "cellvm.net=static cellvm.ip=10.0.2.15/24 cellvm.gateway=10.0.2.2 cellvm.dns=10.0.2.3"
 MAX_CID_RETRIES = 8
-
-
-class VMError(Exception):
-    """The VMM could not be started, or exited early."""
 
 
 class _Relaunched(Exception):
