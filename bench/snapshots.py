@@ -6,8 +6,9 @@ density (host memory of clones against a cold-booted VM).
     bench/snapshots.py [--image build/image] [--runs 5] [--clones 10] [--json FILE]
 
 1. A template of the image is built into a private template root
-   (clone.build: boot, preloads, SNAPSHOT_PREPARE, save): its time, the
-   device-state size, the memory file's size and what of it is allocated.
+   (`cellvm snapshot create`: boot, preloads, SNAPSHOT_PREPARE, save): its
+   time, the device-state size, the memory file's size and what of it is
+   allocated.
 2. `--runs` pairs, interleaved (cold, restore, cold, ...) so that both see the
    same load: Sandbox.create(snapshot=False) vs Sandbox.create() from the
    template, each followed by the same first cell
@@ -29,7 +30,9 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -51,16 +54,31 @@ def rollup(pid):
     return out
 
 
+def qmp_hmp(path, command):
+    """The output of HMP `command` over QMP socket `path` (the VM's qmp.sock)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(30)
+        s.connect(path)
+        f = s.makefile("rwb")
+        json.loads(f.readline())  # the greeting
+        for cmd in ({"execute": "qmp_capabilities"},
+                    {"execute": "human-monitor-command", "arguments": {"command-line": command}}):
+            f.write(json.dumps(cmd).encode() + b"\n")
+            f.flush()
+            while True:
+                reply = json.loads(f.readline())
+                if "return" in reply or "error" in reply:
+                    break  # events in between are skipped
+        if "error" in reply:
+            raise RuntimeError(f"qmp {command}: {reply['error']}")
+        return reply["return"]
+
+
 def qemu_counters(vm):
     """(TCG translation blocks so far, minor faults, CPU seconds) of a QEMU
     VM: `info jit` over its QMP socket, /proc/PID/stat."""
     import re
-    from cellvm.qmp import Qmp
-    q = Qmp.connect(vm.qmp_socket)
-    try:
-        out = q.execute("human-monitor-command", {"command-line": "info jit"})
-    finally:
-        q.close()
+    out = qmp_hmp(os.path.join(vm.dir, "qmp.sock"), "info jit")
     m = re.search(r"TB count\s+(\d+)", out)
     with open(f"/proc/{vm.pid}/stat") as f:
         st = f.read().rsplit(")", 1)[1].split()
@@ -134,7 +152,7 @@ def main():
     os.environ["CELLVM_RUNTIME_DIR"] = rt
     os.environ["CELLVM_PAUSED_DIR"] = paused
     os.environ.setdefault("CELLVM_MAX_SANDBOXES", str(args.clones + 5))
-    from cellvm import Sandbox, clone, snapshot
+    from cellvm import Sandbox, snapshot
     import logging
     logging.getLogger("cellvm").setLevel(logging.ERROR)  # the build's own warnings
     live = []
@@ -142,16 +160,18 @@ def main():
            "load_before": os.getloadavg()}
     try:
         # 1. The template.
-        launch = clone.Launch(args.image, memory_mb=args.memory_mb)
-        td = snapshot.TemplateDir(launch.name, root)
+        cli = os.path.join(os.path.dirname(os.path.abspath(args.image)), "cellvm")
         t = time.monotonic()
-        ready = []
-        with td.build_lock():
-            snapdir, m = clone.build(launch, td, before_prepare=lambda c: ready.append(time.monotonic()))
+        r = subprocess.run([cli, "snapshot", "create", "--image", args.image,
+                            "--memory", str(args.memory_mb)], capture_output=True, text=True)
         done = time.monotonic()
+        if r.returncode != 0:
+            raise RuntimeError(f"cellvm snapshot create: {r.stderr}")
+        snapdir = r.stdout.split(":")[0]  # "<dir>: built in ..."
+        m = snapshot.read_manifest(snapdir)
         res["template"] = {
-            "build_s": done - t, "boot_to_ready_s": ready[0] - t,
-            "prepare_save_publish_s": done - ready[0], "state_bytes": m.state_size,
+            "build_s": done - t, "cli_said": (r.stdout + r.stderr).strip(),
+            "state_bytes": m.state_size,
             "memory_bytes": m.memory_size,
             "memory_allocated_bytes": os.stat(os.path.join(snapdir, "memory")).st_blocks * 512}
         print(f"template: {res['template']['build_s']:.1f} s, state "

@@ -277,27 +277,15 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 # --- the session's template (tests/test_snapshot_vm.py) ------------------------
-# One template of build/image per session, built fresh (~25 s under TCG) into
-# a private template root; clones of it cost ~0.3 s each. Before it is
-# prepared, a cell in its default context reads what that process's random
-# generators would give next (their states put back) and two reads of the
-# kernel's CRNG: the template's own values, which no clone may repeat.
+# One template of build/image per session, built fresh (~25 s under TCG) by
+# `cellvm snapshot create` (client/c/snapshot_qemu.c, what every create()
+# restores) into a private template root; clones of it cost ~0.3 s each.
 
 SNAPSHOT_MEMORY_MB = 1024
-TEMPLATE_PEEK = """
-def _cellvm_peek():
-    import json, os, random, uuid
-    import numpy
-    s, n = random.getstate(), numpy.random.get_state()
-    v = [random.random(), float(numpy.random.rand())]
-    random.setstate(s)
-    numpy.random.set_state(n)
-    return json.dumps(v + [os.urandom(16).hex(), str(uuid.uuid4())])
-_cellvm_peek()
-"""
 CLONE_VALUES = ("import json, os, random, uuid, numpy\n"
                 "json.dumps([random.random(), float(numpy.random.rand()), os.urandom(16).hex(), "
                 "str(uuid.uuid4())])")
+CLI = os.path.join(os.path.dirname(IMAGE), "cellvm")
 
 
 def run_cell(conn, code, timeout=120):
@@ -318,11 +306,48 @@ def run_cell(conn, code, timeout=120):
     return result
 
 
+def vm_args(image=IMAGE, memory_mb=None, vmm=None, vcpus=None, extra=()):
+    """cellvm's vm options for a launch."""
+    args = ["--image", str(image)]
+    if memory_mb is not None:
+        args += ["--memory", str(memory_mb)]
+    if vmm is not None:
+        args += ["--vmm", vmm]
+    if vcpus is not None:
+        args += ["--vcpus", str(vcpus)]
+    return args + list(extra)
+
+
+class CliLaunch:
+    """A launch as `cellvm snapshot manifest` sees it: `name`, its template's
+    directory name, and `want`, the manifest (cellvm.snapshot.Manifest) a
+    template of it has (what `cellvm snapshot check` compares)."""
+
+    def __init__(self, image=IMAGE, memory_mb=None, vmm=None, vcpus=None, extra=()):
+        from cellvm import snapshot
+        self.args = vm_args(image, memory_mb, vmm, vcpus, extra)
+        r = subprocess.run([CLI, "snapshot", "manifest", *self.args],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        head, _, text = r.stdout.partition("\n")
+        assert head.startswith("# "), r.stdout[:200]
+        self.name = os.path.basename(head[2:])
+        self.want = snapshot.Manifest.from_text(text, head[2:])
+
+    def check(self, root):
+        """`cellvm snapshot check` of this launch under template root `root`:
+        (snapshot dir or None, what it says)."""
+        r = subprocess.run([CLI, "snapshot", "check", *self.args], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, CELLVM_TEMPLATE_DIR=str(root)))
+        out = (r.stdout + r.stderr).strip()
+        if r.returncode == 0 and out.endswith(": fits this launch"):
+            return out[:-len(": fits this launch")], out
+        return None, out
+
+
 class Template:
-    def __init__(self, launch, tdir, snapdir, manifest, peek, uptime):
+    def __init__(self, launch, tdir, snapdir, manifest):
         self.launch, self.tdir, self.snapdir, self.manifest = launch, tdir, snapdir, manifest
-        self.peek = peek  # [random.random(), numpy rand, urandom hex, uuid4]
-        self.uptime = uptime  # the guest's /proc/uptime shortly before it was saved
 
 
 @pytest.fixture(scope="session")
@@ -330,34 +355,20 @@ def vm_template():
     """The session's template, with CELLVM_TEMPLATE_DIR naming its root so
     that Sandbox.create(..., snapshot=True) of the same launch restores it."""
     build_image_or_skip()
-    import ast
-    import json
     import shutil
-    from cellvm import clone, snapshot
+    from cellvm import snapshot
     root = tempfile.mkdtemp(prefix="cellvm-tpl-", dir="/tmp")
     old = os.environ.get(snapshot.TEMPLATE_DIR_ENV)
     os.environ[snapshot.TEMPLATE_DIR_ENV] = root
     try:
-        launch = clone.Launch(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB)
+        launch = CliLaunch(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB)
+        r = subprocess.run([CLI, "snapshot", "create", *launch.args], capture_output=True,
+                           text=True, timeout=900)
+        assert r.returncode == 0, r.stdout + r.stderr
+        snapdir, why = launch.check(root)
+        assert snapdir, why
         tdir = snapshot.TemplateDir(launch.name, root)
-        peek, uptime = [], []
-
-        def read_own_values(conn):
-            from cellvm import _wire
-            peek.extend(json.loads(ast.literal_eval(run_cell(conn, TEMPLATE_PEEK))))
-            # One cell, so that the template still ran two (test_snapshot_vm's docstring).
-            uptime.append(float(run_cell(
-                conn, "del _cellvm_peek\nfloat(open('/proc/uptime').read().split()[0])")))
-            # A context made and removed last: the spare it took is replaced by a
-            # new one, still warming up when clone.build settles the guest, as in a
-            # template saved right after its default context started
-            # (test_snapshot_vm's test_a_clone_is_idle_right_after_create).
-            ctx = conn.call(_wire.CONTEXT_CREATE, {}, timeout=120)["id"]
-            conn.call(_wire.CONTEXT_REMOVE, {"context": ctx}, timeout=60)
-
-        with tdir.build_lock():
-            snapdir, m = clone.build(launch, tdir, before_prepare=read_own_values)
-        yield Template(launch, tdir, snapdir, m, peek, uptime[0])
+        yield Template(launch, tdir, snapdir, snapshot.read_manifest(snapdir))
     finally:
         if old is None:
             os.environ.pop(snapshot.TEMPLATE_DIR_ENV, None)

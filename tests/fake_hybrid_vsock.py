@@ -4,8 +4,8 @@ guest; neither VMM is installable). It speaks the VMM's side of the handshake
 (`CONNECT <port>\\n` -> `OK <n>\\n`), turns connections away while its "guest"
 is not listening (as the VMMs do: they close the connection), and then
 bridges each stream to a Unix socket: in the tests, a real cellvm-agent, the
-process the guest would run. Used by tests/test_hybrid_vsock.py and by the
-fake VMM executable tests/fake_vmm.py.
+process the guest would run. Used by the fake VMM executable tests/fake_vmm.py
+(and its pump by tests/fake_qemu.py).
 """
 
 import socket

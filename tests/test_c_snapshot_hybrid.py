@@ -1,8 +1,8 @@
 """Firecracker and Cloud Hypervisor templates in C (client/c/snapshot_hybrid.c):
 `cellvm snapshot create|check|manifest --vmm ...` and `cellvm run --vmm ...`
-restoring a clone through the VMM's API, interchangeable with the Python
-SDK's (cellvm.snapshot_hybrid): the same manifest and name, and a template
-built by the CLI is restored by Sandbox.create().
+restoring a clone through the VMM's API: the manifest and name say the
+launch (docs/SNAPSHOTS.md), and a template built by the CLI is restored by
+Sandbox.create().
 
 The VMMs are a stand-in: neither can run here (no KVM that runs a stock
 guest, no vhost-vsock), so tests/fake_vmm.py is first on PATH under each
@@ -49,23 +49,23 @@ def api_calls(env):
         return []
 
 
-def python_launch(env, vmm, monkeypatch, memory_mb=512):
-    """The Python SDK's template launch, with the same PATH and directories."""
-    for k in ("PATH", "CELLVM_TEMPLATE_DIR", "CELLVM_FAKE_VMM_AGENT", "CELLVM_FAKE_VMM_LOG"):
-        monkeypatch.setenv(k, env.env[k])
-    from cellvm import clone
-    return clone.Launch(IMAGE, vmm, memory_mb=memory_mb, vcpus=1)
-
-
 @pytest.mark.parametrize("vmm", VMMS)
-def test_manifest_and_name_are_the_python_sdks(env, vmm, monkeypatch):
+def test_manifest_and_name_say_the_launch(env, vmm):
+    from cellvm import snapshot as snap
     r = env.cli("snapshot", "manifest", "--vmm", vmm, "--memory", "512")
     assert r.returncode == 0, r.stderr
     head, _, text = r.stdout.partition("\n")
-    launch = python_launch(env, vmm, monkeypatch)
-    assert os.path.basename(head[2:]) == launch.name and launch.name.startswith(vmm + "-")
-    assert text == launch.want.to_text()
+    m = snap.Manifest.from_text(text, "stdout")
+    assert m.to_text() == text  # every line a field of the format, in its order
+    assert (m.kind, m.vmm, m.image, m.memory_mb, m.vcpus) == ("template", vmm, IMAGE, 512, 1)
     assert f"vmm_binary={env.bin}/{vmm}" in text.splitlines()
+    words = m.cmdline.split()
+    assert "cellvm.mem_limit=384M" in words and "root=/dev/vda" in words
+    assert {f.split(" ", 1)[0] for f in m.file} >= {"kernel", "rootfs"}
+    # The name: FNV-1a of the arguments, request, command line, size and files (docs/SNAPSHOTS.md).
+    words = m.arg + m.request + [m.cmdline, str(m.memory_mb), str(m.vcpus)]
+    name = snap.template_name(vmm, words + [f.split(" ", 3)[3] for f in m.file])
+    assert head == "# " + os.path.join(env.env["CELLVM_TEMPLATE_DIR"], name)
 
 
 @pytest.mark.parametrize("vmm", VMMS)
@@ -120,21 +120,22 @@ def test_create_then_run_restores_through_the_api(env, vmm):
 def test_the_python_sdk_restores_the_cli_template(env, vmm, monkeypatch):
     r = env.cli("snapshot", "create", "--vmm", vmm, "--memory", "512")
     assert r.returncode == 0, r.stderr
-    snapdir = r.stdout.split(":")[0]
-    launch = python_launch(env, vmm, monkeypatch)
+    built = api_calls(env)
+    for k in ("PATH", "CELLVM_TEMPLATE_DIR", "CELLVM_FAKE_VMM_AGENT", "CELLVM_FAKE_VMM_LOG"):
+        monkeypatch.setenv(k, env.env[k])
     import tempfile
-    from cellvm import Sandbox, clone
+    from cellvm import Sandbox
     monkeypatch.setenv("CELLVM_RUNTIME_DIR", env.env["CELLVM_RUNTIME_DIR"])
     monkeypatch.setenv("CELLVM_SNAPSHOT", "1")
     monkeypatch.setattr(tempfile, "tempdir", env.tmp)
-    found, why = clone._usable(clone.snap.TemplateDir(launch.name), launch.want)
-    assert why is None and found[0] == snapdir
     sbx = Sandbox.create(IMAGE, vmm=vmm, memory_mb=512)
     try:
         assert sbx.restore_report is not None
         assert sbx.run_code("6 * 7").text == "42"
     finally:
         sbx.kill()
+    saves = ("/snapshot/create", "/api/v1/vm.snapshot")  # the CLI's template, not a new one
+    assert not [c for c in api_calls(env)[len(built):] if c["url"] in saves]
 
 
 def test_a_snapshot_the_vmm_refuses_falls_back_to_a_cold_boot(env):
@@ -155,7 +156,8 @@ def test_a_snapshot_the_vmm_refuses_falls_back_to_a_cold_boot(env):
 
 @pytest.mark.parametrize("vmm", VMMS)
 def test_the_cli_restores_the_python_sdk_template(env, vmm, monkeypatch):
-    python_launch(env, vmm, monkeypatch)  # the environment
+    for k in ("PATH", "CELLVM_TEMPLATE_DIR", "CELLVM_FAKE_VMM_AGENT", "CELLVM_FAKE_VMM_LOG"):
+        monkeypatch.setenv(k, env.env[k])
     import tempfile
     from cellvm import Sandbox
     monkeypatch.setenv("CELLVM_RUNTIME_DIR", env.env["CELLVM_RUNTIME_DIR"])

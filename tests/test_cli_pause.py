@@ -19,7 +19,8 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import Sandbox, SandboxState  # noqa: E402
-from cellvm import clone, registry, snapshot  # noqa: E402
+from cellvm import registry, snapshot  # noqa: E402
+from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 from conftest import IMAGE, SNAPSHOT_MEMORY_MB  # noqa: E402
 
 CLI = os.path.abspath(os.path.join(os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build")),
@@ -31,7 +32,7 @@ def private_state(tmp_path, monkeypatch):
     rt = tmp_path / "rt"
     monkeypatch.setenv(registry.RUNTIME_ENV, str(rt))
     monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
-    monkeypatch.setenv(clone.SNAPSHOT_ENV, "1")
+    monkeypatch.setenv(SNAPSHOT_ENV, "1")
     yield
     left = registry.Registry(str(rt)).entries(enforce=False) if rt.exists() else []
     for e in left:  # a failed test's sandboxes: not left running

@@ -162,9 +162,9 @@ def test_the_python_sdk_restores_the_cli_template(store, caplog, monkeypatch):
     store.assert_nothing_left(before)
 
 
-def test_the_cli_restores_the_python_sdk_template(store, vm_template):
-    """The session's template, made by clone.build (conftest): the CLI's launch of
-    the same image and size is that template's, and is restored from it."""
+def test_the_cli_restores_the_session_template(store, vm_template):
+    """The session's template (conftest, `cellvm snapshot create`): `cellvm
+    run` of the same image and size is that template's, and is restored from it."""
     root = os.path.dirname(vm_template.tdir.path)
     cmdline = vm_template.manifest.cmdline.split()
     khz = [w.split("=", 1)[1] for w in cmdline if w.startswith("tsc_early_khz=")]
@@ -179,8 +179,7 @@ def test_the_cli_restores_the_python_sdk_template(store, vm_template):
     assert r.returncode == 0, r.stderr
     assert f"{RESTORED}" in r.stderr and f" from {vm_template.snapdir} (" in r.stderr
     assert BUILDING not in r.stderr
-    values = json.loads(r.stdout)
-    assert all(v != t for v, t in zip(values, vm_template.peek))  # not the template's own
+    assert len(json.loads(r.stdout)) == 4
     store.assert_nothing_left(before)
 
 

@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import Sandbox, SandboxException, SandboxState  # noqa: E402
-from cellvm import clone, registry, snapshot  # noqa: E402
+from cellvm import registry, snapshot  # noqa: E402
+from cellvm.launch import SNAPSHOT_ENV, snapshot_mode  # noqa: E402
 from conftest import IMAGE, build_image_or_skip, process_gone, processes_mentioning  # noqa: E402
 
 FAKE_VMM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_vmm.py")
@@ -50,7 +51,7 @@ def stand_ins(tmp_path, monkeypatch, agent):
     monkeypatch.setenv(snapshot.TEMPLATE_DIR_ENV, os.path.join(state, "t"))
     monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, os.path.join(state, "p"))
     monkeypatch.setenv(registry.RUNTIME_ENV, os.path.join(state, "r"))
-    monkeypatch.setenv(clone.SNAPSHOT_ENV, "1")  # conftest's default is cold boots
+    monkeypatch.setenv(SNAPSHOT_ENV, "1")  # conftest's default is cold boots
     monkeypatch.setattr(tempfile, "tempdir", tmp)
     yield tmp, str(log) + ".api"
     left = registry.Registry(os.path.join(state, "r")).entries(enforce=False)
@@ -183,4 +184,4 @@ def test_a_missing_memory_file_is_named_before_any_vmm_starts(stand_ins):
         assert sbx.run_code("1").text == "1"
     finally:
         sbx.kill()
-    assert clone.mode(None) == "auto"
+    assert snapshot_mode(None) == "auto"

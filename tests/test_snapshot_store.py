@@ -11,8 +11,10 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cellvm import clone, snapshot  # noqa: E402
+from cellvm import snapshot  # noqa: E402
+from cellvm.launch import SNAPSHOT_ENV, snapshot_mode  # noqa: E402
 from cellvm.snapshot import Manifest, SnapshotError  # noqa: E402
 
 
@@ -110,18 +112,19 @@ def test_the_hosts_tsc_frequency_is_compared_within_a_tolerance():
 
 def test_a_launchs_template_does_not_change_with_the_tsc_measurement(monkeypatch):
     """Two processes that measured the TSC a few kHz apart look for the same
-    template, and it fits both."""
+    template (`cellvm snapshot manifest`), and it fits both."""
+    from conftest import CliLaunch
     image = os.path.join(ROOT, "build", "image")
     if not os.path.exists(os.path.join(image, "launch.txt")):
         pytest.skip("needs `make image`")
     monkeypatch.setenv("CELLVM_TSC_KHZ", "2300001")
-    a = clone.Launch(image)
+    a = CliLaunch(image)
     monkeypatch.setenv("CELLVM_TSC_KHZ", "2300004")
-    b = clone.Launch(image)
+    b = CliLaunch(image)
     assert "tsc_early_khz=2300001" in a.want.cmdline and "tsc_early_khz=2300004" in b.want.cmdline
     assert a.name == b.name and snapshot.differences(a.want, b.want) == []
     monkeypatch.setenv("CELLVM_TSC_KHZ", "2400000")
-    c = clone.Launch(image)
+    c = CliLaunch(image)
     assert c.name == a.name and snapshot.differences(a.want, c.want) == [
         "tsc_early_khz: snapshot has 2300001, this host's TSC is now 2400000 kHz "
         "(more than 100 ppm apart)"]
@@ -204,16 +207,16 @@ def test_remove_unused_waits_for_no_restore(tmp_path):
 
 
 def test_snapshot_mode_from_the_argument_and_the_environment(monkeypatch):
-    monkeypatch.delenv(clone.SNAPSHOT_ENV, raising=False)
-    assert clone.mode(None) == "auto"
+    monkeypatch.delenv(SNAPSHOT_ENV, raising=False)
+    assert snapshot_mode(None) == "auto"
     for off in ("0", "off", "no", "false"):
-        monkeypatch.setenv(clone.SNAPSHOT_ENV, off)
-        assert clone.mode(None) == "off"
-    monkeypatch.setenv(clone.SNAPSHOT_ENV, "maybe")
+        monkeypatch.setenv(SNAPSHOT_ENV, off)
+        assert snapshot_mode(None) == "off"
+    monkeypatch.setenv(SNAPSHOT_ENV, "maybe")
     with pytest.raises(ValueError, match="CELLVM_SNAPSHOT"):
-        clone.mode(None)
-    assert clone.mode(False) == "off" and clone.mode(True) == "auto"
-    assert clone.mode("rel/dir") == os.path.abspath("rel/dir")
+        snapshot_mode(None)
+    assert snapshot_mode(False) == "off" and snapshot_mode(True) == "auto"
+    assert snapshot_mode("rel/dir") == os.path.abspath("rel/dir")
 
 
 def test_paused_records_are_found_by_id_and_damaged_ones_reported(tmp_path, caplog):

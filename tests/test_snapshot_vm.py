@@ -1,8 +1,6 @@
 """Templates, clones, pause and resume with real QEMU booting the real image
-(docs/SNAPSHOTS.md). One template per session (conftest.vm_template, ~25 s
-under TCG); every clone costs ~0.3 s. The session template ran two cells in
-its default context before it was saved (its own random values are read
-for the clone test), so a clone's first cell there is execution 3.
+(docs/SNAPSHOTS.md). One template per session (conftest.vm_template: `cellvm
+snapshot create`, ~25 s under TCG); every clone costs ~0.3 s.
 
 The registry and the paused store are private to each test (CELLVM_RUNTIME_DIR,
 CELLVM_PAUSED_DIR): other work on this machine does not show in list().
@@ -28,9 +26,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import (AsyncSandbox, Sandbox, SandboxException, SandboxNotFoundException,  # noqa: E402
                     SandboxQuery, SandboxState)
-from cellvm import _wire, clone, commands, registry, snapshot, vmm_idle  # noqa: E402
-from conftest import (CLONE_VALUES, IMAGE, SNAPSHOT_MEMORY_MB, process_gone,  # noqa: E402
-                      processes_mentioning, qemu_pids, run_cell)
+from cellvm import _wire, registry, snapshot  # noqa: E402
+from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
+from conftest import (CLONE_VALUES, IMAGE, SNAPSHOT_MEMORY_MB, CliLaunch, process_gone,  # noqa: E402
+                      processes_mentioning, qemu_pids)
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +37,7 @@ def private_state(tmp_path, monkeypatch):
     rt = tmp_path / "rt"
     monkeypatch.setenv(registry.RUNTIME_ENV, str(rt))
     monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
-    monkeypatch.setenv(clone.SNAPSHOT_ENV, "1")
+    monkeypatch.setenv(SNAPSHOT_ENV, "1")
     yield
     left = registry.Registry(str(rt)).entries(enforce=False) if rt.exists() else []
     for e in left:  # a failed test's sandboxes: not left running
@@ -101,7 +100,6 @@ def test_a_clone_runs_cells_files_and_commands_and_gets_its_own_deadline(vm_temp
         report = sbx.restore_report
         assert [b for _, b, _ in report.stages] == ["state_loaded", "running", "handshake",
                                                     "new_generation", "deadline"]
-        assert report.total < clone.RESTORE_TIMEOUT_S
         ex = sbx.run_code("import numpy, pandas\nx = numpy.arange(5).sum()\nx * 2")
         assert ex.text == "20" and ex.error is None
         sbx.files.write("/home/user/clone.txt", "from the host")
@@ -116,7 +114,8 @@ def test_a_clone_runs_cells_files_and_commands_and_gets_its_own_deadline(vm_temp
         assert listed == [sbx.sandbox_id]
         # The guest took SET_DEADLINE: init's deadline is no longer the template's (none).
         up = float(sbx.commands.run("cut -d' ' -f1 /proc/uptime").stdout)
-        assert up > vm_template.uptime  # the template's boot time goes on in the clone
+        ready = sbx._conn.hello["boot"]["executor_ready"] / 1e9  # the template's boot
+        assert up > ready  # the template's boot time goes on in the clone
         pid, d, key = sbx.vmm_pid, sbx.vm.dir, sbx._entry.key
     finally:
         sbx.kill()
@@ -128,8 +127,23 @@ def test_a_clone_runs_cells_files_and_commands_and_gets_its_own_deadline(vm_temp
     assert head_hash(mem) == head_before
 
 
+IDLE_SHARE = 0.15  # a settled guest's VMM: a few % of a CPU under TCG (vmm_idle.h)
+
+
+def cpu_ns(pid):
+    """Nanoseconds on a CPU of all threads of `pid` (/proc/PID/task/*/schedstat)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except FileNotFoundError:
+            pass  # a thread that just ended
+    return total
+
+
 def test_a_clone_is_idle_right_after_create(vm_template):
-    """The template was saved once its guest had settled (clone.settle), so a
+    """The template was saved once its guest had settled (client/c/vmm_idle.c), so a
     clone does not redo unfinished background work with an empty TCG cache.
     Saved right after the default context started, the next spare
     executor's warm-up ran again in every clone: 30-45% of a CPU in the
@@ -137,14 +151,16 @@ def test_a_clone_is_idle_right_after_create(vm_template):
     1-3%."""
     with create() as sbx:
         pid = sbx._vm.pid
-        a, t = vmm_idle.cpu_ns(pid), time.monotonic()
+        a, t = cpu_ns(pid), time.monotonic()
         time.sleep(1.0)
-        share = (vmm_idle.cpu_ns(pid) - a) / 1e9 / (time.monotonic() - t)
-        assert share < vmm_idle.IDLE_SHARE, f"the clone's QEMU used {share:.0%} of a CPU"
+        share = (cpu_ns(pid) - a) / 1e9 / (time.monotonic() - t)
+        assert share < IDLE_SHARE, f"the clone's QEMU used {share:.0%} of a CPU"
         assert sbx.run_code("1 + 1").text == "2"
 
 
-def test_two_clones_differ_from_each_other_and_from_the_template(vm_template):
+def test_two_clones_differ_from_each_other(vm_template):
+    """Each got fresh entropy on restore (NEW_GENERATION): had either kept the
+    template's generators, both would repeat the template's values."""
     a, b = create(), create()
     try:
         va, vb = values(a), values(b)
@@ -154,8 +170,6 @@ def test_two_clones_differ_from_each_other_and_from_the_template(vm_template):
     names = ["random.random()", "numpy.random.rand()", "os.urandom(16)", "uuid.uuid4()"]
     for i, name in enumerate(names):
         assert va[i] != vb[i], f"both clones gave {name} = {va[i]!r}"
-        assert va[i] != vm_template.peek[i] and vb[i] != vm_template.peek[i], \
-            f"a clone repeated the template's {name} = {vm_template.peek[i]!r}"
 
 
 def test_the_clock_is_the_hosts_right_after_a_restore(vm_template):
@@ -178,38 +192,6 @@ def test_the_clock_is_the_hosts_right_after_a_restore(vm_template):
     rtt, offset = min(pings)
     assert abs(offset) < 50_000_000 and rtt < 50_000_000, pings
     assert before - 0.05 <= in_cell <= after + 0.05, (before, in_cell, after)
-
-
-def test_a_clone_serves_no_user_code_before_its_new_generation(vm_template):
-    """The template was prepared (SNAPSHOT_PREPARE) before it was saved, so a
-    guest restored from it, before NEW_GENERATION, says it awaits one and
-    refuses user code with no_generation; after one it runs cells. Restored
-    here by hand (what create() does, without its NEW_GENERATION)."""
-    from cellvm import snapshot_qemu as sq
-    m = vm_template.manifest
-    assert m.generation >= 1
-    before = qemu_pids()
-    vm = sq.RestoreQemuVM(IMAGE, m, vm_template.snapdir)
-    try:
-        sq.spawn(vm, lambda stage: None)
-        conn = sq.load(vm, time.monotonic() + clone.RESTORE_TIMEOUT_S, lambda stage: None)
-        try:
-            conn.handshake({"protocol": _wire.PROTOCOL_VERSION, "client": "test"}, 30)
-            assert conn.hello["awaiting_generation"] is True
-            assert conn.hello["generation"] == m.generation
-            with pytest.raises(RuntimeError, match="no_generation: EXECUTE refused"):
-                run_cell(conn, "1 + 1")
-            with pytest.raises(_wire.AgentError) as e:
-                conn.call(commands.CMD_START, {"cmd": "true"}, timeout=30)
-            assert e.value.code == "no_generation"
-            gen = clone.new_generation(conn)
-            assert gen > m.generation
-            assert run_cell(conn, "1 + 1") == "2"
-        finally:
-            conn.close()
-    finally:
-        vm.kill()
-    no_vm_left(before)
 
 
 def test_the_clock_runs_at_the_hosts_rate_in_a_clone(vm_template):
@@ -467,7 +449,7 @@ def test_async_create_restores_and_async_pause_resumes(vm_template):
 
 
 def test_the_default_create_and_e2b_sandbox_restore_from_the_template(vm_template, monkeypatch):
-    monkeypatch.delenv(clone.SNAPSHOT_ENV)  # E2B programs unchanged: templates by default
+    monkeypatch.delenv(SNAPSHOT_ENV)  # E2B programs unchanged: templates by default
     monkeypatch.delenv("CELLVM_ADDR", raising=False)
     monkeypatch.setenv("CELLVM_IMAGE", IMAGE)
     for sbx in (create(), Sandbox()):  # E2B's Sandbox() boots as create() does
@@ -556,7 +538,7 @@ def test_a_changed_image_invalidates_its_template(vm_template, tmp_path):
     image.mkdir()
     for name in ("manifest.json", "launch.txt", "vmlinuz", "initramfs.cpio.gz", "rootfs.ext4"):
         shutil.copy2(os.path.join(IMAGE, name), image / name)
-    fork = clone.Launch(str(image), memory_mb=SNAPSHOT_MEMORY_MB)
+    fork = CliLaunch(str(image), memory_mb=SNAPSHOT_MEMORY_MB)
     td = snapshot.TemplateDir(fork.name, str(tmp_path / "templates"))
     snapshot.private_dir(td.root)
     snapshot.private_dir(td.path)
@@ -568,8 +550,8 @@ def test_a_changed_image_invalidates_its_template(vm_template, tmp_path):
     snapshot.write_atomic(os.path.join(d, "manifest"), m.to_text().encode())
     d = td.publish(d)
     # It fits, and it restores (the copy's files are the same bytes).
-    found, why = clone._usable(td, fork.want)
-    assert why is None and found[0] == d
+    found, why = fork.check(td.root)
+    assert found == d, why
     sbx = Sandbox.create(str(image), memory_mb=SNAPSHOT_MEMORY_MB, snapshot=td.path)
     try:
         assert sbx.run_code("6 * 7").text == "42"
@@ -578,10 +560,10 @@ def test_a_changed_image_invalidates_its_template(vm_template, tmp_path):
     # The image is rebuilt: its root is replaced (here: the same bytes, a new mtime).
     st = os.stat(image / "rootfs.ext4")
     os.utime(image / "rootfs.ext4", ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    changed = clone.Launch(str(image), memory_mb=SNAPSHOT_MEMORY_MB)
+    changed = CliLaunch(str(image), memory_mb=SNAPSHOT_MEMORY_MB)
     assert changed.name == fork.name  # same launch, so same template directory
-    found, why = clone._usable(td, changed.want)
-    assert found is None and "rootfs file: snapshot was taken with" in why
+    found, why = changed.check(td.root)
+    assert found is None and "rootfs file: snapshot was taken with" in why, why
     with pytest.raises(SandboxException) as e:
         Sandbox.create(str(image), memory_mb=SNAPSHOT_MEMORY_MB, snapshot=td.path)
     assert "rootfs file" in str(e.value) and str(image / "rootfs.ext4") in str(e.value)
@@ -637,7 +619,7 @@ def test_two_builders_of_one_template_do_not_corrupt_it(vm_template, tmp_path):
                 time.sleep(0.5)
                 copy_template(vm_template, root)
                 order.append(("built", tag))
-            found, why = clone._usable(td, vm_template.launch.want)
+            found, why = vm_template.launch.check(root)
             order.append(("usable" if found else f"unusable {why}", tag))
 
     ts = [threading.Thread(target=builder, args=(i,)) for i in range(2)]

@@ -3,8 +3,7 @@
  * writes `CONNECT <port>\n` and reads `OK <host-side port>\n`; the stream is
  * then the guest listener's. Until the guest listens the VMM closes the
  * connection (Firecracker) or answers something else, so connects are
- * retried. Same rules as client/python/cellvm/vmm_firecracker.py's
- * hybrid_vsock_connect. */
+ * retried (docs/VMM.md, "Firecracker"). */
 #ifndef CELLVM_CLIENT_HYBRID_VSOCK_H
 #define CELLVM_CLIENT_HYBRID_VSOCK_H
 

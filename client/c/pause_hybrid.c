@@ -22,8 +22,8 @@ static uint64_t mono_ms(void)
 }
 
 /* A clone the Python SDK restored keeps no manifest: its launch's template
- * manifest made anew from the registry entry, as snapshot_hybrid.py's
- * save_paused does (template_manifest). `m` (csm_init'ed) is replaced. */
+ * manifest made anew from the registry entry (its launch's template
+ * manifest). `m` (csm_init'ed) is replaced. */
 static int launch_manifest(const struct creg_entry *e, enum cvm_vmm vmm, struct csm *m, char *err,
                            size_t errlen)
 {

@@ -3,8 +3,7 @@
  * a template build and a clone's restore need (docs/SNAPSHOTS.md): one
  * command at a time, its `{"return": ...}` or `{"error": ...}`, events
  * skipped, an fd passed with a command (SCM_RIGHTS, for `getfd`), and
- * query-migrate polled until a migration is over. client/python/cellvm/qmp.py
- * is the Python one.
+ * query-migrate polled until a migration is over.
  *
  * Everything QEMU sends is parsed by a bounded JSON scanner (one object a
  * line, at most CQMP_MAX_LINE bytes, nesting at most CQMP_MAX_DEPTH): no JSON

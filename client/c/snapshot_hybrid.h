@@ -1,8 +1,7 @@
 /*
  * Firecracker and Cloud Hypervisor templates for the CLI (docs/VMM.md,
- * "Snapshots"): the same launch, manifest, name, API calls and file layout
- * as client/python/cellvm/snapshot_hybrid.py, so that a template made by
- * either client is restored by the other. The launch and template records
+ * "Snapshots"): the launch, manifest, name, API calls and file layout
+ * docs/SNAPSHOTS.md describes. The launch and template records
  * are snapshot_qemu.h's (struct csq_launch, csq_usable, csq_stages).
  *
  * A template is the launch booted with an API socket, the zygote's preloads

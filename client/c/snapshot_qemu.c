@@ -602,7 +602,9 @@ int csq_build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size_t 
         uint64_t generation = 0, state_size = 0;
         bool have_m = false;
         rc = csq_boot_prepared(l, &o, vm, t0, &c, &generation, err, errlen);
-        /* The channel stays connected while the state is saved (snapshot_qemu.py says why). */
+        /* The channel stays connected while the state is saved: a clone then
+         * connects before its state is loaded and the port's "host connected"
+         * state never changes (load() below). */
         if (rc == 0)
                 rc = save_state(vm, abort_state, &state_size, err, errlen);
         cvc_close(c);
@@ -909,7 +911,7 @@ int csq_refresh_resumed(struct cvc *c, int timeout_ms, char *err, size_t errlen)
                 return 0;
         }
         /* Paused between SNAPSHOT_PREPARE and NEW_GENERATION: user work waits
-         * for a generation (clone.py's _finish). */
+         * for a generation. */
         bool awaiting = false;
         if (cv_map_get_bool(cvc_hello(c), "awaiting_generation", &awaiting) == 0 && awaiting)
                 return csq_new_generation(c, timeout_ms, err, errlen);
@@ -928,7 +930,9 @@ static int load(const struct csm *m, const char *snapdir, struct cvm *vm, int st
         *c = NULL;
         *bad_snapshot = false;
         /* Connected before the state is loaded: the template was saved with its
-         * builder connected, so the agent sees no hang-up (snapshot_qemu.py). */
+         * builder connected, so the restored port's "host connected" state
+         * does not change and the agent reads the first HELLO at once (a
+         * change would make it hang up and reopen the port). */
         int chan = connect_channel(vm, deadline, err, errlen);
         if (chan < 0) {
                 close(state_fd);

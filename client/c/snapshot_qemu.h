@@ -1,8 +1,7 @@
 /*
  * QEMU templates for the CLI (docs/SNAPSHOTS.md, "Building a template
- * (QEMU)" and "Restoring a clone"): the same launch, manifest, name and
- * procedure as client/python/cellvm/clone.py and snapshot_qemu.py, so that
- * a template made by either client is restored by the other.
+ * (QEMU)" and "Restoring a clone"): the launch, manifest, name and
+ * procedure that document describes.
  *
  * A template is the launch booted with its RAM in a file (share=on), a QMP
  * socket and the serial channel only, the zygote's preloads done, the
@@ -144,7 +143,7 @@ int csq_boot_prepared(const struct csq_launch *l, const struct cvm_opts *o, stru
  * an agent without it gets ADD_ENTROPY and SET_TIME. */
 int csq_new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen);
 
-/* The same guest again after a pause (as clone.py's _finish with fresh=False):
+/* The same guest again after a pause (not a clone of a template):
  * ADD_ENTROPY and SET_TIME, its generation and random generators left as
  * they were; NEW_GENERATION when HELLO says awaiting_generation (paused
  * between SNAPSHOT_PREPARE and its generation); nothing for an agent not

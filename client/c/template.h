@@ -36,8 +36,8 @@ uint64_t ctpl_fnv1a64(uint64_t h, const void *data, size_t len);
 
 /* A template's name, "<vmm>-<16 hex>": the FNV-1a 64 of these strings joined
  * by a NUL byte: every `arg`, every `request`, `cmdline`, `memory_mb` and
- * `vcpus` in decimal, the path of every `file` line (snapshot.template_name
- * of clone.Launch). -ENAMETOOLONG if `out` is too small. */
+ * `vcpus` in decimal, the path of every `file` line (docs/SNAPSHOTS.md,
+ * "Name"). -ENAMETOOLONG if `out` is too small. */
 int ctpl_name(const struct csm *want, char *out, size_t outlen);
 
 /* The template root (see above). 0, -ENAMETOOLONG or -ENOENT (no home). */

@@ -287,7 +287,7 @@ static int build_argv(const struct cvm_opts *o, struct cvm_launch *f, bool kvm, 
                 add_arg(a, "unix:%s/qmp.sock,server=on,wait=off", dir);
         }
         if (o->mem_path) {
-                /* The guest RAM as a file (snapshots): the same id as snapshot_qemu.py's. */
+                /* The guest RAM as a file (snapshots): the id every clone repeats. */
                 char mem[PATH_MAX * 2];
                 if (cvm_opt_path(o->mem_path, mem, sizeof(mem)) < 0)
                         return -E2BIG;

@@ -49,8 +49,8 @@ static int render(const struct cvm_opts *o, struct cvm *vm, struct cvm_argv *a, 
                   size_t errlen)
 {
         static struct cvm_launch l; /* large; the CLI starts one VM at a time */
-        /* Firecracker's command line takes the TCG words where KVM cannot run the guest
-         * (as vmm_firecracker.py's kvm=kvm_usable()); Cloud Hypervisor needs KVM. */
+        /* Firecracker's command line takes the TCG words where KVM cannot run the
+         * guest; Cloud Hypervisor needs KVM. */
         bool tcg = o->vmm == CVM_VMM_FIRECRACKER && !cvm_kvm_usable();
         int rc = cvm_boot_params(o, tcg, &l, err, errlen);
         if (rc < 0)

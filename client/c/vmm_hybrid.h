@@ -10,8 +10,8 @@
 
 /* The vsock device's socket in the VM's temp dir: relative for Firecracker
  * (uds_path, bound in its working directory, so a snapshot's clones each
- * bind their own), absolute for Cloud Hypervisor (vmm_firecracker.py says
- * more). */
+ * bind their own), absolute for Cloud Hypervisor (docs/VMM.md, "Firecracker",
+ * says more). */
 #define CVM_HYBRID_VSOCK_SOCKET "vsock.sock"
 #define CVM_HYBRID_GUEST_CID 3
 

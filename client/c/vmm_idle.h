@@ -2,8 +2,8 @@
  * Waiting for a template's guest to settle before it is saved: what the guest
  * is still doing when paused, every clone does again with an empty TCG
  * translation cache (the next spare executor's warm-up cost each clone's first
- * cell ~0.25 s here). Watched from the host as the VMM's CPU time, by the same
- * rule as the Python SDK (client/python/cellvm/vmm_idle.py).
+ * cell ~0.25 s here). Watched from the host as the VMM's CPU time
+ * (docs/SNAPSHOTS.md, "Building a template (QEMU)").
  */
 #ifndef CELLVM_CLIENT_VMM_IDLE_H
 #define CELLVM_CLIENT_VMM_IDLE_H

@@ -497,8 +497,8 @@ static void test_fnv_against_python(void)
         CHECK(strcmp(out, mine) == 0);
 }
 
-/* The name of a launch's template: the formula of clone.Launch over the
- * manifest's fields, computed by Python, equals ctpl_name's. */
+/* The name of a launch's template: the formula of docs/SNAPSHOTS.md ("Name")
+ * over the manifest's fields, computed by Python, equals ctpl_name's. */
 static void test_name_against_python(void)
 {
         static const char *const texts[] = {

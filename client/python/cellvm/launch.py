@@ -24,10 +24,6 @@ Sandbox.create() calls create_sandbox() below, which runs `cellvm create
    section 3) asks for it without running anything, so the user's first
    cell is still execution 1.
 
-start_vm() and HybridVsockVM are the Python launch the tests' session
-template builder (cellvm.clone) and the resume of a paused Firecracker or
-Cloud Hypervisor sandbox (cellvm.pause) still use.
-
 User code gets a memory limit: create() puts `cellvm.mem_limit=<memory_mb
 minus max(128 MiB, 1/8)>` on the kernel command line, so cellvm-init creates
 the user cgroup and the agent gives each context its own cgroup below it
@@ -48,15 +44,12 @@ its deadline, under the registry's lock, after the limits were checked.
 import atexit
 import logging
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
 import time
 import weakref
 
 from . import _wire
-from .vmm_qemu import QemuVM, VMError, kvm_usable, load_manifest, stop_vmm
+from .vmm_error import VMError
 
 VMMS = ("qemu", "firecracker", "cloud-hypervisor")
 DEFAULT_IMAGE = "build/image"
@@ -105,130 +98,6 @@ def resolve_image(image):
     return os.path.abspath(image)
 
 
-class HybridVsockVM:
-    """Firecracker or Cloud Hypervisor running the image; the agent is reached
-    over hybrid vsock (`CONNECT 1024`). Same surface as QemuVM for what
-    create_sandbox() needs: start, connect, pid, alive, console, kill."""
-
-    def __init__(self, vmm, image, memory_mb=1024, vcpus=1, network="none", extra_cmdline="",
-                 kernel=None, initramfs=True, rootfs=None, api=False):
-        binary = "firecracker" if vmm == "firecracker" else "cloud-hypervisor"
-        self.binary = shutil.which(binary)
-        if self.binary is None:
-            raise VMError(f"{vmm}: the `{binary}` binary was not found on PATH; install it "
-                          f"(docs/VMM.md) or use vmm='qemu'")
-        if network != "none":
-            raise ValueError(f"network={network!r} with {vmm} needs a tap device: only 'none' is supported")
-        self.vmm = vmm
-        self.image = os.path.abspath(image)
-        load_manifest(self.image)  # a clear error if the image is not built
-        self.memory_mb, self.vcpus, self.extra_cmdline = int(memory_mb), int(vcpus), extra_cmdline
-        self.boot_files = {"kernel": kernel, "initramfs": initramfs, "rootfs": rootfs}
-        self.accel = "kvm"
-        self.dir = None
-        self.proc = None
-        self._log = None
-        # A template's build (cellvm.snapshot_hybrid): the VMM's API socket.
-        self.api = bool(api)
-
-    @property
-    def pid(self):
-        return self.proc.pid if self.proc else None
-
-    @property
-    def address(self):
-        return None  # hybrid vsock needs the CONNECT handshake: not a plain address
-
-    @property
-    def vsock_socket(self):
-        from .vmm_firecracker import VSOCK_SOCKET
-        return os.path.join(self.dir, VSOCK_SOCKET) if self.dir else None
-
-    @property
-    def api_socket(self):
-        return os.path.join(self.dir, "api.sock") if self.dir and self.api else None
-
-    def argv(self):
-        if self.vmm == "firecracker":
-            from .vmm_firecracker import firecracker_api_argv, firecracker_argv, write_firecracker_config
-            path, _ = write_firecracker_config(self.image, self.dir, memory_mb=self.memory_mb,
-                                               vcpus=self.vcpus, kvm=kvm_usable(),
-                                               extra_cmdline=self.extra_cmdline, **self.boot_files)
-            if self.api:
-                return firecracker_api_argv(self.api_socket, path, self.binary)
-            return firecracker_argv(path, self.binary)
-        from .vmm_cloud_hypervisor import cloud_hypervisor_argv
-        argv = cloud_hypervisor_argv(self.image, self.dir, memory_mb=self.memory_mb, vcpus=self.vcpus,
-                                     extra_cmdline=self.extra_cmdline, binary=self.binary,
-                                     **self.boot_files)
-        return argv + (["--api-socket", self.api_socket] if self.api else [])
-
-    def start(self):
-        self.dir = tempfile.mkdtemp(prefix=f"cellvm-{self.vmm}-")
-        try:
-            # Kept open: a VMM that exits at once has its entry and directory
-            # removed by its keeper, maybe before connect() reports its output.
-            self._log = open(os.path.join(self.dir, "vmm.log"), "w+b")
-            # cwd: Firecracker's relative vsock socket (vmm_firecracker.VSOCK_SOCKET).
-            self.proc = subprocess.Popen(self.argv(), stdin=subprocess.DEVNULL, stdout=self._log,
-                                         stderr=subprocess.STDOUT, start_new_session=True,
-                                         cwd=self.dir)
-        except BaseException:
-            self.kill()
-            raise
-        return self
-
-    def connect(self, timeout=120.0):
-        from .vmm_firecracker import HandshakeError, hybrid_vsock_connect
-
-        def vmm_alive():
-            if not self.alive():
-                raise VMError(f"{self.vmm} exited with {self.proc.returncode} during boot; "
-                              f"its output:\n{self._read('vmm.log')[-3000:]}"
-                              f"console:\n{self._read('console.log')[-3000:]}")
-
-        try:
-            sock = hybrid_vsock_connect(self.vsock_socket, timeout=timeout, check=vmm_alive)
-        except OSError:
-            vmm_alive()  # its directory went with the VMM: say why it exited
-            raise
-        except HandshakeError as e:
-            raise VMError(f"{self.vmm}: {e}; console:\n{self.console()[-3000:]}") from None
-        conn = _wire.Connection(sock)
-        try:
-            conn.hello = conn.call(_wire.HELLO, {"protocol": _wire.PROTOCOL_VERSION,
-                                                 "client": "cellvm-vmm"}, timeout=timeout)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
-
-    def console(self):
-        """The guest console: Cloud Hypervisor's --serial file, else the VMM's
-        output (Firecracker writes the guest's serial console there)."""
-        return self._read("console.log") or self._read("vmm.log")
-
-    def _read(self, name):
-        try:
-            if name == "vmm.log" and self._log is not None:
-                fd = self._log.fileno()
-                return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
-            with open(os.path.join(self.dir, name), "rb") as f:
-                return f.read().decode(errors="replace")
-        except (OSError, TypeError, ValueError):
-            return ""
-
-    def kill(self):
-        stop_vmm(self.proc, self.dir)
-        self.dir = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-
 def snapshot_mode(snapshot):
     """"off", "auto" or a template directory, from create(snapshot=...) and $CELLVM_SNAPSHOT."""
     if snapshot is None:
@@ -260,34 +129,6 @@ def limits_cmdline(memory_mb):
     return f"cellvm.mem_limit={user_memory_limit_mb(memory_mb)}M"
 
 
-def start_vm(image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none", extra_cmdline="",
-             kernel=None, initramfs=True, rootfs=None):
-    """A started VM object (the guest boots on); killed at exit if still alive.
-    The command line gets the user-code memory limit (limits_cmdline) unless
-    `extra_cmdline` sets cellvm.mem_limit itself. `kernel`, `initramfs`
-    (None/False: none) and `rootfs` replace the image's files (cellvm.bootfiles)."""
-    if vmm not in VMMS:
-        raise ValueError(f"vmm must be one of {', '.join(VMMS)}, not {vmm!r}")
-    image = resolve_image(image)
-    if "cellvm.mem_limit=" not in extra_cmdline:
-        extra_cmdline = f"{limits_cmdline(memory_mb)} {extra_cmdline}".strip()
-    if vmm == "qemu":
-        if shutil.which("qemu-system-x86_64") is None:
-            raise VMError("qemu: the `qemu-system-x86_64` binary was not found on PATH "
-                          "(Debian: apt-get install qemu-system-x86)")
-        vm = QemuVM(image, memory_mb=memory_mb, vcpus=vcpus, network=network,
-                    extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs, rootfs=rootfs,
-                    qmp=True)  # pause() saves it over QMP
-    else:
-        vm = HybridVsockVM(vmm, image, memory_mb=memory_mb, vcpus=vcpus, network=network,
-                           extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
-                           rootfs=rootfs)
-    with _live_lock:
-        _live.add(vm)
-    vm.start()
-    return vm
-
-
 def wait_executor_ready(vm, conn, deadline):
     """Re-send HELLO until its boot stamps include executor_ready (the zygote
     finished its preloads); conn.hello is updated to the latest reply."""
@@ -315,7 +156,7 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
     `timeout`: the sandbox's lifetime (cellvm.lifetime); `boot_timeout`: how
     long to wait for the agent (and the zygote). `snapshot`: restore from a
     template (None: $CELLVM_SNAPSHOT, default on; False: boot cold; a
-    directory: that template; cellvm.clone)."""
+    directory: that template; docs/SNAPSHOTS.md)."""
     if vmm not in VMMS:
         raise ValueError(f"vmm must be one of {', '.join(VMMS)}, not {vmm!r}")
     if network not in ("none", "user"):

@@ -483,7 +483,7 @@ class Sandbox:
         ~25 s under TCG, then ~0.2-0.4 s per create; rebuilt when the image or
         VMM changed; a template that does not restore: a warning and a cold
         boot); False: boot cold; a directory: that template, any problem a
-        SandboxException (cellvm.clone, docs/SNAPSHOTS.md).
+        SandboxException (`cellvm create`, docs/SNAPSHOTS.md).
         Raises SandboxException (TimeoutException when time ran out); nothing
         is left running then. `kernel`, `initramfs` (None/False: boot without
         one) and `rootfs` replace the image's files (cellvm.bootfiles, e.g. the
@@ -574,7 +574,7 @@ class Sandbox:
         self._metadata = {}
         self._template = None
         self._entry = None
-        self._restore_stages = None  # cellvm.clone: a sandbox restored from a snapshot
+        self._restore_stages = None  # a sandbox restored from a template: its stages
         _register(self)
         return self
 

@@ -167,7 +167,7 @@ class QemuVM:
         self.dir = None
         self.proc = None
         self.started_at = None  # time.monotonic() just before QEMU was spawned
-        # Snapshots (cellvm.snapshot_qemu): a QMP socket in the temp dir,
+        # Snapshots (tests that save or restore by hand): a QMP socket in the temp dir,
         # arguments appended to the argv, fds QEMU inherits, and the temp
         # dir's path when it must be a given one (a resumed sandbox's).
         self.qmp = bool(qmp)
