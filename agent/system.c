@@ -58,6 +58,14 @@ void system_set_time_request(struct agent *a, struct conn *c, uint32_t id, const
                                 "`realtime_ns` must be an unsigned integer");
                 return;
         }
+        /* Outside a VM the clock is the host's: a dev-mode agent run as root must
+         * not step it (NEW_GENERATION skips its clock for the same reason). */
+        if (!system_under_init()) {
+                conn_send_error(a, c, id, "unsupported",
+                                "the agent was not started by cellvm-init: the clock is the "
+                                "host's, not set");
+                return;
+        }
         int rc = system_set_realtime(ns);
         if (rc < 0) {
                 svc_send_errno(a, c, id, -rc, "set", "CLOCK_REALTIME");

@@ -105,6 +105,17 @@ def test_ctrl_c_while_reading_never_loses_the_stream(sbx, ctx):
     assert interrupted >= 6  # the interrupts did land mid-cell
 
 
+def test_set_time_outside_cellvm_init_is_refused_and_the_hosts_clock_kept(sbx, agent):
+    """A dev-mode agent runs on the host (here as root): its clock is the host's,
+    which SET_TIME must not step."""
+    from cellvm import SandboxException
+    before = time.time_ns()
+    with pytest.raises(SandboxException) as e:
+        sbx.set_time(before - 3600 * 10**9)
+    assert e.value.code == "unsupported" and "cellvm-init" in str(e.value)
+    assert abs(time.time_ns() - before) < 60 * 10**9  # not an hour back
+
+
 def test_shutdown_outside_cellvm_init_is_refused_and_the_agent_serves_on(sbx, agent):
     from cellvm import SandboxException
     with pytest.raises(SandboxException) as e:

@@ -29,14 +29,16 @@ def sbx(vm_sandbox):
 
 def guest_clocks(sbx, tries=3):
     """(host_mid_ns, guest_time_ns, guest_monotonic_ns, host_rtt_ns): the guest's
-    clocks read in a cell, and the host's CLOCK_REALTIME at the middle of the
-    quickest of `tries` round trips (the guest read them somewhere inside it)."""
+    clocks read in a cell, and the host's CLOCK_MONOTONIC at the middle of the
+    quickest of `tries` round trips (the guest read them somewhere inside it).
+    The host's monotonic clock, not its realtime one: a step of the host's
+    clock (by anything on this machine) during the window is not the guest's rate."""
     best = None
     for _ in range(tries):
-        h0 = time.time_ns()
+        h0 = time.monotonic_ns()
         ex = sbx.run_code("import time; print(time.time_ns(), time.monotonic_ns())",
                           context=sbx.clock_ctx, timeout=60)
-        h1 = time.time_ns()
+        h1 = time.monotonic_ns()
         assert ex.error is None, ex.error
         g_time, g_mono = map(int, "".join(ex.logs.stdout).split())
         if best is None or h1 - h0 < best[3]:
