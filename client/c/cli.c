@@ -872,10 +872,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         return -1;
                 }
         }
-        /* Same rule as cellvm.launch: user code gets RAM minus a reserve, in a cgroup. */
-        unsigned reserve = v->vm.memory_mb / 8 > 128 ? v->vm.memory_mb / 8 : 128;
-        unsigned user_mb = v->vm.memory_mb > reserve + 64 ? v->vm.memory_mb - reserve : 64;
-        v->user_mb = user_mb;
+        v->user_mb = cvm_user_memory_mb(v->vm.memory_mb);
         /* run --timeout bounds the whole sandbox; 10 s more so that the cell's
          * interrupt is reported before the guest ends. */
         if (create && !lifetime_given) {
@@ -895,7 +892,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                 v->lifetime_s = (double)v->eo.timeout_ms / 1000.0; /* refused by sbx_reserve */
         /* The guest's provisional deadline: boot budget + lifetime (TCG slack). */
         snprintf(
-            v->extra, sizeof(v->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%llu", user_mb,
+            v->extra, sizeof(v->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%llu", v->user_mb,
             (unsigned long long)(sbx_guest_timeout_s(v->boot_timeout_s + v->lifetime_s, false) *
                                  1000));
         v->vm.extra = v->extra;

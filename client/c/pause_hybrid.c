@@ -12,6 +12,7 @@
 
 #include "snapshot_hybrid.h"
 #include "template.h"
+#include "vmm.h"
 #include "vmm_api.h"
 
 static uint64_t mono_ms(void)
@@ -30,10 +31,7 @@ static int launch_manifest(const struct creg_entry *e, enum cvm_vmm vmm, struct 
         static struct csq_launch l; /* large; pauses are one at a time (the caller's lock) */
         struct cvm_opts o = {
             .image = e->image, .memory_mb = e->memory_mb, .vcpus = e->vcpus, .vmm = vmm};
-        /* cellvm.mem_limit as the CLI's and cellvm.launch's: RAM minus a reserve. */
-        unsigned reserve = e->memory_mb / 8 > 128 ? e->memory_mb / 8 : 128;
-        unsigned user_mb = e->memory_mb > reserve + 64 ? e->memory_mb - reserve : 64;
-        int rc = csh_launch_init(&l, &o, user_mb, err, errlen);
+        int rc = csh_launch_init(&l, &o, cvm_user_memory_mb(e->memory_mb), err, errlen);
         if (rc == 0) {
                 csm_free(m);
                 if ((rc = csm_copy(m, &l.want)) < 0) {

@@ -17,6 +17,7 @@
 #include "cli_sandboxes.h"
 #include "cli_snapshot.h"
 #include "serve_http.h"
+#include "vmm.h"
 
 struct MHD_Daemon *serve_http_start(const struct sockaddr *addr, int listen_fd,
                                     unsigned client_timeout_s, char *err, size_t errlen);
@@ -340,9 +341,7 @@ int cmd_serve(int argc, char **argv)
         struct cvm_opts o = {
             .image = serve.image, .memory_mb = serve.memory_mb, .vcpus = serve.vcpus};
         struct cvm builder;
-        unsigned reserve = o.memory_mb / 8 > 128 ? o.memory_mb / 8 : 128;
-        unsigned user_mb = o.memory_mb > reserve + 64 ? o.memory_mb - reserve : 64;
-        if (snap_cmd_create(&o, user_mb, false, &builder) != 0) {
+        if (snap_cmd_create(&o, cvm_user_memory_mb(o.memory_mb), false, &builder) != 0) {
                 fputs("cellvm serve: no template: cannot serve sandboxes\n", stderr);
                 MHD_stop_daemon(d);
                 return 1;

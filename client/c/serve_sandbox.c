@@ -17,6 +17,7 @@
 #include "msgtypes.h"
 #include "registry.h"
 #include "snapshot_qemu.h"
+#include "vmm.h"
 
 struct serve serve = {.life = PTHREAD_MUTEX_INITIALIZER};
 
@@ -84,11 +85,10 @@ int serve_restore(double timeout_s, struct sandbox **out, char *err, size_t errl
             .image = serve.image, .memory_mb = serve.memory_mb, .vcpus = serve.vcpus};
         pthread_mutex_init(&s->procs_lock, NULL);
         s->refs = 1;
-        /* As `cellvm run`: user code gets the RAM minus a reserve, in a cgroup. */
-        unsigned reserve = s->memory_mb / 8 > 128 ? s->memory_mb / 8 : 128;
-        unsigned user_mb = s->memory_mb > reserve + 64 ? s->memory_mb - reserve : 64;
-        struct snap_run r = {
-            .vm = &s->opts, .user_mb = user_mb, .lifetime_s = timeout_s, .mode = SNAP_AUTO};
+        struct snap_run r = {.vm = &s->opts,
+                             .user_mb = cvm_user_memory_mb(s->memory_mb),
+                             .lifetime_s = timeout_s,
+                             .mode = SNAP_AUTO};
         struct cvc *c = NULL;
         /* One restore at a time (the template code keeps state of its own);
          * the table stays free meanwhile. */

@@ -49,6 +49,12 @@ int cvm_vmm_parse(const char *name, enum cvm_vmm *vmm)
         return -EINVAL;
 }
 
+unsigned cvm_user_memory_mb(unsigned memory_mb)
+{
+        unsigned reserve = memory_mb / 8 > 128 ? memory_mb / 8 : 128;
+        return memory_mb > reserve + 64 ? memory_mb - reserve : 64;
+}
+
 static void sleep_ms(long ms)
 {
         struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
