@@ -17,6 +17,7 @@
 #include "cli_pause.h"
 #include "cli_sandboxes.h"
 #include "cli_snapshot.h"
+#include "mono_clock.h"
 #include "registry.h"
 #include "keeper.h"
 #include "pass_fd.h"
@@ -906,13 +907,6 @@ static void set_handler(int sig, void (*fn)(int))
         sigemptyset(&sa.sa_mask);
         if (sigaction(sig, &sa, NULL) < 0)
                 fprintf(stderr, "cellvm: sigaction(%d): %s\n", sig, strerror(errno));
-}
-
-static double mono_s(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* Boots the VM and connects; on failure prints why (with the console's tail). */

@@ -15,6 +15,7 @@
 
 #include "cli_sandboxes.h"
 #include "manifest.h"
+#include "mono_clock.h"
 #include "snapshot_hybrid.h"
 #include "snapshot_qemu.h"
 #include "template.h"
@@ -80,13 +81,6 @@ static int build(const struct csq_launch *l, struct cvm *vm, char *snapdir, size
 {
         return l->opts.vmm == CVM_VMM_QEMU ? csq_build(l, vm, snapdir, snaplen, m, err, errlen)
                                            : csh_build(l, vm, snapdir, snaplen, m, err, errlen);
-}
-
-static double mono_s(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* The template to restore in SNAP_AUTO: the current one if it fits, else

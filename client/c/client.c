@@ -14,6 +14,7 @@
 #include "cbor_util.h"
 #include "connect.h"
 #include "frame.h"
+#include "mono_clock.h"
 #include "msgtypes.h"
 #include "reader.h"
 #include "writer.h"
@@ -49,13 +50,6 @@ int cvc_fd(const struct cvc *c)
 const cbor_item_t *cvc_hello(const struct cvc *c)
 {
         return c->hello;
-}
-
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 int cvc_send(struct cvc *c, uint16_t type, uint32_t id, const uint8_t *body, size_t len)
@@ -123,7 +117,7 @@ int cvc_remote_error(struct cvc *c, const struct cvc_event *ev)
 int cvc_call_timeout(struct cvc *c, uint16_t type, const uint8_t *body, size_t len, int timeout_ms,
                      cbor_item_t **reply)
 {
-        uint64_t deadline = timeout_ms >= 0 ? now_ns() + (uint64_t)timeout_ms * 1000000u : 0;
+        uint64_t deadline = timeout_ms >= 0 ? mono_ns() + (uint64_t)timeout_ms * 1000000u : 0;
         uint32_t id = cvc_new_id(c);
         int rc = cvc_send(c, type, id, body, len);
         if (rc < 0)
@@ -131,7 +125,7 @@ int cvc_call_timeout(struct cvc *c, uint16_t type, const uint8_t *body, size_t l
         for (;;) {
                 int wait = -1;
                 if (deadline) {
-                        uint64_t now = now_ns();
+                        uint64_t now = mono_ns();
                         if (now >= deadline)
                                 return cvc_fail(c, -ETIMEDOUT, "no answer to %s within %d ms",
                                                 cv_msg_type_name(type), timeout_ms);
@@ -197,13 +191,13 @@ static int hello_with_retry(struct cvc *c, const struct cvc_connect_opts *o)
                 cv_buf_free(&b);
                 return cvc_fail(c, rc, "encode HELLO: %s", strerror(-rc));
         }
-        uint64_t start = now_ns();
+        uint64_t start = mono_ns();
         uint64_t deadline = o->timeout_ms > 0 ? start + (uint64_t)o->timeout_ms * 1000000u : 0;
         int interval_ms = o->hello_resend_ms;
         uint64_t resend_at = 0;
         uint32_t first_id = 0, last_id = 0;
         for (;;) {
-                uint64_t now = now_ns();
+                uint64_t now = mono_ns();
                 if (deadline && now >= deadline) {
                         rc = cvc_fail(c, -ETIMEDOUT, "no HELLO reply within %d ms", o->timeout_ms);
                         break;
@@ -277,7 +271,7 @@ int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct
         /* A VMM creates its socket file (bind) a moment before it listens: a
          * refusal then is retried while the VMM runs, within the deadline. */
         uint64_t deadline =
-            opts->timeout_ms > 0 ? now_ns() + (uint64_t)opts->timeout_ms * 1000000u : 0;
+            opts->timeout_ms > 0 ? mono_ns() + (uint64_t)opts->timeout_ms * 1000000u : 0;
         for (;;) {
                 c->fd = cvc_open_stream(addr, c->err, sizeof(c->err));
                 if (c->fd >= 0)
@@ -285,7 +279,7 @@ int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct
                 bool again = opts->retry_connect ? opts->retry_connect(c->fd, opts->ud)
                                                  : c->fd == -ECONNREFUSED;
                 if (!again || !opts->still_alive || !opts->still_alive(opts->ud) ||
-                    (deadline && now_ns() >= deadline))
+                    (deadline && mono_ns() >= deadline))
                         break;
                 struct timespec pause = {.tv_nsec = 10000000};
                 nanosleep(&pause, NULL);
@@ -295,7 +289,7 @@ int cvc_connect_ex(const char *addr, const struct cvc_connect_opts *opts, struct
         /* HELLO gets what is left of the deadline, not a fresh timeout. */
         struct cvc_connect_opts rest = *opts;
         if (deadline) {
-                uint64_t now = now_ns();
+                uint64_t now = mono_ns();
                 rest.timeout_ms = now >= deadline ? 1 : (int)((deadline - now) / 1000000u) + 1;
         }
         return hello_with_retry(c, &rest);
@@ -353,10 +347,10 @@ void cvc_close(struct cvc *c)
 
 int cvc_ping(struct cvc *c, uint64_t *rtt_ns)
 {
-        uint64_t t0 = now_ns();
+        uint64_t t0 = mono_ns();
         int rc = cvc_call(c, CV_MSG_PING, NULL, 0, NULL);
         if (rc == 0 && rtt_ns)
-                *rtt_ns = now_ns() - t0;
+                *rtt_ns = mono_ns() - t0;
         return rc;
 }
 

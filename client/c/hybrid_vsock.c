@@ -14,13 +14,7 @@
 #include <unistd.h>
 
 #include "connect.h"
-
-static int64_t mono_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "mono_clock.h"
 
 /* Reads the reply line one byte at a time (what follows it is the agent's). */
 static int read_reply(int fd, int64_t deadline, char *line, size_t cap, char *why, size_t whylen)

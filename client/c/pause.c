@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mono_clock.h"
 #include "paused.h"
 #include "qmp.h"
 #include "snapshot_hybrid.h"
@@ -49,13 +50,6 @@ const char *cpause_key_of(const struct csm *m, const char *dir)
         const char *base = strrchr(dir, '/');
         base = base ? base + 1 : dir;
         return cpause_is_key(base) ? base : NULL;
-}
-
-static uint64_t mono_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* --- the VMM's argv, as a record keeps it -------------------------------- */
@@ -326,7 +320,7 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
                 char *err, size_t errlen)
 {
         const struct creg_entry *e = src->e;
-        uint64_t t0 = mono_ms();
+        int64_t t0 = mono_ms();
         if (strcmp(e->vmm, "qemu") != 0)
                 return cpause_save_hybrid(root, src, recdir, reclen, err, errlen);
         char qmp[sizeof(e->dir) + 16];
@@ -379,7 +373,7 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
                 if (rc == 0)
                         rc = csm_set_u64(&m, "created_ms", created);
                 if (rc == 0)
-                        rc = csm_set_u64(&m, "build_ms", mono_ms() - t0);
+                        rc = csm_set_u64(&m, "build_ms", (uint64_t)(mono_ms() - t0));
                 if (rc == 0)
                         rc = csm_write(tmp, &m, err, errlen);
                 else

@@ -10,17 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mono_clock.h"
 #include "snapshot_hybrid.h"
 #include "template.h"
 #include "vmm.h"
 #include "vmm_api.h"
-
-static uint64_t mono_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* A clone the Python SDK restored keeps no manifest: its launch's template
  * manifest made anew from the registry entry (its launch's template
@@ -89,7 +83,7 @@ int cpause_save_hybrid(const char *root, const struct cpause_src *src, char *rec
                        char *err, size_t errlen)
 {
         const struct creg_entry *e = src->e;
-        uint64_t t0 = mono_ms();
+        int64_t t0 = mono_ms();
         enum cvm_vmm vmm;
         if (cvm_vmm_parse(e->vmm, &vmm) < 0 || vmm == CVM_VMM_QEMU) {
                 snprintf(err, errlen, "vmm %s is not Firecracker or Cloud Hypervisor", e->vmm);
@@ -134,7 +128,7 @@ int cpause_save_hybrid(const char *root, const struct cpause_src *src, char *rec
                 struct timespec now;
                 clock_gettime(CLOCK_REALTIME, &now);
                 m.created_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u;
-                m.build_ms = mono_ms() - t0;
+                m.build_ms = (uint64_t)(mono_ms() - t0);
                 rc = csm_write(tmp, &m, err, errlen);
         }
         if (rc == 0)

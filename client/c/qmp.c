@@ -13,6 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mono_clock.h"
+
 /* --- the JSON scanner ------------------------------------------------------- */
 
 static const char *skip_ws(const char *p, const char *end)
@@ -285,13 +287,6 @@ int cqmp_parse_reply(const char *line, size_t len, struct cqmp_reply *r)
 }
 
 /* --- the connection --------------------------------------------------------- */
-
-static int64_t mono_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int failf(struct cqmp *q, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

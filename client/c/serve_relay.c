@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "cbor_util.h"
+#include "mono_clock.h"
 #include "msgtypes.h"
 #include "serve_port.h"
 
@@ -26,13 +27,6 @@ struct relay {
         bool stop;        /* the tunnel side ended: the socket's reader stops */
         bool sock_done;   /* the socket's side ended (or failed) */
 };
-
-static uint64_t now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 int serve_send_all(int fd, const void *p, size_t n)
 {
@@ -54,7 +48,7 @@ static void *sock_to_tunnel(void *arg)
 {
         struct relay *x = arg;
         uint8_t *buf = malloc(READ_CHUNK);
-        uint64_t start = now_ms(), total = 0;
+        uint64_t start = mono_ms(), total = 0;
         for (;;) {
                 ssize_t n = buf ? recv(x->sock, buf, READ_CHUNK, 0) : -1;
                 if (n < 0 && errno == EINTR)
@@ -67,13 +61,13 @@ static void *sock_to_tunnel(void *arg)
                 bool stop = x->stop;
                 if (!stop) {
                         x->unacked += (uint64_t)n;
-                        x->last_ms = now_ms();
+                        x->last_ms = mono_ms();
                 }
                 pthread_mutex_unlock(&x->lock);
                 if (stop || port_send(x->r, buf, (size_t)n, 0, false) < 0)
                         break;
                 total += (uint64_t)n;
-                uint64_t due = x->o->rate ? start + total * 1000u / x->o->rate : 0, now = now_ms();
+                uint64_t due = x->o->rate ? start + total * 1000u / x->o->rate : 0, now = mono_ms();
                 if (due > now) {
                         struct timespec d = {.tv_sec = (time_t)((due - now) / 1000),
                                              .tv_nsec = (long)((due - now) % 1000) * 1000000L};
@@ -104,11 +98,11 @@ static bool tunnel_to_sock(struct relay *x)
                 if (rc == 0) {
                         pthread_mutex_lock(&x->lock);
                         bool done = x->sock_done;
-                        uint64_t quiet = now_ms() - x->last_ms;
+                        uint64_t quiet = mono_ms() - x->last_ms;
                         pthread_mutex_unlock(&x->lock);
                         if (done && !sock_done_at)
-                                sock_done_at = now_ms();
-                        if (sock_done_at && now_ms() - sock_done_at > (uint64_t)o->linger_ms)
+                                sock_done_at = mono_ms();
+                        if (sock_done_at && mono_ms() - sock_done_at > (uint64_t)o->linger_ms)
                                 return false;
                         if (o->idle_ms && quiet > (uint64_t)o->idle_ms) {
                                 fprintf(stderr, "cellvm serve: %s closed: idle for %d s\n",
@@ -124,7 +118,7 @@ static bool tunnel_to_sock(struct relay *x)
                         size_t n = 0;
                         bool eof = false;
                         pthread_mutex_lock(&x->lock);
-                        x->last_ms = now_ms();
+                        x->last_ms = mono_ms();
                         if (cv_map_get_uint(ev.root, "ack", &ack) == 0 && ack > 0) {
                                 x->unacked -= ack <= x->unacked ? ack : x->unacked;
                                 pthread_cond_broadcast(&x->cond);
@@ -147,7 +141,8 @@ static bool tunnel_to_sock(struct relay *x)
 
 bool serve_relay(struct mux_req *r, int sock, const struct relay_opts *o)
 {
-        struct relay x = {.r = r, .sock = sock, .o = o, .unacked = o->unacked, .last_ms = now_ms()};
+        struct relay x = {
+            .r = r, .sock = sock, .o = o, .unacked = o->unacked, .last_ms = mono_ms()};
         pthread_mutex_init(&x.lock, NULL);
         pthread_cond_init(&x.cond, NULL);
         pthread_t reader;

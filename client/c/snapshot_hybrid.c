@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "hybrid_vsock.h"
+#include "mono_clock.h"
 #include "template.h"
 #include "vmm_api.h"
 #include "vmm_boot.h"
@@ -25,13 +26,6 @@
 /* Cloud Hypervisor's config.json is the VM's configuration: small. */
 #define CONFIG_JSON_MAX (1024 * 1024)
 #define SAVE_TIMEOUT_MS 600000
-
-static uint64_t mono_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int left_ms(uint64_t deadline)
 {

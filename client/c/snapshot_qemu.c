@@ -18,6 +18,7 @@
 #include "buf.h"
 #include "cbor_util.h"
 #include "connect.h"
+#include "mono_clock.h"
 #include "msgtypes.h"
 #include "qmp.h"
 #include "registry.h"
@@ -30,13 +31,6 @@
 #define QUIT_WAIT_MS 10000
 #define VERSION_MAX 4096
 #define ENTROPY_BYTES 64
-
-static uint64_t mono_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int64_t realtime_ns(void)
 {

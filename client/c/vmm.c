@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "host_tsc.h"
+#include "mono_clock.h"
 #include "vmm_boot.h"
 #include "vmm_hybrid.h"
 #include "vmm_vsock.h"
@@ -585,13 +586,6 @@ bool cvm_alive(struct cvm *vm)
                 return false;
         }
         return true;
-}
-
-static uint64_t mono_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* One connection attempt's state, for the callbacks of cvc_connect_ex. */

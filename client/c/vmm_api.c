@@ -15,13 +15,7 @@
 #include <unistd.h>
 
 #include "connect.h"
-
-static int64_t mono_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "mono_clock.h"
 
 static int open_sock(const char *path, char *err, size_t errlen)
 {

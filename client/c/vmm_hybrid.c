@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hybrid_vsock.h"
+#include "mono_clock.h"
 #include "vmm_cloud_hypervisor.h"
 #include "vmm_firecracker.h"
 #include "vmm_vsock.h"
@@ -101,13 +102,6 @@ int cvm_hybrid_start(const struct cvm_opts *o, struct cvm *vm, char *err, size_t
 static int alive_cb(void *ud)
 {
         return cvm_alive(ud);
-}
-
-static int64_t mono_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int cvm_hybrid_connect(struct cvm *vm, int timeout_ms, struct cvc **out)

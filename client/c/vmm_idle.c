@@ -9,12 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t mono_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+#include "mono_clock.h"
 
 /* The first field of one thread's schedstat: 0, -ENOENT (the thread ended) or -errno. */
 static int thread_ns(pid_t pid, const char *tid, uint64_t *ns)
