@@ -54,7 +54,8 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
  * from a template: its VMM has an API socket, and its temp dir the manifest
  * it was restored from): the VM paused and saved through its API into the
  * record (snapshot_hybrid.c's files: the template's manifest again, kind
- * paused, as pause.py's _pause_hybrid). -EOPNOTSUPP for a cold boot. */
+ * paused, as pause.py's _pause_hybrid). -EOPNOTSUPP for a cold boot or a
+ * temp dir without that manifest. */
 int cpause_save_hybrid(const char *root, const struct cpause_src *src, char *recdir, size_t reclen,
                        char *err, size_t errlen);
 

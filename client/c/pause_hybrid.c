@@ -16,38 +16,20 @@
 #include "vmm.h"
 #include "vmm_api.h"
 
-/* A clone the Python SDK restored keeps no manifest: its launch's template
- * manifest made anew from the registry entry (its launch's template
- * manifest). `m` (csm_init'ed) is replaced. */
-static int launch_manifest(const struct creg_entry *e, enum cvm_vmm vmm, struct csm *m, char *err,
-                           size_t errlen)
-{
-        static struct csq_launch l; /* large; pauses are one at a time (the caller's lock) */
-        struct cvm_opts o = {
-            .image = e->image, .memory_mb = e->memory_mb, .vcpus = e->vcpus, .vmm = vmm};
-        int rc = csh_launch_init(&l, &o, cvm_user_memory_mb(e->memory_mb), err, errlen);
-        if (rc == 0) {
-                csm_free(m);
-                if ((rc = csm_copy(m, &l.want)) < 0) {
-                        snprintf(err, errlen, "out of memory");
-                        (void)csm_init(m); /* the caller frees it */
-                }
-        }
-        csq_launch_free(&l);
-        return rc;
-}
-
 /* The manifest the clone was restored from (csh_spawn kept it in its temp
- * dir; for the SDK's clones, launch_manifest), made the record's: kind
+ * dir: every clone with an API socket has it), made the record's: kind
  * paused, no generation (save_paused's), the sandbox's names, its temp dir
  * as instance_dir (Cloud Hypervisor's config.json names it). */
-static int describe(struct csm *m, const struct cpause_src *src, enum cvm_vmm vmm, char *err,
-                    size_t errlen)
+static int describe(struct csm *m, const struct cpause_src *src, char *err, size_t errlen)
 {
         const struct creg_entry *e = src->e;
         int rc = csm_read(e->dir, m, err, errlen);
-        if (rc == -ENOENT)
-                rc = launch_manifest(e, vmm, m, err, errlen);
+        if (rc == -ENOENT) {
+                snprintf(err, errlen,
+                         "%s keeps no %s: not a clone this cellvm restored, it cannot be paused",
+                         e->dir, CSM_FILE);
+                return -EOPNOTSUPP;
+        }
         if (rc < 0)
                 return rc;
         if (strcmp(m->vmm, e->vmm) != 0) {
@@ -107,7 +89,7 @@ int cpause_save_hybrid(const char *root, const struct cpause_src *src, char *rec
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
-        int rc = describe(&m, src, vmm, err, errlen);
+        int rc = describe(&m, src, err, errlen);
         if (rc == 0)
                 rc = ctpl_private_dir(root, err, errlen);
         if (rc == 0 && (rc = cpause_record_dir(root, e->key, recdir, reclen)) < 0)
