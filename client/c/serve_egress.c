@@ -46,8 +46,9 @@ struct serve_egress {
         pthread_mutex_t lock; /* the fields below */
         pthread_cond_t cond;  /* a stream ended */
         struct egress_policy policy;
-        json_t *rules; /* {network, allow_internet_access} as given: kept across a pause */
-        bool unset;    /* created without rules: everything refused until a PUT gives some */
+        /* {network, allow_internet_access} as given, kept across a pause; NULL:
+         * created without rules, everything refused until a PUT gives some. */
+        json_t *rules;
         unsigned active, max_conns;
         uint64_t rate; /* bytes/s toward the guest per stream, 0: unbounded */
         int idle_ms;
@@ -232,7 +233,7 @@ static int decide_and_dial(struct stream *st, const struct egress_target *t)
         char rule_copy[EGRESS_NAME_MAX + 64];
         enum egress_verdict name_v = EGRESS_UNDECIDED;
         pthread_mutex_lock(&e->lock);
-        bool unset = e->unset;
+        bool unset = !e->rules;
         pthread_mutex_unlock(&e->lock);
         if (unset) { /* no lookup either: nothing was allowed */
                 char why[160];
@@ -525,7 +526,6 @@ static int install(struct serve_egress *e, json_t *network, json_t *aia, char *w
         e->policy = p;
         json_decref(e->rules);
         e->rules = rules;
-        e->unset = false;
         pthread_mutex_unlock(&e->lock);
         return 0;
 }
@@ -552,7 +552,6 @@ int serve_egress_start(struct sandbox *s, json_t *rules, char *why, size_t whyle
         }
         pthread_mutex_init(&e->lock, NULL);
         pthread_cond_init(&e->cond, NULL);
-        e->unset = true;
         int rc = rules ? install(e, network, aia, why, whylen) : 0;
         if (rc < 0) {
                 free_egress(e);
