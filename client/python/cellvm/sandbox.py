@@ -486,7 +486,7 @@ class Sandbox:
         SandboxException (`cellvm create`, docs/SNAPSHOTS.md).
         Raises SandboxException (TimeoutException when time ran out); nothing
         is left running then. `kernel`, `initramfs` (None/False: boot without
-        one) and `rootfs` replace the image's files (cellvm.bootfiles, e.g. the
+        one) and `rootfs` replace the image's files (`cellvm create --kernel`, e.g. the
         kernel of `make kernel`). See cellvm.launch. Without `image`/`template`
         and with $CELLVM_ADDR set, connects to that agent as Sandbox() does.
         """
@@ -934,7 +934,7 @@ class Sandbox:
 
     @property
     def vm(self):
-        """The VM object of a Sandbox from create() (QemuVM, ...), else None."""
+        """The VM object of a Sandbox from create() (`launch.CliVM`), else None."""
         return self._vm
 
     @property
