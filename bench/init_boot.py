@@ -7,8 +7,8 @@ socket, stamps CLOCK_BOOTTIME right after listen(), and reports init's stamps
 from its environment. Python and module loading are not part of this path.
 Target: under 5 ms (median). Usage: bench/init_boot.py [runs]   (root)
 
-`--qemu [runs]` boots the image of `make image` in QEMU (client/python/cellvm/
-vmm_qemu.py; KVM when usable, else TCG) with the real agent and no Python
+`--qemu [runs]` boots the image of `make image` in QEMU (`cellvm create
+--no-snapshot`; KVM when usable, else TCG) with the real agent and no Python
 preloads, and reports the same path from the HELLO's boot stamps: init's own
 work is init_start -> agent_exec minus module loading (modules_loaded -
 mounts_done), then the agent's exec -> listening. `--real-agent [runs]` is the
@@ -89,20 +89,19 @@ def run_once(d, agent):
 
 def qemu_main(runs):
     sys.path.insert(0, os.path.join(ROOT, "client", "python"))
-    from cellvm.vmm_qemu import QemuVM
+    from cellvm import host
 
     results, accel = [], None
+    opts = host.vm_args(os.path.join(ROOT, "build", "image"), memory_mb=512, snapshot=False,
+                        boot_timeout=180, extra_cmdline="cellvm.agent_args=\"--preload ''\"")
     for _ in range(runs):
-        vm = QemuVM(os.path.join(ROOT, "build", "image"), memory_mb=512,
-                    extra_cmdline="cellvm.agent_args=\"--preload ''\"")
-        vm.start()
+        info, conn = host.create(opts, timeout=600)
         try:
-            conn = vm.connect(timeout=180)
             results.append(conn.hello["boot"])
-            conn.close()
-            accel = vm.accel
+            accel = info["accel"]
         finally:
-            vm.kill()
+            conn.close()
+            host.kill(info["sandbox_id"])
 
     def ms(f):
         return statistics.median(f(r) / 1e6 for r in results)

@@ -14,7 +14,7 @@ the first imports, read from a cold page cache through the root filesystem),
 and the CPU time QEMU used up to the first cell's end: on a shared machine
 the wall times move with the load, the CPU time far less.
 
-The disk is QemuVM's rootfs= (its type read from the superblock, as the
+The disk is the CLI's --rootfs (its type read from the superblock, as the
 manifest's rootfs format line says); the boot is bench/boot.py's timed_boot().
 """
 
@@ -31,7 +31,6 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
-from cellvm.vmm_qemu import QemuVM  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from boot import timed_boot  # noqa: E402
@@ -49,7 +48,7 @@ def build(compression, out):
 
 
 def one_boot(image, disk):
-    r = timed_boot(QemuVM(image, memory_mb=1024, rootfs=disk))
+    r = timed_boot(image, memory_mb=1024, rootfs=disk)
     boot = r["boot"]
     return {"hello": r["agent_ready"], "cpu": r["vmm_cpu"],
             "root_mount": (boot["root_mounted"] - boot["modules_loaded"]) / 1e9,

@@ -320,11 +320,11 @@ def vm_args(image=IMAGE, memory_mb=None, vmm=None, vcpus=None, extra=()):
 
 class CliLaunch:
     """A launch as `cellvm snapshot manifest` sees it: `name`, its template's
-    directory name, and `want`, the manifest (cellvm.snapshot.Manifest) a
+    directory name, and `want`, the manifest (snapshot_format.Manifest) a
     template of it has (what `cellvm snapshot check` compares)."""
 
     def __init__(self, image=IMAGE, memory_mb=None, vmm=None, vcpus=None, extra=()):
-        from cellvm import snapshot
+        import snapshot_format as snapshot
         self.args = vm_args(image, memory_mb, vmm, vcpus, extra)
         r = subprocess.run([CLI, "snapshot", "manifest", *self.args],
                            capture_output=True, text=True, timeout=60)
@@ -356,7 +356,7 @@ def vm_template():
     that Sandbox.create(..., snapshot=True) of the same launch restores it."""
     build_image_or_skip()
     import shutil
-    from cellvm import snapshot
+    import snapshot_format as snapshot
     root = tempfile.mkdtemp(prefix="cellvm-tpl-", dir="/tmp")
     old = os.environ.get(snapshot.TEMPLATE_DIR_ENV)
     os.environ[snapshot.TEMPLATE_DIR_ENV] = root

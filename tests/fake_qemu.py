@@ -1,7 +1,7 @@
 """A test double for qemu-system-x86_64, for what QEMU cannot do on this
 machine: a vhost-vsock device (there is no /dev/vhost-vsock here) and, with
 it, QEMU's refusal to start when another VM holds the guest CID. Tests put it
-first on PATH (or pass it as QemuVM(qemu=...)); the real QEMU boots the real
+first on PATH; the real QEMU boots the real
 image in tests/test_vm_qemu.py and tests/test_cli_vm.py.
 
 What it does, in QEMU's order: records its argv (one JSON line appended to

@@ -128,7 +128,7 @@ def test_pause_ps_resume_keeps_the_id(env, sdk_env, vmm):
     assert out["state_bytes"] >= 512 << 20  # its memory file is the VM's size
 
     # The record is the SDK's: its paused store lists it, with what it was given.
-    from cellvm import snapshot as snap
+    import snapshot_format as snap
     [(d, m)] = snap.PausedStore().records()
     assert (d, m.kind, m.vmm, m.sandbox_id, m.registry_key) == (record, "paused", vmm, sid, sid)
     assert m.envs == {"GREETING": "hi"} and m.generation == 0 and m.memory_size == 512 << 20
@@ -176,7 +176,7 @@ def test_the_sdk_pauses_and_resumes_through_the_cli(env, sdk_env, vmm, monkeypat
     (pause.py's hybrid branches): the resumed sandbox is the CLI's (a CliVM)."""
     import tempfile
     from cellvm import Sandbox, SandboxState
-    from cellvm import snapshot as snap
+    import snapshot_format as snap
     monkeypatch.setattr(tempfile, "tempdir", env.tmp)
     sbx = Sandbox.create(vmm=vmm, memory_mb=512)
     sid, pid = sbx.sandbox_id, sbx.vmm_pid

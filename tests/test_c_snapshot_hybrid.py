@@ -51,7 +51,7 @@ def api_calls(env):
 
 @pytest.mark.parametrize("vmm", VMMS)
 def test_manifest_and_name_say_the_launch(env, vmm):
-    from cellvm import snapshot as snap
+    import snapshot_format as snap
     r = env.cli("snapshot", "manifest", "--vmm", vmm, "--memory", "512")
     assert r.returncode == 0, r.stderr
     head, _, text = r.stdout.partition("\n")

@@ -19,7 +19,8 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import Sandbox, SandboxState  # noqa: E402
-from cellvm import registry, snapshot  # noqa: E402
+from cellvm import registry  # noqa: E402
+import snapshot_format as snapshot  # noqa: E402
 from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 from conftest import IMAGE, SNAPSHOT_MEMORY_MB  # noqa: E402
 

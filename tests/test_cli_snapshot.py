@@ -78,7 +78,7 @@ LAUNCHES = [
 
 @pytest.mark.parametrize("args,kw", LAUNCHES, ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_manifest_and_name_say_the_launch(store, args, kw):
-    from cellvm import snapshot as snap
+    import snapshot_format as snap
     tmp, env = store
     if "rootfs" in kw and not os.path.exists(kw["rootfs"]):
         pytest.skip("no rootfs.erofs in this image")
@@ -121,7 +121,7 @@ def test_manifest_and_name_say_the_launch(store, args, kw):
 def fake_template(launch, root, state=b"QEVM\x00\x00\x00\x03" + b"\0" * 56, kind="template"):
     """The Python SDK's template layout for `launch`, with stand-in state and
     memory files (sparse): what check and --snapshot look at before any VM."""
-    from cellvm import snapshot as snap
+    import snapshot_format as snap
     td = snap.TemplateDir(launch.name, root)
     with td.build_lock():
         tmp = td.new_snapshot_dir()

@@ -22,8 +22,8 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
 import extract_vmlinux  # noqa: E402
 from cellvm import Sandbox  # noqa: E402
-from cellvm.vmm_qemu import AGENT_VSOCK_PORT, QemuVM  # noqa: E402
-from conftest import (BOOT_TIMEOUT, FIRST_RUN_TIMEOUT, IMAGE, IMAGE_BUILD,  # noqa: E402
+import created_vm  # noqa: E402
+from conftest import (FIRST_RUN_TIMEOUT, IMAGE, IMAGE_BUILD,  # noqa: E402
                       build_image_or_skip)
 
 BUILD = IMAGE_BUILD  # the image's build dir (make's B): its binaries and layer cache
@@ -166,7 +166,9 @@ def test_manifest_agent_port_is_the_one_init_and_the_launchers_use(image):
         init_port = int(re.search(r"#define DEFAULT_VSOCK_PORT (\d+)", f.read()).group(1))
     with open(os.path.join(IMAGE, "launch.txt")) as f:
         launch = dict(ln.rstrip("\n").split("=", 1) for ln in f if "=" in ln and not ln.startswith("#"))
-    assert image["agent"]["vsock_port"] == init_port == AGENT_VSOCK_PORT == int(launch["vsock_port"])
+    with open(os.path.join(ROOT, "client", "c", "vmm_vsock.h")) as f:
+        cli_port = int(re.search(r"#define CVM_AGENT_VSOCK_PORT (\d+)", f.read()).group(1))
+    assert image["agent"]["vsock_port"] == init_port == cli_port == int(launch["vsock_port"])
     assert launch["cmdline_base"] == image["cmdline"]["base"]
 
 
@@ -445,16 +447,14 @@ def test_rootfs_erofs_keeps_mtimes(image):
 def test_erofs_root_boots_below_the_tmpfs_overlay(image):
     """The kernel mounts rootfs.erofs (module from the initramfs), cellvm-init
     puts the tmpfs overlay over it, and the data stack imports from it."""
-    vm = QemuVM(IMAGE, memory_mb=1024, vcpus=1, vsock=False, rootfs=EROFS,
-                extra_cmdline="cellvm.debug=1")
-    argv = vm.argv()
-    # QemuVM's rootfs= reads the type from the superblock: the manifest's line.
-    assert f"file={EROFS}," in " ".join(argv)
-    assert image["rootfs"]["formats"]["erofs"]["cmdline"] in argv[argv.index("-append") + 1]
-    vm.start()
+    vm, conn = created_vm.create(memory_mb=1024, rootfs=EROFS, extra_cmdline="cellvm.debug=1")
     try:
-        vm.connect(timeout=BOOT_TIMEOUT).close()
-        sbx = Sandbox.connect(vm.address, request_timeout=FIRST_RUN_TIMEOUT)
+        conn.close()
+        argv = vm.argv()
+        # --rootfs's type is read from the superblock: the manifest's line.
+        assert f"file={EROFS}," in " ".join(argv)
+        assert image["rootfs"]["formats"]["erofs"]["cmdline"] in argv[argv.index("-append") + 1]
+        sbx = Sandbox.connect(vm.info["address"], request_timeout=FIRST_RUN_TIMEOUT)
         try:
             # no mount(8) in the image (util-linux' mount package is not essential)
             mounts = sbx.commands.run("cat /proc/mounts /sys/block/vda/ro; ls /sys/fs/erofs", timeout=60)

@@ -332,12 +332,12 @@ def test_cli_ps_kill_and_limits_on_the_same_registry(rt, standins):
 
 
 def test_cli_ps_lists_paused_records_and_skips_a_damaged_one(rt, tmp_path, monkeypatch):
-    """The paused store as the SDK writes it (cellvm.snapshot.Manifest, kind
+    """The paused store as the SDK writes it (snapshot_format.Manifest, kind
     paused): ps lists each record, a manifest that does not read is reported
     and left alone, kill of a paused id removes its record only. (The real
     thing, a paused clone: test_snapshot_vm's
     test_the_cli_lists_a_paused_sandbox_and_kills_it.)"""
-    from cellvm import snapshot
+    import snapshot_format as snapshot
     root = tmp_path / "paused"
     monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(root))
     started = int(time.time() * 1000) - 125_000
@@ -375,7 +375,7 @@ def test_the_sdk_records_its_key_as_the_id_and_keeps_a_paused_sandboxs_key(
     """lifetime.record: the entry's id is its key, `<vmm>-<8 hex>`; a new
     key is never one a paused sandbox has (it takes it back when it
     resumes: pause.resume records `key=`), and a key that is live is refused."""
-    from cellvm import snapshot
+    import snapshot_format as snapshot
     paused = tmp_path / "paused"
     monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(paused))
     (paused / "qemu-0000aaaa").mkdir(parents=True)  # a paused sandbox's record

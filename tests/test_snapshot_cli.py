@@ -12,7 +12,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cellvm import Sandbox, launch, registry, snapshot  # noqa: E402
+from cellvm import Sandbox, launch, registry  # noqa: E402
+
+import snapshot_format as snapshot  # noqa: E402
 from conftest import IMAGE, build_image_or_skip  # noqa: E402
 
 CLI = os.path.join(os.path.dirname(IMAGE), "cellvm")

@@ -13,9 +13,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cellvm import snapshot  # noqa: E402
+import snapshot_format as snapshot  # noqa: E402
 from cellvm.launch import SNAPSHOT_ENV, snapshot_mode  # noqa: E402
-from cellvm.snapshot import Manifest, SnapshotError  # noqa: E402
+from snapshot_format import Manifest, SnapshotError  # noqa: E402
 
 
 def sample(**kw):

@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import (AsyncSandbox, Sandbox, SandboxException, SandboxNotFoundException,  # noqa: E402
                     SandboxQuery, SandboxState)
-from cellvm import _wire, registry, snapshot  # noqa: E402
+from cellvm import _wire, registry  # noqa: E402
+import snapshot_format as snapshot  # noqa: E402
 from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 from conftest import (CLONE_VALUES, IMAGE, SNAPSHOT_MEMORY_MB, CliLaunch, process_gone,  # noqa: E402
                       processes_mentioning, qemu_pids)

@@ -25,9 +25,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
+import created_vm  # noqa: E402
 from cellvm import _wire, host  # noqa: E402
-from cellvm.vmm_qemu import QemuVM  # noqa: E402
-from conftest import BOOT_TIMEOUT, IMAGE, build_image_or_skip, process_gone  # noqa: E402
+from conftest import BOOT_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
 
 CMD_START = 0x0200
 CMD_OUTPUT = 0x8201
@@ -67,12 +67,6 @@ def logged(console, pattern):
     return [(t, m) for t, text in init_log(console) for m in [rx.search(text)] if m]
 
 
-def boot(**kw):
-    build_image_or_skip()
-    vm = QemuVM(IMAGE, memory_mb=512, vcpus=1, **kw)
-    vm.start()
-    return vm
-
 
 def root_sh(conn, cmd, user="root"):
     """Runs `cmd` as root (or `user`) in the guest through the agent: (exit code, stdout)."""
@@ -102,38 +96,11 @@ def cell(conn, code):
     return result, "".join(stdout), error
 
 
-class CreatedVM:
-    """A VM of `cellvm create --json` (cellvm.host): its console stays
-    readable after QEMU exited (the keeper removes its directory then)."""
-
-    def __init__(self, info):
-        self.info = info
-        self._console = open(os.path.join(info["dir"], "console.log"), "rb")
-
-    def console(self):
-        fd = self._console.fileno()
-        return os.pread(fd, os.fstat(fd).st_size, 0).decode(errors="replace")
-
-    def wait(self, timeout):
-        deadline = time.monotonic() + timeout
-        while not process_gone(self.info["pid"]):
-            assert time.monotonic() < deadline, "QEMU did not exit"
-            time.sleep(0.05)
-        return 0
-
-    def kill(self):
-        host.kill(self.info["sandbox_id"])
-        self._console.close()
-
-
 @pytest.fixture(scope="module")
 def configured():
     build_image_or_skip()
-    opts = host.vm_args(IMAGE, memory_mb=512, snapshot=False, boot_timeout=BOOT_TIMEOUT,
-                        network="user", extra_cmdline=CONFIGURED_CMDLINE)
-    info, conn = host.create(opts, timeout=3600)
-    assert info["network"] == "user" and info["vmm"] == "qemu"
-    vm = CreatedVM(info)
+    vm, conn = created_vm.create(network="user", extra_cmdline=CONFIGURED_CMDLINE)
+    assert vm.info["network"] == "user" and vm.info["vmm"] == "qemu"
     try:
         yield vm, conn
     finally:
@@ -305,7 +272,7 @@ def test_power_off_requested_through_the_agent_ends_qemu(configured):
     """Last of the `configured` tests: the machine goes down."""
     vm, conn = configured
     assert conn.call(_wire.SHUTDOWN, {"poweroff": True}) == {}
-    assert vm.wait(timeout=SHUTDOWN_TIMEOUT) == 0
+    vm.wait(timeout=SHUTDOWN_TIMEOUT)
     console = vm.console()
     assert logged(console, r"^shutdown \(power off\): User defined signal 2$"), console[-3000:]
     assert logged(console, r"^sync and unmount done$"), console[-3000:]
@@ -313,9 +280,9 @@ def test_power_off_requested_through_the_agent_ends_qemu(configured):
 
 
 def test_agent_restart_with_backoff_then_agent_requested_shutdown():
-    vm = boot(extra_cmdline=LIFECYCLE_CMDLINE)
+    build_image_or_skip()
+    vm, conn = created_vm.create(extra_cmdline=LIFECYCLE_CMDLINE)
     try:
-        conn = vm.connect(timeout=BOOT_TIMEOUT)
         boot_stamps = conn.hello["boot"]
         console = vm.console()
         deaths = logged(console, r"^warning: agent pid \d+ exited with status 3 after \d+ ms; "
@@ -333,7 +300,7 @@ def test_agent_restart_with_backoff_then_agent_requested_shutdown():
         assert boot_stamps["agent_exec"] < boot_stamps["agent_start"] < boot_stamps["agent_ready"]
 
         assert conn.call(_wire.SHUTDOWN, {"poweroff": False}) == {}
-        assert vm.wait(timeout=SHUTDOWN_TIMEOUT) == 0  # -no-reboot: the reboot ends QEMU
+        vm.wait(timeout=SHUTDOWN_TIMEOUT)  # -no-reboot: the reboot ends QEMU
         conn.close()
         console = vm.console()
         begin = logged(console, r"^shutdown \(reboot\): SIGTERM$")
@@ -343,19 +310,24 @@ def test_agent_restart_with_backoff_then_agent_requested_shutdown():
         assert begin[0][0] + 0.5 <= kill[0][0] <= done[0][0]
         assert "reboot: Restarting system" in console
     finally:
+        conn.close()
         vm.kill()
 
 
 def test_a_missing_root_device_ends_the_boot_after_its_timeout():
     """No disk at root=: init waits cellvm.root_timeout_ms, says why, and
     shuts the machine down (with -no-reboot QEMU exits) instead of hanging
-    or panicking the kernel by exiting."""
-    vm = boot(extra_cmdline="root=/dev/vdz cellvm.root_timeout_ms=300")
-    try:
-        assert vm.wait(timeout=SHUTDOWN_TIMEOUT + BOOT_TIMEOUT) == 0
-        console = vm.console()
-        assert logged(console, r"^error: root device /dev/vdz: .* after 300 ms$"), console[-3000:]
-        assert logged(console, r"^shutdown \(reboot\): no root filesystem$"), console[-3000:]
-        assert "Kernel panic" not in console
-    finally:
-        vm.kill()
+    or panicking the kernel by exiting. `cellvm create` sees QEMU exit
+    during the boot and says so with the console's tail."""
+    import subprocess
+    build_image_or_skip()
+    opts = host.vm_args(IMAGE, memory_mb=512, snapshot=False, boot_timeout=BOOT_TIMEOUT,
+                        extra_cmdline="root=/dev/vdz cellvm.root_timeout_ms=300")
+    r = subprocess.run([host.binary(), "create", "--json", *opts], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=SHUTDOWN_TIMEOUT + BOOT_TIMEOUT)
+    assert r.returncode == 3 and r.stdout == "", r
+    assert "the agent in the VM did not answer" in r.stderr, r.stderr
+    console = r.stderr[r.stderr.index("--- guest console (tail) ---"):]
+    assert logged(console, r"^error: root device /dev/vdz: .* after 300 ms$"), console
+    assert logged(console, r"^shutdown \(reboot\): no root filesystem$"), console
+    assert "Kernel panic" not in console

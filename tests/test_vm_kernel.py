@@ -22,9 +22,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
+import created_vm  # noqa: E402
 from cellvm import Sandbox  # noqa: E402
-from cellvm.vmm_qemu import QemuVM  # noqa: E402
-from conftest import BOOT_TIMEOUT, FIRST_RUN_TIMEOUT, IMAGE, build_image_or_skip  # noqa: E402
+from conftest import FIRST_RUN_TIMEOUT, build_image_or_skip  # noqa: E402
 
 KERNEL_DIR = os.path.join(ROOT, "build", "kernel")
 NO_PRELOAD = "cellvm.agent_args=\"--preload ''\""
@@ -41,17 +41,16 @@ def kernel_or_skip(name):
 
 
 def boot(kernel, initramfs):
-    """QemuVM's boot-file options: `initramfs=None` boots without one (the
+    """The CLI's boot-file options: `initramfs=None` boots without one (the
     launcher adds root=/dev/vda ro init=/sbin/cellvm-init)."""
-    vm = QemuVM(IMAGE, memory_mb=1024, vcpus=1, kernel=kernel, initramfs=initramfs,
-                extra_cmdline=NO_PRELOAD)
-    vm.start()
+    vm, conn = created_vm.create(memory_mb=1024, kernel=kernel, initramfs=initramfs,
+                                 extra_cmdline=NO_PRELOAD)
     try:
-        conn = vm.connect(timeout=BOOT_TIMEOUT)  # waits for the agent
         boot_stamps = dict(conn.hello.get("boot", {}))
         conn.close()
-        sbx = Sandbox.connect(vm.address, request_timeout=FIRST_RUN_TIMEOUT)
+        sbx = Sandbox.connect(vm.info["address"], request_timeout=FIRST_RUN_TIMEOUT)
     except BaseException:
+        conn.close()
         vm.kill()
         raise
     return vm, sbx, boot_stamps

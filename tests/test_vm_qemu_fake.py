@@ -6,7 +6,7 @@ double for QEMU (tests/fake_qemu.py) first on PATH:
   is a guest-side transport: a connect to any other CID times out). What is
   checked: the command line with vsock on and off, and that a QEMU refusing
   the guest CID ("Address already in use") is started again with another
-  one, by QemuVM and by the C CLI. Connecting over vsock is not: it can only
+  one, at most CVM_MAX_CID_RETRIES times. Connecting over vsock is not: it can only
   time out here.
 - KVM: this machine's /dev/kvm cannot run a stock guest, so the `-accel kvm
   -cpu host` command line is checked without booting (CELLVM_ACCEL=kvm).
@@ -29,7 +29,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cellvm.vmm_qemu import QemuVM, VMError  # noqa: E402
 from test_vm_configs import make_erofs, opt  # noqa: E402
 from conftest import IMAGE, build_image_or_skip, process_gone, processes_mentioning  # noqa: E402
 
@@ -74,43 +73,6 @@ def guest_cid(argv):
     return int(devs[0].rsplit("=", 1)[1])
 
 
-def test_qemuvm_restarts_qemu_when_the_guest_cid_is_taken(fake_qemu, monkeypatch):
-    monkeypatch.setenv("CELLVM_FAKE_QEMU_CID_CLASHES", "2")
-    vm = QemuVM(IMAGE, accel="tcg", vsock=True, qemu=fake_qemu["qemu"])
-    first = vm.vsock_cid
-    vm.start()
-    try:
-        # The clashes are seen while connect() waits for the guest; the
-        # connection itself can only time out here (see the module docstring).
-        with pytest.raises(VMError):
-            vm.connect(timeout=4)
-        cids = [guest_cid(a) for a in launches(fake_qemu["log"])]
-        assert len(cids) == 3 and len(set(cids)) == 3 and cids[0] == first
-        assert vm.cids_in_use == cids[:2] and vm.vsock_cid == cids[2]
-        assert vm.alive() and vm.address == f"vsock:{cids[2]}:1024"
-        # Each run had the serial port too (the fallback channel).
-        for argv in launches(fake_qemu["log"]):
-            assert "virtserialport,chardev=agent,name=cellvm" in opt(argv, "-device")
-        pid, vm_dir = vm.pid, vm.dir
-    finally:
-        vm.kill()
-    assert process_gone(pid) and not os.path.exists(vm_dir)
-
-
-def test_qemuvm_gives_up_after_max_cid_retries(fake_qemu, monkeypatch):
-    from cellvm import vmm_qemu
-    monkeypatch.setenv("CELLVM_FAKE_QEMU_CID_CLASHES", "100")
-    monkeypatch.setattr(vmm_qemu, "MAX_CID_RETRIES", 2)
-    vm = QemuVM(IMAGE, accel="tcg", vsock=True, qemu=fake_qemu["qemu"])
-    vm.start()
-    try:
-        with pytest.raises(VMError, match="unable to set guest cid: Address already in use"):
-            vm.connect(timeout=10)
-        assert len(launches(fake_qemu["log"])) == 3
-    finally:
-        vm.kill()
-
-
 def test_cli_run_tcg_serial_and_boot_files(fake_qemu, agent, tmp_path):
     """`cellvm run` end to end over the serial channel (vsock off), the cell
     run by a real agent behind the fake; the TCG command line; and
@@ -125,6 +87,7 @@ def test_cli_run_tcg_serial_and_boot_files(fake_qemu, agent, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout == "42\n"
     (argv,) = launches(fake_qemu["log"])
+    assert opt(argv, "-M")[0].startswith("microvm,")
     assert opt(argv, "-accel") == ["tcg"] and opt(argv, "-cpu") == ["max"]
     assert opt(argv, "-kernel") == [str(kernel)] and "-initrd" not in argv
     assert f"id=root,file={erofs},format=raw,if=none,readonly=on" in opt(argv, "-drive")
@@ -136,7 +99,7 @@ def test_cli_run_tcg_serial_and_boot_files(fake_qemu, agent, tmp_path):
     (tsc,) = [int(w.split("=", 1)[1]) for w in words if w.startswith("tsc_early_khz=")]
     from cellvm import host_tsc
     assert abs(tsc - host_tsc.khz()) <= host_tsc.khz() // 1000, tsc
-    assert "rootfstype=ext4" not in words
+    assert "rootfstype=ext4" not in words and " ".join(words).count("tsc_early_khz=") == 1
     assert not any(d.startswith("vhost-vsock") for d in opt(argv, "-device"))
 
     # The image's own files by default (and --vmm qemu, the default, said).
@@ -168,6 +131,16 @@ def test_cli_run_kvm_vsock_and_cid_clashes(fake_qemu):
     assert f"connect vsock:{cids[-1]}:1024" in r.stderr
 
 
+def test_cli_gives_up_after_max_cid_retries(fake_qemu):
+    env = dict(fake_qemu["env"], CELLVM_ACCEL="kvm", CELLVM_FAKE_QEMU_CID_CLASHES="100")
+    r = subprocess.run([CLI, "run", "--image", IMAGE, "--vsock", "on", "--boot-timeout", "30",
+                        "--", "1"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3, r.stderr
+    assert "unable to set guest cid: Address already in use" in r.stderr, r.stderr
+    # the first start and CVM_MAX_CID_RETRIES (client/c/vmm.h: 8) restarts
+    assert len(launches(fake_qemu["log"])) == 9
+
+
 def test_cli_rejects_bad_boot_options(fake_qemu, tmp_path):
     env = fake_qemu["env"]
     r = subprocess.run([CLI, "run", "--image", IMAGE, "--vsock", "maybe", "--", "1"],
@@ -181,6 +154,12 @@ def test_cli_rejects_bad_boot_options(fake_qemu, tmp_path):
     r = subprocess.run([CLI, "run", "--image", IMAGE, "--kernel", str(tmp_path / "nope"), "--", "1"],
                        env=env, capture_output=True, text=True, timeout=30)
     assert r.returncode == 3 and "nope: No such file or directory" in r.stderr
+    r = subprocess.run([CLI, "run", "--image", IMAGE, "--network", "bridge", "--", "1"],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "--network takes none" in r.stderr
+    r = subprocess.run([CLI, "run", "--image", str(tmp_path), "--", "1"],
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 3 and "make image" in r.stderr, r.stderr
     assert not os.path.exists(fake_qemu["log"])  # QEMU was never started
 
 

@@ -20,6 +20,7 @@
 #include "host_tsc.h"
 #include "cbor_util.h"
 #include "msgtypes.h"
+#include "manifest.h"
 #include "paused.h"
 #include "registry.h"
 
@@ -186,6 +187,50 @@ static int print_json_line(json_t *o)
         return 0;
 }
 
+/* A JSON object of the manifest's one-line JSON text `text`, or an empty
+ * one (the store is ours: a damaged field is not worth failing a list). */
+static json_t *json_field(const char *text)
+{
+        json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+        if (json_is_object(v))
+                return v;
+        json_decref(v);
+        return json_object();
+}
+
+/* A paused sandbox as `ps --json` lists it: what the SDK's list, info,
+ * connect (its resume) and kill need of it, read from its manifest. NULL
+ * when it is gone meanwhile (resumed or killed) or out of memory. */
+static json_t *paused_json(const struct cpaused *p)
+{
+        struct csm m;
+        char err[PATH_MAX + 200];
+        if (csm_init(&m) < 0)
+                return NULL;
+        if (csm_read(p->dir, &m, err, sizeof(err)) < 0) {
+                csm_free(&m);
+                return NULL;
+        }
+        json_t *o = json_object();
+        json_object_set_new(o, "sandbox_id",
+                            json_string(p->sandbox_id[0] ? p->sandbox_id : p->key));
+        json_object_set_new(o, "key", json_string(p->key));
+        json_object_set_new(o, "state", json_string("paused"));
+        json_object_set_new(o, "vmm", json_string(p->vmm));
+        json_object_set_new(o, "record", json_string(p->dir));
+        json_object_set_new(o, "started_ms",
+                            json_integer((json_int_t)(m.started_ms ? m.started_ms : m.created_ms)));
+        json_object_set_new(o, "paused_ms", json_integer((json_int_t)m.created_ms));
+        json_object_set_new(o, "memory_mb", json_integer((json_int_t)m.memory_mb));
+        json_object_set_new(o, "vcpus", json_integer((json_int_t)m.vcpus));
+        json_object_set_new(o, "image", json_string(m.image ? m.image : ""));
+        json_object_set_new(o, "template", json_string(m.template_ ? m.template_ : ""));
+        json_object_set_new(o, "metadata", json_field(m.metadata));
+        json_object_set_new(o, "envs", json_field(m.envs));
+        csm_free(&m);
+        return o;
+}
+
 /* `cellvm ps --json`: one JSON array of the live (oldest first), then the paused. */
 static int ps_json(int n)
 {
@@ -201,17 +246,9 @@ static int ps_json(int n)
         char root[PATH_MAX];
         int np = read_paused(root, sizeof(root));
         for (int i = 0; i < np; i++) {
-                const struct cpaused *p = &paused[i];
-                json_t *o = json_object();
-                json_object_set_new(o, "sandbox_id",
-                                    json_string(p->sandbox_id[0] ? p->sandbox_id : p->key));
-                json_object_set_new(o, "key", json_string(p->key));
-                json_object_set_new(o, "state", json_string("paused"));
-                json_object_set_new(o, "vmm", json_string(p->vmm));
-                json_object_set_new(o, "record", json_string(p->dir));
-                json_object_set_new(o, "started_ms", json_integer((json_int_t)p->started_ms));
-                json_object_set_new(o, "memory_mb", json_integer((json_int_t)p->memory_mb));
-                json_array_append_new(all, o);
+                json_t *o = paused_json(&paused[i]);
+                if (o)
+                        json_array_append_new(all, o);
         }
         int rc = print_json_line(all);
         return np < 0 ? 3 : rc;

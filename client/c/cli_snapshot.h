@@ -1,6 +1,6 @@
 /* The CLI's templates (docs/SNAPSHOTS.md): `cellvm run` and `cellvm shell`
- * restore their VM from one by default, and `cellvm snapshot` manages them,
- * as the Python SDK's create() and `python3 -m cellvm.snapshot_cli` do. */
+ * restore their VM from one by default (and `cellvm create`, which the Python
+ * SDK's create() runs), and `cellvm snapshot` manages them. */
 #ifndef CELLVM_CLIENT_CLI_SNAPSHOT_H
 #define CELLVM_CLIENT_CLI_SNAPSHOT_H
 

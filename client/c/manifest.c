@@ -29,7 +29,7 @@ struct field {
                 name, kind, offsetof(struct csm, member)                                           \
         }
 
-/* In the order snapshot.Manifest.to_text writes them. */
+/* In the order docs/SNAPSHOTS.md lists them (and tests/snapshot_format.py writes them). */
 static const struct field fields[] = {
     F("kind", STR, kind),
     F("vmm", STR, vmm),
@@ -61,7 +61,7 @@ static const struct field fields[] = {
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-/* Fields a manifest must have (snapshot.Manifest._REQUIRED). */
+/* Fields a manifest must have. */
 static const char *const required[] = {"kind", "vmm", "state"};
 
 static const struct field *field_named(const char *name, size_t len)

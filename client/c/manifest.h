@@ -1,8 +1,8 @@
 /*
  * A snapshot's manifest (docs/SNAPSHOTS.md, "Manifest"): the text file that
  * says what a template or paused sandbox was made of and how to restore it,
- * read and written exactly as client/python/cellvm/snapshot.py's Manifest
- * does, so that templates made by the Python SDK and by the CLI are the same.
+ * (tests/snapshot_format.py is the tests' own reader of the same format,
+ * tests/c/test_client_manifest.c compares the two).
  *
  * UTF-8 text of at most CSM_MAX_BYTES: the line CSM_FORMAT, then `name=value`
  * lines (the first `=` splits; unknown names are ignored; `arg`, `file` and

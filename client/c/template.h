@@ -1,6 +1,6 @@
 /*
  * The user's templates on disk (docs/SNAPSHOTS.md, "Layout" and
- * "Concurrency"), as client/python/cellvm/snapshot.py keeps them:
+ * "Concurrency"):
  *
  *   $CELLVM_TEMPLATE_DIR, else $XDG_CACHE_HOME/cellvm/templates, else ~/.cache/cellvm/templates
  *     <name>/            one launch: <vmm>-<16 hex>, FNV-1a 64 of the launch

@@ -2,9 +2,8 @@
  * The tsc_early_khz=N word of a launch's kernel command line, which a
  * template's name and its fit treat apart: the host's TSC frequency is
  * measured anew per host boot and varies by a few kHz, and a clone's kernel
- * keeps its template's calibration whatever its command line says. The
- * same rules as the Python SDK (client/python/cellvm/snapshot.py:
- * tsc_neutral, tsc_mismatch, TSC_TOLERANCE_PPM).
+ * keeps its template's calibration whatever its command line says
+ * (docs/SNAPSHOTS.md).
  */
 #ifndef CELLVM_CLIENT_TSC_WORD_H
 #define CELLVM_CLIENT_TSC_WORD_H

@@ -1,6 +1,5 @@
 /*
- * The user's directories of cellvm's stores, resolved as the Python SDK
- * resolves them (client/python/cellvm/snapshot.py `_xdg`): an override
+ * The user's directories of cellvm's stores (docs/SNAPSHOTS.md): an override
  * variable, else an XDG base directory (absolute only), else a path below
  * the home directory.
  */

@@ -1,7 +1,7 @@
 /*
  * Booting a cellvm image from the CLI (`cellvm run`, `cellvm shell`) under
  * QEMU, Firecracker or Cloud Hypervisor. QEMU: the same `-M microvm` command
- * line as client/python/cellvm/vmm_qemu.py; the other two: vmm_hybrid.h. The
+ * line of docs/VMM.md; the other two: vmm_hybrid.h. The
  * kernel command line comes from the image's launch.txt (written by `make
  * image` next to manifest.json).
  *
@@ -84,7 +84,7 @@ struct cvm_argv {
 void cvm_argv_add(struct cvm_argv *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* What a launch of `cvm_opts` boots and runs: the boot files (absolute paths,
- * as client/python/cellvm/bootfiles.py resolves them), the kernel command
+ * as docs/VMM.md's "Boot files" says), the kernel command
  * line, and QEMU's argv. */
 struct cvm_launch {
         char kernel[PATH_MAX];
@@ -106,9 +106,8 @@ int cvm_opt_path(const char *path, char *out, size_t outlen);
 
 /* Renders the launch of `o` under KVM or TCG with `dir` as the VMM's temp
  * directory (its sockets and console: a real one, or a placeholder) and
- * `vsock_cid` (0: no vhost-vsock device): the same argv as
- * client/python/cellvm/vmm_qemu.py's QemuVM.argv(). 0 or a negative errno
- * with `err` saying why. */
+ * `vsock_cid` (0: no vhost-vsock device): the argv of docs/VMM.md. 0 or a
+ * negative errno with `err` saying why. */
 int cvm_render(const struct cvm_opts *o, bool kvm, unsigned vsock_cid, const char *dir,
                struct cvm_launch *l, char *err, size_t errlen);
 
@@ -176,7 +175,7 @@ void cvm_kill(struct cvm *vm);
 void cvm_outlive_creator(bool on);
 
 /* Whether KVM can run a stock guest here (vmx/svm, /dev/kvm opens, not kvm-pvm);
- * $CELLVM_ACCEL=kvm|tcg overrides. Same rule as vmm_qemu.kvm_usable(). */
+ * $CELLVM_ACCEL=kvm|tcg overrides. */
 bool cvm_kvm_usable(void);
 
 #endif

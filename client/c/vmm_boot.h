@@ -1,5 +1,5 @@
 /* What a QEMU guest boots besides the image's defaults, and the kernel command
- * line edits that needs: the same rules as client/python/cellvm/bootfiles.py. */
+ * line edits that needs (docs/VMM.md, "Boot files"). */
 #ifndef CELLVM_CLIENT_VMM_BOOT_H
 #define CELLVM_CLIENT_VMM_BOOT_H
 

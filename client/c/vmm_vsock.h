@@ -1,5 +1,5 @@
-/* The host end of the vhost-vsock channel to the CLI's QEMU guest: the same
- * rules as client/python/cellvm/vsock.py. */
+/* The host end of the vhost-vsock channel to the CLI's QEMU guest (docs/VMM.md,
+ * "vsock with QEMU"). */
 #ifndef CELLVM_CLIENT_VMM_VSOCK_H
 #define CELLVM_CLIENT_VMM_VSOCK_H
 

@@ -1,6 +1,6 @@
 /*
  * The C unit tests' reference values from the Python SDK itself: runs
- * `/usr/bin/python3 -c CODE` with client/python on its path (the tests run
+ * `/usr/bin/python3 -c CODE` with client/python and tests/ on its path (the tests run
  * from the checkout's root, as `make check-c` does; $CELLVM_ROOT names
  * another) and returns what it printed. `input` (may be NULL) is written to
  * its stdin, so data reaches the Python code without quoting.
@@ -27,7 +27,8 @@ static inline int python_ref(const char *code, const char *input, size_t inlen, 
 {
         const char *root = getenv("CELLVM_ROOT");
         char pypath[4096];
-        snprintf(pypath, sizeof(pypath), "%s/client/python", root && root[0] ? root : ".");
+        const char *r = root && root[0] ? root : ".";
+        snprintf(pypath, sizeof(pypath), "%s/client/python:%s/tests", r, r);
         if (setenv("PYTHONPATH", pypath, 1) < 0)
                 return -1;
         int in[2], outp[2];

@@ -1,7 +1,7 @@
 /*
  * Unit tests of the CLI's snapshot manifests and template names
- * (client/c/manifest.c, client/c/template.c) against the Python SDK's own
- * code (client/python/cellvm/snapshot.py), run on the same inputs: what one
+ * (client/c/manifest.c, client/c/template.c) against the tests' own reader
+ * of the format (tests/snapshot_format.py), run on the same inputs: what one
  * accepts the other accepts and writes back the same, what one refuses the
  * other refuses; a manifest written by C is read back by Python; the names
  * hash alike. Plus the bounds (truncated, oversized, foreign input) and the
@@ -65,7 +65,7 @@ static const char good[] =
 /* Python's verdict on `text` as a manifest file: "OK\n" + to_text(), or "ERR\n" + why. */
 static const char py_read[] =
     "import os, shutil, sys, tempfile\n"
-    "from cellvm import snapshot\n"
+    "import snapshot_format as snapshot\n"
     "d = tempfile.mkdtemp()\n"
     "try:\n"
     "    with open(os.path.join(d, 'manifest'), 'wb') as f:\n"
@@ -303,7 +303,7 @@ static void test_written_by_c_read_by_python(void)
         CHECK(strstr(text, want) != NULL);
         char code[512];
         snprintf(code, sizeof(code),
-                 "import sys\nfrom cellvm import snapshot\n"
+                 "import sys\nimport snapshot_format as snapshot\n"
                  "sys.stdout.write(snapshot.read_manifest(%s%s%s).to_text())\n",
                  "'", dir, "'");
         CHECK(python_ref(code, NULL, 0, pybuf, sizeof(pybuf)) == 0);
@@ -445,7 +445,7 @@ static void test_tsc_word(void)
             {"ro tsc_early_khz=2300000", "rw tsc_early_khz=2300000"}, /* the rest differs */
         };
         static const char code[] =
-            "import sys\nfrom cellvm import snapshot\n"
+            "import sys\nimport snapshot_format as snapshot\n"
             "a, b = sys.stdin.read().split('\\0')\n"
             "print('; '.join(snapshot.differences(snapshot.Manifest.from_text(a, 'a'), "
             "snapshot.Manifest.from_text(b, 'b'))))\n";
@@ -486,7 +486,7 @@ static void test_fnv_against_python(void)
         for (int i = 0; i < 256; i++)
                 all[i] = (unsigned char)i;
         char out[256];
-        CHECK(python_ref("import sys\nfrom cellvm import snapshot\n"
+        CHECK(python_ref("import sys\nimport snapshot_format as snapshot\n"
                          "print('%016x' % snapshot.fnv1a64(bytes(range(256))))\n"
                          "print('%016x' % snapshot.fnv1a64('é€😀'.encode()))\n",
                          NULL, 0, out, sizeof(out)) == 0);
@@ -514,7 +514,7 @@ static void test_name_against_python(void)
             NULL,
         };
         static const char code[] =
-            "import sys\nfrom cellvm import snapshot\n"
+            "import sys\nimport snapshot_format as snapshot\n"
             "w = snapshot.Manifest.from_text(sys.stdin.read(), 'stdin')\n"
             "print(snapshot.template_name(w.vmm, w.arg + w.request + [w.cmdline, "
             "str(w.memory_mb), str(w.vcpus)] + [f.split(' ', 3)[3] for f in w.file]))\n";

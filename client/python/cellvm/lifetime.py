@@ -84,11 +84,8 @@ def limit_error(e: "_reg.LimitExceeded"):
 
 def _paused_key(key) -> bool:
     """A paused sandbox keeps its key (its id) for its resume: not a new VM's."""
-    from . import snapshot
-    try:
-        return os.path.lexists(os.path.join(snapshot.paused_root(), key))
-    except OSError:
-        return False
+    from . import pause
+    return pause.find(key) is not None
 
 
 def record(registry, vm, boot_budget_s, timeout_s, image=None, template=None, metadata=None,

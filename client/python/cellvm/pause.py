@@ -4,50 +4,22 @@
     Sandbox.list()                   # ... SandboxInfo(state=SandboxState.PAUSED)
     sbx = Sandbox.connect(sbx_id)    # resumed: variables, files, background commands
 
-pause() saves the whole guest (device state and RAM, in one QEMU migration
-stream: a clone's RAM is a private mapping of its template's file, which
-cannot be left out of the stream) into a record of the paused store
-(cellvm.snapshot.PausedStore, $XDG_STATE_HOME/cellvm/paused: it survives a
-reboot of the host), then stops the VMM and removes its registry entry. The
-record, a directory named by the sandbox's registry key, names the sandbox
-(its id: that key), metadata, template name and envs, and the VMM's argv
-with the RAM as an anonymous memory-backend-ram, so a resume needs no
-template. No new sandbox gets a key a paused one has (lifetime.record).
-
-connect(id) resumes it: the same argv in a new temp directory (as a clone),
-under the same registry key, so the sandbox keeps its id (as E2B's resume
-does; a record paused when ids were addresses gets its key as its id then),
-the state loaded, the guest running, HELLO, then its clock and the kernel's
-entropy refreshed (ADD_ENTROPY, SET_TIME: the same guest again, its Python
-random generators are left as they were, as E2B's resume leaves them), a
+Pausing and resuming are the C CLI's, for every VMM (`cellvm pause --json`,
+`cellvm resume --json`: client/c/pause.c, pause_hybrid.c, cli_pause.c): pause
+saves the whole guest into a record of the paused store ($XDG_STATE_HOME/
+cellvm/paused: it survives a reboot of the host) and stops the VMM; resume
+runs it again under the same id, its clock and entropy refreshed, with a
 deadline of its own (E2B: `timeout`, default 300 s, counted from the
-resume), and the record is removed. While paused a sandbox counts against
-no limit and has no deadline (E2B keeps paused sandboxes until they are
-killed).
+resume). While paused a sandbox counts against no limit and has no deadline
+(E2B keeps paused sandboxes until they are killed).
 
-Pausing and resuming a QEMU sandbox is the C CLI's (`cellvm pause --json`,
-`cellvm resume --json`: client/c/pause.c, cli_pause.c); this module keeps
-E2B's side of it (the Sandbox object that stands for a paused record, list,
-kill) and Firecracker's and Cloud Hypervisor's records (snapshot_hybrid).
+This module keeps E2B's side of it: the Sandbox object that stands for a
+paused sandbox, list, info, connect (its resume) and kill. A paused
+sandbox is its entry in `cellvm ps --json` (state "paused": sandbox_id, key,
+image, template, metadata, envs, vcpus, memory_mb, started_ms).
 """
 
-import logging
-import os
-
-from . import snapshot as snap
-
-logger = logging.getLogger("cellvm")
-
-
-def _new_record(key):
-    """(store, final dir, its .tmp dir, created) of a paused record being written."""
-    store = snap.PausedStore()
-    with store.lock():
-        final = store.dir_of(key)
-        tmp = final + ".tmp"
-        snap.remove_unused(tmp)  # a crashed pause's leftover
-        os.mkdir(tmp, 0o700)
-    return store, final, tmp
+import json
 
 
 def pause(sbx) -> bool:
@@ -78,12 +50,12 @@ def pause_entry(entry) -> bool:
     return True
 
 
-def _stopped(owner, d, m):
+def _stopped(owner, rec):
     """The sandbox's VMM is gone: its entry and files too; the Sandbox (and
-    its views) now stand for the paused record."""
+    its views) now stand for the paused sandbox `rec`."""
     from . import lifetime
     from ._live import live as _live
-    owner._paused = (d, m)
+    owner._paused = rec
     owner._conn.close()
     owner._closed = True
     owner._vm.kill()
@@ -97,26 +69,14 @@ def _stopped(owner, d, m):
 def _pause_cli(owner, vm, entry):
     """pause() of a QEMU sandbox: `cellvm pause --json` (client/c/pause.c) saves
     it over its QMP socket, stops its VMM and removes its entry."""
-    import json
     from . import host
-    out = json.loads(host.run(["pause", "--json", "--envs", json.dumps(owner._envs), entry.key],
-                              f"pause({owner.sandbox_id})"))
-    d = out["record"]
+    host.run(["pause", "--json", "--envs", json.dumps(owner._envs), entry.key],
+             f"pause({owner.sandbox_id})")
     if getattr(vm, "cli", False):
         vm._killed = True  # its VMM is gone; kill() must not drop the record
-    _stopped(owner, d, snap.read_manifest(d))
+    # killed meanwhile: a record nobody finds (connect and get_info say so)
+    _stopped(owner, find(entry.key) or {"key": entry.key, "sandbox_id": owner.sandbox_id})
     return True
-
-
-def _resume_cli(cls, d, m, timeout, request_timeout, envs):
-    """resume() of a QEMU record: `cellvm resume --json` under its key."""
-    from . import host, lifetime
-    from .launch import adopt_cli, cli_vm
-    lifetime_s = lifetime.resolve_timeout(timeout)
-    info, conn = host.resume(os.path.basename(d), lifetime_s)
-    vm = cli_vm(info, lifetime.detach_default())
-    envs = m.envs if envs is None else envs
-    return adopt_cli(cls, vm, info, conn, envs, request_timeout)
 
 
 def _pause_hybrid(owner, vm, entry):
@@ -130,24 +90,19 @@ def _pause_hybrid(owner, vm, entry):
     return _pause_cli(owner, vm, entry)
 
 
-def resume_key(d, m):
-    """The registry key (and so the id) the paused sandbox of record `d`
-    resumes under: the one it had; None (a new one) if the record has none."""
-    from . import registry
-    for key in (m.registry_key, os.path.basename(d)):
-        if registry.is_key(key):
-            return key
-    return None
-
-
-def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
-    """The paused sandbox of record `d` running again: a new Sandbox (`cls`),
-    or `into` (the paused Sandbox object) brought back, with the registry key
-    and so the id it had. The record is removed once the guest answered;
-    SnapshotError/SandboxException if it cannot be."""
-    sbx = _resume_cli(cls, d, m, timeout, request_timeout, envs)
-    sbx._metadata = dict(m.metadata)
-    sbx._template = m.template or None
+def resume(cls, rec, timeout=None, request_timeout=None, envs=None, into=None):
+    """The paused sandbox `rec` running again (`cellvm resume --json` under
+    its key, so with the id it had): a new Sandbox (`cls`), or `into` (the
+    paused Sandbox object) brought back. SandboxException if it cannot be."""
+    from . import host, lifetime
+    from .launch import adopt_cli, cli_vm
+    lifetime_s = lifetime.resolve_timeout(timeout)
+    info, conn = host.resume(rec["key"], lifetime_s)
+    vm = cli_vm(info, lifetime.detach_default())
+    sbx = adopt_cli(cls, vm, info, conn, rec.get("envs", {}) if envs is None else envs,
+                    request_timeout)
+    sbx._metadata = dict(rec.get("metadata", {}))
+    sbx._template = rec.get("template") or None
     if into is not None:
         _adopt_into(into, sbx)
         return into
@@ -172,43 +127,35 @@ def _adopt_into(old, new):
     lifetime.watch(old)
 
 
-def info(d, m):
-    """E2B's SandboxInfo of a paused record (its id: the record's, as `cellvm
-    ps` shows it; its registry key for a record that names none)."""
+def info(rec):
+    """E2B's SandboxInfo of the paused sandbox `rec`."""
     from .lifetime import ms_to_datetime
     from .models import SandboxInfo, SandboxState
-    return SandboxInfo(sandbox_id=m.sandbox_id or resume_key(d, m) or os.path.basename(d),
-                       sandbox_domain=None,
-                       template_id=m.image or None, name=m.template or None,
-                       metadata=dict(m.metadata),
-                       started_at=ms_to_datetime(m.started_ms or m.created_ms),
-                       end_at=None, state=SandboxState.PAUSED, cpu_count=m.vcpus,
-                       memory_mb=m.memory_mb)
-
-
-def find(ident):
-    """(dir, Manifest) of the paused sandbox `ident` (its id or registry key,
-    which are one for a record paused since ids are keys), or None."""
-    if not isinstance(ident, str):
-        return None
-    try:
-        return snap.PausedStore().find(ident)
-    except OSError:
-        return None
+    return SandboxInfo(sandbox_id=rec["sandbox_id"], sandbox_domain=None,
+                       template_id=rec["image"] or None, name=rec["template"] or None,
+                       metadata=dict(rec["metadata"]),
+                       started_at=ms_to_datetime(rec["started_ms"]), end_at=None,
+                       state=SandboxState.PAUSED, cpu_count=rec["vcpus"],
+                       memory_mb=rec["memory_mb"])
 
 
 def records():
-    try:
-        return snap.PausedStore().records()
-    except OSError:
+    """The paused sandboxes (`cellvm ps --json`); none without a cellvm binary."""
+    from . import host
+    if not host.available():
         return []
+    return [e for e in host.ps() if e.get("state") == "paused"]
 
 
-def kill(d) -> bool:
-    """Removes a paused record (E2B's kill of a paused sandbox); False if it is gone."""
-    store = snap.PausedStore()
-    with store.lock():
-        if not os.path.isdir(d):
-            return False
-        store.remove(d)
-    return True
+def find(ident):
+    """The paused sandbox `ident` (its id or registry key), or None."""
+    if not isinstance(ident, str):
+        return None
+    return next((r for r in records() if ident in (r["sandbox_id"], r["key"])), None)
+
+
+def kill(rec) -> bool:
+    """`cellvm kill` of a paused sandbox (E2B's kill: its saved state removed);
+    False if it is gone."""
+    from . import host
+    return host.kill(rec["key"])

@@ -268,7 +268,7 @@ class SandboxPaginator:
         infos.extend(lifetime.info_from_entry(e) for e in lifetime.live_entries()
                      if e.id not in mine)  # other processes' VMs (cellvm.registry)
         from . import pause
-        infos.extend(pause.info(d, m) for d, m in pause.records())  # E2B lists paused ones too
+        infos.extend(pause.info(r) for r in pause.records())  # E2B lists paused ones too
         addr = os.environ.get(ADDR_ENV)
         if addr and addr not in {i.sandbox_id for i in infos}:
             try:
@@ -370,10 +370,10 @@ class Sandbox:
         owner = self._owner if self._owner is not None else self
         if getattr(owner, "_paused", None) is not None:  # E2B: connect() resumes it
             from . import pause
-            d, m = owner._paused
-            if not os.path.isdir(d):
+            rec = pause.find(owner._paused["key"])
+            if rec is None:
                 raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
-            pause.resume(type(owner), d, m, timeout=timeout, into=owner,
+            pause.resume(type(owner), rec, timeout=timeout, into=owner,
                          request_timeout=owner._request_timeout, envs=owner._envs)
             if owner is not self:
                 self._conn, self._vm, self._closed = owner._conn, owner._vm, False
@@ -420,7 +420,7 @@ class Sandbox:
             from . import pause
             paused = pause.find(sandbox_id)
             if paused is not None:  # E2B: connecting resumes a paused sandbox
-                return pause.resume(cls, *paused, timeout=timeout,
+                return pause.resume(cls, paused, timeout=timeout,
                                     request_timeout=request_timeout, envs=envs)
             if not _is_address(sandbox_id):  # an id nobody has (E2B's 404)
                 raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
@@ -486,7 +486,7 @@ class Sandbox:
         SandboxException (`cellvm create`, docs/SNAPSHOTS.md).
         Raises SandboxException (TimeoutException when time ran out); nothing
         is left running then. `kernel`, `initramfs` (None/False: boot without
-        one) and `rootfs` replace the image's files (cellvm.bootfiles, e.g. the
+        one) and `rootfs` replace the image's files (`cellvm create --kernel`, e.g. the
         kernel of `make kernel`). See cellvm.launch. Without `image`/`template`
         and with $CELLVM_ADDR set, connects to that agent as Sandbox() does.
         """
@@ -608,7 +608,7 @@ class Sandbox:
         self._killed = True
         if getattr(self, "_paused", None) is not None:  # its record is all there is
             from . import pause
-            return pause.kill(self._paused[0])
+            return pause.kill(self._paused)
         self.close()
         if self._vm is not None:
             self._vm.kill()
@@ -644,7 +644,7 @@ class Sandbox:
         from . import pause
         paused = pause.find(sandbox_id)
         if paused is not None:
-            return pause.kill(paused[0])
+            return pause.kill(paused)
         try:
             other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
         except (SandboxNotFoundException, InvalidArgumentException):
@@ -735,9 +735,10 @@ class Sandbox:
         owner = self._owner if self._owner is not None else self
         if getattr(owner, "_paused", None) is not None:
             from . import pause
-            if not os.path.isdir(owner._paused[0]):
+            rec = pause.find(owner._paused["key"])
+            if rec is None:
                 raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found")
-            return pause.info(*owner._paused)
+            return pause.info(rec)
         vm = self._vm
         if vm is not None:
             cpus, memory = getattr(vm, "vcpus", 0), getattr(vm, "memory_mb", 0)
@@ -773,7 +774,7 @@ class Sandbox:
         from . import pause
         paused = pause.find(sandbox_id)
         if paused is not None:
-            return pause.info(*paused)
+            return pause.info(paused)
         try:
             other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
         except (SandboxNotFoundException, InvalidArgumentException):
@@ -934,7 +935,7 @@ class Sandbox:
 
     @property
     def vm(self):
-        """The VM object of a Sandbox from create() (QemuVM, ...), else None."""
+        """The VM object of a Sandbox from create() (`launch.CliVM`), else None."""
         return self._vm
 
     @property

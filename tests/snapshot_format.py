@@ -1,5 +1,10 @@
-"""Snapshots on disk: templates (a booted sandbox saved once, restored by
-every create()) and paused sandboxes (E2B's pause()), docs/SNAPSHOTS.md.
+"""The tests' own reader and writer of the snapshot store's documented
+format (docs/SNAPSHOTS.md), independent of the C side that owns the store
+(client/c/manifest.c, template.c, paused.c): tests check what the CLI writes
+with it, and make stale or damaged templates and records with it.
+
+Snapshots on disk: templates (a booted sandbox saved once, restored by
+every create()) and paused sandboxes (E2B's pause()).
 
 Layout (every file is the user's, directories 0700):
 
@@ -39,7 +44,11 @@ import stat
 import time
 from typing import Dict, List, Optional
 
-from .exceptions import SandboxException
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "client", "python"))
+from cellvm.exceptions import SandboxException  # noqa: E402
 
 logger = logging.getLogger("cellvm.snapshot")
 
