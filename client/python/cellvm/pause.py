@@ -87,7 +87,6 @@ def _stopped(owner, d, m):
     owner._conn.close()
     owner._closed = True
     owner._vm.kill()
-    lifetime.forget(owner._entry)
     lifetime.unwatch(owner)
     for view in _live(owner.sandbox_id):
         view._closed = True
@@ -112,8 +111,7 @@ def _resume_cli(cls, d, m, timeout, request_timeout, envs):
     """resume() of a QEMU record: `cellvm resume --json` under its key."""
     from . import host, lifetime
     from .launch import adopt_cli, cli_vm
-    lifetime_s = lifetime.resolve_timeout(timeout)
-    info, conn = host.resume(os.path.basename(d), lifetime_s)
+    info, conn = host.resume(os.path.basename(d), timeout)
     vm = cli_vm(info, lifetime.detach_default())
     envs = m.envs if envs is None else envs
     return adopt_cli(cls, vm, info, conn, envs, request_timeout)
@@ -128,16 +126,6 @@ def _pause_hybrid(owner, vm, entry):
                                f"boot runs {vm.vmm} without one: create it from a template) or "
                                "its VMM is gone", code="unsupported")
     return _pause_cli(owner, vm, entry)
-
-
-def resume_key(d, m):
-    """The registry key (and so the id) the paused sandbox of record `d`
-    resumes under: the one it had; None (a new one) if the record has none."""
-    from . import registry
-    for key in (m.registry_key, os.path.basename(d)):
-        if registry.is_key(key):
-            return key
-    return None
 
 
 def resume(cls, d, m, timeout=None, request_timeout=None, envs=None, into=None):
@@ -161,23 +149,22 @@ def _adopt_into(old, new):
     forget(new)
     lifetime.unwatch(new)
     for name in ("_id", "_addr", "_conn", "_vm", "_entry", "_restore_stages", "_started_at",
-                 "_sent_deadline_ms"):
+                 "_sent_deadline_ms", "_entry_state"):
         if hasattr(new, name):
             setattr(old, name, getattr(new, name))
     old._closed = False
     old._killed = False
     old._paused = None
     register(old)
-    lifetime.hold(old)
-    lifetime.watch(old)
+    lifetime.watch(old)  # its holder: this process (cellvm resume --holder)
 
 
 def info(d, m):
     """E2B's SandboxInfo of a paused record (its id: the record's, as `cellvm
-    ps` shows it; its registry key for a record that names none)."""
+    ps` shows it; its registry key, the record's name, for one that names none)."""
     from .lifetime import ms_to_datetime
     from .models import SandboxInfo, SandboxState
-    return SandboxInfo(sandbox_id=m.sandbox_id or resume_key(d, m) or os.path.basename(d),
+    return SandboxInfo(sandbox_id=m.sandbox_id or m.registry_key or os.path.basename(d),
                        sandbox_domain=None,
                        template_id=m.image or None, name=m.template or None,
                        metadata=dict(m.metadata),
