@@ -383,10 +383,13 @@ class Sandbox:
             if self._owner is not None:
                 self._closed = False
             else:
-                if getattr(self, "_entry", None) is not None:
-                    from . import lifetime
-                    lifetime.hold(self)  # refused if another process took the channel
-                self._conn = _open_connection(self._addr, self._request_timeout)
+                from . import lifetime
+                lifetime.hold(self)  # refused if another process took the channel
+                try:
+                    self._conn = _open_connection(self._addr, self._request_timeout)
+                except BaseException:
+                    lifetime.release(self)
+                    raise
                 self._closed = False
             _register(self)
         if timeout is not None:
