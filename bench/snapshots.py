@@ -152,7 +152,7 @@ def main():
     os.environ["CELLVM_RUNTIME_DIR"] = rt
     os.environ["CELLVM_PAUSED_DIR"] = paused
     os.environ.setdefault("CELLVM_MAX_SANDBOXES", str(args.clones + 5))
-    from cellvm import Sandbox, snapshot
+    from cellvm import Sandbox
     import logging
     logging.getLogger("cellvm").setLevel(logging.ERROR)  # the build's own warnings
     live = []
@@ -168,15 +168,16 @@ def main():
         if r.returncode != 0:
             raise RuntimeError(f"cellvm snapshot create: {r.stderr}")
         snapdir = r.stdout.split(":")[0]  # "<dir>: built in ..."
-        m = snapshot.read_manifest(snapdir)
+        state_bytes = os.stat(os.path.join(snapdir, "state")).st_size
+        memory_bytes = os.stat(os.path.join(snapdir, "memory")).st_size
         res["template"] = {
             "build_s": done - t, "cli_said": (r.stdout + r.stderr).strip(),
-            "state_bytes": m.state_size,
-            "memory_bytes": m.memory_size,
+            "state_bytes": state_bytes,
+            "memory_bytes": memory_bytes,
             "memory_allocated_bytes": os.stat(os.path.join(snapdir, "memory")).st_blocks * 512}
         print(f"template: {res['template']['build_s']:.1f} s, state "
-              f"{m.state_size / 1024:.0f} KiB, memory {res['template']['memory_allocated_bytes'] >> 20}"
-              f" MiB allocated of {m.memory_size >> 20} MiB", flush=True)
+              f"{state_bytes / 1024:.0f} KiB, memory {res['template']['memory_allocated_bytes'] >> 20}"
+              f" MiB allocated of {memory_bytes >> 20} MiB", flush=True)
 
         # 2. Cold vs restore, interleaved.
         cold, warm = [], []

@@ -44,7 +44,7 @@ class Store:
     and the environment of this process for the Python SDK's side."""
 
     def __init__(self, tmp):
-        from cellvm import host_tsc
+        import registry_view
         self.tmp = tmp
         self.root = os.path.join(tmp, "templates")
         self.run = os.path.join(tmp, "run")
@@ -52,7 +52,8 @@ class Store:
             os.mkdir(d, 0o700)
         # Short: the CLI makes its VM directories in $TMPDIR only up to 32 characters.
         self.tmpdir = tempfile.mkdtemp(prefix="cellvm-t-", dir="/tmp")
-        khz = host_tsc.khz()  # the same command line for both clients (this host's TSC)
+        r = registry_view.cli("host-tsc")  # the same command line for both clients (this host's TSC)
+        khz = int(r.stdout) if r.returncode == 0 else None
         self.env = dict(os.environ, CELLVM_TEMPLATE_DIR=self.root, CELLVM_RUNTIME_DIR=self.run,
                         TMPDIR=self.tmpdir)
         if khz:

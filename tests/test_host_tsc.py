@@ -1,18 +1,17 @@
-"""The host's TSC frequency the launchers give a TCG guest (cellvm.host_tsc,
-client/c/host_tsc.c): measured right (against the host kernel's own value),
-cached per host boot in a file the SDK and the CLI share, overridable."""
+"""The host's TSC frequency the launchers give a TCG guest (client/c/host_tsc.c,
+through `cellvm host-tsc`): measured right (against the host kernel's own
+value), cached per host boot in the registry's runtime directory,
+overridable. (The cache line's parser and the command-line rewrite are unit
+tests: tests/c/test_client_host_tsc.c.)"""
 
 import ctypes
 import os
 import platform
 import re
-import subprocess
-import sys
 
 import pytest
 
-from cellvm import host_tsc
-from test_vm_qemu_fake import CLI, IMAGE, fake_qemu, launches  # noqa: F401 - the fixture
+import registry_view as rv
 
 pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="x86-64 hosts only")
 
@@ -77,71 +76,44 @@ def _perf_page_khz():
     return round((1 << shift) / mult * 1e6)
 
 
+def host_tsc(*args, rt=None, env=None):
+    r = rv.cli("host-tsc", *args, rt=rt, env=env)
+    return r.returncode, r.stdout.strip(), r.stderr
+
+
 def test_the_measurement_agrees_with_the_kernels_value():
     kernel = kernel_tsc_khz()
     if kernel is None:
         pytest.skip("neither a perf_event page nor the kernel log is readable here")
-    measured = host_tsc.measure_khz()
-    assert measured is not None
-    assert abs(measured - kernel) / kernel < 5e-4, (measured, kernel)
+    rc, out, err = host_tsc("--measure", env={"CELLVM_TSC_KHZ": ""})
+    assert rc == 0, err
+    assert abs(int(out) - kernel) / kernel < 5e-4, (out, kernel)
 
 
 def test_khz_is_cached_per_host_boot(tmp_path, monkeypatch):
-    monkeypatch.setenv("CELLVM_RUNTIME_DIR", str(tmp_path))
     monkeypatch.delenv("CELLVM_TSC_KHZ", raising=False)
-    monkeypatch.setattr(host_tsc, "_known", None)
-    first = host_tsc.khz()
-    cache = tmp_path / host_tsc.CACHE_NAME
+    rt = tmp_path / "run"
+    rc, first, err = host_tsc(rt=rt)
+    assert rc == 0, err
+    cache = rt / "host-tsc"
     with open("/proc/sys/kernel/random/boot_id") as f:
         boot = f.read().strip()
     assert cache.read_text() == f"cellvm-host-tsc 1 {boot} {first}\n"
-    # Another process reads it: no measurement (it would fail here).
-    monkeypatch.setattr(host_tsc, "_known", None)
-    monkeypatch.setattr(host_tsc, "measure_khz", lambda *a, **k: pytest.fail("measured again"))
-    assert host_tsc.khz() == first
+    # Another process reads it, not measuring: a value no measurement here gives.
+    cache.write_text(f"cellvm-host-tsc 1 {boot} 2345678\n")
+    assert host_tsc(rt=rt)[:2] == (0, "2345678")
     # A cache of another boot of the host, or a damaged one, is measured anew.
-    for text in (f"cellvm-host-tsc 1 {boot[:-1]}x {first}\n", "garbage\n",
+    for text in (f"cellvm-host-tsc 1 {boot[:-1]}x 2345678\n", "garbage\n",
                  f"cellvm-host-tsc 1 {boot} 12\n"):
         cache.write_text(text)
-        monkeypatch.setattr(host_tsc, "_known", None)
-        monkeypatch.setattr(host_tsc, "measure_khz", lambda *a, **k: 2_345_678)
-        assert host_tsc.khz() == 2_345_678
-        assert cache.read_text() == f"cellvm-host-tsc 1 {boot} 2345678\n"
+        rc, khz, err = host_tsc(rt=rt)
+        assert rc == 0 and khz != "2345678" and abs(int(khz) - int(first)) / int(first) < 5e-4
+        assert cache.read_text() == f"cellvm-host-tsc 1 {boot} {khz}\n"
 
 
-def test_the_override_and_the_command_line(monkeypatch):
-    monkeypatch.setenv("CELLVM_TSC_KHZ", "2445000")
-    assert host_tsc.khz() == 2445000
-    assert host_tsc.tcg_cmdline("tsc_early_khz=2000000") == "tsc_early_khz=2445000 tsc=reliable"
-    assert host_tsc.tcg_cmdline("a=1 tsc_early_khz=2000000 b") == \
-        "a=1 b tsc_early_khz=2445000 tsc=reliable"
-    assert host_tsc.tcg_cmdline("") == "tsc_early_khz=2445000 tsc=reliable"
-    assert host_tsc.tcg_cmdline("tsc=unstable") == "tsc=unstable tsc_early_khz=2445000"
+def test_the_override(tmp_path):
+    assert host_tsc(rt=tmp_path, env={"CELLVM_TSC_KHZ": "2445000"})[:2] == (0, "2445000")
+    assert not (tmp_path / "host-tsc").exists()  # nothing measured, nothing cached
     for bad in ("2.4e6", "99", "-2445000", "fast"):
-        monkeypatch.setenv("CELLVM_TSC_KHZ", bad)
-        with pytest.raises(ValueError, match="CELLVM_TSC_KHZ"):
-            host_tsc.khz()
-    # Where the TSC cannot be read, the image's words stay as they are.
-    monkeypatch.delenv("CELLVM_TSC_KHZ")
-    monkeypatch.setattr(host_tsc, "_known", None)
-    monkeypatch.setattr(host_tsc, "read_cache", lambda *a: None)
-    monkeypatch.setattr(host_tsc, "measure_khz", lambda *a, **k: None)
-    assert host_tsc.tcg_cmdline("tsc_early_khz=2000000") == "tsc_early_khz=2000000 tsc=reliable"
-
-
-def test_the_cli_uses_the_frequency_the_sdk_cached(fake_qemu, agent, tmp_path):
-    """One cache for both: the CLI's QEMU command line gets the value the SDK
-    wrote (a value no measurement here gives, to tell them apart). The fake
-    QEMU of test_vm_qemu_fake bridges to a real agent."""
-    runtime = tmp_path / "run"
-    runtime.mkdir(mode=0o700)
-    host_tsc.write_cache(2_345_678, str(runtime / host_tsc.CACHE_NAME))
-    env = dict(fake_qemu["env"], CELLVM_ACCEL="tcg", CELLVM_FAKE_QEMU_AGENT=agent.sock,
-               CELLVM_RUNTIME_DIR=str(runtime))
-    env.pop("CELLVM_TSC_KHZ", None)
-    r = subprocess.run([CLI, "run", "--image", IMAGE, "--vsock", "off", "--", "6 * 7"],
-                       env=env, capture_output=True, text=True, timeout=120)
-    assert (r.returncode, r.stdout) == (0, "42\n"), r.stderr
-    (argv,) = launches(fake_qemu["log"])
-    words = argv[argv.index("-append") + 1].split()
-    assert [w for w in words if w.startswith("tsc")] == ["tsc_early_khz=2345678", "tsc=reliable"]
+        rc, out, err = host_tsc(rt=tmp_path, env={"CELLVM_TSC_KHZ": bad})
+        assert (rc, out) == (3, "") and "CELLVM_TSC_KHZ" in err, (bad, err)

@@ -12,8 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cellvm import Sandbox, launch, registry  # noqa: E402
-
+import registry_view  # noqa: E402
+from cellvm import Sandbox, launch  # noqa: E402
 import snapshot_format as snapshot  # noqa: E402
 from conftest import IMAGE, build_image_or_skip  # noqa: E402
 
@@ -24,7 +24,7 @@ def test_make_snapshot_builds_the_template_the_cli_checks_lists_and_removes(tmp_
     build_image_or_skip()
     root = str(tmp_path / "templates")
     monkeypatch.setenv(snapshot.TEMPLATE_DIR_ENV, root)
-    monkeypatch.setenv(registry.RUNTIME_ENV, str(tmp_path / "rt"))
+    monkeypatch.setenv(registry_view.RUNTIME_ENV, str(tmp_path / "rt"))
     monkeypatch.setenv(launch.SNAPSHOT_ENV, "1")
 
     def cli(*args):

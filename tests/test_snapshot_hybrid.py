@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import Sandbox, SandboxException, SandboxState  # noqa: E402
-from cellvm import registry  # noqa: E402
+import registry_view  # noqa: E402
 import snapshot_format as snapshot  # noqa: E402
 from cellvm.launch import SNAPSHOT_ENV, snapshot_mode  # noqa: E402
 from conftest import IMAGE, build_image_or_skip, process_gone, processes_mentioning  # noqa: E402
@@ -51,16 +51,14 @@ def stand_ins(tmp_path, monkeypatch, agent):
     monkeypatch.setenv("CELLVM_FAKE_VMM_LOG", str(log))
     monkeypatch.setenv(snapshot.TEMPLATE_DIR_ENV, os.path.join(state, "t"))
     monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, os.path.join(state, "p"))
-    monkeypatch.setenv(registry.RUNTIME_ENV, os.path.join(state, "r"))
+    monkeypatch.setenv(registry_view.RUNTIME_ENV, os.path.join(state, "r"))
     monkeypatch.setenv(SNAPSHOT_ENV, "1")  # conftest's default is cold boots
     monkeypatch.setattr(tempfile, "tempdir", tmp)
     yield tmp, str(log) + ".api"
-    left = registry.Registry(os.path.join(state, "r")).entries(enforce=False)
-    for e in left:
-        registry.kill_vmm(e)
+    left = registry_view.killed_leftovers(os.path.join(state, "r"))
     import shutil
     shutil.rmtree(state)
-    assert not left, [e.id for e in left]
+    assert not left, left
     os.rmdir(tmp)  # fails if a VM left a temp dir
 
 

@@ -1,4 +1,4 @@
-"""The snapshot store without a VM (cellvm.snapshot, docs/SNAPSHOTS.md):
+"""The snapshot store without a VM (docs/SNAPSHOTS.md; tests/snapshot_format.py):
 the manifest format a C reader must parse, the template name, what makes a
 snapshot unusable, the directory locks."""
 

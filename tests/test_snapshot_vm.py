@@ -26,7 +26,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import (AsyncSandbox, Sandbox, SandboxException, SandboxNotFoundException,  # noqa: E402
                     SandboxQuery, SandboxState)
-from cellvm import _wire, registry  # noqa: E402
+import registry_view  # noqa: E402
+from cellvm import _wire  # noqa: E402
 import snapshot_format as snapshot  # noqa: E402
 from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 from conftest import (CLONE_VALUES, IMAGE, SNAPSHOT_MEMORY_MB, CliLaunch, process_gone,  # noqa: E402
@@ -36,14 +37,12 @@ from conftest import (CLONE_VALUES, IMAGE, SNAPSHOT_MEMORY_MB, CliLaunch, proces
 @pytest.fixture(autouse=True)
 def private_state(tmp_path, monkeypatch):
     rt = tmp_path / "rt"
-    monkeypatch.setenv(registry.RUNTIME_ENV, str(rt))
+    monkeypatch.setenv(registry_view.RUNTIME_ENV, str(rt))
     monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
     monkeypatch.setenv(SNAPSHOT_ENV, "1")
     yield
-    left = registry.Registry(str(rt)).entries(enforce=False) if rt.exists() else []
-    for e in left:  # a failed test's sandboxes: not left running
-        registry.kill_vmm(e)
-    assert not left, f"sandboxes left in the registry: {[e.id for e in left]}"
+    left = registry_view.killed_leftovers(str(rt))  # a failed test's: not left running
+    assert not left, f"sandboxes left in the registry: {left}"
 
 
 CLI = os.path.join(os.path.dirname(IMAGE), "cellvm")
@@ -384,7 +383,7 @@ def test_another_process_pauses_a_sandbox_and_this_one_resumes_it(vm_template, t
 OTHER_PROCESS = """
 import sys
 sys.path.insert(0, {client!r})
-from cellvm import Sandbox, SandboxNotFoundException, registry
+from cellvm import Sandbox, SandboxNotFoundException, host
 sid = sys.argv[1]
 print(sid in [i.sandbox_id for i in Sandbox.list().next_items()])
 print(Sandbox.get_info(sid).sandbox_id == sid)
@@ -393,7 +392,7 @@ print(round(Sandbox.get_info(sid).end_at.timestamp() - __import__("time").time()
 s = Sandbox.connect(sid)
 print(s.sandbox_id == sid, s.run_code("where").text)
 s.close()
-old = Sandbox.connect(registry.Registry().find(sid).address)  # the old form, the address
+old = Sandbox.connect(host.find(sid)["address"])  # the old form, the address
 print(old.sandbox_id == sid, old.run_code("6 * 7").text)
 old.close()
 print(Sandbox.kill(sid), Sandbox.kill(sid))
@@ -414,8 +413,9 @@ def test_the_id_is_the_registry_key_and_another_process_uses_it(vm_template, tmp
     try:
         assert SANDBOX_ID.match(sid) and re.fullmatch(r"qemu-[0-9a-f]{8}", sid), sid
         assert sbx.restore_report is not None
-        e = registry.Registry().read(sid)
-        assert e is not None and e.key == e.id == sid and e.address == sbx.vm.address
+        e = registry_view.find(sid)
+        assert e is not None and e["key"] == e["sandbox_id"] == sid
+        assert e["address"] == sbx.vm.address
         row = ps_rows()[sid]
         assert row[4] == str(sbx.vmm_pid) and row[6:] == ["running", sid]
         sbx.run_code("where = 'the creator'")

@@ -33,10 +33,10 @@ pytestmark = pytest.mark.skipif(not os.path.exists(KERNEL),
 
 
 def qemu_argv(d, incoming=None):
-    from cellvm import host_tsc
+    import registry_view
     cmdline = ("console=ttyS0 root=/dev/vda rootfstype=ext4 ro init=/sbin/cellvm-init panic=-1 "
                "loglevel=6 8250.nr_uarts=1 random.trust_cpu=on cryptomgr.notests reboot=t "
-               f"{host_tsc.tcg_cmdline('tsc_early_khz=2000000')}")
+               f"tsc_early_khz={registry_view.host_tsc_khz()} tsc=reliable")
     argv = ["qemu-system-x86_64", "-M", "q35", "-nodefaults", "-no-user-config", "-nographic",
             "-no-reboot", "-m", "1024", "-smp", "1", "-accel", "tcg", "-cpu", "max",
             "-kernel", KERNEL, "-append", cmdline,

@@ -17,6 +17,7 @@
 #include "cli_pause.h"
 #include "cli_sandboxes.h"
 #include "cli_snapshot.h"
+#include "host_tsc.h"
 #include "mono_clock.h"
 #include "registry.h"
 #include "keeper.h"
@@ -131,8 +132,11 @@ static const char usage[] =
     "                            $CELLVM_DEFAULT_TIMEOUT, 300); prints its entry as JSON\n"
     "                            (sandbox_id, address, pid, deadline_ms, ...): the SDK's\n"
     "                            Sandbox.create() runs it and connects to the address\n"
-    "  set-timeout [--registry-only] ID S\n"
+    "                            (--pass-fd N: gets the connection; --holder PID: holds it)\n"
+    "  set-timeout [--registry-only] [--json] ID S\n"
     "                            its deadline S s from now (registry and guest)\n"
+    "  hold [--release] ID PID   (plumbing) process PID holds ID's agent channel (the SDK)\n"
+    "  host-tsc [--measure]      this host's TSC frequency in kHz as TCG guests are told\n"
     "  ps [--json]               list them: key, age, time left, VMM pid, memory (RSS/RAM),\n"
     "                            state, sandbox id; ends those past deadline + grace; then\n"
     "                            the paused ones (the SDK's pause(), in $CELLVM_PAUSED_DIR,\n"
@@ -620,6 +624,7 @@ struct vm_cmd {
         const char *template_name; /* create: E2B's template name, into the registry */
         json_t *metadata;          /* create: --metadata K=V, an object */
         int pass_fd;               /* create: a unix socket to hand the agent connection to, or 0 */
+        pid_t holder;              /* create: the process that holds the connection, or 0 */
         struct snap_report report; /* how the VM was restored */
         bool pausable;             /* create: a cold boot gets a QMP socket too */
 };
@@ -669,6 +674,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"cmdline-extra", required_argument, NULL, 'X'},
             {"json", no_argument, NULL, 'j'},
             {"pass-fd", required_argument, NULL, 'A'},
+            {"holder", required_argument, NULL, 'H'},
             {NULL, 0, NULL, 0},
         };
         const char *image = getenv("CELLVM_IMAGE");
@@ -685,11 +691,11 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         double d;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "+e:t:o:vh", opts, NULL)) != -1) {
-                if (create != (strchr("MTjA", opt) != NULL) && strchr("MTjAeod", opt)) {
+                if (create != (strchr("MTjAH", opt) != NULL) && strchr("MTjAHeod", opt)) {
                         fputs(create ? "cellvm: create takes the VM options, --timeout, "
-                                       "--metadata, --template, --json and --pass-fd\n"
-                                     : "cellvm: --metadata, --template, --json and --pass-fd are "
-                                       "create's\n",
+                                       "--metadata, --template, --json, --pass-fd and --holder\n"
+                                     : "cellvm: --metadata, --template, --json, --pass-fd and "
+                                       "--holder are create's\n",
                               stderr);
                         return -1;
                 }
@@ -828,6 +834,12 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                 case 'A':
                         if (cli_parse_fd(optarg, &v->pass_fd) < 0) {
                                 fputs("cellvm: --pass-fd takes an fd number >= 3\n", stderr);
+                                return -1;
+                        }
+                        break;
+                case 'H':
+                        if (sbx_parse_pid(optarg, &v->holder) < 0) {
+                                fputs("cellvm: --holder takes a pid\n", stderr);
                                 return -1;
                         }
                         break;
@@ -1057,10 +1069,34 @@ static int cmd_create(int argc, char **argv)
                         the_rec.e.key, strerror(-keeper));
         else
                 the_rec.e.keeper_pid = keeper;
+        sbx_hold(&the_rec, v.holder);
         sbx_describe(&the_rec, v.template_name, metadata);
         rc = sbx_print_json(&the_rec, v.report.restored ? &v.report : NULL);
         free(metadata);
         return rc;
+}
+
+/* `cellvm host-tsc [--measure]`: what TCG guests are told (host_tsc.h); the
+ * tests compare it with the kernel's value and the guests' clocks. */
+static int cmd_host_tsc(int argc, char **argv)
+{
+        bool measure = argc == 2 && strcmp(argv[1], "--measure") == 0;
+        if (argc != 1 && !measure) {
+                fputs("cellvm: usage: host-tsc [--measure] (the cached value, or measured now)\n",
+                      stderr);
+                return EXIT_USAGE;
+        }
+        uint64_t khz;
+        int rc = measure ? cvm_host_tsc_measure(&khz) : cvm_host_tsc_khz(&khz);
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: host-tsc: %s\n",
+                        rc == -ENOTSUP  ? "no TSC to read on this host"
+                        : rc == -EINVAL ? "bad $CELLVM_TSC_KHZ"
+                                        : strerror(-rc));
+                return EXIT_CONNECTION;
+        }
+        printf("%llu\n", (unsigned long long)khz);
+        return 0;
 }
 
 static int cmd_shell(int argc, char **argv)
@@ -1227,7 +1263,8 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "create") == 0)
                 return cmd_create(argc - i, argv + i);
         if (strcmp(argv[i], "keep") == 0) {
-                /* Plumbing: the keeper of an entry another program wrote (the SDK's own boots). */
+                /* Plumbing: the keeper of an entry (create starts its own; the tests
+                 * start one for a stand-in VMM's entry). */
                 if (argc - i != 2) {
                         fputs("cellvm: usage: keep KEY (prints the keeper's pid)\n", stderr);
                         return EXIT_USAGE;
@@ -1240,6 +1277,10 @@ int main(int argc, char **argv)
                 printf("%d\n", (int)keeper);
                 return 0;
         }
+        if (strcmp(argv[i], "hold") == 0)
+                return cmd_hold(argc - i, argv + i);
+        if (strcmp(argv[i], "host-tsc") == 0)
+                return cmd_host_tsc(argc - i, argv + i);
         if (strcmp(argv[i], "set-timeout") == 0)
                 return cmd_set_timeout(argc - i, argv + i);
         if (strcmp(argv[i], "ps") == 0)

@@ -185,16 +185,18 @@ static const char pause_usage[] =
     "(the sandbox runs on as it was).\n";
 
 static const char resume_usage[] =
-    "usage: cellvm resume [--json] [--timeout S] [--pass-fd N] ID\n"
+    "usage: cellvm resume [--json] [--timeout S] [--pass-fd N] [--holder PID] ID\n"
     "\n"
     "Resumes paused sandbox ID (as cellvm ps shows it): its VMM started from the record\n"
     "under the same key and id, its guest running again with what it held (variables,\n"
     "files, background processes), this host's clock and fresh entropy; then the record\n"
     "is removed. The sandbox outlives this command until its deadline, S seconds from\n"
-    "now (default 300, at most $CELLVM_MAX_TIMEOUT), or cellvm kill ID.\n"
+    "now (default $CELLVM_DEFAULT_TIMEOUT, 300; at most $CELLVM_MAX_TIMEOUT), or cellvm\n"
+    "kill ID.\n"
     "  --json    print its registry entry as JSON (sandbox_id, address, pid, deadline_ms,\n"
     "            ...) instead of a sentence\n"
     "  --pass-fd N  send the agent connection over unix socket N (SCM_RIGHTS)\n"
+    "  --holder PID process PID holds that connection (cellvm hold --help)\n"
     "exit status: 0 resumed, 1 no such paused sandbox, 2 usage, 3 failed (the record\n"
     "stays).\n";
 
@@ -204,6 +206,7 @@ struct pause_args {
         double timeout_s; /* resume */
         const char *envs; /* pause: --envs JSON, an object (the SDK's); NULL: "{}" */
         int pass_fd;      /* resume: --pass-fd N, or 0 */
+        pid_t holder;     /* resume: --holder PID (the SDK holds the connection), or 0 */
 };
 
 /* [--json] [--timeout S] [--pass-fd N] (resume) or [--envs JSON] (pause) ID:
@@ -215,9 +218,17 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
         bool *json = &a->json;
         double *timeout_s = &a->timeout_s;
         *json = false;
-        *timeout_s = 300;
+        /* E2B's default lifetime, as create's. */
+        const char *def = getenv("CELLVM_DEFAULT_TIMEOUT");
+        char *def_end = NULL;
+        *timeout_s = def && def[0] ? strtod(def, &def_end) : 300;
+        if (def_end && (*def_end || !(*timeout_s > 0))) {
+                fputs("cellvm: $CELLVM_DEFAULT_TIMEOUT takes seconds > 0\n", stderr);
+                return EXIT_USAGE;
+        }
         a->envs = NULL;
         a->pass_fd = 0;
+        a->holder = 0;
         *id = NULL;
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -238,6 +249,11 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
                 } else if (resume && strcmp(argv[i], "--pass-fd") == 0 && i + 1 < argc) {
                         if (cli_parse_fd(argv[++i], &a->pass_fd) < 0) {
                                 fputs("cellvm: --pass-fd takes an fd number >= 3\n", stderr);
+                                return EXIT_USAGE;
+                        }
+                } else if (resume && strcmp(argv[i], "--holder") == 0 && i + 1 < argc) {
+                        if (sbx_parse_pid(argv[++i], &a->holder) < 0) {
+                                fputs("cellvm: --holder takes a pid\n", stderr);
                                 return EXIT_USAGE;
                         }
                 } else if (timeout_ok && strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
@@ -366,6 +382,7 @@ int cmd_resume(int argc, char **argv)
         pid_t keeper = ckeeper_start(rec.e.key);
         if (keeper > 0)
                 rec.e.keeper_pid = keeper;
+        sbx_hold(&rec, a.holder);
         sbx_describe(&rec, NULL, m.metadata); /* its metadata, as before the pause */
         if (json) {
                 rc = sbx_print_json(&rec, &report);

@@ -25,7 +25,7 @@
 #include "registry.h"
 
 /* A TCG guest that could not be told the host's TSC frequency keeps time up to
- * 30% off: its own deadline then gets this slack (client/python/cellvm/lifetime.py). */
+ * 30% off: its own deadline then gets this slack (docs/SDK.md, "Lifetime"). */
 #define TCG_CLOCK_SLACK 0.3
 
 static struct creg reg = {.lock_fd = -1};
@@ -147,8 +147,23 @@ static void set_json_text(json_t *o, const char *name, const char *text)
         json_object_set_new(o, name, v);
 }
 
-/* An entry as `cellvm ps --json` and `cellvm create --json` print it. */
-static json_t *sbx_entry_json(const struct creg_entry *e, const char *metadata)
+/* The guest's SET_DEADLINE timeout_ms for a sandbox ending at `deadline_ms`. */
+static uint64_t guest_timeout_ms(const struct creg_entry *e, int64_t deadline_ms)
+{
+        int64_t left = deadline_ms - creg_now_ms();
+        double s = left > 1 ? (double)left / 1000.0 : 0.001;
+        return (uint64_t)(sbx_guest_timeout_s(s, strcmp(e->accel, "kvm") == 0) * 1000);
+}
+
+/* The holder of `e`'s channel still runs (its pid has the recorded start time). */
+static bool holder_alive(const struct creg_entry *e)
+{
+        return e->holder_pid > 0 && creg_proc_start(e->holder_pid) == e->holder_start;
+}
+
+/* An entry as `cellvm ps --json` and `cellvm create --json` print it; `path`
+ * is its file, which a holder watches for new deadlines (docs/SDK.md). */
+static json_t *sbx_entry_json(const struct creg_entry *e, const char *metadata, const char *path)
 {
         json_t *o = json_object();
         json_object_set_new(o, "sandbox_id", json_string(e->id));
@@ -169,6 +184,10 @@ static json_t *sbx_entry_json(const struct creg_entry *e, const char *metadata)
         json_object_set_new(o, "keeper_pid", json_integer(e->keeper_pid));
         json_object_set_new(o, "holder_pid", json_integer(e->holder_pid));
         json_object_set_new(o, "holder_start", json_integer((json_int_t)e->holder_start));
+        json_object_set_new(o, "held", json_boolean(holder_alive(e)));
+        json_object_set_new(o, "guest_timeout_ms",
+                            json_integer((json_int_t)guest_timeout_ms(e, e->deadline_ms)));
+        json_object_set_new(o, "entry", json_string(path));
         set_json_text(o, "metadata", metadata ? metadata : "{}");
         return o;
 }
@@ -238,8 +257,12 @@ static int ps_json(int n)
         static char metadata[64 * 1024];
         if (open_locked() == 0) {
                 for (int i = 0; i < n; i++) {
+                        char path[sizeof(((struct sbx_rec *)0)->path)];
+                        if (snprintf(path, sizeof(path), "%s/%s.sandbox", reg.dir,
+                                     entries[i].key) >= (int)sizeof(path))
+                                path[0] = '\0'; /* cannot happen: the sizes add up */
                         read_metadata(entries[i].key, metadata, sizeof(metadata));
-                        json_array_append_new(all, sbx_entry_json(&entries[i], metadata));
+                        json_array_append_new(all, sbx_entry_json(&entries[i], metadata, path));
                 }
                 creg_unlock(&reg);
         }
@@ -442,7 +465,7 @@ int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, c
         rec->path[0] = '\0';
         int rc = 0;
         if (!key) {
-                /* The key's prefix: the VMM's name in [a-z0-9], as registry.py's new_key. */
+                /* The key's prefix: the VMM's name in [a-z0-9], at most 16 characters. */
                 char prefix[17];
                 size_t plen = 0;
                 for (const char *p = cvm_vmm_name(vm->vmm); *p && plen < sizeof(prefix) - 1; p++)
@@ -600,7 +623,7 @@ void sbx_describe(struct sbx_rec *rec, const char *template_, const char *metada
 
 int sbx_print_json(const struct sbx_rec *rec, const struct snap_report *report)
 {
-        json_t *o = sbx_entry_json(&rec->e, rec->e.metadata);
+        json_t *o = sbx_entry_json(&rec->e, rec->e.metadata, rec->path);
         if (report) {
                 /* ns after the VMM's spawn; a stage the restore had not is left out */
                 const struct {
@@ -625,17 +648,17 @@ int sbx_print_json(const struct sbx_rec *rec, const struct snap_report *report)
 }
 
 static const char set_timeout_usage[] =
-    "usage: cellvm set-timeout [--registry-only] ID S\n"
+    "usage: cellvm set-timeout [--registry-only] [--json] ID S\n"
     "\n"
     "Live sandbox ID (its key or id, as cellvm ps shows them) ends S seconds from now\n"
     "(at most $CELLVM_MAX_TIMEOUT): recorded in the registry, where every cellvm process\n"
     "enforces it, and sent to the guest's init (SET_DEADLINE) unless another process\n"
     "holds its channel (that process relays it) or --registry-only (the caller tells\n"
-    "the guest itself).\n"
+    "the guest itself: --json prints the guest_timeout_ms to send).\n"
     "exit status: 0 set, 1 no such live sandbox, 2 usage, 3 failed.\n";
 
 /* SET_DEADLINE to the agent of `e` over a connection of our own. */
-static void tell_guest(const struct creg_entry *e, double timeout_s)
+static void tell_guest(const struct creg_entry *e, uint64_t timeout_ms)
 {
         if (!e->address[0]) {
                 fprintf(stderr,
@@ -652,9 +675,7 @@ static void tell_guest(const struct creg_entry *e, double timeout_s)
                 cv_buf_init(&b);
                 cv_enc_map(&b, 1);
                 cv_enc_cstr(&b, "timeout_ms");
-                cv_enc_uint(
-                    &b, (uint64_t)(sbx_guest_timeout_s(timeout_s, strcmp(e->accel, "kvm") == 0) *
-                                   1000));
+                cv_enc_uint(&b, timeout_ms);
                 rc = cvc_call_buf(c, CV_MSG_SET_DEADLINE, &b, NULL);
                 cv_buf_free(&b);
         }
@@ -666,17 +687,66 @@ static void tell_guest(const struct creg_entry *e, double timeout_s)
         cvc_close(c); /* NULL-safe */
 }
 
+/* Changes the entry of live sandbox `ident` under the lock if it is still the
+ * same VM's: `change` edits *out (0: written, > 0: left as it was, < 0: that
+ * error). *out is the entry as it is then. 0, -ENOENT or a negative errno. */
+static int update_entry(const char *ident, int (*change)(struct creg_entry *e, void *arg),
+                        void *arg, struct creg_entry *out)
+{
+        static char metadata[64 * 1024];
+        pthread_mutex_lock(&reg_mutex);
+        int rc = sbx_find(ident, out, metadata, sizeof(metadata));
+        /* sbx_find unlocked: the entry is read again under the lock. */
+        if (rc == 0 && (rc = creg_lock(&reg)) == 0) {
+                char why[128], path[sizeof(((struct sbx_rec *)0)->path)], text[4096];
+                struct creg_entry cur;
+                snprintf(path, sizeof(path), "%s/%s.sandbox", reg.dir, out->key);
+                FILE *f = fopen(path, "re");
+                size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+                if (f)
+                        fclose(f);
+                text[len] = '\0';
+                if (!f || creg_parse(text, out->key, &cur, why, sizeof(why)) < 0 ||
+                    cur.pid != out->pid || cur.pid_start != out->pid_start) {
+                        rc = -ENOENT; /* ended meanwhile */
+                } else {
+                        *out = cur;
+                        out->metadata = metadata;
+                        rc = change(out, arg);
+                        rc = rc == 0 ? creg_write(&reg, out) : rc > 0 ? 0 : rc;
+                }
+                creg_unlock(&reg);
+        }
+        pthread_mutex_unlock(&reg_mutex);
+        return rc;
+}
+
+static int set_deadline_to(struct creg_entry *e, void *deadline_ms)
+{
+        e->deadline_ms = *(const int64_t *)deadline_ms;
+        return 0;
+}
+
 int cmd_set_timeout(int argc, char **argv)
 {
-        bool registry_only = argc == 4 && strcmp(argv[1], "--registry-only") == 0;
-        if (argc != 3 && !registry_only) {
-                fputs(set_timeout_usage,
-                      argc == 2 && strcmp(argv[1], "--help") == 0 ? stdout : stderr);
-                return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+        bool registry_only = false, json = false,
+             help = argc == 2 && strcmp(argv[1], "--help") == 0;
+        int a = 1;
+        for (; a < argc && argv[a][0] == '-' && a + 2 < argc; a++) {
+                if (strcmp(argv[a], "--registry-only") == 0)
+                        registry_only = true;
+                else if (strcmp(argv[a], "--json") == 0)
+                        json = true;
+                else
+                        break;
         }
-        const char *id = argv[argc - 2];
+        if (help || argc - a != 2) {
+                fputs(set_timeout_usage, help ? stdout : stderr);
+                return help ? 0 : 2;
+        }
+        const char *id = argv[a];
         char *end;
-        double timeout_s = strtod(argv[argc - 1], &end);
+        double timeout_s = strtod(argv[a + 1], &end);
         if (*end || !(timeout_s > 0)) {
                 fputs("cellvm: set-timeout takes seconds > 0\n", stderr);
                 return 2;
@@ -689,32 +759,8 @@ int cmd_set_timeout(int argc, char **argv)
                 return 2;
         }
         struct creg_entry e;
-        static char metadata[64 * 1024];
-        pthread_mutex_lock(&reg_mutex);
-        int rc = sbx_find(id, &e, metadata, sizeof(metadata));
-        /* sbx_find unlocked: the entry is written again under the lock, if
-         * it is still the same VM's. */
-        if (rc == 0 && (rc = creg_lock(&reg)) == 0) {
-                char why[128], path[sizeof(((struct sbx_rec *)0)->path)], text[4096];
-                struct creg_entry cur;
-                snprintf(path, sizeof(path), "%s/%s.sandbox", reg.dir, e.key);
-                FILE *f = fopen(path, "re");
-                size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
-                if (f)
-                        fclose(f);
-                text[len] = '\0';
-                if (!f || creg_parse(text, e.key, &cur, why, sizeof(why)) < 0 || cur.pid != e.pid ||
-                    cur.pid_start != e.pid_start) {
-                        rc = -ENOENT; /* ended meanwhile */
-                } else {
-                        e = cur;
-                        e.metadata = metadata;
-                        e.deadline_ms = creg_now_ms() + (int64_t)(timeout_s * 1000);
-                        rc = creg_write(&reg, &e);
-                }
-                creg_unlock(&reg);
-        }
-        pthread_mutex_unlock(&reg_mutex);
+        int64_t deadline_ms = creg_now_ms() + (int64_t)(timeout_s * 1000);
+        int rc = update_entry(id, set_deadline_to, &deadline_ms, &e);
         if (rc == -ENOENT) {
                 fprintf(stderr, "cellvm: set-timeout %s: no live sandbox has that id or key\n", id);
                 return 1;
@@ -723,8 +769,103 @@ int cmd_set_timeout(int argc, char **argv)
                 fprintf(stderr, "cellvm: set-timeout %s: %s\n", id, strerror(-rc));
                 return 3;
         }
-        bool held = e.holder_pid > 0 && creg_proc_start(e.holder_pid) == e.holder_start;
+        uint64_t guest_ms =
+            (uint64_t)(sbx_guest_timeout_s(timeout_s, strcmp(e.accel, "kvm") == 0) * 1000);
+        bool held = holder_alive(&e);
         if (!registry_only && !held)
-                tell_guest(&e, timeout_s);
+                tell_guest(&e, guest_ms);
+        if (!json)
+                return 0;
+        json_t *o = json_object();
+        json_object_set_new(o, "sandbox_id", json_string(e.id));
+        json_object_set_new(o, "deadline_ms", json_integer(e.deadline_ms));
+        json_object_set_new(o, "guest_timeout_ms", json_integer((json_int_t)guest_ms));
+        json_object_set_new(o, "held", json_boolean(held));
+        return print_json_line(o);
+}
+
+static const char hold_usage[] =
+    "usage: cellvm hold [--release] ID PID\n"
+    "\n"
+    "Records that process PID holds the agent channel of live sandbox ID (the SDK\n"
+    "does, from its connect on); --release ends PID's own hold (its close). QEMU's\n"
+    "serial channel serves one client at a time: holding one that another live\n"
+    "process holds is refused, naming that process. cellvm set-timeout leaves a held\n"
+    "sandbox's guest to its holder, which relays the new deadline (docs/SDK.md).\n"
+    "exit status: 0 done, 1 no such live sandbox, 2 usage, 3 failed, 4 held by another.\n";
+
+struct hold_change {
+        pid_t pid;
+        uint64_t start;
+        bool release;
+};
+
+static int hold_change(struct creg_entry *e, void *arg)
+{
+        const struct hold_change *h = arg;
+        if (h->release) {
+                if (e->holder_pid != h->pid)
+                        return 1; /* not its hold (another took it over, or none) */
+                e->holder_pid = 0;
+                e->holder_start = 0;
+                return 0;
+        }
+        if (holder_alive(e) && e->holder_pid != h->pid && strncmp(e->address, "unix:", 5) == 0)
+                return -EBUSY;
+        e->holder_pid = h->pid;
+        e->holder_start = h->start;
+        return 0;
+}
+
+int sbx_parse_pid(const char *s, pid_t *pid)
+{
+        char *end;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v <= 1 || v > INT_MAX)
+                return -EINVAL;
+        *pid = (pid_t)v;
+        return 0;
+}
+
+void sbx_hold(struct sbx_rec *rec, pid_t pid)
+{
+        rec->e.holder_pid = pid;
+        rec->e.holder_start = pid ? creg_proc_start(pid) : 0;
+}
+
+int cmd_hold(int argc, char **argv)
+{
+        bool help = argc == 2 && strcmp(argv[1], "--help") == 0;
+        struct hold_change h = {.release = argc == 4 && strcmp(argv[1], "--release") == 0};
+        int a = h.release ? 2 : 1;
+        if (help || argc - a != 2 || sbx_parse_pid(argv[a + 1], &h.pid) < 0) {
+                fputs(hold_usage, help ? stdout : stderr);
+                return help ? 0 : 2;
+        }
+        h.start = creg_proc_start(h.pid);
+        if (!h.release && !h.start) {
+                fprintf(stderr, "cellvm: hold %s: process %d is not running\n", argv[a],
+                        (int)h.pid);
+                return 2;
+        }
+        struct creg_entry e;
+        int rc = update_entry(argv[a], hold_change, &h, &e);
+        if (rc == -ENOENT) {
+                fprintf(stderr, "cellvm: hold %s: no live sandbox has that id or key\n", argv[a]);
+                return 1;
+        }
+        if (rc == -EBUSY) {
+                fprintf(stderr,
+                        "cellvm: sandbox %s is in use by process %d: its channel (QEMU's "
+                        "virtio-serial socket) serves one client at a time; list, get_info, "
+                        "set_timeout and kill work meanwhile (vhost-vsock has no such limit)\n",
+                        e.id, (int)e.holder_pid);
+                return 4;
+        }
+        if (rc < 0) {
+                fprintf(stderr, "cellvm: hold %s: %s\n", argv[a], strerror(-rc));
+                return 3;
+        }
         return 0;
 }

@@ -59,8 +59,15 @@ struct snap_report;
 /* `rec`'s entry as one line of JSON on stdout (cellvm create --json), with
  * the restore's stages as "restore" when `report` is not NULL. 0 or 3. */
 int sbx_print_json(const struct sbx_rec *rec, const struct snap_report *report);
-/* `cellvm set-timeout [--registry-only] ID S`. */
+/* `cellvm set-timeout [--registry-only] [--json] ID S`. */
 int cmd_set_timeout(int argc, char **argv);
+/* `cellvm hold [--release] ID PID`: the holder of a sandbox's channel. */
+int cmd_hold(int argc, char **argv);
+/* Records `pid` (with its start time) as the holder of `rec`'s channel; the
+ * next write of the entry (sbx_describe) stores it. create/resume --holder. */
+void sbx_hold(struct sbx_rec *rec, pid_t pid);
+/* A pid > 1 in decimal: 0 or -EINVAL. */
+int sbx_parse_pid(const char *s, pid_t *pid);
 /* The guest's own deadline for a sandbox ending in `s` seconds (docs/SDK.md). */
 double sbx_guest_timeout_s(double s, bool kvm);
 

@@ -1,5 +1,4 @@
-/* The host's TSC frequency: see host_tsc.h and client/python/cellvm/host_tsc.py (why
- * measured, why this way). */
+/* The host's TSC frequency: see host_tsc.h (why measured, why this way). */
 #include "host_tsc.h"
 
 #include <errno.h>

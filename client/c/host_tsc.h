@@ -1,8 +1,16 @@
 /*
  * The host's TSC frequency, which a TCG guest's kernel must be told
  * (tsc_early_khz=, docs/VMM.md "The guest's clock under TCG"): measured with
- * rdtsc against CLOCK_MONOTONIC_RAW and cached per host boot, by the same
- * method and in the same file as the Python SDK (client/python/cellvm/host_tsc.py).
+ * rdtsc against CLOCK_MONOTONIC_RAW and cached per host boot.
+ *
+ * Measured, not looked up: /proc/cpuinfo's "cpu MHz" is the current core
+ * clock, not the TSC's; the kernel's own value is in its log (root only on
+ * most systems) or in a perf_event mmap page (refused by Debian's default
+ * perf_event_paranoid=3). Each end of a 50 ms interval is the tightest of 64
+ * (rdtsc, clock, rdtsc) brackets, so a preemption inside one is thrown away,
+ * not measured; the median of three intervals is taken. The error is about
+ * 1e-5, the guest's budget 5e-3. `cellvm host-tsc` prints the value
+ * (tests/test_host_tsc.py compares it with the kernel's).
  */
 #ifndef CELLVM_CLIENT_HOST_TSC_H
 #define CELLVM_CLIENT_HOST_TSC_H

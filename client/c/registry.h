@@ -1,13 +1,11 @@
 /*
- * The per-user registry of live sandboxes, shared with the Python SDK
- * (client/python/cellvm/registry.py; format in docs/VMM.md, "Live
- * sandboxes"): one `<key>.sandbox` file of `name=value` lines per VMM in the
- * runtime directory ($CELLVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cellvm, else
- * /tmp/cellvm-<uid>), writers under an flock of `<dir>/lock`. A VMM is its
- * pid plus its start time (field 22 of /proc/PID/stat): a reused pid is
- * never signalled. A sweep removes damaged entries (never trusting them),
- * stale ones (VMM exited, with its temp directory) and kills VMMs past
- * deadline + grace ($CELLVM_DEADLINE_GRACE, 10 s).
+ * The per-user registry of live sandboxes (format in docs/VMM.md, "Live
+ * sandboxes"; the Python SDK sees it through the CLI, `cellvm ps --json`): one `<key>.sandbox` file
+ * of `name=value` lines per VMM in the runtime directory ($CELLVM_RUNTIME_DIR, else
+ * $XDG_RUNTIME_DIR/cellvm, else /tmp/cellvm-<uid>), writers under an flock of `<dir>/lock`. A VMM
+ * is its pid plus its start time (field 22 of /proc/PID/stat): a reused pid is never signalled. A
+ * sweep removes damaged entries (never trusting them), stale ones (VMM exited, with its temp
+ * directory) and kills VMMs past deadline + grace ($CELLVM_DEADLINE_GRACE, 10 s).
  */
 #ifndef CELLVM_CLIENT_REGISTRY_H
 #define CELLVM_CLIENT_REGISTRY_H

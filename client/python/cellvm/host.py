@@ -1,12 +1,13 @@
 """The host side of a sandbox, owned by the C CLI (issue 22): the SDK gets
 its micro-VMs from `cellvm create --json` and acts on them with `cellvm
-ps --json`, `set-timeout`, `kill`, `pause --json` and `resume --json`; the
-CBOR data path goes straight to the agent as before.
+ps --json`, `set-timeout --json`, `hold`, `kill`, `pause --json` and
+`resume --json`; the CBOR data path goes straight to the agent as before.
 
 create() hands the CLI one end of a socketpair (`--pass-fd`): the CLI sends
 the agent connection it restored the clone with (HELLO, NEW_GENERATION and
 SET_DEADLINE done) over it, so the SDK needs no second connection (over the
-serial port a new one waits for the agent to reopen it, ~0.1 s).
+serial port a new one waits for the agent to reopen it, ~0.1 s), and records
+this process as the holder of that connection (`--holder`).
 
 The binary: $CELLVM_BIN, else build/cellvm of this checkout, else `cellvm`
 on PATH.
@@ -28,8 +29,9 @@ logger = logging.getLogger("cellvm")
 
 BIN_ENV = "CELLVM_BIN"
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-# The CLI's exit statuses (client/c/cli.c): 1 not found, 2 usage or refused limits.
-_NOT_FOUND, _USAGE = 1, 2
+# The CLI's exit statuses (client/c/cli.c): 1 not found, 2 usage or refused limits,
+# 4 (hold) another process holds the channel.
+_NOT_FOUND, _USAGE, _HELD = 1, 2, 4
 
 
 def binary() -> str:
@@ -49,22 +51,13 @@ def binary() -> str:
                            "`make` builds it; the SDK needs it to create, list and kill sandboxes")
 
 
-def available() -> bool:
-    """There is a cellvm binary (list and find fall back to the registry without one)."""
-    try:
-        binary()
-        return True
-    except SandboxException:
-        return False
-
-
 def _error(what, r):
     """The SDK exception for a failed CLI call `r` (its stderr says why)."""
     msg = " ".join(line.removeprefix("cellvm: ") for line in r.stderr.strip().splitlines()[-3:])
     msg = f"{what}: {msg or f'exit status {r.returncode}'}"
     if "Rate limit exceeded" in msg:
         return RateLimitException(msg, code="rate_limit")
-    if "Timeout cannot be greater" in msg:
+    if "Timeout cannot be greater" in msg or "seconds > 0" in msg or "bad --timeout" in msg:
         return InvalidArgumentException(msg, code="bad_request")
     if r.returncode == _NOT_FOUND:
         return SandboxNotFoundException(msg)
@@ -113,7 +106,7 @@ def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None):
     with HELLO done). The CLI restores (or boots) the sandbox, records it in
     the registry with its deadline and tells the guest; it lives on after the
     CLI until its deadline."""
-    args = ["create", "--json", *vm_options]
+    args = ["create", "--json", "--holder", str(os.getpid()), *vm_options]
     if timeout is not None:
         args += ["--timeout", f"{float(timeout):g}"]
     for k, v in (metadata or {}).items():
@@ -123,11 +116,13 @@ def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None):
     return _with_connection(args, "create", boot_s)
 
 
-def resume(ident, timeout_s):
+def resume(ident, timeout_s=None):
     """`cellvm resume --json`: the paused sandbox `ident` running again under
     its id; (its entry as a dict, a Connection to its agent), as create()."""
-    return _with_connection(["resume", "--json", "--timeout", f"{float(timeout_s):g}", ident],
-                            f"resume({ident})", None)
+    args = ["resume", "--json", "--holder", str(os.getpid())]
+    if timeout_s is not None:
+        args += ["--timeout", f"{float(timeout_s):g}"]
+    return _with_connection([*args, ident], f"resume({ident})", None)
 
 
 def _with_connection(args, what, wait_s):
@@ -206,8 +201,21 @@ def kill(ident) -> bool:
 
 
 def set_timeout(ident, timeout_s, registry_only=False):
-    """`cellvm set-timeout`: ends `ident` `timeout_s` from now (registry; the
-    guest too unless `registry_only`, or another process holds its channel)."""
-    args = ["set-timeout", *(["--registry-only"] if registry_only else []), ident,
+    """`cellvm set-timeout --json`: ends `ident` `timeout_s` from now (registry;
+    the guest too unless `registry_only`, or another process holds its
+    channel). Its JSON: deadline_ms, guest_timeout_ms (what to send the guest), held."""
+    args = ["set-timeout", "--json", *(["--registry-only"] if registry_only else []), ident,
             f"{float(timeout_s):g}"]
-    run(args, f"set_timeout({ident})")
+    return json.loads(run(args, f"set_timeout({ident})"))
+
+
+def hold(ident, pid, release=False):
+    """`cellvm hold`: process `pid` holds the channel of `ident` (`release`:
+    no longer). SandboxException naming the holder when another live process
+    holds a serial channel (it serves one client at a time)."""
+    r = subprocess.run([binary(), "hold", *(["--release"] if release else []), ident, str(pid)],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+    if r.returncode == _HELD:
+        raise SandboxException(r.stderr.strip().removeprefix("cellvm: "))
+    if r.returncode != 0:
+        raise _error(f"hold({ident})", r)

@@ -37,7 +37,7 @@ kernel command line, which any process in the guest can read.
 Every live VM is also killed at interpreter exit (atexit), so a script that
 forgets kill() leaves no QEMU behind, unless it was created with
 `detach=True`: then it lives until its timeout (cellvm.lifetime). Each VM is
-recorded in the user's registry of live sandboxes (cellvm.registry) with
+recorded in the user's registry of live sandboxes (`cellvm ps`) with
 its deadline, under the registry's lock, after the limits were checked.
 """
 
@@ -76,9 +76,6 @@ def _kill_all_at_exit():
             continue  # lives until its timeout (cellvm.lifetime)
         try:
             vm.kill()
-            if getattr(vm, "registry_key", None):
-                from . import registry
-                registry.Registry().forget(vm.registry_key)
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
 
@@ -253,12 +250,8 @@ def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
     """create() through `cellvm create --json` (cellvm.host): the C side
     restores the clone from the shared template (or boots cold), records it
     and sets its deadline; this process gets its agent connection."""
-    from . import host, lifetime, registry as _reg
+    from . import host, lifetime
     from .exceptions import InvalidArgumentException, SandboxException, TimeoutException
-    try:
-        lifetime_s = lifetime.resolve_timeout(timeout)
-    except _reg.LimitExceeded as e:
-        raise lifetime.limit_error(e) from None
     if snapshot is None or snapshot is True:
         try:
             snapshot = snapshot_mode(snapshot) != "off"
@@ -267,7 +260,7 @@ def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
     boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
     opts = host.vm_args(resolve_image(image), vmm, memory_mb, vcpus, kernel, initramfs, rootfs,
                         snapshot, boot_s, network, extra_cmdline)
-    info, conn = host.create(opts, timeout=lifetime_s, metadata=metadata, template=template)
+    info, conn = host.create(opts, timeout=timeout, metadata=metadata, template=template)
     detached = lifetime.detach_default() if detach is None else bool(detach)
     vm = cli_vm(info, detached)
     try:
@@ -287,7 +280,8 @@ def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
 
 def adopt_cli(cls, vm, info, conn, envs, request_timeout):
     """The Sandbox (`cls`) over `conn` of the CLI's sandbox `info` (create or
-    resume --json): its registry entry, this process holding its channel."""
+    resume --json): its registry entry, this process holding its channel
+    (the CLI recorded it: --holder)."""
     from . import lifetime
     sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
     sbx._entry = lifetime.entry_from_info(info)
@@ -295,6 +289,5 @@ def adopt_cli(cls, vm, info, conn, envs, request_timeout):
         sbx._restore_stages = _Stages(info["restore"])
     if info.get("snapshot_dir"):
         sbx._snapshot_dir = info["snapshot_dir"]
-    lifetime.hold(sbx)
     lifetime.watch(sbx)
     return sbx

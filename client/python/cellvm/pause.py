@@ -59,7 +59,6 @@ def _stopped(owner, rec):
     owner._conn.close()
     owner._closed = True
     owner._vm.kill()
-    lifetime.forget(owner._entry)
     lifetime.unwatch(owner)
     for view in _live(owner.sandbox_id):
         view._closed = True
@@ -96,8 +95,7 @@ def resume(cls, rec, timeout=None, request_timeout=None, envs=None, into=None):
     paused Sandbox object) brought back. SandboxException if it cannot be."""
     from . import host, lifetime
     from .launch import adopt_cli, cli_vm
-    lifetime_s = lifetime.resolve_timeout(timeout)
-    info, conn = host.resume(rec["key"], lifetime_s)
+    info, conn = host.resume(rec["key"], timeout)
     vm = cli_vm(info, lifetime.detach_default())
     sbx = adopt_cli(cls, vm, info, conn, rec.get("envs", {}) if envs is None else envs,
                     request_timeout)
@@ -116,15 +114,14 @@ def _adopt_into(old, new):
     forget(new)
     lifetime.unwatch(new)
     for name in ("_id", "_addr", "_conn", "_vm", "_entry", "_restore_stages", "_started_at",
-                 "_sent_deadline_ms"):
+                 "_sent_deadline_ms", "_entry_state"):
         if hasattr(new, name):
             setattr(old, name, getattr(new, name))
     old._closed = False
     old._killed = False
     old._paused = None
     register(old)
-    lifetime.hold(old)
-    lifetime.watch(old)
+    lifetime.watch(old)  # its holder: this process (cellvm resume --holder)
 
 
 def info(rec):
@@ -140,10 +137,8 @@ def info(rec):
 
 
 def records():
-    """The paused sandboxes (`cellvm ps --json`); none without a cellvm binary."""
+    """The paused sandboxes (`cellvm ps --json`)."""
     from . import host
-    if not host.available():
-        return []
     return [e for e in host.ps() if e.get("state") == "paused"]
 
 

@@ -266,7 +266,7 @@ class SandboxPaginator:
         from . import lifetime
         mine = {i.sandbox_id for i in infos}
         infos.extend(lifetime.info_from_entry(e) for e in lifetime.live_entries()
-                     if e.id not in mine)  # other processes' VMs (cellvm.registry)
+                     if e.id not in mine)  # other processes' VMs (`cellvm ps`)
         from . import pause
         infos.extend(pause.info(r) for r in pause.records())  # E2B lists paused ones too
         addr = os.environ.get(ADDR_ENV)
@@ -383,11 +383,14 @@ class Sandbox:
             if self._owner is not None:
                 self._closed = False
             else:
-                self._conn = _open_connection(self._addr, self._request_timeout)
+                from . import lifetime
+                lifetime.hold(self)  # refused if another process took the channel
+                try:
+                    self._conn = _open_connection(self._addr, self._request_timeout)
+                except BaseException:
+                    lifetime.release(self)
+                    raise
                 self._closed = False
-                if getattr(self, "_entry", None) is not None:
-                    from . import lifetime
-                    lifetime.hold(self)
             _register(self)
         if timeout is not None:
             self.set_timeout(timeout)
@@ -400,7 +403,7 @@ class Sandbox:
         """Connect to the sandbox `sandbox_id`: a sandbox this process booted
         (its `sandbox_id`, the registry key; the new Sandbox shares its
         connection, and its kill() stops the VM as E2B's does), or one that
-        another process booted (the registry, cellvm.registry: its kill()
+        another process booted (the registry, `cellvm ps`: its kill()
         stops that VM too), or a paused one (resumed, with the same id), or
         the agent at that address ('unix:PATH', 'tcp:HOST:PORT' or
         'vsock:CID:PORT': a dev-mode agent; a VM's address is taken too).
@@ -415,7 +418,7 @@ class Sandbox:
         else:
             from . import lifetime
             entry = lifetime.find(sandbox_id)
-            if entry is not None:  # another process's VM (cellvm.registry)
+            if entry is not None:  # another process's VM (`cellvm ps`)
                 return lifetime.connect_entry(cls, entry, timeout, request_timeout, envs)
             from . import pause
             paused = pause.find(sandbox_id)
@@ -617,16 +620,15 @@ class Sandbox:
         entry = getattr(self, "_entry", None)
         if entry is not None:
             from . import lifetime
-            if self._vm is None:  # another process's VM: stopped host-side (cellvm.registry)
+            if self._vm is None:  # another process's VM: stopped host-side (`cellvm kill`)
                 return lifetime.kill_entry(entry)
-            lifetime.forget(entry)
         return True
 
     @classmethod
     def _cls_kill(cls, sandbox_id: str, **opts) -> bool:
         """Kill the sandbox `sandbox_id`: every Sandbox of this process with
         that id as kill() does. Another process's micro-VM (its id, the
-        registry key, or its address) is stopped host-side (cellvm.registry);
+        registry key, or its address) is stopped host-side (`cellvm ps`);
         a paused one's record is deleted; an agent at an address is asked to
         power off (its init stops everything), which an agent in dev mode
         refuses (SandboxException). False if nothing answers."""
@@ -639,7 +641,7 @@ class Sandbox:
             return True
         from . import lifetime
         entry = lifetime.find(sandbox_id)
-        if entry is not None:  # another process's VM: stopped host-side (cellvm.registry)
+        if entry is not None:  # another process's VM: stopped host-side (`cellvm ps`)
             return lifetime.kill_entry(entry)
         from . import pause
         paused = pause.find(sandbox_id)
@@ -793,7 +795,7 @@ class Sandbox:
         oldest first): the ones it created or connected to and has not
         closed, every live VM of this user in the registry (whichever
         process created it; the sweep first ends those past deadline +
-        grace, cellvm.registry), and the agent named by $CELLVM_ADDR if it
+        grace, `cellvm ps`), and the agent named by $CELLVM_ADDR if it
         answers.
         `query` (SandboxQuery) filters by metadata, state, started_after and
         template; `limit` is the page size."""
