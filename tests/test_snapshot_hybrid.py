@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cellvm import Sandbox, SandboxException, SandboxState  # noqa: E402
 import registry_view  # noqa: E402
 import snapshot_format as snapshot  # noqa: E402
-from cellvm.launch import SNAPSHOT_ENV, snapshot_mode  # noqa: E402
+from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 from conftest import IMAGE, build_image_or_skip, process_gone, processes_mentioning  # noqa: E402
 
 FAKE_VMM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_vmm.py")
@@ -183,4 +183,3 @@ def test_a_missing_memory_file_is_named_before_any_vmm_starts(stand_ins):
         assert sbx.run_code("1").text == "1"
     finally:
         sbx.kill()
-    assert snapshot_mode(None) == "auto"

@@ -14,8 +14,9 @@ sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import snapshot_format as snapshot  # noqa: E402
-from cellvm.launch import SNAPSHOT_ENV, snapshot_mode  # noqa: E402
+from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 from snapshot_format import Manifest, SnapshotError  # noqa: E402
+from conftest import IMAGE  # noqa: E402
 
 
 def sample(**kw):
@@ -206,17 +207,15 @@ def test_remove_unused_waits_for_no_restore(tmp_path):
     assert snapshot.remove_unused(str(d)) is True and not d.exists()
 
 
-def test_snapshot_mode_from_the_argument_and_the_environment(monkeypatch):
-    monkeypatch.delenv(SNAPSHOT_ENV, raising=False)
-    assert snapshot_mode(None) == "auto"
-    for off in ("0", "off", "no", "false"):
-        monkeypatch.setenv(SNAPSHOT_ENV, off)
-        assert snapshot_mode(None) == "off"
-    monkeypatch.setenv(SNAPSHOT_ENV, "maybe")
-    with pytest.raises(ValueError, match="CELLVM_SNAPSHOT"):
-        snapshot_mode(None)
-    assert snapshot_mode(False) == "off" and snapshot_mode(True) == "auto"
-    assert snapshot_mode("rel/dir") == os.path.abspath("rel/dir")
+def test_cellvm_snapshot_is_the_clis_to_read(monkeypatch):
+    """create(snapshot=None) leaves $CELLVM_SNAPSHOT to `cellvm create`: a
+    bad value is E2B's InvalidArgumentException, nothing started."""
+    from cellvm import Sandbox
+    from cellvm.exceptions import InvalidArgumentException
+    for bad in ("maybe", "2"):
+        monkeypatch.setenv(SNAPSHOT_ENV, bad)
+        with pytest.raises(InvalidArgumentException, match=r"\$CELLVM_SNAPSHOT=.*expected 0/off or 1/on"):
+            Sandbox.create(IMAGE)
 
 
 def test_paused_records_are_found_by_id_and_damaged_ones_reported(tmp_path, caplog):

@@ -20,7 +20,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 
-from cellvm import Sandbox, _wire, launch  # noqa: E402
+from cellvm import Sandbox, _wire  # noqa: E402
 
 FIXTURES = os.path.join(os.path.dirname(ROOT), "shared", "fixtures")
 
@@ -80,8 +80,10 @@ def test_create_waits_for_the_preloads_and_reports_every_boot_stage(sbx):
     assert 0 < report.total < 2 * sbx.created_after + 1
     assert sbx.first_cell_s < 10  # no wait for imports left
     # The memory given to user code follows memory_mb (cellvm.mem_limit).
+    # RAM minus max(128 MiB, RAM/8) (docs/SECURITY.md, cvm_user_memory_mb)
     limit = int(sbx.files.read("/sys/fs/cgroup/user/memory.max").strip())
-    assert limit == launch.user_memory_limit_mb(SESSION_VM_MEMORY_MB) * 1024 * 1024
+    m = SESSION_VM_MEMORY_MB
+    assert limit == (m - max(128, m // 8)) * 1024 * 1024
     assert sbx.vm.address.startswith("unix:") and sbx.vm.address.endswith("agent.sock")
     # The sandbox id is the registry key (as `cellvm ps` shows it), not the address.
     assert re.fullmatch(r"qemu-[0-9a-f]{8}", sbx.sandbox_id) and sbx.sandbox_id == sbx._entry.key

@@ -56,8 +56,8 @@ struct cvm_opts {
 
 /* The memory of all user code together (cellvm.mem_limit, MB): the guest's
  * RAM minus a reserve of max(128 MiB, RAM/8) for the kernel, init and the
- * agent, at least 64 MB. The one rule of the CLI, `cellvm serve` and the
- * paused store (the Python SDK's launch.user_memory_limit_mb). */
+ * agent, at least 64 MB. The one rule of the CLI (and so of the Python
+ * SDK's create()), `cellvm serve` and the paused store. */
 unsigned cvm_user_memory_mb(unsigned memory_mb);
 
 /* The guest's address on QEMU's user-mode NAT (its fixed 10.0.2.0/24), for

@@ -57,7 +57,8 @@ def _error(what, r):
     msg = f"{what}: {msg or f'exit status {r.returncode}'}"
     if "Rate limit exceeded" in msg:
         return RateLimitException(msg, code="rate_limit")
-    if "Timeout cannot be greater" in msg or "seconds > 0" in msg or "bad --timeout" in msg:
+    if ("Timeout cannot be greater" in msg or "seconds > 0" in msg or "bad --timeout" in msg
+            or "$CELLVM_SNAPSHOT" in msg):
         return InvalidArgumentException(msg, code="bad_request")
     if r.returncode == _NOT_FOUND:
         return SandboxNotFoundException(msg)

@@ -24,8 +24,9 @@ Sandbox.create() calls create_sandbox() below, which runs `cellvm create
    section 3) asks for it without running anything, so the user's first
    cell is still execution 1.
 
-User code gets a memory limit: create() puts `cellvm.mem_limit=<memory_mb
-minus max(128 MiB, 1/8)>` on the kernel command line, so cellvm-init creates
+User code gets a memory limit: the CLI puts `cellvm.mem_limit=<memory_mb
+minus max(128 MiB, 1/8)>` on the kernel command line (cvm_user_memory_mb,
+docs/SECURITY.md), so cellvm-init creates
 the user cgroup and the agent gives each context its own cgroup below it
 (memory.max, pids.max). Without it the guest would fall back to rlimits.
 
@@ -58,9 +59,7 @@ DEFAULT_CREATE_TIMEOUT = 300.0
 """Seconds create() waits for the agent and the zygote (TCG boots take ~18 s)."""
 _READY_POLL_S = 0.5
 SNAPSHOT_ENV = "CELLVM_SNAPSHOT"
-"""create(snapshot=None): from a template unless it says 0/off (the CLI reads it too)."""
-_SNAPSHOT_OFF = ("0", "off", "no", "false", "cold")
-_SNAPSHOT_ON = ("", "1", "on", "yes", "true", "auto")
+"""create(snapshot=None): from a template unless it says 0/off (the CLI reads it)."""
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 logger = logging.getLogger("cellvm")
@@ -93,37 +92,6 @@ def resolve_image(image):
     if os.path.exists(os.path.join(in_checkout, "manifest.json")):
         return in_checkout
     return os.path.abspath(image)
-
-
-def snapshot_mode(snapshot):
-    """"off", "auto" or a template directory, from create(snapshot=...) and $CELLVM_SNAPSHOT."""
-    if snapshot is None:
-        env = os.environ.get(SNAPSHOT_ENV, "").strip().lower()
-        if env in _SNAPSHOT_OFF:
-            return "off"
-        if env in _SNAPSHOT_ON:
-            return "auto"
-        raise ValueError(f"${SNAPSHOT_ENV}={env!r}: expected 0/off or 1/on")
-    if snapshot is False:
-        return "off"
-    if snapshot is True:
-        return "auto"
-    return os.path.abspath(os.fspath(snapshot))
-
-
-def user_memory_limit_mb(memory_mb):
-    """Memory for all user code together: the VM's minus a reserve for the
-    kernel, init and the agent (the agent's own rule: max(128 MiB, 1/8))."""
-    memory_mb = int(memory_mb)
-    return max(64, memory_mb - max(128, memory_mb // 8))
-
-
-def limits_cmdline(memory_mb):
-    """`cellvm.mem_limit` makes cellvm-init create the user cgroup
-    (/sys/fs/cgroup/user, memory.max, memory.swap.max 0) and tell the agent,
-    which then gives every context its own cgroup below it (docs/INIT.md,
-    docs/SECURITY.md). Without it user code is bounded by rlimits only."""
-    return f"cellvm.mem_limit={user_memory_limit_mb(memory_mb)}M"
 
 
 def wait_executor_ready(vm, conn, deadline):
@@ -251,12 +219,7 @@ def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
     restores the clone from the shared template (or boots cold), records it
     and sets its deadline; this process gets its agent connection."""
     from . import host, lifetime
-    from .exceptions import InvalidArgumentException, SandboxException, TimeoutException
-    if snapshot is None or snapshot is True:
-        try:
-            snapshot = snapshot_mode(snapshot) != "off"
-        except ValueError as e:
-            raise InvalidArgumentException(str(e)) from None
+    from .exceptions import SandboxException, TimeoutException
     boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
     opts = host.vm_args(resolve_image(image), vmm, memory_mb, vcpus, kernel, initramfs, rootfs,
                         snapshot, boot_s, network, extra_cmdline)
