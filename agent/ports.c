@@ -26,6 +26,7 @@
 #include "log.h"
 #include "loop.h"
 #include "msgtypes.h"
+#include "port_data.h"
 #include "svc.h"
 #include "writer.h"
 
@@ -315,31 +316,18 @@ static void tunnel_resume(struct agent *a, struct svc_req *r)
 }
 
 /* PORT_DATA from the host: bytes for the guest, its eof, its acknowledgements. */
-static void tunnel_data(struct agent *a, struct svc_req *r, uint16_t type, const cbor_item_t *body)
+static void tunnel_take(struct agent *a, struct svc_req *r, const struct cv_port_data *pd)
 {
-        (void)type;
         struct tunnel *t = of_req(r);
-        const uint8_t *data = NULL;
-        size_t n = 0;
-        uint64_t ack = 0;
-        bool eof = false;
-        int r1 = cv_map_get_bytes(body, "data", &data, &n), r2 = cv_map_get_uint(body, "ack", &ack),
-            r3 = cv_map_get_bool(body, "eof", &eof);
-        if ((r1 < 0 && r1 != -ENOENT) || (r2 < 0 && r2 != -ENOENT) || (r3 < 0 && r3 != -ENOENT)) {
-                conn_send_error(a, r->conn, r->id, CV_ERR_BAD_REQUEST,
-                                "PORT_DATA: `data` must be bytes, `ack` an unsigned integer, "
-                                "`eof` a boolean");
-                tunnel_free(a, t);
-                return;
-        }
-        if (ack > t->in_flight) {
+        size_t n = pd->len;
+        if (pd->ack > t->in_flight) {
                 conn_send_error(a, r->conn, r->id, CV_ERR_BAD_REQUEST,
                                 "PORT_DATA: ack of %llu bytes, %llu were sent",
-                                (unsigned long long)ack, (unsigned long long)t->in_flight);
+                                (unsigned long long)pd->ack, (unsigned long long)t->in_flight);
                 tunnel_free(a, t);
                 return;
         }
-        t->in_flight -= ack;
+        t->in_flight -= pd->ack;
         if (n > 0 && t->host_eof) {
                 conn_send_error(a, r->conn, r->id, CV_ERR_BAD_REQUEST, "PORT_DATA: data after eof");
                 tunnel_free(a, t);
@@ -352,12 +340,23 @@ static void tunnel_data(struct agent *a, struct svc_req *r, uint16_t type, const
                 tunnel_free(a, t);
                 return;
         }
-        if (n > 0 && cv_buf_append(&t->to_guest, data, n) < 0) {
+        /* Nothing queued before them: straight from the message to the guest's socket. */
+        size_t direct = 0;
+        if (n > 0 && t->open && cv_buf_pending(&t->to_guest) == 0) {
+                ssize_t k = write(t->w.fd, pd->data, n);
+                if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+                        tunnel_fail(a, t, errno, "writing to the guest");
+                        return;
+                }
+                direct = k > 0 ? (size_t)k : 0;
+                t->written_unacked += direct;
+        }
+        if (n > direct && cv_buf_append(&t->to_guest, pd->data + direct, n - direct) < 0) {
                 conn_send_error(a, r->conn, r->id, CV_ERR_INTERNAL, "PORT_DATA: out of memory");
                 tunnel_free(a, t);
                 return;
         }
-        if (eof)
+        if (pd->eof)
                 t->host_eof = true;
         if (!t->open)
                 return; /* written once connected */
@@ -365,11 +364,29 @@ static void tunnel_data(struct agent *a, struct svc_req *r, uint16_t type, const
                 update_interest(a, t);
 }
 
+/* PORT_DATA of another shape than cv_port_data_decode() takes, through libcbor. */
+static void tunnel_data(struct agent *a, struct svc_req *r, uint16_t type, const cbor_item_t *body)
+{
+        (void)type;
+        struct cv_port_data pd = {0};
+        int r1 = cv_map_get_bytes(body, "data", &pd.data, &pd.len),
+            r2 = cv_map_get_uint(body, "ack", &pd.ack), r3 = cv_map_get_bool(body, "eof", &pd.eof);
+        if ((r1 < 0 && r1 != -ENOENT) || (r2 < 0 && r2 != -ENOENT) || (r3 < 0 && r3 != -ENOENT)) {
+                conn_send_error(a, r->conn, r->id, CV_ERR_BAD_REQUEST,
+                                "PORT_DATA: `data` must be bytes, `ack` an unsigned integer, "
+                                "`eof` a boolean");
+                tunnel_free(a, of_req(r));
+                return;
+        }
+        tunnel_take(a, r, &pd);
+}
+
 static const struct svc_ops tunnel_ops = {
     .name = "tunnel",
     .cancel = tunnel_cancel,
     .resume = tunnel_resume,
     .data = tunnel_data,
+    .port_data = tunnel_take,
 };
 
 void ports_open_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)

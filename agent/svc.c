@@ -10,6 +10,7 @@
 #include "conn.h"
 #include "log.h"
 #include "msgtypes.h"
+#include "port_data.h"
 #include "writer.h"
 
 void svc_attach(struct conn *c, struct svc_req *r, uint32_t id, const struct svc_ops *ops)
@@ -71,6 +72,13 @@ void svc_data(struct agent *a, struct conn *c, uint16_t type, uint32_t id, const
                  * chunks were already on their way. */
                 log_debug("conn %u: %s for id %u, not a request in flight: dropped", c->num,
                           cv_msg_type_name(type), id);
+                return;
+        }
+        /* A tunnel's bytes, most of what crosses the connection: no tree, no copy. */
+        struct cv_port_data pd;
+        if (type == CV_MSG_PORT_DATA && r->ops->port_data &&
+            cv_port_data_decode(body, len, &pd) == 0) {
+                r->ops->port_data(a, r, &pd);
                 return;
         }
         cbor_item_t *item = NULL;

@@ -16,6 +16,7 @@
 struct agent;
 struct conn;
 struct svc_req;
+struct cv_port_data;
 
 struct svc_ops {
         const char *name; /* for logs */
@@ -26,6 +27,9 @@ struct svc_ops {
         void (*resume)(struct agent *a, struct svc_req *r);
         /* A continuation message (FILE_DATA) for this request (may be NULL). */
         void (*data)(struct agent *a, struct svc_req *r, uint16_t type, const cbor_item_t *body);
+        /* PORT_DATA of the common shape, decoded in place (port_data.h), instead of `data`
+         * (may be NULL). */
+        void (*port_data)(struct agent *a, struct svc_req *r, const struct cv_port_data *pd);
 };
 
 /* Embedded in each service's request state. */

@@ -3,8 +3,11 @@
  * stream goes through the frame reader (split at input-chosen points, so
  * every partial-read path is taken), each complete message through
  * cv_body_parse() and the typed accessors the request handlers use, and the
- * decoded tree is re-encoded as PING echoes its payload.
+ * decoded tree is re-encoded as PING echoes its payload. Each message also
+ * goes through PORT_DATA's in-place decoder (port_data.h), which must read
+ * whatever it accepts exactly as the general decoder does.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 
 #include "buf.h"
 #include "cbor_util.h"
+#include "port_data.h"
 #include "reader.h"
 #include "writer.h"
 
@@ -59,6 +63,30 @@ static void walk_request(const cbor_item_t *map)
         }
 }
 
+/* The in-place reading of a body it accepted, against libcbor's (agent/ports.c). */
+static void check_port_data(const uint8_t *body, size_t len)
+{
+        struct cv_port_data pd;
+        if (cv_port_data_decode(body, len, &pd) < 0)
+                return;
+        if (pd.data && (pd.data < body || pd.data + pd.len > body + len))
+                abort();
+        cbor_item_t *map;
+        if (cv_body_parse(body, len, &map) < 0)
+                abort();
+        const uint8_t *data = NULL;
+        size_t n = 0;
+        uint64_t ack = 0;
+        bool eof = false;
+        int r1 = cv_map_get_bytes(map, "data", &data, &n), r2 = cv_map_get_uint(map, "ack", &ack),
+            r3 = cv_map_get_bool(map, "eof", &eof);
+        if ((r1 != 0 && r1 != -ENOENT) || (r2 != 0 && r2 != -ENOENT) ||
+            (r3 != 0 && r3 != -ENOENT) || (r1 == 0) != (pd.data != NULL) || n != pd.len ||
+            (n && memcmp(data, pd.data, n) != 0) || ack != pd.ack || eof != pd.eof)
+                abort();
+        cbor_decref(&map);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         if (size < 1)
@@ -79,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (rc < 0)
                         break;
                 if (rc == CV_READ_MSG) {
+                        check_port_data(msg.body, msg.len);
                         cbor_item_t *body;
                         if (cv_body_parse(msg.body, msg.len, &body) == 0) {
                                 walk_request(body);

@@ -27,6 +27,9 @@ requests = [
     (w.CONTEXT_CREATE, {"language": "python", "cwd": "/tmp"}),
     (w.CONTEXT_LIST, {}),
     (w.INTERRUPT, {"context": "c"}),
+    # PORT_DATA (0x0301, decoded in place: protocol/port_data.c) as serve sends it.
+    (0x0301, {"data": bytes(range(256)) * 2, "ack": 65536}),
+    (0x0301, {"ack": 70000, "eof": True}),
 ]
 for i, (t, body) in enumerate(requests):
     # First byte of an agent-decoder input: the piece size the stream is fed in.

@@ -1,6 +1,7 @@
 # protocol/: the wire codec shared by the agent, the executor and libcellvm.
 PROTO_SRCS := protocol/frame.c protocol/msgtypes.c protocol/buf.c protocol/writer.c \
-              protocol/reader.c protocol/cbor_util.c protocol/fd_pass.c
+              protocol/reader.c protocol/cbor_util.c protocol/fd_pass.c \
+              protocol/port_data.c
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(B)/%.o)
 PROTO_LIB  := $(B)/libcellvm-proto.a
 PROTO_LIBS := -lcbor

@@ -86,6 +86,24 @@ static int accept_header(struct cv_reader *r)
         return 0;
 }
 
+/* The current frame's body is all there: the message if it was the last frame. */
+static int frame_complete(struct cv_reader *r, struct cv_msg *msg)
+{
+        r->hdr_got = 0;
+        if (r->cur.flags & CV_FLAG_MORE) {
+                r->chunked = true;
+                return CV_READ_NEED;
+        }
+        r->delivered = true;
+        *msg = (struct cv_msg){
+            .type = r->msg_type,
+            .id = r->msg_id,
+            .body = r->msg_len ? r->msg : (const uint8_t *)"",
+            .len = r->msg_len,
+        };
+        return CV_READ_MSG;
+}
+
 int cv_reader_feed(struct cv_reader *r, const uint8_t *data, size_t len, size_t *used,
                    struct cv_msg *msg)
 {
@@ -124,24 +142,24 @@ int cv_reader_feed(struct cv_reader *r, const uint8_t *data, size_t len, size_t 
                 }
                 if (r->body_got < r->cur.len)
                         break;
-                /* Frame complete. */
-                r->hdr_got = 0;
-                if (r->cur.flags & CV_FLAG_MORE) {
-                        r->chunked = true;
-                        continue;
+                if (frame_complete(r, msg) == CV_READ_MSG) {
+                        *used = pos;
+                        return CV_READ_MSG;
                 }
-                r->delivered = true;
-                *msg = (struct cv_msg){
-                    .type = r->msg_type,
-                    .id = r->msg_id,
-                    .body = r->msg_len ? r->msg : (const uint8_t *)"",
-                    .len = r->msg_len,
-                };
-                *used = pos;
-                return CV_READ_MSG;
         }
         *used = pos;
         return CV_READ_NEED;
+}
+
+/* Body bytes of the current frame still to come, when they are worth a read of their own. */
+static size_t direct_room(const struct cv_reader *r)
+{
+        if (r->delivered || r->hdr_got < CV_HDR_SIZE)
+                return 0;
+        size_t left = r->cur.len - r->body_got;
+        if (left < CV_READER_DIRECT_MIN)
+                return 0;
+        return left < CV_READER_CHUNK ? left : CV_READER_CHUNK;
 }
 
 int cv_reader_read(struct cv_reader *r, int fd, struct cv_msg *msg)
@@ -151,8 +169,7 @@ int cv_reader_read(struct cv_reader *r, int fd, struct cv_msg *msg)
                 if (!r->in)
                         return -ENOMEM;
         }
-        bool did_read = false;
-        for (;;) {
+        for (unsigned reads = 0;;) {
                 if (cv_reader_buffered(r) > 0) {
                         size_t used;
                         int rc =
@@ -161,10 +178,18 @@ int cv_reader_read(struct cv_reader *r, int fd, struct cv_msg *msg)
                         if (rc != CV_READ_NEED)
                                 return rc;
                 }
-                if (did_read)
+                if (reads == CV_READER_MAX_READS)
                         return CV_READ_NEED;
                 r->in_off = r->in_len = 0;
-                ssize_t n = read(fd, r->in, CV_READER_CHUNK);
+                /* Inside a large body: straight into the message, one copy fewer. */
+                size_t direct = direct_room(r);
+                if (direct > 0) {
+                        int rc = reserve_msg(r, direct);
+                        if (rc < 0)
+                                return rc;
+                }
+                ssize_t n = direct > 0 ? read(fd, r->msg + r->msg_len, direct)
+                                       : read(fd, r->in, CV_READER_CHUNK);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -177,7 +202,14 @@ int cv_reader_read(struct cv_reader *r, int fd, struct cv_msg *msg)
                                 start_next_message(r);
                         return CV_READ_EOF;
                 }
-                r->in_len = (size_t)n;
-                did_read = true;
+                reads++;
+                if (direct == 0) {
+                        r->in_len = (size_t)n;
+                        continue;
+                }
+                r->msg_len += (size_t)n;
+                r->body_got += (uint32_t)n;
+                if (r->body_got == r->cur.len && frame_complete(r, msg) == CV_READ_MSG)
+                        return CV_READ_MSG;
         }
 }

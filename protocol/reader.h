@@ -17,6 +17,11 @@
 
 /* Bytes cv_reader_read() asks the kernel for at a time. */
 #define CV_READER_CHUNK (64u * 1024u)
+/* read()s one cv_reader_read() makes at most before it lets the caller do other work
+ * (a virtio-serial port returns one page per read). */
+#define CV_READER_MAX_READS 64u
+/* A frame body with at least this much still to come is read into the message directly. */
+#define CV_READER_DIRECT_MIN 4096u
 
 enum cv_read_status {
         CV_READ_NEED = 0, /* no complete message yet: wait for the fd / feed more */
@@ -72,13 +77,15 @@ int cv_reader_feed(struct cv_reader *r, const uint8_t *data, size_t len, size_t 
                    struct cv_msg *msg);
 
 /*
- * Reads from `fd` (at most one read() per call, CV_READER_CHUNK bytes) and
- * returns as soon as a message is complete. Returns CV_READ_MSG, CV_READ_NEED
- * (the fd would block, or one read did not complete a message: with a
- * level-triggered poll just wait again), CV_READ_EOF, or a negative errno: the
- * errors of cv_reader_feed() or of read(). Bytes already buffered are used
- * before reading again, so call it until it returns something other than
- * CV_READ_MSG, or check cv_reader_buffered().
+ * Reads from non-blocking `fd` until a message is complete, the fd would block
+ * or CV_READER_MAX_READS read()s were made (of at most CV_READER_CHUNK bytes
+ * each; the rest of a large frame body goes straight into the message).
+ * Returns CV_READ_MSG, CV_READ_NEED (the fd would block, or the reads did not
+ * complete a message: with a level-triggered poll just wait again),
+ * CV_READ_EOF, or a negative errno: the errors of cv_reader_feed() or of
+ * read(). Bytes already buffered are used before reading again, so call it
+ * until it returns something other than CV_READ_MSG, or check
+ * cv_reader_buffered().
  */
 int cv_reader_read(struct cv_reader *r, int fd, struct cv_msg *msg);
 

@@ -218,6 +218,38 @@ def test_bad_requests(conn):
     assert conn.call(PING, 21, {})[0] == OK
 
 
+def test_port_data_of_any_shape_means_the_same(conn):
+    """The agent reads the usual {data, ack, eof} in place (protocol/port_data.c)
+    and any other map (here with a key of no meaning) the general way: both
+    deliver, in order; a value of the wrong type is bad_request either way."""
+    srv = Server(count_then_answer)
+    try:
+        open_tunnel(conn, 24, srv.port)
+        tun = Tunnel(conn, 24)
+        conn.send(PORT_DATA, 24, {"data": b"a" * 100})
+        conn.send(PORT_DATA, 24, {"data": b"b" * 50, "note": "a key of no meaning"})
+        conn.send(PORT_DATA, 24, {"data": b"", "eof": True, "note": 1})
+        tun.unacked = 150
+        t, _, _ = tun.finish()
+        assert t == OK and bytes(tun.received) == b"got 150 bytes"
+        assert srv.done.wait(10) and srv.results == [150]
+    finally:
+        srv.close()
+    for rid, body, says in ((25, {"data": "text"}, "must be bytes"),
+                            (26, {"ack": 5}, "ack of 5 bytes, 0 were sent"),
+                            (27, {"eof": 1, "x": 0}, "must be bytes")):
+        srv = Server(count_then_answer)
+        try:
+            open_tunnel(conn, rid, srv.port)
+            conn.send(PORT_DATA, rid, body)
+            msg = conn.recv()
+            assert msg[1] == rid and error_code(msg) == "bad_request", msg
+            assert says in msg[2]["message"]
+            assert srv.done.wait(10)  # the agent closed its socket
+        finally:
+            srv.close()
+
+
 def test_window_overrun_ends_the_tunnel(conn):
     srv = Server(count_then_answer)
     try:

@@ -307,6 +307,46 @@ static void test_fd_reader_eof(void)
         cv_buf_free(&out);
 }
 
+/* Large bodies arrive straight in the message (reader.h, CV_READER_DIRECT_MIN), in
+ * whatever pieces the socket gives, with frames of other messages behind them. */
+static void test_fd_reader_large_bodies(void)
+{
+        int sv[2];
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0);
+        size_t big = 2 * CV_MAX_BODY + 1000; /* three frames: MORE, MORE, last */
+        static const size_t lens[] = {2 * CV_MAX_BODY + 1000,   70000, 0, CV_READER_DIRECT_MIN + 1,
+                                      CV_READER_DIRECT_MIN - 1, 5};
+        size_t nmsgs = sizeof(lens) / sizeof(lens[0]);
+        uint8_t *body = pattern(big);
+        struct cv_buf out;
+        cv_buf_init(&out);
+        for (size_t i = 0; i < nmsgs; i++)
+                CHECK(cv_out_msg(&out, CV_MSG_PING, 0, (uint32_t)(i + 1), body + i, lens[i]) == 0);
+        struct cv_reader r;
+        cv_reader_init(&r, 0);
+        size_t got = 0;
+        int rounds = 0;
+        while (got < nmsgs && rounds++ < 100000) {
+                CHECK(cv_buf_flush(&out, sv[1]) == 0);
+                struct cv_msg m;
+                int rc;
+                while ((rc = cv_reader_read(&r, sv[0], &m)) == CV_READ_MSG) {
+                        CHECK(got < nmsgs && m.id == got + 1 && m.len == lens[got] &&
+                              memcmp(m.body, body + got, m.len) == 0);
+                        got++;
+                }
+                CHECK(rc == CV_READ_NEED);
+                if (rc != CV_READ_NEED)
+                        break;
+        }
+        CHECK(got == nmsgs && cv_buf_pending(&out) == 0 && cv_reader_buffered(&r) == 0);
+        CHECK(!cv_reader_mid_message(&r));
+        cv_reader_free(&r);
+        cv_buf_free(&out);
+        free(body);
+        CHECK(close(sv[0]) == 0 && close(sv[1]) == 0);
+}
+
 static void test_flush_would_block(void)
 {
         int sv[2];
@@ -391,6 +431,7 @@ int main(void)
         test_max_message();
         test_bad_frames();
         test_fd_reader_eof();
+        test_fd_reader_large_bodies();
         test_flush_would_block();
         test_error_message();
         test_buf_limit_sticky();
