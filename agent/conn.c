@@ -40,6 +40,7 @@ struct conn *conn_new(struct agent *a, int fd, enum transport kind)
         c->num = ++a->next_conn_num;
         c->kind = kind;
         cv_reader_init(&c->rd, CV_DEFAULT_MAX_MESSAGE);
+        c->rd.max_reads = CONN_MAX_READS; /* the fd is non-blocking */
         cv_buf_init(&c->out);
         c->out.high_water = CONN_HIGH_WATER;
         c->w = (struct watch){.fd = fd, .fn = on_conn};

@@ -18,6 +18,9 @@ enum transport { TR_UNIX, TR_VSOCK, TR_TCP, TR_SERIAL };
 
 /* Output queued for a connection past which the agent stops reading what feeds it. */
 #define CONN_HIGH_WATER (4u * 1024u * 1024u)
+/* read()s per wakeup of a connection (cv_reader_read): a frame of 64 KiB is 16 pages of a
+ * virtio-serial port; more than that waits for the next round of the loop. */
+#define CONN_MAX_READS 64u
 /* Requests one connection may have in flight (queued or running executions). */
 #define CONN_MAX_INFLIGHT 1024u
 

@@ -12,6 +12,11 @@ of cellvm's Python SDK booted with network="user" runs `curl
 http://10.0.2.2:PORT/blob` (QEMU's slirp maps 10.0.2.2 to the host's
 loopback). The two alternate, `--runs` times each; curl's own
 speed_download is recorded, and the medians compared.
+
+`--counters`: one more proxy download (not in the medians), run as root,
+with the guest's counters around it: its CPU ticks (/proc/stat, 100 a
+second), the agent's own user and system ticks (/proc/PID/stat) and the
+guest's device interrupts (/proc/interrupts).
 """
 
 import argparse
@@ -64,13 +69,14 @@ def envelope(obj):
     return b"\0" + len(raw).to_bytes(4, "big") + raw
 
 
-def serve_run(server, sbx, cmd):
+def serve_run(server, sbx, cmd, user="user"):
     """stdout of a shell command through envd's process.Start."""
     req = urllib.request.Request(
         f"http://127.0.0.1:{server.port}/process.Process/Start", method="POST",
         data=envelope({"process": {"cmd": "/bin/bash", "args": ["-c", cmd]}}),
         headers={"E2b-Sandbox-Id": sbx["sandboxID"], "E2b-Sandbox-Port": "49983",
                  "X-Access-Token": sbx["envdAccessToken"],
+                 "Authorization": "Basic " + base64.b64encode(f"{user}:".encode()).decode(),
                  "Content-Type": "application/connect+json"})
     direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with direct.open(req, timeout=600) as r:
@@ -91,12 +97,38 @@ def parse(out, size):
     return float(speed) / 1e6  # MB/s
 
 
+# The guest's counters around the download (as root): /proc/stat read last before it and
+# first after it, so that these commands' own processes stay outside.
+AGENT = "echo agent $(cut -d' ' -f14,15 /proc/$(pgrep -o cellvm-agent)/stat)"
+IRQ = "echo irq $(awk '/IO-APIC/ {n += $2} END {print n}' /proc/interrupts)"
+
+
+def counters(server, sbx, port, size):
+    """One proxy download with the guest's counters around it."""
+    cmd = (f"{AGENT}; {IRQ}; head -1 /proc/stat; {CURL}http://bench.test:{port}/blob; echo; "
+           f"head -1 /proc/stat; {AGENT}; {IRQ}")
+    out = serve_run(server, sbx, cmd, user="root").split("\n")
+    cpu = [[int(x) for x in line.split()[1:]] for line in out if line.startswith("cpu ")]
+    agent = [[int(x) for x in line.split()[1:]] for line in out if line.startswith("agent ")]
+    irq = [int(line.split()[1]) for line in out if line.startswith("irq ")]
+    speed = parse(next(line for line in out if line and line[0].isdigit()), size)
+    d = [b - a for a, b in zip(cpu[0], cpu[1])]
+    res = {"mb_s": round(speed, 1),
+           "guest_ticks": {"user": d[0], "nice": d[1], "system": d[2], "idle": d[3],
+                           "iowait": d[4], "irq": d[5], "softirq": d[6]},
+           "agent_ticks": {"user": agent[1][0] - agent[0][0], "system": agent[1][1] - agent[0][1]},
+           "interrupts": irq[1] - irq[0]}
+    print("counters:", json.dumps(res), flush=True)
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--image", default=os.path.join(ROOT, "build", "image"))
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--json")
+    ap.add_argument("--counters", action="store_true")
     a = ap.parse_args()
     size = a.mb * 1000 * 1000
     srv = blob_server(size)
@@ -123,6 +155,7 @@ def main():
             r = nat.commands.run(CURL + f"http://10.0.2.2:{port}/blob", timeout=600)
             nat_mbs.append(parse(r.stdout, size))
             print(f"proxy {proxy_mbs[-1]:.1f} MB/s, NAT {nat_mbs[-1]:.1f} MB/s", flush=True)
+        stats = counters(server, sbx, port, size) if a.counters else None
     finally:
         if nat:
             nat.kill()
@@ -133,6 +166,8 @@ def main():
            "proxy_median": round(statistics.median(proxy_mbs), 1),
            "nat_median": round(statistics.median(nat_mbs), 1)}
     res["proxy_over_nat"] = round(res["proxy_median"] / res["nat_median"], 2)
+    if stats:
+        res["counters"] = stats
     print(json.dumps(res, indent=1))
     if a.json:
         with open(a.json, "w") as f:

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* A reassembly buffer above this is released after its message is delivered. */
@@ -12,6 +13,7 @@ void cv_reader_init(struct cv_reader *r, size_t max_message)
 {
         memset(r, 0, sizeof(*r));
         r->max_message = max_message ? max_message : CV_DEFAULT_MAX_MESSAGE;
+        r->max_reads = 1;
 }
 
 void cv_reader_free(struct cv_reader *r)
@@ -19,8 +21,10 @@ void cv_reader_free(struct cv_reader *r)
         free(r->msg);
         free(r->in);
         size_t max = r->max_message;
+        unsigned max_reads = r->max_reads;
         memset(r, 0, sizeof(*r));
         r->max_message = max;
+        r->max_reads = max_reads;
 }
 
 static void start_next_message(struct cv_reader *r)
@@ -151,6 +155,24 @@ int cv_reader_feed(struct cv_reader *r, const uint8_t *data, size_t len, size_t 
         return CV_READ_NEED;
 }
 
+/* read() of up to `len` bytes as readv() of page-sized pieces: a virtio-serial port
+ * hands over one page-sized buffer per read (the guest's virtio_console driver), and
+ * for a device without read_iter the kernel reads the pieces one after the other,
+ * so one call takes as many buffers as there are pieces. A socket fills them in one
+ * go, as one read would. */
+static ssize_t read_pages(int fd, uint8_t *p, size_t len)
+{
+        struct iovec iov[CV_READER_CHUNK / CV_READER_PAGE];
+        int n = 0;
+        while (len > 0 && n < (int)(sizeof(iov) / sizeof(iov[0]))) {
+                size_t k = len < CV_READER_PAGE ? len : CV_READER_PAGE;
+                iov[n++] = (struct iovec){.iov_base = p, .iov_len = k};
+                p += k;
+                len -= k;
+        }
+        return readv(fd, iov, n);
+}
+
 /* Body bytes of the current frame still to come, when they are worth a read of their own. */
 static size_t direct_room(const struct cv_reader *r)
 {
@@ -178,7 +200,7 @@ int cv_reader_read(struct cv_reader *r, int fd, struct cv_msg *msg)
                         if (rc != CV_READ_NEED)
                                 return rc;
                 }
-                if (reads == CV_READER_MAX_READS)
+                if (reads == r->max_reads)
                         return CV_READ_NEED;
                 r->in_off = r->in_len = 0;
                 /* Inside a large body: straight into the message, one copy fewer. */
@@ -188,8 +210,8 @@ int cv_reader_read(struct cv_reader *r, int fd, struct cv_msg *msg)
                         if (rc < 0)
                                 return rc;
                 }
-                ssize_t n = direct > 0 ? read(fd, r->msg + r->msg_len, direct)
-                                       : read(fd, r->in, CV_READER_CHUNK);
+                ssize_t n = direct > 0 ? read_pages(fd, r->msg + r->msg_len, direct)
+                                       : read_pages(fd, r->in, CV_READER_CHUNK);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;

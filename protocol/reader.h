@@ -17,9 +17,8 @@
 
 /* Bytes cv_reader_read() asks the kernel for at a time. */
 #define CV_READER_CHUNK (64u * 1024u)
-/* read()s one cv_reader_read() makes at most before it lets the caller do other work
- * (a virtio-serial port returns one page per read). */
-#define CV_READER_MAX_READS 64u
+/* The pieces cv_reader_read() reads in (readv), a virtio-serial port's buffer size. */
+#define CV_READER_PAGE 4096u
 /* A frame body with at least this much still to come is read into the message directly. */
 #define CV_READER_DIRECT_MIN 4096u
 
@@ -39,6 +38,9 @@ struct cv_msg {
 
 struct cv_reader {
         size_t max_message;
+        /* read()s one cv_reader_read() makes at most: 1 (cv_reader_init), more only for a
+         * non-blocking fd, so that one wakeup of its poll loop reads what is there. */
+        unsigned max_reads;
         uint8_t hdr[CV_HDR_SIZE];
         size_t hdr_got;          /* header bytes of the current frame received */
         struct cv_frame_hdr cur; /* current frame, valid once hdr_got == CV_HDR_SIZE */
@@ -77,9 +79,10 @@ int cv_reader_feed(struct cv_reader *r, const uint8_t *data, size_t len, size_t 
                    struct cv_msg *msg);
 
 /*
- * Reads from non-blocking `fd` until a message is complete, the fd would block
- * or CV_READER_MAX_READS read()s were made (of at most CV_READER_CHUNK bytes
- * each; the rest of a large frame body goes straight into the message).
+ * Reads from `fd` until a message is complete, the fd would block or
+ * `max_reads` read()s were made (each of at most CV_READER_CHUNK bytes, in
+ * CV_READER_PAGE pieces; the rest of a large frame body goes straight into
+ * the message).
  * Returns CV_READ_MSG, CV_READ_NEED (the fd would block, or the reads did not
  * complete a message: with a level-triggered poll just wait again),
  * CV_READ_EOF, or a negative errno: the errors of cv_reader_feed() or of

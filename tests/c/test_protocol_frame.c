@@ -308,8 +308,9 @@ static void test_fd_reader_eof(void)
 }
 
 /* Large bodies arrive straight in the message (reader.h, CV_READER_DIRECT_MIN), in
- * whatever pieces the socket gives, with frames of other messages behind them. */
-static void test_fd_reader_large_bodies(void)
+ * whatever pieces the socket gives, with frames of other messages behind them; one
+ * read per call, or as many as `max_reads` allows. */
+static void test_fd_reader_large_bodies(unsigned max_reads)
 {
         int sv[2];
         CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) == 0);
@@ -324,6 +325,8 @@ static void test_fd_reader_large_bodies(void)
                 CHECK(cv_out_msg(&out, CV_MSG_PING, 0, (uint32_t)(i + 1), body + i, lens[i]) == 0);
         struct cv_reader r;
         cv_reader_init(&r, 0);
+        CHECK(r.max_reads == 1);
+        r.max_reads = max_reads;
         size_t got = 0;
         int rounds = 0;
         while (got < nmsgs && rounds++ < 100000) {
@@ -431,7 +434,8 @@ int main(void)
         test_max_message();
         test_bad_frames();
         test_fd_reader_eof();
-        test_fd_reader_large_bodies();
+        test_fd_reader_large_bodies(1);
+        test_fd_reader_large_bodies(64);
         test_flush_would_block();
         test_error_message();
         test_buf_limit_sticky();
