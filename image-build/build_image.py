@@ -79,7 +79,10 @@ CMDLINE_VMM = {
     "cloud-hypervisor": "reboot=k",
 }
 # Without KVM (TCG) the kernel's TSC calibration can hang for a long time.
-CMDLINE_TCG = "tsc_early_khz=2000000"
+# clearcpuid=erms: TCG runs `rep movsb` a byte an iteration, about 8 times slower
+# than `rep movsq`, so the kernel's copies to and from user memory (reads, writes,
+# sockets) take the movsq routine instead (bench/egress.py, docs/BENCHMARKS.md).
+CMDLINE_TCG = "tsc_early_khz=2000000 clearcpuid=erms"
 
 # Image profiles. "default" is build/image, held to the 400 MB budget; the
 # others are opt-in supersets with an output directory of their own. Each

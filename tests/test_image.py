@@ -152,7 +152,7 @@ def test_manifest(image):
     assert "root=/dev/vda" in cmd["base"] and "console=ttyS0" in cmd["base"]
     assert image["rootfs"]["formats"]["ext4"]["cmdline"] in cmd["base"]
     assert image["rootfs"]["formats"]["erofs"]["cmdline"] == "root=/dev/vda rootfstype=erofs"
-    assert cmd["tcg"] == "tsc_early_khz=2000000"
+    assert cmd["tcg"] == "tsc_early_khz=2000000 clearcpuid=erms"
     assert set(cmd["vmm"]) == {"qemu", "firecracker", "cloud-hypervisor"}
     with open(os.path.join(ROOT, "image-build", "modules.txt")) as f:
         listed = [ln.strip() for ln in f if ln.strip() and not ln.startswith("#")]

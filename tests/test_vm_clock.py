@@ -68,6 +68,19 @@ def test_the_tcg_guest_is_told_this_hosts_tsc_frequency(sbx):
     assert r.stdout.strip() == "tsc", r.stdout
 
 
+def test_the_tcg_guest_kernel_copies_without_rep_movsb(sbx):
+    """TCG runs `rep movsb` a byte an iteration: the image's cmdline_tcg clears ERMS,
+    so the kernel's copies to and from user memory take its `rep movsq` routine
+    (docs/IMAGE.md; bench/egress.py measured it)."""
+    if sbx.vm.accel != "tcg":
+        pytest.skip("under KVM the host's CPU copies fast with ERMS; clearcpuid is TCG's")
+    with open(f"/proc/{sbx.vmm_pid}/cmdline", "rb") as f:
+        append = f.read().split(b"\0")
+    assert "clearcpuid=erms" in append[append.index(b"-append") + 1].decode().split()
+    flags = sbx.commands.run("grep -m1 '^flags' /proc/cpuinfo", timeout=60).stdout.split()
+    assert "rep_good" in flags and "erms" not in flags, flags
+
+
 def test_guest_clocks_advance_at_the_hosts_rate(sbx):
     """20 s of host time: the guest's realtime and monotonic clocks move by the
     same amount within 0.5 % (with the image's old fixed 2 GHz on this 2.1 GHz
