@@ -185,6 +185,10 @@ static void conn_read(struct agent *a, struct conn *c)
                 int rc = cv_reader_read(&c->rd, c->w.fd, &m);
                 if (rc == CV_READ_MSG) {
                         handlers->message(a, c, m.type, m.id, m.body, m.len);
+                        /* Its reply (a tunnel's ack above all) goes now, not after the
+                         * rest of what there is to read: the peer may be waiting for it. */
+                        if (c->dirty && conn_flush(a, c) < 0)
+                                return;
                         continue;
                 }
                 if (rc == CV_READ_NEED)
