@@ -53,6 +53,10 @@ static int next_word(const char **p, char *word, size_t wordsz, size_t *len)
         return 0;
 }
 
+/* QEMU's second virtio-serial port (client/c/vmm.h, CVM_EGRESS_PORT): the
+ * host's egress keeper carries the guest's proxy streams over it. */
+#define EGRESS_PORT "/dev/virtio-ports/cellvm.egress"
+
 int agent_argv(const struct init_config *c, char **argv, size_t max, char *strbuf, size_t bufsz)
 {
         size_t argc = 0, used = 0;
@@ -70,6 +74,10 @@ int agent_argv(const struct init_config *c, char **argv, size_t max, char *strbu
         if (c->serial[0] != '\0') {
                 snprintf(tmp, sizeof(tmp), "serial:/dev/virtio-ports/%s", c->serial);
                 if ((r = PUSH("--listen")) < 0 || (r = PUSH(tmp)) < 0)
+                        return r;
+                /* The launcher's egress port, where the VMM has one (docs/NETWORK.md). */
+                if (access(EGRESS_PORT, F_OK) == 0 &&
+                    ((r = PUSH("--listen")) < 0 || (r = PUSH("serial:" EGRESS_PORT)) < 0))
                         return r;
         }
         if (c->workdir[0] != '\0' && ((r = PUSH("--workdir")) < 0 || (r = PUSH(c->workdir)) < 0))

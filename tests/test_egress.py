@@ -348,6 +348,11 @@ def test_a_sandbox_created_without_rules_refuses_until_a_put_gives_it_some(serve
     status, body = api(server, "POST", f"/sandboxes/{sid}/connect", {"timeout": 600})
     assert status in (200, 201), body
     assert curl(server, bare, url) == ("403", refused)
+    # `cellvm egress` (the Python SDK's update) leaves serve's sandboxes to serve.
+    r = subprocess.run([os.path.join(serve_process.BUILD, "cellvm"), "egress", sid,
+                        '{"allowOut": ["allowed.test"]}'], capture_output=True, text=True,
+                       timeout=60, env=dict(os.environ, CELLVM_RUNTIME_DIR=server.run))
+    assert r.returncode == 3 and "not a sandbox of cellvm create" in r.stderr, r.stderr
     status, body = api(server, "PUT", f"/sandboxes/{sid}/network", {"allowOut": ["allowed.test"]})
     assert status == 204, body
     status, body = curl(server, bare, url)

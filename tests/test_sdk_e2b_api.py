@@ -295,14 +295,19 @@ def test_e2b_network_options_on_a_sandbox_with_all_egress(net_agent, monkeypatch
 
 
 def test_e2b_network_options_are_checked_before_a_micro_vm_boots(monkeypatch):
-    """The check of a boot comes before QEMU starts: E2B's options mean a
-    micro-VM with network='none', which cannot allow an address."""
+    """The check of a boot comes before QEMU starts: a rule the host cannot
+    parse (QEMU's network='none' sandboxes get their rules enforced by the
+    host, test_sdk_egress.py), a Firecracker micro-VM, which has no egress to
+    allow an address with, and QEMU's NAT, which cannot deny one."""
     monkeypatch.delenv("CELLVM_ADDR", raising=False)
     before = conftest.qemu_pids()
     with pytest.raises(InvalidArgumentException,
+                       match=r"--egress: network\.allowOut: 10\.0\.0\.1/99 is no IP address"):
+        Sandbox.create(conftest.IMAGE, network={"allow_out": ["10.0.0.1/99"]})
+    with pytest.raises(InvalidArgumentException,
                        match=r"allow_out \['10\.0\.0\.1'\] cannot be enforced: a micro-VM with "
                              r"network='none' has no egress"):
-        Sandbox.create(conftest.IMAGE, network={"allow_out": ["10.0.0.1"]})
+        Sandbox.create(conftest.IMAGE, vmm="firecracker", network={"allow_out": ["10.0.0.1"]})
     with pytest.raises(InvalidArgumentException,
                        match=r"allow_internet_access=False cannot be enforced: a micro-VM with "
                              r"network='user'"):

@@ -21,6 +21,8 @@
 #include "mono_clock.h"
 #include "registry.h"
 #include "keeper.h"
+#include "cli_egress.h"
+#include "egress_keeper.h"
 #include "pass_fd.h"
 #include "msgtypes.h"
 #include "print_json.h"
@@ -126,6 +128,8 @@ static const char usage[] =
     "Live sandboxes of this user (any cellvm process's, from the registry in\n"
     "$CELLVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cellvm, else /tmp/cellvm-UID; no --connect):\n"
     "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
+    "  egress-keep KEY VMDIR     (plumbing) the egress keeper of a sandbox, in the\n"
+    "                            foreground (create --egress and egress start it)\n"
     "  create [vm options] [--timeout S] [--metadata K=V]... [--template NAME] --json\n"
     "                            a sandbox from the template (as run's VM) that outlives\n"
     "                            this command until its deadline, S s from now (default\n"
@@ -133,6 +137,9 @@ static const char usage[] =
     "                            (sandbox_id, address, pid, deadline_ms, ...): the SDK's\n"
     "                            Sandbox.create() runs it and connects to the address\n"
     "                            (--pass-fd N: gets the connection; --holder PID: holds it)\n"
+    "                            (--egress RULES: E2B's network object as JSON, enforced\n"
+    "                            by the host through the guest's proxy: docs/NETWORK.md)\n"
+    "  egress [--json] ID [RULES] a live sandbox's egress rules: shown, or replaced\n"
     "  set-timeout [--registry-only] [--json] ID S\n"
     "                            its deadline S s from now (registry and guest)\n"
     "  hold [--release] ID PID   (plumbing) process PID holds ID's agent channel (the SDK)\n"
@@ -173,7 +180,6 @@ static const char snapshot_usage[] =
     "~/.cache/cellvm/templates (`make snapshot` builds build/image's).\n"
     "\n"
     "commands:\n"
-    "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
     "  create [vm options] [--force]\n"
     "                            build the template of a launch: the image booted, its\n"
     "                            preloads done, saved (~25 s under TCG); \"up to date\"\n"
@@ -625,6 +631,7 @@ struct vm_cmd {
         json_t *metadata;          /* create: --metadata K=V, an object */
         int pass_fd;               /* create: a unix socket to hand the agent connection to, or 0 */
         pid_t holder;              /* create: the process that holds the connection, or 0 */
+        json_t *egress;            /* create: --egress RULES as kept (egress_keeper.h), or NULL */
         struct snap_report report; /* how the VM was restored */
         bool pausable;             /* create: a cold boot gets a QMP socket too */
 };
@@ -675,6 +682,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"json", no_argument, NULL, 'j'},
             {"pass-fd", required_argument, NULL, 'A'},
             {"holder", required_argument, NULL, 'H'},
+            {"egress", required_argument, NULL, 'G'},
             {NULL, 0, NULL, 0},
         };
         const char *image = getenv("CELLVM_IMAGE");
@@ -691,11 +699,12 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         double d;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "+e:t:o:vh", opts, NULL)) != -1) {
-                if (create != (strchr("MTjAH", opt) != NULL) && strchr("MTjAHeod", opt)) {
+                if (create != (strchr("MTjAHG", opt) != NULL) && strchr("MTjAHGeod", opt)) {
                         fputs(create ? "cellvm: create takes the VM options, --timeout, "
-                                       "--metadata, --template, --json, --pass-fd and --holder\n"
-                                     : "cellvm: --metadata, --template, --json, --pass-fd and "
-                                       "--holder are create's\n",
+                                       "--metadata, --template, --json, --pass-fd, --holder and "
+                                       "--egress\n"
+                                     : "cellvm: --metadata, --template, --json, --pass-fd, "
+                                       "--holder and --egress are create's\n",
                               stderr);
                         return -1;
                 }
@@ -837,6 +846,15 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                                 return -1;
                         }
                         break;
+                case 'G': {
+                        char why[600];
+                        json_decref(v->egress);
+                        if (cegress_rules_parse(optarg, &v->egress, why, sizeof(why)) < 0) {
+                                fprintf(stderr, "cellvm: --egress: %s\n", why);
+                                return -1;
+                        }
+                        break;
+                }
                 case 'H':
                         if (sbx_parse_pid(optarg, &v->holder) < 0) {
                                 fputs("cellvm: --holder takes a pid\n", stderr);
@@ -1047,13 +1065,38 @@ static int cmd_create(int argc, char **argv)
                 fputs("cellvm: out of memory\n", stderr);
                 return EXIT_CONNECTION;
         }
+        if (v.egress && v.vm.vmm != CVM_VMM_QEMU) {
+                fprintf(stderr,
+                        "cellvm: --egress needs QEMU's egress port (docs/NETWORK.md), "
+                        "not %s\n",
+                        v.vmm);
+                json_decref(v.egress);
+                free(metadata);
+                return EXIT_USAGE;
+        }
         cvm_outlive_creator(true);
         v.pausable = true;
         struct cvc *c = NULL;
         int rc = boot_vm(&v, &c, v.verbose);
         if (rc < 0) {
+                json_decref(v.egress);
                 free(metadata);
                 return rc == -EAGAIN || rc == -EINVAL ? EXIT_USAGE : EXIT_CONNECTION;
+        }
+        /* Its rules beside the VM, and the process that enforces them. */
+        if (v.egress) {
+                char why[600];
+                rc = cegress_rules_write(the_rec.e.dir, v.egress, why, sizeof(why));
+                pid_t ek = rc < 0 ? rc : cegress_keeper_start(the_rec.e.key, the_rec.e.dir);
+                json_decref(v.egress);
+                if (rc < 0 || ek < 0) {
+                        fprintf(stderr, "cellvm: --egress: %s\n", rc < 0 ? why : strerror(-ek));
+                        cvc_close(c);
+                        cvm_kill(&the_vm);
+                        sbx_forget(&the_rec);
+                        free(metadata);
+                        return EXIT_CONNECTION;
+                }
         }
         /* The caller gets the connection itself (a new one over the serial
          * port would wait for the agent to reopen it), or connects anew. */
@@ -1279,6 +1322,10 @@ int main(int argc, char **argv)
         }
         if (strcmp(argv[i], "hold") == 0)
                 return cmd_hold(argc - i, argv + i);
+        if (strcmp(argv[i], "egress") == 0)
+                return cmd_egress(argc - i, argv + i);
+        if (strcmp(argv[i], "egress-keep") == 0)
+                return cmd_egress_keep(argc - i, argv + i);
         if (strcmp(argv[i], "host-tsc") == 0)
                 return cmd_host_tsc(argc - i, argv + i);
         if (strcmp(argv[i], "set-timeout") == 0)

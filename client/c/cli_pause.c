@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "cli_snapshot.h"
+#include "egress_keeper.h"
 #include "keeper.h"
 #include "pass_fd.h"
 #include "pause.h"
@@ -314,6 +315,11 @@ int cmd_pause(int argc, char **argv)
                 fprintf(stderr, "cellvm: pause %s: %s\n", id, err);
                 return EXIT_FAILED;
         }
+        /* Its egress rules go with the record (the VM's directory goes now). */
+        json_t *rules = e.dir[0] ? cegress_rules_load(e.dir) : NULL;
+        if (rules && cegress_rules_write(dir, rules, err, sizeof(err)) < 0)
+                fprintf(stderr, "cellvm: pause %s: its egress rules are lost: %s\n", id, err);
+        json_decref(rules);
         /* Returns once the VMM is gone (its exit is what a caller checks next). */
         int pidfd = (int)syscall(SYS_pidfd_open, e.pid, 0);
         sbx_remove(&e);
@@ -367,8 +373,20 @@ int cmd_resume(int argc, char **argv)
         struct cvc *c = NULL;
         struct csm m;
         struct snap_report report = {.restored = true};
+        json_t *rules = cegress_rules_load(dir); /* the record goes with the resume */
         rc = sbx_resume_staged(root, dir, timeout_s, &rec, &vm, &c, &m, &report.st, err,
                                sizeof(err));
+        if (rc == 0 && rules) { /* its egress, as before the pause */
+                rc = cegress_rules_write(rec.e.dir, rules, err, sizeof(err));
+                pid_t ek = rc < 0 ? rc : cegress_keeper_start(rec.e.key, rec.e.dir);
+                if (rc == 0 && ek < 0)
+                        snprintf(err, sizeof(err), "its egress keeper: %s", strerror(-ek));
+                if (rc < 0 || ek < 0) {
+                        fprintf(stderr, "cellvm: resume %s: no egress: %s\n", id, err);
+                        rc = 0; /* it runs, refusing nothing it did not refuse: no proxy */
+                }
+        }
+        json_decref(rules);
         if (rc < 0) {
                 csm_free(&m);
                 fprintf(stderr, "cellvm: resume %s: %s\n", id, err);

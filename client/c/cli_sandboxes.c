@@ -16,7 +16,9 @@
 #include <jansson.h>
 
 #include "buf.h"
+#include "cli_egress.h"
 #include "cli_snapshot.h"
+#include "egress_keeper.h"
 #include "host_tsc.h"
 #include "cbor_util.h"
 #include "msgtypes.h"
@@ -189,6 +191,11 @@ static json_t *sbx_entry_json(const struct creg_entry *e, const char *metadata, 
                             json_integer((json_int_t)guest_timeout_ms(e, e->deadline_ms)));
         json_object_set_new(o, "entry", json_string(path));
         set_json_text(o, "metadata", metadata ? metadata : "{}");
+        /* A sandbox with egress rules: the variables its user processes need. */
+        char rules[sizeof(e->dir) + sizeof(CVM_EGRESS_RULES) + 1];
+        snprintf(rules, sizeof(rules), "%s/" CVM_EGRESS_RULES, e->dir);
+        if (e->dir[0] && access(rules, F_OK) == 0)
+                json_object_set_new(o, "egress_envs", cli_egress_envs());
         return o;
 }
 

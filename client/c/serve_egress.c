@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +43,8 @@
 #define DEFAULT_IDLE_S 300
 #define DIAL_TIMEOUT_MS 10000
 
+const char *serve_egress_who = "cellvm serve";
+
 struct serve_egress {
         pthread_mutex_t lock; /* the fields below */
         pthread_cond_t cond;  /* a stream ended */
@@ -50,6 +53,10 @@ struct serve_egress {
          * created without rules, everything refused until a PUT gives some. */
         json_t *rules;
         unsigned active, max_conns;
+        /* serve_egress_follow's rules file (the launcher's): read again when it
+         * changed, before each stream's decision; NULL under serve. */
+        char *follow;
+        struct stat follow_st;
         uint64_t rate; /* bytes/s toward the guest per stream, 0: unbounded */
         int idle_ms;
 };
@@ -78,7 +85,7 @@ static unsigned env_uint(const char *name, unsigned def)
 
 static void log_refusal(struct stream *st, const char *why)
 {
-        fprintf(stderr, "cellvm serve: sandbox %s: egress to %s refused: %s\n", st->s->id,
+        fprintf(stderr, "%s: sandbox %s: egress to %s refused: %s\n", serve_egress_who, st->s->id,
                 st->target, why);
 }
 
@@ -186,7 +193,8 @@ static int dial(const struct sockaddr_storage *addrs, size_t n)
                 }
                 err = -errno;
                 if (close(fd) < 0)
-                        fprintf(stderr, "cellvm serve: egress: close: %s\n", strerror(errno));
+                        fprintf(stderr, "%s: egress: close: %s\n", serve_egress_who,
+                                strerror(errno));
         }
         return err;
 }
@@ -226,12 +234,47 @@ static bool is_this_server(const struct sockaddr_storage *a)
 }
 
 /* The policy's decision and the connection: the socket, or -1 after answering. */
+static int install(struct serve_egress *e, json_t *network, json_t *aia, char *why, size_t whylen);
+
+/* The launcher's live update (cellvm egress): the rules file, read again when
+ * it was replaced since the last read, so a stream that starts after the
+ * command returns is decided by the new rules. A file that does not parse
+ * keeps the rules in force (said on stderr). */
+static void refresh(struct sandbox *s, struct serve_egress *e)
+{
+        if (!e->follow)
+                return;
+        struct stat st;
+        pthread_mutex_lock(&e->lock);
+        bool same = stat(e->follow, &st) == 0 && st.st_ino == e->follow_st.st_ino &&
+                    st.st_mtim.tv_sec == e->follow_st.st_mtim.tv_sec &&
+                    st.st_mtim.tv_nsec == e->follow_st.st_mtim.tv_nsec &&
+                    st.st_size == e->follow_st.st_size;
+        if (!same)
+                e->follow_st = st;
+        pthread_mutex_unlock(&e->lock);
+        if (same)
+                return;
+        char why[300] = "";
+        json_error_t jerr;
+        json_t *rules = json_load_file(e->follow, JSON_REJECT_DUPLICATES, &jerr);
+        int rc = rules && json_is_object(rules)
+                     ? install(e, json_object_get(rules, "network"),
+                               json_object_get(rules, "allow_internet_access"), why, sizeof(why))
+                     : -EINVAL;
+        if (rc < 0)
+                fprintf(stderr, "%s: sandbox %s: egress rules %s: %s (the rules before stay)\n",
+                        serve_egress_who, s->id, e->follow, rules ? why : jerr.text);
+        json_decref(rules);
+}
+
 static int decide_and_dial(struct stream *st, const struct egress_target *t)
 {
         struct serve_egress *e = st->e;
         const char *rule = NULL;
         char rule_copy[EGRESS_NAME_MAX + 64];
         enum egress_verdict name_v = EGRESS_UNDECIDED;
+        refresh(st->s, e);
         pthread_mutex_lock(&e->lock);
         bool unset = !e->rules;
         pthread_mutex_unlock(&e->lock);
@@ -403,7 +446,7 @@ static void *stream_main(void *arg)
                 serve_cancel(st->s, st->r->id);
         mux_close_req(st->r);
         if (st->sock >= 0 && close(st->sock) < 0)
-                fprintf(stderr, "cellvm serve: egress: close: %s\n", strerror(errno));
+                fprintf(stderr, "%s: egress: close: %s\n", serve_egress_who, strerror(errno));
         cv_buf_free(&st->in);
         pthread_mutex_lock(&st->e->lock);
         st->e->active--;
@@ -437,7 +480,8 @@ static void start_stream(struct sandbox *s, struct mux_req *r)
                 if (ok)
                         return;
         }
-        fprintf(stderr, "cellvm serve: sandbox %s: egress: no thread for a stream\n", s->id);
+        fprintf(stderr, "%s: sandbox %s: egress: no thread for a stream\n", serve_egress_who,
+                s->id);
         serve_cancel(s, r->id);
         mux_close_req(r);
         if (st) {
@@ -480,8 +524,9 @@ static void *acceptor(void *arg)
                 }
                 uint16_t type = ev.type;
                 if (type == CV_MSG_ERROR)
-                        fprintf(stderr, "cellvm serve: sandbox %s: egress: the agent: %.*s\n",
-                                s->id, (int)ev.u.fail.message_len, ev.u.fail.message);
+                        fprintf(stderr, "%s: sandbox %s: egress: the agent: %.*s\n",
+                                serve_egress_who, s->id, (int)ev.u.fail.message_len,
+                                ev.u.fail.message);
                 cvc_event_free(&ev);
                 if (type != CV_MSG_EGRESS_OPENED) {
                         mux_close_req(r);
@@ -534,6 +579,7 @@ static void free_egress(struct serve_egress *e)
 {
         egress_policy_free(&e->policy);
         json_decref(e->rules);
+        free(e->follow);
         pthread_mutex_destroy(&e->lock);
         pthread_cond_destroy(&e->cond);
         free(e);
@@ -577,6 +623,34 @@ int serve_egress_start(struct sandbox *s, json_t *rules, char *why, size_t whyle
                 snprintf(why, whylen, "no thread for its acceptor");
                 return -EAGAIN;
         }
+        return 0;
+}
+
+int serve_egress_follow(struct sandbox *s, const char *path, char *why, size_t whylen)
+{
+        struct stat st;
+        if (stat(path, &st) < 0) {
+                snprintf(why, whylen, "%s: %s", path, strerror(errno));
+                return -errno;
+        }
+        json_error_t jerr;
+        json_t *rules = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        if (!rules || !json_is_object(rules)) {
+                snprintf(why, whylen, "%s: %s", path, rules ? "not an object" : jerr.text);
+                json_decref(rules);
+                return -EINVAL;
+        }
+        char *follow = strdup(path);
+        int rc = follow ? serve_egress_start(s, rules, why, whylen) : -ENOMEM;
+        json_decref(rules);
+        if (rc < 0) {
+                free(follow);
+                return rc;
+        }
+        pthread_mutex_lock(&s->egress->lock);
+        s->egress->follow = follow;
+        s->egress->follow_st = st;
+        pthread_mutex_unlock(&s->egress->lock);
         return 0;
 }
 

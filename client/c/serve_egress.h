@@ -33,6 +33,12 @@ int serve_egress_envs(json_t *envs);
  * clone's was started without rules by the pool: `rules` are only set then.
  * 0, or a negative errno with `why`. */
 int serve_egress_start(struct sandbox *s, json_t *rules, char *why, size_t whylen);
+/* The launcher's egress (egress_keeper.c): serve_egress_start with the rules
+ * in file `path` ({network, allow_internet_access}), read again whenever the
+ * file is replaced (cellvm egress ID JSON). 0, or a negative errno with `why`. */
+int serve_egress_follow(struct sandbox *s, const char *path, char *why, size_t whylen);
+/* Who logs (stderr): "cellvm serve", or the launcher's keeper's name. */
+extern const char *serve_egress_who;
 /* Replaces the rules of `s` with an update's body (E2B's PUT
  * /sandboxes/{id}/network; a sandbox without rules gets its first): 0, -EINVAL
  * with `why`, or -ENOENT when `s` has no egress (an MCP session's sandbox, or

@@ -279,6 +279,13 @@ static int build_argv(const struct cvm_opts *o, struct cvm_launch *f, bool kvm, 
         add_arg(a, "socket,id=agent,path=%s/agent.sock,server=on,wait=off", dir);
         add_arg(a, "-device");
         add_arg(a, "virtserialport,chardev=agent,name=cellvm");
+        /* The egress port: the launcher's egress keeper (egress_keeper.h) carries
+         * the guest's proxy streams over it. Every VM has it, so that one
+         * template serves sandboxes with and without egress rules. */
+        add_arg(a, "-chardev");
+        add_arg(a, "socket,id=egress,path=%s/" CVM_EGRESS_SOCKET ",server=on,wait=off", dir);
+        add_arg(a, "-device");
+        add_arg(a, "virtserialport,chardev=egress,name=" CVM_EGRESS_PORT);
         if (o->user_net) {
                 add_arg(a, "-netdev");
                 add_arg(a, CVM_USER_NETDEV);
@@ -730,6 +737,16 @@ void cvm_kill(struct cvm *vm)
                 (void)unlink(vm->qmp);
                 (void)unlink(vm->config);
                 (void)unlink(vm->api);
+                if (vm->vmm == CVM_VMM_QEMU) { /* the egress port's, and its keeper's */
+                        static const char *const files[] = {CVM_EGRESS_SOCKET, CVM_EGRESS_RULES,
+                                                            CVM_EGRESS_RULES_TMP, CVM_EGRESS_LOG,
+                                                            CVM_EGRESS_LOCK};
+                        char path[sizeof(vm->dir) + 32];
+                        for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+                                join(path, sizeof(path), vm->dir, files[i]);
+                                (void)unlink(path);
+                        }
+                }
                 if (vm->vmm != CVM_VMM_QEMU) { /* a restored clone's (snapshot_hybrid.c) */
                         char path[sizeof(vm->dir) + 16];
                         join(path, sizeof(path), vm->dir, "manifest");

@@ -20,6 +20,17 @@
 #include "cellvm.h"
 
 #define CVM_QEMU_DEFAULT "qemu-system-x86_64"
+/* QEMU's second virtio-serial port, the guest's egress streams (docs/NETWORK.md):
+ * its name in the guest (init listens on /dev/virtio-ports/<name> when the
+ * port exists) and its socket in the VM's directory. */
+#define CVM_EGRESS_PORT "cellvm.egress"
+#define CVM_EGRESS_SOCKET "egress.sock"
+/* The egress keeper's files beside it (egress_keeper.h): its rules, their
+ * replacement being written, its log, and the lock that keeps it alone. */
+#define CVM_EGRESS_RULES "egress.json"
+#define CVM_EGRESS_RULES_TMP "egress.json.tmp"
+#define CVM_EGRESS_LOG "egress.log"
+#define CVM_EGRESS_LOCK "egress.lock"
 
 /* Restarts of QEMU with another guest CID when the one tried was taken. */
 #define CVM_MAX_CID_RETRIES 8

@@ -116,6 +116,17 @@ class AsyncSandbox:
     async def _cls_set_timeout(cls, sandbox_id: str, timeout: int, **opts) -> None:
         await bridge.call(Sandbox._cls_set_timeout, sandbox_id, timeout, **opts)
 
+    @_class_or_instance("_cls_update_network")
+    async def update_network(self, network, **opts) -> None:
+        """The sandbox's egress rules replaced (Sandbox.update_network)."""
+        await bridge.call(self._sbx.update_network, network)
+
+    @classmethod
+    async def _cls_update_network(cls, sandbox_id: str, network, **opts) -> None:
+        if isinstance(sandbox_id, AsyncSandbox):
+            return await sandbox_id.update_network(network)
+        await bridge.call(Sandbox._cls_update_network, sandbox_id, network, **opts)
+
     @_class_or_instance("_cls_get_info")
     async def get_info(self, request_timeout: Optional[float] = None, **opts) -> SandboxInfo:
         return await bridge.call(self._sbx.get_info, request_timeout)

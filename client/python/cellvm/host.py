@@ -58,7 +58,8 @@ def _error(what, r):
     if "Rate limit exceeded" in msg:
         return RateLimitException(msg, code="rate_limit")
     if ("Timeout cannot be greater" in msg or "seconds > 0" in msg or "bad --timeout" in msg
-            or "$CELLVM_SNAPSHOT" in msg):
+            or "$CELLVM_SNAPSHOT" in msg or "--egress: " in msg
+            or (r.returncode == 2 and msg.startswith("egress("))):
         return InvalidArgumentException(msg, code="bad_request")
     if r.returncode == _NOT_FOUND:
         return SandboxNotFoundException(msg)
@@ -102,7 +103,7 @@ def vm_args(image=None, vmm="qemu", memory_mb=1024, vcpus=1, kernel=None, initra
     return args
 
 
-def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None):
+def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None, egress=None):
     """`cellvm create --json`: (its entry as a dict, a Connection to the agent
     with HELLO done). The CLI restores (or boots) the sandbox, records it in
     the registry with its deadline and tells the guest; it lives on after the
@@ -114,7 +115,18 @@ def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None):
         args += ["--metadata", f"{k}={v}"]
     if template:
         args += ["--template", str(template)]
+    if egress is not None:
+        args += ["--egress", json.dumps(egress)]
     return _with_connection(args, "create", boot_s)
+
+
+def egress(ident, rules=None):
+    """`cellvm egress --json`: the rules of live sandbox `ident` replaced by
+    `rules` (E2B's update body), or only read; its {sandbox_id, rules, envs}."""
+    args = ["egress", "--json", ident]
+    if rules is not None:
+        args.append(json.dumps(rules))
+    return json.loads(run(args, f"egress({ident})"))
 
 
 def resume(ident, timeout_s=None):

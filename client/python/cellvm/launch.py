@@ -116,8 +116,9 @@ def wait_executor_ready(vm, conn, deadline):
 def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none",
                    envs=None, timeout=None, request_timeout=None, wait_ready=True, extra_cmdline="",
                    kernel=None, initramfs=True, rootfs=None, boot_timeout=None, detach=None,
-                   metadata=None, template=None, snapshot=None):
+                   metadata=None, template=None, snapshot=None, egress=None):
     """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create.
+    `egress`: rules for the host to enforce (cellvm.network.rules_body), or None.
     `timeout`: the sandbox's lifetime (cellvm.lifetime); `boot_timeout`: how
     long to wait for the agent (and the zygote). `snapshot`: restore from a
     template (None: $CELLVM_SNAPSHOT, default on; False: boot cold; a
@@ -132,7 +133,7 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
                      extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
                      rootfs=rootfs, snapshot=snapshot, envs=envs, timeout=timeout,
                      request_timeout=request_timeout, wait_ready=wait_ready,
-                     boot_timeout=boot_timeout, detach=detach, metadata=metadata,
+                     boot_timeout=boot_timeout, detach=detach, metadata=metadata, egress=egress,
                      template=template)
 
 
@@ -214,7 +215,7 @@ def _proc_start(pid):
 
 def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel, initramfs,
               rootfs, snapshot, envs, timeout, request_timeout, wait_ready, boot_timeout, detach,
-              metadata, template):
+              metadata, template, egress=None):
     """create() through `cellvm create --json` (cellvm.host): the C side
     restores the clone from the shared template (or boots cold), records it
     and sets its deadline; this process gets its agent connection."""
@@ -223,7 +224,8 @@ def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
     boot_s = float(boot_timeout) if boot_timeout else DEFAULT_CREATE_TIMEOUT
     opts = host.vm_args(resolve_image(image), vmm, memory_mb, vcpus, kernel, initramfs, rootfs,
                         snapshot, boot_s, network, extra_cmdline)
-    info, conn = host.create(opts, timeout=timeout, metadata=metadata, template=template)
+    info, conn = host.create(opts, timeout=timeout, metadata=metadata, template=template,
+                             egress=egress)
     detached = lifetime.detach_default() if detach is None else bool(detach)
     vm = cli_vm(info, detached)
     try:
@@ -246,6 +248,8 @@ def adopt_cli(cls, vm, info, conn, envs, request_timeout):
     resume --json): its registry entry, this process holding its channel
     (the CLI recorded it: --holder)."""
     from . import lifetime
+    # A sandbox with egress rules: its user processes get the proxy's variables.
+    envs = {**info.get("egress_envs", {}), **(envs or {})}
     sbx = cls._from_vm(vm, conn, envs=envs, request_timeout=request_timeout)
     sbx._entry = lifetime.entry_from_info(info)
     if info.get("restore"):  # the CLI's stages of the restore (Sandbox.restore_report)

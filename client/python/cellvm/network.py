@@ -1,12 +1,18 @@
 """E2B's network options of Sandbox.create() (`network={...}`, `secure`,
 `allow_internet_access`) mapped onto what a cellvm sandbox enforces.
 
-A cellvm sandbox's egress is all or nothing: none (the default: no interface
-but loopback in the micro-VM, `network="none"`; a dev-mode agent with
-`--network none` or `loopback`) or all (QEMU's NAT, `network="user"`; a
-dev-mode agent with `--network allow`). E2B's options are accepted with E2B's
-meaning where that is what the sandbox does, and refused with an
-InvalidArgumentException that names the option otherwise:
+A QEMU micro-VM with `network="none"` (the default) has no interface but
+loopback; when E2B's options ask for egress (`allow_out`/`deny_out` entries,
+or `allow_internet_access=True`), the host enforces them as E2B does: user
+code reaches the outside only through the guest's HTTP proxy, whose streams
+the sandbox's egress keeper decides by the rules, by name and by every
+address the name resolves to (`cellvm create --egress`, docs/NETWORK.md);
+`Sandbox.update_network()` replaces them live. Other sandboxes' egress is
+all or nothing: QEMU's NAT (`network="user"`, all), Firecracker and Cloud
+Hypervisor (none), a dev-mode agent (`--network none`/`loopback`: none;
+`allow`: all). There, E2B's options are accepted with E2B's meaning where
+that is what the sandbox does, and refused with an InvalidArgumentException
+that names the option otherwise:
 
 - `allow_out` / `deny_out` (lists of IPs, CIDR blocks or host names, or a
   callable returning one): E2B allows an address that `allow_out` names or
@@ -24,6 +30,8 @@ InvalidArgumentException that names the option otherwise:
   is reachable only from the host that runs it (a Unix socket of that user,
   vsock from the host, the VMM's serial socket); either value is accepted.
 - `rules` (per-host request transforms of E2B's egress proxy): refused.
+- `egress_proxy` (E2B: tunnel the sandbox's egress through the user's own
+  proxy): ignored; the guest's proxy is the host's.
 """
 
 import ipaddress
@@ -45,7 +53,8 @@ class SandboxNetworkOpts(TypedDict, total=False):
     mask_request_host: str
 
 EGRESS_NONE, EGRESS_ALL = "none", "all"
-_KNOWN = ("allow_out", "deny_out", "allow_public_traffic", "mask_request_host", "rules")
+_KNOWN = ("allow_out", "deny_out", "allow_public_traffic", "mask_request_host", "rules",
+          "egress_proxy")
 
 
 def egress_of(network_policy):
@@ -100,10 +109,11 @@ def _where(egress, place):
 
 
 def check(network=None, *, egress, allow_internet_access=None, secure=True,
-          place="this sandbox"):
+          place="this sandbox", enforce=True):
     """Raises InvalidArgumentException unless E2B's options hold in a sandbox
     whose egress is `egress` (EGRESS_NONE or EGRESS_ALL); `place` names that
-    sandbox in the message ("a micro-VM with network='user'"). Returns None."""
+    sandbox in the message ("a micro-VM with network='user'"). `enforce`
+    False: only their shape is checked (the host enforces them). Returns None."""
     if not isinstance(secure, bool):
         raise InvalidArgumentException(f"secure must be True or False, not {secure!r}")
     if allow_internet_access is not None and not isinstance(allow_internet_access, bool):
@@ -122,8 +132,8 @@ def check(network=None, *, egress, allow_internet_access=None, secure=True,
             f"network: unknown option(s) {', '.join(unknown)} (E2B's are {', '.join(_KNOWN)})")
     if network.get("rules"):
         raise InvalidArgumentException(
-            "network['rules'] (per-host request transforms) needs E2B's egress proxy: "
-            "cellvm has none")
+            "network['rules'] (per-host request transforms of E2B's egress proxy) is not "
+            "supported: cellvm's proxy does not rewrite requests (docs/NETWORK.md)")
     public = network.get("allow_public_traffic", True)
     if not isinstance(public, bool):
         raise InvalidArgumentException(
@@ -134,6 +144,8 @@ def check(network=None, *, egress, allow_internet_access=None, secure=True,
             f"network['mask_request_host'] must be a string, not {mask!r}")
     allow = _selector("allow_out", network.get("allow_out"))
     deny = _selector("deny_out", network.get("deny_out"))
+    if not enforce:
+        return
     if allow_internet_access is False:
         deny.append(ALL_TRAFFIC)
     if allow_internet_access is True and egress == EGRESS_NONE:
@@ -150,3 +162,37 @@ def check(network=None, *, egress, allow_internet_access=None, secure=True,
                     not network.get("deny_out") else f"egress rule deny_out {held}")
             raise InvalidArgumentException(
                 f"{what} cannot be enforced: {_where(egress, place)}")
+
+
+def wants_egress(network=None, allow_internet_access=None):
+    """Whether E2B's options ask for a host-enforced egress (see the module's
+    text): allow_out entries, deny_out entries (everything else stays
+    reachable, as in E2B) unless allow_internet_access=False denies the rest
+    anyway, or allow_internet_access=True."""
+    if not isinstance(network, dict):
+        network = {}
+    try:
+        allow = _selector("allow_out", network.get("allow_out"))
+        deny = _selector("deny_out", network.get("deny_out"))
+    except InvalidArgumentException:
+        return True  # rules_body() says why
+    return bool(allow) or (bool(deny) and allow_internet_access is not False) or \
+        allow_internet_access is True
+
+
+def rules_body(network=None, allow_internet_access=None, secure=True):
+    """E2B's options as the rules `cellvm create --egress` and `cellvm egress`
+    take (E2B's update body: allowOut, denyOut, allow_internet_access); the
+    host checks each entry. InvalidArgumentException for what the host cannot
+    do (request transforms) or a malformed option."""
+    check(network, egress=EGRESS_ALL, allow_internet_access=None, secure=secure,
+          place="(only the shape is checked here)", enforce=False)
+    network = network or {}
+    body = {"allowOut": _selector("allow_out", network.get("allow_out")),
+            "denyOut": _selector("deny_out", network.get("deny_out"))}
+    if allow_internet_access is not None:
+        if not isinstance(allow_internet_access, bool):
+            raise InvalidArgumentException(
+                f"allow_internet_access must be True or False, not {allow_internet_access!r}")
+        body["allow_internet_access"] = allow_internet_access
+    return body

@@ -527,9 +527,16 @@ class Sandbox:
                 sbx.close()
                 raise
             return sbx
-        _network.check(e2b_network, egress=_network.egress_of(network), **net_check,
-                       place=f"a micro-VM with network={network!r}")
+        egress = None
+        if network == "none" and vmm == "qemu" and _network.wants_egress(
+                e2b_network, net_check["allow_internet_access"]):
+            # The host enforces them: the guest's proxy, the sandbox's egress keeper.
+            egress = _network.rules_body(e2b_network, **net_check)
+        else:
+            _network.check(e2b_network, egress=_network.egress_of(network), **net_check,
+                           place=f"a micro-VM with network={network!r}")
         return cls._boot(image=image, template=template, metadata=e2b_options.get("metadata"),
+                         egress=egress,
                          vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
                          timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
                          extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
@@ -729,6 +736,43 @@ class Sandbox:
             return lifetime.set_timeout_of(None, entry, timeout)
         cls._cls_get_info(sandbox_id, **opts)  # dev mode: found (no effect) or not found
         lifetime.warn_dev_mode(sandbox_id, "set_timeout")
+
+    @_class_or_instance("_cls_update_network")
+    def update_network(self, network: Dict, **opts) -> None:
+        """E2B's update_network: `network` (allow_out, deny_out,
+        allow_internet_access; what it omits is cleared) replaces the egress
+        rules the host enforces for connections made from now on
+        (docs/NETWORK.md); a sandbox created without rules gets its egress
+        proxy now, and this object's commands and new contexts its variables.
+        A QEMU micro-VM with network='none' only (InvalidArgumentException
+        elsewhere). `Sandbox.update_network(sandbox_id, network)` is
+        `_cls_update_network`."""
+        owner = self._owner if self._owner is not None else self
+        if getattr(owner, "_paused", None) is not None:
+            raise SandboxException(f"sandbox {self.sandbox_id} is paused: connect() resumes it")
+        entry = getattr(owner, "_entry", None)
+        if entry is None:
+            raise InvalidArgumentException(
+                f"the agent at {self.sandbox_id} is not a micro-VM of this host: its egress "
+                "is its own (--network); update_network needs a QEMU sandbox")
+        info = type(self)._cls_update_network(entry.key, network)
+        owner._envs = {**info.get("envs", {}), **owner._envs}
+
+    @classmethod
+    def _cls_update_network(cls, sandbox_id: str, network: Dict, **opts) -> Dict:
+        """As update_network(), for the sandbox `sandbox_id` (any process's,
+        through the registry); SandboxNotFoundException if there is none.
+        Returns `cellvm egress --json`'s answer (sandbox_id, rules, envs)."""
+        if isinstance(sandbox_id, Sandbox):
+            return sandbox_id.update_network(network)
+        from . import host
+        if not isinstance(network, dict):
+            raise InvalidArgumentException(
+                "network must be E2B's update ({'allow_out': [...], 'deny_out': [...], "
+                "'allow_internet_access': bool})")
+        net = {k: v for k, v in network.items() if k != "allow_internet_access"}
+        body = _network.rules_body(net, network.get("allow_internet_access"))
+        return host.egress(str(sandbox_id), body)
 
     @_class_or_instance("_cls_get_info")
     def get_info(self, request_timeout: Optional[float] = None, **opts) -> SandboxInfo:
