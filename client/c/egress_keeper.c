@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "keeper.h"
 #include "serve.h"
 #include "serve_egress.h"
 #include "vmm.h"
@@ -122,17 +122,7 @@ pid_t cegress_keeper_start(const char *key, const char *vmdir)
         pid_t child = fork();
         if (child != 0)
                 return child < 0 ? -errno : child;
-        /* A session of its own; stdin /dev/null, stdout and stderr the log. */
-        (void)setsid();
-        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        int out = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (null < 0 || out < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
-                _exit(1);
-        if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
-                for (int fd = 3; fd < 1024; fd++)
-                        (void)close(fd);
-        signal(SIGINT, SIG_IGN);
-        signal(SIGHUP, SIG_IGN);
+        ckeeper_detach(log);
         execl(exe, "cellvm", "egress-keep", key, vmdir, (char *)NULL);
         fprintf(stderr, "cellvm egress: exec %s: %s\n", exe, strerror(errno));
         _exit(127);

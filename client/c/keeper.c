@@ -78,17 +78,14 @@ static void keep(const char *key)
         }
 }
 
-pid_t ckeeper_start(const char *key)
+void ckeeper_detach(const char *out)
 {
-        pid_t child = fork();
-        if (child != 0)
-                return child < 0 ? -errno : child;
-        /* The keeper: a session of its own, nothing inherited but /dev/null. */
         (void)setsid();
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        for (int fd = 0; fd < 3 && null >= 0; fd++)
-                if (dup2(null, fd) < 0)
-                        _exit(1);
+        int o =
+            out ? open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600) : null;
+        if (null < 0 || o < 0 || dup2(null, 0) < 0 || dup2(o, 1) < 0 || dup2(o, 2) < 0)
+                _exit(1);
         if (syscall(SYS_close_range, 3u, ~0u, 0u) < 0)
                 for (int fd = 3; fd < 1024; fd++)
                         (void)close(fd);
@@ -96,6 +93,14 @@ pid_t ckeeper_start(const char *key)
         signal(SIGHUP, SIG_IGN);
         signal(SIGTERM, SIG_DFL);
         signal(SIGQUIT, SIG_DFL);
+}
+
+pid_t ckeeper_start(const char *key)
+{
+        pid_t child = fork();
+        if (child != 0)
+                return child < 0 ? -errno : child;
+        ckeeper_detach(NULL);
         keep(key);
         _exit(0);
 }

@@ -11,5 +11,9 @@
 /* Forks the keeper of registry entry `key` (written, VMM `pid` running):
  * its pid, or a negative errno. The keeper closes every inherited fd. */
 pid_t ckeeper_start(const char *key);
+/* In a forked child that outlives its parent: a session of its own, stdin
+ * /dev/null, stdout and stderr appended to file `out` (NULL: /dev/null),
+ * no other fd inherited, SIGINT and SIGHUP ignored. _exit(1) on failure. */
+void ckeeper_detach(const char *out);
 
 #endif
