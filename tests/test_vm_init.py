@@ -113,9 +113,11 @@ def test_pid1_name_and_the_agents_argv(configured):
     rc, out = root_sh(conn, f"cat /proc/1/comm; tr '\\0' '\\n' </proc/{conn.hello['pid']}/cmdline")
     lines = out.split("\n")
     assert rc == 0 and lines[0] == "cellvm-init"
-    # init's defaults, then cellvm.agent_args with '' as an empty argument
+    # init's defaults (the egress port where QEMU has it), then cellvm.agent_args
+    # with '' as an empty argument
     assert lines[1:-1] == ["/usr/bin/cellvm-agent", "--listen", "vsock:1024", "--listen",
-                           "serial:/dev/virtio-ports/cellvm", "--workdir", "/home/user",
+                           "serial:/dev/virtio-ports/cellvm", "--listen",
+                           "serial:/dev/virtio-ports/cellvm.egress", "--workdir", "/home/user",
                            "--preload", ""], lines
     # eth0 configured: init's CELLVM_NET=static, user code's sockets allowed
     assert conn.hello["network"] == "allow"

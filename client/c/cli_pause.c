@@ -158,17 +158,6 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
         return 0;
 }
 
-/* `s` as a JSON string's contents (paths and ids: no control characters). */
-static void json_str(FILE *f, const char *s)
-{
-        for (; *s; s++) {
-                if (*s == '"' || *s == '\\')
-                        fputc('\\', f);
-                if ((unsigned char)*s >= 0x20)
-                        fputc(*s, f);
-        }
-}
-
 static const char pause_usage[] =
     "usage: cellvm pause [--json] [--envs JSON] ID\n"
     "\n"
@@ -180,7 +169,8 @@ static const char pause_usage[] =
     "API). It keeps its id; while paused it counts against no limit and has no deadline.\n"
     "cellvm resume ID (or the Python SDK's Sandbox.connect(ID)) runs it again; cellvm\n"
     "kill ID drops it.\n"
-    "  --json    print {\"sandbox_id\", \"record\", \"state_bytes\"} instead of a sentence\n"
+    "  --json    print its entry as `cellvm ps --json` lists it now (sandbox_id, key,\n"
+    "            state \"paused\", record, image, metadata, envs, ...) and state_bytes\n"
     "  --envs JSON  the sandbox's environment (an object) kept in the record\n"
     "exit status: 0 paused, 1 no such live sandbox or paused already, 2 usage, 3 failed\n"
     "(the sandbox runs on as it was).\n";
@@ -337,12 +327,23 @@ int cmd_pause(int argc, char **argv)
                         bytes = (long long)(m.state_size + m.memory_size);
                 csm_free(&m);
         }
-        if (json) {
-                printf("{\"sandbox_id\": \"");
-                json_str(stdout, e.key);
-                printf("\", \"record\": \"");
-                json_str(stdout, dir);
-                printf("\", \"state_bytes\": %lld}\n", bytes);
+        if (json) { /* its entry as `cellvm ps --json` lists it now, and its size */
+                struct cpaused p = {0};
+                snprintf(p.dir, sizeof(p.dir), "%s", dir);
+                snprintf(p.key, sizeof(p.key), "%s", e.key);
+                snprintf(p.sandbox_id, sizeof(p.sandbox_id), "%s", e.key);
+                snprintf(p.vmm, sizeof(p.vmm), "%s", e.vmm);
+                json_t *o = sbx_paused_json(&p);
+                if (!o)
+                        o = json_pack("{s:s, s:s, s:s}", "sandbox_id", e.key, "key", e.key,
+                                      "record", dir);
+                json_object_set_new(o, "state_bytes", json_integer(bytes));
+                char *text = json_dumps(o, JSON_COMPACT);
+                json_decref(o);
+                if (!text)
+                        return EXIT_FAILED;
+                puts(text);
+                free(text);
         } else {
                 printf("paused %s (%lld MiB of state in %s)\n", e.key, bytes >> 20, dir);
         }

@@ -227,7 +227,7 @@ static json_t *json_field(const char *text)
 /* A paused sandbox as `ps --json` lists it: what the SDK's list, info,
  * connect (its resume) and kill need of it, read from its manifest. NULL
  * when it is gone meanwhile (resumed or killed) or out of memory. */
-static json_t *paused_json(const struct cpaused *p)
+json_t *sbx_paused_json(const struct cpaused *p)
 {
         struct csm m;
         char err[PATH_MAX + 200];
@@ -276,7 +276,7 @@ static int ps_json(int n)
         char root[PATH_MAX];
         int np = read_paused(root, sizeof(root));
         for (int i = 0; i < np; i++) {
-                json_t *o = paused_json(&paused[i]);
+                json_t *o = sbx_paused_json(&paused[i]);
                 if (o)
                         json_array_append_new(all, o);
         }

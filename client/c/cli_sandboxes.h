@@ -3,6 +3,7 @@
 #ifndef CELLVM_CLIENT_CLI_SANDBOXES_H
 #define CELLVM_CLIENT_CLI_SANDBOXES_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "cellvm.h"
@@ -16,6 +17,10 @@ struct sbx_rec {
 };
 
 int cmd_ps(int argc, char **argv);
+struct cpaused;
+/* The paused sandbox `p` as `cellvm ps --json` lists it (its manifest read),
+ * a new object, or NULL when its manifest does not read. */
+json_t *sbx_paused_json(const struct cpaused *p);
 /* Every other command looks too: ends what is past deadline + grace,
  * reporting only what it does; a missing or unusable registry is skipped. */
 void sbx_sweep(void);

@@ -76,10 +76,12 @@ def entry_from_info(d) -> Entry:
                  metadata={str(k): str(v) for k, v in (d.get("metadata") or {}).items()})
 
 
-def live_entries():
-    """Every live sandbox of this user (`cellvm ps --json`, which sweeps)."""
+def live_entries(listed=None):
+    """Every live sandbox of this user, of `listed` (`cellvm ps --json`'s
+    entries; None: run it, which sweeps)."""
     from . import host
-    return [entry_from_info(d) for d in host.ps() if d.get("state") == "running"]
+    return [entry_from_info(d) for d in (host.ps() if listed is None else listed)
+            if d.get("state") == "running"]
 
 
 def find(ident):

@@ -69,12 +69,12 @@ def _pause_cli(owner, vm, entry):
     """pause() of a QEMU sandbox: `cellvm pause --json` (client/c/pause.c) saves
     it over its QMP socket, stops its VMM and removes its entry."""
     from . import host
-    host.run(["pause", "--json", "--envs", json.dumps(owner._envs), entry.key],
-             f"pause({owner.sandbox_id})")
+    # It prints the paused entry as `cellvm ps --json` lists it.
+    rec = json.loads(host.run(["pause", "--json", "--envs", json.dumps(owner._envs), entry.key],
+                              f"pause({owner.sandbox_id})"))
     if getattr(vm, "cli", False):
         vm._killed = True  # its VMM is gone; kill() must not drop the record
-    # killed meanwhile: a record nobody finds (connect and get_info say so)
-    _stopped(owner, find(entry.key) or {"key": entry.key, "sandbox_id": owner.sandbox_id})
+    _stopped(owner, rec)
     return True
 
 
@@ -136,10 +136,10 @@ def info(rec):
                        memory_mb=rec["memory_mb"])
 
 
-def records():
-    """The paused sandboxes (`cellvm ps --json`)."""
+def records(listed=None):
+    """The paused sandboxes of `listed` (`cellvm ps --json`'s entries; None: run it)."""
     from . import host
-    return [e for e in host.ps() if e.get("state") == "paused"]
+    return [e for e in (host.ps() if listed is None else listed) if e.get("state") == "paused"]
 
 
 def find(ident):

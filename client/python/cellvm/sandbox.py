@@ -263,12 +263,12 @@ class SandboxPaginator:
                 infos.append(sbx.get_info())
             except SandboxException:
                 continue
-        from . import lifetime
+        from . import host, lifetime, pause
         mine = {i.sandbox_id for i in infos}
-        infos.extend(lifetime.info_from_entry(e) for e in lifetime.live_entries()
-                     if e.id not in mine)  # other processes' VMs (`cellvm ps`)
-        from . import pause
-        infos.extend(pause.info(r) for r in pause.records())  # E2B lists paused ones too
+        listed = host.ps()  # one `cellvm ps --json`: the live, then the paused
+        infos.extend(lifetime.info_from_entry(e) for e in lifetime.live_entries(listed)
+                     if e.id not in mine)  # other processes' VMs
+        infos.extend(pause.info(r) for r in pause.records(listed))  # E2B lists paused ones too
         addr = os.environ.get(ADDR_ENV)
         if addr and addr not in {i.sandbox_id for i in infos}:
             try:
