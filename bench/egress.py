@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Egress throughput (docs/NETWORK.md): an allowed HTTP download through the
-guest's proxy and `cellvm serve`, against the same download over QEMU's NAT
-(`network="user"`), in one run.
+guest's proxy and `cellvm serve`, and through the proxy of a Python SDK
+sandbox (its egress keeper, QEMU's second serial port), against the same
+download over QEMU's NAT (`network="user"`), in one run.
 
     bench/egress.py [--image build/image] [--mb 100] [--runs 3] [--json FILE]
 
@@ -11,7 +12,9 @@ runs `curl http://bench.test:PORT/blob` (through HTTP_PROXY). NAT: a sandbox
 of cellvm's Python SDK booted with network="user" runs `curl
 http://10.0.2.2:PORT/blob` (QEMU's slirp maps 10.0.2.2 to the host's
 loopback). The two alternate, `--runs` times each; curl's own
-speed_download is recorded, and the medians compared.
+speed_download is recorded, and the medians compared. SDK: a sandbox of the
+Python SDK created with network={"allow_out": ["bench.test"]} runs the
+proxy's curl too, in the same rounds.
 
 `--counters`: one more proxy download (not in the medians), run as root,
 with the guest's counters around it: its CPU ticks (/proc/stat, 100 a
@@ -140,8 +143,8 @@ def main():
     from cellvm import Sandbox
 
     server = Server(a.image)
-    nat = None
-    proxy_mbs, nat_mbs = [], []
+    nat = sdk = None
+    proxy_mbs, nat_mbs, sdk_mbs = [], [], []
     try:
         st, body = server.request("POST", "/sandboxes", {"templateID": "base", "timeout": 1800,
                                                          "network": {"allowOut": ["bench.test"]}})
@@ -149,16 +152,21 @@ def main():
             raise SystemExit(f"create through serve: {st} {body[:300]!r}")
         sbx = json.loads(body)
         nat = Sandbox.create(image=a.image, network="user", snapshot=False, timeout=1800)
+        sdk = Sandbox.create(image=a.image, network={"allow_out": ["bench.test"]}, timeout=1800)
         for _ in range(a.runs):
             proxy_mbs.append(parse(serve_run(server, sbx, CURL + f"http://bench.test:{port}/blob"),
                                    size))
+            r = sdk.commands.run(CURL + f"http://bench.test:{port}/blob", timeout=600)
+            sdk_mbs.append(parse(r.stdout, size))
             r = nat.commands.run(CURL + f"http://10.0.2.2:{port}/blob", timeout=600)
             nat_mbs.append(parse(r.stdout, size))
-            print(f"proxy {proxy_mbs[-1]:.1f} MB/s, NAT {nat_mbs[-1]:.1f} MB/s", flush=True)
+            print(f"proxy {proxy_mbs[-1]:.1f} MB/s, SDK proxy {sdk_mbs[-1]:.1f} MB/s, "
+                  f"NAT {nat_mbs[-1]:.1f} MB/s", flush=True)
         stats = counters(server, sbx, port, size) if a.counters else None
     finally:
-        if nat:
-            nat.kill()
+        for sb in (nat, sdk):
+            if sb:
+                sb.kill()
         server.stop()
         srv.shutdown()
         os.unlink(hosts.name)
@@ -166,6 +174,9 @@ def main():
            "proxy_median": round(statistics.median(proxy_mbs), 1),
            "nat_median": round(statistics.median(nat_mbs), 1)}
     res["proxy_over_nat"] = round(res["proxy_median"] / res["nat_median"], 2)
+    res["sdk_mb_s"] = sdk_mbs
+    res["sdk_median"] = round(statistics.median(sdk_mbs), 1)
+    res["sdk_over_nat"] = round(res["sdk_median"] / res["nat_median"], 2)
     if stats:
         res["counters"] = stats
     print(json.dumps(res, indent=1))
