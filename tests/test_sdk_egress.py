@@ -101,10 +101,16 @@ def test_a_sandbox_created_without_rules_gets_its_egress_by_update_network(
     sbx = Sandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB, timeout=300)
     try:
         assert "HTTP_PROXY" not in sbx._envs
+        assert sbx.run_code("1 + 1").text == "2"  # the default context exists before
         Sandbox.update_network(sbx.sandbox_id, {"allow_out": ["allowed.test"],
                                                 "allow_internet_access": False})
         sbx.update_network({"allow_out": ["allowed.test"], "allow_internet_access": False})
         assert curl(sbx, f"http://allowed.test:{origins['http']}/hello")[0] == 200
+        # Its cells too, in the context that ran before the update.
+        cell = sbx.run_code("import urllib.request\n"
+                            f"urllib.request.urlopen('http://allowed.test:{origins['http']}"
+                            "/hello').status")
+        assert cell.error is None and cell.text == "200", cell
         status, body = curl(sbx, f"http://cidr.test:{origins['http']}/hello")
         assert status == 403 and "allow_internet_access=false" in body, body
     finally:

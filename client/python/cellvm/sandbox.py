@@ -743,7 +743,7 @@ class Sandbox:
         allow_internet_access; what it omits is cleared) replaces the egress
         rules the host enforces for connections made from now on
         (docs/NETWORK.md); a sandbox created without rules gets its egress
-        proxy now, and this object's commands and new contexts its variables.
+        proxy now, and this object's commands and cells its variables.
         A QEMU micro-VM with network='none' only (InvalidArgumentException
         elsewhere). `Sandbox.update_network(sandbox_id, network)` is
         `_cls_update_network`."""
