@@ -64,7 +64,8 @@ int cegress_rules_write(const char *vmdir, json_t *rules, char *why, size_t whyl
                 snprintf(why, whylen, "%s: path too long", vmdir);
                 return -ENAMETOOLONG;
         }
-        snprintf(tmp, sizeof(tmp), "%s/" CVM_EGRESS_RULES_TMP, vmdir);
+        /* One temp file per writer: two updates at once each rename a whole file. */
+        snprintf(tmp, sizeof(tmp), "%s/" CVM_EGRESS_RULES_TMP ".%d", vmdir, (int)getpid());
         char *text = json_dumps(rules, JSON_COMPACT | JSON_SORT_KEYS);
         if (!text) {
                 snprintf(why, whylen, "out of memory");

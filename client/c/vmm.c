@@ -739,8 +739,7 @@ void cvm_kill(struct cvm *vm)
                 (void)unlink(vm->api);
                 if (vm->vmm == CVM_VMM_QEMU) { /* the egress port's, and its keeper's */
                         static const char *const files[] = {CVM_EGRESS_SOCKET, CVM_EGRESS_RULES,
-                                                            CVM_EGRESS_RULES_TMP, CVM_EGRESS_LOG,
-                                                            CVM_EGRESS_LOCK};
+                                                            CVM_EGRESS_LOG, CVM_EGRESS_LOCK};
                         char path[sizeof(vm->dir) + 32];
                         for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
                                 join(path, sizeof(path), vm->dir, files[i]);

@@ -25,8 +25,9 @@
  * port exists) and its socket in the VM's directory. */
 #define CVM_EGRESS_PORT "cellvm.egress"
 #define CVM_EGRESS_SOCKET "egress.sock"
-/* The egress keeper's files beside it (egress_keeper.h): its rules, their
- * replacement being written, its log, and the lock that keeps it alone. */
+/* The egress keeper's files beside it (egress_keeper.h): its rules (and,
+ * while a replacement is written, egress.json.tmp.PID), its log, and the
+ * lock that keeps it alone. */
 #define CVM_EGRESS_RULES "egress.json"
 #define CVM_EGRESS_RULES_TMP "egress.json.tmp"
 #define CVM_EGRESS_LOG "egress.log"
