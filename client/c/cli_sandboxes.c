@@ -18,7 +18,6 @@
 #include "buf.h"
 #include "cli_egress.h"
 #include "cli_snapshot.h"
-#include "egress_keeper.h"
 #include "host_tsc.h"
 #include "cbor_util.h"
 #include "msgtypes.h"

@@ -233,7 +233,6 @@ static bool is_this_server(const struct sockaddr_storage *a)
         return mine;
 }
 
-/* The policy's decision and the connection: the socket, or -1 after answering. */
 static int install(struct serve_egress *e, json_t *network, json_t *aia, char *why, size_t whylen);
 
 /* The launcher's live update (cellvm egress): the rules file, read again when
@@ -268,6 +267,7 @@ static void refresh(struct sandbox *s, struct serve_egress *e)
         json_decref(rules);
 }
 
+/* The policy's decision and the connection: the socket, or -1 after answering. */
 static int decide_and_dial(struct stream *st, const struct egress_target *t)
 {
         struct serve_egress *e = st->e;
