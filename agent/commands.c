@@ -509,7 +509,7 @@ void command_child_exec(const struct spawn_spec *s, int in_fd, int out_fd, int e
                 err = take_terminal(s->cr);
         if (!err)
                 err = join_cgroup(s->cgroup_procs);
-        if (!err)
+        if (!err && !s->system)
                 err = confine_child(s->cr);
         if (!err && chdir(s->cwd) < 0)
                 err = errno;
@@ -688,7 +688,7 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
         const char *cmd = NULL;
         size_t cmd_len = 0;
         cbor_item_t *envs = NULL;
-        bool with_stdin = false, background = false;
+        bool with_stdin = false, background = false, system = false;
         uint64_t timeout_ms = 0;
         int rc;
         char **argv = NULL;
@@ -727,17 +727,19 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
             r3 = cv_map_dup_str(body, "tag", &tag),
             r4 = cv_map_get_bool(body, "stdin", &with_stdin),
             r5 = cv_map_get_bool(body, "background", &background),
-            r6 = cv_map_get_uint(body, "timeout_ms", &timeout_ms);
-        int rs[] = {r1, r2, r3, r4, r5, r6};
+            r6 = cv_map_get_uint(body, "timeout_ms", &timeout_ms),
+            r7 = cv_map_get_bool(body, "system", &system);
+        int rs[] = {r1, r2, r3, r4, r5, r6, r7};
         struct creds cr;
         char cwd_abs[PATH_MAX];
         char *cmd_copy = NULL;
         char **env = NULL;
-        for (size_t i = 0; i < 6; i++) {
+        for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
                 if (rs[i] < 0 && rs[i] != -ENOENT) {
                         conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
-                                        "`user`, `cwd`, `tag` must be text, `stdin` and "
-                                        "`background` bools, `timeout_ms` an unsigned integer");
+                                        "`user`, `cwd`, `tag` must be text, `stdin`, "
+                                        "`background` and `system` bools, `timeout_ms` an "
+                                        "unsigned integer");
                         goto out;
                 }
         }
@@ -748,11 +750,20 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                                 "`pty` must be {cols, rows}, each 1 to %u", PTY_SIZE_MAX);
                 goto out;
         }
+        /* `system`: the agent's own tool as root, unconfined (the host's filesystem-only
+         * pause); never a program or user the request chose. */
+        if (system &&
+            (!spawn_is_system_tool(argv) || (user && strcmp(user, "root") != 0) || rp == 0)) {
+                conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
+                                "`system` runs %s as root without a pty, nothing else",
+                                SPAWN_SYSTEM_TOOL);
+                goto out;
+        }
         if (ncommands >= CMD_MAX) {
                 conn_send_error(a, c, id, CV_ERR_BUSY, "%u commands are running", ncommands);
                 goto out;
         }
-        if (creds_lookup(a, user, &cr) < 0) {
+        if (creds_lookup(a, system ? "root" : user, &cr) < 0) {
                 conn_send_error(a, c, id, CV_ERR_NOT_FOUND, "no user %.64s", user);
                 goto out;
         }
@@ -774,7 +785,8 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                                   .with_stdin = with_stdin,
                                   .pty = rp == 0,
                                   .cols = cols,
-                                  .rows = rows};
+                                  .rows = rows,
+                                  .system = system};
         int in_w, out_r, err_r;
         pid_t pid = command_spawn(a, &spec, &in_w, &out_r, &err_r);
         if (pid < 0) {

@@ -45,6 +45,7 @@
 enum spawn_kind { SPAWN_ZYGOTE = 1, SPAWN_COMMAND = 2 };
 /* spawn_hdr.flags of a SPAWN_COMMAND */
 #define SPAWN_F_PTY 1u
+#define SPAWN_F_SYSTEM 2u
 
 struct spawn_hdr {
         uint32_t kind;
@@ -111,7 +112,8 @@ static int parse_command(const struct agent *a, const struct spawn_hdr *h, char 
                          struct spawn_spec *s, struct creds *cr, char ***vec)
 {
         if (h->len == 0 || str[h->len - 1] != '\0' || h->ngroups > SPAWN_GROUPS_MAX ||
-            h->nenv > h->len || h->nargs > SPAWN_ARGS_MAX || (h->flags & ~SPAWN_F_PTY))
+            h->nenv > h->len || h->nargs > SPAWN_ARGS_MAX ||
+            (h->flags & ~(SPAWN_F_PTY | SPAWN_F_SYSTEM)))
                 return -EPROTO;
         size_t nfix = h->nargs ? h->nargs : 1;
         /* v: the nfix arguments, NULL, the cwd's slot, the nenv variables, NULL */
@@ -140,8 +142,23 @@ static int parse_command(const struct agent *a, const struct spawn_hdr *h, char 
                                  .cgroup_procs = a->commands_cgroup_procs,
                                  .cr = cr,
                                  .env = v + nfix + 2,
-                                 .pty = (h->flags & SPAWN_F_PTY) != 0};
+                                 .pty = (h->flags & SPAWN_F_PTY) != 0,
+                                 .system = (h->flags & SPAWN_F_SYSTEM) != 0};
+        /* Checked again here: unconfined root runs the agent's tool and nothing else. */
+        if (s->system && (cr->drop || cr->uid != 0 || !spawn_is_system_tool(s->argv))) {
+                free(v);
+                return -EPROTO;
+        }
         return 0;
+}
+
+bool spawn_is_system_tool(char *const *argv)
+{
+        static const char *const head[] = {"/usr/bin/python3", "-I", SPAWN_SYSTEM_TOOL};
+        for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+                if (!argv || !argv[i] || strcmp(argv[i], head[i]) != 0)
+                        return false;
+        return true;
 }
 
 /* Creates the zygote's or a command's process (`s` NULL: the zygote) and waits until it has
@@ -387,7 +404,8 @@ pid_t spawner_command(struct agent *a, const struct spawn_spec *s, int in_fd, in
                               .uid = (uint32_t)s->cr->uid,
                               .gid = (uint32_t)s->cr->gid,
                               .drop = s->cr->drop,
-                              .flags = s->pty ? SPAWN_F_PTY : 0,
+                              .flags =
+                                  (s->pty ? SPAWN_F_PTY : 0) | (s->system ? SPAWN_F_SYSTEM : 0),
                               .ngroups = s->cr->ngroups < 0 ? 0 : (uint32_t)s->cr->ngroups};
         if (h.ngroups > SPAWN_GROUPS_MAX)
                 return -EINVAL;

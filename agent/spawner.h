@@ -48,7 +48,15 @@ struct spawn_spec {
         uint16_t cols, rows; /* the pty's first size (the agent opens it; not sent) */
         /* Set by the spawner from its own copy: the commands' cgroup.procs, "" for none. */
         const char *cgroup_procs;
+        /* The agent's own tool (spawn_is_system_tool), as root with the agent's capabilities
+         * and without user code's confinement. */
+        bool system;
 };
+
+/* `argv` runs the agent's filesystem-snapshot tool (SPAWN_SYSTEM_TOOL, then its own
+ * arguments): the one program CMD_START's `system` may run. */
+#define SPAWN_SYSTEM_TOOL "/usr/lib/cellvm/fs-snapshot"
+bool spawn_is_system_tool(char *const *argv);
 
 /* Forks the spawner, before the agent's first child and its filter; the spawner drops the
  * capabilities the agent drops after setup. 0 or -errno. */

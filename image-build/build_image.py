@@ -105,6 +105,8 @@ DEFAULT_PROFILE = "default"
 GUEST_FILES = {
     "/usr/lib/cellvm/agent-selftest": os.path.join(HERE, "guest", "agent-selftest"),
     "/usr/lib/cellvm/vsock_selftest.py": os.path.join(HERE, "guest", "vsock_selftest.py"),
+    # A filesystem-only pause's guest side, run by the agent (docs/SNAPSHOTS.md).
+    "/usr/lib/cellvm/fs-snapshot": os.path.join(HERE, "guest", "fs-snapshot"),
 }
 # The JavaScript/TypeScript executor's driver, run by Debian's node (docs/JAVASCRIPT.md).
 NODE_EXECUTOR = os.path.join(os.path.dirname(HERE), "node-executor")

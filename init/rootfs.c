@@ -21,6 +21,7 @@
 #define LOWER "/.cellvm-lower"
 #define RW "/.cellvm-rw"
 #define STAGE "/mnt"
+#define RW_EXPOSED "/run/cellvm-rw"
 
 bool rootfs_in_initramfs(const struct init_config *c)
 {
@@ -141,6 +142,21 @@ static void move_api_mounts(const char *newroot)
         }
 }
 
+/* The writable layer's tmpfs (upper/ and work/) bound at /run/cellvm-rw, 0700 root:
+ * the agent's filesystem-only pause reads the upper layer there (a copy of
+ * the changed files, whiteouts included; docs/SNAPSHOTS.md). A bind without
+ * submounts: nothing of the merged root shows through it. Not fatal: such a
+ * pause then fails and says so. */
+static void expose_rw(const char *rw, const char *newroot)
+{
+        char target[64];
+        snprintf(target, sizeof(target), "%s" RW_EXPOSED, newroot);
+        if (mkdir(target, 0700) != 0 && errno != EEXIST)
+                log_warn("mkdir %s: %s", target, strerror(errno));
+        else if (mount(rw, target, NULL, MS_BIND, NULL) != 0)
+                log_warn("bind %s on %s: %s", rw, target, strerror(errno));
+}
+
 int rootfs_mount_and_switch(const struct init_config *c)
 {
         struct stat st;
@@ -160,6 +176,7 @@ int rootfs_mount_and_switch(const struct init_config *c)
                 return r;
         }
         move_api_mounts(NEWROOT);
+        expose_rw(RW, NEWROOT);
         if (stat("/", &st) != 0)
                 return -errno;
         if (chdir(NEWROOT) != 0)
@@ -223,9 +240,10 @@ int rootfs_overlay_in_place(void)
                 goto undo;
         }
         move_api_mounts(STAGE "/root");
+        expose_rw(STAGE, STAGE "/root");
         /* pivot_root(".", "."): the old root ends up on top of the new one and
-         * is detached at once (pivot_root(2)); with it go the staging tmpfs'
-         * mount point and any way back to the writable layers' directories. */
+         * is detached at once (pivot_root(2)); with it goes the staging tmpfs'
+         * mount point (its bind at /run/cellvm-rw stays, for root only). */
         if (chdir(STAGE "/root") != 0 || syscall(SYS_pivot_root, ".", ".") != 0) {
                 r = -errno;
                 log_error("pivot_root into the overlay: %s", strerror(-r));

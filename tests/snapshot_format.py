@@ -199,6 +199,8 @@ class Manifest:
     request      `<METHOD> <path> <json>`: API calls a restore makes (Firecracker, CH)
     sandbox_id, registry_key, template, timeout_s, metadata, envs  (paused sandboxes;
                  the id is the registry key, which the sandbox resumes under)
+    filesystem   a filesystem-only pause's archive of the changed files (its file's
+                 name; no state then: it resumes as a fresh clone of its template)
     """
 
     _INTS = ("memory_mb", "vcpus", "state_size", "memory_size", "generation", "created_ms",
@@ -235,6 +237,7 @@ class Manifest:
         self.timeout_s = ""
         self.metadata: Dict[str, str] = {}
         self.envs: Dict[str, str] = {}
+        self.filesystem = ""
         for k, v in fields.items():
             if not hasattr(self, k):
                 raise TypeError(f"no manifest field {k!r}")
@@ -243,7 +246,7 @@ class Manifest:
     _ORDER = ("kind", "vmm", "vmm_version", "vmm_binary", "accel", "memory_mb", "vcpus", "image",
               "cmdline", "file", "state", "state_size", "memory", "memory_size", "instance_dir",
               "generation", "created_ms", "build_ms", "started_ms", "sandbox_id", "registry_key", "template",
-              "timeout_s", "metadata", "envs", "request", "arg")
+              "timeout_s", "metadata", "envs", "filesystem", "request", "arg")
 
     def to_text(self) -> str:
         lines = [FORMAT]

@@ -173,3 +173,18 @@ def test_argv_runs_without_a_shell(conn):
                               {"argv": ["/bin/echo"], "cmd": "echo"}, {}]):
         assert error_code(conn.call(CMD_START, 93 + i, body)) == "bad_request", body
     assert error_code(conn.call(CMD_START, 99, {"argv": ["/no/such/program"]})) == "not_found"
+
+
+def test_system_runs_the_agents_tool_and_nothing_else(conn):
+    # `system` (the host's filesystem-only pause, docs/PROTOCOL.md): unconfined root for
+    # /usr/lib/cellvm/fs-snapshot only; any other program, user or a pty is refused.
+    tool = ["/usr/bin/python3", "-I", "/usr/lib/cellvm/fs-snapshot", "pack", "/x"]
+    for i, body in enumerate([
+            {"argv": ["/bin/sh", "-c", "id"], "system": True},
+            {"argv": ["/usr/bin/python3", "-I", "/tmp/fs-snapshot"], "system": True},
+            {"argv": ["/usr/bin/python3", "/usr/lib/cellvm/fs-snapshot"], "system": True},
+            {"cmd": "/usr/lib/cellvm/fs-snapshot pack /x", "system": True},
+            {"argv": tool, "system": True, "user": "user"},
+            {"argv": tool, "system": True, "pty": {"cols": 80, "rows": 24}},
+            {"argv": tool, "system": "yes"}]):
+        assert error_code(conn.call(CMD_START, 110 + i, body)) == "bad_request", body

@@ -195,3 +195,61 @@ def test_auto_pause_at_the_timeout_then_connect_resumes(serve):
         call(serve, "DELETE", f"/sandboxes/{sid}")
     with open(serve.log_path, errors="replace") as f:
         assert f"sandbox {sid} paused: its timeout passed (autoPause)" in f.read()
+
+
+def manifest_fields(path):
+    with open(os.path.join(path, "manifest")) as f:
+        return dict(line.split("=", 1) for line in f.read().splitlines()[1:] if "=" in line)
+
+
+def test_files_only_pause_reboots_and_keeps_the_files(serve):
+    """E2B's pause({keepMemory: false}) (`{"memory": false}`): the record keeps
+    the files the sandbox changed (image-build/guest/fs-snapshot) and no
+    memory; connect boots it anew (a new boot id, no variables) with those
+    files: written, deleted, replaced by a link, owned as before, in /tmp too."""
+    status, sbx = call(serve, "POST", "/sandboxes", {"timeout": 600})
+    assert status == 201, sbx
+    sid = sbx["sandboxID"]
+    try:
+        assert files(serve, sbx, "POST", "/home/user/kept.txt", b"kept without memory")[0] == 200
+        boot = run_code(serve, sbx, "\n".join([
+            "import os, shutil",
+            "kept = 40",
+            "os.remove('/home/user/.bashrc')",
+            "os.symlink('kept.txt', '/home/user/link')",
+            "os.makedirs('/home/user/d/e'); open('/home/user/d/e/f', 'wb').write(bytes(range(256)) * 4096)",
+            "open('/tmp/t.txt', 'w').write('tmp too')",
+            "open('/proc/sys/kernel/random/boot_id').read().strip()"]))
+        assert len(boot) == 1 and len(boot[0]) == 36, boot
+
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/pause", {"memory": "no"})
+        assert status == 400 and "memory" in body["message"], body
+        assert call(serve, "POST", f"/sandboxes/{sid}/pause", {"memory": False}) == (204, None)
+        record = os.path.join(serve.paused, sid)
+        m = manifest_fields(record)
+        assert m["kind"] == "paused" and m["filesystem"] == "fs.tar", m
+        assert int(m["state_size"]) == os.path.getsize(os.path.join(record, "fs.tar")) > 1 << 20
+        assert not os.path.exists(os.path.join(record, "state"))  # no memory kept
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert status == 200 and info["state"] == "paused", info
+
+        status, body = call(serve, "POST", f"/sandboxes/{sid}/connect", {"timeout": 120})
+        assert status == 201, body
+        assert body["sandboxID"] == sid and body["envdAccessToken"] == sbx["envdAccessToken"]
+        assert not os.path.exists(record)
+        after = run_code(serve, sbx, "\n".join([
+            "import os, stat",
+            "st = os.lstat('/home/user/d/e/f')",
+            f"[ open('/proc/sys/kernel/random/boot_id').read().strip() != {boot[0]!r},",
+            "  'kept' in dir(), os.path.exists('/home/user/.bashrc'),",
+            "  os.readlink('/home/user/link'), open('/tmp/t.txt').read(),",
+            "  open('/home/user/d/e/f', 'rb').read() == bytes(range(256)) * 4096,",
+            "  st.st_uid, stat.S_IMODE(st.st_mode) & 0o700 ]"]))
+        assert after == ["[True, False, False, 'kept.txt', 'tmp too', True, 1000, 384]"], after
+        assert files(serve, sbx, "GET", "/home/user/kept.txt") == (200, b"kept without memory")
+        status, out = call(serve, "GET", f"/sandboxes/{sid}")
+        assert out["state"] == "running", out
+    finally:
+        call(serve, "DELETE", f"/sandboxes/{sid}")
+    with open(serve.log_path, errors="replace") as f:
+        assert f"sandbox {sid} paused (its files only)" in f.read()

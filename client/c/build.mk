@@ -7,7 +7,8 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/user_dirs.c client/c/tsc_word.c client/c/pause.c \
                    client/c/hybrid_vsock.c client/c/vmm_hybrid.c \
                    client/c/vmm_firecracker.c client/c/vmm_cloud_hypervisor.c \
-                   client/c/vmm_api.c client/c/snapshot_hybrid.c client/c/pause_hybrid.c
+                   client/c/vmm_api.c client/c/snapshot_hybrid.c client/c/pause_hybrid.c \
+                   client/c/pause_fs.c
 # Egress by policy (docs/NETWORK.md): the rules, the guest's proxy requests, names.
 CLIENT_LIB_SRCS += client/c/egress_policy.c client/c/egress_request.c client/c/egress_resolve.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)
@@ -25,7 +26,7 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_interp.c client/c/serve_envd.c client/c/serve_files.c \
               client/c/serve_sandbox.c client/c/serve_mux.c client/c/serve_stream.c \
               client/c/serve_key.c client/c/serve_sign.c client/c/serve_connect.c \
-              client/c/serve_multipart.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
+              client/c/serve_multipart.c client/c/serve_fs.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
               client/c/serve_metrics.c \
               client/c/serve_pause.c
 # getHost(port): other ports relayed through the agent's tunnels.

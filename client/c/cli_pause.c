@@ -94,6 +94,13 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
                 rc = csm_read(dir, m, err, errlen);
         if (rc == 0)
                 rc = cpause_check(m, dir, err, errlen);
+        if (rc == 0 && m->filesystem[0]) {
+                snprintf(err, errlen,
+                         "%s holds only the sandbox's files (paused with keepMemory false): "
+                         "cellvm serve resumes it, as a new boot (E2B's connect)",
+                         dir);
+                rc = -EOPNOTSUPP;
+        }
         const char *key = rc == 0 ? cpause_key_of(m, dir) : NULL;
         if (rc == 0 && !key) {
                 snprintf(err, errlen, "%s names no registry key", dir);

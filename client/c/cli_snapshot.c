@@ -157,7 +157,7 @@ fail:
         return rc;
 }
 
-enum outcome { RESTORED, COLD, FATAL };
+enum outcome { RESTORED, COLD, FATAL, KEY_IN_USE };
 
 /* Restores the clone of `snapdir`; on failure nothing runs and `err` says why,
  * `*bad` whether the snapshot is at fault. */
@@ -188,8 +188,16 @@ static enum outcome restore(const struct snap_run *r, const char *snapdir, const
                 close(lock);
                 return COLD;
         }
-        sbx_record(rec, vm, r->vm->image, r->vm->memory_mb, r->vm->vcpus,
-                   CSQ_RESTORE_TIMEOUT_MS / 1000.0, r->lifetime_s);
+        if (sbx_record_as(rec, r->key, NULL, vm, r->vm->image, r->vm->memory_mb, r->vm->vcpus,
+                          CSQ_RESTORE_TIMEOUT_MS / 1000.0, r->lifetime_s) < 0 &&
+            r->key) {
+                /* Said on stderr; a key in use is another sandbox's. */
+                if (state_fd >= 0)
+                        close(state_fd);
+                cvm_kill(vm);
+                close(lock);
+                return KEY_IN_USE;
+        }
         int rc = qemu ? csq_load(m, snapdir, vm, state_fd, st, c, bad, err, errlen)
                       : csh_load(m, snapdir, vm, st, c, bad, err, errlen);
         close(lock);
@@ -230,6 +238,8 @@ int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *v
         csm_free(&m);
         if (o == FATAL)
                 return -EAGAIN;
+        if (o == KEY_IN_USE)
+                return -EEXIST;
         if (o == COLD) {
                 if (explicit) {
                         fprintf(stderr, "cellvm: snapshot %s: %s\n", r->dir, err);

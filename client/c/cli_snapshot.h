@@ -34,6 +34,7 @@ struct snap_run {
         const char *dir;            /* SNAP_DIR: the template that must be used */
         bool verbose;               /* say how the VM started */
         struct snap_report *report; /* filled when not NULL */
+        const char *key;            /* the registry key it takes (a resume's), NULL: a new one */
 };
 
 /* The VM of run/shell from a template: found (or built, saying so) and

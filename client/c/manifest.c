@@ -56,6 +56,7 @@ static const struct field fields[] = {
     F("timeout_s", STR, timeout_s),
     F("metadata", STR, metadata),
     F("envs", STR, envs),
+    F("filesystem", STR, filesystem),
     F("request", LIST, request),
     F("arg", LIST, arg),
 };

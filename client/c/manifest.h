@@ -40,6 +40,7 @@ struct csm {
         uint64_t generation, created_ms, build_ms, started_ms;
         char *sandbox_id, *registry_key, *template_, *timeout_s;
         char *metadata, *envs; /* one line of JSON each, kept as text ("{}" by default) */
+        char *filesystem;      /* a filesystem-only pause's archive (its file's name), or "" */
         struct csm_list request, arg;
 };
 

@@ -404,6 +404,8 @@ int cpause_check(const struct csm *m, const char *dir, char *err, size_t errlen)
                          m->kind);
                 return -EINVAL;
         }
+        if (m->filesystem[0])
+                return cpause_check_fs(m, dir, err, errlen);
         bool qemu = strcmp(m->vmm, "qemu") == 0;
         /* Firecracker's and Cloud Hypervisor's: snapshot_hybrid.c's files. */
         int rc = qemu ? csq_check_restorable(m, dir, err, errlen)

@@ -66,6 +66,22 @@ int cpause_new_tmp(const char *root, const char *final, char *tmp, size_t tmplen
 /* The finished `tmp` becomes `final`, under the store's lock. */
 int cpause_publish(const char *root, const char *tmp, const char *final, char *err, size_t errlen);
 
+/* A filesystem-only pause (E2B's pause with keepMemory false, pause_fs.c):
+ * the record holds the guest's archive of the files it changed
+ * (image-build/guest/fs-snapshot) as CPAUSE_FS_ARCHIVE, which its manifest's
+ * `filesystem` names, and no VM state; it resumes as a fresh clone of its
+ * template with those files put back (a new boot: no process, no memory). */
+#define CPAUSE_FS_ARCHIVE "fs.tar"
+/* Writes the archive to `path`: 0, or a negative errno with `err`. */
+typedef int (*cpause_pack_fn)(void *ud, const char *path, char *err, size_t errlen);
+/* A new record of `src` at `root` with the archive `pack` writes into it. 0
+ * with its directory in `recdir`; -EEXIST (paused already) or another
+ * negative errno with `err`, and no record. The caller stops the VM. */
+int cpause_save_fs(const char *root, const struct cpause_src *src, cpause_pack_fn pack, void *ud,
+                   char *recdir, size_t reclen, char *err, size_t errlen);
+/* cpause_check of a filesystem-only record: its archive whole. */
+int cpause_check_fs(const struct csm *m, const char *dir, char *err, size_t errlen);
+
 /* The record in `dir` (its manifest in `m`) can be resumed here: a paused
  * sandbox's, its files whole (QEMU: its state a QEMU stream; Firecracker,
  * Cloud Hypervisor: csh_check_restorable), the VMM and the image's files

@@ -49,7 +49,8 @@ struct sandbox {
         /* network.allowPublicTraffic=false: its other ports need the traffic token
          * (serve_port.c). Set once at create, read with __atomic loads. */
         bool private_traffic;
-        bool auto_pause; /* E2B's lifecycle onTimeout "pause": paused at its deadline */
+        bool auto_pause;            /* E2B's lifecycle onTimeout "pause": paused at its deadline */
+        bool auto_pause_files_only; /* ... with keepMemory false (autoPauseMemory) */
         struct cvm vm;
         struct cvm_opts opts;
         struct sbx_rec rec;
@@ -100,6 +101,10 @@ int serve_create(const char *template_id, double timeout_s, json_t *metadata, js
 /* A clone of the template with its agent connection, in no table (the pool's
  * and serve_create's): 0 with *out referenced once, or a negative errno. */
 int serve_restore(double timeout_s, struct sandbox **out, char *err, size_t errlen);
+/* serve_restore under registry key `key` (a filesystem-only pause's resume:
+ * the sandbox keeps its id); NULL: a new key. */
+int serve_restore_as(const char *key, double timeout_s, struct sandbox **out, char *err,
+                     size_t errlen);
 /* Stops `s`'s VM, connection and registry record. Call with serve.life held. */
 void serve_stop_vm(struct sandbox *s);
 /* The live sandbox `id`, referenced; NULL when there is none. */
@@ -142,8 +147,9 @@ struct serve_paused {
 };
 /* Pauses live sandbox `s` (referenced by the caller): 0 (it is no longer
  * in the table), -ENOENT (ended meanwhile), or a negative errno with `err`
- * (it runs on). */
-int serve_pause(struct sandbox *s, char *err, size_t errlen);
+ * (it runs on). Without `keep_memory` only its files are kept (E2B's
+ * filesystem-only pause: pause.h, serve_fs.c), and its resume is a new boot. */
+int serve_pause(struct sandbox *s, bool keep_memory, char *err, size_t errlen);
 /* Sandbox `id` running: 1 when it was paused and is resumed now with a
  * deadline `timeout_s` from now, 0 when it was running already (its
  * deadline untouched), both with *out referenced; -ENOENT when it is
@@ -156,6 +162,11 @@ void serve_paused_free(struct serve_paused *v, size_t n);
 int serve_paused_get(const char *id, struct serve_paused *out);
 /* Drops paused sandbox `id` (E2B's kill): 1, 0 when there is none, or a negative errno. */
 int serve_paused_kill(const char *id);
+/* A filesystem-only pause's guest side (serve_fs.c): the archive of the files
+ * sandbox `ud` changed, written to `path` (a cpause_pack_fn); and such an
+ * archive put back into `s`, a fresh clone. 0 or a negative errno with `err`. */
+int serve_fs_pack(void *ud, const char *path, char *err, size_t errlen);
+int serve_fs_unpack(struct sandbox *s, const char *path, char *err, size_t errlen);
 
 /* --- file metadata (serve_meta.c) ---
  * envd keeps X-Metadata-* of an upload with the file (xattrs) and shows it in

@@ -216,6 +216,15 @@ static enum MHD_Result create(struct hreq *h)
                 return reply_error(h, 400, "%s", why);
         }
         bool auto_pause = json_is_true(ap);
+        /* E2B's autoPauseMemory (onTimeout keepMemory): false pauses its files only. */
+        json_t *apm = json_object_get(body, "autoPauseMemory");
+        if (apm && !json_is_null(apm) && !json_is_boolean(apm)) {
+                json_decref(metadata);
+                json_decref(envs);
+                json_decref(body);
+                return reply_error(h, 400, "autoPauseMemory must be a boolean");
+        }
+        bool files_only = json_is_false(apm);
         if (serve_single_claim() < 0) {
                 json_decref(metadata);
                 json_decref(envs);
@@ -251,6 +260,7 @@ static enum MHD_Result create(struct hreq *h)
         if (auto_pause) {
                 pthread_mutex_lock(&serve.life);
                 s->auto_pause = true;
+                s->auto_pause_files_only = files_only;
                 pthread_mutex_unlock(&serve.life);
                 /* The guest's own deadline gets the margin of a pause. */
                 if (serve_set_timeout(s, timeout, why, sizeof(why)) < 0) {
@@ -577,10 +587,26 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
         } else if (post && strcmp(action, "resume") == 0) {
                 rc = reply_error(h, 409, "sandbox \"%s\" is already running", id);
         } else if (post && strcmp(action, "pause") == 0) {
+                /* E2B's `memory` (the SDK's keepMemory, default true): false keeps
+                 * only the files (a filesystem-only pause, serve_pause.c). */
+                json_t *body = object_body(h, true, &rc);
+                json_t *mem = json_object_get(body, "memory");
+                bool keep_memory = !json_is_false(mem);
+                if (body && mem && !json_is_boolean(mem) && !json_is_null(mem)) {
+                        json_decref(body);
+                        serve_put(s);
+                        return reply_error(h, 400, "memory must be a boolean");
+                }
+                if (!body) {
+                        serve_put(s);
+                        return rc; /* object_body queued the 400 */
+                }
+                json_decref(body);
                 int64_t t0 = creg_now_ms();
-                int r = serve_pause(s, why, sizeof(why));
+                int r = serve_pause(s, keep_memory, why, sizeof(why));
                 if (r == 0)
-                        fprintf(stderr, "cellvm serve: sandbox %s paused in %lld ms\n", id,
+                        fprintf(stderr, "cellvm serve: sandbox %s paused%s in %lld ms\n", id,
+                                keep_memory ? "" : " (its files only)",
                                 (long long)(creg_now_ms() - t0));
                 else
                         fprintf(stderr, "cellvm serve: pausing sandbox %s: %s\n", id, why);

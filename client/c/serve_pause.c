@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "cli_pause.h"
@@ -16,7 +17,7 @@
 #include "serve_egress.h"
 
 /* What the server keeps beside a record, as JSON: the envd access token (the
- * SDK's Sandbox object keeps it), the lifecycle (autoPause) and whether its
+ * SDK's Sandbox object keeps it), the lifecycle (autoPause, autoPauseMemory) and whether its
  * ports need the traffic token (privateTraffic). */
 #define SERVE_FILE "serve.json"
 /* The token and flags, and the egress rules (up to 2 x 256 entries). */
@@ -60,8 +61,9 @@ static int write_serve_file(const char *dir, const struct sandbox *s)
         snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
         char *text = NULL;
         json_t *j =
-            json_pack("{s:s, s:b, s:b}", "envdAccessToken", s->token, "autoPause", s->auto_pause,
-                      "privateTraffic", __atomic_load_n(&s->private_traffic, __ATOMIC_ACQUIRE));
+            json_pack("{s:s, s:b, s:b, s:b}", "envdAccessToken", s->token, "autoPause",
+                      s->auto_pause, "autoPauseMemory", !s->auto_pause_files_only, "privateTraffic",
+                      __atomic_load_n(&s->private_traffic, __ATOMIC_ACQUIRE));
         /* The egress rules come back with the sandbox (serve_egress.c). */
         json_t *rules = serve_egress_rules((struct sandbox *)s);
         if (j && rules && json_object_set_new(j, "egress", rules) < 0)
@@ -108,13 +110,14 @@ static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress)
         if (ok)
                 memcpy(s->token, token, SERVE_TOKEN_LEN + 1);
         s->auto_pause = json_is_true(json_object_get(j, "autoPause"));
+        s->auto_pause_files_only = json_is_false(json_object_get(j, "autoPauseMemory"));
         /* A private sandbox's ports stay private across a pause (serve_port.c). */
         s->private_traffic = json_is_true(json_object_get(j, "privateTraffic"));
         json_decref(j);
         return ok ? 0 : serve_random_hex(s->token, SERVE_TOKEN_LEN);
 }
 
-int serve_pause(struct sandbox *s, char *err, size_t errlen)
+int serve_pause(struct sandbox *s, bool keep_memory, char *err, size_t errlen)
 {
         char root[PATH_MAX], dir[PATH_MAX];
         int rc = cpaused_root(root, sizeof(root));
@@ -137,8 +140,10 @@ int serve_pause(struct sandbox *s, char *err, size_t errlen)
         e.started_ms = s->started_ms; /* E2B's startedAt: the create, not the pool's restore */
         struct cpause_src src = {
             .e = &e, .template_ = s->template_id, .metadata = meta, .envs = envs};
-        if (meta && envs)
+        if (meta && envs && keep_memory)
                 rc = cpause_save(root, &src, dir, sizeof(dir), err, errlen);
+        else if (meta && envs)
+                rc = cpause_save_fs(root, &src, serve_fs_pack, s, dir, sizeof(dir), err, errlen);
         else
                 snprintf(err, errlen, "out of memory"), rc = -ENOMEM;
         free(meta);
@@ -179,6 +184,53 @@ static json_t *string_object(const char *text)
         return json_object();
 }
 
+/* The record's manifest into `m` (csm_init'ed): 0 or a negative errno with `err`. */
+static int read_record(const char *dir, struct csm *m, char *err, size_t errlen)
+{
+        if (csm_init(m) < 0) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        return csm_read(dir, m, err, errlen);
+}
+
+/* A filesystem-only record's resume: a fresh clone of the template under
+ * the record's key (a new boot, as E2B's), its files put back; the caller
+ * removes the record. 0 with *out referenced once, or a negative errno with
+ * `err` (nothing runs). */
+static int resume_files(const char *dir, const struct csm *m, double timeout_s,
+                        struct sandbox **out, char *err, size_t errlen)
+{
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int rc = fd < 0 ? -errno : flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+        if (rc < 0)
+                snprintf(err, errlen, "paused sandbox %s: %s", dir,
+                         rc == -EWOULDBLOCK ? "being resumed by another process" : strerror(-rc));
+        if (rc == 0)
+                rc = cpause_check(m, dir, err, errlen);
+        const char *key = rc == 0 ? cpause_key_of(m, dir) : NULL;
+        if (rc == 0 && !key) {
+                snprintf(err, errlen, "%s names no registry key", dir);
+                rc = -EINVAL;
+        }
+        struct sandbox *s = NULL;
+        if (rc == 0)
+                rc = serve_restore_as(key, timeout_s, &s, err, errlen);
+        char archive[PATH_MAX + 32];
+        snprintf(archive, sizeof(archive), "%s/%s", dir, CPAUSE_FS_ARCHIVE);
+        if (rc == 0 && (rc = serve_fs_unpack(s, archive, err, errlen)) < 0) {
+                pthread_mutex_lock(&serve.life);
+                serve_stop_vm(s);
+                pthread_mutex_unlock(&serve.life);
+                serve_put(s);
+        }
+        if (rc == 0)
+                *out = s;
+        if (fd >= 0)
+                close(fd);
+        return rc;
+}
+
 int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *err, size_t errlen)
 {
         pthread_mutex_lock(&pausing);
@@ -195,36 +247,56 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
                 snprintf(err, errlen, "sandbox \"%.64s\" not found", id);
                 return rc;
         }
-        s = calloc(1, sizeof(*s));
-        if (!s) {
-                pthread_mutex_unlock(&pausing);
-                snprintf(err, errlen, "out of memory");
-                return -ENOMEM;
-        }
-        pthread_mutex_init(&s->procs_lock, NULL);
-        s->refs = 1;
-        json_t *egress = NULL;
-        if ((rc = read_serve_file(dir, s, &egress)) < 0) {
-                snprintf(err, errlen, "getrandom: %s", strerror(-rc));
-                json_decref(egress);
-                serve_put(s);
+        struct csm m;
+        if ((rc = read_record(dir, &m, err, errlen)) < 0) {
+                csm_free(&m);
                 pthread_mutex_unlock(&pausing);
                 return rc;
         }
-        struct cvc *c = NULL;
-        struct csm m;
-        rc = sbx_resume(root, dir, timeout_s, &s->rec, &s->vm, &c, &m, err, errlen);
-        if (rc == 0 && (rc = mux_start(&s->mux, c)) < 0) {
-                snprintf(err, errlen, "sandbox %s resumed, but its connection failed: %s",
-                         s->rec.e.key, strerror(-rc));
-                cvc_close(c);
-                cvm_kill(&s->vm);
-                sbx_forget(&s->rec);
+        bool files_only = m.filesystem[0] != '\0';
+        if (files_only) {
+                rc = resume_files(dir, &m, timeout_s, &s, err, errlen);
+        } else if (!(s = calloc(1, sizeof(*s)))) {
+                snprintf(err, errlen, "out of memory");
+                rc = -ENOMEM;
+        } else {
+                pthread_mutex_init(&s->procs_lock, NULL);
+                s->refs = 1;
+        }
+        json_t *egress = NULL;
+        if (rc == 0 && (rc = read_serve_file(dir, s, &egress)) < 0)
+                snprintf(err, errlen, "getrandom: %s", strerror(-rc));
+        if (rc == 0 && files_only) {
+                struct cpaused p;
+                snprintf(p.dir, sizeof(p.dir), "%s", dir);
+                int removed = cpaused_remove(root, &p);
+                if (removed < 0)
+                        fprintf(stderr,
+                                "cellvm serve: sandbox %s resumed, but its record %s stays: %s\n",
+                                s->rec.e.key, dir, strerror(-removed));
+        }
+        if (rc == 0 && !files_only) {
+                struct cvc *c = NULL;
+                csm_free(&m);
+                rc = sbx_resume(root, dir, timeout_s, &s->rec, &s->vm, &c, &m, err, errlen);
+                if (rc == 0 && (rc = mux_start(&s->mux, c)) < 0) {
+                        snprintf(err, errlen, "sandbox %s resumed, but its connection failed: %s",
+                                 s->rec.e.key, strerror(-rc));
+                        cvc_close(c);
+                        cvm_kill(&s->vm);
+                        sbx_forget(&s->rec);
+                }
         }
         if (rc < 0) {
                 csm_free(&m);
                 json_decref(egress);
-                serve_put(s);
+                if (s && files_only) {
+                        pthread_mutex_lock(&serve.life);
+                        serve_stop_vm(s);
+                        pthread_mutex_unlock(&serve.life);
+                }
+                if (s)
+                        serve_put(s);
                 pthread_mutex_unlock(&pausing);
                 return rc;
         }
@@ -234,10 +306,12 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
                                                                                 : "base");
         s->metadata = string_object(m.metadata);
         s->envs = string_object(m.envs);
-        s->memory_mb = (unsigned)m.memory_mb;
-        s->vcpus = (unsigned)m.vcpus;
-        s->opts =
-            (struct cvm_opts){.image = serve.image, .memory_mb = s->memory_mb, .vcpus = s->vcpus};
+        if (!files_only) { /* a fresh clone has the server's */
+                s->memory_mb = (unsigned)m.memory_mb;
+                s->vcpus = (unsigned)m.vcpus;
+                s->opts = (struct cvm_opts){
+                    .image = serve.image, .memory_mb = s->memory_mb, .vcpus = s->vcpus};
+        }
         s->started_ms = m.started_ms ? (int64_t)m.started_ms : s->rec.e.started_ms;
         s->deadline_ms = s->rec.e.deadline_ms;
         csm_free(&m);

@@ -74,6 +74,12 @@ static int send_deadline(struct sandbox *s, double timeout_s, char *err, size_t 
  * with *out (one reference, the caller's), or a negative errno with `err`. */
 int serve_restore(double timeout_s, struct sandbox **out, char *err, size_t errlen)
 {
+        return serve_restore_as(NULL, timeout_s, out, err, errlen);
+}
+
+int serve_restore_as(const char *key, double timeout_s, struct sandbox **out, char *err,
+                     size_t errlen)
+{
         struct sandbox *s = calloc(1, sizeof(*s));
         if (!s) {
                 snprintf(err, errlen, "out of memory");
@@ -88,7 +94,8 @@ int serve_restore(double timeout_s, struct sandbox **out, char *err, size_t errl
         struct snap_run r = {.vm = &s->opts,
                              .user_mb = cvm_user_memory_mb(s->memory_mb),
                              .lifetime_s = timeout_s,
-                             .mode = SNAP_AUTO};
+                             .mode = SNAP_AUTO,
+                             .key = key};
         struct cvc *c = NULL;
         /* One restore at a time (the template code keeps state of its own);
          * the table stays free meanwhile. */
@@ -301,7 +308,7 @@ static void auto_pause(struct sandbox *s)
         char err[600];
         /* Past its registry deadline + grace another cellvm process would kill it. */
         sbx_set_deadline(&s->rec, CSQ_MIGRATE_TIMEOUT_MS / 1000.0);
-        int rc = serve_pause(s, err, sizeof(err));
+        int rc = serve_pause(s, !s->auto_pause_files_only, err, sizeof(err));
         if (rc == 0)
                 fprintf(stderr, "cellvm serve: sandbox %s paused: its timeout passed (autoPause)\n",
                         s->id);
