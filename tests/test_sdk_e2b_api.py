@@ -315,6 +315,35 @@ def test_e2b_network_options_are_checked_before_a_micro_vm_boots(monkeypatch):
     assert conftest.qemu_pids() <= before
 
 
+def test_a_callable_selector_is_called_once_per_create(monkeypatch):
+    """E2B's allow_out/deny_out callables are resolved once per
+    Sandbox.create, on each of its paths: rules the host enforces (QEMU's
+    network='none'), options that ask for no egress, another VMM's check and
+    a refused rule (no VM boots: _boot is stubbed, giving the rules it got)."""
+    monkeypatch.delenv("CELLVM_ADDR", raising=False)
+    monkeypatch.setattr(Sandbox, "_boot", classmethod(lambda cls, **launch: launch["egress"]))
+    calls = []
+
+    def selector(entries):
+        return lambda ctx: calls.append(entries) or entries
+
+    for kw, egress in (
+            (dict(network={"allow_out": selector(["1.1.1.1"]),
+                           "deny_out": selector(["0.0.0.0/0"])}),
+             {"allowOut": ["1.1.1.1"], "denyOut": ["0.0.0.0/0"]}),
+            (dict(network={"deny_out": selector(["8.8.8.8"])}),
+             {"allowOut": [], "denyOut": ["8.8.8.8"]}),
+            (dict(network={"deny_out": selector(["8.8.8.8"])}, allow_internet_access=False), None),
+            (dict(network={"deny_out": selector(["8.8.8.8"])}, vmm="firecracker"), None)):
+        calls.clear()
+        assert Sandbox.create(**kw) == egress, kw
+        assert len(calls) == len(kw["network"]), (kw, calls)
+    calls.clear()
+    with pytest.raises(InvalidArgumentException, match=r"allow_out \['1\.1\.1\.1'\] cannot"):
+        Sandbox.create(vmm="firecracker", network={"allow_out": selector(["1.1.1.1"])})
+    assert calls == [["1.1.1.1"]]
+
+
 def test_get_metrics_and_pause(sbx):
     [m] = sbx.get_metrics()
     assert isinstance(m, SandboxMetrics)

@@ -118,7 +118,7 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
                    kernel=None, initramfs=True, rootfs=None, boot_timeout=None, detach=None,
                    metadata=None, template=None, snapshot=None, egress=None):
     """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create.
-    `egress`: rules for the host to enforce (cellvm.network.rules_body), or None.
+    `egress`: rules for the host to enforce (cellvm.network.egress_rules), or None.
     `timeout`: the sandbox's lifetime (cellvm.lifetime); `boot_timeout`: how
     long to wait for the agent (and the zygote). `snapshot`: restore from a
     template (None: $CELLVM_SNAPSHOT, default on; False: boot cold; a

@@ -113,7 +113,9 @@ def check(network=None, *, egress, allow_internet_access=None, secure=True,
     """Raises InvalidArgumentException unless E2B's options hold in a sandbox
     whose egress is `egress` (EGRESS_NONE or EGRESS_ALL); `place` names that
     sandbox in the message ("a micro-VM with network='user'"). `enforce`
-    False: only their shape is checked (the host enforces them). Returns None."""
+    False: only their shape is checked (the host enforces them). Returns
+    (allow_out, deny_out) as lists, each selector resolved (a callable called)
+    once here."""
     if not isinstance(secure, bool):
         raise InvalidArgumentException(f"secure must be True or False, not {secure!r}")
     if allow_internet_access is not None and not isinstance(allow_internet_access, bool):
@@ -144,10 +146,16 @@ def check(network=None, *, egress, allow_internet_access=None, secure=True,
             f"network['mask_request_host'] must be a string, not {mask!r}")
     allow = _selector("allow_out", network.get("allow_out"))
     deny = _selector("deny_out", network.get("deny_out"))
-    if not enforce:
-        return
+    if enforce:
+        _enforce(network, allow, deny, egress=egress, place=place,
+                 allow_internet_access=allow_internet_access)
+    return allow, deny
+
+
+def _enforce(network, allow, deny, *, egress, place, allow_internet_access):
+    """check()'s verdict on the resolved allow/deny in a sandbox whose egress is `egress`."""
     if allow_internet_access is False:
-        deny.append(ALL_TRAFFIC)
+        deny = deny + [ALL_TRAFFIC]
     if allow_internet_access is True and egress == EGRESS_NONE:
         raise InvalidArgumentException(
             f"allow_internet_access=True cannot be honoured: {_where(egress, place)}")
@@ -164,20 +172,20 @@ def check(network=None, *, egress, allow_internet_access=None, secure=True,
                 f"{what} cannot be enforced: {_where(egress, place)}")
 
 
-def wants_egress(network=None, allow_internet_access=None):
-    """Whether E2B's options ask for a host-enforced egress (see the module's
-    text): allow_out entries, deny_out entries (everything else stays
+def egress_rules(network=None, allow_internet_access=None, secure=True):
+    """For a sandbox whose host enforces egress (a QEMU micro-VM with
+    network='none'): the rules body of rules_body() when E2B's options ask for
+    egress (allow_out entries, deny_out entries (everything else stays
     reachable, as in E2B) unless allow_internet_access=False denies the rest
-    anyway, or allow_internet_access=True."""
-    if not isinstance(network, dict):
-        network = {}
-    try:
-        allow = _selector("allow_out", network.get("allow_out"))
-        deny = _selector("deny_out", network.get("deny_out"))
-    except InvalidArgumentException:
-        return True  # rules_body() says why
-    return bool(allow) or (bool(deny) and allow_internet_access is not False) or \
-        allow_internet_access is True
+    anyway, or allow_internet_access=True), else None: there, the options hold
+    in a sandbox with no egress as they are. Each selector is resolved once.
+    InvalidArgumentException for a malformed option or request transforms."""
+    allow, deny = check(network, egress=EGRESS_NONE, allow_internet_access=allow_internet_access,
+                        secure=secure, place="(only the shape is checked here)", enforce=False)
+    if not (allow or (deny and allow_internet_access is not False) or
+            allow_internet_access is True):
+        return None
+    return _body(allow, deny, allow_internet_access)
 
 
 def rules_body(network=None, allow_internet_access=None, secure=True):
@@ -185,11 +193,13 @@ def rules_body(network=None, allow_internet_access=None, secure=True):
     take (E2B's update body: allowOut, denyOut, allow_internet_access); the
     host checks each entry. InvalidArgumentException for what the host cannot
     do (request transforms) or a malformed option."""
-    check(network, egress=EGRESS_ALL, allow_internet_access=None, secure=secure,
-          place="(only the shape is checked here)", enforce=False)
-    network = network or {}
-    body = {"allowOut": _selector("allow_out", network.get("allow_out")),
-            "denyOut": _selector("deny_out", network.get("deny_out"))}
+    allow, deny = check(network, egress=EGRESS_ALL, allow_internet_access=None, secure=secure,
+                        place="(only the shape is checked here)", enforce=False)
+    return _body(allow, deny, allow_internet_access)
+
+
+def _body(allow, deny, allow_internet_access):
+    body = {"allowOut": allow, "denyOut": deny}
     if allow_internet_access is not None:
         if not isinstance(allow_internet_access, bool):
             raise InvalidArgumentException(

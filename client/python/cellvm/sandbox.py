@@ -528,10 +528,9 @@ class Sandbox:
                 raise
             return sbx
         egress = None
-        if network == "none" and vmm == "qemu" and _network.wants_egress(
-                e2b_network, net_check["allow_internet_access"]):
+        if network == "none" and vmm == "qemu":
             # The host enforces them: the guest's proxy, the sandbox's egress keeper.
-            egress = _network.rules_body(e2b_network, **net_check)
+            egress = _network.egress_rules(e2b_network, **net_check)
         else:
             _network.check(e2b_network, egress=_network.egress_of(network), **net_check,
                            place=f"a micro-VM with network={network!r}")
