@@ -235,6 +235,19 @@ static bool is_this_server(const struct sockaddr_storage *a)
 
 static int install(struct serve_egress *e, json_t *network, json_t *aia, char *why, size_t whylen);
 
+/* The rules file `path` ({network, allow_internet_access}): its object, or
+ * NULL with `why` saying what is wrong with it. */
+static json_t *load_rules(const char *path, char *why, size_t whylen)
+{
+        json_error_t jerr;
+        json_t *rules = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        if (rules && json_is_object(rules))
+                return rules;
+        snprintf(why, whylen, "%s", rules ? "not an object" : jerr.text);
+        json_decref(rules);
+        return NULL;
+}
+
 /* The launcher's live update (cellvm egress): the rules file, read again when
  * it was replaced since the last read, so a stream that starts after the
  * command returns is decided by the new rules. A file that does not parse
@@ -255,15 +268,13 @@ static void refresh(struct sandbox *s, struct serve_egress *e)
         if (same)
                 return;
         char why[300] = "";
-        json_error_t jerr;
-        json_t *rules = json_load_file(e->follow, JSON_REJECT_DUPLICATES, &jerr);
-        int rc = rules && json_is_object(rules)
-                     ? install(e, json_object_get(rules, "network"),
-                               json_object_get(rules, "allow_internet_access"), why, sizeof(why))
-                     : -EINVAL;
+        json_t *rules = load_rules(e->follow, why, sizeof(why));
+        int rc = rules ? install(e, json_object_get(rules, "network"),
+                                 json_object_get(rules, "allow_internet_access"), why, sizeof(why))
+                       : -EINVAL;
         if (rc < 0)
                 fprintf(stderr, "%s: sandbox %s: egress rules %s: %s (the rules before stay)\n",
-                        serve_egress_who, s->id, e->follow, rules ? why : jerr.text);
+                        serve_egress_who, s->id, e->follow, why);
         json_decref(rules);
 }
 
@@ -633,11 +644,10 @@ int serve_egress_follow(struct sandbox *s, const char *path, char *why, size_t w
                 snprintf(why, whylen, "%s: %s", path, strerror(errno));
                 return -errno;
         }
-        json_error_t jerr;
-        json_t *rules = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
-        if (!rules || !json_is_object(rules)) {
-                snprintf(why, whylen, "%s: %s", path, rules ? "not an object" : jerr.text);
-                json_decref(rules);
+        char bad[JSON_ERROR_TEXT_LENGTH];
+        json_t *rules = load_rules(path, bad, sizeof(bad));
+        if (!rules) {
+                snprintf(why, whylen, "%s: %s", path, bad);
                 return -EINVAL;
         }
         char *follow = strdup(path);
