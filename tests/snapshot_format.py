@@ -345,25 +345,21 @@ def write_atomic(path: str, data: bytes) -> None:
 def check_files(m: Manifest, snapdir: str) -> None:
     """The snapshot's own files are there, whole: SnapshotError naming the one
     that is missing or truncated."""
-    state = os.path.join(snapdir, m.state)
-    try:
-        size = os.path.getsize(state)
-    except OSError as e:
-        raise SnapshotError(f"{state}: {e.strerror}: the snapshot's device state is missing",
-                            state) from None
-    if size != m.state_size:
-        raise SnapshotError(f"{state} is {size} bytes, its manifest says {m.state_size}: "
-                            "truncated or replaced", state)
+    _check_file(os.path.join(snapdir, m.state), m.state_size, "device state")
     if m.memory:
-        mem = os.path.join(snapdir, m.memory)
-        try:
-            size = os.path.getsize(mem)
-        except OSError as e:
-            raise SnapshotError(f"{mem}: {e.strerror}: the snapshot's memory file is missing",
-                                mem) from None
-        if size != m.memory_size:
-            raise SnapshotError(f"{mem} is {size} bytes, its manifest says {m.memory_size}: "
-                                "truncated or replaced", mem)
+        _check_file(os.path.join(snapdir, m.memory), m.memory_size, "memory file")
+
+
+def _check_file(path: str, want: int, what: str) -> None:
+    """check_files()'s test of one file: there, and `want` bytes long."""
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise SnapshotError(f"{path}: {e.strerror}: the snapshot's {what} is missing",
+                            path) from None
+    if size != want:
+        raise SnapshotError(f"{path} is {size} bytes, its manifest says {want}: "
+                            "truncated or replaced", path)
 
 
 def differences(have: Manifest, want: Manifest) -> List[str]:
