@@ -106,3 +106,50 @@ def test_cli_pause_refuses_what_it_cannot_pause(vm_template):
     assert "no paused sandbox" in cli("resume", "qemu-00000000", rc=1).stderr
     assert cli("pause", rc=2).returncode == 2
     assert "--timeout" in cli("resume", "--help").stdout
+
+
+def test_files_only_pause_by_the_sdk_and_the_cli_is_a_new_boot_with_the_files(vm_template):
+    """E2B's pause(keep_memory=False): the SDK (through `cellvm pause
+    --files-only`) and the CLI keep the files the sandbox changed and no
+    memory; a resume by either is a fresh clone of the template with them
+    (a new boot id, no variables). While the SDK holds the channel the CLI's
+    --files-only is refused (the guest's agent takes one client there)."""
+    sbx = Sandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB, metadata={"who": "fs-only"})
+    sid = sbx.sandbox_id
+    boot = "open('/proc/sys/kernel/random/boot_id').read().strip()"
+    try:
+        sbx.run_code("x = 41")
+        sbx.files.write("/home/user/kept.txt", "kept without memory")
+        sbx.commands.run("rm /home/user/.profile && ln -s kept.txt /home/user/link")
+        boot0 = sbx.run_code(boot).text
+        err = cli("pause", "--files-only", sid, rc=3).stderr
+        assert f"process {os.getpid()} holds its agent channel" in err, err
+        assert ps_state(sid) == "running"
+
+        assert sbx.pause(keep_memory=False) is True
+        assert ps_state(sid) == "paused"
+        m = snapshot.read_manifest(os.path.join(snapshot.paused_root(), sid))
+        assert m.filesystem == "fs.tar" and m.metadata == {"who": "fs-only"}, m.to_text()
+        assert sbx.connect() is sbx  # resumed by `cellvm resume`: a new boot
+        boot1 = sbx.run_code(boot).text
+        assert boot1 != boot0
+        assert sbx.run_code("'x' in dir()").text == "False"
+        assert sbx.files.read("/home/user/kept.txt") == "kept without memory"
+        r = sbx.commands.run("readlink /home/user/link; test -e /home/user/.profile || echo gone; "
+                             "stat -c %U /home/user/kept.txt")
+        assert r.stdout.split() == ["kept.txt", "gone", "user"], r.stdout
+        assert Sandbox.get_info(sid).metadata == {"who": "fs-only"}
+        sbx.close()
+
+        # The CLI's --files-only, and its resume.
+        out = json.loads(cli("pause", "--json", "--files-only", sid).stdout)
+        assert out["state"] == "paused" and 0 < out["state_bytes"] < 64 << 20, out
+        out = json.loads(cli("resume", "--json", sid).stdout)
+        assert out["sandbox_id"] == sid and out["template"] == m.template, out
+        assert os.listdir(snapshot.paused_root()) == ["lock"]
+        s = Sandbox.connect(sid)
+        assert s.run_code(boot).text not in (boot0, boot1)
+        assert s.files.read("/home/user/kept.txt") == "kept without memory"
+        s.close()
+    finally:
+        Sandbox.kill(sid)

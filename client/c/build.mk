@@ -8,7 +8,7 @@ CLIENT_LIB_SRCS := client/c/connect.c client/c/client.c client/c/event.c client/
                    client/c/hybrid_vsock.c client/c/vmm_hybrid.c \
                    client/c/vmm_firecracker.c client/c/vmm_cloud_hypervisor.c \
                    client/c/vmm_api.c client/c/snapshot_hybrid.c client/c/pause_hybrid.c \
-                   client/c/pause_fs.c
+                   client/c/pause_fs.c client/c/fs_snapshot.c
 # Egress by policy (docs/NETWORK.md): the rules, the guest's proxy requests, names.
 CLIENT_LIB_SRCS += client/c/egress_policy.c client/c/egress_request.c client/c/egress_resolve.c
 CLIENT_LIB_OBJS := $(CLIENT_LIB_SRCS:%.c=$(B)/%.o)

@@ -17,6 +17,7 @@
 
 #include "cli_snapshot.h"
 #include "egress_keeper.h"
+#include "fs_snapshot.h"
 #include "keeper.h"
 #include "pass_fd.h"
 #include "pause.h"
@@ -52,30 +53,76 @@ int sbx_paused_find(const char *ident, char *root, size_t rootlen, char *dir, si
         return rc;
 }
 
+/* The record of a resumed sandbox goes. */
+static void drop_record(const char *root, const char *dir, const char *key)
+{
+        struct cpaused p;
+        snprintf(p.dir, sizeof(p.dir), "%s", dir);
+        int removed = cpaused_remove(root, &p);
+        if (removed < 0)
+                fprintf(stderr, "cellvm: sandbox %s resumed, but its record %s stays: %s\n", key,
+                        dir, strerror(-removed));
+}
+
+/* A filesystem-only record's resume (pause.h): a fresh clone of the template
+ * of its image and size under `key`, its files put back (fs_snapshot.h). */
+static int resume_files(const char *dir, const struct csm *m, const char *key, double timeout_s,
+                        struct sbx_rec *rec, struct cvm *vm, struct cvc **c, char *err,
+                        size_t errlen)
+{
+        struct cvm_opts o = {
+            .image = m->image, .memory_mb = (unsigned)m->memory_mb, .vcpus = (unsigned)m->vcpus};
+        struct snap_run r = {.vm = &o,
+                             .user_mb = cvm_user_memory_mb(o.memory_mb),
+                             .lifetime_s = timeout_s,
+                             .mode = SNAP_AUTO,
+                             .key = key,
+                             .template_ = m->template_};
+        int rc = snap_restore_vm(&r, rec, vm, c);
+        if (rc != 0) {
+                snprintf(err, errlen, "the sandbox did not start from its template (%s)",
+                         rc == -EEXIST   ? "its key is a live sandbox's"
+                         : rc == -EAGAIN ? "the sandbox limit"
+                         : rc > 0        ? "it needs a cold boot: said above"
+                                         : strerror(-rc));
+                return rc > 0 ? -EIO : rc;
+        }
+        char archive[PATH_MAX + 32];
+        snprintf(archive, sizeof(archive), "%s/%s", dir, CPAUSE_FS_ARCHIVE);
+        struct cfs_link l;
+        cfs_link_cvc(&l, *c);
+        if ((rc = cfs_unpack(&l, archive, err, errlen)) < 0) {
+                cvc_close(*c);
+                *c = NULL;
+                cvm_kill(vm);
+                sbx_forget(rec);
+        }
+        return rc;
+}
+
 int sbx_resume(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
                struct cvm *vm, struct cvc **c, struct csm *m, char *err, size_t errlen)
 {
         return sbx_resume_staged(root, dir, timeout_s, rec, vm, c, m, NULL, err, errlen);
 }
 
-int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
-                      struct cvm *vm, struct cvc **c, struct csm *m, struct csq_stages *stages,
-                      char *err, size_t errlen)
+int sbx_paused_claim(const char *dir, struct csm *m, int *fd, const char **key, char *err,
+                     size_t errlen)
 {
-        *c = NULL;
-        rec->path[0] = '\0';
+        *key = NULL;
+        *fd = -1;
         if (csm_init(m) < 0) {
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0) {
+        *fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (*fd < 0) {
                 int e = errno;
                 snprintf(err, errlen, "paused sandbox %s: %s", dir, strerror(e));
                 return e == ENOENT ? -ENOENT : -e;
         }
         /* The SDK's lock of a record being resumed: one resume at a time. */
-        int rc = flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+        int rc = flock(*fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
         if (rc == -EWOULDBLOCK) {
                 snprintf(err, errlen, "the paused sandbox %s is being resumed by another process",
                          dir);
@@ -94,19 +141,30 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
                 rc = csm_read(dir, m, err, errlen);
         if (rc == 0)
                 rc = cpause_check(m, dir, err, errlen);
-        if (rc == 0 && m->filesystem[0]) {
-                snprintf(err, errlen,
-                         "%s holds only the sandbox's files (paused with keepMemory false): "
-                         "cellvm serve resumes it, as a new boot (E2B's connect)",
-                         dir);
-                rc = -EOPNOTSUPP;
-        }
-        const char *key = rc == 0 ? cpause_key_of(m, dir) : NULL;
-        if (rc == 0 && !key) {
+        *key = rc == 0 ? cpause_key_of(m, dir) : NULL;
+        if (rc == 0 && !*key) {
                 snprintf(err, errlen, "%s names no registry key", dir);
                 rc = -EINVAL;
         }
-        int refused = rc == 0 ? sbx_reserve(timeout_s) : 0;
+        if (rc < 0) {
+                close(*fd);
+                *fd = -1;
+        }
+        return rc;
+}
+
+int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struct sbx_rec *rec,
+                      struct cvm *vm, struct cvc **c, struct csm *m, struct csq_stages *stages,
+                      char *err, size_t errlen)
+{
+        *c = NULL;
+        rec->path[0] = '\0';
+        int fd;
+        const char *key;
+        int rc = sbx_paused_claim(dir, m, &fd, &key, err, errlen);
+        if (rc < 0)
+                return rc;
+        int refused = sbx_reserve(timeout_s);
         if (refused == -EAGAIN)
                 snprintf(err, errlen,
                          "Rate limit exceeded: the maximum number of concurrent sandboxes (%u, "
@@ -120,6 +178,14 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
         if (refused < 0)
                 rc = refused;
         if (rc < 0) {
+                close(fd);
+                return rc;
+        }
+        if (m->filesystem[0]) { /* the reservation is restore()'s own */
+                sbx_release();
+                rc = resume_files(dir, m, key, timeout_s, rec, vm, c, err, errlen);
+                if (rc == 0)
+                        drop_record(root, dir, key);
                 close(fd);
                 return rc;
         }
@@ -155,18 +221,13 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
         sbx_start_clock(rec, *c, vm, timeout_s);
         if (stages)
                 *stages = st;
-        struct cpaused p;
-        snprintf(p.dir, sizeof(p.dir), "%s", dir);
-        int removed = cpaused_remove(root, &p);
-        if (removed < 0)
-                fprintf(stderr, "cellvm: sandbox %s resumed, but its record %s stays: %s\n", key,
-                        dir, strerror(-removed));
+        drop_record(root, dir, key);
         close(fd);
         return 0;
 }
 
 static const char pause_usage[] =
-    "usage: cellvm pause [--json] [--envs JSON] ID\n"
+    "usage: cellvm pause [--json] [--envs JSON] [--files-only] ID\n"
     "\n"
     "Pauses live sandbox ID (its key or id, as cellvm ps shows them; one restored from a\n"
     "template under QEMU, Firecracker or Cloud Hypervisor: its VMM has a QMP or API\n"
@@ -179,6 +240,9 @@ static const char pause_usage[] =
     "  --json    print its entry as `cellvm ps --json` lists it now (sandbox_id, key,\n"
     "            state \"paused\", record, image, metadata, envs, ...) and state_bytes\n"
     "  --envs JSON  the sandbox's environment (an object) kept in the record\n"
+    "  --files-only keep only the files it changed, no memory (E2B's keepMemory false;\n"
+    "            QEMU, its agent channel not held by another process): its resume is a\n"
+    "            fresh clone of its template with those files, a new boot\n"
     "exit status: 0 paused, 1 no such live sandbox or paused already, 2 usage, 3 failed\n"
     "(the sandbox runs on as it was).\n";
 
@@ -188,7 +252,9 @@ static const char resume_usage[] =
     "Resumes paused sandbox ID (as cellvm ps shows it): its VMM started from the record\n"
     "under the same key and id, its guest running again with what it held (variables,\n"
     "files, background processes), this host's clock and fresh entropy; then the record\n"
-    "is removed. The sandbox outlives this command until its deadline, S seconds from\n"
+    "is removed. A record paused with --files-only (or by cellvm serve without memory)\n"
+    "resumes as a fresh clone of its template with the files it had: a new boot.\n"
+    "The sandbox outlives this command until its deadline, S seconds from\n"
     "now (default $CELLVM_DEFAULT_TIMEOUT, 300; at most $CELLVM_MAX_TIMEOUT), or cellvm\n"
     "kill ID.\n"
     "  --json    print its registry entry as JSON (sandbox_id, address, pid, deadline_ms,\n"
@@ -205,6 +271,7 @@ struct pause_args {
         const char *envs; /* pause: --envs JSON, an object (the SDK's); NULL: "{}" */
         int pass_fd;      /* resume: --pass-fd N, or 0 */
         pid_t holder;     /* resume: --holder PID (the SDK holds the connection), or 0 */
+        bool files_only;  /* pause: --files-only */
 };
 
 /* [--json] [--timeout S] [--pass-fd N] (resume) or [--envs JSON] (pause) ID:
@@ -227,6 +294,7 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
         a->envs = NULL;
         a->pass_fd = 0;
         a->holder = 0;
+        a->files_only = false;
         *id = NULL;
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -244,6 +312,8 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
                                 return EXIT_USAGE;
                         }
                         a->envs = argv[i];
+                } else if (!resume && strcmp(argv[i], "--files-only") == 0) {
+                        a->files_only = true;
                 } else if (resume && strcmp(argv[i], "--pass-fd") == 0 && i + 1 < argc) {
                         if (cli_parse_fd(argv[++i], &a->pass_fd) < 0) {
                                 fputs("cellvm: --pass-fd takes an fd number >= 3\n", stderr);
@@ -275,6 +345,46 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
         return 0;
 }
 
+static int pack_over(void *ud, const char *path, char *err, size_t errlen)
+{
+        struct cfs_link l;
+        cfs_link_cvc(&l, ud);
+        return cfs_pack(&l, path, err, errlen);
+}
+
+/* --files-only: the record of pause_fs.c, its archive made through the
+ * sandbox's agent (QEMU's serial channel takes one client: refused while
+ * another process holds it). The caller's sbx_remove stops the VMM. */
+static int pause_files(const char *root, const struct cpause_src *src, char *dir, size_t dirlen,
+                       char *err, size_t errlen)
+{
+        const struct creg_entry *e = src->e;
+        if (strcmp(e->vmm, "qemu") != 0 || !e->address[0]) {
+                snprintf(err, errlen, "a %s sandbox's files are not archived (QEMU's only)",
+                         e->vmm);
+                return -EOPNOTSUPP;
+        }
+        if (sbx_held(e)) {
+                snprintf(err, errlen,
+                         "process %d holds its agent channel (an SDK's connection): it closes "
+                         "it first",
+                         (int)e->holder_pid);
+                return -EBUSY;
+        }
+        struct cvc_connect_opts o = {.timeout_ms = 20000, .hello_resend_ms = CVC_HELLO_RESEND_MS};
+        struct cvc *c = NULL;
+        int rc = cvc_connect_ex(e->address, &o, &c);
+        if (rc < 0) {
+                snprintf(err, errlen, "connecting to its agent at %s: %s", e->address,
+                         c ? cvc_errmsg(c) : strerror(-rc));
+                cvc_close(c);
+                return rc;
+        }
+        rc = cpause_save_fs(root, src, pack_over, c, dir, dirlen, err, errlen);
+        cvc_close(c);
+        return rc;
+}
+
 int cmd_pause(int argc, char **argv)
 {
         struct pause_args a;
@@ -303,7 +413,8 @@ int cmd_pause(int argc, char **argv)
                                  .template_ = e.template_,
                                  .metadata = metadata,
                                  .envs = a.envs ? a.envs : "{}"};
-        rc = cpause_save(root, &src, dir, sizeof(dir), err, sizeof(err));
+        rc = a.files_only ? pause_files(root, &src, dir, sizeof(dir), err, sizeof(err))
+                          : cpause_save(root, &src, dir, sizeof(dir), err, sizeof(err));
         if (rc == -EEXIST) {
                 fprintf(stderr, "cellvm: pause %s: %s\n", id, err);
                 return 1;

@@ -17,6 +17,13 @@
  * is none, or another negative errno. */
 int sbx_paused_find(const char *ident, char *root, size_t rootlen, char *dir, size_t dirlen);
 
+/* Record `dir` claimed for a resume: locked (its directory's flock, held on
+ * *fd until closed), its manifest read into `m` (csm_free it) and checked
+ * (cpause_check), *key the registry key it resumes under. 0, or a negative
+ * errno with `err` (-EBUSY: another resume holds it; -ENOENT: gone). */
+int sbx_paused_claim(const char *dir, struct csm *m, int *fd, const char **key, char *err,
+                     size_t errlen);
+
 /* Resumes the record in `dir` (of the store at `root`): checked, the limits
  * reserved, QEMU started with it under the sandbox's own key, the state
  * loaded, HELLO, ADD_ENTROPY and SET_TIME, a deadline `timeout_s` from now

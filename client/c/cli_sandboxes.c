@@ -157,7 +157,7 @@ static uint64_t guest_timeout_ms(const struct creg_entry *e, int64_t deadline_ms
 }
 
 /* The holder of `e`'s channel still runs (its pid has the recorded start time). */
-static bool holder_alive(const struct creg_entry *e)
+bool sbx_held(const struct creg_entry *e)
 {
         return e->holder_pid > 0 && creg_proc_start(e->holder_pid) == e->holder_start;
 }
@@ -185,7 +185,7 @@ static json_t *sbx_entry_json(const struct creg_entry *e, const char *metadata, 
         json_object_set_new(o, "keeper_pid", json_integer(e->keeper_pid));
         json_object_set_new(o, "holder_pid", json_integer(e->holder_pid));
         json_object_set_new(o, "holder_start", json_integer((json_int_t)e->holder_start));
-        json_object_set_new(o, "held", json_boolean(holder_alive(e)));
+        json_object_set_new(o, "held", json_boolean(sbx_held(e)));
         json_object_set_new(o, "guest_timeout_ms",
                             json_integer((json_int_t)guest_timeout_ms(e, e->deadline_ms)));
         json_object_set_new(o, "entry", json_string(path));
@@ -777,7 +777,7 @@ int cmd_set_timeout(int argc, char **argv)
         }
         uint64_t guest_ms =
             (uint64_t)(sbx_guest_timeout_s(timeout_s, strcmp(e.accel, "kvm") == 0) * 1000);
-        bool held = holder_alive(&e);
+        bool held = sbx_held(&e);
         if (!registry_only && !held)
                 tell_guest(&e, guest_ms);
         if (!json)
@@ -816,7 +816,7 @@ static int hold_change(struct creg_entry *e, void *arg)
                 e->holder_start = 0;
                 return 0;
         }
-        if (holder_alive(e) && e->holder_pid != h->pid && strncmp(e->address, "unix:", 5) == 0)
+        if (sbx_held(e) && e->holder_pid != h->pid && strncmp(e->address, "unix:", 5) == 0)
                 return -EBUSY;
         e->holder_pid = h->pid;
         e->holder_start = h->start;

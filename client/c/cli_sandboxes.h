@@ -76,4 +76,7 @@ int sbx_parse_pid(const char *s, pid_t *pid);
 /* The guest's own deadline for a sandbox ending in `s` seconds (docs/SDK.md). */
 double sbx_guest_timeout_s(double s, bool kvm);
 
+/* The process holding `e`'s agent channel (cellvm hold) still runs. */
+bool sbx_held(const struct creg_entry *e);
+
 #endif

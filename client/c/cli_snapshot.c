@@ -188,8 +188,8 @@ static enum outcome restore(const struct snap_run *r, const char *snapdir, const
                 close(lock);
                 return COLD;
         }
-        if (sbx_record_as(rec, r->key, NULL, vm, r->vm->image, r->vm->memory_mb, r->vm->vcpus,
-                          CSQ_RESTORE_TIMEOUT_MS / 1000.0, r->lifetime_s) < 0 &&
+        if (sbx_record_as(rec, r->key, r->template_, vm, r->vm->image, r->vm->memory_mb,
+                          r->vm->vcpus, CSQ_RESTORE_TIMEOUT_MS / 1000.0, r->lifetime_s) < 0 &&
             r->key) {
                 /* Said on stderr; a key in use is another sandbox's. */
                 if (state_fd >= 0)

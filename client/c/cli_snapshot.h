@@ -35,6 +35,7 @@ struct snap_run {
         bool verbose;               /* say how the VM started */
         struct snap_report *report; /* filled when not NULL */
         const char *key;            /* the registry key it takes (a resume's), NULL: a new one */
+        const char *template_;      /* the E2B template name its entry names, or NULL */
 };
 
 /* The VM of run/shell from a template: found (or built, saying so) and

@@ -1,217 +1,55 @@
-/* The guest's side of a filesystem-only pause, over a sandbox's agent
- * connection (cellvm serve): image-build/guest/fs-snapshot packs the files
- * the sandbox changed into one archive, which comes to the host (pause_fs.c
- * keeps it in the paused record); on resume it goes to a fresh clone of the
- * template, where the tool puts the files back. The tool runs as CMD_START's
- * `system` (root, the agent's capabilities): nothing a client chooses. */
+/* A filesystem-only pause's guest side (fs_snapshot.h) over one of cellvm
+ * serve's multiplexed agent connections. */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
-#include "cbor_util.h"
-#include "msgtypes.h"
+#include "buf.h"
+#include "fs_snapshot.h"
 #include "serve.h"
 
-/* In the writable layer's tmpfs, beside (not in) the upper layer it archives. */
-#define GUEST_ARCHIVE "/run/cellvm-rw/fs.tar"
-#define PIECE (1u << 20)
-#define TOOL_TIMEOUT_MS (10 * 60 * 1000)
-#define STEP_TIMEOUT_MS (60 * 1000)
-
-/* Waits for `r`'s terminal reply: 0 (OK, its body in *ok when asked), or a
- * negative errno with `err`; CMD_OUTPUT on stderr is kept for the message,
- * FILE_CHUNKs go to `out` when >= 0. */
-static int finish(struct mux_req *r, int timeout_ms, int out, cbor_item_t **ok, const char *what,
-                  char *err, size_t errlen)
-{
-        char said[300] = "";
-        size_t nsaid = 0;
-        for (;;) {
-                struct cvc_event ev;
-                int rc = mux_next(r, timeout_ms, &ev);
-                if (rc <= 0) {
-                        snprintf(err, errlen, "%s: %s", what,
-                                 rc == 0 ? "no answer in time" : "the agent connection broke");
-                        return rc == 0 ? -ETIMEDOUT : rc;
-                }
-                const uint8_t *p;
-                size_t n;
-                const char *stream;
-                size_t slen;
-                if (ev.type == CV_MSG_FILE_CHUNK && out >= 0 &&
-                    cv_map_get_bytes(ev.root, "data", &p, &n) == 0 &&
-                    write(out, p, n) != (ssize_t)n) {
-                        rc = errno ? -errno : -EIO;
-                        snprintf(err, errlen, "%s: writing the archive: %s", what, strerror(-rc));
-                        cvc_event_free(&ev);
-                        return rc;
-                }
-                if (ev.type == CV_MSG_CMD_OUTPUT &&
-                    cv_map_get_bytes(ev.root, "data", &p, &n) == 0 &&
-                    cv_map_get_str(ev.root, "stream", &stream, &slen) == 0 && slen == 6 &&
-                    memcmp(stream, "stderr", 6) == 0) {
-                        size_t room = sizeof(said) - 1 - nsaid;
-                        memcpy(said + nsaid, p, n < room ? n : room);
-                        nsaid += n < room ? n : room;
-                        said[nsaid] = '\0';
-                }
-                if (!cv_msg_is_terminal(ev.type)) {
-                        cvc_event_free(&ev);
-                        continue;
-                }
-                int64_t code = 0;
-                if (ev.type == CV_MSG_ERROR) {
-                        snprintf(err, errlen, "%s: %.*s: %.*s", what, (int)ev.u.fail.code_len,
-                                 ev.u.fail.code, (int)ev.u.fail.message_len, ev.u.fail.message);
-                        rc = -EREMOTEIO;
-                } else if (cv_map_get_int(ev.root, "exit_code", &code) == 0 && code != 0) {
-                        while (nsaid && (said[nsaid - 1] == '\n' || said[nsaid - 1] == ' '))
-                                said[--nsaid] = '\0';
-                        snprintf(err, errlen, "%s: exit status %lld%s%s", what, (long long)code,
-                                 nsaid ? ": " : "", said);
-                        rc = -EIO;
-                } else {
-                        if (ok)
-                                *ok = cbor_incref(ev.root);
-                        rc = 0;
-                }
-                cvc_event_free(&ev);
-                return rc;
-        }
-}
-
-/* Sends one request of `type` and waits for its end (finish). */
-static int request(struct mux *m, uint16_t type, struct cv_buf *b, int timeout_ms, int out,
-                   const char *what, char *err, size_t errlen)
+static int mux_begin(void *ud, uint16_t type, struct cv_buf *body, void **req)
 {
         struct mux_req *r;
-        int rc = mux_open(m, &r);
-        if (rc < 0) {
-                snprintf(err, errlen, "%s: the agent connection is gone", what);
+        int rc = mux_open(ud, &r);
+        if (rc < 0)
+                return rc;
+        if ((rc = mux_send_buf(r, type, body)) < 0) {
+                mux_close_req(r);
                 return rc;
         }
-        if ((rc = mux_send_buf(r, type, b)) < 0)
-                snprintf(err, errlen, "%s: sending: %s", what, strerror(-rc));
-        else
-                rc = finish(r, timeout_ms, out, NULL, what, err, errlen);
-        mux_close_req(r);
-        return rc;
+        *req = r;
+        return 0;
 }
 
-static int run_tool(struct mux *m, const char *verb, char *err, size_t errlen)
+static int mux_more(void *req, uint16_t type, struct cv_buf *body)
 {
-        const char *argv[] = {"/usr/bin/python3", "-I", "/usr/lib/cellvm/fs-snapshot", verb,
-                              GUEST_ARCHIVE};
-        struct cv_buf b;
-        cv_buf_init(&b);
-        cv_enc_map(&b, 4);
-        cv_enc_cstr(&b, "argv");
-        cv_enc_array(&b, sizeof(argv) / sizeof(argv[0]));
-        for (size_t i = 0; i < sizeof(argv) / sizeof(argv[0]); i++)
-                cv_enc_cstr(&b, argv[i]);
-        cv_enc_cstr(&b, "system");
-        cv_enc_bool(&b, true);
-        cv_enc_cstr(&b, "user");
-        cv_enc_cstr(&b, "root");
-        cv_enc_cstr(&b, "timeout_ms");
-        cv_enc_uint(&b, TOOL_TIMEOUT_MS);
-        char what[64];
-        snprintf(what, sizeof(what), "fs-snapshot %s in the guest", verb);
-        int rc = request(m, CV_MSG_CMD_START, &b, TOOL_TIMEOUT_MS + 10000, -1, what, err, errlen);
-        cv_buf_free(&b);
-        return rc;
+        return mux_send_buf(req, type, body);
 }
 
-static void enc_path(struct cv_buf *b)
+static int mux_take(void *req, int timeout_ms, struct cvc_event *ev)
 {
-        cv_enc_map(b, 2);
-        cv_enc_cstr(b, "path");
-        cv_enc_cstr(b, GUEST_ARCHIVE);
-        cv_enc_cstr(b, "user");
-        cv_enc_cstr(b, "root");
+        int rc = mux_next(req, timeout_ms, ev);
+        return rc == -ENODATA ? -ECONNRESET : rc;
+}
+
+static void mux_end(void *req)
+{
+        mux_close_req(req);
+}
+
+static struct cfs_link link_of(struct sandbox *s)
+{
+        return (struct cfs_link){
+            .ud = &s->mux, .begin = mux_begin, .more = mux_more, .next = mux_take, .end = mux_end};
 }
 
 int serve_fs_pack(void *ud, const char *path, char *err, size_t errlen)
 {
-        struct sandbox *s = ud;
-        int rc = run_tool(&s->mux, "pack", err, errlen);
-        if (rc < 0)
-                return rc;
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0) {
-                rc = -errno;
-                snprintf(err, errlen, "%s: %s", path, strerror(errno));
-                return rc;
-        }
-        struct cv_buf b;
-        cv_buf_init(&b);
-        enc_path(&b);
-        rc = request(&s->mux, CV_MSG_FILE_READ, &b, STEP_TIMEOUT_MS, fd,
-                     "reading the guest's archive", err, errlen);
-        cv_buf_free(&b);
-        if (close(fd) < 0 && rc == 0) {
-                rc = -errno;
-                snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        }
-        return rc;
-}
-
-/* FILE_WRITE of `fd`'s content to GUEST_ARCHIVE, in pieces. */
-static int upload(struct mux *m, int fd, char *err, size_t errlen)
-{
-        static const char what[] = "sending the archive to the guest";
-        struct mux_req *r;
-        int rc = mux_open(m, &r);
-        if (rc < 0) {
-                snprintf(err, errlen, "%s: the agent connection is gone", what);
-                return rc;
-        }
-        uint8_t *piece = malloc(PIECE);
-        struct cv_buf b;
-        cv_buf_init(&b);
-        enc_path(&b);
-        rc = piece ? mux_send_buf(r, CV_MSG_FILE_WRITE, &b) : -ENOMEM;
-        cv_buf_free(&b);
-        for (bool eof = false; rc == 0 && !eof;) {
-                ssize_t n = read(fd, piece, PIECE);
-                if (n < 0) {
-                        rc = -errno;
-                        break;
-                }
-                eof = n == 0;
-                cv_buf_init(&b);
-                cv_enc_map(&b, 1);
-                if (eof) {
-                        cv_enc_cstr(&b, "eof");
-                        cv_enc_bool(&b, true);
-                } else {
-                        cv_enc_cstr(&b, "data");
-                        cv_enc_bytes(&b, piece, (size_t)n);
-                }
-                rc = mux_send_buf(r, CV_MSG_FILE_DATA, &b);
-                cv_buf_free(&b);
-        }
-        free(piece);
-        if (rc < 0)
-                snprintf(err, errlen, "%s: %s", what, strerror(-rc));
-        else
-                rc = finish(r, STEP_TIMEOUT_MS, -1, NULL, what, err, errlen);
-        mux_close_req(r);
-        return rc;
+        struct cfs_link l = link_of(ud);
+        return cfs_pack(&l, path, err, errlen);
 }
 
 int serve_fs_unpack(struct sandbox *s, const char *path, char *err, size_t errlen)
 {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                int rc = -errno;
-                snprintf(err, errlen, "%s: %s", path, strerror(errno));
-                return rc;
-        }
-        int rc = upload(&s->mux, fd, err, errlen);
-        close(fd);
-        return rc < 0 ? rc : run_tool(&s->mux, "unpack", err, errlen);
+        struct cfs_link l = link_of(s);
+        return cfs_unpack(&l, path, err, errlen);
 }

@@ -198,21 +198,13 @@ static int read_record(const char *dir, struct csm *m, char *err, size_t errlen)
  * the record's key (a new boot, as E2B's), its files put back; the caller
  * removes the record. 0 with *out referenced once, or a negative errno with
  * `err` (nothing runs). */
-static int resume_files(const char *dir, const struct csm *m, double timeout_s,
-                        struct sandbox **out, char *err, size_t errlen)
+static int resume_files(const char *dir, double timeout_s, struct sandbox **out, char *err,
+                        size_t errlen)
 {
-        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int rc = fd < 0 ? -errno : flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
-        if (rc < 0)
-                snprintf(err, errlen, "paused sandbox %s: %s", dir,
-                         rc == -EWOULDBLOCK ? "being resumed by another process" : strerror(-rc));
-        if (rc == 0)
-                rc = cpause_check(m, dir, err, errlen);
-        const char *key = rc == 0 ? cpause_key_of(m, dir) : NULL;
-        if (rc == 0 && !key) {
-                snprintf(err, errlen, "%s names no registry key", dir);
-                rc = -EINVAL;
-        }
+        struct csm m;
+        int fd;
+        const char *key;
+        int rc = sbx_paused_claim(dir, &m, &fd, &key, err, errlen);
         struct sandbox *s = NULL;
         if (rc == 0)
                 rc = serve_restore_as(key, timeout_s, &s, err, errlen);
@@ -228,6 +220,7 @@ static int resume_files(const char *dir, const struct csm *m, double timeout_s,
                 *out = s;
         if (fd >= 0)
                 close(fd);
+        csm_free(&m);
         return rc;
 }
 
@@ -255,7 +248,7 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         }
         bool files_only = m.filesystem[0] != '\0';
         if (files_only) {
-                rc = resume_files(dir, &m, timeout_s, &s, err, errlen);
+                rc = resume_files(dir, timeout_s, &s, err, errlen);
         } else if (!(s = calloc(1, sizeof(*s)))) {
                 snprintf(err, errlen, "out of memory");
                 rc = -ENOMEM;

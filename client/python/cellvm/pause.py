@@ -22,8 +22,9 @@ image, template, metadata, envs, vcpus, memory_mb, started_ms).
 import json
 
 
-def pause(sbx) -> bool:
-    """Saves `sbx`'s VM into the paused store and stops it; False if it was paused."""
+def pause(sbx, keep_memory=True) -> bool:
+    """Saves `sbx`'s VM into the paused store and stops it; False if it was
+    paused. `keep_memory` False: its changed files only (`--files-only`)."""
     from .exceptions import SandboxException
     owner = sbx._owner if sbx._owner is not None else sbx
     if getattr(owner, "_paused", None) is not None:
@@ -35,18 +36,22 @@ def pause(sbx) -> bool:
                                "agent in dev mode, say, whose lifetime is its starter's)",
                                code="unsupported")
     if getattr(vm, "vmm", "qemu") != "qemu":
+        if not keep_memory:
+            raise SandboxException(f"pause(keep_memory=False): a {vm.vmm} sandbox's files are "
+                                   "not archived (QEMU micro-VMs only)", code="unsupported")
         return _pause_hybrid(owner, vm, entry)
-    return _pause_cli(owner, vm, entry)
+    return _pause_cli(owner, vm, entry, keep_memory)
 
 
-def pause_entry(entry) -> bool:
+def pause_entry(entry, keep_memory=True) -> bool:
     """Sandbox.pause(id) of another process's VM (its registry entry)."""
     from .exceptions import SandboxException
     if entry.vmm != "qemu":
         raise SandboxException(f"pause({entry.id}): a {entry.vmm} sandbox is paused by the "
                                "process that holds it", code="unsupported")
     from . import host
-    host.run(["pause", "--json", entry.key], f"pause({entry.id})")  # `cellvm pause`
+    files = [] if keep_memory else ["--files-only"]
+    host.run(["pause", "--json", *files, entry.key], f"pause({entry.id})")  # `cellvm pause`
     return True
 
 
@@ -65,13 +70,24 @@ def _stopped(owner, rec):
         view._paused = owner._paused
 
 
-def _pause_cli(owner, vm, entry):
+def _pause_cli(owner, vm, entry, keep_memory=True):
     """pause() of a QEMU sandbox: `cellvm pause --json` (client/c/pause.c) saves
-    it over its QMP socket, stops its VMM and removes its entry."""
+    it over its QMP socket, stops its VMM and removes its entry. Without
+    memory (`--files-only`, client/c/pause_fs.c) the CLI archives the guest's
+    files through its agent, whose serial channel takes one client: this
+    connection closes first, and opens again if the pause fails."""
     from . import host
-    # It prints the paused entry as `cellvm ps --json` lists it.
-    rec = json.loads(host.run(["pause", "--json", "--envs", json.dumps(owner._envs), entry.key],
-                              f"pause({owner.sandbox_id})"))
+    args = ["pause", "--json", "--envs", json.dumps(owner._envs)]
+    if not keep_memory:
+        owner.close()
+        args.append("--files-only")
+    try:
+        # It prints the paused entry as `cellvm ps --json` lists it.
+        rec = json.loads(host.run(args + [entry.key], f"pause({owner.sandbox_id})"))
+    except BaseException:
+        if not keep_memory:
+            owner.connect()  # it runs on
+        raise
     if getattr(vm, "cli", False):
         vm._killed = True  # its VMM is gone; kill() must not drop the record
     _stopped(owner, rec)

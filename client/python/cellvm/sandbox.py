@@ -931,17 +931,16 @@ class Sandbox:
         was paused already. `connect()` (or `Sandbox.connect(sandbox_id)`)
         resumes it; list() shows it with state "paused"; kill() deletes it.
         An execution in flight meanwhile ends with the connection.
-        `keep_memory=False` (E2B: keep only the filesystem) is refused: a
-        sandbox's files live in its memory (the root is read-only).
+        `keep_memory=False` (E2B's filesystem-only pause, QEMU micro-VMs):
+        only the files it changed are kept, and connect() boots it anew with
+        them (no variables or processes; docs/SNAPSHOTS.md).
         `Sandbox.pause(sandbox_id)` is the classmethod `_cls_pause`."""
-        if not keep_memory:
-            raise InvalidArgumentException("pause(keep_memory=False) is not supported: the "
-                                           "sandbox's files live in its memory (a read-only "
-                                           "root with an in-memory overlay)")
+        if not isinstance(keep_memory, bool):
+            raise InvalidArgumentException(f"keep_memory must be True or False, not {keep_memory!r}")
         if self._was_killed():
             raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found")
         from . import pause
-        return pause.pause(self)
+        return pause.pause(self, keep_memory)
 
     @classmethod
     def _cls_pause(cls, sandbox_id: str, keep_memory: bool = True, **opts) -> bool:
@@ -959,7 +958,7 @@ class Sandbox:
         entry = lifetime.find(sandbox_id)
         if entry is None:
             raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
-        return pause.pause_entry(entry)
+        return pause.pause_entry(entry, keep_memory)
 
     beta_pause = pause
 
