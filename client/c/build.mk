@@ -69,6 +69,13 @@ CLIENT_TESTS += $(B)/tests/c/test_serve_http1
 # Egress rules, the guest's proxy requests and ClientHellos, the hosts file.
 CLIENT_TESTS += $(B)/tests/c/test_egress
 
+# A filesystem-only pause's guest side against a scripted agent (fs_snapshot.c).
+CLIENT_TESTS += $(B)/tests/c/test_client_fs_snapshot
+
+$(B)/tests/c/test_client_fs_snapshot: $(B)/tests/c/test_client_fs_snapshot.o $(CLIENT_LIB) \
+		$(PROTO_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ -lcbor
+
 $(B)/tests/c/test_egress: $(B)/tests/c/test_egress.o $(B)/client/c/egress_policy.o \
 		$(B)/client/c/egress_request.o $(B)/client/c/egress_resolve.o $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor

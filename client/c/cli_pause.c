@@ -345,11 +345,11 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
         return 0;
 }
 
-static int pack_over(void *ud, const char *path, char *err, size_t errlen)
+static int pack_over(void *ud, const char *path, uint64_t max_bytes, char *err, size_t errlen)
 {
         struct cfs_link l;
         cfs_link_cvc(&l, ud);
-        return cfs_pack(&l, path, err, errlen);
+        return cfs_pack(&l, path, max_bytes, err, errlen);
 }
 
 /* --files-only: the record of pause_fs.c, its archive made through the

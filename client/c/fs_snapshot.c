@@ -18,10 +18,17 @@
 #define TOOL_TIMEOUT_MS (10 * 60 * 1000)
 #define STEP_TIMEOUT_MS (60 * 1000)
 
-/* Waits for `r`'s terminal reply: 0 (OK, its body in *ok when asked), or a
- * negative errno with `err`; CMD_OUTPUT on stderr is kept for the message,
- * FILE_CHUNKs go to `out` when >= 0. */
-static int finish(const struct cfs_link *l, void *r, int timeout_ms, int out, cbor_item_t **ok,
+/* Where a download's FILE_CHUNKs go: at most `left` more bytes (the guest
+ * is not trusted to send what it says). */
+struct sink {
+        int fd;
+        uint64_t left;
+};
+
+/* Waits for `r`'s terminal reply: 0 (OK), or a negative errno with `err`;
+ * CMD_OUTPUT on stderr is kept for the message, FILE_CHUNKs go to `out`
+ * when not NULL. */
+static int finish(const struct cfs_link *l, void *r, int timeout_ms, struct sink *out,
                   const char *what, char *err, size_t errlen)
 {
         char said[300] = "";
@@ -38,11 +45,17 @@ static int finish(const struct cfs_link *l, void *r, int timeout_ms, int out, cb
                 size_t n;
                 const char *stream;
                 size_t slen;
-                if (ev.type == CV_MSG_FILE_CHUNK && out >= 0 &&
-                    cv_map_get_bytes(ev.root, "data", &p, &n) == 0 &&
-                    write(out, p, n) != (ssize_t)n) {
-                        rc = errno ? -errno : -EIO;
-                        snprintf(err, errlen, "%s: writing the archive: %s", what, strerror(-rc));
+                if (ev.type == CV_MSG_FILE_CHUNK && out &&
+                    cv_map_get_bytes(ev.root, "data", &p, &n) == 0) {
+                        rc = n > out->left ? -EFBIG : write(out->fd, p, n) != (ssize_t)n ? -EIO : 0;
+                        if (rc == -EIO && errno)
+                                rc = -errno;
+                        out->left -= rc == 0 ? n : 0;
+                }
+                if (rc < 0) {
+                        snprintf(err, errlen, "%s: %s", what,
+                                 rc == -EFBIG ? "more than the guest's memory holds"
+                                              : strerror(-rc));
                         cvc_event_free(&ev);
                         return rc;
                 }
@@ -71,8 +84,6 @@ static int finish(const struct cfs_link *l, void *r, int timeout_ms, int out, cb
                                  nsaid ? ": " : "", said);
                         rc = -EIO;
                 } else {
-                        if (ok)
-                                *ok = cbor_incref(ev.root);
                         rc = 0;
                 }
                 cvc_event_free(&ev);
@@ -82,7 +93,7 @@ static int finish(const struct cfs_link *l, void *r, int timeout_ms, int out, cb
 
 /* Sends one request of `type` and waits for its end (finish). */
 static int request(const struct cfs_link *l, uint16_t type, struct cv_buf *b, int timeout_ms,
-                   int out, const char *what, char *err, size_t errlen)
+                   struct sink *out, const char *what, char *err, size_t errlen)
 {
         void *r;
         int rc = l->begin(l->ud, type, b, &r);
@@ -90,7 +101,7 @@ static int request(const struct cfs_link *l, uint16_t type, struct cv_buf *b, in
                 snprintf(err, errlen, "%s: sending: %s", what, strerror(-rc));
                 return rc;
         }
-        rc = finish(l, r, timeout_ms, out, NULL, what, err, errlen);
+        rc = finish(l, r, timeout_ms, out, what, err, errlen);
         l->end(r);
         return rc;
 }
@@ -114,7 +125,7 @@ static int run_tool(const struct cfs_link *l, const char *verb, char *err, size_
         cv_enc_uint(&b, TOOL_TIMEOUT_MS);
         char what[64];
         snprintf(what, sizeof(what), "fs-snapshot %s in the guest", verb);
-        int rc = request(l, CV_MSG_CMD_START, &b, TOOL_TIMEOUT_MS + 10000, -1, what, err, errlen);
+        int rc = request(l, CV_MSG_CMD_START, &b, TOOL_TIMEOUT_MS + 10000, NULL, what, err, errlen);
         cv_buf_free(&b);
         return rc;
 }
@@ -128,7 +139,8 @@ static void enc_path(struct cv_buf *b)
         cv_enc_cstr(b, "root");
 }
 
-int cfs_pack(const struct cfs_link *l, const char *path, char *err, size_t errlen)
+int cfs_pack(const struct cfs_link *l, const char *path, uint64_t max_bytes, char *err,
+             size_t errlen)
 {
         int rc = run_tool(l, "pack", err, errlen);
         if (rc < 0)
@@ -142,7 +154,8 @@ int cfs_pack(const struct cfs_link *l, const char *path, char *err, size_t errle
         struct cv_buf b;
         cv_buf_init(&b);
         enc_path(&b);
-        rc = request(l, CV_MSG_FILE_READ, &b, STEP_TIMEOUT_MS, fd, "reading the guest's archive",
+        struct sink out = {.fd = fd, .left = max_bytes};
+        rc = request(l, CV_MSG_FILE_READ, &b, STEP_TIMEOUT_MS, &out, "reading the guest's archive",
                      err, errlen);
         cv_buf_free(&b);
         if (close(fd) < 0 && rc == 0) {
@@ -195,7 +208,7 @@ static int upload(const struct cfs_link *l, int fd, char *err, size_t errlen)
         if (rc < 0)
                 snprintf(err, errlen, "%s: %s", what, strerror(-rc));
         else
-                rc = finish(l, r, STEP_TIMEOUT_MS, -1, NULL, what, err, errlen);
+                rc = finish(l, r, STEP_TIMEOUT_MS, NULL, what, err, errlen);
         l->end(r);
         return rc;
 }

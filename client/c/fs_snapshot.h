@@ -36,9 +36,12 @@ struct cfs_link {
 /* The link of `c` (the CLI's connection, nothing else in flight on it). */
 void cfs_link_cvc(struct cfs_link *l, struct cvc *c);
 
-/* Archives the guest's changed files into host file `path` (created, 0600).
- * 0, or a negative errno with `err` (the tool's own words when it failed). */
-int cfs_pack(const struct cfs_link *l, const char *path, char *err, size_t errlen);
+/* Archives the guest's changed files into host file `path` (created, 0600),
+ * at most `max_bytes` of it (the archive is built in the guest's memory: a
+ * guest that sends more is refused with -EFBIG). 0, or a negative errno with
+ * `err` (the tool's own words when it failed). */
+int cfs_pack(const struct cfs_link *l, const char *path, uint64_t max_bytes, char *err,
+             size_t errlen);
 /* Puts the files of archive `path` back into the guest (a fresh clone of the
  * template the archived one came from). 0 or a negative errno with `err`. */
 int cfs_unpack(const struct cfs_link *l, const char *path, char *err, size_t errlen);

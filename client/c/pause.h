@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "manifest.h"
 #include "registry.h"
@@ -72,8 +73,10 @@ int cpause_publish(const char *root, const char *tmp, const char *final, char *e
  * `filesystem` names, and no VM state; it resumes as a fresh clone of its
  * template with those files put back (a new boot: no process, no memory). */
 #define CPAUSE_FS_ARCHIVE "fs.tar"
-/* Writes the archive to `path`: 0, or a negative errno with `err`. */
-typedef int (*cpause_pack_fn)(void *ud, const char *path, char *err, size_t errlen);
+/* Writes the archive to `path`, at most `max_bytes` (the guest's memory):
+ * 0, or a negative errno with `err`. */
+typedef int (*cpause_pack_fn)(void *ud, const char *path, uint64_t max_bytes, char *err,
+                              size_t errlen);
 /* A new record of `src` at `root` with the archive `pack` writes into it. 0
  * with its directory in `recdir`; -EEXIST (paused already) or another
  * negative errno with `err`, and no record. The caller stops the VM. */

@@ -64,7 +64,9 @@ int cpause_save_fs(const char *root, const struct cpause_src *src, cpause_pack_f
         if ((rc = cpause_new_tmp(root, recdir, tmp, sizeof(tmp), err, errlen)) < 0)
                 return rc;
         snprintf(archive, sizeof(archive), "%s/%s", tmp, CPAUSE_FS_ARCHIVE);
-        rc = pack(ud, archive, err, errlen);
+        /* Built in the guest's memory, so no larger (a guest says what it likes). */
+        uint64_t mb = src->e->memory_mb ? src->e->memory_mb : 64u * 1024u;
+        rc = pack(ud, archive, mb << 20, err, errlen);
         struct stat st;
         if (rc == 0 && stat(archive, &st) < 0) {
                 rc = -errno;

@@ -165,7 +165,7 @@ int serve_paused_kill(const char *id);
 /* A filesystem-only pause's guest side (serve_fs.c): the archive of the files
  * sandbox `ud` changed, written to `path` (a cpause_pack_fn); and such an
  * archive put back into `s`, a fresh clone. 0 or a negative errno with `err`. */
-int serve_fs_pack(void *ud, const char *path, char *err, size_t errlen);
+int serve_fs_pack(void *ud, const char *path, uint64_t max_bytes, char *err, size_t errlen);
 int serve_fs_unpack(struct sandbox *s, const char *path, char *err, size_t errlen);
 
 /* --- file metadata (serve_meta.c) ---

@@ -42,10 +42,10 @@ static struct cfs_link link_of(struct sandbox *s)
             .ud = &s->mux, .begin = mux_begin, .more = mux_more, .next = mux_take, .end = mux_end};
 }
 
-int serve_fs_pack(void *ud, const char *path, char *err, size_t errlen)
+int serve_fs_pack(void *ud, const char *path, uint64_t max_bytes, char *err, size_t errlen)
 {
         struct cfs_link l = link_of(ud);
-        return cfs_pack(&l, path, err, errlen);
+        return cfs_pack(&l, path, max_bytes, err, errlen);
 }
 
 int serve_fs_unpack(struct sandbox *s, const char *path, char *err, size_t errlen)
