@@ -17,6 +17,7 @@ import asyncio
 import inspect
 import os
 import sys
+import threading
 
 import pytest
 
@@ -67,7 +68,17 @@ class AsyncReference:
         for name in ("on_stdout", "on_stderr", "on_result", "on_error"):
             if kw.get(name) is not None:
                 kw[name] = _on_loop(loop, kw[name])
-        return await asyncio.to_thread(self._ref.run_code, code, **kw)
+        return await asyncio.to_thread(self._run_code_alone, code, **kw)
+
+    # jupyter_client's blocking clients, run from several threads at once (an
+    # asyncio.gather), now and then miss a reply and wait out their 120 s
+    # timeout (seen under load): the reference's cells run one at a time.
+    # Only cellvm's side is concurrent; the printed results do not depend on it.
+    _lock = threading.Lock()
+
+    def _run_code_alone(self, code, **kw):
+        with self._lock:
+            return self._ref.run_code(code, **kw)
 
     async def create_code_context(self, *args, **kwargs):
         return await asyncio.to_thread(self._ref.create_code_context, *args, **kwargs)
