@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import sys
-import time
 
 import pytest
 
@@ -486,7 +485,8 @@ def test_round8_is_e2b_dynamic_round(charts):
     assert charts._round8(Decimal("12.345665")) == Decimal("12.34566")  # a tie: to even
 
 
-def test_extraction_cost_of_a_1000_point_line(charts):
+def test_extraction_of_a_1000_point_line(charts):
+    """Every point is read; what it costs is bench/executor_costs.py's."""
     import matplotlib.pyplot as plt
     import numpy as np
     fig, ax = plt.subplots()
@@ -494,16 +494,8 @@ def test_extraction_cost_of_a_1000_point_line(charts):
     ax.plot(x, np.random.rand(1000))
     fig.canvas.draw()
     try:
-        assert len(charts.figure_chart(fig)["elements"][0]["points"]) == 1000
-        best = min(_timed(lambda: charts.figure_chart(fig)) for _ in range(30))
+        points = charts.figure_chart(fig)["elements"][0]["points"]
     finally:
         plt.close(fig)
-    # ~0.45 ms here, most of it matplotlib's tick locator and formatter; the
-    # bound is loose for a shared machine.
-    assert best < 0.002, best
-
-
-def _timed(fn):
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+    assert len(points) == 1000
+    assert [p[0] for p in points] == sorted(p[0] for p in points)

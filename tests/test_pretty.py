@@ -851,12 +851,9 @@ def test_works_without_ipython():
     )
 
 
-def test_import_is_cheap(tmp_path):
-    """Importing costs well under 5 ms from bytecode and loads nothing else.
-
-    The module is byte-compiled first, as in the guest image: compiling the
-    source alone takes about as long as the whole budget.
-    """
+def test_import_loads_nothing_else(tmp_path):
+    """Imported from bytecode, as in the guest image, it loads no other module
+    (what it costs is bench/executor_costs.py's)."""
     import importlib.util
     import py_compile
     import shutil
@@ -865,22 +862,16 @@ def test_import_is_cheap(tmp_path):
     shutil.copy(os.path.join(EMBED, "cellvm_pretty.py"), module)
     py_compile.compile(str(module), cfile=importlib.util.cache_from_source(str(module)), doraise=True)
     code = (
-        "import sys, time; sys.modules['IPython'] = None; sys.path.insert(0, %r)\n"
+        "import sys; sys.modules['IPython'] = None; sys.path.insert(0, %r)\n"
         "before = set(sys.modules)\n"
-        "start = time.perf_counter()\n"
         "import cellvm_pretty\n"
-        "elapsed = time.perf_counter() - start\n"
+        "print(cellvm_pretty.__cached__ if cellvm_pretty.__spec__.cached else '')\n"
         "print(cellvm_pretty.__file__)\n"
-        "print(elapsed)\n"
         "print(' '.join(sorted(set(sys.modules) - before)))\n"
     ) % str(tmp_path)
-    best = None
-    for _ in range(3):  # the machine is shared: take the best of three
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-        ).stdout
-        path, elapsed, new_modules = out.split("\n")[:3]
-        assert path == str(module)
-        assert new_modules.split() == ["cellvm_pretty"]
-        best = float(elapsed) if best is None else min(best, float(elapsed))
-    assert best < 0.002
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    cached, path, new_modules = out.split("\n")[:3]
+    assert path == str(module) and cached == importlib.util.cache_from_source(str(module))
+    assert new_modules.split() == ["cellvm_pretty"]
