@@ -53,8 +53,7 @@ int sbx_paused_find(const char *ident, char *root, size_t rootlen, char *dir, si
         return rc;
 }
 
-/* The record of a resumed sandbox goes. */
-static void drop_record(const char *root, const char *dir, const char *key)
+void sbx_paused_drop(const char *root, const char *dir, const char *key)
 {
         struct cpaused p;
         snprintf(p.dir, sizeof(p.dir), "%s", dir);
@@ -164,31 +163,37 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
         int rc = sbx_paused_claim(dir, m, &fd, &key, err, errlen);
         if (rc < 0)
                 return rc;
-        int refused = sbx_reserve(timeout_s);
-        if (refused == -EAGAIN)
+        rc = sbx_resume_claimed(root, dir, m, key, timeout_s, rec, vm, c, stages, err, errlen);
+        close(fd);
+        return rc;
+}
+
+int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const char *key,
+                       double timeout_s, struct sbx_rec *rec, struct cvm *vm, struct cvc **c,
+                       struct csq_stages *stages, char *err, size_t errlen)
+{
+        *c = NULL;
+        rec->path[0] = '\0';
+        int rc;
+        if (m->filesystem[0]) { /* the limits are the restore's own (snap_restore_vm) */
+                rc = resume_files(dir, m, key, timeout_s, rec, vm, c, err, errlen);
+                if (rc == 0)
+                        sbx_paused_drop(root, dir, key);
+                return rc;
+        }
+        rc = sbx_reserve(timeout_s);
+        if (rc == -EAGAIN)
                 snprintf(err, errlen,
                          "Rate limit exceeded: the maximum number of concurrent sandboxes (%u, "
                          "$CELLVM_MAX_SANDBOXES) is reached",
                          creg_max_sandboxes());
-        else if (refused == -EINVAL)
+        else if (rc == -EINVAL)
                 snprintf(err, errlen, "Timeout cannot be greater than %g seconds",
                          creg_max_timeout_s());
-        else if (refused < 0)
+        else if (rc < 0)
                 snprintf(err, errlen, "the sandbox registry is unusable (said above)");
-        if (refused < 0)
-                rc = refused;
-        if (rc < 0) {
-                close(fd);
+        if (rc < 0)
                 return rc;
-        }
-        if (m->filesystem[0]) { /* the reservation is restore()'s own */
-                sbx_release();
-                rc = resume_files(dir, m, key, timeout_s, rec, vm, c, err, errlen);
-                if (rc == 0)
-                        drop_record(root, dir, key);
-                close(fd);
-                return rc;
-        }
         struct csq_stages st = {0};
         int state_fd = -1;
         bool bad = false;
@@ -215,14 +220,12 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
         if (rc < 0) {
                 cvm_kill(vm);
                 sbx_forget(rec);
-                close(fd);
                 return rc;
         }
         sbx_start_clock(rec, *c, vm, timeout_s);
         if (stages)
                 *stages = st;
-        drop_record(root, dir, key);
-        close(fd);
+        sbx_paused_drop(root, dir, key);
         return 0;
 }
 

@@ -41,6 +41,15 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
                       struct cvm *vm, struct cvc **c, struct csm *m, struct csq_stages *st,
                       char *err, size_t errlen);
 
+/* sbx_resume of a record already claimed (sbx_paused_claim: `m` and `key`
+ * are its, its lock held by the caller). */
+int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const char *key,
+                       double timeout_s, struct sbx_rec *rec, struct cvm *vm, struct cvc **c,
+                       struct csq_stages *st, char *err, size_t errlen);
+/* The record in `dir` (of the store at `root`) of sandbox `key`, resumed, is
+ * removed; a failure is said on stderr (the sandbox runs). */
+void sbx_paused_drop(const char *root, const char *dir, const char *key);
+
 int cmd_pause(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "cli_pause.h"
@@ -184,30 +183,15 @@ static json_t *string_object(const char *text)
         return json_object();
 }
 
-/* The record's manifest into `m` (csm_init'ed): 0 or a negative errno with `err`. */
-static int read_record(const char *dir, struct csm *m, char *err, size_t errlen)
+/* A filesystem-only record's resume (claimed: `key` is its): a fresh clone
+ * of the template under the record's key (a new boot, as E2B's), its files
+ * put back; the caller removes the record. 0 with *out referenced once, or
+ * a negative errno with `err` (nothing runs). */
+static int resume_files(const char *dir, const char *key, double timeout_s, struct sandbox **out,
+                        char *err, size_t errlen)
 {
-        if (csm_init(m) < 0) {
-                snprintf(err, errlen, "out of memory");
-                return -ENOMEM;
-        }
-        return csm_read(dir, m, err, errlen);
-}
-
-/* A filesystem-only record's resume: a fresh clone of the template under
- * the record's key (a new boot, as E2B's), its files put back; the caller
- * removes the record. 0 with *out referenced once, or a negative errno with
- * `err` (nothing runs). */
-static int resume_files(const char *dir, double timeout_s, struct sandbox **out, char *err,
-                        size_t errlen)
-{
-        struct csm m;
-        int fd;
-        const char *key;
-        int rc = sbx_paused_claim(dir, &m, &fd, &key, err, errlen);
         struct sandbox *s = NULL;
-        if (rc == 0)
-                rc = serve_restore_as(key, timeout_s, &s, err, errlen);
+        int rc = serve_restore_as(key, timeout_s, &s, err, errlen);
         char archive[PATH_MAX + 32];
         snprintf(archive, sizeof(archive), "%s/%s", dir, CPAUSE_FS_ARCHIVE);
         if (rc == 0 && (rc = serve_fs_unpack(s, archive, err, errlen)) < 0) {
@@ -218,9 +202,6 @@ static int resume_files(const char *dir, double timeout_s, struct sandbox **out,
         }
         if (rc == 0)
                 *out = s;
-        if (fd >= 0)
-                close(fd);
-        csm_free(&m);
         return rc;
 }
 
@@ -241,14 +222,16 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
                 return rc;
         }
         struct csm m;
-        if ((rc = read_record(dir, &m, err, errlen)) < 0) {
+        int fd;
+        const char *key;
+        if ((rc = sbx_paused_claim(dir, &m, &fd, &key, err, errlen)) < 0) {
                 csm_free(&m);
                 pthread_mutex_unlock(&pausing);
                 return rc;
         }
         bool files_only = m.filesystem[0] != '\0';
         if (files_only) {
-                rc = resume_files(dir, timeout_s, &s, err, errlen);
+                rc = resume_files(dir, key, timeout_s, &s, err, errlen);
         } else if (!(s = calloc(1, sizeof(*s)))) {
                 snprintf(err, errlen, "out of memory");
                 rc = -ENOMEM;
@@ -259,19 +242,12 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         json_t *egress = NULL;
         if (rc == 0 && (rc = read_serve_file(dir, s, &egress)) < 0)
                 snprintf(err, errlen, "getrandom: %s", strerror(-rc));
-        if (rc == 0 && files_only) {
-                struct cpaused p;
-                snprintf(p.dir, sizeof(p.dir), "%s", dir);
-                int removed = cpaused_remove(root, &p);
-                if (removed < 0)
-                        fprintf(stderr,
-                                "cellvm serve: sandbox %s resumed, but its record %s stays: %s\n",
-                                s->rec.e.key, dir, strerror(-removed));
-        }
+        if (rc == 0 && files_only)
+                sbx_paused_drop(root, dir, key);
         if (rc == 0 && !files_only) {
                 struct cvc *c = NULL;
-                csm_free(&m);
-                rc = sbx_resume(root, dir, timeout_s, &s->rec, &s->vm, &c, &m, err, errlen);
+                rc = sbx_resume_claimed(root, dir, &m, key, timeout_s, &s->rec, &s->vm, &c, NULL,
+                                        err, errlen);
                 if (rc == 0 && (rc = mux_start(&s->mux, c)) < 0) {
                         snprintf(err, errlen, "sandbox %s resumed, but its connection failed: %s",
                                  s->rec.e.key, strerror(-rc));
@@ -280,6 +256,7 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
                         sbx_forget(&s->rec);
                 }
         }
+        close(fd);
         if (rc < 0) {
                 csm_free(&m);
                 json_decref(egress);
