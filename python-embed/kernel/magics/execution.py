@@ -159,6 +159,62 @@ class ExecutionMagics:
                                 ns.pop(name, None)
                         self.user_ns.update(ns)
 
+        def magic_prun(self, line, cell=None):
+                """IPython's %prun / %%prun: the code run under cProfile. Its report
+                goes to the pager (a payload E2B drops): only a ' ' is printed, and
+                what -D/-T saved; -r returns the pstats.Stats."""
+                import cProfile
+                import getopt
+                import pstats
+                import shlex
+                from ..inputtransformer2 import transform_cell
+                try:
+                        # IPython's parse_options(posix=False, list_all=True)
+                        opts, args = getopt.getopt(shlex.split(line, posix=False), "D:l:rs:T:q")
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "D:l:rs:T:q" )') from None
+                code = " ".join(args)
+                if cell is not None:
+                        code += "\n" + cell
+                code = transform_cell(code)
+                sort = [a for o, a in opts if o == "-s"] or ["time"]
+                lims = []
+                for o, a in opts:
+                        if o == "-l":
+                                for conv in (int, float, str):
+                                        try:
+                                                lims.append(conv(a))
+                                                break
+                                        except ValueError:
+                                                pass
+                prof = cProfile.Profile()
+                try:
+                        prof = prof.runctx(code, self.user_ns, self.user_ns)
+                        sys_exit = ""
+                except SystemExit:
+                        sys_exit = "*** SystemExit exception caught in code being profiled."
+                stats = pstats.Stats(prof).strip_dirs().sort_stats(*sort)
+                out = io.StringIO()
+                stream, stats.stream = stats.stream, out
+                try:
+                        stats.print_stats(*lims)
+                finally:
+                        stats.stream = stream
+                print(sys_exit, end=" ")
+                dump = next((a for o, a in opts if o == "-D"), "")  # IPython's opts.D[0]: the first
+                text = next((a for o, a in opts if o == "-T"), "")
+                if dump:
+                        prof.dump_stats(dump)
+                        print(f"\n*** Profile stats marshalled to file {dump!r}.{sys_exit}")
+                if text:
+                        with open(text, "w", encoding="utf-8") as f:
+                                f.write(out.getvalue().rstrip())
+                        print(f"\n*** Profile printout saved to text file {text!r}.{sys_exit}")
+                return stats if any(o == "-r" for o, _ in opts) else None
+
+        def cell_magic_prun(self, line, cell):
+                return self.magic_prun(line, cell)
+
         def magic_timeit(self, line, cell=None):
                 """IPython's %timeit: -n loops, -r runs, -p precision, -q quiet,
                 -o return the result (-t/-c, the timer, accepted)."""
