@@ -33,9 +33,15 @@ _FORMAT_KEYS = frozenset(dict(_FORMAT_ORDER))
 _pretty = None
 
 
+# PlainTextFormatter.pprint: %pprint turns it off, and text/plain is then repr().
+_pprint = True
+
+
 def pretty_text(obj):
         """text/plain as IPython's pretty printer makes it (cellvm_pretty), else repr()."""
         global _pretty
+        if not _pprint:
+                return repr(obj)
         if _pretty is None:
                 try:
                         import cellvm_pretty
@@ -139,7 +145,8 @@ def format_bundle(obj, include=None, exclude=None):
         t = type(obj)
         if t in _REPR_IS_TEXT_TYPES and not include and not exclude and _display_formatter is None:
                 try:
-                        return {"text/plain": repr(obj) if t is not float else _float_format % obj}, {}
+                        return {"text/plain": repr(obj) if t is not float or not _pprint
+                                else _float_format % obj}, {}
                 except Exception:  # an int over the str-digits limit: the full path reports it
                         pass
         builtin = t in _NO_REPR_METHODS_TYPES
@@ -377,7 +384,10 @@ class DisplayFormatter:
                 import cellvm_pretty
                 self.formatters = {}
                 for mime, meth in _REPR_METHODS:
-                        cls = type(_FORMATTER_NAMES[mime], (_Formatter,), {"__module__": "IPython.core.formatters"})
+                        attrs = {"__module__": "IPython.core.formatters"}
+                        if mime == "text/plain":
+                                attrs["pprint"] = property(lambda self: _pprint, _set_pprint)
+                        cls = type(_FORMATTER_NAMES[mime], (_Formatter,), attrs)
                         if mime == "text/plain":
                                 f = cls(mime, None, cellvm_pretty._type_printers(), cellvm_pretty._DEFERRED_PRINTERS)
                         else:
@@ -391,6 +401,11 @@ class DisplayFormatter:
 
         def format(self, obj, include=None, exclude=None):
                 return format_bundle(obj, include, exclude)
+
+
+def _set_pprint(formatter, value):
+        global _pprint
+        _pprint = bool(value)
 
 
 def _user_formatter(mime, obj):

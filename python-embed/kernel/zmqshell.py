@@ -234,6 +234,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 return self
 
         # What libraries and notebooks use of InteractiveShell beyond magics.
+        auto_magic = True  # MagicsManager.auto_magic, which %automagic toggles
         colors = "Neutral"  # the trait's default (sympy's init_printing picks its colour from it)
 
         @functools.cached_property
@@ -330,6 +331,8 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 only: a line starting with a magic's name runs that magic (`pwd`,
                 `ls -l`, `pip install x`) unless a variable, builtin or keyword
                 has the name, or the line assigns to it. None if it does not apply."""
+                if not self.auto_magic:  # %automagic off
+                        return None
                 if not cell[:1].isalpha():  # every magic's name starts with a letter
                         return None
                 end = cell.find("\n")

@@ -1,8 +1,11 @@
-"""IPython.core.magics.basic's counterpart: %xmode, %precision."""
+"""IPython.core.magics.basic's counterpart: %xmode, %precision, %pprint,
+%automagic, and the magics whose output goes to the pager (%page, %magic,
+%quickref)."""
 
 import sys
 
 from .. import formatters
+from ..error import UsageError
 
 
 class BasicMagics:
@@ -59,3 +62,45 @@ class BasicMagics:
                                 sys.modules["numpy"].set_printoptions(precision=8)
                 formatters._float_format = cellvm_pretty.float_format = fmt
                 return fmt
+
+        def magic_pprint(self, line):
+                """IPython's %pprint: pretty printing toggled (text/plain is repr() when off)."""
+                formatters._pprint = not formatters._pprint
+                print("Pretty printing has been turned", ["OFF", "ON"][formatters._pprint])
+
+        def magic_automagic(self, line):
+                """IPython's %automagic [on|off]: toggled without an argument."""
+                arg = line.strip().lower()
+                if arg in ("on", "1", "true"):
+                        self.auto_magic = True
+                elif arg in ("off", "0", "false"):
+                        self.auto_magic = False
+                else:
+                        self.auto_magic = not self.auto_magic
+                print("\n" + ["Automagic is OFF, % prefix IS needed for line magics.",
+                              "Automagic is ON, % prefix IS NOT needed for line magics."][self.auto_magic])
+
+        def magic_page(self, line):
+                """IPython's %page [-r] OBJECT (`_` by default): the object to the
+                pager (a payload E2B drops); only a miss is printed."""
+                args = line.split()
+                if args[:1] == ["-r"]:
+                        args = args[1:]
+                oname = " ".join(args) or "_"
+                found, _ = self._find_object(oname)
+                if not found:
+                        print(f"Object `{oname}` not found")
+
+        def magic_quickref(self, line):
+                """IPython's %quickref: to the pager (a payload E2B drops)."""
+                return None
+
+        def magic_magic(self, line):
+                """IPython's %magic: to the pager (a payload E2B drops), but for -latex."""
+                if line.split()[:1] == ["-latex"]:
+                        raise UsageError("%magic -latex is not supported here")
+                return None
+
+        def magic_gui(self, line):
+                """IPython's %gui [NAME]: no GUI event loop here (enable_gui does nothing)."""
+                return self.enable_gui(line.strip() or None)

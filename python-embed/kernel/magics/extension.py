@@ -1,4 +1,4 @@
-"""IPython.core.magics.extension's counterpart: %load_ext, %reload_ext."""
+"""IPython.core.magics.extension's counterpart: %load_ext, %reload_ext, %unload_ext."""
 
 import importlib
 import sys
@@ -54,3 +54,19 @@ class ExtensionMagics:
                         load = getattr(mod, "load_ipython_extension", None)
                         if load is not None:
                                 load(self)
+
+        def magic_unload_ext(self, line):
+                """IPython's %unload_ext: the module's unload_ipython_extension(shell);
+                autoreload (IPython's) has none."""
+                if not line:
+                        raise UsageError("Missing module name.")
+                loaded = line in self.extensions or line == "autoreload" and self.kernel.autoreload is not None
+                if not loaded:
+                        print(f"The {line} extension is not loaded.")
+                        return
+                unload = getattr(sys.modules.get(line), "unload_ipython_extension", None)
+                if line == "autoreload" or unload is None:
+                        print(f"The {line} extension doesn't define how to unload it.")
+                        return
+                unload(self)
+                self.extensions.discard(line)

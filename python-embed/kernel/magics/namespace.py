@@ -123,6 +123,8 @@ class NamespaceMagics:
         def magic_pinfo(self, line):
                 return None
 
+        magic_pinfo2 = magic_pinfo  # `obj??`: the pager too
+
         def magic_who_ls(self, line):
                 """IPython's %who_ls: the user's names, optionally of the given type names."""
                 hidden = self.kernel.ns_hidden()

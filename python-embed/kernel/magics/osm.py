@@ -154,3 +154,15 @@ class OSMagics:
                         print(f"Writing {path}")
                 with open(path, "a" if append else "w", encoding="utf-8") as f:
                         f.write(cell)
+
+        cell_magic_file = cell_magic_writefile  # IPython's %%file: an alias
+
+        def magic_less(self, line):
+                """ipykernel's %less / %more: the file to the pager (a payload E2B
+                drops); only a missing name or an unreadable file shows."""
+                if not line:
+                        raise UsageError("Missing filename.")
+                with open(line) as f:
+                        f.read()
+
+        magic_more = magic_less

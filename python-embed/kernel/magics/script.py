@@ -93,3 +93,8 @@ class ScriptMagics:
         cell_magic_python3 = _script_magic("python3")
         cell_magic_pypy = _script_magic("pypy")
         del _script_magic
+
+        def magic_killbgscripts(self, line):
+                """IPython's %killbgscripts: no %%script runs in the background here
+                (no --bg), so there is none to kill."""
+                print("All background processes were killed.")
