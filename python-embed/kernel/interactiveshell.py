@@ -13,6 +13,7 @@ import _cellvm
 from .backend_inline import _flush_figures, _flush_figures_callback
 from .error import UsageError
 from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, transform_cell
+from .iostream import _flush_std
 from .kernelbase import _set_sigint
 from .session import EXEC_ERROR, _send
 from .ultratb import _from_file, _user_tb
@@ -363,6 +364,7 @@ class CellRunner:
                                 err = compile_err
                         except BaseException as e:  # noqa: BLE001 - every cell error is reported
                                 err = running = e
+                                self._custom_exc(e)
                         try:
                                 if not self.in_events:
                                         _flush_figures()
@@ -395,6 +397,75 @@ class CellRunner:
                         # frames on) and returns: the magic goes on.
                         self.report_error(_from_file(e, filename))
 
+        def _custom_exc(self, e):
+                """IPython's run_code: an error of a type given to set_custom_exc
+                goes to its handler, whose traceback nobody shows (the cell's
+                status is still "error"). A handler that fails is unregistered
+                and its error shown, then the original's. True if handled."""
+                types, handler = self.custom_exc
+                if not types or not isinstance(e, types):
+                        return False
+                self.handled_error = e
+                try:
+                        stb = handler(self.shell, type(e), e, e.__traceback__, tb_offset=None)
+                        # IPython's validate_stb: a list of strings, a string or None.
+                        if not (stb is None or isinstance(stb, str) or isinstance(stb, list)
+                                and all(isinstance(line, str) for line in stb)):
+                                raise TypeError(f"CustomTB must return list of strings, not {stb!r}")
+                except Exception as herr:  # noqa: BLE001 - IPython's bare except
+                        self.custom_exc = ((), None)
+                        _flush_std()
+                        sys.stderr.write("Custom TB Handler failed, unregistering\n")
+                        print("\n".join(self.structured_traceback(herr)))
+                        print("The original exception:")
+                return True
+
+        def run_nested_cell(self, raw, store_history=False, silent=False, shell_futures=True, cell_id=None):
+                """IPython's shell.run_cell called by a cell: `raw` runs within it,
+                its trailing expression shown with the cell's execution count (silent:
+                not shown) and its error shown; the cell goes on. Returns the
+                ExecutionResult."""
+                info = ExecutionInfo(raw, store_history and not silent, silent, shell_futures, cell_id)
+                result = ExecutionResult(info)
+                if not raw or raw.isspace():
+                        return result
+                events = None if silent else self.shell.__dict__.get("events")
+                if events is not None:
+                        events.trigger("pre_execute")
+                        events.trigger("pre_run_cell", info)
+                saved = self.exec_result
+                self.exec_result = result
+                cell = transform_cell(cleanup_cell(raw))
+                filename = self._register_source(cell, self._cell_filename(raw))
+                try:
+                        try:
+                                code, last = self._compile(cell, filename)
+                        except _COMPILE_ERRORS as e:
+                                result.error_before_exec = e
+                                self._send_error(e)
+                                return result
+                        try:
+                                if code is not None:
+                                        self._run_code(code)
+                                if last is not None:
+                                        value = self._run_code(last)
+                                        if not silent:
+                                                self._displayhook(value, cell, more=True)
+                        except KeyboardInterrupt:
+                                raise
+                        except BaseException as e:  # noqa: BLE001 - IPython's showtraceback
+                                result.error_in_exec = e
+                                if not self._custom_exc(e):
+                                        self._send_error(e, running=True)
+                                else:
+                                        self.handled_error = None  # shown by no one, the cell goes on
+                finally:
+                        self.exec_result = saved
+                if events is not None:
+                        events.trigger("post_execute")
+                        events.trigger("post_run_cell", result)
+                return result
+
         def report_error(self, e, exit_warning=True):
                 """An error shown while the cell goes on (a formatter's, as IPython's
                 showtraceback); the cell's status becomes "error"."""
@@ -422,7 +493,9 @@ class CellRunner:
                         e.__traceback__ = last_tb
                         return
                 self.error_sent = True
-                if isinstance(e, SyntaxError):
+                if e is self.handled_error:
+                        tb = []  # a set_custom_exc handler took it: no traceback shown
+                elif isinstance(e, SyntaxError):
                         tb = self.syntax_error_traceback(e, running)
                 elif isinstance(e, UsageError):
                         # IPython's show_usage_error: one line on stderr and no

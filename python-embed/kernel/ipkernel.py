@@ -108,6 +108,8 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                 builtins.display = display
                 builtins.get_ipython = self.get_ipython
                 builtins.__IPYTHON__ = True
+                # IPython's init_prompts: scripts tell an interactive session by sys.ps1.
+                sys.ps1, sys.ps2, sys.ps3 = "In : ", "...: ", "Out: "
                 builtins.input = _no_input
                 builtins.exit = builtins.quit = self.exiter
                 try:
@@ -126,6 +128,8 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                 self.in_events = False  # a cell runs through shell.events
                 self.cell_started = False
                 self.exec_result = None  # its ExecutionResult
+                self.custom_exc = ((), None)  # shell.set_custom_exc: (types, handler)
+                self.handled_error = None  # the cell's error such a handler took
 
         def ns_hidden(self):
                 """IPython's user_ns_hidden: names %who leaves out while they hold these."""
@@ -181,6 +185,7 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                         # SIGINT raises from here on: the agent signals only after it has
                         # seen EXEC_INPUT, so no interrupt falls between the two.
                         self.error_sent = False
+                        self.handled_error = None
                         _set_sigint(True)
                         _send(EXEC_INPUT, {"execution_count": count})
                         _cellvm.flusher_active(True)

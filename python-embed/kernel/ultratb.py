@@ -208,13 +208,19 @@ class FormattedTB:
         def _format_one(self, exc, skip_kernel, context):
                 name = type(exc).__name__
                 tb = _user_tb(exc.__traceback__) if skip_kernel else exc.__traceback__
+                entries = []
+                if tb is not None and _user_tb(tb) is not tb:
+                        # An earlier error the kernel caught (a set_custom_exc handler's
+                        # failure): its frames stand for IPython's run_code, which
+                        # VerboseTB hides (__tracebackhide__).
+                        tb = _user_tb(tb)
+                        entries.append("    [... skipping hidden 1 frame]\n")
                 frames = []
                 tbs = {}
                 while tb is not None:
                         frames.append((tb.tb_frame, tb.tb_lineno))
                         tbs[id(tb.tb_frame)] = tb
                         tb = tb.tb_next
-                entries = []
                 stack_data = _stack_data()
                 for frame, lineno, skipped in _collapse_repeated(frames):
                         code = frame.f_code

@@ -282,6 +282,31 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 else:
                         self.kernel.report_error(exc)
 
+        def run_cell(self, raw_cell, store_history=False, silent=False, shell_futures=True, cell_id=None):
+                """IPython's run_cell, from a cell: that code runs within it."""
+                return self.kernel.run_nested_cell(raw_cell, store_history, silent, shell_futures, cell_id)
+
+        def set_next_input(self, text, replace=False):
+                """IPython's set_next_input: a payload for the frontend, which E2B drops."""
+                return None
+
+        @property
+        def custom_exceptions(self):
+                return self.kernel.custom_exc[0]
+
+        def set_custom_exc(self, exc_tuple, handler):
+                """IPython's set_custom_exc: errors of these types go to
+                handler(shell, etype, value, tb, tb_offset=None) instead of a traceback."""
+                if not isinstance(exc_tuple, tuple):
+                        raise TypeError("The custom exceptions must be given as a tuple.")
+                if handler is None:
+                        def handler(self, etype, value, tb, tb_offset=None):  # IPython's dummy_handler
+                                print("*** Simple custom exception handler ***")
+                                print("Exception type :", etype)
+                                print("Exception value:", value)
+                                print("Traceback      :", tb)
+                self.kernel.custom_exc = (exc_tuple, handler)
+
         def enable_gui(self, gui=None):
                 return None
 
