@@ -88,9 +88,13 @@ def prepare():
         if home_fixed:
                 _add_user_bin()
         # ipykernel's init_environment: `!` commands run on a terminal, where
-        # git and others would start a pager (less, which the image lacks).
+        # git and others would start a pager (less, which the image lacks);
+        # TERM and CLICOLOR as it sets them (os.environ shows them, and tools
+        # run from a cell read them).
         os.environ["PAGER"] = "cat"
         os.environ["GIT_PAGER"] = "cat"
+        os.environ["TERM"] = "xterm-color"
+        os.environ["CLICOLOR"] = "1"
 
 
 def refresh():
