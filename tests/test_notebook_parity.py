@@ -8,7 +8,8 @@ traceback line, the cells and lines of its frames).
 
 Normalised, because the two legitimately differ: execution counts (relative
 to the notebook's first cell), memory addresses, the working directory, the
-kernel's pid in the cells' file names, timings of %time/%timeit, ANSI colours, Styler ids,
+kernel's pid in the cells' file names, timings of %time/%timeit
+(and unittest's "Ran N tests in"), ANSI colours, Styler ids,
 CRLF from !commands (a pty in ipykernel), the source path of IPython's own
 warnings ("To exit", FormatterWarning), jupyter_client's warning when it cleans
 NaN out of a message.
@@ -112,6 +113,8 @@ TIMING = [
     (re.compile(r"Wall time: .*"), "Wall time: <t>"),
     (re.compile(r".* per loop \(mean ± std\. dev\. of (\d+) runs?, (\d+) loops? each\)"),
      r"<t> per loop (\1 runs, \2 loops)"),
+    # unittest's summary line (unittest.main in a cell).
+    (re.compile(r"^Ran (\d+ tests?) in \d+\.\d+s$", re.M), r"Ran \1 in <t>"),
 ]
 
 

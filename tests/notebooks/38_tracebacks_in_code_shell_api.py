@@ -99,7 +99,7 @@ r = ip.run_cell('undefined_thing + 1')
 print(r.success, type(r.error_in_exec).__name__)
 # %%
 r = ip.run_cell('print("inner print")\n[i * i for i in range(4)]')
-r.result, _, r.execution_count, r.info.raw_cell.splitlines()[0]
+r.result, r.execution_count, r.info.raw_cell.splitlines()[0], Out.get(max(Out)) if Out else None
 # %%
 r = ip.run_cell('7 * 6', silent=True)
 r.result, r.info.silent
