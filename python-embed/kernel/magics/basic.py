@@ -1,6 +1,6 @@
-"""IPython.core.magics.basic's counterpart: %xmode, %precision, %pprint,
-%automagic, and the magics whose output goes to the pager (%page, %magic,
-%quickref)."""
+"""IPython.core.magics.basic's counterpart: %xmode, %precision, %pprint, %colors,
+%automagic, %autoawait, %alias_magic, and the magics whose output goes to the
+pager (%page, %magic, %quickref)."""
 
 import sys
 
@@ -104,3 +104,75 @@ class BasicMagics:
         def magic_gui(self, line):
                 """IPython's %gui [NAME]: no GUI event loop here (enable_gui does nothing)."""
                 return self.enable_gui(line.strip() or None)
+
+        _COLOR_SCHEMES = ["Neutral", "NoColor", "LightBG", "Linux"]  # the colors trait's values
+
+        def magic_colors(self, line):
+                """IPython's %colors SCHEME (any case); an unknown one warns, as
+                IPython's color_switch_err does, and changes nothing."""
+                name = line.strip()
+                if not name:
+                        raise UsageError("%colors: you must specify a color scheme. See '%colors?'")
+                match = [s for s in self._COLOR_SCHEMES if s.lower() == name.lower()]
+                if match:
+                        self.colors = match[0]
+                        return
+                sys.stderr.write(
+                    f"UserWarning: Error changing shell color schemes.\nThe 'colors' trait of a "
+                    f"ZMQInteractiveShell instance expected any of {self._COLOR_SCHEMES} "
+                    f"(case-insensitive), not the str {name!r}.\n"
+                    f"UserWarning: Error changing exception color schemes.\nUnrecognized color scheme: "
+                    f"{name}\nValid schemes: ['NoColor', 'Linux', 'LightBG', 'Neutral', '']\n"
+                    f"UserWarning: Error changing object inspector color schemes.\nUnrecognized color "
+                    f"scheme: {name}\nValid schemes: ['NoColor', 'Linux', 'LightBG', 'Neutral', '']\n")
+
+        def magic_autoawait(self, line):
+                """IPython's %autoawait: top-level await is always on here, on asyncio."""
+                param = line.strip()
+                if not param:
+                        print("IPython autoawait is `on`, and set to use `asyncio`")
+                elif param.lower() not in ("true", "on", "asyncio"):
+                        raise UsageError(f"%autoawait {param}: only asyncio's autoawait is supported here")
+
+        def magic_alias_magic(self, line):
+                """IPython's %alias_magic [-l] [-c] [-p PARAMS] NAME TARGET."""
+                import argparse
+                import shlex
+
+                class Parser(argparse.ArgumentParser):
+                        def error(self, message):  # IPython's MagicArgumentParser
+                                raise UsageError(message)
+
+                parser = Parser(prog="%alias_magic", add_help=False)
+                parser.add_argument("-l", "--line", action="store_true")
+                parser.add_argument("-c", "--cell", action="store_true")
+                parser.add_argument("-p", "--params", default=None)
+                parser.add_argument("name")
+                parser.add_argument("target")
+                args = parser.parse_args(shlex.split(line, posix=False))
+                name, target, params = args.name.lstrip("%"), args.target.lstrip("%"), args.params
+                if params and len(params) > 1 and params[0] == params[-1] and params[0] in "'\"":
+                        params = params[1:-1]
+                m_line, m_cell = self.find_magic(target, "line"), self.find_magic(target, "cell")
+                if args.line and m_line is None:
+                        raise UsageError(f"Line magic function `%{target}` not found.")
+                if args.cell and m_cell is None:
+                        raise UsageError(f"Cell magic function `%%{target}` not found.")
+                if not args.line and not args.cell:
+                        if not m_line and not m_cell:
+                                raise UsageError(f"No line or cell magic with name `{target}` found.")
+                        args.line, args.cell = bool(m_line), bool(m_cell)
+                shown = "" if params is None else " " + params
+
+                def alias(kind):
+                        run = self.run_line_magic if kind == "line" else self.run_cell_magic
+
+                        def call(line, *cell):
+                                return run(target, (params + " " + line) if params else line, *cell)
+                        return call
+                if args.line:
+                        setattr(self, "magic_" + name, alias("line"))
+                        print(f"Created `%{name}` as an alias for `%{target}{shown}`.")
+                if args.cell:
+                        setattr(self, "cell_magic_" + name, alias("cell"))
+                        print(f"Created `%%{name}` as an alias for `%%{target}{shown}`.")

@@ -1,5 +1,5 @@
 """IPython.core.magics.execution's counterpart: %time, %timeit, %run, %tb,
-%%capture."""
+%prun, %debug, %%capture."""
 
 import ast
 import builtins
@@ -10,7 +10,7 @@ import time
 
 from ..capture import CapturedIO
 from ..display import _capturing
-from ..error import UsageError
+from ..error import StdinNotImplementedError, UsageError
 from ..iostream import _flush_std
 from ..pylabtools import _run_file_with_matplotlib
 from ..ultratb import _from_file
@@ -31,6 +31,26 @@ def _format_time(seconds, precision=3):
         order = min(-int(__import__("math").floor(__import__("math").log10(seconds)) // 3), 3) \
             if seconds > 0.0 else 3
         return "%.*g %s" % (precision, seconds * scaling[order], units[order])
+
+
+def _debugger_entry(frame, lineno, context=5):
+        """IPython's Pdb.format_stack_entry for the current frame (colours aside):
+        '> file(line)func()' and `context` lines around it, the line an arrow."""
+        import linecache
+        filename = frame.f_code.co_filename
+        if not (filename.startswith("<") and filename.endswith(">")):
+                filename = os.path.normcase(os.path.abspath(filename))  # bdb's canonic
+        out = [f"> {filename}({lineno}){frame.f_code.co_name or '<lambda>'}()\n"]
+        lines = linecache.getlines(filename)
+        start = max(min(lineno - 1 - context // 2, len(lines) - context), 0)
+        for i, text in enumerate(lines[start:start + context], start + 1):
+                if i == lineno:
+                        pad = 7 - len(str(i))
+                        num = ("-" * (pad - 2) + "> " if pad >= 2 else ">" if pad == 1 else "") + str(i)
+                else:
+                        num = "%7s" % i
+                out.append(f"{num} {text}")
+        return "".join(out)
 
 
 class _TimeitResult:
@@ -211,6 +231,24 @@ class ExecutionMagics:
                                 f.write(out.getvalue().rstrip())
                         print(f"\n*** Profile printout saved to text file {text!r}.{sys_exit}")
                 return stats if any(o == "-r" for o, _ in opts) else None
+
+        def magic_debug(self, line):
+                """IPython's %debug, post-mortem: the debugger shows where the last
+                error was raised, then asks for a command, which E2B's kernel cannot
+                read (allow_stdin False). With code to step through, the same."""
+                if line.strip():
+                        raise UsageError("%debug with a statement needs an interactive frontend")
+                if not hasattr(sys, "last_traceback"):
+                        import logging
+                        logging.error("No traceback has been produced, nothing to debug.")
+                        return
+                tb = sys.last_traceback
+                while tb is not None and tb.tb_next is not None:
+                        tb = tb.tb_next
+                if tb is not None:
+                        print(_debugger_entry(tb.tb_frame, tb.tb_lineno))
+                raise StdinNotImplementedError(
+                    "raw_input was called, but this frontend does not support input requests.")
 
         def cell_magic_prun(self, line, cell):
                 return self.magic_prun(line, cell)

@@ -1,4 +1,4 @@
-"""IPython.core.magics.history's counterpart: %history."""
+"""IPython.core.magics.history's counterpart: %history, %rep/%recall."""
 
 import os
 import re
@@ -93,3 +93,10 @@ class HistoryMagics:
                                 out.close()
 
         magic_hist = magic_history
+
+        def magic_rep(self, line):
+                """IPython's %rep / %recall: the text goes to the next input (a payload
+                E2B drops)."""
+                return None
+
+        magic_recall = magic_rep
