@@ -234,12 +234,14 @@ def compare_with_ipykernel(path, agent, ipykernel, fixtures_dir):
     # And, as a new kernel has them, logging (a notebook may configure it) and
     # pyplot's record of a draw request, which %run acts on once %matplotlib ran.
     # Module-level state a notebook may leave too: annotations, the __doc__ that
-    # a %run (non -i) sets, and a `from __future__ import annotations` (a flag of
-    # the kernel's compiler from then on).
+    # a %run (non -i) sets, the __file__ that a %run -i sets, and a
+    # `from __future__ import annotations` (a flag of the kernel's compiler
+    # from then on).
     def reference():
         runner.run_code("for _n in [n for n in globals() if not n.startswith('_') and n not in "
                         "('In', 'Out', 'get_ipython', 'exit', 'quit')]:\n    del globals()[_n]\n"
                         "globals().pop('__annotations__', None)\n"
+                        "globals().pop('__file__', None)\n"
                         "__doc__ = 'Automatically created module for IPython interactive environment'\n"
                         "import __future__ as _future\n"
                         "get_ipython().compile.flags &= ~_future.annotations.compiler_flag\n"
@@ -330,6 +332,13 @@ FRESH_KERNEL = [
     "plt.title(r'$\\frac{1}$')\n",
     "plt.ioff()\nplt.plot([2, 1])\nprint(len(plt.get_fignums()))\n",
     "plt.ion()\nplt.figure()\nplt.title(r'$\\frac{1}$')\n",
+    # %lsmagic lists what a kernel has: here ipykernel's own magics and aliases,
+    # then what a notebook added or removed.
+    "%lsmagic\n",
+    "from IPython.core.magic import register_line_magic\n@register_line_magic\ndef shout(line):\n"
+    "    return line.upper()\n%unalias lx\n%alias_magic fresh_w who\n%automagic off\n"
+    "lm = %lsmagic\nprint(lm)\nlm._repr_json_()['line']['shout'], 'lx' in lm._repr_json_()['line']\n",
+    "%automagic on\n%load_ext autoreload\n%lsmagic\n",
 ]
 
 

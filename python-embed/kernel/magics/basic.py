@@ -6,6 +6,7 @@ import sys
 
 from .. import formatters
 from ..error import UsageError
+from .osm import _ALIASES
 
 
 class BasicMagics:
@@ -176,3 +177,87 @@ class BasicMagics:
                 if args.cell:
                         setattr(self, "cell_magic_" + name, alias("cell"))
                         print(f"Created `%%{name}` as an alias for `%%{target}{shown}`.")
+
+        def magic_lsmagic(self, line):
+                """IPython's %lsmagic: ipykernel's magics (by the class that holds
+                each), with the aliases and the magics this context added."""
+                magics = {"line": {}, "cell": {}}
+                for kind, table in _LSMAGIC.items():
+                        for cls, names in table:
+                                for name in names.split():
+                                        magics[kind][name] = cls
+                line_magics = magics["line"]
+                for name in _ALIASES:
+                        if name not in self.aliases:
+                                del line_magics[name]  # %unalias
+                for name in self.aliases:
+                        line_magics.setdefault(name, "Other")
+                if self.kernel.autoreload is not None:
+                        line_magics.update(autoreload="AutoreloadMagics", aimport="AutoreloadMagics")
+                for attr, fn in vars(self).items():  # registered by the notebook, %alias_magic
+                        kind = "cell" if attr.startswith("cell_magic_") else "line" if attr.startswith("magic_") else None
+                        if kind is not None:
+                                owner = getattr(fn, "__self__", None)
+                                cls = "Other" if owner is None or owner is self else type(owner).__name__
+                                magics[kind][attr.split("magic_", 1)[1]] = cls
+                return _MagicsDisplay(magics, self.auto_magic)
+
+
+# ipykernel 6's magics as %lsmagic lists them: (class, names) in its order.
+_LSMAGIC = {
+    "line": [
+        ("AutoMagics", "automagic autocall"),
+        ("BasicMagics", "alias_magic lsmagic magic page pprint colors xmode quickref doctest_mode gui "
+                        "precision notebook"),
+        ("CodeMagics", "save pastebin loadpy load"),
+        ("KernelMagics", "edit"),
+        ("ConfigMagics", "config"),
+        ("ExecutionMagics", "prun pdb debug tb run timeit time macro"),
+        ("ExtensionMagics", "load_ext unload_ext reload_ext"),
+        ("HistoryMagics", "history recall rerun"),
+        ("LoggingMagics", "logstart logstop logoff logon logstate"),
+        ("NamespaceMagics", "pinfo pinfo2 pdef pdoc psource pfile psearch who_ls who whos reset "
+                            "reset_selective xdel"),
+        ("OSMagics", "alias unalias rehashx pwd cd env set_env pushd popd dirs dhist sc sx system bookmark pycat"),
+        ("PackagingMagics", "pip conda"),
+        ("PylabMagics", "matplotlib pylab"),
+        ("ScriptMagics", "killbgscripts"),
+        ("AsyncMagics", "autoawait"),
+        ("Other", "ed hist rep"),
+        ("KernelMagics", "clear less more man connect_info qtconsole autosave"),
+        ("Other", "mkdir rmdir mv rm cp cat ls ll lf lk ldir lx"),
+        ("StoreMagics", "store"),
+    ],
+    "cell": [
+        ("DisplayMagics", "js javascript latex svg html markdown"),
+        ("ExecutionMagics", "prun debug timeit time capture"),
+        ("OSMagics", "sx system ! writefile"),
+        ("ScriptMagics", "script"),
+        ("Other", "sh bash perl ruby python python2 python3 pypy SVG HTML file"),
+    ],
+}
+
+
+class _MagicsDisplay:
+        """IPython's MagicsDisplay: the listing as text, the table as JSON."""
+
+        __module__ = "IPython.core.magics.basic"
+
+        def __init__(self, magics, auto_magic):
+                self.magics, self.auto_magic = magics, auto_magic
+
+        def _lsmagic(self):
+                return "\n".join([
+                    "Available line magics:", "%" + "  %".join(sorted(self.magics["line"])), "",
+                    "Available cell magics:", "%%" + "  %%".join(sorted(self.magics["cell"])), "",
+                    ["Automagic is OFF, % prefix IS needed for line magics.",
+                     "Automagic is ON, % prefix IS NOT needed for line magics."][self.auto_magic]])
+
+        def _repr_pretty_(self, p, cycle):
+                p.text(self._lsmagic())
+
+        def __str__(self):
+                return self._lsmagic()
+
+        def _repr_json_(self):
+                return {kind: dict(table) for kind, table in self.magics.items()}
