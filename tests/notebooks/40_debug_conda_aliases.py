@@ -50,6 +50,22 @@ load('x/y')
 # %%
 %colors Neutral
 # %%
-%rep
+import os
+if os.path.exists('nb40_step.py'):
+    os.remove('nb40_step.py')
 # %%
-%recall
+%%writefile nb40_step.py
+step_result = 'ran'
+print('step:', __name__, __file__)
+# %%
+%run nb40_step.py
+'__file__' in globals(), step_result
+# %%
+%run -i nb40_step.py
+__file__, step_result
+# %%
+import __main__
+__main__.__file__
+# %%
+%run nb40_step.py
+__file__

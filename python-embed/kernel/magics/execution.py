@@ -151,7 +151,8 @@ class ExecutionMagics:
                 ns = self.user_ns if interactive else {
                     "__builtins__": builtins, "__doc__": "Module created for script run in IPython"}
                 saved_main, saved_argv = ns.get("__name__"), sys.argv
-                ns.update({"__name__": "__main__", "__file__": path})
+                # new_main_mod gives the script its absolute path; -i, the path as given.
+                ns.update({"__name__": "__main__", "__file__": path if interactive else os.path.abspath(path)})
                 sys.argv = [path] + args[1:]
                 try:
                         if self.kernel.mpl_run:
@@ -172,8 +173,9 @@ class ExecutionMagics:
                 finally:
                         sys.argv = saved_argv
                         if interactive:
+                                # IPython restores __name__ only: the script's __file__
+                                # stays the user's (and __main__'s) after %run -i.
                                 ns["__name__"] = saved_main
-                                ns.pop("__file__", None)
                 if not interactive:
                         for name in ("__name__", "__file__", "__builtins__"):
                                 ns.pop(name, None)

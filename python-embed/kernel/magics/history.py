@@ -96,7 +96,9 @@ class HistoryMagics:
 
         def magic_rep(self, line):
                 """IPython's %rep / %recall: the text goes to the next input (a payload
-                E2B drops)."""
+                E2B drops); without arguments that is str(_), a KeyError without one."""
+                if not line.strip():
+                        str(self.user_ns["_"])
                 return None
 
         magic_recall = magic_rep
