@@ -11,7 +11,7 @@ to the notebook's first cell), memory addresses, the working directory, the
 kernel's pid in the cells' file names, timings of %time/%timeit
 (and unittest's "Ran N tests in"), ANSI colours, Styler ids,
 CRLF from !commands (a pty in ipykernel), the source path of IPython's own
-warnings ("To exit", FormatterWarning), jupyter_client's warning when it cleans
+warnings ("To exit", FormatterWarning, %pylab's clobbered names), jupyter_client's warning when it cleans
 NaN out of a message.
 """
 
@@ -140,6 +140,8 @@ def normalise(text, cwd):
                   r"\1", text)
     text = re.sub(r"\S*/IPython/core/formatters\.py:\d+: (FormatterWarning: .*\n)  warnings\.warn\(\n",
                   r"\1", text)
+    text = re.sub(r"\S*/IPython/core/magics/pylab\.py:\d+: (UserWarning: pylab import has clobbered .*\n.*\n)"
+                  r"  warn\(.*\n", r"\1", text)
     for rx, sub in TIMING:
         text = rx.sub(sub, text)
     return text

@@ -130,11 +130,12 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                 self.exec_result = None  # its ExecutionResult
                 self.custom_exc = ((), None)  # shell.set_custom_exc: (types, handler)
                 self.handled_error = None  # the cell's error such a handler took
+                self.pylab_names = {}  # what %pylab put in the namespace (hidden from %who)
 
         def ns_hidden(self):
                 """IPython's user_ns_hidden: names %who leaves out while they hold these."""
                 return {"In": self.In, "Out": self.Out, "get_ipython": self.get_ipython,
-                        "exit": self.exiter, "quit": self.exiter}
+                        "exit": self.exiter, "quit": self.exiter, **self.pylab_names}
 
         def loop_enter(self):
                 """ipykernel runs every cell inside its running asyncio loop, so

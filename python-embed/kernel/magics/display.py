@@ -34,3 +34,21 @@ class DisplayMagics:
                 self._display_cell("Javascript", cell)
 
         cell_magic_js = cell_magic_javascript
+
+        def magic_autosave(self, line):
+                """ipykernel's %autosave SECONDS: the notebook frontend's autosave
+                interval, set by a Javascript display; 0 turns it off."""
+                try:
+                        interval = int(line)
+                except ValueError:
+                        raise UsageError(f"%autosave requires an integer, got {line!r}") from None
+                try:
+                        from IPython.display import Javascript
+                except ImportError:
+                        Javascript = None
+                code = "IPython.notebook.set_autosave_interval(%i)" % (1000 * interval)
+                if Javascript is not None:
+                        display(Javascript(code), include=["application/javascript"])
+                else:
+                        display({"application/javascript": code}, raw=True)
+                print(f"Autosaving every {interval} seconds" if interval else "Autosave disabled")

@@ -1,4 +1,7 @@
-"""IPython.core.magics.pylab's counterpart: %matplotlib."""
+"""IPython.core.magics.pylab's counterpart: %matplotlib, %pylab."""
+
+import builtins
+import sys
 
 from ..backend_inline import MPL_BACKEND, _activate_matplotlib
 
@@ -27,3 +30,41 @@ class PylabMagics:
                 import matplotlib.pyplot as plt
                 plt.switch_backend(MPL_BACKEND)
                 return None
+
+        def magic_pylab(self, line):
+                """IPython's %pylab [--no-import-all] [GUI]: %matplotlib (the inline
+                backend, whatever GUI), then numpy and pyplot as np/plt, everything
+                from matplotlib.pylab and numpy (unless --no-import-all), figsize,
+                getfigs and display in the namespace, hidden from %who."""
+                args = line.split()
+                import_all = "--no-import-all" not in args
+                gui = next((a for a in args if not a.startswith("-")), None)
+                self.magic_matplotlib("inline")
+                ns = {}
+                exec("import numpy\nimport matplotlib\nfrom matplotlib import pylab, mlab, pyplot\n"
+                     "np = numpy\nplt = pyplot\n", ns)
+                if import_all:
+                        exec("from matplotlib.pylab import *\nfrom numpy import *\n", ns)
+                ns.pop("__builtins__", None)
+                try:
+                        from IPython.core.pylabtools import figsize, getfigs
+                        ns.update(figsize=figsize, getfigs=getfigs)
+                except ImportError:
+                        pass
+                ns["display"] = builtins.display  # the kernel's, IPython's if it imports
+                try:
+                        from IPython.display import display
+                        ns["display"] = display
+                except ImportError:
+                        pass
+                clobbered = [n for n in ns if n in self.user_ns and self.user_ns[n] is not ns[n]]
+                self.user_ns.update(ns)
+                self.kernel.pylab_names.update(ns)
+                if not gui or gui == "auto":
+                        print(f"Using matplotlib backend: {MPL_BACKEND}")
+                print("%pylab is deprecated, use %matplotlib inline and import the required libraries.")
+                print("Populating the interactive namespace from numpy and matplotlib")
+                if clobbered:
+                        # IPython's warn() from its own source file.
+                        sys.stderr.write(f"UserWarning: pylab import has clobbered these variables: {clobbered}\n"
+                                         "`%matplotlib` prevents importing * from pylab and numpy\n")
