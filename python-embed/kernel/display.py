@@ -99,6 +99,11 @@ def clear_output(wait=False):
         _flush_std()
 
 
+# Named as IPython's (the module maps them to these): a cell shows `display`
+# as <function IPython.core.display_functions.display(*objs, ...)>.
+display.__module__ = clear_output.__module__ = "IPython.core.display_functions"
+
+
 def _on_ipython_display_import(mod):
         # Route IPython.display.display & co. to our DISPLAY messages.
         mod.display = display
