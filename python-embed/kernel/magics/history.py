@@ -1,4 +1,4 @@
-"""IPython.core.magics.history's counterpart: %history, %rep/%recall."""
+"""IPython.core.magics.history's counterpart: %history, %rep/%recall, %rerun."""
 
 import os
 import re
@@ -102,3 +102,24 @@ class HistoryMagics:
                 return None
 
         magic_recall = magic_rep
+
+        def magic_rerun(self, line):
+                """IPython's %rerun [-l N] [RANGE...]: the previous cell (or the last N,
+                or those RANGEs of this session) shown, then run within this one."""
+                args = line.split()
+                # This cell's not included; IPython's history keeps cells without
+                # their trailing newlines.
+                raw = [text.rstrip("\n") for text in self.kernel.raw_in[1:-1]]
+                if args[:1] == ["-l"] and len(args) > 1:
+                        hist = raw[-int(args[1]):] if int(args[1]) > 0 else []
+                elif args:
+                        hist = [text.rstrip("\n") for _, text in self._history_lines(args)]
+                else:
+                        hist = raw[-1:]
+                if not hist:
+                        print("No lines in history match specification")
+                        return
+                print("=== Executing: ===")
+                print("\n".join(hist))
+                print("=== Output: ===")
+                self.run_cell("\n".join(hist), store_history=False)
