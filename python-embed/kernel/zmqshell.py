@@ -54,6 +54,21 @@ def _on_ipython_shell_import(mod):
         mod.InteractiveShellABC.register(Shell)
 
 
+def _on_ipython_magic_import(mod):
+        # Magics(shell) makes a shell with a config its traitlets parent, which
+        # must be a Configurable (ipykernel's shell is one, this one is not): a
+        # Magics subclass made for this shell gets no parent instead.
+        init = mod.Magics.__init__
+
+        def __init__(self, shell=None, **kwargs):
+                if isinstance(shell, Shell):
+                        kwargs.setdefault("parent", None)
+                init(self, shell, **kwargs)
+
+        __init__.__wrapped__ = init
+        mod.Magics.__init__ = __init__
+
+
 _AUTOMAGIC_RE = re.compile(r"([\w.*]*)(.*)", re.S)
 
 
