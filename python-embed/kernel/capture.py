@@ -1,9 +1,12 @@
 """IPython.utils.capture's CapturedIO and RichOutput: what a %%capture
-cell printed and displayed."""
+cell printed and displayed; capture_output, the context manager that
+collects them."""
 
+import io
 import sys
 
-from .display import publish_display_data
+from .display import _capturing, publish_display_data
+from .iostream import _flush_std
 
 
 class CapturedIO:
@@ -15,7 +18,7 @@ class CapturedIO:
         def __init__(self, stdout, stderr, outputs=None):
                 self._stdout = stdout
                 self._stderr = stderr
-                self._outputs = outputs or []
+                self._outputs = [] if outputs is None else outputs  # filled while the block runs
 
         def __str__(self):
                 return self.stdout
@@ -81,3 +84,42 @@ class _RichOutput:
 
         def _repr_javascript_(self):
                 return self._repr_mime_("application/javascript")
+
+
+class capture_output:  # noqa: N801 - IPython's name
+        """IPython.utils.capture.capture_output: prints (and displays) within the
+        block kept in the CapturedIO it returns. IPython's swaps the shell's
+        display_pub, which this shell has not; displays are kept as %%capture
+        keeps them."""
+
+        __module__ = "IPython.utils.capture"
+
+        def __init__(self, stdout=True, stderr=True, display=True):
+                self.stdout, self.stderr, self.display = stdout, stderr, display
+
+        def __enter__(self):
+                _flush_std()
+                self.sys_stdout, self.sys_stderr = sys.stdout, sys.stderr
+                stdout = stderr = outputs = None
+                if self.stdout:
+                        stdout = sys.stdout = io.StringIO()
+                if self.stderr:
+                        stderr = sys.stderr = io.StringIO()
+                if self.display:
+                        outputs = []
+                        _capturing.append(outputs)
+                self._outputs = outputs
+                return CapturedIO(stdout, stderr, outputs)
+
+        def __exit__(self, exc_type, exc_value, traceback):
+                sys.stdout, sys.stderr = self.sys_stdout, self.sys_stderr
+                if self._outputs is not None and _capturing and _capturing[-1] is self._outputs:
+                        _capturing.pop()
+
+
+def _on_ipython_capture_import(mod):
+        # The module's names are these: %%capture's CapturedIO is the module's,
+        # and capture_output collects where this kernel's display() sends.
+        mod.capture_output = capture_output
+        mod.CapturedIO = CapturedIO
+        mod.RichOutput = _RichOutput

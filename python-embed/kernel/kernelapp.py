@@ -14,6 +14,7 @@ import warnings
 import _cellvm
 
 from .backend_inline import _make_mpl_backend, _on_matplotlib_import, _on_pyplot_import
+from .capture import _on_ipython_capture_import
 from .display import _on_ipython_display_import, _on_pil_image_import
 from .formatters import _on_pandas_printing_import
 from .getipython import _on_ipython_getipython_import
@@ -22,7 +23,7 @@ from .iostream import _flush_std, _install_output_streams
 from .ipkernel import Kernel, _on_asyncio_import
 from .session import X_READY, _state
 from .usersite import prepare as _prepare_user_environment
-from .zmqshell import _on_ipython_shell_import
+from .zmqshell import _on_ipython_magic_import, _on_ipython_shell_import
 
 
 def _install_finders():
@@ -33,6 +34,8 @@ def _install_finders():
         _post_import.add("IPython.core.display_functions", _on_ipython_display_import)
         _post_import.add("IPython.core.getipython", _on_ipython_getipython_import)
         _post_import.add("IPython.core.interactiveshell", _on_ipython_shell_import)
+        _post_import.add("IPython.core.magic", _on_ipython_magic_import)
+        _post_import.add("IPython.utils.capture", _on_ipython_capture_import)
         _post_import.add("PIL.Image", _on_pil_image_import)
         _post_import.add("asyncio", _on_asyncio_import)
         _post_import.add("pandas.io.formats.printing", _on_pandas_printing_import)
