@@ -10,7 +10,8 @@ array = 'mine'
 # %%
 type(plt).__name__, type(np).__name__, linspace(0, 1, 3), array is np.array, figsize.__module__, display.__module__
 # %%
-%who
+names = %who_ls
+[n for n in names if n in ('np', 'plt', 'linspace', 'array', 'figsize', 'display', 'names')]
 # %%
 x = linspace(0, 2 * pi, 50)
 plot(x, sin(x))
