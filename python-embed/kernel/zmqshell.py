@@ -52,6 +52,21 @@ def _on_ipython_shell_import(mod):
         # As ipykernel registers its ZMQInteractiveShell: isinstance() checks and
         # traits typed InteractiveShellABC (Magics.shell) accept the shell.
         mod.InteractiveShellABC.register(Shell)
+        # ipykernel's shell is InteractiveShell's singleton: instance() and
+        # initialized() (IPython's format_display_data, matplotlib_inline, libraries
+        # telling a notebook) find the kernel's shell, where they made a second
+        # shell of IPython's own here.
+        from .session import _state
+
+        def instance(cls, *args, **kwargs):
+                return _state.kernel.shell if _state.kernel is not None else init_instance(*args, **kwargs)
+
+        def initialized(cls):
+                return _state.kernel is not None or init_initialized()
+
+        init_instance, init_initialized = mod.InteractiveShell.instance, mod.InteractiveShell.initialized
+        mod.InteractiveShell.instance = classmethod(instance)
+        mod.InteractiveShell.initialized = classmethod(initialized)
 
 
 def _on_ipython_magic_import(mod):
