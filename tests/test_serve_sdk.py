@@ -301,6 +301,34 @@ def test_b_run_code(serve, tmp_path):
         assert joined(s["stateRead"]["stdout"]) == "v=abc\n"
         assert joined(s["bang"]["stdout"]).strip() == "/home/user"
 
+    def bash_stderr(s):
+        # bash_kernel (E2B's template/template.py installs it) runs bash on a
+        # pseudo-terminal and sends only 'stdout' streams, one per line (ended
+        # by \n or \r; a partial one when the prompt is back): its kernel.py
+        # IREPLWrapper._expect_prompt.
+        assert s["mixed"]["stdout"] == ["out\n", "err\n", "out2\n"] and s["mixed"]["stderr"] == []
+        assert s["mixed"]["error"] is None
+        assert s["failed"]["stdout"] == ["ls: cannot access '/nonexistent-dir': No such file or directory\n"]
+        assert s["failed"]["stderr"] == [] and s["failed"]["error"]["value"] == "2"
+        assert s["notFound"]["stdout"] == ["bash: no-such-command-here: command not found\n"]
+        assert s["notFound"]["error"] == {"name": "", "value": "127", "traceback": ""}
+        assert s["partial"]["stdout"] == ["a\r", "b\n", "no newline"]
+
+    def unknown_language(s):
+        # E2B's create_context raises on Jupyter's refusal: a 500 (main.py
+        # post_execute, post_contexts), which messaging.ts extractError makes
+        # SandboxError(`${status} ${statusText}`).
+        for k in ("run", "context"):
+            threw(s[k], "SandboxError")
+            assert s[k]["message"] == "500 Internal Server Error", s[k]
+
+    def timeout_interrupts(s):
+        threw(s["timedOut"], "TimeoutError")
+        assert s["timedOutMs"] < 10_000
+        assert s["next"]["text"] == "next" and s["next"]["error"] is None
+        assert s["next"]["stdout"] == []  # the cut cell's print never came
+        assert s["nextMs"] < 3000, s["nextMs"]  # not held up until a keepalive's write
+
     def envs(s):
         assert s["python"]["text"] == "bar"
         assert s["pythonAfter"]["text"] == "default"
@@ -323,7 +351,10 @@ def test_b_run_code(serve, tmp_path):
                              "streaming": streaming, "error": error, "stateful": stateful,
                              "execution_count": execution_count, "contexts": contexts,
                              "lang_python": lang_python, "lang_js": lang_js, "lang_ts": lang_ts,
-                             "lang_bash": lang_bash, "envs": envs, "dataframe": dataframe,
+                             "lang_bash": lang_bash, "bash_stderr": bash_stderr,
+                             "unknown_language": unknown_language,
+                             "timeout_interrupts": timeout_interrupts,
+                             "envs": envs, "dataframe": dataframe,
                              "dict_json": dict_json})
 
 

@@ -261,7 +261,11 @@ static enum MHD_Result execute(struct hreq *h)
         cv_buf_free(&b);
         if (rc < 0)
                 return reply_error(h, 502, "the sandbox's agent is gone: %s", strerror(-rc));
-        /* A refusal (unknown context or language) comes at once: an HTTP error. */
+        /* A refusal (unknown context or language) comes at once: an HTTP error.
+         * E2B's server answers an unknown context with a 404 and a language it
+         * cannot start a kernel for with a 500 (its create_context raises,
+         * main.py post_execute), both as plain text; the JS SDK reads the
+         * latter as SandboxError("500 Internal Server Error"). */
         struct cvc_event first;
         int got = mux_next(r, FIRST_EVENT_MS, &first);
         if (got == 1 && first.type == CV_MSG_ERROR) {
@@ -272,7 +276,7 @@ static enum MHD_Result execute(struct hreq *h)
                     first.u.fail.code_len == 9 && memcmp(first.u.fail.code, "not_found", 9) == 0;
                 cvc_event_free(&first);
                 mux_close_req(r);
-                return not_found ? reply_text(h, 404, msg) : reply_error(h, 400, "%s", msg);
+                return reply_text(h, not_found ? 404 : 500, msg);
         }
         if (got < 0) { /* the sandbox ended meanwhile: cut off, as mid-stream */
                 mux_close_req(r);
@@ -288,6 +292,7 @@ static enum MHD_Result execute(struct hreq *h)
         }
         as->on_event = exec_event;
         as->on_idle = exec_idle;
+        agent_stream_watch_client(as, h);
         if (got == 1) {
                 if (cv_msg_is_terminal(first.type))
                         as->ended = true;
@@ -310,13 +315,18 @@ static json_t *context_json(const cbor_item_t *m)
         return o;
 }
 
-/* The agent's error as the code interpreter's clients read it: 404 as text. */
-static enum MHD_Result agent_failure(struct hreq *h, int rc, const char *err)
+/* The agent's error as the code interpreter's clients read it: 404 as text.
+ * A context the agent refuses to make (a language it does not run, a cwd it
+ * cannot enter) is E2B's 500 as text: its create_context fails on Jupyter's
+ * answer or on the kernel's error changing directory (contexts.py, main.py
+ * post_contexts). */
+static enum MHD_Result agent_failure(struct hreq *h, int rc, const char *err, bool creating)
 {
         if (rc == -EREMOTEIO && strncmp(err, "not_found:", 10) == 0)
                 return reply_text(h, 404, err + 11);
         if (rc == -EREMOTEIO && strncmp(err, "bad_request:", 12) == 0)
-                return reply_error(h, 400, "%s", err + 13);
+                return creating ? reply_text(h, 500, err + 13)
+                                : reply_error(h, 400, "%s", err + 13);
         return reply_error(h, rc == -EREMOTEIO ? 500 : 502, "%s", err);
 }
 
@@ -351,7 +361,8 @@ static enum MHD_Result contexts(struct hreq *h)
                 json_decref(body);
                 rc = mux_call(&h->sbx->mux, CV_MSG_CONTEXT_CREATE, &b, 60000, &reply, err,
                               sizeof(err));
-                out = rc < 0 ? agent_failure(h, rc, err) : reply_json(h, 200, context_json(reply));
+                out = rc < 0 ? agent_failure(h, rc, err, true)
+                             : reply_json(h, 200, context_json(reply));
         } else if (!rest[0] && strcmp(h->method, "GET") == 0) {
                 cv_enc_map(&b, 0);
                 rc = mux_call(&h->sbx->mux, CV_MSG_CONTEXT_LIST, &b, 30000, &reply, err,
@@ -362,7 +373,7 @@ static enum MHD_Result contexts(struct hreq *h)
                         snprintf(err, sizeof(err), "the agent's CONTEXT_LIST had no contexts");
                 }
                 if (rc < 0) {
-                        out = agent_failure(h, rc, err);
+                        out = agent_failure(h, rc, err, false);
                 } else {
                         json_t *arr = json_array();
                         for (size_t i = 0; i < cbor_array_size(list); i++)
@@ -390,7 +401,7 @@ static enum MHD_Result contexts(struct hreq *h)
                 rc =
                     mux_call(&h->sbx->mux, restart ? CV_MSG_CONTEXT_RESTART : CV_MSG_CONTEXT_REMOVE,
                              &b, 60000, &reply, err, sizeof(err));
-                out = rc < 0 ? agent_failure(h, rc, err) : reply_empty(h, 204);
+                out = rc < 0 ? agent_failure(h, rc, err, false) : reply_empty(h, 204);
         } else {
                 out = reply_error(h, 404, "no such route %s %s", h->method, h->url);
         }

@@ -130,6 +130,32 @@ await runGroup('runcode', async (scenario) => {
     o.bang = summary(await sbx.runCode('!pwd'))
   })
 
+  await scenario('bash_stderr', async (o) => {
+    // E2B's bash contexts are bash_kernel's: bash on a terminal, so what it
+    // and its commands write on stderr arrives as stdout.
+    o.mixed = summary(await sbx.runCode('echo out; echo err >&2; echo out2', { language: 'bash' }))
+    o.failed = summary(await sbx.runCode('ls /nonexistent-dir', { language: 'bash' }))
+    o.notFound = summary(await sbx.runCode('no-such-command-here', { language: 'bash' }))
+    o.partial = summary(await sbx.runCode("printf 'a\\rb\\n'; printf 'no newline'", { language: 'bash' }))
+  })
+
+  await scenario('unknown_language', async (o) => {
+    // E2B's server cannot start a kernel for it: a 500, SandboxError("500 ...").
+    o.run = await expectThrow(() => sbx.runCode('1', { language: 'cobol' }))
+    o.context = await expectThrow(() => sbx.createCodeContext({ language: 'cobol' }))
+  })
+
+  await scenario('timeout_interrupts', async (o) => {
+    // runCode's timeoutMs aborts the request; E2B's server sees the client
+    // leave and interrupts the kernel, so the next cell runs at once.
+    const t0 = Date.now()
+    o.timedOut = await expectThrow(() => sbx.runCode('import time\ntime.sleep(60)\nprint("late")', { timeoutMs: 2000 }))
+    o.timedOutMs = Date.now() - t0
+    const t1 = Date.now()
+    o.next = summary(await sbx.runCode('"next"'))
+    o.nextMs = Date.now() - t1
+  })
+
   await scenario('envs', async (o) => {
     o.python = summary(await sbx.runCode('import os; os.getenv("SERVE_SDK_FOO")', { envs: { SERVE_SDK_FOO: 'bar' } }))
     o.pythonAfter = summary(await sbx.runCode("import os; os.getenv('SERVE_SDK_FOO', 'default')"))
