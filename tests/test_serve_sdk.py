@@ -344,6 +344,8 @@ def test_b_run_code(serve, tmp_path):
 
     def dict_json(s):
         r = main_result(s)
+        # E2B's Result always has extra ({} here) on the wire (api/models/result.py).
+        assert r["rawKeys"] == ["extra", "json", "text"], r["rawKeys"]
         assert r["json"] == {"k": [1, 2], "s": "v"}
         assert r["text"] == "{'k': [1, 2], 's': 'v'}"
 

@@ -78,10 +78,11 @@ static json_t *result_line(const struct cvc_event *ev, bool main_result)
                 }
                 json_object_set_new(field ? o : extra, field ? field : mime, v);
         }
-        if (json_object_size(extra))
-                json_object_set_new(o, "extra", extra);
-        else
-                json_decref(extra);
+        /* Always there, {} when empty: E2B's Result sets extra to what is left
+         * of the bundle and model_dump(exclude_none=True) keeps an empty dict
+         * (code-interpreter-server api/models/result.py); the JS SDK's
+         * Result.raw has it. */
+        json_object_set_new(o, "extra", extra);
         json_object_set_new(o, "is_main_result", json_boolean(main_result));
         return o;
 }

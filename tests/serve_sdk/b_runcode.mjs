@@ -13,6 +13,7 @@ const results = (ex) =>
     html: r.html ?? null,
     data: r.data ?? null,
     json: r.json ?? null,
+    rawKeys: Object.keys(r.raw ?? {}).sort(),
   }))
 const summary = (ex) => ({
   text: ex.text ?? null,
