@@ -563,12 +563,16 @@ def test_e_lifecycle(serve, tmp_path):
         assert m["metadata"] == {"suite": "serve_sdk", "group": "lifecycle", "run": m["metadata"].get("run")}
         assert m["metadata"]["run"] and m["state"] == "running"
         assert isinstance(m["templateId"], str) and m["templateId"]
+        # E2B's ListedSandbox and SandboxDetail carry the template's alias,
+        # which the SDK gives as `name` (sandboxApi.ts: name: res.data.alias).
+        assert m["name"] == "code-interpreter-v1", m
         assert s["filteredIds"] == [sid] and s["otherIds"] == []
         assert s["runningIds"] == [sid] and s["pausedIds"] == []
 
     def get_info(s):
         i = s["info"]
         assert i["sandboxId"] == sid and i["state"] == "running"
+        assert i["name"] == "code-interpreter-v1", i
         assert i["metadata"]["group"] == "lifecycle"
         started, end, now = iso(i["startedAt"]), iso(i["endAt"]), iso(s["now"])
         assert 0 <= now - started < 120, (i["startedAt"], s["now"])
