@@ -301,6 +301,16 @@ def test_b_run_code(serve, tmp_path):
         assert joined(s["stateRead"]["stdout"]) == "v=abc\n"
         assert joined(s["bang"]["stdout"]).strip() == "/home/user"
 
+    def context_missing_cwd(s):
+        # code-interpreter-server contexts.py create_context: `%cd` (IPython
+        # prints a failure) and Context(cwd=cwd); bash's `cd` error is a 500.
+        c = s["created"]
+        assert c["cwd"] == "/home/user/not-made-yet" and c["language"] == "python"
+        assert s["listed"] == [c]
+        assert s["cwd"] == "/home/user"
+        threw(s["bash"], "SandboxError")
+        assert s["bash"]["message"] == "500 Internal Server Error"
+
     def bash_stderr(s):
         # bash_kernel (E2B's template/template.py installs it) runs bash on a
         # pseudo-terminal and sends only 'stdout' streams, one per line (ended
@@ -354,6 +364,7 @@ def test_b_run_code(serve, tmp_path):
                              "execution_count": execution_count, "contexts": contexts,
                              "lang_python": lang_python, "lang_js": lang_js, "lang_ts": lang_ts,
                              "lang_bash": lang_bash, "bash_stderr": bash_stderr,
+                             "context_missing_cwd": context_missing_cwd,
                              "unknown_language": unknown_language,
                              "timeout_interrupts": timeout_interrupts,
                              "envs": envs, "dataframe": dataframe,

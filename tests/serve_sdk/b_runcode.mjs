@@ -107,6 +107,18 @@ await runGroup('runcode', async (scenario) => {
     await sbx.removeCodeContext(plain)
   })
 
+  await scenario('context_missing_cwd', async (o) => {
+    // E2B runs `%cd cwd` in the new kernel, which only prints its failure: the
+    // context is made, keeps the cwd asked for, and works in /home/user. A
+    // bash kernel's `cd` fails instead: a 500.
+    const c = await sbx.createCodeContext({ cwd: '/home/user/not-made-yet', language: 'python' })
+    o.created = c
+    o.listed = (await sbx.listCodeContexts()).filter((x) => x.id === c.id)
+    o.cwd = (await sbx.runCode('import os; os.getcwd()', { context: c })).text ?? null
+    await sbx.removeCodeContext(c)
+    o.bash = await expectThrow(() => sbx.createCodeContext({ cwd: '/home/user/not-made-yet', language: 'bash' }))
+  })
+
   await scenario('lang_python', async (o) => {
     Object.assign(o, summary(await sbx.runCode('import sys; sys.version_info[0] * 10 + 2', { language: 'python' })))
   })
