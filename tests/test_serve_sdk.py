@@ -311,6 +311,14 @@ def test_b_run_code(serve, tmp_path):
         threw(s["bash"], "SandboxError")
         assert s["bash"]["message"] == "500 Internal Server Error"
 
+    def kernel_dies(s):
+        # messaging.py _process_message: a "restarting" status ends every
+        # execution with Error(name="ContextRestarting", value="Context was restarted").
+        assert s["died"]["error"] == {"name": "ContextRestarting", "value": "Context was restarted",
+                                      "traceback": ""}
+        assert s["after"]["text"] == "back" and s["after"]["error"] is None
+        assert s["stateGone"]["name"] == "NameError"
+
     def bash_stderr(s):
         # bash_kernel (E2B's template/template.py installs it) runs bash on a
         # pseudo-terminal and sends only 'stdout' streams, one per line (ended
@@ -365,6 +373,7 @@ def test_b_run_code(serve, tmp_path):
                              "lang_python": lang_python, "lang_js": lang_js, "lang_ts": lang_ts,
                              "lang_bash": lang_bash, "bash_stderr": bash_stderr,
                              "context_missing_cwd": context_missing_cwd,
+                             "kernel_dies": kernel_dies,
                              "unknown_language": unknown_language,
                              "timeout_interrupts": timeout_interrupts,
                              "envs": envs, "dataframe": dataframe,

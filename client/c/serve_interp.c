@@ -95,6 +95,14 @@ static json_t *error_line(const char *name, const char *value, const char *trace
 
 static json_t *exec_error_line(const struct cvc_event *ev)
 {
+        /* The context's process died and was started anew (the agent's
+         * ContextRestarted): E2B's kernel restarter says "restarting" on the
+         * kernel's channel and E2B's server ends each execution of it with
+         * this error (code-interpreter-server messaging.py _process_message). */
+        static const char restarted[] = "ContextRestarted";
+        if (ev->u.error.name_len == sizeof(restarted) - 1 &&
+            memcmp(ev->u.error.name, restarted, sizeof(restarted) - 1) == 0)
+                return error_line("ContextRestarting", "Context was restarted", "");
         /* E2B's server joins ipykernel's traceback entries with "". */
         size_t total = 0;
         for (size_t i = 0; i < ev->u.error.ntb; i++)

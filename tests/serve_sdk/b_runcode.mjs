@@ -119,6 +119,18 @@ await runGroup('runcode', async (scenario) => {
     o.bash = await expectThrow(() => sbx.createCodeContext({ cwd: '/home/user/not-made-yet', language: 'bash' }))
   })
 
+  await scenario('kernel_dies', async (o) => {
+    // The kernel's process ends under a cell (os._exit, a crash, the OOM
+    // killer): E2B's Jupyter restarts it and its server ends the cell with
+    // ContextRestarting; the context goes on, empty.
+    const c = await sbx.createCodeContext()
+    await sbx.runCode('before = 1', { context: c })
+    o.died = summary(await sbx.runCode('import os\nos._exit(3)', { context: c }))
+    o.after = summary(await sbx.runCode('"back"', { context: c }))
+    o.stateGone = err((await sbx.runCode('before', { context: c })).error)
+    await sbx.removeCodeContext(c)
+  })
+
   await scenario('lang_python', async (o) => {
     Object.assign(o, summary(await sbx.runCode('import sys; sys.version_info[0] * 10 + 2', { language: 'python' })))
   })
