@@ -139,6 +139,7 @@ static void context_free(struct agent *a, struct context *ctx)
         cv_buf_free(&ctx->ctl_out);
         free(ctx->death_reason);
         free(ctx->cwd);
+        free(ctx->shown_cwd);
         free(ctx);
 }
 

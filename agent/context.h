@@ -32,6 +32,7 @@ struct context {
         struct context *next;
         char id[UUID_TEXT_LEN + 1];
         char *cwd;
+        char *shown_cwd;      /* the cwd CONTEXT_CREATE asked for, when not `cwd`; or NULL */
         const char *language; /* canonical name (language.c), static */
         bool lang_default;    /* the context EXECUTE{language} without `context` runs in */
         enum ctx_state state;

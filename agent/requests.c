@@ -355,7 +355,7 @@ static void encode_context(struct cv_buf *b, const struct context *ctx)
         cv_enc_cstr(b, "language");
         cv_enc_cstr(b, ctx->language);
         cv_enc_cstr(b, "cwd");
-        cv_enc_cstr(b, ctx->cwd);
+        cv_enc_cstr(b, ctx->shown_cwd ? ctx->shown_cwd : ctx->cwd);
 }
 
 static void do_context_create(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
@@ -375,7 +375,24 @@ static void do_context_create(struct agent *a, struct conn *c, uint32_t id, cons
                 return;
         }
         struct stat st;
-        if (stat(cwd, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        char *shown = NULL;
+        bool is_dir = stat(cwd, &st) == 0 && S_ISDIR(st.st_mode);
+        if (!is_dir && strcmp(language, "python") == 0) {
+                /* E2B's server makes the kernel, then runs `%cd cwd` in it, whose
+                 * failure IPython only prints (osm.py cd): the context stays in
+                 * the default directory and is described with the cwd asked for
+                 * (code-interpreter-server contexts.py create_context). */
+                log_info("conn %u: cwd %.200s is not a directory: the python context works in %s",
+                         c->num, cwd, a->workdir);
+                shown = cwd;
+                cwd = strdup(a->workdir);
+                if (!cwd) {
+                        conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
+                        free(shown);
+                        return;
+                }
+        } else if (!is_dir) {
+                /* Other languages' kernels fail to change directory: E2B's 500. */
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST, "cwd %.200s is not a directory", cwd);
                 free(cwd);
                 return;
@@ -383,6 +400,7 @@ static void do_context_create(struct agent *a, struct conn *c, uint32_t id, cons
         if (a->ncontexts >= AGENT_MAX_CONTEXTS) {
                 conn_send_error(a, c, id, CV_ERR_BUSY, "%u contexts exist already", a->ncontexts);
                 free(cwd);
+                free(shown);
                 return;
         }
         int err = 0;
@@ -391,8 +409,10 @@ static void do_context_create(struct agent *a, struct conn *c, uint32_t id, cons
         if (!ctx) {
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "creating a context: %s",
                                 strerror(-err));
+                free(shown);
                 return;
         }
+        ctx->shown_cwd = shown;
         log_info("conn %u: created %s context %s (cwd %s)", c->num, ctx->language, ctx->id,
                  ctx->cwd);
         size_t mark;

@@ -13,8 +13,13 @@ bash process that lives as long as the context, as E2B's bash kernel
 - each cell is read by bash from a pipe of its own and run with `eval` at the
   top level (not in a function: `declare` and `local` behave as typed at a
   prompt); stdin of the cell is /dev/null (`read` sees end of file);
-- bash writes straight to the context's stdout and stderr pipes (fds 1, 2):
-  the agent streams them as for Python;
+- bash writes its stdout and stderr, and its commands', to one pipe that
+  this driver reads and sends on as STREAM stdout messages, one per line:
+  bash_kernel runs bash on a pseudo-terminal, so what E2B's bash contexts
+  print on stderr ("bash: x: command not found", `>&2`) comes as stdout, and
+  its IREPLWrapper sends each line (ended by \n or \r) as one 'stream'
+  message, a partial line when the prompt comes back (E2B installs it:
+  template/template.py, `pip install bash_kernel`; bash_kernel/kernel.py);
 - bash reports each cell's exit status on a pipe of its own. A non-zero
   status of the cell's last command is the error E2B gives for it:
   name "", value the status, no traceback;
@@ -29,8 +34,10 @@ bash process that lives as long as the context, as E2B's bash kernel
   anew before the cell, as this process's Python state (cellvm_reseed).
 """
 
+import codecs
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -43,6 +50,7 @@ X_READY = 0x4010
 X_EXECUTE = 0x4011
 X_END = 0x4012
 EXEC_INPUT = 0x8010
+STREAM = 0x8011
 EXEC_ERROR = 0x8014
 
 # Longest wait for the agent to read output written before a message (kernel/session.py's).
@@ -52,12 +60,17 @@ OUTPUT_DRAIN_TIMEOUT = 0.05
 # own `exec 3>file` does not meet them (and eval runs with them closed).
 CODE_FD = 60
 STATUS_FD = 61
-STDERR_FD = 62  # the context's stderr while bash starts (see _start)
+
+# A line longer than this is sent in pieces (bash_kernel's has no bound).
+LINE_MAX = 64 * 1024
+# What a cell's end reads of output still in the pipe at most (a background job
+# writing without pause must not hold the cell's end up).
+END_DRAIN_MAX = 1 << 20
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 # Run once in each new bash, before any cell.
-_SETUP = f"""exec 2>&{STDERR_FD} {STDERR_FD}>&-
+_SETUP = """exec 2>&1
 set +o history +H
 export -n PS1 PS2
 PS4='+ ' PROMPT_COMMAND=
@@ -84,6 +97,10 @@ class Bash:
                 self.serial = 0
                 self.pending = False  # an interrupt came during this execution
                 self.waiting = False  # it raises KeyboardInterrupt at once
+                self.out_r = -1  # bash's stdout and stderr
+                self.line = b""  # the output's last, unfinished line
+                self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                self.on_output = None  # sends one line of output (text)
 
         def on_sigint(self, signum, frame):
                 self.pending = True
@@ -96,10 +113,13 @@ class Bash:
                 self.code = tempfile.TemporaryFile(prefix="cellvm-bash-")
                 self.status_r, status_w = os.pipe()
                 ctl_r, self.ctl = os.pipe()
-                err = os.dup(2)
-                fds = {CODE_FD: self.code.fileno(), STATUS_FD: status_w, STDERR_FD: err}
+                self.out_r, out_w = os.pipe()
+                os.set_blocking(self.out_r, False)
+                self.line = b""
+                self.decoder.reset()
+                fds = {CODE_FD: self.code.fileno(), STATUS_FD: status_w}
                 # Its start-up notices ("no job control in this shell") go nowhere; the
-                # first line it runs puts stderr back.
+                # first line it runs sends stderr to stdout, as a terminal would.
                 devnull = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
                 # A caught SIGINT is reset to the default by exec; an ignored one (ours
                 # between cells) would stay ignored in bash and everything it starts.
@@ -107,13 +127,13 @@ class Bash:
                 try:
                         self.proc = subprocess.Popen(
                                 ["bash", "--norc", "--noprofile", "--noediting", "-i", "+m"],
-                                stdin=ctl_r, stderr=devnull, close_fds=True,
+                                stdin=ctl_r, stdout=out_w, stderr=devnull, close_fds=True,
                                 pass_fds=tuple(fds.values()),
                                 # No prompts (bash takes them from its environment).
                                 env=dict(os.environ, PS1="", PS2=""))
                 finally:
                         signal.signal(signal.SIGINT, saved)
-                        for fd in (ctl_r, status_w, err, devnull):
+                        for fd in (ctl_r, status_w, out_w, devnull):
                                 os.close(fd)
                 # pass_fds keeps the numbers they have here: bash moves them up.
                 moves = " ".join(f"{want}>&{have} {have}>&-" for want, have in fds.items())
@@ -143,6 +163,8 @@ class Bash:
                         return int(self._next_tag((tag,))[1])
                 except KeyboardInterrupt:
                         return self.interrupt(tag)
+                finally:
+                        self.end_output()
 
         def interrupt(self, tag):
                 """SIGINT to the process group: bash drops the cell (its text was
@@ -173,14 +195,62 @@ class Bash:
                                 nl = self.buf.find(b"\n")
                         if interruptible and self.pending:
                                 raise KeyboardInterrupt
+                        fds = [self.status_r] + ([self.out_r] if self.out_r >= 0 else [])
                         self.waiting = interruptible
                         try:
-                                chunk = os.read(self.status_r, 4096)
+                                ready, _, _ = select.select(fds, [], [])
                         finally:
                                 self.waiting = False
+                        if self.out_r in ready:
+                                self.read_output()
+                        if self.status_r not in ready:
+                                continue
+                        chunk = os.read(self.status_r, 4096)
                         if not chunk:
                                 raise _Gone()
                         self.buf += chunk
+
+        def read_output(self, budget=None):
+                """Reads what bash wrote (at most `budget` bytes) and sends each line
+                it completes. False once the pipe is empty or closed."""
+                while budget is None or budget > 0:
+                        try:
+                                chunk = os.read(self.out_r, 65536)
+                        except BlockingIOError:
+                                return False
+                        if not chunk:
+                                os.close(self.out_r)
+                                self.out_r = -1
+                                return False
+                        self._lines(chunk)
+                        if budget is None:
+                                return True
+                        budget -= len(chunk)
+                return True
+
+        def _lines(self, data):
+                self.line += data
+                start = 0
+                for m in re.finditer(rb"[\r\n]", self.line):
+                        self._emit(self.line[start:m.end()])
+                        start = m.end()
+                self.line = self.line[start:]
+                while len(self.line) >= LINE_MAX:
+                        self._emit(self.line[:LINE_MAX])
+                        self.line = self.line[LINE_MAX:]
+
+        def _emit(self, data, final=False):
+                text = self.decoder.decode(data, final)
+                if text and self.on_output:
+                        self.on_output(text)
+
+        def end_output(self):
+                """At the cell's end (bash_kernel: its prompt is back): what is left
+                in the pipe, then the unfinished line."""
+                if self.out_r >= 0:
+                        self.read_output(END_DRAIN_MAX)
+                self._emit(self.line, final=True)
+                self.line = b""
 
         def setenv(self, name, value):
                 self.export(name, value)
@@ -203,10 +273,10 @@ class Bash:
 
         def stop(self):
                 """bash is gone: reap it and drop its pipes."""
-                for fd in (self.ctl, self.status_r):
+                for fd in (self.ctl, self.status_r, self.out_r):
                         if fd >= 0:
                                 os.close(fd)
-                self.ctl = self.status_r = -1
+                self.ctl = self.status_r = self.out_r = -1
                 self.code.close()
                 self.proc.wait()
 
@@ -260,6 +330,8 @@ class BashKernel:
                 interrupted = False
                 restarted = False
                 _send(self.fd, EXEC_INPUT, req_id, {"execution_count": self.count})
+                self.bash.on_output = lambda text: _cellvm.send(
+                        self.fd, STREAM, req_id, {"name": "stdout", "text": text})
                 envs = {}
                 # From EXEC_INPUT on (the agent signals only after it) an interrupt is
                 # noted, and acted on once the cell runs.

@@ -292,7 +292,7 @@ def test_bad_bodies_keep_connection(conn):
         frame(CANCEL, 23, cbor2.dumps({"id": "x"})),
         frame(CONTEXT_REMOVE, 24, cbor2.dumps({})),
         frame(CONTEXT_CREATE, 25, cbor2.dumps({"language": "r"})),
-        frame(CONTEXT_CREATE, 26, cbor2.dumps({"cwd": "/nonexistent/dir"})),
+        frame(CONTEXT_CREATE, 26, cbor2.dumps({"cwd": "/nonexistent/dir", "language": "bash"})),
         frame(EXECUTE, 27, cbor2.dumps({"code": "1", "sandbox_envs": ["A"]})),
         frame(EXECUTE, 28, cbor2.dumps({"code": "1", "sandbox_envs": {"A": b"x"}})),
     ]

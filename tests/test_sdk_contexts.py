@@ -88,13 +88,24 @@ def test_context_cwd(sbx):
 
 
 def test_context_cwd_that_is_no_directory_leaves_the_default_as_in_e2b(sbx, agent, caplog):
-    # E2B's server runs `%cd cwd` in the new kernel and ignores its output;
-    # E2B's own tests pass /home/user/test, which need not exist.
+    # E2B's server runs `%cd cwd` in the new kernel and ignores its output
+    # (IPython only prints the failure); the context keeps the cwd asked for
+    # (contexts.py create_context). E2B's own tests pass /home/user/test,
+    # which need not exist.
+    c = sbx.create_code_context(cwd="/nonexistent/e2b/dir")
+    try:
+        assert c.cwd == "/nonexistent/e2b/dir"
+        assert printed(sbx, "import os; print(os.getcwd())", c) == f"{agent.workdir}\n"
+        listed = [x for x in sbx.list_code_contexts() if x.id == c.id]
+        assert [x.cwd for x in listed] == ["/nonexistent/e2b/dir"]
+    finally:
+        sbx.remove_code_context(c)
+    # Another language's kernel fails to enter it (E2B: a 500); this SDK falls
+    # back to the default directory with a warning.
     with caplog.at_level("WARNING", logger="cellvm.sandbox"):
-        c = sbx.create_code_context(cwd="/nonexistent/e2b/dir")
+        c = sbx.create_code_context(cwd="/nonexistent/e2b/dir", language="bash")
     try:
         assert c.cwd == agent.workdir
-        assert printed(sbx, "import os; print(os.getcwd())", c) == f"{agent.workdir}\n"
         assert "/nonexistent/e2b/dir" in caplog.text and "default directory" in caplog.text
     finally:
         sbx.remove_code_context(c)

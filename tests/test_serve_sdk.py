@@ -301,6 +301,54 @@ def test_b_run_code(serve, tmp_path):
         assert joined(s["stateRead"]["stdout"]) == "v=abc\n"
         assert joined(s["bang"]["stdout"]).strip() == "/home/user"
 
+    def context_missing_cwd(s):
+        # code-interpreter-server contexts.py create_context: `%cd` (IPython
+        # prints a failure) and Context(cwd=cwd); bash's `cd` error is a 500.
+        c = s["created"]
+        assert c["cwd"] == "/home/user/not-made-yet" and c["language"] == "python"
+        assert s["listed"] == [c]
+        assert s["cwd"] == "/home/user"
+        threw(s["bash"], "SandboxError")
+        assert s["bash"]["message"] == "500 Internal Server Error"
+
+    def kernel_dies(s):
+        # messaging.py _process_message: a "restarting" status ends every
+        # execution with Error(name="ContextRestarting", value="Context was restarted").
+        assert s["died"]["error"] == {"name": "ContextRestarting", "value": "Context was restarted",
+                                      "traceback": ""}
+        assert s["after"]["text"] == "back" and s["after"]["error"] is None
+        assert s["stateGone"]["name"] == "NameError"
+
+    def bash_stderr(s):
+        # bash_kernel (E2B's template/template.py installs it) runs bash on a
+        # pseudo-terminal and sends only 'stdout' streams, one per line (ended
+        # by \n or \r; a partial one when the prompt is back): its kernel.py
+        # IREPLWrapper._expect_prompt.
+        assert s["mixed"]["stdout"] == ["out\n", "err\n", "out2\n"] and s["mixed"]["stderr"] == []
+        assert s["mixed"]["error"] is None
+        assert s["failed"]["stdout"] == ["ls: cannot access '/nonexistent-dir': No such file or directory\n"]
+        assert s["failed"]["stderr"] == [] and s["failed"]["error"]["value"] == "2"
+        assert s["notFound"]["stdout"] == ["bash: no-such-command-here: command not found\n"]
+        assert s["notFound"]["error"] == {"name": "", "value": "127", "traceback": ""}
+        assert s["partial"]["stdout"] == ["a\r", "b\n", "no newline"]
+
+    def unknown_language(s):
+        # E2B's create_context raises on Jupyter's refusal: a 500 (main.py
+        # post_execute, post_contexts), which messaging.ts extractError makes
+        # SandboxError(`${status} ${statusText}`).
+        for k in ("run", "context"):
+            threw(s[k], "SandboxError")
+            assert s[k]["message"] == "500 Internal Server Error", s[k]
+
+    def timeout_interrupts(s):
+        threw(s["timedOut"], "TimeoutError")
+        assert s["timedOutMs"] < 10_000
+        assert s["next"]["text"] == "next" and s["next"]["error"] is None
+        assert s["next"]["stdout"] == []  # the cut cell's print never came
+        # Before: held up until the stream's next keepalive write, 5 s after its
+        # last message (here 3 s after the timeout).
+        assert s["nextMs"] < 2500, s["nextMs"]
+
     def envs(s):
         assert s["python"]["text"] == "bar"
         assert s["pythonAfter"]["text"] == "default"
@@ -316,6 +364,8 @@ def test_b_run_code(serve, tmp_path):
 
     def dict_json(s):
         r = main_result(s)
+        # E2B's Result always has extra ({} here) on the wire (api/models/result.py).
+        assert r["rawKeys"] == ["extra", "json", "text"], r["rawKeys"]
         assert r["json"] == {"k": [1, 2], "s": "v"}
         assert r["text"] == "{'k': [1, 2], 's': 'v'}"
 
@@ -323,7 +373,12 @@ def test_b_run_code(serve, tmp_path):
                              "streaming": streaming, "error": error, "stateful": stateful,
                              "execution_count": execution_count, "contexts": contexts,
                              "lang_python": lang_python, "lang_js": lang_js, "lang_ts": lang_ts,
-                             "lang_bash": lang_bash, "envs": envs, "dataframe": dataframe,
+                             "lang_bash": lang_bash, "bash_stderr": bash_stderr,
+                             "context_missing_cwd": context_missing_cwd,
+                             "kernel_dies": kernel_dies,
+                             "unknown_language": unknown_language,
+                             "timeout_interrupts": timeout_interrupts,
+                             "envs": envs, "dataframe": dataframe,
                              "dict_json": dict_json})
 
 
@@ -530,12 +585,16 @@ def test_e_lifecycle(serve, tmp_path):
         assert m["metadata"] == {"suite": "serve_sdk", "group": "lifecycle", "run": m["metadata"].get("run")}
         assert m["metadata"]["run"] and m["state"] == "running"
         assert isinstance(m["templateId"], str) and m["templateId"]
+        # E2B's ListedSandbox and SandboxDetail carry the template's alias,
+        # which the SDK gives as `name` (sandboxApi.ts: name: res.data.alias).
+        assert m["name"] == "code-interpreter-v1", m
         assert s["filteredIds"] == [sid] and s["otherIds"] == []
         assert s["runningIds"] == [sid] and s["pausedIds"] == []
 
     def get_info(s):
         i = s["info"]
         assert i["sandboxId"] == sid and i["state"] == "running"
+        assert i["name"] == "code-interpreter-v1", i
         assert i["metadata"]["group"] == "lifecycle"
         started, end, now = iso(i["startedAt"]), iso(i["endAt"]), iso(s["now"])
         assert 0 <= now - started < 120, (i["startedAt"], s["now"])

@@ -25,12 +25,16 @@ static bool known_template(const char *t)
         return false;
 }
 
+/* `alias`: the template's name, as E2B gives it with its templateID (Sandbox,
+ * SandboxDetail and ListedSandbox in spec/openapi.yml); the JS SDK's getInfo()
+ * and list() read it as `name` (sandboxApi.ts). Here the template is named by
+ * its alias, so both are the name it was created from. */
 static json_t *sandbox_json(const struct sandbox *s)
 {
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", s->id, "templateID",
-                         s->template_id, "clientID", "cellvm", "envdVersion", SERVE_ENVD_VERSION,
-                         "envdAccessToken", s->token, "trafficAccessToken", s->token, "domain",
-                         serve.domain);
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "sandboxID", s->id,
+                         "templateID", s->template_id, "alias", s->template_id, "clientID",
+                         "cellvm", "envdVersion", SERVE_ENVD_VERSION, "envdAccessToken", s->token,
+                         "trafficAccessToken", s->token, "domain", serve.domain);
 }
 
 /* E2B's ListedSandbox (and with `detail`, SandboxDetail) of a running
@@ -41,11 +45,12 @@ static json_t *described(const struct serve_paused *v, int64_t end_ms, const cha
         char started[40], end[40];
         iso_time(started, sizeof(started), v->started_ms);
         iso_time(end, sizeof(end), end_ms);
-        json_t *o = json_pack(
-            "{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:s}", "templateID", v->template_id,
-            "sandboxID", v->id, "clientID", "cellvm", "startedAt", started, "endAt", end,
-            "cpuCount", (int)v->vcpus, "memoryMB", (int)v->memory_mb, "diskSizeMB", 0, "metadata",
-            v->metadata, "state", token ? "running" : "paused", "envdVersion", SERVE_ENVD_VERSION);
+        json_t *o =
+            json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:O, s:s, s:s}", "templateID",
+                      v->template_id, "alias", v->template_id, "sandboxID", v->id, "clientID",
+                      "cellvm", "startedAt", started, "endAt", end, "cpuCount", (int)v->vcpus,
+                      "memoryMB", (int)v->memory_mb, "diskSizeMB", 0, "metadata", v->metadata,
+                      "state", token ? "running" : "paused", "envdVersion", SERVE_ENVD_VERSION);
         if (o && detail) {
                 if (token)
                         json_object_set_new(o, "envdAccessToken", json_string(token));

@@ -96,13 +96,16 @@ struct MHD_Response *hstream_response(struct hstream *st, uint64_t size);
  * hs.done); `on_idle` runs every `idle_ms` without one (a keepalive).
  * When the agent connection breaks (the sandbox ended), the response is cut
  * off, as E2B's edge cuts it. When the client leaves
- * before the end, the agent request is cancelled. */
+ * before the end, the agent request is cancelled: at the next write, or,
+ * with `client_fd` set (agent_stream_watch_client), within WATCH_MS of its
+ * hang-up while no message comes. */
 struct agent_stream {
         struct hstream hs; /* first: the stream callbacks get this */
         struct sandbox *s; /* referenced */
         struct mux_req *r;
         bool ended;
         int idle_ms;
+        int client_fd; /* the client's socket, or -1 */
         int (*on_event)(struct agent_stream *as, const struct cvc_event *ev);
         int (*on_idle)(struct agent_stream *as);
         void (*free_ud)(void *ud);
@@ -111,6 +114,8 @@ struct agent_stream {
 /* A zeroed agent_stream for `s` (referenced) and `r` (owned), its hs
  * callbacks set. NULL when out of memory (r and s are then left alone). */
 struct agent_stream *agent_stream_new(struct sandbox *s, struct mux_req *r);
+/* Lets `as` notice that the client of `h` hung up while the agent is silent. */
+void agent_stream_watch_client(struct agent_stream *as, struct hreq *h);
 /* Sends CANCEL for request `id` of `s` and does not wait for its answer. */
 void serve_cancel(struct sandbox *s, uint32_t id);
 

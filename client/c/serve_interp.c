@@ -78,10 +78,11 @@ static json_t *result_line(const struct cvc_event *ev, bool main_result)
                 }
                 json_object_set_new(field ? o : extra, field ? field : mime, v);
         }
-        if (json_object_size(extra))
-                json_object_set_new(o, "extra", extra);
-        else
-                json_decref(extra);
+        /* Always there, {} when empty: E2B's Result sets extra to what is left
+         * of the bundle and model_dump(exclude_none=True) keeps an empty dict
+         * (code-interpreter-server api/models/result.py); the JS SDK's
+         * Result.raw has it. */
+        json_object_set_new(o, "extra", extra);
         json_object_set_new(o, "is_main_result", json_boolean(main_result));
         return o;
 }
@@ -94,6 +95,14 @@ static json_t *error_line(const char *name, const char *value, const char *trace
 
 static json_t *exec_error_line(const struct cvc_event *ev)
 {
+        /* The context's process died and was started anew (the agent's
+         * ContextRestarted): E2B's kernel restarter says "restarting" on the
+         * kernel's channel and E2B's server ends each execution of it with
+         * this error (code-interpreter-server messaging.py _process_message). */
+        static const char restarted[] = "ContextRestarted";
+        if (ev->u.error.name_len == sizeof(restarted) - 1 &&
+            memcmp(ev->u.error.name, restarted, sizeof(restarted) - 1) == 0)
+                return error_line("ContextRestarting", "Context was restarted", "");
         /* E2B's server joins ipykernel's traceback entries with "". */
         size_t total = 0;
         for (size_t i = 0; i < ev->u.error.ntb; i++)
@@ -261,7 +270,11 @@ static enum MHD_Result execute(struct hreq *h)
         cv_buf_free(&b);
         if (rc < 0)
                 return reply_error(h, 502, "the sandbox's agent is gone: %s", strerror(-rc));
-        /* A refusal (unknown context or language) comes at once: an HTTP error. */
+        /* A refusal (unknown context or language) comes at once: an HTTP error.
+         * E2B's server answers an unknown context with a 404 and a language it
+         * cannot start a kernel for with a 500 (its create_context raises,
+         * main.py post_execute), both as plain text; the JS SDK reads the
+         * latter as SandboxError("500 Internal Server Error"). */
         struct cvc_event first;
         int got = mux_next(r, FIRST_EVENT_MS, &first);
         if (got == 1 && first.type == CV_MSG_ERROR) {
@@ -272,7 +285,7 @@ static enum MHD_Result execute(struct hreq *h)
                     first.u.fail.code_len == 9 && memcmp(first.u.fail.code, "not_found", 9) == 0;
                 cvc_event_free(&first);
                 mux_close_req(r);
-                return not_found ? reply_text(h, 404, msg) : reply_error(h, 400, "%s", msg);
+                return reply_text(h, not_found ? 404 : 500, msg);
         }
         if (got < 0) { /* the sandbox ended meanwhile: cut off, as mid-stream */
                 mux_close_req(r);
@@ -288,6 +301,7 @@ static enum MHD_Result execute(struct hreq *h)
         }
         as->on_event = exec_event;
         as->on_idle = exec_idle;
+        agent_stream_watch_client(as, h);
         if (got == 1) {
                 if (cv_msg_is_terminal(first.type))
                         as->ended = true;
@@ -310,13 +324,18 @@ static json_t *context_json(const cbor_item_t *m)
         return o;
 }
 
-/* The agent's error as the code interpreter's clients read it: 404 as text. */
-static enum MHD_Result agent_failure(struct hreq *h, int rc, const char *err)
+/* The agent's error as the code interpreter's clients read it: 404 as text.
+ * A context the agent refuses to make (a language it does not run, a cwd it
+ * cannot enter) is E2B's 500 as text: its create_context fails on Jupyter's
+ * answer or on the kernel's error changing directory (contexts.py, main.py
+ * post_contexts). */
+static enum MHD_Result agent_failure(struct hreq *h, int rc, const char *err, bool creating)
 {
         if (rc == -EREMOTEIO && strncmp(err, "not_found:", 10) == 0)
                 return reply_text(h, 404, err + 11);
         if (rc == -EREMOTEIO && strncmp(err, "bad_request:", 12) == 0)
-                return reply_error(h, 400, "%s", err + 13);
+                return creating ? reply_text(h, 500, err + 13)
+                                : reply_error(h, 400, "%s", err + 13);
         return reply_error(h, rc == -EREMOTEIO ? 500 : 502, "%s", err);
 }
 
@@ -351,7 +370,8 @@ static enum MHD_Result contexts(struct hreq *h)
                 json_decref(body);
                 rc = mux_call(&h->sbx->mux, CV_MSG_CONTEXT_CREATE, &b, 60000, &reply, err,
                               sizeof(err));
-                out = rc < 0 ? agent_failure(h, rc, err) : reply_json(h, 200, context_json(reply));
+                out = rc < 0 ? agent_failure(h, rc, err, true)
+                             : reply_json(h, 200, context_json(reply));
         } else if (!rest[0] && strcmp(h->method, "GET") == 0) {
                 cv_enc_map(&b, 0);
                 rc = mux_call(&h->sbx->mux, CV_MSG_CONTEXT_LIST, &b, 30000, &reply, err,
@@ -362,7 +382,7 @@ static enum MHD_Result contexts(struct hreq *h)
                         snprintf(err, sizeof(err), "the agent's CONTEXT_LIST had no contexts");
                 }
                 if (rc < 0) {
-                        out = agent_failure(h, rc, err);
+                        out = agent_failure(h, rc, err, false);
                 } else {
                         json_t *arr = json_array();
                         for (size_t i = 0; i < cbor_array_size(list); i++)
@@ -390,7 +410,7 @@ static enum MHD_Result contexts(struct hreq *h)
                 rc =
                     mux_call(&h->sbx->mux, restart ? CV_MSG_CONTEXT_RESTART : CV_MSG_CONTEXT_REMOVE,
                              &b, 60000, &reply, err, sizeof(err));
-                out = rc < 0 ? agent_failure(h, rc, err) : reply_empty(h, 204);
+                out = rc < 0 ? agent_failure(h, rc, err, false) : reply_empty(h, 204);
         } else {
                 out = reply_error(h, 404, "no such route %s %s", h->method, h->url);
         }

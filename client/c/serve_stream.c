@@ -1,4 +1,5 @@
 /* Responses that relay one agent request as the agent answers (serve_http.h). */
+#include <poll.h>
 #include <stdlib.h>
 
 #include "buf.h"
@@ -21,11 +22,36 @@ void serve_cancel(struct sandbox *s, uint32_t id)
         mux_close_req(c);
 }
 
+/* How often a silent stream looks at its client's socket. */
+#define WATCH_MS 200
+
+/* Whether the client hung up (a FIN or an error; data it sends is not that). */
+static bool client_gone(int fd)
+{
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        return poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 static int fill(struct hstream *hs)
 {
         struct agent_stream *as = (struct agent_stream *)hs;
         struct cvc_event ev;
-        int rc = mux_next(as->r, as->idle_ms, &ev);
+        int rc = 0;
+        if (as->client_fd < 0) {
+                rc = mux_next(as->r, as->idle_ms, &ev);
+        } else {
+                /* E2B's server (Starlette) sees a client leave at once and
+                 * interrupts the cell (messaging.py, "Client disconnected
+                 * during execution"): a runCode cut by its timeoutMs does not
+                 * hold up the next one while this one prints nothing. */
+                for (int waited = 0; rc == 0 && waited < as->idle_ms; waited += WATCH_MS) {
+                        if (client_gone(as->client_fd))
+                                return -1; /* release() cancels the agent's request */
+                        int slice =
+                            as->idle_ms - waited < WATCH_MS ? as->idle_ms - waited : WATCH_MS;
+                        rc = mux_next(as->r, slice, &ev);
+                }
+        }
         if (rc == 0)
                 return as->on_idle ? as->on_idle(as) : 0;
         if (rc < 0) {
@@ -61,7 +87,16 @@ struct agent_stream *agent_stream_new(struct sandbox *s, struct mux_req *r)
         as->s = serve_ref(s);
         as->r = r;
         as->idle_ms = 5000;
+        as->client_fd = -1;
         as->hs.fill = fill;
         as->hs.release = release;
         return as;
+}
+
+void agent_stream_watch_client(struct agent_stream *as, struct hreq *h)
+{
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(h->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci)
+                as->client_fd = ci->connect_fd;
 }

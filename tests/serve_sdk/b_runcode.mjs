@@ -13,6 +13,7 @@ const results = (ex) =>
     html: r.html ?? null,
     data: r.data ?? null,
     json: r.json ?? null,
+    rawKeys: Object.keys(r.raw ?? {}).sort(),
   }))
 const summary = (ex) => ({
   text: ex.text ?? null,
@@ -106,6 +107,30 @@ await runGroup('runcode', async (scenario) => {
     await sbx.removeCodeContext(plain)
   })
 
+  await scenario('context_missing_cwd', async (o) => {
+    // E2B runs `%cd cwd` in the new kernel, which only prints its failure: the
+    // context is made, keeps the cwd asked for, and works in /home/user. A
+    // bash kernel's `cd` fails instead: a 500.
+    const c = await sbx.createCodeContext({ cwd: '/home/user/not-made-yet', language: 'python' })
+    o.created = c
+    o.listed = (await sbx.listCodeContexts()).filter((x) => x.id === c.id)
+    o.cwd = (await sbx.runCode('import os; os.getcwd()', { context: c })).text ?? null
+    await sbx.removeCodeContext(c)
+    o.bash = await expectThrow(() => sbx.createCodeContext({ cwd: '/home/user/not-made-yet', language: 'bash' }))
+  })
+
+  await scenario('kernel_dies', async (o) => {
+    // The kernel's process ends under a cell (os._exit, a crash, the OOM
+    // killer): E2B's Jupyter restarts it and its server ends the cell with
+    // ContextRestarting; the context goes on, empty.
+    const c = await sbx.createCodeContext()
+    await sbx.runCode('before = 1', { context: c })
+    o.died = summary(await sbx.runCode('import os\nos._exit(3)', { context: c }))
+    o.after = summary(await sbx.runCode('"back"', { context: c }))
+    o.stateGone = err((await sbx.runCode('before', { context: c })).error)
+    await sbx.removeCodeContext(c)
+  })
+
   await scenario('lang_python', async (o) => {
     Object.assign(o, summary(await sbx.runCode('import sys; sys.version_info[0] * 10 + 2', { language: 'python' })))
   })
@@ -128,6 +153,32 @@ await runGroup('runcode', async (scenario) => {
     o.state = summary(await sbx.runCode('V=abc', { language: 'bash' }))
     o.stateRead = summary(await sbx.runCode('echo "v=$V"', { language: 'bash' }))
     o.bang = summary(await sbx.runCode('!pwd'))
+  })
+
+  await scenario('bash_stderr', async (o) => {
+    // E2B's bash contexts are bash_kernel's: bash on a terminal, so what it
+    // and its commands write on stderr arrives as stdout.
+    o.mixed = summary(await sbx.runCode('echo out; echo err >&2; echo out2', { language: 'bash' }))
+    o.failed = summary(await sbx.runCode('ls /nonexistent-dir', { language: 'bash' }))
+    o.notFound = summary(await sbx.runCode('no-such-command-here', { language: 'bash' }))
+    o.partial = summary(await sbx.runCode("printf 'a\\rb\\n'; printf 'no newline'", { language: 'bash' }))
+  })
+
+  await scenario('unknown_language', async (o) => {
+    // E2B's server cannot start a kernel for it: a 500, SandboxError("500 ...").
+    o.run = await expectThrow(() => sbx.runCode('1', { language: 'cobol' }))
+    o.context = await expectThrow(() => sbx.createCodeContext({ language: 'cobol' }))
+  })
+
+  await scenario('timeout_interrupts', async (o) => {
+    // runCode's timeoutMs aborts the request; E2B's server sees the client
+    // leave and interrupts the kernel, so the next cell runs at once.
+    const t0 = Date.now()
+    o.timedOut = await expectThrow(() => sbx.runCode('import time\ntime.sleep(60)\nprint("late")', { timeoutMs: 2000 }))
+    o.timedOutMs = Date.now() - t0
+    const t1 = Date.now()
+    o.next = summary(await sbx.runCode('"next"'))
+    o.nextMs = Date.now() - t1
   })
 
   await scenario('envs', async (o) => {

@@ -1192,8 +1192,10 @@ class Sandbox:
                             request_timeout: Optional[float] = None) -> Context:
         """A new, empty namespace in its own process, working in `cwd`. As in
         E2B (whose server runs `%cd cwd` in the new kernel and ignores what it
-        prints), a `cwd` that is not a directory leaves the context in the
-        default working directory (logged as a warning)."""
+        prints), a `cwd` that is not a directory leaves a Python context in the
+        default working directory, described with the `cwd` asked for; for
+        another language (E2B: a 500) this falls back to the default directory
+        (logged as a warning)."""
         body = {}
         language = normalize_language(language)
         if language:
