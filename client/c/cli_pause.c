@@ -440,34 +440,36 @@ int cmd_pause(int argc, char **argv)
                         ;
                 close(pidfd);
         }
-        /* The guest's whole state: QEMU's one stream; the others' state and memory. */
+        /* The guest's whole state: QEMU's one stream; the others' state and
+         * memory. With --json, its entry as `cellvm ps --json` lists it now. */
+        struct cpaused p = {0};
+        snprintf(p.dir, sizeof(p.dir), "%s", dir);
+        snprintf(p.key, sizeof(p.key), "%s", e.key);
+        snprintf(p.sandbox_id, sizeof(p.sandbox_id), "%s", e.key);
+        snprintf(p.vmm, sizeof(p.vmm), "%s", e.vmm);
         struct csm m;
         long long bytes = 0;
+        json_t *o = NULL;
         if (csm_init(&m) == 0) {
-                if (csm_read(dir, &m, err, sizeof(err)) == 0)
+                if (csm_read(dir, &m, err, sizeof(err)) == 0) {
                         bytes = (long long)(m.state_size + m.memory_size);
+                        o = json ? sbx_paused_json(&p, &m) : NULL;
+                }
                 csm_free(&m);
         }
-        if (json) { /* its entry as `cellvm ps --json` lists it now, and its size */
-                struct cpaused p = {0};
-                snprintf(p.dir, sizeof(p.dir), "%s", dir);
-                snprintf(p.key, sizeof(p.key), "%s", e.key);
-                snprintf(p.sandbox_id, sizeof(p.sandbox_id), "%s", e.key);
-                snprintf(p.vmm, sizeof(p.vmm), "%s", e.vmm);
-                json_t *o = sbx_paused_json(&p);
-                if (!o)
-                        o = json_pack("{s:s, s:s, s:s}", "sandbox_id", e.key, "key", e.key,
-                                      "record", dir);
-                json_object_set_new(o, "state_bytes", json_integer(bytes));
-                char *text = json_dumps(o, JSON_COMPACT);
-                json_decref(o);
-                if (!text)
-                        return EXIT_FAILED;
-                puts(text);
-                free(text);
-        } else {
+        if (!json) {
                 printf("paused %s (%lld MiB of state in %s)\n", e.key, bytes >> 20, dir);
+                return 0;
         }
+        if (!o)
+                o = json_pack("{s:s, s:s, s:s}", "sandbox_id", e.key, "key", e.key, "record", dir);
+        json_object_set_new(o, "state_bytes", json_integer(bytes));
+        char *text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!text)
+                return EXIT_FAILED;
+        puts(text);
+        free(text);
         return 0;
 }
 

@@ -224,36 +224,70 @@ static json_t *json_field(const char *text)
 }
 
 /* A paused sandbox as `ps --json` lists it: what the SDK's list, info,
- * connect (its resume) and kill need of it, read from its manifest. NULL
- * when it is gone meanwhile (resumed or killed) or out of memory. */
-json_t *sbx_paused_json(const struct cpaused *p)
+ * connect (its resume) and kill need of it, from its manifest `m`. NULL
+ * when out of memory. */
+json_t *sbx_paused_json(const struct cpaused *p, const struct csm *m)
 {
-        struct csm m;
-        char err[PATH_MAX + 200];
-        if (csm_init(&m) < 0)
-                return NULL;
-        if (csm_read(p->dir, &m, err, sizeof(err)) < 0) {
-                csm_free(&m);
-                return NULL;
-        }
         json_t *o = json_object();
+        if (!o)
+                return NULL;
         json_object_set_new(o, "sandbox_id",
                             json_string(p->sandbox_id[0] ? p->sandbox_id : p->key));
         json_object_set_new(o, "key", json_string(p->key));
         json_object_set_new(o, "state", json_string("paused"));
         json_object_set_new(o, "vmm", json_string(p->vmm));
         json_object_set_new(o, "record", json_string(p->dir));
-        json_object_set_new(o, "started_ms",
-                            json_integer((json_int_t)(m.started_ms ? m.started_ms : m.created_ms)));
-        json_object_set_new(o, "paused_ms", json_integer((json_int_t)m.created_ms));
-        json_object_set_new(o, "memory_mb", json_integer((json_int_t)m.memory_mb));
-        json_object_set_new(o, "vcpus", json_integer((json_int_t)m.vcpus));
-        json_object_set_new(o, "image", json_string(m.image ? m.image : ""));
-        json_object_set_new(o, "template", json_string(m.template_ ? m.template_ : ""));
-        json_object_set_new(o, "metadata", json_field(m.metadata));
-        json_object_set_new(o, "envs", json_field(m.envs));
-        csm_free(&m);
+        json_object_set_new(
+            o, "started_ms",
+            json_integer((json_int_t)(m->started_ms ? m->started_ms : m->created_ms)));
+        json_object_set_new(o, "paused_ms", json_integer((json_int_t)m->created_ms));
+        json_object_set_new(o, "memory_mb", json_integer((json_int_t)m->memory_mb));
+        json_object_set_new(o, "vcpus", json_integer((json_int_t)m->vcpus));
+        json_object_set_new(o, "image", json_string(m->image ? m->image : ""));
+        json_object_set_new(o, "template", json_string(m->template_ ? m->template_ : ""));
+        json_object_set_new(o, "metadata", json_field(m->metadata));
+        json_object_set_new(o, "envs", json_field(m->envs));
         return o;
+}
+
+static int add_paused_json(const struct cpaused *p, const struct csm *m, void *ud)
+{
+        json_t *o = sbx_paused_json(p, m);
+        return o ? json_array_append_new(ud, o) : -ENOMEM;
+}
+
+static int by_key(const void *a, const void *b)
+{
+        const char *x = json_string_value(json_object_get(*(json_t *const *)a, "key"));
+        const char *y = json_string_value(json_object_get(*(json_t *const *)b, "key"));
+        return strcmp(x ? x : "", y ? y : "");
+}
+
+/* The paused sandboxes' `ps --json` entries, appended to `all` by key, each
+ * manifest read once: 0, or -1 (said on stderr). */
+static int append_paused_json(json_t *all)
+{
+        char root[PATH_MAX];
+        json_t *found = json_array();
+        int rc = found ? cpaused_root(root, sizeof(root)) : -ENOMEM;
+        if (rc == 0)
+                rc = cpaused_each(root, add_paused_json, found, stderr);
+        size_t n = json_array_size(found);
+        json_t **v = rc < 0 ? NULL : malloc((n ? n : 1) * sizeof(*v));
+        if (!v) {
+                fprintf(stderr, "cellvm: reading the paused store: %s\n",
+                        strerror(rc < 0 ? -rc : ENOMEM));
+                json_decref(found);
+                return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+                v[i] = json_array_get(found, i);
+        qsort(v, n, sizeof(*v), by_key);
+        for (size_t i = 0; i < n; i++)
+                json_array_append(all, v[i]);
+        free(v);
+        json_decref(found);
+        return 0;
 }
 
 /* `cellvm ps --json`: one JSON array of the live (oldest first), then the paused. */
@@ -272,15 +306,9 @@ static int ps_json(int n)
                 }
                 creg_unlock(&reg);
         }
-        char root[PATH_MAX];
-        int np = read_paused(root, sizeof(root));
-        for (int i = 0; i < np; i++) {
-                json_t *o = sbx_paused_json(&paused[i]);
-                if (o)
-                        json_array_append_new(all, o);
-        }
+        int failed = append_paused_json(all);
         int rc = print_json_line(all);
-        return np < 0 ? 3 : rc;
+        return failed ? 3 : rc;
 }
 
 int cmd_ps(int argc, char **argv)

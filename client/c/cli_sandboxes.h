@@ -18,9 +18,10 @@ struct sbx_rec {
 
 int cmd_ps(int argc, char **argv);
 struct cpaused;
-/* The paused sandbox `p` as `cellvm ps --json` lists it (its manifest read),
- * a new object, or NULL when its manifest does not read. */
-json_t *sbx_paused_json(const struct cpaused *p);
+struct csm;
+/* The paused sandbox `p` with manifest `m` as `cellvm ps --json` lists it:
+ * a new object, or NULL when out of memory. */
+json_t *sbx_paused_json(const struct cpaused *p, const struct csm *m);
 /* Every other command looks too: ends what is past deadline + grace,
  * reporting only what it does; a missing or unusable registry is skipped. */
 void sbx_sweep(void);

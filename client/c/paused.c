@@ -26,9 +26,10 @@ static int by_name(const void *a, const void *b)
         return strcmp(((const struct cpaused *)a)->key, ((const struct cpaused *)b)->key);
 }
 
-/* Fills `p` from the record in `dir` (named `name`): 1, 0 (not a paused
- * sandbox's or unreadable: reported), or -ENOMEM. */
-static int read_record(const char *dir, const char *name, struct cpaused *p, FILE *warn)
+/* Calls `each` with the record in `dir` (named `name`) if it is a paused
+ * sandbox's: 1 visited, 0 (not one, or unreadable: reported), `each`'s
+ * nonzero return as 2 (stop) or negative, or -ENOMEM. */
+static int visit_record(const char *dir, const char *name, cpaused_fn each, void *ud, FILE *warn)
 {
         struct csm m;
         if (csm_init(&m) < 0)
@@ -47,20 +48,23 @@ static int read_record(const char *dir, const char *name, struct cpaused *p, FIL
                 csm_free(&m);
                 return 0;
         }
-        int ok = strcmp(m.kind, "paused") == 0;
-        if (ok) {
-                snprintf(p->dir, sizeof(p->dir), "%s", dir);
-                snprintf(p->key, sizeof(p->key), "%s", name);
-                snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", m.sandbox_id);
-                snprintf(p->vmm, sizeof(p->vmm), "%s", m.vmm);
-                p->memory_mb = m.memory_mb;
-                p->started_ms = m.started_ms;
+        rc = 0;
+        if (strcmp(m.kind, "paused") == 0) {
+                struct cpaused p;
+                snprintf(p.dir, sizeof(p.dir), "%s", dir);
+                snprintf(p.key, sizeof(p.key), "%s", name);
+                snprintf(p.sandbox_id, sizeof(p.sandbox_id), "%s", m.sandbox_id);
+                snprintf(p.vmm, sizeof(p.vmm), "%s", m.vmm);
+                p.memory_mb = m.memory_mb;
+                p.started_ms = m.started_ms;
+                rc = each(&p, &m, ud);
+                rc = rc < 0 ? rc : rc > 0 ? 2 : 1;
         }
         csm_free(&m);
-        return ok;
+        return rc;
 }
 
-int cpaused_list(const char *root, struct cpaused *out, int max, FILE *warn)
+int cpaused_each(const char *root, cpaused_fn each, void *ud, FILE *warn)
 {
         DIR *d = opendir(root);
         if (!d)
@@ -68,10 +72,10 @@ int cpaused_list(const char *root, struct cpaused *out, int max, FILE *warn)
         int n = 0, rc = 0;
         struct dirent *e;
         errno = 0;
-        while ((e = readdir(d)) != NULL && n < max) {
+        while ((e = readdir(d)) != NULL) {
                 size_t len = strlen(e->d_name);
                 if (e->d_name[0] == '.' || (len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0) ||
-                    len >= sizeof(out->key))
+                    len >= sizeof(((struct cpaused *)0)->key))
                         continue;
                 char dir[PATH_MAX];
                 int w = snprintf(dir, sizeof(dir), "%s/%s", root, e->d_name);
@@ -79,22 +83,46 @@ int cpaused_list(const char *root, struct cpaused *out, int max, FILE *warn)
                 if (w < 0 || (size_t)w >= sizeof(dir) || lstat(dir, &st) < 0 ||
                     !S_ISDIR(st.st_mode))
                         continue; /* the lock file, a link: not a record */
-                int r = read_record(dir, e->d_name, &out[n], warn);
+                int r = visit_record(dir, e->d_name, each, ud, warn);
                 if (r < 0) {
                         rc = r;
                         break;
                 }
-                n += r;
+                n += r > 0;
+                if (r == 2)
+                        break;
                 errno = 0;
         }
         if (rc == 0 && e == NULL && errno)
                 rc = -errno;
         if (closedir(d) < 0 && rc == 0)
                 rc = -errno;
+        return rc < 0 ? rc : n;
+}
+
+struct collected {
+        struct cpaused *out;
+        int n, max;
+};
+
+static int collect(const struct cpaused *p, const struct csm *m, void *ud)
+{
+        (void)m;
+        struct collected *c = ud;
+        c->out[c->n++] = *p;
+        return c->n == c->max;
+}
+
+int cpaused_list(const char *root, struct cpaused *out, int max, FILE *warn)
+{
+        if (max <= 0)
+                return 0;
+        struct collected c = {.out = out, .max = max};
+        int rc = cpaused_each(root, collect, &c, warn);
         if (rc < 0)
                 return rc;
-        qsort(out, (size_t)n, sizeof(*out), by_name);
-        return n;
+        qsort(out, (size_t)c.n, sizeof(*out), by_name);
+        return c.n;
 }
 
 int cpaused_lock(const char *root)

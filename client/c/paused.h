@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+struct csm;
+
 #define CPAUSED_ROOT_ENV "CELLVM_PAUSED_DIR"
 #define CPAUSED_MAX 256
 
@@ -26,9 +28,15 @@ struct cpaused {
 /* $CELLVM_PAUSED_DIR, else $XDG_STATE_HOME/cellvm/paused, else
  * ~/.local/state/cellvm/paused (as the SDK). 0, -ENOENT (no home) or -ENAMETOOLONG. */
 int cpaused_root(char *out, size_t outlen);
-/* The complete paused sandboxes under `root`, at most `max`, by name; a
- * manifest that does not read is reported on `warn` and skipped, never
- * removed. The count (0 when `root` does not exist) or a negative errno. */
+/* Calls `each` with every complete paused sandbox under `root` and its
+ * manifest, parsed once, in the directory's order, until `each` returns
+ * nonzero (returned, when negative); a manifest that does not read is
+ * reported on `warn` and skipped, never removed. The count of records
+ * visited (0 when `root` does not exist) or a negative errno. */
+typedef int (*cpaused_fn)(const struct cpaused *p, const struct csm *m, void *ud);
+int cpaused_each(const char *root, cpaused_fn each, void *ud, FILE *warn);
+/* The complete paused sandboxes under `root`, at most `max`, by name
+ * (cpaused_each). The count or a negative errno. */
 int cpaused_list(const char *root, struct cpaused *out, int max, FILE *warn);
 /* The store's lock (<root>/lock, the SDK's), held: its fd (close it to
  * release), or a negative errno. */

@@ -305,6 +305,22 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         return 1;
 }
 
+/* Paused sandbox `key` of manifest `m` into `p`. */
+static void fill_paused(const char *key, const struct csm *m, struct serve_paused *p)
+{
+        memset(p, 0, sizeof(*p));
+        const char *id =
+            m->sandbox_id[0] && strlen(m->sandbox_id) < sizeof(p->id) ? m->sandbox_id : key;
+        snprintf(p->id, sizeof(p->id), "%s", id);
+        snprintf(p->template_id, sizeof(p->template_id), "%s",
+                 m->template_[0] && strlen(m->template_) < sizeof(p->template_id) ? m->template_
+                                                                                  : "base");
+        p->metadata = string_object(m->metadata);
+        p->started_ms = (int64_t)(m->started_ms ? m->started_ms : m->created_ms);
+        p->memory_mb = (unsigned)m->memory_mb;
+        p->vcpus = (unsigned)m->vcpus;
+}
+
 /* Paused sandbox of record `dir` (named `key`) into `p`: 0 or a negative errno. */
 static int read_paused(const char *dir, const char *key, struct serve_paused *p)
 {
@@ -315,22 +331,30 @@ static int read_paused(const char *dir, const char *key, struct serve_paused *p)
         int rc = csm_read(dir, &m, err, sizeof(err));
         if (rc == 0 && strcmp(m.kind, "paused") != 0)
                 rc = -ENOENT;
-        if (rc == 0) {
-                memset(p, 0, sizeof(*p));
-                const char *id =
-                    m.sandbox_id[0] && strlen(m.sandbox_id) < sizeof(p->id) ? m.sandbox_id : key;
-                snprintf(p->id, sizeof(p->id), "%s", id);
-                snprintf(p->template_id, sizeof(p->template_id), "%s",
-                         m.template_[0] && strlen(m.template_) < sizeof(p->template_id)
-                             ? m.template_
-                             : "base");
-                p->metadata = string_object(m.metadata);
-                p->started_ms = (int64_t)(m.started_ms ? m.started_ms : m.created_ms);
-                p->memory_mb = (unsigned)m.memory_mb;
-                p->vcpus = (unsigned)m.vcpus;
-        }
+        if (rc == 0)
+                fill_paused(key, &m, p);
         csm_free(&m);
         return rc;
+}
+
+struct paused_found {
+        struct serve_paused *v;
+        size_t n, max;
+};
+
+static int add_paused(const struct cpaused *p, const struct csm *m, void *ud)
+{
+        struct paused_found *f = ud;
+        if (f->n == f->max) {
+                size_t max = f->max ? 2 * f->max : 16;
+                struct serve_paused *more = realloc(f->v, max * sizeof(*more));
+                if (!more)
+                        return -ENOMEM;
+                f->v = more;
+                f->max = max;
+        }
+        fill_paused(p->key, m, &f->v[f->n++]);
+        return f->n == CPAUSED_MAX;
 }
 
 static int by_start(const void *a, const void *b)
@@ -347,30 +371,26 @@ int serve_paused_list(struct serve_paused **out, size_t *n)
         int rc = cpaused_root(root, sizeof(root));
         if (rc < 0)
                 return rc;
-        struct cpaused *all = malloc(CPAUSED_MAX * sizeof(*all));
-        if (!all)
+        /* One more for the one being paused now. */
+        struct paused_found f = {.v = malloc(sizeof(*f.v)), .max = 1};
+        if (!f.v)
                 return -ENOMEM;
-        int count = cpaused_list(root, all, CPAUSED_MAX, stderr);
-        struct serve_paused *v = calloc(count > 0 ? (size_t)count : 1, sizeof(*v));
-        if (count < 0 || !v) {
-                free(all);
-                free(v);
-                return count < 0 ? count : -ENOMEM;
+        rc = cpaused_each(root, add_paused, &f, stderr);
+        if (rc >= 0 && f.n == f.max) {
+                struct serve_paused *more = realloc(f.v, (f.n + 1) * sizeof(*more));
+                rc = more ? rc : -ENOMEM;
+                f.v = more ? more : f.v;
         }
-        size_t k = 0;
-        for (int i = 0; i < count; i++)
-                if (read_paused(all[i].dir, all[i].key, &v[k]) == 0)
-                        k++;
-        free(all);
-        struct serve_paused *more = realloc(v, (k + 1) * sizeof(*v));
-        if (more) {
-                v = more;
-                if (describe_being_paused(NULL, &v[k]))
-                        k++;
+        if (rc < 0) {
+                serve_paused_free(f.v, f.n);
+                free(f.v);
+                return rc;
         }
-        qsort(v, k, sizeof(*v), by_start);
-        *out = v;
-        *n = k;
+        if (describe_being_paused(NULL, &f.v[f.n]))
+                f.n++;
+        qsort(f.v, f.n, sizeof(*f.v), by_start);
+        *out = f.v;
+        *n = f.n;
         return 0;
 }
 
