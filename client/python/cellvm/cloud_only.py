@@ -62,8 +62,9 @@ class CloudOnly:
         raise unsupported("get_mcp_token()", MCP)
 
 
-class AsyncCloudOnly:
-    """Mixed into AsyncSandbox: E2B's async twins (coroutines, as E2B's are)."""
+class AsyncCloudOnly(CloudOnly):
+    """Mixed into AsyncSandbox: E2B's async twins, coroutines where E2B's are
+    (list_snapshots and get_mcp_url are plain methods in E2B's async SDK too)."""
 
     @class_or_instance("_cls_fork")
     async def fork(self, timeout: Optional[int] = None, count: Optional[int] = None, **opts):
@@ -82,22 +83,9 @@ class AsyncCloudOnly:
     async def _cls_create_snapshot(cls, sandbox_id: str, name: Optional[str] = None, **opts):
         raise unsupported("create_snapshot()", SNAPSHOTS)
 
-    @class_or_instance("_cls_list_snapshots")
-    def list_snapshots(self, limit: Optional[int] = None, next_token: Optional[str] = None,
-                       name: Optional[str] = None, **opts):
-        raise unsupported("list_snapshots()", SNAPSHOTS)
-
-    @classmethod
-    def _cls_list_snapshots(cls, sandbox_id: Optional[str] = None, limit: Optional[int] = None,
-                            next_token: Optional[str] = None, name: Optional[str] = None, **opts):
-        raise unsupported("list_snapshots()", SNAPSHOTS)
-
     @classmethod
     async def delete_snapshot(cls, snapshot_id: str, **opts) -> bool:
         raise unsupported("delete_snapshot()", SNAPSHOTS)
-
-    def get_mcp_url(self) -> str:
-        raise unsupported("get_mcp_url()", MCP)
 
     async def get_mcp_token(self) -> Optional[str]:
         raise unsupported("get_mcp_token()", MCP)
