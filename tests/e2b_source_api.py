@@ -41,6 +41,7 @@ class Param:
 class Signature:
     params: List[Param]  # without self / cls
     is_async: bool
+    returns: Optional[str] = None  # the return annotation's source text
 
 
 @dataclasses.dataclass
@@ -243,7 +244,8 @@ class E2BSource:
             params.append(Param(a.kwarg.arg, "var_keyword"))
         if drop_first and params:
             params = params[1:]
-        return Signature(params, isinstance(fn, ast.AsyncFunctionDef))
+        returns = ast.unparse(fn.returns) if fn.returns is not None else None
+        return Signature(params, isinstance(fn, ast.AsyncFunctionDef), returns)
 
     # --- classes -------------------------------------------------------
 

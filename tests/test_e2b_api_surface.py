@@ -3,11 +3,13 @@ public Python API as E2B's sources define it (tests/e2b_source_api.py reads
 them with `ast`): every exported name, every public member of an exported
 class (and of `sandbox.files`, `.commands`, `.pty`), its kind (method,
 property, classmethod, E2B's class_method_variant, async or not), every
-parameter's name, kind, position and default, every overload, dataclass
-fields in order, TypedDict keys, enum values, base classes. A difference
-not in tests/e2b_api_allowlist.md (each entry with its reason) fails, named
-as `Class.member(parameter)`. No VM: it only imports and inspects."""
+parameter's name, kind, position and default, every overload, the classes
+a return annotation names, dataclass fields in order, TypedDict keys, enum
+values, base classes. A difference not in tests/e2b_api_allowlist.md (each
+entry with its reason) fails, named as `Class.member(parameter)` (`->`: the
+return type). No VM: it only imports and inspects."""
 
+import ast
 import dataclasses
 import enum
 import fnmatch
@@ -158,6 +160,13 @@ def compare_signature(label, e2b_sig, ours, diffs, check_async=True, by_keyword=
     for p in params:
         if p.default is P.empty and p.kind not in (P.VAR_POSITIONAL, P.VAR_KEYWORD) and p.name not in names:
             diffs.append(("%s(%s)" % (label, p.name), "cellvm requires %r, which E2B does not take" % p.name))
+    if RETURN_TYPES is not None and e2b_sig.returns and ours.return_annotation is not P.empty:
+        # What the caller gets: each E2B class its annotation names must be in cellvm's.
+        mine = ours.return_annotation
+        mine = mine if isinstance(mine, str) else mine.__name__ if isinstance(mine, type) else repr(mine)
+        for name in set(re.findall(r"\b[A-Z]\w*", e2b_sig.returns)) & RETURN_TYPES:
+            if not re.search(r"\b%s\b" % name, mine):
+                diffs.append((label + "->", "E2B's returns %s, cellvm's %s" % (e2b_sig.returns, mine)))
     if check_async and not isinstance(fn, inspect.Signature):
         ours_async = inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn)
         if e2b_sig.is_async != ours_async:
@@ -309,8 +318,14 @@ def _check_async(where, e2b_sig, fn, diffs):
 
 # --- the whole surface ------------------------------------------------------
 
+RETURN_TYPES = None  # E2B's exported classes, for comparing return annotations (set below)
+
+
 def surface_differences(compat):
+    global RETURN_TYPES
     source = E2BSource(E2B_ROOTS)
+    RETURN_TYPES = {n for n in source.public_names("e2b_code_interpreter")
+                    if (source.resolve("e2b_code_interpreter", n) or ("",))[0] == "class"}
     diffs, done = [], set()
 
     def compare_name(module, name, label):
@@ -346,12 +361,42 @@ def surface_differences(compat):
             if name not in done:
                 done.add(name)
                 compare_name(module, name, name)
+    # E2B's submodules that compat has (programs import from them): each class E2B defines there.
+    for module in compat_submodules():
+        tree = source.tree(module)
+        if tree is None:
+            continue
+        try:
+            ours = importlib.import_module(module)
+        except ImportError as e:
+            diffs.append((module, "compat's module does not import: %s" % e))
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_") \
+                    and not hasattr(ours, node.name):
+                diffs.append(("%s:%s" % (module, node.name), "E2B's %s has class %s, compat's not"
+                              % (module, node.name)))
     for module in MODULES:
         tree = source.tree(module)
         for node in tree.body:
             if hasattr(node, "name") and not node.name.startswith("_") and node.name not in done:
                 compare_name(module, node.name, "%s.%s" % (module.split(".")[-1], node.name))
     return diffs
+
+
+def compat_submodules():
+    """The dotted names of compat's modules below e2b and e2b_code_interpreter."""
+    base = os.path.join(ROOT, "client", "python", "compat")
+    names = []
+    for top in E2B_ROOTS:
+        for folder, _, files in os.walk(os.path.join(base, top)):
+            for f in files:
+                if f.endswith(".py"):
+                    name = os.path.relpath(os.path.join(folder, f), base)[:-3].replace(os.sep, ".")
+                    name = name[:-len(".__init__")] if name.endswith(".__init__") else name
+                    if "." in name:
+                        names.append(name)
+    return sorted(names)
 
 
 def _property_class(source, member):
@@ -391,14 +436,15 @@ def test_every_allowlist_entry_is_still_needed(compat):
 
 
 def test_the_comparison_catches_a_difference(compat, monkeypatch):
-    """The check itself: a renamed parameter, a changed default and a missing
-    method of cellvm's Sandbox are each reported by name."""
+    """The check itself: a renamed parameter, a changed default, another
+    return type and a missing method of cellvm's Sandbox are each reported by name."""
     sandbox = compat["e2b_code_interpreter"].Sandbox
 
     def run_code(self, code, lang=None, context=None, on_stdout=None, on_stderr=None, on_result=None,
-                 on_error=None, envs=None, timeout=30, request_timeout=None):
+                 on_error=None, envs=None, timeout=30, request_timeout=None) -> dict:
         pass
     monkeypatch.setattr(sandbox, "run_code", run_code)
     monkeypatch.delattr(sandbox, "list_code_contexts")
     keys = {d[0] for d in surface_differences(compat)}
-    assert {"Sandbox.run_code(language)", "Sandbox.run_code(timeout)", "Sandbox.list_code_contexts"} <= keys
+    assert {"Sandbox.run_code(language)", "Sandbox.run_code(timeout)", "Sandbox.run_code->",
+            "Sandbox.list_code_contexts"} <= keys
