@@ -150,3 +150,27 @@ def test_async_cloud_only_methods_say_why(agent):
                 sbx.list_snapshots()
             assert sbx.traffic_access_token is None
     asyncio.run(main())
+
+
+def test_include_entry_and_async_pty_in_the_micro_vm(vm_sandbox):
+    """The same over the session's QEMU micro-VM (conftest.vm_sandbox, not
+    killed here): a watch with entries in the image's /home/user, and an
+    AsyncSandbox.pty running the image's bash."""
+    d = "/home/user/surface-additions"
+    vm_sandbox.files.make_dir(d)
+    h = vm_sandbox.files.watch_dir(d, include_entry=True)
+    vm_sandbox.files.write(d + "/v.txt", "hello")
+    events = _wait_for_events(h, {("v.txt", FilesystemEventType.CREATE)})
+    h.stop()
+    entries = [e.entry for e in events if e.name == "v.txt" and e.entry is not None]
+    assert entries and entries[-1].path == d + "/v.txt" and entries[-1].owner == "user"
+
+    async def main():
+        sbx = AsyncSandbox(vm_sandbox)
+        data = []
+        t = await sbx.pty.create(PtySize(rows=24, cols=80), on_data=data.append, cwd=d)
+        await sbx.pty.send_stdin(t.pid, b"echo in-$(pwd)\nexit\n")
+        assert (await t.wait()).exit_code == 0
+        assert f"in-{d}\r\n" in b"".join(data).decode()
+    asyncio.run(main())
+    vm_sandbox.files.remove(d)
