@@ -17,6 +17,15 @@ import sys
 import types
 from typing import Dict, List, Optional, Tuple
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("CELLVM_E2B_SDK", os.path.join(os.path.dirname(ROOT), "shared", "e2b_sdk"))
+E2B_ROOTS = {
+    "e2b": os.path.join(SHARED, "e2b-python-sdk", "e2b"),
+    "e2b_code_interpreter": os.path.join(SHARED, "code-interpreter-python", "e2b_code_interpreter"),
+}
+"""Where E2B's Python SDK sources are ($CELLVM_E2B_SDK, else ../shared/e2b_sdk)."""
+HAVE_SOURCES = all(os.path.isdir(p) for p in E2B_ROOTS.values())
+
 NO_DEFAULT = "<required>"
 
 

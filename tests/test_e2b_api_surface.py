@@ -21,14 +21,8 @@ import sys
 
 import pytest
 
-from e2b_source_api import NO_DEFAULT, E2BSource, Unresolved
+from e2b_source_api import E2B_ROOTS, HAVE_SOURCES, NO_DEFAULT, ROOT, SHARED, E2BSource, Unresolved
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.environ.get("CELLVM_E2B_SDK", os.path.join(os.path.dirname(ROOT), "shared", "e2b_sdk"))
-E2B_ROOTS = {
-    "e2b": os.path.join(SHARED, "e2b-python-sdk", "e2b"),
-    "e2b_code_interpreter": os.path.join(SHARED, "code-interpreter-python", "e2b_code_interpreter"),
-}
 ALLOWLIST_MD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "e2b_api_allowlist.md")
 
 # Dunder methods a program relies on (printing, indexing, `with`, iteration).
@@ -50,8 +44,7 @@ SUB_OBJECTS = {
 # Modules whose classes are compared besides the packages' exports.
 MODULES = ["e2b_code_interpreter.charts"]
 
-pytestmark = pytest.mark.skipif(not all(os.path.isdir(p) for p in E2B_ROOTS.values()),
-                                reason="E2B's SDK sources are not at " + SHARED)
+pytestmark = pytest.mark.skipif(not HAVE_SOURCES, reason="E2B's SDK sources are not at " + SHARED)
 
 
 def read_allowlist():
@@ -70,9 +63,8 @@ def read_allowlist():
 def compat():
     """The compat packages, imported here and forgotten afterwards so that
     no other test sees `e2b` importable."""
-    path = os.path.join(ROOT, "client", "python", "compat")
+    path = os.path.join(ROOT, "client", "python", "compat")  # client/python: conftest.py
     sys.path.insert(0, path)
-    sys.path.insert(0, os.path.join(ROOT, "client", "python"))
     before = set(sys.modules)
     try:
         yield {name: importlib.import_module(name)

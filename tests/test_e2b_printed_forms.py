@@ -9,23 +9,14 @@ same values as cellvm's. No VM."""
 
 import datetime as dt
 import json
-import os
-import sys
 
 import pytest
 
-from e2b_source_api import E2BSource, run_definitions
-from test_e2b_api_surface import E2B_ROOTS, SHARED
+from cellvm import exceptions as our_exc
+from cellvm import models as ours
+from e2b_source_api import E2B_ROOTS, HAVE_SOURCES, SHARED, E2BSource, run_definitions
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "client", "python"))
-
-from cellvm import charts as our_charts  # noqa: E402
-from cellvm import exceptions as our_exc  # noqa: E402
-from cellvm import models as ours  # noqa: E402
-
-pytestmark = pytest.mark.skipif(not all(os.path.isdir(p) for p in E2B_ROOTS.values()),
-                                reason="E2B's SDK sources are not at " + SHARED)
+pytestmark = pytest.mark.skipif(not HAVE_SOURCES, reason="E2B's SDK sources are not at " + SHARED)
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +42,6 @@ def e2b():
     found = {}
     for ns in (exc, models, ci_exc, files, commands, api):
         found.update({k: v for k, v in ns.items() if not k.startswith("__")})
-    found["charts"] = charts
     return found
 
 
@@ -60,7 +50,7 @@ def _both(e2b_obj, our_obj, *forms):
         assert form(our_obj) == form(e2b_obj), form
 
 
-def _results(mod, charts):
+def _results(mod):
     chart = {"type": "line", "title": "t", "elements": [], "x_label": "x", "y_label": "y",
              "x_unit": None, "y_unit": None, "x_ticks": [0, 1], "x_tick_labels": ["0", "1"],
              "x_scale": "linear", "y_ticks": [0], "y_tick_labels": ["0"], "y_scale": "linear"}
@@ -78,7 +68,7 @@ def _results(mod, charts):
 def test_result_prints_and_formats_as_e2bs(e2b):
     class E2BModels:
         Result = e2b["Result"]
-    for theirs, mine in zip(_results(E2BModels, e2b["charts"]), _results(ours, our_charts)):
+    for theirs, mine in zip(_results(E2BModels), _results(ours)):
         _both(theirs, mine, str, repr, lambda r: list(r.formats()), lambda r: r._repr_html_(),
               lambda r: r._repr_markdown_(), lambda r: r._repr_png_(), lambda r: r._repr_json_(),
               lambda r: r["text"])
