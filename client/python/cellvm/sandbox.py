@@ -30,7 +30,7 @@ from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMe
                      SandboxInfo, SandboxMetrics, SandboxQuery, SandboxState)
 
 from ._variant import class_or_instance as _class_or_instance
-from .cloud_only import CloudOnly
+from .cloud_only import CloudOnly, unsupported
 
 logger = logging.getLogger(__name__)
 
@@ -111,12 +111,7 @@ def _refuse_cloud_options(mcp=None, iam=None, lifecycle=None, volume_mounts=None
     ]
     for name, value, why in refused:
         if value:
-            raise SandboxException(f"create({name}=...) is not supported by cellvm: {why}",
-                                   code="unsupported")
-
-
-def _cloud_only(what, why):
-    return SandboxException(f"{what} is not supported by cellvm: {why}", code="unsupported")
+            raise unsupported(f"create({name}=...)", why)
 
 
 def _e2b_template(name):
