@@ -250,7 +250,7 @@ def pytest_configure(config):
 # theirs; so do the pod image's. Every other module is a group of its own
 # (its module fixtures built once). tests/run passes --dist loadgroup.
 SESSION_VM_MODULES = {"test_async_sandbox", "test_image", "test_sdk_e2b_api", "test_vm_clock",
-                      "test_vm_e2e", "test_vm_qemu"}
+                      "test_vm_e2e", "test_vm_qemu", "test_sdk_e2b_surface_additions"}
 # The pod image's modules (tests/oci_pod.py): one build, one template volume,
 # and its removal at the session's end, all in one worker.
 POD_IMAGE_MODULES = {"test_oci", "test_kube_backend"}

@@ -26,10 +26,21 @@ from .exceptions import (
     RateLimitException,
     SandboxException,
     SandboxNotFoundException,
+    SecretException,
+    SecretNotFoundException,
     TemplateException,
     TimeoutException,
+    VolumeException,
+    VolumeNotFoundException,
+    VolumePathNotFoundException,
 )
 from .models import (
+    ApiParams,
+    ProxyTypes,
+    SandboxInfoLifecycle,
+    SandboxLifecycle,
+    SandboxListOrder,
+    SandboxOnTimeout,
     CommandResult,
     Context,
     EntryInfo,
@@ -60,7 +71,8 @@ from .models import (
 )
 from .commands import CommandHandle
 from .files import WatchHandle
-from .network import ALL_TRAFFIC, SandboxNetworkOpts
+from .network import (ALL_TRAFFIC, SandboxNetworkOpts, SandboxNetworkSelector,
+                      SandboxNetworkSelectorContext, SandboxNetworkUpdate)
 from .sandbox import Sandbox, SandboxPaginator
 from .async_commands import AsyncCommandHandle
 from .async_files import AsyncWatchHandle
@@ -68,6 +80,20 @@ from .async_sandbox import AsyncSandbox, AsyncSandboxPaginator
 from .legacy import CodeInterpreter  # E2B 0.x's API, the legacy name (docs/SDK.md)
 
 __all__ = [
+    "ApiParams",
+    "ProxyTypes",
+    "SandboxInfoLifecycle",
+    "SandboxLifecycle",
+    "SandboxListOrder",
+    "SandboxNetworkSelector",
+    "SandboxNetworkSelectorContext",
+    "SandboxNetworkUpdate",
+    "SandboxOnTimeout",
+    "SecretException",
+    "SecretNotFoundException",
+    "VolumeException",
+    "VolumeNotFoundException",
+    "VolumePathNotFoundException",
     "ALL_TRAFFIC",
     "SandboxNetworkOpts",
     "AsyncCommandHandle",

@@ -15,11 +15,13 @@ class AsyncCommandHandle:
     wait() returns the CommandResult (CommandExitException on a non-zero
     exit)."""
 
-    def __init__(self, handle: CommandHandle, commands: "AsyncCommands", on_stdout, on_stderr):
+    def __init__(self, handle: CommandHandle, commands: "AsyncCommands", on_stdout, on_stderr,
+                 on_pty=None):
         loop = asyncio.get_running_loop()
         self._handle = handle
         self._commands = commands
-        self._done = bridge.start(handle.wait, on_stdout=bridge.on_loop(loop, on_stdout),
+        self._done = bridge.start(handle.wait, on_pty=bridge.on_loop(loop, on_pty),
+                                  on_stdout=bridge.on_loop(loop, on_stdout),
                                   on_stderr=bridge.on_loop(loop, on_stderr))
         bridge.forget(self._done)  # wait() raises it; a handle nobody waits for stays quiet
 

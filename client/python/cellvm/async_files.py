@@ -3,7 +3,7 @@
 import asyncio
 import threading
 import time
-from typing import IO, AsyncIterator, List, Optional, Union
+from typing import IO, AsyncIterator, Dict, List, Optional, Union
 
 from . import _async_bridge as bridge
 from .exceptions import format_long_request_timeout_error
@@ -77,24 +77,28 @@ class AsyncFilesystem:
         self._fs = Filesystem(sandbox)
 
     async def read(self, path: str, format: str = "text", user: Optional[str] = None,
-                   request_timeout: Optional[float] = None,
-                   gzip: bool = False) -> Union[str, bytearray, AsyncIterator[bytes]]:
+                   request_timeout: Optional[float] = None, gzip: bool = False,
+                   stream_idle_timeout: Optional[float] = None) -> Union[str, bytearray, AsyncIterator[bytes]]:
         """The content of `path`: str (format="text"), bytearray ("bytes") or
-        an async iterator of byte chunks ("stream", bounded memory)."""
-        content = await bridge.call(self._fs.read, path, format, user, request_timeout)
+        an async iterator of byte chunks ("stream", bounded memory; a chunk
+        later than `stream_idle_timeout` s, 0 = no limit, raises TimeoutException)."""
+        content = await bridge.call(self._fs.read, path, format, user, request_timeout,
+                                    stream_idle_timeout=stream_idle_timeout)
         return _chunks(content) if format == "stream" else content
 
     async def write(self, path: str, data: Union[str, bytes, IO], user: Optional[str] = None,
                     request_timeout: Optional[float] = None, gzip: bool = False,
-                    use_octet_stream: bool = False) -> WriteInfo:
+                    use_octet_stream: Optional[bool] = None,
+                    metadata: Optional[Dict[str, str]] = None) -> WriteInfo:
         """Write `data` (str, bytes or a readable file object, read in a
         worker thread) to `path` atomically."""
-        return await bridge.call(self._fs.write, path, data, user, request_timeout)
+        return await bridge.call(self._fs.write, path, data, user, request_timeout, metadata=metadata)
 
     async def write_files(self, files: List[WriteEntry], user: Optional[str] = None,
                           request_timeout: Optional[float] = None, gzip: bool = False,
-                          use_octet_stream: bool = False) -> List[WriteInfo]:
-        return await bridge.call(self._fs.write_files, files, user, request_timeout)
+                          use_octet_stream: Optional[bool] = None,
+                          metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
+        return await bridge.call(self._fs.write_files, files, user, request_timeout, metadata=metadata)
 
     async def list(self, path: str, depth: Optional[int] = 1, user: Optional[str] = None,
                    request_timeout: Optional[float] = None) -> List[EntryInfo]:
@@ -123,10 +127,11 @@ class AsyncFilesystem:
     async def watch_dir(self, path: str, on_event: OutputHandler[FilesystemEvent],
                         on_exit: Optional[OutputHandler[Exception]] = None,
                         user: Optional[str] = None, request_timeout: Optional[float] = None,
-                        timeout: Optional[float] = 60, recursive: bool = False) -> AsyncWatchHandle:
+                        timeout: Optional[float] = 60, recursive: bool = False,
+                        include_entry: bool = False, allow_network_mounts: bool = False) -> AsyncWatchHandle:
         """Watch `path`: on_event(FilesystemEvent) for each create, write,
         remove, rename and chmod, until stop() or `timeout` seconds (0 =
         none; then on_exit gets a TimeoutException)."""
         handle = await bridge.acquire(self._fs.watch_dir, WatchHandle.stop, path, user,
-                                      request_timeout, recursive)
+                                      request_timeout, recursive, include_entry, allow_network_mounts)
         return AsyncWatchHandle(handle, on_event, on_exit, timeout)

@@ -10,6 +10,7 @@ Cancelling the task that awaits run_code() (asyncio.wait_for, a TaskGroup,
 """
 
 import asyncio
+import inspect
 import threading
 from typing import Dict, List, Optional, Union
 
@@ -17,26 +18,30 @@ from . import _async_bridge as bridge
 from . import _wire
 from .async_commands import AsyncCommands
 from .async_files import AsyncFilesystem
+from .async_pty import AsyncPty
 from .boot import BootReport
+from .cloud_only import AsyncCloudOnly
 from .exceptions import SandboxException
 from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result,
                      SandboxInfo, SandboxMetrics, SandboxQuery)
 from .sandbox import Sandbox, SandboxPaginator, _class_or_instance
 
 
-class AsyncSandbox:
+class AsyncSandbox(AsyncCloudOnly):
     """E2B's AsyncSandbox: `sbx = await AsyncSandbox.create(...)` or
     `await AsyncSandbox.connect(sandbox_id)`, then the sync Sandbox's API with
     `await`. `AsyncSandbox(sandbox)` wraps a sync Sandbox (it takes it over:
     kill() kills it)."""
 
-    default_template = None
+    default_template = Sandbox.default_template
+    default_sandbox_timeout = Sandbox.default_sandbox_timeout
 
     def __init__(self, sandbox: Sandbox):
         self._sbx = sandbox
         self._killed = False
         self._files = AsyncFilesystem(sandbox)
         self._commands = AsyncCommands(sandbox)
+        self._pty = AsyncPty(sandbox, self._commands)
 
     @classmethod
     async def create(cls, *args, **kwargs) -> "AsyncSandbox":
@@ -54,7 +59,7 @@ class AsyncSandbox:
         return self
 
     @classmethod
-    async def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, *,
+    async def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, logger=None, *,
                            request_timeout: Optional[float] = None,
                            envs: Optional[Dict[str, str]] = None, **e2b_options) -> "AsyncSandbox":
         """Sandbox.connect(sandbox_id), awaited: a VM by its id (the registry
@@ -94,7 +99,7 @@ class AsyncSandbox:
     async def __aenter__(self):
         return self
 
-    async def __aexit__(self, *exc):
+    async def __aexit__(self, exc_type, exc_value, traceback):
         await self.kill()
 
     async def is_running(self, request_timeout: Optional[float] = None) -> bool:
@@ -153,6 +158,10 @@ class AsyncSandbox:
     def sandbox_domain(self) -> Optional[str]:
         return None
 
+    @property
+    def traffic_access_token(self) -> Optional[str]:
+        return self._sbx.traffic_access_token
+
     @_class_or_instance("_cls_get_metrics")
     async def get_metrics(self, start=None, end=None, **opts) -> List[SandboxMetrics]:
         """Sandbox.get_metrics(), awaited: one sample taken now."""
@@ -164,11 +173,13 @@ class AsyncSandbox:
             return await sandbox_id.get_metrics(start, end)
         return await bridge.call(Sandbox._cls_get_metrics, sandbox_id, start, end, **opts)
 
-    def download_url(self, path: str, *args, **opts) -> str:
+    def download_url(self, path: str, user: Optional[str] = None,
+                     use_signature_expiration: Optional[int] = None) -> str:
         """Not supported (SandboxException), as Sandbox.download_url()."""
         return self._sbx.download_url(path)
 
-    def upload_url(self, path: Optional[str] = None, *args, **opts) -> str:
+    def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
+                   use_signature_expiration: Optional[int] = None) -> str:
         """Not supported (SandboxException), as Sandbox.upload_url()."""
         return self._sbx.upload_url(path)
 
@@ -202,6 +213,11 @@ class AsyncSandbox:
     def commands(self) -> AsyncCommands:
         """E2B's sandbox.commands, async (cellvm.async_commands.AsyncCommands)."""
         return self._commands
+
+    @property
+    def pty(self) -> AsyncPty:
+        """E2B's sandbox.pty, async (cellvm.async_pty.AsyncPty)."""
+        return self._pty
 
     @property
     def vmm_pid(self) -> Optional[int]:
@@ -286,6 +302,10 @@ class AsyncSandbox:
         await bridge.call(self._sbx.remove_code_context, context, request_timeout)
 
     delete_code_context = remove_code_context
+
+
+# create() passes its arguments to Sandbox.create(): it takes the same ones.
+AsyncSandbox.create.__func__.__signature__ = inspect.signature(Sandbox.create.__func__)
 
 
 class AsyncSandboxPaginator(SandboxPaginator):

@@ -68,6 +68,27 @@ class RateLimitException(SandboxException):
         """Seconds to wait before retrying (E2B's field); None: unknown."""
 
 
+class VolumeException(Exception):
+    """E2B's volume errors (its cloud volumes; cellvm raises none), so that
+    a program's `except VolumeException` still imports."""
+
+
+class VolumeNotFoundException(NotFoundException):
+    """E2B's: a volume that does not exist."""
+
+
+class VolumePathNotFoundException(NotFoundException):
+    """E2B's: a path that does not exist in a volume."""
+
+
+class SecretException(Exception):
+    """E2B's secret-store errors (its cloud secrets; cellvm raises none)."""
+
+
+class SecretNotFoundException(SecretException):
+    """E2B's: a secret that does not exist."""
+
+
 class BuildException(Exception):
     """Kept for E2B compatibility (template builds; cellvm builds images with make)."""
 
@@ -91,6 +112,16 @@ def format_sandbox_killed_error():
         "'timeout' when starting the sandbox or calling '.set_timeout' on the sandbox with the "
         "desired timeout",
         code="killed",
+    )
+
+
+def format_sandbox_timeout_exception(message: str):
+    """E2B's error when a request fails because the sandbox's lifetime ended."""
+    return TimeoutException(
+        f"{message}: This error is likely due to sandbox timeout. You can modify the sandbox timeout "
+        "by passing 'timeout' when starting the sandbox or calling '.set_timeout' on the sandbox "
+        "with the desired timeout.",
+        code="timeout",
     )
 
 

@@ -7,15 +7,17 @@ time, so big files move with bounded memory (except read(format="bytes"/
 """
 
 import io
+import posixpath
 import struct
 import time
-from typing import IO, Iterator, List, Optional, Union
+from typing import IO, Dict, Iterator, List, Optional, Union
 
 from . import _wire
 from .exceptions import (
     FileNotFoundException,
     InvalidArgumentException,
     SandboxException,
+    TemplateException,
     format_request_timeout_error,
     from_agent_error,
 )
@@ -60,15 +62,17 @@ class WatchHandle:
     """A running watch_dir(): events arrive in the background; get_new_events()
     returns those since the last call, stop() ends the watch (E2B's WatchHandle)."""
 
-    def __init__(self, files, req):
+    def __init__(self, files, req, entry_of=None):
         self._files = files
         self._req = req
+        self._entry_of = entry_of  # watch_dir(include_entry=True): name -> EntryInfo or None
         self._stopped = False  # the watch ended: stop(), an error, or the directory went away
         self._closed = False  # stop() was called
         self._error = None
 
-    def get_new_events(self) -> List[FilesystemEvent]:
-        """The events since the last call. After stop(), SandboxException as in E2B."""
+    def get_new_events(self, request_timeout: Optional[float] = None) -> List[FilesystemEvent]:
+        """The events since the last call. After stop(), SandboxException as in E2B.
+        `request_timeout` bounds the get_info() of include_entry."""
         if self._closed:
             raise SandboxException("The watcher is already stopped")
         if self._error is not None:
@@ -88,7 +92,9 @@ class WatchHandle:
                     etype = FilesystemEventType(msg.get("type"))
                 except ValueError:
                     continue
-                events.append(FilesystemEvent(name=msg.get("name", ""), type=etype))
+                name = msg.get("name", "")
+                entry = self._entry_of(name, request_timeout) if self._entry_of else None
+                events.append(FilesystemEvent(name=name, type=etype, entry=entry))
             elif mtype == _wire.ERROR and msg.get("code") != "cancelled":
                 self._stopped = True
                 self._error = from_agent_error(_wire.AgentError(msg.get("code", "internal"), msg.get("message", "")),
@@ -100,8 +106,9 @@ class WatchHandle:
                 self._stopped = True
                 return events
 
-    def stop(self) -> None:
-        """Stop watching; get_new_events() raises SandboxException afterwards."""
+    def stop(self, request_timeout: Optional[float] = None) -> None:
+        """Stop watching; get_new_events() raises SandboxException afterwards.
+        (Nothing to wait for: `request_timeout` is accepted as E2B's.)"""
         self._closed = True
         if self._stopped:
             return
@@ -110,6 +117,13 @@ class WatchHandle:
             self._req.cancel()
         except (_wire.AgentError, _wire.ConnectionClosed, TimeoutError):
             pass  # already over
+
+
+def _refuse_metadata(metadata):
+    if metadata:
+        # E2B's exception for an envd without file metadata (sandbox_sync/filesystem/filesystem.py)
+        raise TemplateException("File metadata is not supported by cellvm: the guest's file systems "
+                                "keep no user.e2b.* extended attributes")
 
 
 class Filesystem:
@@ -134,15 +148,26 @@ class Filesystem:
         hdr = _wire.HEADER.pack(size, FILE_DATA, 0, req_id)
         conn.send(hdr + body_head, data, tail)
 
+    def _entry_reader(self, path, user):
+        """name (relative to the watched `path`) -> its EntryInfo, None if it is gone."""
+        def entry_of(name, request_timeout):
+            try:
+                return self.get_info(posixpath.join(path, name), user=user, request_timeout=request_timeout)
+            except FileNotFoundException:
+                return None
+        return entry_of
+
     # --- E2B API -----------------------------------------------------------
 
     def read(self, path: str, format: str = "text", user: Optional[str] = None,
-             request_timeout: Optional[float] = None,
-             gzip: bool = False) -> Union[str, bytearray, Iterator[bytes]]:
+             request_timeout: Optional[float] = None, gzip: bool = False,
+             stream_idle_timeout: Optional[float] = None) -> Union[str, bytearray, Iterator[bytes]]:
         """The content of `path`: str (format="text"), bytearray ("bytes", as
         E2B returns it) or an iterator of byte chunks ("stream", bounded
         memory). `gzip` (E2B's transfer compression) is accepted and has no
-        effect: the agent's channel is local."""
+        effect: the agent's channel is local. `stream_idle_timeout` (E2B's
+        async SDK's): a stream whose next chunk takes longer raises
+        TimeoutException (0: no limit; default request_timeout)."""
         if format not in ("text", "bytes", "stream"):
             raise InvalidArgumentException(f"format must be 'text', 'bytes' or 'stream', not {format!r}")
         body = {"path": path}
@@ -150,6 +175,8 @@ class Filesystem:
             body["user"] = user
         timeout = request_timeout or self._sbx._request_timeout
         if format == "stream":
+            if stream_idle_timeout is not None:
+                timeout = stream_idle_timeout or None
             return self._read_stream(body, timeout)
         data = bytearray()
         for chunk in self._read_chunks(self._sbx._conn, body, timeout, own_conn=False):
@@ -192,13 +219,17 @@ class Filesystem:
 
     def write(self, path: Union[str, List[WriteEntry]], data: Union[str, bytes, IO, None] = None,
               user: Optional[str] = None, request_timeout: Optional[float] = None,
-              gzip: bool = False, use_octet_stream: bool = False) -> Union[WriteInfo, List[WriteInfo]]:
+              gzip: bool = False, use_octet_stream: Optional[bool] = None,
+              metadata: Optional[Dict[str, str]] = None) -> Union[WriteInfo, List[WriteInfo]]:
         """Write `data` (str, bytes or a readable file object) to `path`
         atomically: readers see the old content or the new, never part of it.
         Missing parent directories are created. Returns WriteInfo(name, type,
         path). `gzip` and `use_octet_stream` choose E2B's HTTP encoding of the
         upload: accepted, without effect here. E2B 1.x's form write([WriteEntry,
-        ...]) writes them all as write_files() does and returns their WriteInfos."""
+        ...]) writes them all as write_files() does and returns their WriteInfos.
+        `metadata` (E2B's user.e2b.* xattrs) raises TemplateException, as
+        E2B's SDK does for an envd without them: the guest keeps no xattrs."""
+        _refuse_metadata(metadata)
         if isinstance(path, (list, tuple)):
             if data is not None and user is None and isinstance(data, str):
                 user = data  # 1.x: write(files, user, request_timeout)
@@ -246,10 +277,12 @@ class Filesystem:
 
     def write_files(self, files: List[WriteEntry], user: Optional[str] = None,
                     request_timeout: Optional[float] = None, gzip: bool = False,
-                    use_octet_stream: bool = False) -> List[WriteInfo]:
+                    use_octet_stream: Optional[bool] = None,
+                    metadata: Optional[Dict[str, str]] = None) -> List[WriteInfo]:
         """E2B's batch form: a list of WriteEntry, {"path": ..., "data": ...}
         (objects with .path and .data, E2B 1.x's dataclass, too). Each file
-        is written atomically, in order; [] for an empty list."""
+        is written atomically, in order; [] for an empty list. `metadata`: as write()."""
+        _refuse_metadata(metadata)
         infos = []
         for f in files:
             if isinstance(f, dict):
@@ -310,8 +343,13 @@ class Filesystem:
         return bool(self._call(FILE_MKDIR, {"path": path}, user, request_timeout).get("created"))
 
     def watch_dir(self, path: str, user: Optional[str] = None,
-                  request_timeout: Optional[float] = None, recursive: bool = False) -> WatchHandle:
-        """Watch `path` for create, write, remove, rename and chmod events."""
+                  request_timeout: Optional[float] = None, recursive: bool = False,
+                  include_entry: bool = False, allow_network_mounts: bool = False) -> WatchHandle:
+        """Watch `path` for create, write, remove, rename and chmod events.
+        `include_entry`: each event's `entry` is the EntryInfo of what it
+        names, read when get_new_events() takes it (None once it is gone: a
+        remove, a rename away). `allow_network_mounts` (E2B: watch NFS, FUSE,
+        ... mounts too) changes nothing: a cellvm guest mounts none."""
         body = {"path": path, "recursive": bool(recursive)}
         if user is not None:
             body["user"] = user
@@ -328,6 +366,6 @@ class Filesystem:
             except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
                 raise SandboxException(f"connection to the agent failed: {e}") from None
             if mtype == WATCH_STARTED:
-                return WatchHandle(self, req)
+                return WatchHandle(self, req, self._entry_reader(path, user) if include_entry else None)
             if mtype == _wire.ERROR:
                 _raise(msg)

@@ -349,6 +349,7 @@ class FileType(_Enum):
 
     FILE = "file"
     DIR = "dir"
+    SYMLINK = "symlink"  # E2B's envd may report it; cellvm's agent gives a link its target's type
 
 
 class WriteEntry(TypedDict):
@@ -384,6 +385,14 @@ class WriteInfo:
     """E2B's user metadata of a file (its `user.e2b.*` xattrs); cellvm keeps
     none: None, as E2B has it for a file without any. A field as in E2B, so
     repr() prints what E2B's does."""
+
+    @classmethod
+    def from_dict(cls, payload: Dict) -> "WriteInfo":
+        """E2B's: from an entry of its `/files` upload response ({"name",
+        "type", "path", "metadata"}); a type other than file/dir is None."""
+        kind = payload.get("type")
+        return cls(name=payload["name"], type=FileType(kind) if kind in ("file", "dir") else None,
+                   path=payload["path"], metadata=payload.get("metadata") or None)
 
 
 @dataclass
@@ -437,6 +446,8 @@ class FilesystemEvent:
 
     name: str
     type: FilesystemEventType
+    entry: Optional[EntryInfo] = None
+    """What the event names, with watch_dir(include_entry=True) (None once it is gone)."""
 
 
 @dataclass
@@ -469,6 +480,54 @@ class SandboxState(str, _Enum):
 
     def __str__(self):
         return str(self.value)
+
+
+ProxyTypes = str
+"""E2B's type of the `proxy` option (a URL; E2B also takes httpx's URL and
+Proxy objects). cellvm's channel is local: the option is accepted, unused."""
+
+
+class ApiParams(TypedDict, total=False):
+    """E2B's per-request options (the `**opts` of most calls). cellvm uses
+    request_timeout; the others address E2B's cloud API and are ignored."""
+
+    request_timeout: Optional[float]
+    headers: Optional[Dict[str, str]]
+    api_headers: Optional[Dict[str, str]]
+    api_key: Optional[str]
+    validate_api_key: Optional[bool]
+    domain: Optional[str]
+    api_url: Optional[str]
+    debug: Optional[bool]
+    proxy: Optional[ProxyTypes]
+    sandbox_url: Optional[str]
+
+
+SandboxListOrder = Literal["asc", "desc"]
+"""E2B's `order` of Sandbox.list(): by start time."""
+
+
+class SandboxOnTimeoutKill(TypedDict):
+    action: Literal["kill"]
+
+
+SandboxOnTimeout = Union[Literal["kill"], SandboxOnTimeoutKill]
+"""E2B's lifecycle `on_timeout`; cellvm kills a sandbox at its timeout (E2B's
+"pause" is refused by create())."""
+
+
+class SandboxLifecycle(TypedDict, total=False):
+    """E2B's `lifecycle=` of create()."""
+
+    on_timeout: SandboxOnTimeout
+    auto_resume: bool
+
+
+class SandboxInfoLifecycle(TypedDict):
+    """E2B's SandboxInfo.lifecycle."""
+
+    on_timeout: Literal["pause", "kill"]
+    auto_resume: bool
 
 
 @dataclass

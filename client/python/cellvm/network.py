@@ -35,13 +35,28 @@ that names the option otherwise:
 """
 
 import ipaddress
-import types
-from typing import Callable, List, TypedDict, Union
+from dataclasses import dataclass, field
+from typing import Callable, List, Mapping, TypedDict, Union
 
 from .exceptions import InvalidArgumentException
 
 ALL_TRAFFIC = "0.0.0.0/0"
 """E2B's ALL_TRAFFIC: every IPv4 address."""
+
+
+@dataclass(frozen=True)
+class SandboxNetworkSelectorContext:
+    """E2B's argument of an allow_out/deny_out callable."""
+
+    all_traffic: str = ALL_TRAFFIC
+    rules: Mapping[str, list] = field(default_factory=dict)  # E2B's proxy rules: cellvm has none
+    # names earlier E2B SDKs passed, for selectors written against them
+    firewall_hosts: List[str] = field(default_factory=list)
+    all_hosts: List[str] = field(default_factory=lambda: [ALL_TRAFFIC])
+
+
+SandboxNetworkSelector = Union[List[str], Callable[[SandboxNetworkSelectorContext], List[str]]]
+"""E2B's allow_out/deny_out: addresses, or a callable giving them."""
 
 
 class SandboxNetworkOpts(TypedDict, total=False):
@@ -51,6 +66,15 @@ class SandboxNetworkOpts(TypedDict, total=False):
     deny_out: Union[List[str], Callable]
     allow_public_traffic: bool
     mask_request_host: str
+
+class SandboxNetworkUpdate(TypedDict, total=False):
+    """E2B's argument of update_network(): the egress rules that replace the
+    sandbox's (`rules` and `egress_proxy`, E2B's proxy features, are refused)."""
+
+    allow_out: Union[List[str], Callable]
+    deny_out: Union[List[str], Callable]
+    allow_internet_access: bool
+
 
 EGRESS_NONE, EGRESS_ALL = "none", "all"
 _KNOWN = ("allow_out", "deny_out", "allow_public_traffic", "mask_request_host", "rules",
@@ -68,9 +92,7 @@ def _selector(name, value):
     if value is None:
         return []
     if callable(value):
-        ctx = types.SimpleNamespace(all_traffic=ALL_TRAFFIC, rules={}, firewall_hosts=[],
-                                    all_hosts=[ALL_TRAFFIC])
-        value = value(ctx)
+        value = value(SandboxNetworkSelectorContext())
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise InvalidArgumentException(
             f"network[{name!r}] must be a list of IP addresses, CIDR blocks or host names, "

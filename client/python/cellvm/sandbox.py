@@ -10,7 +10,6 @@ import errno
 import logging
 import os
 import time
-import types
 from typing import Dict, List, Optional, Union
 
 from . import _wire
@@ -29,6 +28,9 @@ from .exceptions import (
 )
 from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result,
                      SandboxInfo, SandboxMetrics, SandboxQuery, SandboxState)
+
+from ._variant import class_or_instance as _class_or_instance
+from .cloud_only import CloudOnly, unsupported
 
 logger = logging.getLogger(__name__)
 
@@ -95,24 +97,21 @@ def _is_address(text) -> bool:
         return False
 
 
-class _class_or_instance:
-    """E2B's class_method_variant: `sbx.kill()` acts on that sandbox,
-    `Sandbox.kill(sandbox_id)` on the sandbox with that id (the classmethod
-    named `cls_impl`)."""
-
-    def __init__(self, cls_impl):
-        self._cls_impl = cls_impl
-
-    def __call__(self, fn):
-        self._fn = fn
-        self.__doc__ = fn.__doc__
-        self.__name__ = fn.__name__
-        return self
-
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return getattr(objtype, self._cls_impl)
-        return types.MethodType(self._fn, obj)
+def _refuse_cloud_options(mcp=None, iam=None, lifecycle=None, volume_mounts=None):
+    """E2B's create() options that only its cloud has: refused by name rather
+    than ignored, so a program that relies on one learns it at once."""
+    on_timeout = (lifecycle or {}).get("on_timeout", "kill")
+    action = on_timeout.get("action") if isinstance(on_timeout, dict) else on_timeout
+    refused = [
+        ("mcp", mcp, "E2B's MCP gateway is a service of E2B's cloud"),
+        ("iam", iam, "E2B's IAM tokens are issued by E2B's cloud"),
+        ("volume_mounts", volume_mounts, "E2B's volumes are E2B's cloud storage"),
+        ("lifecycle", (lifecycle or {}).get("auto_resume") or action != "kill",
+         "a cellvm sandbox is killed at its timeout (on_timeout 'kill'); pause() it explicitly"),
+    ]
+    for name, value, why in refused:
+        if value:
+            raise unsupported(f"create({name}=...)", why)
 
 
 def _e2b_template(name):
@@ -290,7 +289,7 @@ class SandboxPaginator:
         return found
 
 
-class Sandbox:
+class Sandbox(CloudOnly):
     """A connection to one cellvm agent (one micro-VM, or a local dev agent).
 
     `Sandbox.create(image="build/image")` boots a micro-VM and connects to it
@@ -305,7 +304,11 @@ class Sandbox:
     get_info() and list(); `envs` is applied to every execution.
     """
 
-    default_template = None
+    # E2B's class attributes (e2b_code_interpreter/code_interpreter_sync.py,
+    # e2b/sandbox/main.py): the template name create() takes when given none
+    # (cellvm: its default image), the lifetime create() gives by default.
+    default_template = "code-interpreter-v1"
+    default_sandbox_timeout = 300
 
     def __init__(
         self,
@@ -397,7 +400,7 @@ class Sandbox:
         return self
 
     @classmethod
-    def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, *,
+    def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, logger=None, *,
                      request_timeout: Optional[float] = None,
                      envs: Optional[Dict[str, str]] = None, **e2b_options) -> "Sandbox":
         """Connect to the sandbox `sandbox_id`: a sandbox this process booted
@@ -448,15 +451,25 @@ class Sandbox:
         return view
 
     @classmethod
-    def create(cls, image: Optional[str] = None, vmm: str = "qemu", memory_mb: int = 1024,
-               vcpus: int = 1, network: Union[str, Dict, None] = "none", envs: Optional[Dict[str, str]] = None,
-               timeout: Optional[float] = None, *, template: Optional[str] = None,
+    def create(cls, template: Optional[str] = None, timeout: Optional[float] = None,
+               metadata: Optional[Dict[str, str]] = None, envs: Optional[Dict[str, str]] = None,
+               secure: bool = True, allow_internet_access: Optional[bool] = None,
+               mcp: Optional[Dict] = None, network: Union[str, Dict, None] = None,
+               iam: Optional[Dict] = None, lifecycle: Optional[Dict] = None,
+               volume_mounts: Optional[Dict] = None, logger: Optional[logging.Logger] = None, *,
+               image: Optional[str] = None, vmm: str = "qemu", memory_mb: int = 1024, vcpus: int = 1,
                request_timeout: Optional[float] = None, wait_ready: bool = True,
                extra_cmdline: str = "", kernel: Optional[str] = None,
                initramfs: Union[str, bool, None] = True, rootfs: Optional[str] = None,
                boot_timeout: Optional[float] = None, detach: Optional[bool] = None,
                snapshot: Union[bool, str, None] = None, **e2b_options) -> "Sandbox":
         """Boot a micro-VM from `image` and return a Sandbox connected to it.
+
+        The arguments before `*` are E2B's, in E2B's order
+        (e2b/sandbox_sync/main.py create()); cellvm's own are keyword-only.
+        E2B's `mcp`, `iam`, `volume_mounts` and a `lifecycle` other than
+        kill-at-timeout are services of its cloud: SandboxException
+        (code "unsupported"). `logger` is accepted (E2B logs its API calls to it).
 
         `image`: a `make image` directory (default: $CELLVM_IMAGE, else
         build/image; E2B's `template` is taken as the image when `image` is
@@ -493,22 +506,15 @@ class Sandbox:
         kernel of `make kernel`). See cellvm.launch. Without `image`/`template`
         and with $CELLVM_ADDR set, connects to that agent as Sandbox() does.
         """
-        if not isinstance(vmm, str):
-            # E2B's positional order: create(template, timeout, metadata, envs, ...).
-            e2b_timeout, metadata = vmm, memory_mb if isinstance(memory_mb, dict) else None
-            if isinstance(vcpus, dict):
-                envs = vcpus
-            vmm, memory_mb, vcpus = "qemu", 1024, 1
-            e2b_options.setdefault("metadata", metadata)
-            if timeout is None and isinstance(e2b_timeout, (int, float)):
-                timeout = e2b_timeout
+        _refuse_cloud_options(mcp=mcp, iam=iam, lifecycle=lifecycle, volume_mounts=volume_mounts)
         # E2B's network options (a dict), `secure` and `allow_internet_access`
         # are checked against the egress the sandbox has (cellvm.network).
+        # allow_internet_access defaults to None, "not asked" (E2B: True): a
+        # micro-VM has no egress unless asked, and only an explicit True is checked.
         e2b_network = None
         if not isinstance(network, str):
             e2b_network, network = network, "none"
-        net_check = dict(allow_internet_access=e2b_options.get("allow_internet_access"),
-                         secure=e2b_options.get("secure", True))
+        net_check = dict(allow_internet_access=allow_internet_access, secure=secure)
         name = image or template
         if os.environ.get(ADDR_ENV) and (name is None or _e2b_template(name)):
             # As Sandbox(): an E2B program's Sandbox.create() uses the agent
@@ -516,8 +522,7 @@ class Sandbox:
             if timeout is not None:
                 from . import lifetime
                 lifetime.warn_dev_mode(os.environ[ADDR_ENV], "create(timeout=...)")
-            sbx = cls(template=name, envs=envs, request_timeout=request_timeout,
-                      metadata=e2b_options.get("metadata"))
+            sbx = cls(template=name, envs=envs, request_timeout=request_timeout, metadata=metadata)
             policy = (sbx._conn.hello or {}).get("network", "none")
             try:
                 _network.check(e2b_network, egress=_network.egress_of(policy), **net_check,
@@ -534,7 +539,7 @@ class Sandbox:
         else:
             _network.check(e2b_network, egress=_network.egress_of(network), **net_check,
                            place=f"a micro-VM with network={network!r}")
-        return cls._boot(image=image, template=template, metadata=e2b_options.get("metadata"),
+        return cls._boot(image=image, template=template, metadata=metadata,
                          egress=egress,
                          vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
                          timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
@@ -690,7 +695,7 @@ class Sandbox:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc_value, traceback):
         self.kill()
 
     def is_running(self, request_timeout: Optional[float] = None) -> bool:
@@ -868,6 +873,13 @@ class Sandbox:
         """E2B's sandbox domain: None (no cloud domain)."""
         return None
 
+    @property
+    def traffic_access_token(self) -> Optional[str]:
+        """E2B's token for a sandbox's public URLs (network
+        allow_public_traffic=False): None, as E2B's when there is none; a
+        cellvm sandbox has no public URL (get_host())."""
+        return None
+
     @_class_or_instance("_cls_get_metrics")
     def get_metrics(self, start: Optional[_dt.datetime] = None, end: Optional[_dt.datetime] = None,
                     **opts) -> List[SandboxMetrics]:
@@ -913,13 +925,15 @@ class Sandbox:
         finally:
             other.close()
 
-    def download_url(self, path: str, *args, **opts) -> str:
+    def download_url(self, path: str, user: Optional[str] = None,
+                     use_signature_expiration: Optional[int] = None) -> str:
         """E2B's signed HTTP URL of a file: cellvm has no HTTP file endpoint
         (SandboxException); files.read(path, format="stream") reads it."""
         raise SandboxException(f"download_url({path!r}) is not supported: cellvm has no HTTP file "
                                "endpoint; use files.read()", code="unsupported")
 
-    def upload_url(self, path: Optional[str] = None, *args, **opts) -> str:
+    def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
+                   use_signature_expiration: Optional[int] = None) -> str:
         """E2B's signed HTTP upload URL: not supported (SandboxException); use files.write()."""
         raise SandboxException(f"upload_url({path!r}) is not supported: cellvm has no HTTP file "
                                "endpoint; use files.write()", code="unsupported")

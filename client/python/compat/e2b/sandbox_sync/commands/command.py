@@ -1,0 +1,3 @@
+"""e2b.sandbox_sync.commands.command under E2B's module name."""
+
+from cellvm.commands import Commands  # noqa: F401

@@ -1,0 +1,3 @@
+"""e2b.sandbox_sync.paginator under E2B's module name."""
+
+from cellvm.sandbox import SandboxPaginator  # noqa: F401
