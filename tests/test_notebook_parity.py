@@ -10,7 +10,8 @@ Normalised, because the two legitimately differ: execution counts (relative
 to the notebook's first cell), memory addresses, the working directory, the
 kernel's pid in the cells' file names, timings of %time/%timeit
 (and unittest's "Ran N tests in"), ANSI colours, Styler ids,
-CRLF from !commands (a pty in ipykernel), the source path of IPython's own
+CRLF from !commands (a pty in ipykernel), the location of pandas' warnings
+from E2B's DataFrame formatter, the source path of IPython's own
 warnings ("To exit", FormatterWarning, %pylab's clobbered names), jupyter_client's warning when it cleans
 NaN out of a message.
 """
@@ -142,6 +143,10 @@ def normalise(text, cwd):
                   r"\1", text)
     text = re.sub(r"\S*/IPython/core/magics/pylab\.py:\d+: (UserWarning: pylab import has clobbered .*\n.*\n)"
                   r"  warn\(.*\n", r"\1", text)
+    # pandas warns from the frame that called it: for a DataFrame's e2b/data,
+    # E2B's startup formatter (a file of E2B's template; here a cell of the
+    # reference and cellvm's kernel/e2b_data.py), each with its own line.
+    text = re.sub(r"(?m)^.+?:\d+: (\w+Warning: .*\n)  .*\bto_dict\(orient=\"list\"\).*\n", r"\1", text)
     for rx, sub in TIMING:
         text = rx.sub(sub, text)
     return text
