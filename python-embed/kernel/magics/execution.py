@@ -53,16 +53,25 @@ def _debugger_entry(frame, lineno, context=5):
         return "".join(out)
 
 
-class _TimeitResult:
-        """IPython's TimeitResult: what %timeit prints (and returns with -o)."""
+class TimeitResult:
+        """IPython's TimeitResult: what %timeit prints (and returns with -o),
+        with its attributes (all_runs per run, timings per loop)."""
 
-        def __init__(self, loops, repeat, all_runs, precision=3):
-                self.loops, self.repeat, self.timings = loops, repeat, all_runs
-                self._precision = precision
-                self.all_runs = [t * loops for t in all_runs]
-                self.best, self.worst = min(all_runs), max(all_runs)
-                self.average = sum(all_runs) / len(all_runs)
-                self.stdev = (sum((t - self.average) ** 2 for t in all_runs) / len(all_runs)) ** 0.5
+        def __init__(self, loops, repeat, best, worst, all_runs, compile_time, precision):
+                self.loops, self.repeat, self.best, self.worst = loops, repeat, best, worst
+                self.all_runs, self.compile_time, self._precision = all_runs, compile_time, precision
+                self.timings = [dt / loops for dt in all_runs]
+
+        @property
+        def average(self):
+                import math
+                return math.fsum(self.timings) / len(self.timings)
+
+        @property
+        def stdev(self):
+                import math
+                mean = self.average
+                return (math.fsum([(x - mean) ** 2 for x in self.timings]) / len(self.timings)) ** 0.5
 
         def __str__(self):
                 return ("{mean} \xb1 {std} per loop (mean \xb1 std. dev. of {runs} run{rp}, "
@@ -290,16 +299,19 @@ class ExecutionMagics:
                 setup = "pass"
                 if cell is not None:
                         setup, stmt = stmt or "pass", cell
+                t0 = time.perf_counter()
                 timer = timeit_mod.Timer(stmt, setup, globals=self.user_ns)
+                compile_time = time.perf_counter() - t0
                 if number == 0:
                         for index in range(10):
                                 number = 10 ** index
                                 if timer.timeit(number) >= 0.2:
                                         break
-                runs = [t / number for t in timer.repeat(repeat, number)]
-                result = _TimeitResult(number, repeat, runs, precision)
+                all_runs = timer.repeat(repeat, number)
+                runs = [t / number for t in all_runs]
+                worst, best = max(runs), min(runs)
+                result = TimeitResult(number, repeat, best, worst, all_runs, compile_time, precision)
                 if not quiet:
-                        worst, best = max(runs), min(runs)
                         if worst > 4 * best and best > 0 and worst > 1e-6:
                                 print(f"The slowest run took {worst / best:0.2f} times longer than the fastest. "
                                       "This could mean that an intermediate result is being cached.")
