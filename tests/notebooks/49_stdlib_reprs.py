@@ -53,7 +53,7 @@ functools.partial(int, base=2), functools.partial(max, 1, 2)
 # %%
 re.compile(r'(\d+)-(\w+)', re.I), re.match(r'(\d+)', '123abc'), re.findall(r'\d', 'a1b2')
 # %%
-decimal.Decimal('1.10') + decimal.Decimal('2.205'), fractions.Fraction(3, 9), decimal.getcontext().prec
+decimal.Decimal('1.10') + decimal.Decimal('2.205'), fractions.Fraction(3, 9)
 # %%
 datetime.date(2024, 2, 29), datetime.datetime(2024, 1, 1, 12, 30, tzinfo=datetime.timezone.utc), datetime.timedelta(days=1, seconds=5), datetime.time(23, 59)
 # %%

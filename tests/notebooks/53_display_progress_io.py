@@ -80,3 +80,10 @@ __name__, __builtins__.__name__ if hasattr(__builtins__, '__name__') else type(_
 # %%
 globals()['injected'] = 5
 injected
+# %%
+# A long session: Out keeps 1000 results, then IPython drops the oldest fifth.
+Out.clear()
+Out.update({-n: n for n in range(1, 1001)})
+len(Out)
+# %%
+len(Out), min(Out), max(Out) > 0
