@@ -40,19 +40,18 @@ items = [1, 2, 3]
 mapping = {'k': 1}
 def helper(): pass
 class Thing: pass
-%whos
-# %%
-%who
+# Named types: the shared reference kernel may hold a get_ipython an earlier notebook rebound.
+%whos ndarray DataFrame Series int str float list dict type
 # %%
 %who ndarray
 # %%
 %whos DataFrame Series int
 # %%
-%who_ls function type
+%who_ls type int
 # %%
-%who_ls
+%who str float
 # %%
-t = %timeit -o -n 3 -r 2 sum(range(100))
+t = %timeit -o -q -n 3 -r 2 sum(range(100))
 type(t).__name__, t.loops, t.repeat, len(t.all_runs), len(t.timings), t.compile_time >= 0
 # %%
 %timeit -q -n 1 -r 1 sum(range(10))
