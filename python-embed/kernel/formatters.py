@@ -372,6 +372,8 @@ _FORMATTER_NAMES = {"text/plain": "PlainTextFormatter", "text/html": "HTMLFormat
 
 # Set once a cell reached shell.display_formatter: format_bundle consults it then.
 _display_formatter = None
+# E2B's formatters that active_types left out (%doctest_mode).
+_inactive_extra = frozenset()
 
 
 class DisplayFormatter:
@@ -399,6 +401,15 @@ class DisplayFormatter:
         def active_types(self):
                 return [mime for mime, f in self.formatters.items() if getattr(f, "enabled", True)]
 
+        @active_types.setter
+        def active_types(self, types):
+                """IPython's observer: formatters of other types disabled (E2B's
+                e2b/data and e2b/chart, formatters of its shell, with them)."""
+                global _inactive_extra
+                for mime, f in self.formatters.items():
+                        f.enabled = mime in types
+                _inactive_extra = frozenset(m for m in ("e2b/data", "e2b/chart") if m not in types)
+
         def format(self, obj, include=None, exclude=None):
                 return format_bundle(obj, include, exclude)
 
@@ -414,11 +425,13 @@ def _user_formatter(mime, obj):
         or a formatter object the user put in place."""
         f = _display_formatter.formatters.get(mime)
         if f is None:
-                return mime in _REPR_METHODS_DICT, None  # a formatter deleted: that type no more
+                # A formatter deleted (that type no more), or E2B's made inactive.
+                return mime in _REPR_METHODS_DICT or mime in _inactive_extra, None
         if not isinstance(f, _Formatter):
                 return True, f(obj)
         if not f.enabled:
-                return True, None
+                # E2B's JSON formatter (its own __call__) ignores `enabled` for lists and dicts.
+                return not (mime == "application/json" and isinstance(obj, (list, dict))), None
         if mime == "text/plain":
                 return False, None  # the pretty printer reads the shared tables
         printer = f._printer(obj)

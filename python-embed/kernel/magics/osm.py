@@ -112,9 +112,10 @@ class OSMagics:
                                         raise UsageError("%cd -: No previous directory to change to.")
                                 ps = dh[-2]
                         elif not os.path.isdir(ps) or "b" in opts:
-                                if ps in self.bookmarks:
-                                        print(f"(bookmark:{ps}) -> {self.bookmarks[ps]}")
-                                        ps = self.bookmarks[ps]
+                                bkms = self.db.get("bookmarks", {})
+                                if ps in bkms:
+                                        print(f"(bookmark:{ps}) -> {bkms[ps]}")
+                                        ps = bkms[ps]
                                 elif "b" in opts:
                                         raise UsageError(f"Bookmark '{ps}' not found.  "
                                                          "Use '%bookmark -l' to see your bookmarks.")
@@ -125,6 +126,7 @@ class OSMagics:
                 else:
                         # IPython compares the old str with a new Path: always unequal.
                         dh.append(os.getcwd())
+                        self.db["dhist"] = _compress_dhist(dh)[-100:]
                 if not quiet and dh:
                         print(dh[-1])
 
@@ -152,34 +154,6 @@ class OSMagics:
                 for i, d in enumerate(dh):
                         print("%d: %s" % (i, d))
 
-        @staticmethod
-        def _db_path(key):
-                """A key of IPython's shell.db (a PickleShareDB of the profile), which
-                keeps bookmarks across kernels and sessions."""
-                root = os.environ.get("IPYTHONDIR") or os.path.join(os.path.expanduser("~"), ".ipython")
-                return os.path.join(root, "profile_default", "db", key)
-
-        @property
-        def bookmarks(self):
-                import pickle
-                if getattr(self, "_bookmarks", None) is not None:  # the db was not writable
-                        return dict(self._bookmarks)
-                try:
-                        with open(self._db_path("bookmarks"), "rb") as f:
-                                return pickle.load(f)
-                except (OSError, EOFError, pickle.UnpicklingError):
-                        return {}
-
-        def _save_bookmarks(self, bkms):
-                import pickle
-                path = self._db_path("bookmarks")
-                try:
-                        os.makedirs(os.path.dirname(path), exist_ok=True)
-                        with open(path, "wb") as f:
-                                pickle.dump(bkms, f, protocol=2)
-                except OSError:
-                        self._bookmarks = bkms  # IPython's db would be in a temporary directory
-
         def magic_bookmark(self, line):
                 """IPython's %bookmark NAME [DIR], -l (list), -d NAME, -r (remove all)."""
                 import getopt
@@ -191,7 +165,7 @@ class OSMagics:
                 opts = {o[1:] for o, _ in opts}
                 if len(args) > 2:
                         raise UsageError("%bookmark: too many arguments")
-                bkms = self.bookmarks
+                bkms = self.db.get("bookmarks", {})
                 if "d" in opts:
                         if not args:
                                 raise UsageError("%bookmark -d: must provide a bookmark to delete")
@@ -209,7 +183,7 @@ class OSMagics:
                         raise UsageError("%bookmark: You must specify the bookmark name")
                 else:
                         bkms[args[0]] = args[1] if len(args) == 2 else os.getcwd()
-                self._save_bookmarks(bkms)
+                self.db["bookmarks"] = bkms
 
         def magic_pushd(self, line):
                 """IPython's %pushd [DIR]: the current directory onto the stack (home
@@ -274,6 +248,10 @@ class OSMagics:
 
         cell_magic_file = cell_magic_writefile  # IPython's %%file: an alias
 
+        def magic_clear(self, line):
+                """ipykernel's %clear: `clear` run as !clear is (its escape codes)."""
+                self.system("clear")
+
         def magic_less(self, line):
                 """ipykernel's %less / %more: the file to the pager (a payload E2B
                 drops); only a missing name or an unreadable file shows."""
@@ -283,3 +261,11 @@ class OSMagics:
                         f.read()
 
         magic_more = magic_less
+
+
+def _compress_dhist(dh):
+        """IPython's compress_dhist: the last 10 entries, and one of each before."""
+        head, tail = dh[:-10], dh[-10:]
+        seen = set()
+        newhead = [h for h in head if not (h in seen or seen.add(h))]
+        return newhead + tail
