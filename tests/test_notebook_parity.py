@@ -8,7 +8,7 @@ traceback line, the cells and lines of its frames).
 
 Normalised, because the two legitimately differ: execution counts (relative
 to the notebook's first cell), memory addresses, the working directory, the
-kernel's pid in the cells' file names, timings of %time/%timeit
+kernel's pid in the cells' file names, timings of %time/%timeit/%run -t
 (and unittest's "Ran N tests in"), ANSI colours, Styler ids,
 CRLF from !commands (a pty in ipykernel), the location of pandas' warnings
 from E2B's DataFrame formatter, the source path of IPython's own
@@ -115,6 +115,8 @@ TIMING = [
     (re.compile(r"Wall time: .*"), "Wall time: <t>"),
     (re.compile(r".* per loop \(mean ± std\. dev\. of (\d+) runs?, (\d+) loops? each\)"),
      r"<t> per loop (\1 runs, \2 loops)"),
+    # %run -t's CPU times (getrusage).
+    (re.compile(r"^  (User|System) +: .*$", re.M), r"  \1 : <t>"),
     # unittest's summary line (unittest.main in a cell).
     (re.compile(r"^Ran (\d+ tests?) in \d+\.\d+s$", re.M), r"Ran \1 in <t>"),
 ]
