@@ -27,6 +27,12 @@ print('after -e')
 # %%
 %run nb57_fail.py
 # %%
+%run nb57_tool.py nb57_*.py '*.none' \*.py
+# %%
+%run -G nb57_tool.py nb57_*.py
+# %%
+%run -t -N 2 nb57_tool.py
+# %%
 %run -p -l 3 -s cumulative nb57_tool.py
 # %%
 %time undefined_thing
