@@ -165,20 +165,24 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         raise AttributeError("'ZMQInteractiveShell' object has no attribute 'ast_node_interactivity'")
                 self._plain_interactivity = None
 
-        def var_expand(self, cmd):
-                """$name and {expr} expansion as IPython does for ! lines (best effort)."""
+        def var_expand(self, cmd, depth=0, formatter=None):
+                """$name and {expr} expansion as IPython's DollarFormatter does for
+                ! lines and magics: a name or expression that fails leaves the
+                whole line as written (the shell may expand $NAME then)."""
                 ns = self.user_ns
 
                 def brace(m):
-                        try:
-                                return str(eval(m.group(1), ns))
-                        except Exception:
-                                return m.group(0)
+                        return str(eval(m.group(1), ns))
 
-                cmd = re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", brace, cmd)
-                cmd = re.sub(r"(?<!\$)\$([A-Za-z_]\w*)",
-                             lambda m: str(ns[m.group(1)]) if m.group(1) in ns else m.group(0), cmd)
-                return cmd.replace("$$", "$")
+                def dollar(m):
+                        return str(ns[m.group(1)])
+
+                try:
+                        out = re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", brace, cmd)
+                        out = re.sub(r"(?<!\$)\$([A-Za-z_]\w*)", dollar, out)
+                except Exception:
+                        return cmd
+                return out.replace("$$", "$").replace("{{", "{").replace("}}", "}")
 
         def system(self, cmd):
                 """`!cmd` as ipykernel runs it (IPython's pexpect-based system):
@@ -386,6 +390,18 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         frame = sys._getframe(1)
                         variables = {n: eval(n, frame.f_globals, frame.f_locals) for n in variables.split()}
                 self.user_ns.update(variables)
+
+        def drop_by_id(self, variables):
+                """IPython's drop_by_id: each name removed if it still holds that object."""
+                for name, obj in variables.items():
+                        if name in self.user_ns and self.user_ns[name] is obj:
+                                del self.user_ns[name]
+                                self.kernel.pylab_names.pop(name, None)
+
+        @property
+        def user_module(self):
+                """IPython's user_module: the __main__ module the cells run in."""
+                return self.kernel.main_module
 
         def ev(self, expr):
                 return eval(expr, self.user_ns)
