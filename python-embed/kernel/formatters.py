@@ -83,12 +83,26 @@ def _formatter_warning(mime, obj, exc=None, value=None):
                 return
         if exc is not None:
                 import traceback
-                text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        else:
-                text = (f"FormatterWarning: {mime} formatter returned invalid type "
-                        f"{type(value)} (expected {_EXPECTED_TYPE.get(mime, str(str))}) for object: "
-                        f"{pretty_text(obj)}\n")
-        sys.stderr.write(text)
+                sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+                return
+        # IPython's _check_return warns: from its file and line (Debian's IPython
+        # 8.5, whose source line shows if installed), once per text until the
+        # warning filters change, as Python's registry keeps it.
+        import warnings
+        category = getattr(sys.modules.get("IPython.core.formatters"), "FormatterWarning", FormatterWarning)
+        warnings.warn_explicit(f"{mime} formatter returned invalid type {type(value)} (expected "
+                               f"{_EXPECTED_TYPE.get(mime, str(str))}) for object: {pretty_text(obj)}",
+                               category, _IPYTHON_CHECK_RETURN[0], _IPYTHON_CHECK_RETURN[1],
+                               module="IPython.core.formatters", registry=_warning_registry)
+
+
+class FormatterWarning(UserWarning):
+        """Warning class for errors in formatters"""
+
+
+FormatterWarning.__module__ = "IPython.core.formatters"
+_IPYTHON_CHECK_RETURN = ("/usr/lib/python3/dist-packages/IPython/core/formatters.py", 366)
+_warning_registry = {}
 
 
 def _check_value(mime, value):
@@ -152,8 +166,11 @@ def format_bundle(obj, include=None, exclude=None):
         builtin = t in _NO_REPR_METHODS_TYPES
         m = None if builtin else _real_method(obj, "_ipython_display_")
         if m is not None:
-                m()
-                return {}, {}
+                try:
+                        m()
+                        return {}, {}
+                except Exception as e:  # IPython's catch_format_error: shown, then the other formatters
+                        _formatter_warning("_ipython_display_", obj, exc=e)
         data, md = {}, {}
         m = None if builtin else _real_method(obj, "_repr_mimebundle_")
         if m is not None:
