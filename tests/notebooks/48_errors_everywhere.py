@@ -13,20 +13,6 @@ list(map(f, ['a', 3]))
 # %%
 sorted([3, 'a', 1])
 # %%
-class ParseError(Exception):
-    pass
-def parse(s):
-    try:
-        return int(s)
-    except ValueError as e:
-        raise ParseError(f'cannot parse {s!r}') from e
-parse('x1')
-# %%
-try:
-    {}['missing']
-except KeyError:
-    raise RuntimeError('lookup failed') from None
-# %%
 try:
     1 / 0
 except ZeroDivisionError:
@@ -76,11 +62,6 @@ class BrokenStr(Exception):
         raise RuntimeError('no str')
 raise BrokenStr('x')
 # %%
-e = ValueError('with notes')
-e.add_note('note one')
-e.add_note('note two')
-raise e
-# %%
 def recurse(n):
     return recurse(n + 1)
 recurse(0)
@@ -113,13 +94,6 @@ class Bad:
     def __repr__(self):
         raise ValueError('repr failed')
 Bad()
-# %%
-class BadHTML:
-    def _repr_html_(self):
-        raise TypeError('html failed')
-    def __repr__(self):
-        return 'BadHTML()'
-BadHTML()
 # %%
 print('stdout first')
 import sys

@@ -32,19 +32,6 @@ task = asyncio.create_task(fetch(2))
 await asyncio.sleep(0.05)
 task.done(), task.result()
 # %%
-q = asyncio.Queue()
-async def producer():
-    for i in range(3):
-        await q.put(i)
-    await q.put(None)
-async def consumer():
-    out = []
-    while (item := await q.get()) is not None:
-        out.append(item * 10)
-    return out
-_, consumed = await asyncio.gather(producer(), consumer())
-consumed
-# %%
 def work(n):
     print(f'worker {n}')
     return n * n

@@ -1,16 +1,6 @@
 # %%
 import sys, time, os, subprocess
 from IPython.display import display, clear_output, update_display, HTML, Markdown, JSON, Pretty, Code, FileLink, ProgressBar
-for i in range(3):
-    clear_output(wait=True)
-    print(f'step {i}')
-# %%
-h = display(Markdown('starting'), display_id=True)
-h.update(Markdown('**finished**'))
-type(h).__name__
-# %%
-display(HTML('<b>a</b>'), display_id='fixed')
-update_display(HTML('<i>b</i>'), display_id='fixed')
 # %%
 sys.stdout.write('written\n')
 # %%

@@ -74,16 +74,6 @@ class Node:
         return f'Node({self.v!r}, {self.children!r})'
 Node(1, [Node(2), Node(3, [Node(4)])])
 # %%
-class Pretty:
-    def _repr_pretty_(self, p, cycle):
-        with p.group(2, 'Pretty(', ')'):
-            for i in range(12):
-                if i:
-                    p.text(',')
-                    p.breakable()
-                p.pretty('item_%d' % i)
-Pretty()
-# %%
 class Both:
     def __str__(self):
         return 'str form'

@@ -9,16 +9,6 @@ class NonStrRepr:
         return 42
 NonStrRepr()
 # %%
-class HtmlNotStr:
-    def _repr_html_(self):
-        return 123
-    def __repr__(self):
-        return 'HtmlNotStr()'
-HtmlNotStr()
-# %%
-# The same warning again: Python's registry shows it once.
-HtmlNotStr()
-# %%
 class MarkdownNone:
     def _repr_markdown_(self):
         return None
