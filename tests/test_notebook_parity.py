@@ -8,10 +8,12 @@ traceback line, the cells and lines of its frames).
 
 Normalised, because the two legitimately differ: execution counts (relative
 to the notebook's first cell), memory addresses, the working directory, the
-kernel's pid in the cells' file names, timings of %time/%timeit
+kernel's pid in the cells' file names, timings of %time/%timeit/%run -t
 (and unittest's "Ran N tests in"), ANSI colours, Styler ids,
-CRLF from !commands (a pty in ipykernel), the source path of IPython's own
-warnings ("To exit", FormatterWarning, %pylab's clobbered names), jupyter_client's warning when it cleans
+CRLF from !commands (a pty in ipykernel), the location of pandas' warnings
+from E2B's DataFrame formatter, the source path of IPython's own
+warnings ("To exit", FormatterWarning, %pylab's clobbered names, the output
+cache's limit), jupyter_client's warning when it cleans
 NaN out of a message.
 """
 
@@ -113,6 +115,8 @@ TIMING = [
     (re.compile(r"Wall time: .*"), "Wall time: <t>"),
     (re.compile(r".* per loop \(mean ± std\. dev\. of (\d+) runs?, (\d+) loops? each\)"),
      r"<t> per loop (\1 runs, \2 loops)"),
+    # %run -t's CPU times (getrusage).
+    (re.compile(r"^  (User|System) +: .*$", re.M), r"  \1 : <t>"),
     # unittest's summary line (unittest.main in a cell).
     (re.compile(r"^Ran (\d+ tests?) in \d+\.\d+s$", re.M), r"Ran \1 in <t>"),
 ]
@@ -142,6 +146,12 @@ def normalise(text, cwd):
                   r"\1", text)
     text = re.sub(r"\S*/IPython/core/magics/pylab\.py:\d+: (UserWarning: pylab import has clobbered .*\n.*\n)"
                   r"  warn\(.*\n", r"\1", text)
+    text = re.sub(r"\S*/IPython/core/displayhook\.py:\d+: (UserWarning: Output cache limit .*\n.*\n)"
+                  r"  warn\(.*\n", r"\1", text)
+    # pandas warns from the frame that called it: for a DataFrame's e2b/data,
+    # E2B's startup formatter (a file of E2B's template; here a cell of the
+    # reference and cellvm's kernel/e2b_data.py), each with its own line.
+    text = re.sub(r"(?m)^.+?:\d+: (\w+Warning: .*\n)  .*\bto_dict\(orient=\"list\"\).*\n", r"\1", text)
     for rx, sub in TIMING:
         text = rx.sub(sub, text)
     return text
@@ -249,6 +259,9 @@ def compare_with_ipykernel(path, agent, ipykernel, fixtures_dir):
                         "get_ipython().compile.flags &= ~_future.annotations.compiler_flag\n"
                         "import logging as _logging\n_logging.root.handlers.clear()\n"
                         "_logging.root.setLevel(_logging.WARNING)\n"
+                        # Out (and _N, _) as in a new kernel: the cells of
+                        # earlier notebooks would reach the cache's limit.
+                        "get_ipython().displayhook.flush()\n"
                         "import sys as _sys\nif 'matplotlib.pyplot' in _sys.modules:\n"
                         "    _sys.modules['matplotlib.pyplot'].draw_if_interactive.called = False\n"
                         f"import os as _os\n_os.chdir({kcwd!r})")

@@ -4,6 +4,7 @@ expression becomes Out[n], _, __, ___ and the execute result."""
 import ast
 import builtins
 import io
+import sys
 import tokenize
 
 from .formatters import format_bundle
@@ -79,12 +80,25 @@ class DisplayHook:
                 (ast_node_interactivity 'all' or 'last') becomes the cell's result."""
                 self._displayhook(value, self.cell_text, more=True)
 
+        def _cull_cache(self):
+                """IPython's cull_cache: the oldest fifth of Out (and their _N) dropped,
+                with its warning (from IPython's source there; normalised by the test)."""
+                sz = len(self.Out)
+                cull_count = max(int(sz * 0.2), 2)
+                sys.stderr.write(f"UserWarning: Output cache limit (currently {sz} entries) hit.\n"
+                                 f"Flushing oldest {cull_count} entries.\n")
+                for n in sorted(self.Out)[:cull_count]:
+                        self.ns.pop(f"_{n}", None)
+                        self.Out.pop(n, None)
+
         def _displayhook(self, value, cell, more=False):
                 """more: the cell may still run and write after this result."""
                 if value is None or _ends_with_semicolon(cell):
                         return
                 n = self.count
                 if value is not self.Out:
+                        if len(self.Out) >= 1000:  # IPython's cache_size
+                                self._cull_cache()
                         update = all(self.ns.get(u, None) is mine for u, mine in
                                      zip(("_", "__", "___"), self.under) if u in self.ns)
                         self.under = [value, self.under[0], self.under[1]]

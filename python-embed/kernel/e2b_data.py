@@ -5,6 +5,7 @@ application/json for lists and dicts, e2b/chart for figures."""
 
 def _e2b_data(df):
         """E2B code-interpreter's `_repr_e2b_data_` for a DataFrame: to_dict(orient='list'), JSON-safe."""
+        import datetime
         import math
         out = {}
         for key, column in df.to_dict(orient="list").items():
@@ -20,7 +21,9 @@ def _e2b_data(df):
                                 # message ('nan', 'inf', '-inf') when JSON refuses it.
                                 v = repr(v)
                         elif v is not None and not isinstance(v, (str, int, float, bool)):
-                                v = v.isoformat() if hasattr(v, "isoformat") else str(v)
+                                # Dates and times ISO (E2B's Timestamps, jupyter_client's
+                                # datetimes); other values (a Timedelta) as text.
+                                v = v.isoformat() if isinstance(v, (datetime.date, datetime.time)) else str(v)
                         vals.append(v)
                 out[str(key)] = vals
         return out

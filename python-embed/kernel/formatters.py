@@ -83,12 +83,26 @@ def _formatter_warning(mime, obj, exc=None, value=None):
                 return
         if exc is not None:
                 import traceback
-                text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        else:
-                text = (f"FormatterWarning: {mime} formatter returned invalid type "
-                        f"{type(value)} (expected {_EXPECTED_TYPE.get(mime, str(str))}) for object: "
-                        f"{pretty_text(obj)}\n")
-        sys.stderr.write(text)
+                sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+                return
+        # IPython's _check_return warns: from its file and line (Debian's IPython
+        # 8.5, whose source line shows if installed), once per text until the
+        # warning filters change, as Python's registry keeps it.
+        import warnings
+        category = getattr(sys.modules.get("IPython.core.formatters"), "FormatterWarning", FormatterWarning)
+        warnings.warn_explicit(f"{mime} formatter returned invalid type {type(value)} (expected "
+                               f"{_EXPECTED_TYPE.get(mime, str(str))}) for object: {pretty_text(obj)}",
+                               category, _IPYTHON_CHECK_RETURN[0], _IPYTHON_CHECK_RETURN[1],
+                               module="IPython.core.formatters", registry=_warning_registry)
+
+
+class FormatterWarning(UserWarning):
+        """Warning class for errors in formatters"""
+
+
+FormatterWarning.__module__ = "IPython.core.formatters"
+_IPYTHON_CHECK_RETURN = ("/usr/lib/python3/dist-packages/IPython/core/formatters.py", 366)
+_warning_registry = {}
 
 
 def _check_value(mime, value):
@@ -152,8 +166,11 @@ def format_bundle(obj, include=None, exclude=None):
         builtin = t in _NO_REPR_METHODS_TYPES
         m = None if builtin else _real_method(obj, "_ipython_display_")
         if m is not None:
-                m()
-                return {}, {}
+                try:
+                        m()
+                        return {}, {}
+                except Exception as e:  # IPython's catch_format_error: shown, then the other formatters
+                        _formatter_warning("_ipython_display_", obj, exc=e)
         data, md = {}, {}
         m = None if builtin else _real_method(obj, "_repr_mimebundle_")
         if m is not None:
@@ -372,6 +389,8 @@ _FORMATTER_NAMES = {"text/plain": "PlainTextFormatter", "text/html": "HTMLFormat
 
 # Set once a cell reached shell.display_formatter: format_bundle consults it then.
 _display_formatter = None
+# E2B's formatters that active_types left out (%doctest_mode).
+_inactive_extra = frozenset()
 
 
 class DisplayFormatter:
@@ -399,6 +418,15 @@ class DisplayFormatter:
         def active_types(self):
                 return [mime for mime, f in self.formatters.items() if getattr(f, "enabled", True)]
 
+        @active_types.setter
+        def active_types(self, types):
+                """IPython's observer: formatters of other types disabled (E2B's
+                e2b/data and e2b/chart, formatters of its shell, with them)."""
+                global _inactive_extra
+                for mime, f in self.formatters.items():
+                        f.enabled = mime in types
+                _inactive_extra = frozenset(m for m in ("e2b/data", "e2b/chart") if m not in types)
+
         def format(self, obj, include=None, exclude=None):
                 return format_bundle(obj, include, exclude)
 
@@ -414,11 +442,13 @@ def _user_formatter(mime, obj):
         or a formatter object the user put in place."""
         f = _display_formatter.formatters.get(mime)
         if f is None:
-                return mime in _REPR_METHODS_DICT, None  # a formatter deleted: that type no more
+                # A formatter deleted (that type no more), or E2B's made inactive.
+                return mime in _REPR_METHODS_DICT or mime in _inactive_extra, None
         if not isinstance(f, _Formatter):
                 return True, f(obj)
         if not f.enabled:
-                return True, None
+                # E2B's JSON formatter (its own __call__) ignores `enabled` for lists and dicts.
+                return not (mime == "application/json" and isinstance(obj, (list, dict))), None
         if mime == "text/plain":
                 return False, None  # the pretty printer reads the shared tables
         printer = f._printer(obj)

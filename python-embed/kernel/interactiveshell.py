@@ -6,6 +6,7 @@ import __future__
 import ast
 import codeop
 import linecache
+import re
 import sys
 
 import _cellvm
@@ -17,6 +18,9 @@ from .iostream import _flush_std
 from .kernelbase import _set_sigint
 from .session import EXEC_ERROR, _send
 from .ultratb import _from_file, _user_tb
+
+# IPython's HistoryManager._exit_re: inputs history does not keep.
+_EXIT_RE = re.compile(r"(exit|quit)(\s*\(.*\))?$")
 
 
 # The flags IPython's CachingCompiler (a codeop.Compile) parses cells with.
@@ -108,7 +112,13 @@ class CellRunner:
                 return filename
 
         def _store_inputs(self, raw, transformed):
+                """IPython's store_inputs: In/_ih and _i* without trailing newlines;
+                an exit/quit cell is left out (In's indexes then trail the count)."""
                 n = self.count
+                raw, transformed = raw.rstrip("\n"), transformed.rstrip("\n")
+                head = raw.lstrip()
+                if head[:4] in ("exit", "quit") and _EXIT_RE.match(head.strip()):
+                        return
                 self.In.append(transformed)
                 self.raw_in.append(raw)
                 self.inputs = self.inputs[1:] + [raw]

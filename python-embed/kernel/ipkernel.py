@@ -89,6 +89,7 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                                          "interactive environment")  # IPython's, as __doc__ shows
                 main.__dict__.update({"__builtin__": builtins, "__builtins__": builtins})
                 sys.modules["__main__"] = main
+                self.main_module = main
                 self.ns = main.__dict__
                 self.shell = Shell(self)
                 self.In = [""]

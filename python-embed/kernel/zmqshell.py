@@ -15,6 +15,7 @@ from .error import UsageError
 from .events import EventManager
 from .formatters import DisplayFormatter
 from .iostream import _flush_std
+from .macro import Macro
 from .magics import _IPYTHON_LINE_MAGICS, _NO_VAR_EXPAND
 from .magics.basic import BasicMagics
 from .magics.code import CodeMagics
@@ -28,6 +29,7 @@ from .magics.osm import _ALIASES, OSMagics
 from .magics.packaging import PackagingMagics
 from .magics.pylab import PylabMagics
 from .magics.script import ScriptMagics
+from .storemagic import StoreMagics
 from .text import SList
 from .usersite import refresh as _refresh_user_site
 
@@ -104,7 +106,8 @@ def _trait_error(message):
 
 
 class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagics, ExtensionMagics,
-            HistoryMagics, NamespaceMagics, OSMagics, PackagingMagics, PylabMagics, ScriptMagics):
+            HistoryMagics, NamespaceMagics, OSMagics, PackagingMagics, PylabMagics, ScriptMagics,
+            StoreMagics):
         """What `get_ipython()` returns: enough of InteractiveShell for transformed cells.
         Named as ipykernel's (below): libraries tell a notebook by the class
         (pandas' in_ipython_frontend, tqdm, plotly)."""
@@ -112,11 +115,20 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
         def __init__(self, kernel):
                 self.kernel = kernel
                 self.user_ns = kernel.ns
-                self.extensions = set()  # loaded by %load_ext (autoreload aside)
+                self.extensions = {"storemagic"}  # loaded by %load_ext (autoreload aside), or by default
                 self.aliases = dict(_ALIASES)
                 self.dir_stack = []  # %pushd/%popd
+                self._db = None
                 self._interactivity = None  # the trait's value (set on the shell, or %config)
                 self._plain_interactivity = None  # set on the shell once the trait is hidden
+
+        @property
+        def db(self):
+                """IPython's shell.db: the profile's PickleShareDB."""
+                if self._db is None:
+                        from .pickleshare import PickleShareDB
+                        self._db = PickleShareDB()
+                return self._db
 
         @staticmethod
         def _class_interactivity():
@@ -153,20 +165,24 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         raise AttributeError("'ZMQInteractiveShell' object has no attribute 'ast_node_interactivity'")
                 self._plain_interactivity = None
 
-        def var_expand(self, cmd):
-                """$name and {expr} expansion as IPython does for ! lines (best effort)."""
+        def var_expand(self, cmd, depth=0, formatter=None):
+                """$name and {expr} expansion as IPython's DollarFormatter does for
+                ! lines and magics: a name or expression that fails leaves the
+                whole line as written (the shell may expand $NAME then)."""
                 ns = self.user_ns
 
                 def brace(m):
-                        try:
-                                return str(eval(m.group(1), ns))
-                        except Exception:
-                                return m.group(0)
+                        return str(eval(m.group(1), ns))
 
-                cmd = re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", brace, cmd)
-                cmd = re.sub(r"(?<!\$)\$([A-Za-z_]\w*)",
-                             lambda m: str(ns[m.group(1)]) if m.group(1) in ns else m.group(0), cmd)
-                return cmd.replace("$$", "$")
+                def dollar(m):
+                        return str(ns[m.group(1)])
+
+                try:
+                        out = re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", brace, cmd)
+                        out = re.sub(r"(?<!\$)\$([A-Za-z_]\w*)", dollar, out)
+                except Exception:
+                        return cmd
+                return out.replace("$$", "$").replace("{{", "{").replace("}}", "}")
 
         def system(self, cmd):
                 """`!cmd` as ipykernel runs it (IPython's pexpect-based system):
@@ -375,6 +391,18 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         variables = {n: eval(n, frame.f_globals, frame.f_locals) for n in variables.split()}
                 self.user_ns.update(variables)
 
+        def drop_by_id(self, variables):
+                """IPython's drop_by_id: each name removed if it still holds that object."""
+                for name, obj in variables.items():
+                        if name in self.user_ns and self.user_ns[name] is obj:
+                                del self.user_ns[name]
+                                self.kernel.pylab_names.pop(name, None)
+
+        @property
+        def user_module(self):
+                """IPython's user_module: the __main__ module the cells run in."""
+                return self.kernel.main_module
+
         def ev(self, expr):
                 return eval(expr, self.user_ns)
 
@@ -385,15 +413,19 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 """IPython's automagic, applied by its prefilter to one-line cells
                 only: a line starting with a magic's name runs that magic (`pwd`,
                 `ls -l`, `pip install x`) unless a variable, builtin or keyword
-                has the name, or the line assigns to it. None if it does not apply."""
-                if not self.auto_magic:  # %automagic off
-                        return None
+                has the name, or the line assigns to it. A line starting with a
+                Macro's name runs the macro's code (its checker comes first).
+                None if neither applies."""
                 if not cell[:1].isalpha():  # every magic's name starts with a letter
                         return None
                 end = cell.find("\n")
                 if end != -1 and cell[end:].strip("\n"):
                         return None
                 ifun, rest = _AUTOMAGIC_RE.match(cell.rstrip("\n")).groups()
+                if isinstance(self.user_ns.get(ifun), Macro):
+                        return self.user_ns[ifun].value
+                if not self.auto_magic:  # %automagic off
+                        return None
                 rest = rest.lstrip()
                 if not ifun or rest[:1] in ("=", ","):
                         return None

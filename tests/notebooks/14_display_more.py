@@ -50,6 +50,9 @@ class NotStr:
         return 'NotStr()'
 NotStr()
 # %%
+# The same warning again: Python's registry shows it once.
+NotStr()
+# %%
 import numpy as np
 display(np.arange(3), np.float64(2.5))
 # %%

@@ -64,6 +64,24 @@ class BasicMagics:
                 formatters._float_format = cellvm_pretty.float_format = fmt
                 return fmt
 
+        def magic_doctest_mode(self, line):
+                """IPython's %doctest_mode: toggles plain repr() results, text/plain
+                only and %xmode Plain, restoring what was set when first turned on."""
+                saved = self.__dict__.setdefault("_doctest_saved", {
+                    "mode": False, "pprint": formatters._pprint, "xmode": self.kernel.xmode,
+                    "active": self.display_formatter.active_types
+                    + [m for m in ("e2b/data", "e2b/chart") if m not in formatters._inactive_extra]})
+                if not saved["mode"]:
+                        formatters._pprint = False
+                        self.display_formatter.active_types = ["text/plain"]
+                        self.magic_xmode("Plain")
+                else:
+                        formatters._pprint = saved["pprint"]
+                        self.display_formatter.active_types = saved["active"]
+                        self.magic_xmode(saved["xmode"])
+                saved["mode"] = not saved["mode"]
+                print("Doctest mode is:", ["OFF", "ON"][saved["mode"]])
+
         def magic_pprint(self, line):
                 """IPython's %pprint: pretty printing toggled (text/plain is repr() when off)."""
                 formatters._pprint = not formatters._pprint

@@ -8,10 +8,11 @@ from ..error import UsageError
 class CodeMagics:
         """IPython's CodeMagics (IPython.core.magics.code), mixed into zmqshell.Shell."""
 
-        def _find_user_code(self, target):
+        def _find_user_code(self, target, raw=True):
                 """IPython's find_user_code: input history, a file (.py optional), or
-                a string in the user's namespace."""
-                text = self._history_range(target)
+                a string or Macro in the user's namespace."""
+                from ..macro import Macro
+                text = self._history_range(target, raw)
                 if text:
                         return text
                 for path in (target + ".py", target) if not target.endswith(".py") else (target,):
@@ -28,7 +29,72 @@ class CodeMagics:
                                          "nor in the user namespace.") from e
                 if isinstance(obj, str):
                         return obj
-                raise TypeError(f"{target} is neither a string nor a macro.")
+                if isinstance(obj, Macro):
+                        return obj.value
+                raise TypeError(f"{target} is neither a string nor a macro.", obj)
+
+        @staticmethod
+        def _list_options(line, spec):
+                """IPython's parse_options(line, spec, mode='list'): ({flag}, words)."""
+                import getopt
+                import shlex
+                if not line.split():
+                        return set(), []
+                try:
+                        opts, args = getopt.getopt(shlex.split(line), spec)
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
+                return {o[1:] for o, _ in opts}, args
+
+        def magic_save(self, line):
+                """IPython's %save [-r] [-f] [-a] FILE RANGE...: lines of history (or a
+                file, string or macro) written to FILE (.py, or .ipy with -r)."""
+                opts, args = self._list_options(line, "fra")
+                if not args:
+                        raise UsageError("Missing filename.")
+                raw, append = "r" in opts, "a" in opts
+                fname, codefrom = args[0], " ".join(args[1:])
+                if not fname.endswith((".py", ".ipy")):
+                        fname += ".ipy" if raw else ".py"
+                fname = os.path.expanduser(fname)
+                exists = os.path.isfile(fname)
+                if exists and "f" not in opts and not append:
+                        # IPython asks, and E2B's kernel cannot read an answer.
+                        print("File `%s` exists. Use `%%save -f %s` to force overwrite" % (fname, line))
+                        return
+                try:
+                        cmds = self._find_user_code(codefrom, raw)
+                except (TypeError, ValueError) as e:
+                        print(e.args[0])
+                        return
+                with open(fname, "a" if append else "w", encoding="utf-8") as f:
+                        if not exists or not append:
+                                f.write("# coding: utf-8\n")
+                        f.write(cmds if cmds.endswith("\n") else cmds + "\n")
+                print("The following commands were written to file `%s`:" % fname)
+                print(cmds)
+
+        def magic_macro(self, line):
+                """IPython's %macro [-r] [-q] NAME RANGE...: a Macro of those lines in
+                the user's namespace; no argument lists the macros."""
+                from ..macro import Macro
+                opts, args = self._list_options(line, "rq")
+                if not args:
+                        return sorted(k for k, v in self.user_ns.items() if isinstance(v, Macro))
+                if len(args) == 1:
+                        raise UsageError("%macro insufficient args; usage '%macro name n1-n2 n3-4...")
+                name, codefrom = args[0], " ".join(args[1:])
+                try:
+                        lines = self._find_user_code(codefrom, "r" in opts)
+                except (ValueError, TypeError) as e:
+                        print(e.args[0])
+                        return
+                macro = Macro(lines)
+                self.user_ns[name] = macro
+                if "q" not in opts:
+                        print("Macro `%s` created. To execute, type its name (without quotes)." % name)
+                        print("=== Macro contents: ===")
+                        print(macro, end=" ")
 
         def magic_load(self, line):
                 """IPython's %load: the code becomes the frontend's next input (a

@@ -2,15 +2,42 @@
 
 import re
 
+from ..error import UsageError
 from ..pylabtools import _InlineBackend, _inline, _set_inline_trait
+
+# The configurables of ipykernel's shell that have config traits (%config lists them).
+_CONFIGURABLES = ("AliasManager", "DisplayFormatter", "HistoryManager", "IPCompleter", "IPKernelApp",
+                  "LoggingMagics", "MagicsManager", "OSMagics", "PrefilterManager", "ScriptMagics",
+                  "StoreMagics", "ZMQInteractiveShell")
 
 
 class ConfigMagics:
         """IPython's ConfigMagics (IPython.core.magics.config), mixed into zmqshell.Shell."""
 
         def magic_config(self, line):
-                """Only InlineBackend's traits and ast_node_interactivity are read
-                and set here."""
+                """IPython's %config: the configurables listed, an invalid statement
+                refused; only InlineBackend's traits and ast_node_interactivity are
+                read and set here."""
+                from .. import backend_inline
+                # ipykernel's configurables with config traits; InlineBackend once
+                # the inline backend is loaded.
+                names = sorted(_CONFIGURABLES + (("InlineBackend",) if backend_inline._mpl_activated else ()))
+                stripped = line.strip()
+                if not stripped:
+                        print("Available objects for config:")
+                        for name in names:
+                                print("   ", name)
+                        return None
+                if stripped not in names and "=" not in stripped and not re.match(r"^\w+\.\w+$", stripped):
+                        msg = f"Invalid config statement: {stripped!r}, should be `Class.trait = value`."
+                        for name in names:
+                                if stripped.lower() == name.lower():
+                                        msg += f"\nDid you mean {name} (note the case)?"
+                                        break
+                        raise UsageError(msg)
+                m = re.match(r"^(\w+)\.\w+$", stripped)
+                if m is not None and m.group(1) not in names:
+                        raise ValueError(f"{m.group(1)!r} is not in list")
                 m = re.match(r"^((?:ZMQ)?InteractiveShell)\.ast_node_interactivity\s*(?:=\s*(.+))?$", line.strip())
                 if m is not None:
                         if m.group(2) is None:

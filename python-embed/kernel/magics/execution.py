@@ -5,6 +5,7 @@ import ast
 import builtins
 import io
 import os
+import re
 import sys
 import time
 
@@ -53,16 +54,25 @@ def _debugger_entry(frame, lineno, context=5):
         return "".join(out)
 
 
-class _TimeitResult:
-        """IPython's TimeitResult: what %timeit prints (and returns with -o)."""
+class TimeitResult:
+        """IPython's TimeitResult: what %timeit prints (and returns with -o),
+        with its attributes (all_runs per run, timings per loop)."""
 
-        def __init__(self, loops, repeat, all_runs, precision=3):
-                self.loops, self.repeat, self.timings = loops, repeat, all_runs
-                self._precision = precision
-                self.all_runs = [t * loops for t in all_runs]
-                self.best, self.worst = min(all_runs), max(all_runs)
-                self.average = sum(all_runs) / len(all_runs)
-                self.stdev = (sum((t - self.average) ** 2 for t in all_runs) / len(all_runs)) ** 0.5
+        def __init__(self, loops, repeat, best, worst, all_runs, compile_time, precision):
+                self.loops, self.repeat, self.best, self.worst = loops, repeat, best, worst
+                self.all_runs, self.compile_time, self._precision = all_runs, compile_time, precision
+                self.timings = [dt / loops for dt in all_runs]
+
+        @property
+        def average(self):
+                import math
+                return math.fsum(self.timings) / len(self.timings)
+
+        @property
+        def stdev(self):
+                import math
+                mean = self.average
+                return (math.fsum([(x - mean) ** 2 for x in self.timings]) / len(self.timings)) ** 0.5
 
         def __str__(self):
                 return ("{mean} \xb1 {std} per loop (mean \xb1 std. dev. of {runs} run{rp}, "
@@ -74,6 +84,27 @@ class _TimeitResult:
 
         def __repr__(self):
                 return f"<TimeitResult : {self}>"
+
+
+def _run_with_timing(run, nruns):
+        """IPython's %run -t [-N N]: CPU (getrusage) and wall times of the runs."""
+        import resource
+        wall0 = time.perf_counter()
+        t0 = resource.getrusage(resource.RUSAGE_SELF)[:2]
+        for _ in range(nruns):
+                run()
+        t1 = resource.getrusage(resource.RUSAGE_SELF)[:2]
+        usr, syst = t1[0] - t0[0], t1[1] - t0[1]
+        print("\nIPython CPU timings (estimated):")
+        if nruns == 1:
+                print("  User   : %10.2f s." % usr)
+                print("  System : %10.2f s." % syst)
+        else:
+                print("Total runs performed:", nruns)
+                print("  Times  : %10s   %10s" % ("Total", "Per run"))
+                print("  User   : %10.2f s, %10.2f s." % (usr, usr / nruns))
+                print("  System : %10.2f s, %10.2f s." % (syst, syst / nruns))
+        print("Wall time: %10.2f s." % (time.perf_counter() - wall0))
 
 
 class ExecutionMagics:
@@ -127,15 +158,48 @@ class ExecutionMagics:
                 print(f"Wall time: {_format_time(wall)}")
                 return out
 
-        def magic_run(self, line):
-                """IPython's %run [-i] FILE [ARGS]: the file runs as __main__ with
-                sys.argv set, in a namespace of its own (the user's with -i);
-                what it defines is then the user's."""
+        @staticmethod
+        def _run_options(line):
+                """IPython's %run options ('nidtN:b:pD:l:rs:T:em:G', posix words): a
+                `--` goes after -m's module, whose arguments are the script's."""
+                import getopt
                 import shlex
-                args = shlex.split(line)
-                interactive = "-i" in args[:1]
-                if interactive:
-                        args = args[1:]
+                argv = shlex.split(line)
+                if "-m" in line and "--" not in line:
+                        for idx, arg in enumerate(argv):
+                                if not (arg and arg.startswith("-") and arg != "-"):
+                                        break
+                                if arg == "-m":
+                                        argv.insert(idx + 2, "--")
+                                        break
+                spec = "nidtN:b:pD:l:rs:T:em:G"
+                try:
+                        opts, args = getopt.getopt(argv, spec)
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
+                found = {}
+                for o, a in opts:
+                        found.setdefault(o[1:], []).append(a)
+                return found, args
+
+        def magic_run(self, line):
+                """IPython's %run [-i] [-n] [-e] [-t [-N N]] [-p] [-G] FILE [ARGS] and
+                %run -m MODULE [ARGS]: the file runs as __main__ (or its own name
+                with -n) with sys.argv set (ARGS glob-expanded unless -G), in a
+                namespace of its own (the user's with -i); what it defines is then
+                the user's."""
+                import glob
+                opts, args = self._run_options(line)
+                if "d" in opts or "b" in opts:
+                        raise UsageError("%run -d needs an interactive frontend")
+                module = opts["m"][0] if "m" in opts else None
+                if module is not None:
+                        import importlib.util
+                        spec = importlib.util.find_spec(module)
+                        origin = spec.origin if spec is not None else None
+                        if not origin or origin.rsplit(".", 1)[-1] not in ("py", "pyw"):
+                                raise Exception(f"{module!r} is not a valid modulename on sys.path")
+                        args = [origin] + args
                 if not args:
                         raise Exception("you must provide at least a filename.")  # IPython's
                 path = os.path.expanduser(args[0])
@@ -147,22 +211,41 @@ class ExecutionMagics:
                 except OSError:
                         raise Exception(f"File `{args[0]!r}` not found.") from None
                 code = compile(source, path, "exec", dont_inherit=True)
+                argv = args[1:] if "G" in opts else [
+                    u for a in map(os.path.expanduser, args[1:])
+                    for u in (glob.glob(a) or [re.sub(r"\\([*?\[])", r"\1", a)])]
+                interactive = "i" in opts
+                name = os.path.splitext(os.path.basename(path))[0] if "n" in opts else "__main__"
                 # IPython's new_main_mod: a module whose __doc__ then becomes the user's.
                 ns = self.user_ns if interactive else {
                     "__builtins__": builtins, "__doc__": "Module created for script run in IPython"}
                 saved_main, saved_argv = ns.get("__name__"), sys.argv
                 # new_main_mod gives the script its absolute path; -i, the path as given.
-                ns.update({"__name__": "__main__", "__file__": path if interactive else os.path.abspath(path)})
-                sys.argv = [path] + args[1:]
-                try:
-                        if self.kernel.mpl_run:
+                ns.update({"__name__": name, "__file__": path if interactive else os.path.abspath(path)})
+                sys.argv = [path] + argv
+                if module is not None:
+                        def run():
+                                import runpy
+                                ns.update(runpy.run_module(module, run_name="__main__", alter_sys=True))
+                elif self.kernel.mpl_run:
+                        def run():
                                 _run_file_with_matplotlib(lambda: exec(code, ns))
-                        else:
+                else:
+                        def run():
                                 exec(code, ns)
+                try:
+                        if "p" in opts:
+                                import cProfile
+                                cProfile.Profile().runcall(run)
+                                print("", end=" ")  # the report goes to the pager, as %prun's
+                        elif "t" in opts:
+                                _run_with_timing(run, int(opts.get("N", ["1"])[0]))
+                        else:
+                                run()
                 except SystemExit as e:
                         # IPython's safe_execfile: exit(0) is quiet, any other
-                        # status shown as the error alone; the cell goes on.
-                        if e.code:
+                        # status shown as the error alone (unless -e); the cell goes on.
+                        if e.code and "e" not in opts:
                                 self.kernel.report_error(e, exit_warning=False)
                 except KeyboardInterrupt:
                         raise  # the cell's interrupt, as the agent expects it
@@ -177,8 +260,8 @@ class ExecutionMagics:
                                 # stays the user's (and __main__'s) after %run -i.
                                 ns["__name__"] = saved_main
                 if not interactive:
-                        for name in ("__name__", "__file__", "__builtins__"):
-                                ns.pop(name, None)
+                        for key in ("__name__", "__file__", "__builtins__"):
+                                ns.pop(key, None)
                         self.user_ns.update(ns)
 
         def magic_prun(self, line, cell=None):
@@ -290,16 +373,19 @@ class ExecutionMagics:
                 setup = "pass"
                 if cell is not None:
                         setup, stmt = stmt or "pass", cell
+                t0 = time.perf_counter()
                 timer = timeit_mod.Timer(stmt, setup, globals=self.user_ns)
+                compile_time = time.perf_counter() - t0
                 if number == 0:
                         for index in range(10):
                                 number = 10 ** index
                                 if timer.timeit(number) >= 0.2:
                                         break
-                runs = [t / number for t in timer.repeat(repeat, number)]
-                result = _TimeitResult(number, repeat, runs, precision)
+                all_runs = timer.repeat(repeat, number)
+                runs = [t / number for t in all_runs]
+                worst, best = max(runs), min(runs)
+                result = TimeitResult(number, repeat, best, worst, all_runs, compile_time, precision)
                 if not quiet:
-                        worst, best = max(runs), min(runs)
                         if worst > 4 * best and best > 0 and worst > 1e-6:
                                 print(f"The slowest run took {worst / best:0.2f} times longer than the fastest. "
                                       "This could mean that an intermediate result is being cached.")

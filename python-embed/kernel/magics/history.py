@@ -11,10 +11,10 @@ class HistoryMagics:
         _RANGE_RE = re.compile(r"((?P<startsess>~?\d+)/)?(?P<start>\d+)?((?P<sep>[\-:])"
                                r"((?P<endsess>~?\d+)/)?(?P<end>\d+))?$")
 
-        def _history_lines(self, ranges):
-                """(line, raw input) of this session for IPython's range strings ("4",
-                "2-5", "2:5", "~0/3"); other sessions have nothing here."""
-                raw = self.kernel.raw_in
+        def _history_lines(self, ranges, raw=True):
+                """(line, input) of this session for IPython's range strings ("4",
+                "2-5", "2:5", "~0/3"), raw or translated; other sessions have nothing here."""
+                raw = self.kernel.raw_in if raw else self.kernel.In
                 out = []
                 for spec in ranges:
                         m = self._RANGE_RE.match(spec)
@@ -28,8 +28,8 @@ class HistoryMagics:
                         out.extend((i, raw[i]) for i in range(start, min(end, len(raw) - 1) + 1))
                 return out
 
-        def _history_range(self, target):
-                return "\n".join(text for _, text in self._history_lines(target.split())
+        def _history_range(self, target, raw=True):
+                return "\n".join(text for _, text in self._history_lines(target.split(), raw)
                                  if text) if target and target[0].isdigit() else ""
 
         def magic_history(self, line):

@@ -2,6 +2,7 @@
 %whos, %reset, %xdel) and objects (%pdef, %pdoc, %psource)."""
 
 import builtins
+import os
 import re
 import sys
 
@@ -119,6 +120,66 @@ class NamespaceMagics:
                         inspect.getsource(obj)
                 except Exception:
                         print(f"No source found for {line.strip()}")
+
+        def magic_pfile(self, line):
+                """IPython's %pfile: the file an object (or a file name) comes from goes
+                to the pager (a payload E2B drops): only what it prints shows."""
+                import inspect
+                oname = line.strip()
+                found, obj = self._find_object(oname)
+                if not found:
+                        print(f"Object `{oname}` not found.")
+                        name = os.path.expanduser(line)
+                        if not os.path.isfile(name) and not (not name.endswith(".py")
+                                                             and os.path.isfile(name + ".py")):
+                                print("File `%r` not found." % name)
+                        return
+                obj = inspect.unwrap(obj) if callable(obj) else obj
+                try:
+                        inspect.getsourcelines(obj)
+                except TypeError:  # an instance: its class's lines
+                        try:
+                                inspect.getsourcelines(obj.__class__)
+                        except (OSError, TypeError):
+                                print(f"No file found for {oname}" if oname else "No file found ")
+                                return
+                except OSError:
+                        print(f"No file found for {oname}" if oname else "No file found ")
+                        return
+                try:
+                        ofile = inspect.getabsfile(obj)
+                except TypeError:
+                        ofile = inspect.getabsfile(obj.__class__)
+                if ofile.endswith((".so", ".dll", ".pyd")):
+                        print("File %r is binary, not printing." % ofile)
+                elif not os.path.isfile(ofile):
+                        print("File %r does not exist, not printing." % ofile)
+
+        def magic_psearch(self, line):
+                """IPython's %psearch [-a] [-c|-i] [-e NS] [-s NS] [-l] PATTERN [TYPE]:
+                the names found go to the pager (a payload E2B drops): only its
+                errors show, as tracebacks after which the cell goes on."""
+                import getopt
+                import shlex
+                try:
+                        opts, args = getopt.getopt(shlex.split(line), "cias:e:l")
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "cias:e:l" )') from None
+                pattern = " ".join(args)
+                search = ["user_local", "user_global", "builtin"] + [a for o, a in opts if o == "-s"]
+                search = [n for n in search if n not in [a for o, a in opts if o == "-e"]]
+                table = {"user_global": None, "user_local": None, "builtin": None}
+                try:
+                        if any(o == "-l" for o, _ in opts):
+                                return
+                        if len(pattern.split()) not in (1, 2):
+                                raise ValueError(f"invalid argument string for psearch: <{pattern}>")
+                        for name in search:
+                                if name not in table:
+                                        raise ValueError(f"invalid namespace <{name}>. Valid names: "
+                                                         f"{table.keys()}")
+                except ValueError:
+                        self.showtraceback()
 
         def magic_pinfo(self, line):
                 return None

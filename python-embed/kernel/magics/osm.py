@@ -81,18 +81,109 @@ class OSMagics:
                 return os.getcwd()
 
         def magic_cd(self, line):
-                target = os.path.expanduser(line or "~")
-                if target == "-":
-                        target = self.kernel.oldpwd or os.getcwd()
-                old = os.getcwd()
+                """IPython's %cd [-q] [-b] DIR, %cd -, %cd -N (the N-th entry of _dh),
+                %cd --PART (the last _dh entry matching), %cd BOOKMARK."""
+                dh = self.user_ns.setdefault("_dh", [])
+                quiet = False
+                numcd = re.match(r"(-)(\d+)$", line)
+                if numcd:
+                        try:
+                                ps = dh[int(numcd.group(2))]
+                        except IndexError:
+                                print("The requested directory does not exist in history.")
+                                return
+                elif line.startswith("--"):
+                        pat, ps = line[2:], None
+                        for ent in reversed(dh):  # the basename first, then the whole path
+                                if pat in os.path.basename(ent) and os.path.isdir(ent):
+                                        ps = ent
+                                        break
+                                # IPython 8.5 then looks for PART in the whole path, a Path
+                                # (its _dh holds Paths; here str), which `in` refuses.
+                                raise TypeError("argument of type 'PosixPath' is not iterable")
+                        if ps is None:
+                                print("No matching entry in directory history")
+                                return
+                else:
+                        opts, ps = self._cd_options(line)
+                        quiet = "q" in opts
+                        if ps == "-":
+                                if len(dh) < 2:
+                                        raise UsageError("%cd -: No previous directory to change to.")
+                                ps = dh[-2]
+                        elif not os.path.isdir(ps) or "b" in opts:
+                                bkms = self.db.get("bookmarks", {})
+                                if ps in bkms:
+                                        print(f"(bookmark:{ps}) -> {bkms[ps]}")
+                                        ps = bkms[ps]
+                                elif "b" in opts:
+                                        raise UsageError(f"Bookmark '{ps}' not found.  "
+                                                         "Use '%bookmark -l' to see your bookmarks.")
                 try:
-                        os.chdir(target)
+                        os.chdir(os.path.expanduser(ps) if ps else os.path.expanduser("~"))
                 except OSError as e:
-                        print(f"[Errno {e.errno}] {e.strerror}: {target!r}")
-                        return None
-                self.kernel.oldpwd = old
-                self.user_ns.setdefault("_dh", []).append(os.getcwd())
-                print(os.getcwd())
+                        print(e)
+                else:
+                        # IPython compares the old str with a new Path: always unequal.
+                        dh.append(os.getcwd())
+                        self.db["dhist"] = _compress_dhist(dh)[-100:]
+                if not quiet and dh:
+                        print(dh[-1])
+
+        @staticmethod
+        def _cd_options(line):
+                """IPython's parse_options(line, 'qb', mode='string') for %cd: -q/-b
+                flags, the other words (shell-unquoted) joined by spaces."""
+                import getopt
+                import shlex
+                if not line.split():
+                        return set(), ""
+                try:
+                        opts, args = getopt.getopt(shlex.split(line), "qb")
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "qb" )') from None
+                return {o[1:] for o, _ in opts}, " ".join(args)
+
+        def magic_dhist(self, line):
+                """IPython's %dhist: the directories %cd visited (_dh). IPython 8.5
+                fails on any argument (len() of a map)."""
+                dh = self.user_ns.setdefault("_dh", [])
+                if line:
+                        raise TypeError("object of type 'map' has no len()")
+                print("Directory history (kept in _dh)")
+                for i, d in enumerate(dh):
+                        print("%d: %s" % (i, d))
+
+        def magic_bookmark(self, line):
+                """IPython's %bookmark NAME [DIR], -l (list), -d NAME, -r (remove all)."""
+                import getopt
+                import shlex
+                try:
+                        opts, args = getopt.getopt(shlex.split(line), "drl")
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "drl" )') from None
+                opts = {o[1:] for o, _ in opts}
+                if len(args) > 2:
+                        raise UsageError("%bookmark: too many arguments")
+                bkms = self.db.get("bookmarks", {})
+                if "d" in opts:
+                        if not args:
+                                raise UsageError("%bookmark -d: must provide a bookmark to delete")
+                        if args[0] not in bkms:
+                                raise UsageError(f"%bookmark -d: Can't delete bookmark '{args[0]}'")
+                        del bkms[args[0]]
+                elif "r" in opts:
+                        bkms = {}
+                elif "l" in opts:
+                        size = max(map(len, bkms), default=0)
+                        print("Current bookmarks:")
+                        for bk in sorted(bkms):
+                                print(f"%-{size}s -> %s" % (bk, bkms[bk]))
+                elif not args:
+                        raise UsageError("%bookmark: You must specify the bookmark name")
+                else:
+                        bkms[args[0]] = args[1] if len(args) == 2 else os.getcwd()
+                self.db["bookmarks"] = bkms
 
         def magic_pushd(self, line):
                 """IPython's %pushd [DIR]: the current directory onto the stack (home
@@ -157,6 +248,10 @@ class OSMagics:
 
         cell_magic_file = cell_magic_writefile  # IPython's %%file: an alias
 
+        def magic_clear(self, line):
+                """ipykernel's %clear: `clear` run as !clear is (its escape codes)."""
+                self.system("clear")
+
         def magic_less(self, line):
                 """ipykernel's %less / %more: the file to the pager (a payload E2B
                 drops); only a missing name or an unreadable file shows."""
@@ -166,3 +261,11 @@ class OSMagics:
                         f.read()
 
         magic_more = magic_less
+
+
+def _compress_dhist(dh):
+        """IPython's compress_dhist: the last 10 entries, and one of each before."""
+        head, tail = dh[:-10], dh[-10:]
+        seen = set()
+        newhead = [h for h in head if not (h in seen or seen.add(h))]
+        return newhead + tail

@@ -22,6 +22,9 @@ class PylabMagics:
                 if {"-l", "--list"} & set(line.split()):
                         print(f"Available matplotlib backends: {_MPL_GUIS}")
                         return None
+                gui = next((a for a in line.split() if not a.startswith("-")), None)
+                if gui and gui != "auto" and gui.lower() not in _MPL_GUIS:
+                        raise KeyError(gui.lower())  # IPython's lookup in pylabtools.backends
                 self.kernel.mpl_run = True
                 _activate_matplotlib()
                 import matplotlib
