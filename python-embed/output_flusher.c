@@ -26,14 +26,15 @@ static struct {
         long interval_ns;
 } flusher = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static void call_flush(void)
+/* Runs with the thread's own thread state `ts` (see flusher_main). */
+static void call_flush(PyThreadState *ts)
 {
-        PyGILState_STATE g = PyGILState_Ensure();
+        PyEval_RestoreThread(ts);
         PyObject *r = PyObject_CallNoArgs(flusher.flush);
         if (r == NULL)
                 PyErr_Clear(); /* nowhere to report it; the next message flushes again */
         Py_XDECREF(r);
-        PyGILState_Release(g);
+        PyEval_SaveThread();
 }
 
 static void deadline_after(struct timespec *ts, long ns)
@@ -47,6 +48,14 @@ static void deadline_after(struct timespec *ts, long ns)
 static void *flusher_main(void *arg)
 {
         (void)arg;
+        /* One thread state for the thread's life, made and freed with the GIL
+         * held. A PyGILState_Ensure/Release per flush would allocate and free
+         * a thread state each time, the free after the GIL is dropped: with
+         * tracemalloc's hooks installed or being removed by a cell
+         * (tracemalloc.start()/stop()), that raced and crashed the executor
+         * (SIGSEGV in this thread, about once in 40 start/stop cells). */
+        PyGILState_STATE g = PyGILState_Ensure();
+        PyThreadState *ts = PyEval_SaveThread();
         pthread_mutex_lock(&flusher.lock);
         while (!flusher.stop) {
                 if (!atomic_load(&flusher.active)) {
@@ -65,10 +74,12 @@ static void *flusher_main(void *arg)
                 if (flusher.stop || !atomic_load(&flusher.active))
                         continue;
                 pthread_mutex_unlock(&flusher.lock);
-                call_flush();
+                call_flush(ts);
                 pthread_mutex_lock(&flusher.lock);
         }
         pthread_mutex_unlock(&flusher.lock);
+        PyEval_RestoreThread(ts);
+        PyGILState_Release(g);
         return NULL;
 }
 

@@ -144,3 +144,18 @@ def test_a_stream_that_is_dropped_writes_what_it_holds(ex):
               "del s; gc.collect()\n"
               "os.read(r, 100)")
     assert r.result["data"]["text/plain"] == "b'pending'"
+
+
+def test_tracemalloc_started_and_stopped_while_the_flusher_runs(ex):
+    # The flusher thread used to make and free a thread state at each tick;
+    # with tracemalloc's allocator hooks going in and out under it, that
+    # crashed the executor (SIGSEGV) within a second or two of this loop.
+    r = ex.ok("import tracemalloc, time\n"
+              "t, n = time.monotonic(), 0\n"
+              "while time.monotonic() - t < 2:\n"
+              "    tracemalloc.start()\n"
+              "    x = [list(range(50)) for _ in range(50)]\n"
+              "    tracemalloc.stop()\n"
+              "    n += 1\n"
+              "print(n > 0, tracemalloc.is_tracing())")
+    assert r.stdout == "True False\n"
