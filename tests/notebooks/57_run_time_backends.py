@@ -27,7 +27,7 @@ print('after -e')
 # %%
 %run nb57_fail.py
 # %%
-%run nb57_tool.py nb57_*.py '*.none' \*.py
+%run nb57_tool.py nb57_*.py '*.none' nb57_\*.py
 # %%
 %run -G nb57_tool.py nb57_*.py
 # %%
