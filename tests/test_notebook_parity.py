@@ -245,8 +245,8 @@ def compare_with_ipykernel(path, agent, ipykernel, fixtures_dir):
     # A clean namespace, keeping E2B's formatters (their helpers start with '_').
     # And, as a new kernel has them, logging (a notebook may configure it) and
     # pyplot's record of a draw request, which %run acts on once %matplotlib ran.
-    # Module-level state a notebook may leave too: annotations, the __doc__ that
-    # a %run (non -i) sets, the __file__ that a %run -i sets, and a
+    # Module-level state a notebook may leave too: annotations, the __doc__ and
+    # __builtins__ that a %run (non -i) sets, the __file__ that a %run -i sets, and a
     # `from __future__ import annotations` (a flag of the kernel's compiler
     # from then on).
     def reference():
@@ -254,6 +254,8 @@ def compare_with_ipykernel(path, agent, ipykernel, fixtures_dir):
                         "('In', 'Out', 'get_ipython', 'exit', 'quit')]:\n    del globals()[_n]\n"
                         "globals().pop('__annotations__', None)\n"
                         "globals().pop('__file__', None)\n"
+                        # %run (without -i) leaves the dict exec() gives a script.
+                        "import builtins as _builtins\nglobals()['__builtins__'] = _builtins\n"
                         "__doc__ = 'Automatically created module for IPython interactive environment'\n"
                         "import __future__ as _future\n"
                         "get_ipython().compile.flags &= ~_future.annotations.compiler_flag\n"

@@ -23,7 +23,11 @@ sys.stderr.write('err line\n')
 print('out line')
 sys.stderr.write('err again\n')
 # %%
-os.system('echo from os.system; echo to err >&2')
+# ipykernel forwards a child's fd output from a thread: under load it can
+# reach the next cell, so the cell waits for it before it ends.
+rc = os.system('echo from os.system; echo to err >&2')
+time.sleep(0.5)
+rc
 # %%
 subprocess.run(['echo', 'captured'], capture_output=True, text=True)
 # %%
