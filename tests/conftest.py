@@ -256,37 +256,18 @@ SESSION_VM_MODULES = {"test_async_sandbox", "test_image", "test_sdk_e2b_api", "t
 POD_IMAGE_MODULES = {"test_oci", "test_kube_backend"}
 
 
-# The notebook-parity notebooks (the longest module, ~8 min) are split into
-# this many groups, so that no single one of them decides when the run ends.
-PARITY_GROUPS = 2
-# The longest groups are handed out first: xdist gives groups to workers in
-# the order they first appear, and a long group started last leaves the
-# other worker idle at the end (longest-processing-time-first scheduling).
-FIRST_GROUPS = ("session_vm",) + tuple(f"notebook_parity_{i}" for i in range(PARITY_GROUPS)) + (
-    "pod_image",)
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist's worker names the groups
 def pytest_collection_modifyitems(config, items):
     def last(item):
         m = item.get_closest_marker("ends_session_vm")
         return (1, m.args[0]) if m else (0, 0)
-    parity = 0
+    items.sort(key=last)  # stable: the rest keeps its order
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             module = getattr(getattr(item, "module", None), "__name__", "")
             group = ("session_vm" if module in SESSION_VM_MODULES else
                      "pod_image" if module in POD_IMAGE_MODULES else item.nodeid.split("::")[0])
-            if module == "test_notebook_parity":
-                group = f"notebook_parity_{parity % PARITY_GROUPS}"
-                parity += 1
             item.add_marker(pytest.mark.xdist_group(group))
-
-    def order(item):
-        group = item.get_closest_marker("xdist_group").args[0]
-        return (FIRST_GROUPS.index(group) if group in FIRST_GROUPS else len(FIRST_GROUPS),
-                last(item))
-    items.sort(key=order)  # stable: the rest keeps its order
 
 
 def pytest_sessionfinish(session, exitstatus):
