@@ -115,6 +115,10 @@ TIMING = [
     (re.compile(r"Wall time: .*"), "Wall time: <t>"),
     (re.compile(r".* per loop \(mean ± std\. dev\. of (\d+) runs?, (\d+) loops? each\)"),
      r"<t> per loop (\1 runs, \2 loops)"),
+    # IPython's timeit warns when the slowest run took over 4 times the
+    # fastest: a matter of this machine's load, on either side.
+    (re.compile(r"^The slowest run took [\d.]+ times longer than the fastest\. "
+                r"This could mean that an intermediate result is being cached\.\n", re.M), ""),
     # %run -t's CPU times (getrusage).
     (re.compile(r"^  (User|System) +: .*$", re.M), r"  \1 : <t>"),
     # unittest's summary line (unittest.main in a cell).

@@ -189,6 +189,10 @@ def executor_main(fd):
         _state.kernel = kernel
         _state.req_id = 0
         _cellvm.send(fd, X_READY, 0, {"pid": os.getpid()})
-        kernel.serve()
-        _flush_std()
-        _cellvm.flusher_stop()
+        try:
+                kernel.serve()
+                _flush_std()
+        finally:
+                # The flusher thread holds a thread state of its own: it must be
+                # joined before the interpreter finalizes, however serve() ended.
+                _cellvm.flusher_stop()
