@@ -180,10 +180,10 @@ def test_push_with_credentials_leaves_no_trace_in_the_config(sbx, workdir):
     sbx.git.init(repo, initial_branch="main")
     sbx.git.configure_user("Bot", "bot@example.com", scope="local", path=repo)
     sbx.git.commit(repo, "empty", allow_empty=True)
-    sbx.git.remote_add(repo, "origin", "https://git.example.invalid/o/repo.git")
+    sbx.git.remote_add(repo, "origin", "https://127.0.0.1:1/o/repo.git")
     with pytest.raises(CommandExitException):
         sbx.git.push(repo, username="me", password="s3cret-token")
-    assert sbx.git.remote_get(repo, "origin") == "https://git.example.invalid/o/repo.git"
+    assert sbx.git.remote_get(repo, "origin") == "https://127.0.0.1:1/o/repo.git"
     assert "s3cret-token" not in sbx.files.read(repo + "/.git/config")
 
 
