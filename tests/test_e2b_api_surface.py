@@ -1,7 +1,7 @@
 """cellvm's compat packages (`e2b`, `e2b_code_interpreter`) against E2B's
 public Python API as E2B's sources define it (tests/e2b_source_api.py reads
 them with `ast`): every exported name, every public member of an exported
-class (and of `sandbox.files`, `.commands`, `.pty`), its kind (method,
+class (and of `sandbox.files`, `.commands`, `.pty`, `.git`), its kind (method,
 property, classmethod, E2B's class_method_variant, async or not), every
 parameter's name, kind, position and default, every overload, the classes
 a return annotation names, dataclass fields in order, TypedDict keys, enum
@@ -39,10 +39,14 @@ SUB_OBJECTS = {
     ("AsyncSandbox", "files"): "cellvm.async_files:AsyncFilesystem",
     ("AsyncSandbox", "commands"): "cellvm.async_commands:AsyncCommands",
     ("AsyncSandbox", "pty"): "cellvm.async_pty:AsyncPty",
+    ("Sandbox", "git"): "cellvm.git:Git",
+    ("AsyncSandbox", "git"): "cellvm.async_git:AsyncGit",
 }
 
-# Modules whose classes are compared besides the packages' exports.
-MODULES = ["e2b_code_interpreter.charts"]
+# Modules whose classes and functions are compared besides the packages'
+# exports (sandbox.git's helpers: E2B's programs and tests import them).
+MODULES = ["e2b_code_interpreter.charts", "e2b.sandbox._git.args", "e2b.sandbox._git.auth",
+           "e2b.sandbox._git.config", "e2b.sandbox._git.parse", "e2b.sandbox._git.types"]
 
 pytestmark = pytest.mark.skipif(not HAVE_SOURCES, reason="E2B's SDK sources are not at " + SHARED)
 

@@ -184,22 +184,32 @@ def pytest_deselected(items):
 
 # --- a fresh agent per test ------------------------------------------------
 
-def _home_user_launcher(workdir):
+def _home_user_launcher(workdir, loopback=False):
     """unshare(1) into a private mount namespace where /home is a tmpfs and the
-    test's `workdir` is bind-mounted on /home/user, then exec the agent."""
+    test's `workdir` is bind-mounted on /home/user, then exec the agent.
+    loopback: into a network namespace of its own too, with only lo up."""
     script = ('mount -t tmpfs -o mode=0755 cellvm-home /home && mkdir /home/user && '
               'mount --bind "$0" /home/user && exec "$@"')
-    return ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script,
+    net = []
+    if loopback:
+        script = "ip link set lo up && " + script
+        net = ["--net"]
+    return ["unshare", "--mount", *net, "--propagation", "private", "--", "/bin/sh", "-c", script,
             workdir]
 
 
-@pytest.fixture(autouse=True)
-def cellvm_agent(request, monkeypatch):
-    """A dev-mode agent of this test's own: $CELLVM_ADDR names it."""
+def agent_of_the_test(request, monkeypatch, loopback=False, **agent_args):
+    """(generator, for a fixture) A dev-mode agent of this test's own, named
+    by $CELLVM_ADDR; its log goes into the report, a sanitizer's report fails
+    the test. loopback: user code may use TCP/IP on 127.0.0.1, in a network
+    namespace where nothing else is up (as in a guest without NIC). The git
+    suite (cellvm_git_suite.py) shares it."""
     if os.geteuid() == 0:
-        agent = AgentProcess(launcher=_home_user_launcher, agent_workdir=SANDBOX_WORKDIR)
-    else:  # no mount namespace: the tests that expect /home/user fail, visibly
-        agent = AgentProcess()
+        policy = ("--network", "loopback") if loopback else ()
+        agent = AgentProcess(*policy, launcher=lambda workdir: _home_user_launcher(workdir, loopback),
+                             agent_workdir=SANDBOX_WORKDIR, **agent_args)
+    else:  # no namespaces: the tests that expect /home/user or loopback fail, visibly
+        agent = AgentProcess(**agent_args)
     monkeypatch.setenv("CELLVM_ADDR", agent.addr)
     try:
         yield agent
@@ -209,6 +219,12 @@ def cellvm_agent(request, monkeypatch):
         shutil.rmtree(agent.dir, ignore_errors=True)
         request.node.add_report_section("teardown", "agent log", log[-6000:])
         assert report is None, report
+
+
+@pytest.fixture(autouse=True)
+def cellvm_agent(request, monkeypatch):
+    """A dev-mode agent of this test's own: $CELLVM_ADDR names it."""
+    yield from agent_of_the_test(request, monkeypatch)
 
 
 class _TestTimeout(Exception):

@@ -71,6 +71,8 @@ from .models import (
 )
 from .commands import CommandHandle
 from .files import WatchHandle
+from .git import Git
+from .git_types import GitBranches, GitFileStatus, GitResetMode, GitStatus
 from .network import (ALL_TRAFFIC, SandboxNetworkOpts, SandboxNetworkSelector,
                       SandboxNetworkSelectorContext, SandboxNetworkUpdate)
 from .sandbox import Sandbox, SandboxPaginator
@@ -104,7 +106,12 @@ __all__ = [
     "BuildException",
     "FileNotFoundException",
     "FileUploadException",
+    "Git",
     "GitAuthException",
+    "GitBranches",
+    "GitFileStatus",
+    "GitResetMode",
+    "GitStatus",
     "GitUpstreamException",
     "PtyOutput",
     "PtySize",

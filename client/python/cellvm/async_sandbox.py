@@ -18,6 +18,7 @@ from . import _async_bridge as bridge
 from . import _wire
 from .async_commands import AsyncCommands
 from .async_files import AsyncFilesystem
+from .async_git import AsyncGit
 from .async_pty import AsyncPty
 from .boot import BootReport
 from .cloud_only import AsyncCloudOnly
@@ -42,6 +43,7 @@ class AsyncSandbox(AsyncCloudOnly):
         self._files = AsyncFilesystem(sandbox)
         self._commands = AsyncCommands(sandbox)
         self._pty = AsyncPty(sandbox, self._commands)
+        self._git = AsyncGit(self._commands)
 
     @classmethod
     async def create(cls, *args, **kwargs) -> "AsyncSandbox":
@@ -218,6 +220,11 @@ class AsyncSandbox(AsyncCloudOnly):
     def pty(self) -> AsyncPty:
         """E2B's sandbox.pty, async (cellvm.async_pty.AsyncPty)."""
         return self._pty
+
+    @property
+    def git(self) -> AsyncGit:
+        """E2B's sandbox.git, async (cellvm.async_git.AsyncGit)."""
+        return self._git
 
     @property
     def vmm_pid(self) -> Optional[int]:

@@ -1055,6 +1055,13 @@ class Sandbox(CloudOnly):
         from .pty import Pty
         return Pty(self)
 
+    @property
+    def git(self):
+        """E2B's sandbox.git: clone, status, add, commit, push, pull, ... by
+        running git in the sandbox (cellvm.git.Git)."""
+        from .git import Git
+        return Git(self.commands)
+
     # --- execution -----------------------------------------------------------
 
     def run_code(
