@@ -62,10 +62,13 @@ test: deps
 	tests/run
 
 # E2B's own code-interpreter tests (../shared/e2b_conformance) against dev-mode
-# agents, with the counts per class, then E2B's own JS suites against
-# `cellvm serve` (docs/CONFORMANCE.md); .ci/run runs both.
+# agents, with the counts per class, the pytest modules that compare cellvm
+# with a reference (the notebooks against ipykernel, E2B's git tests), then
+# E2B's own JS suites against `cellvm serve` (docs/CONFORMANCE.md); .ci/run
+# runs all three.
 conformance: all
 	tests/conformance/run
+	tests/conformance/run-reference
 	CELLVM_JS_NO_MAKE=1 tests/conformance_js/run
 
 # The template Sandbox.create() restores from (docs/SNAPSHOTS.md): build/image

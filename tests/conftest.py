@@ -243,6 +243,9 @@ def pytest_configure(config):
                                        "(it closes or stops the session's micro-VM)")
     # E2B's, on the tests of its suite test_vm_e2e runs (E2B_DEBUG is never set here)
     config.addinivalue_line("markers", "skip_debug: E2B's: skipped when E2B_DEBUG is set")
+    config.addinivalue_line("markers", "reference: compares cellvm with a reference "
+                                       "implementation (ipykernel, E2B's own tests); "
+                                       "tests/conformance/run-reference runs these, tests/run the rest")
 
 
 # The modules that share the session's VM (vm_sandbox) run on one xdist

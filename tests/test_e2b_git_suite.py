@@ -15,6 +15,9 @@ from e2b_source_api import ROOT, SHARED
 GIT_TESTS = os.path.join(SHARED, "e2b-python-sdk", "tests", "shared", "git")
 
 pytestmark = [
+    # E2B's own suite: run by `make conformance` (tests/conformance/run-reference),
+    # not by `make test` (tests/run).
+    pytest.mark.reference,
     pytest.mark.skipif(not os.path.isdir(GIT_TESTS), reason="E2B's git tests are not at " + GIT_TESTS),
     # The plugin's namespaces (/home/user, a loopback of its own for E2B's git daemon) need root.
     pytest.mark.skipif(os.geteuid() != 0, reason="E2B's git tests run here as root only"),

@@ -25,6 +25,10 @@ import pytest
 
 jupyter_client = pytest.importorskip("jupyter_client")
 
+# A comparison with a reference implementation: run by `make conformance`
+# (tests/conformance/run-reference), not by `make test` (tests/run).
+pytestmark = pytest.mark.reference
+
 from cellvm import Execution, ExecutionError, Result, Sandbox  # noqa: E402
 from test_e2b_compat import E2B_STARTUP, png_size  # noqa: E402
 
