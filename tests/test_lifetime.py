@@ -13,6 +13,7 @@ import re
 import secrets
 import signal
 import subprocess
+import threading
 import sys
 import time
 import types
@@ -379,3 +380,35 @@ def test_another_process_vm_is_reached_by_its_id_and_by_its_address(rt, standins
             call(sid)
     assert Sandbox.kill(sid) is False
     assert agent.proc.poll() is None  # the agent itself was never the target
+
+
+def test_the_deadline_relay_runs_only_while_it_watches_a_sandbox(tmp_path, monkeypatch):
+    """The relay thread (lifetime.watch) stats each watched entry's file once
+    per poll; with nothing left to watch it ends, and a later watch() starts
+    another."""
+    monkeypatch.setattr(lifetime, "RELAY_POLL_S", 0.02)
+    entry = tmp_path / "entry"
+    entry.write_text("{}")
+
+    class Held:  # what the relay reads of a Sandbox that holds a channel
+        _killed = _closed = False
+        _entry = types.SimpleNamespace(path=str(entry), deadline_ms=0)
+
+    def relays():
+        return [t for t in threading.enumerate() if t.name == "cellvm-deadline-relay"]
+
+    def ends_within(seconds):
+        deadline = time.monotonic() + seconds
+        while relays() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not relays()
+
+    assert ends_within(2)  # none left from an earlier test
+    for _ in range(2):
+        sbx = Held()
+        lifetime.watch(sbx)
+        assert len(relays()) == 1
+        time.sleep(0.1)
+        assert len(relays()) == 1  # still watching: still running
+        lifetime.unwatch(sbx)
+        assert ends_within(2)

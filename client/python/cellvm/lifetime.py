@@ -233,10 +233,14 @@ def unwatch(sbx):
 
 
 def _relay_loop():
+    global _relay
     while True:
         time.sleep(RELAY_POLL_S)
         with _watch_lock:
             sandboxes = list(_watched)
+            if not sandboxes:  # nothing left to relay: the next watch() starts another
+                _relay = None
+                return
         changed = []
         for sbx in sandboxes:
             if sbx._killed or sbx._closed:
