@@ -189,6 +189,17 @@ await runGroup('runcode', async (scenario) => {
     o.js = summary(await sbx.runCode('process.env.SERVE_SDK_FOO', { language: 'js', envs: { SERVE_SDK_FOO: 'qux' } }))
   })
 
+  // E2B's default variables, in every language's context (E2B's server sets envd's /envs in each).
+  await scenario('default_envs', async (o) => {
+    o.sandboxId = sbx.sandboxId
+    o.templateId = (await sbx.getInfo()).templateId
+    o.python = summary(await sbx.runCode('import os; print(os.environ["E2B_SANDBOX"], os.environ["E2B_SANDBOX_ID"], os.environ["E2B_TEMPLATE_ID"], os.environ.get("E2B_TEAM_ID"))'))
+    o.js = summary(await sbx.runCode('[process.env.E2B_SANDBOX, process.env.E2B_SANDBOX_ID, process.env.E2B_TEMPLATE_ID].join(" ")', { language: 'js' }))
+    o.ts = summary(await sbx.runCode('const sid: string = process.env.E2B_SANDBOX_ID as string; sid', { language: 'ts' }))
+    o.bash = summary(await sbx.runCode('echo "$E2B_SANDBOX $E2B_SANDBOX_ID $E2B_TEMPLATE_ID"', { language: 'bash' }))
+    o.perCall = summary(await sbx.runCode('import os; os.environ["E2B_SANDBOX_ID"]', { envs: { E2B_SANDBOX_ID: 'per-call' } }))
+  })
+
   await scenario('dataframe', async (o) => {
     Object.assign(o, summary(await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]})')))
   })
