@@ -27,7 +27,8 @@ const summary = (ex) => ({
 await runGroup('runcode', async (scenario) => {
   let sbx
   await scenario('create', async (o) => {
-    sbx = killLater(scenario, await Sandbox.create({ metadata: { suite: 'serve_sdk', group: 'runcode' } }))
+    // Its envs override E2B's default E2B_TEMPLATE_ID (scenario default_envs).
+    sbx = killLater(scenario, await Sandbox.create({ metadata: { suite: 'serve_sdk', group: 'runcode' }, envs: { E2B_TEMPLATE_ID: 'runcode-own' } }))
     o.sandboxId = sbx.sandboxId
   })
   if (!sbx) return
@@ -189,10 +190,10 @@ await runGroup('runcode', async (scenario) => {
     o.js = summary(await sbx.runCode('process.env.SERVE_SDK_FOO', { language: 'js', envs: { SERVE_SDK_FOO: 'qux' } }))
   })
 
-  // E2B's default variables, in every language's context (E2B's server sets envd's /envs in each).
+  // E2B's default variables, in every language's context (E2B's server sets envd's /envs in each),
+  // with the create's envs over them.
   await scenario('default_envs', async (o) => {
     o.sandboxId = sbx.sandboxId
-    o.templateId = (await sbx.getInfo()).templateId
     o.python = summary(await sbx.runCode('import os; print(os.environ["E2B_SANDBOX"], os.environ["E2B_SANDBOX_ID"], os.environ["E2B_TEMPLATE_ID"], os.environ.get("E2B_TEAM_ID"))'))
     o.js = summary(await sbx.runCode('[process.env.E2B_SANDBOX, process.env.E2B_SANDBOX_ID, process.env.E2B_TEMPLATE_ID].join(" ")', { language: 'js' }))
     o.ts = summary(await sbx.runCode('const sid: string = process.env.E2B_SANDBOX_ID as string; sid', { language: 'ts' }))

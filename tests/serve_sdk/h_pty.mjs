@@ -7,7 +7,7 @@ import { runGroup, killLater, expectThrow, until } from './lib.mjs'
 const enc = (s) => new TextEncoder().encode(s)
 
 await runGroup('pty', async (scenario) => {
-  // Its envs override E2B's default E2B_TEMPLATE_ID (checked in the terminal and a cell).
+  // Its envs override E2B's default E2B_TEMPLATE_ID (checked in the terminal).
   const sbx = killLater(scenario, await Sandbox.create({ metadata: { suite: 'serve_sdk', group: 'pty' }, envs: { E2B_TEMPLATE_ID: 'pty-own' } }))
 
   await scenario('terminal', async (o) => {
@@ -20,7 +20,6 @@ await runGroup('pty', async (scenario) => {
     o.sandboxId = sbx.sandboxId
     await sbx.pty.sendInput(term.pid, enc('echo "ids=$E2B_SANDBOX:$E2B_SANDBOX_ID:$E2B_TEMPLATE_ID"\n'))
     o.ids = (await until(() => out.match(/ids=(true:[^\s$"]+)/), 30_000))?.[1] ?? null
-    o.cellTemplate = (await sbx.runCode('import os; print(os.environ["E2B_TEMPLATE_ID"], end="")')).logs.stdout.join('')
     await sbx.pty.sendInput(term.pid, enc('echo "size=$(stty size) tty=$(tty) uid=$(id -u)"\n'))
     o.line = (await until(() => out.match(/size=\d+ \d+ tty=\S+ uid=\d+/), 30_000))?.[0] ?? null
     // A foreground job that reports the window size on SIGWINCH until ^C.
