@@ -206,6 +206,8 @@ def test_create_makes_a_claim_and_runs_code_in_its_pod(driven, cluster):
     assert driven["runCode"] == {"text": "42", "stdout": ["1000\n"], "error": None}
     assert driven["bRunCode"] == "2"
     assert driven["command"]["exitCode"] == 0
+    # E2B_SANDBOX_ID is the id the API gave (the claim's), not the pod's own
+    assert driven["e2bSandboxId"] == driven["a"] + "\n"
     # Each claim was created on the warm pool, labelled as cellvm's, with
     # E2B's metadata in an annotation.
     posts = [p for m, p, _ in standin.requests if m == "POST"]

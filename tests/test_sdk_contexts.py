@@ -15,6 +15,7 @@ from cellvm import (
     BootReport,
     Context,
     NotFoundException,
+    PtySize,
     Sandbox,
     SandboxException,
     TimeoutException,
@@ -145,6 +146,45 @@ def test_sandbox_envs_apply_to_every_execution(agent):
         # Set once (E2B): a cell's change to a sandbox variable stays.
         s.run_code("os.environ['CELLVM_S'] = 'cell'")
         assert printed(s, code) == "cell base\n"
+
+
+E2B_DEFAULTS = 'echo "$E2B_SANDBOX $E2B_SANDBOX_ID ${E2B_TEMPLATE_ID-none} ${E2B_TEAM_ID-none}"'
+
+
+def test_e2b_default_envs_reach_commands_pty_and_every_language(agent):
+    """E2B's default variables: E2B_SANDBOX, E2B_SANDBOX_ID (the sandbox_id),
+    E2B_TEMPLATE_ID (get_info's template_id: none for an agent reached by its
+    address), no E2B_TEAM_ID; a per-call env wins over them."""
+    with Sandbox.connect(agent.addr) as s:
+        sid = s.sandbox_id
+        assert s.get_info().template_id is None
+        assert s.commands.run(E2B_DEFAULTS).stdout == f"true {sid} none none\n"
+        assert s.commands.run("echo $E2B_SANDBOX_ID", envs={"E2B_SANDBOX_ID": "mine"}).stdout == "mine\n"
+        assert s.run_code("import os; os.environ['E2B_SANDBOX'], os.environ['E2B_SANDBOX_ID']"
+                          ).text == repr(("true", sid))
+        js = "process.env.E2B_SANDBOX + ' ' + process.env.E2B_SANDBOX_ID"
+        assert s.run_code(js, language="javascript").text == f"true {sid}"
+        bash = s.run_code(E2B_DEFAULTS, language="bash")
+        assert "".join(bash.logs.stdout) == f"true {sid} none none\n"
+        code = "print(os.environ['E2B_SANDBOX_ID'])"
+        ex = s.run_code(code, envs={"E2B_SANDBOX_ID": "per-call"})
+        assert "".join(ex.logs.stdout) == "per-call\n"
+        assert printed(s, code) == f"{sid}\n"
+        t = s.pty.create(PtySize(rows=24, cols=80))
+        s.pty.send_stdin(t.pid, (E2B_DEFAULTS + "\nexit\n").encode())
+        out = []
+        t.wait(on_pty=out.append)
+        assert f"true {sid} none none\r\n" in b"".join(out).decode()
+
+
+def test_a_sandboxs_own_envs_override_e2bs_defaults(agent):
+    with Sandbox.connect(agent.addr, envs={"E2B_TEMPLATE_ID": "mine", "E2B_TEAM_ID": "team"}) as s:
+        sid = s.sandbox_id
+        assert s.commands.run(E2B_DEFAULTS).stdout == f"true {sid} mine team\n"
+        code = "import os; os.environ['E2B_TEMPLATE_ID'], os.environ['E2B_TEAM_ID']"
+        assert s.run_code(code).text == repr(("mine", "team"))
+        bash = s.run_code(E2B_DEFAULTS, language="bash")
+        assert "".join(bash.logs.stdout) == f"true {sid} mine team\n"
 
 
 def test_timeout_raises_and_the_context_survives(sbx, ctx):

@@ -356,6 +356,14 @@ def test_b_run_code(serve, tmp_path):
         assert joined(s["bashAfter"]["stdout"]) == "[]\n"
         assert s["js"]["text"] == "qux"
 
+    def default_envs(s):
+        sid, tid = s["sandboxId"], "runcode-own"  # the create's E2B_TEMPLATE_ID won
+        assert joined(s["python"]["stdout"]) == f"true {sid} {tid} None\n"
+        assert s["js"]["text"] == f"true {sid} {tid}"
+        assert s["ts"]["text"] == sid
+        assert joined(s["bash"]["stdout"]) == f"true {sid} {tid}\n"
+        assert s["perCall"]["text"] == "per-call"
+
     def dataframe(s):
         r = main_result(s)
         assert "<table" in r["html"] and "<td>x</td>" in r["html"]
@@ -378,7 +386,7 @@ def test_b_run_code(serve, tmp_path):
                              "kernel_dies": kernel_dies,
                              "unknown_language": unknown_language,
                              "timeout_interrupts": timeout_interrupts,
-                             "envs": envs, "dataframe": dataframe,
+                             "envs": envs, "default_envs": default_envs, "dataframe": dataframe,
                              "dict_json": dict_json})
 
 
@@ -449,6 +457,10 @@ def test_c_commands(serve, tmp_path):
         res(s["one"], "bar\n")
         res(s["two"], "1-two words\n")
         res(s["after"], "[]\n")
+        # E2B's default variables (no E2B_TEAM_ID: cellvm has no teams)
+        assert isinstance(s["templateId"], str) and s["templateId"], s["templateId"]
+        res(s["defaults"], f"true {s['sandboxId']} {s['templateId']} none\n")
+        res(s["overridden"], "mine\n")
 
     def list_(s):
         m = s["mine"]
@@ -683,7 +695,8 @@ def test_g_pause(serve, tmp_path):
     def instance_connect(s):
         assert s["paused"] is True
         threw(s["runWhilePaused"])
-        assert s["afterConnect"] == "42" and s["command"] == "resumed\n"
+        # a resumed sandbox keeps its id, in E2B_SANDBOX_ID too
+        assert s["afterConnect"] == "42" and s["command"] == f"resumed {s['sandboxId']}\n"
         assert s["pausedAgain"] is True and s["killed"] is True
         threw(s["infoAfterKill"], NOT_FOUND)
         threw(s["connectAfterKill"], NOT_FOUND)
@@ -760,6 +773,8 @@ def test_h_pty(serve, tmp_path):
     def terminal(s):
         assert s["pidType"] == "number"
         assert s["sawEcho"], s["output"]  # envs and TERM reach the login shell
+        # E2B's defaults, the sandbox's own envs over them (E2B_TEMPLATE_ID)
+        assert s["ids"] == f"true:{s['sandboxId']}:pty-own", s["output"]
         size, tty, uid = re.fullmatch(r"size=(\d+ \d+) tty=(\S+) uid=(\d+)", s["line"]).groups()
         assert size == "24 80" and re.fullmatch(r"/dev/pts/\d+", tty) and uid == "1000", s["line"]
         assert s["armed"] and s["sawWinch"], s["output"]  # SIGWINCH reached the foreground job

@@ -86,6 +86,18 @@ def test_sandbox_envs_reach_cells_and_commands(sbx):
     assert out(ex) == "per-call\n"
 
 
+def test_e2b_default_envs_name_this_sandbox_and_its_template(sbx):
+    """E2B_SANDBOX_ID is the id of this sandbox (restored from the session's
+    template: its own, not the template's); E2B_TEMPLATE_ID get_info()'s."""
+    sid, tid = sbx.sandbox_id, sbx.get_info().template_id
+    assert tid
+    e2b = 'echo "$E2B_SANDBOX $E2B_SANDBOX_ID $E2B_TEMPLATE_ID"'
+    assert sbx.commands.run(e2b).stdout == f"true {sid} {tid}\n"
+    ex = run(sbx, "import os\nprint(os.environ['E2B_SANDBOX'], os.environ['E2B_SANDBOX_ID'], "
+                  "os.environ['E2B_TEMPLATE_ID'])")
+    assert out(ex) == f"true {sid} {tid}\n"
+
+
 # --- files -------------------------------------------------------------------
 
 def test_files_round_trip(sbx):

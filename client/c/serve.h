@@ -105,6 +105,11 @@ int serve_restore(double timeout_s, struct sandbox **out, char *err, size_t errl
  * the sandbox keeps its id); NULL: a new key. */
 int serve_restore_as(const char *key, double timeout_s, struct sandbox **out, char *err,
                      size_t errlen);
+/* The environment of `s`'s commands and code contexts, a new object (NULL:
+ * no memory): E2B's default variables, E2B_SANDBOX=true, E2B_SANDBOX_ID (its
+ * id) and E2B_TEMPLATE_ID (its templateID; no E2B_TEAM_ID: no teams here),
+ * then its envVars over them. */
+json_t *serve_sandbox_envs(const struct sandbox *s);
 /* Stops `s`'s VM, connection and registry record. Call with serve.life held. */
 void serve_stop_vm(struct sandbox *s);
 /* The live sandbox `id`, referenced; NULL when there is none. */

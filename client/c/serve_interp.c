@@ -234,11 +234,16 @@ static enum MHD_Result execute(struct hreq *h)
                 json_decref(body);
                 return reply_error(h, 400, "%s", why);
         }
+        /* The sandbox's environment, which E2B's server sets in each context. */
+        json_t *sbx_envs = serve_sandbox_envs(h->sbx);
+        if (!sbx_envs) {
+                json_decref(body);
+                return reply_error(h, 500, "out of memory");
+        }
         struct cv_buf b;
         cv_buf_init(&b);
         bool has_envs = envs && json_is_object(envs) && json_object_size(envs);
-        bool has_sbx_envs = json_object_size(h->sbx->envs) > 0;
-        cv_enc_map(&b, 1 + (ctx != NULL) + (lang != NULL) + has_envs + has_sbx_envs);
+        cv_enc_map(&b, 2 + (ctx != NULL) + (lang != NULL) + has_envs);
         cv_enc_cstr(&b, "code");
         cv_enc_cstr(&b, code);
         if (ctx) {
@@ -254,10 +259,9 @@ static enum MHD_Result execute(struct hreq *h)
                 cv_enc_cstr(&b, "envs");
                 bad = enc_string_map(&b, envs);
         }
-        if (has_sbx_envs) {
-                cv_enc_cstr(&b, "sandbox_envs");
-                bad |= enc_string_map(&b, h->sbx->envs);
-        }
+        cv_enc_cstr(&b, "sandbox_envs");
+        bad |= enc_string_map(&b, sbx_envs);
+        json_decref(sbx_envs);
         json_decref(body);
         if (bad) {
                 cv_buf_free(&b);

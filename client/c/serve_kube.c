@@ -347,6 +347,22 @@ static void nap_ms(long ms)
 
 /* --- the control plane ----------------------------------------------------------- */
 
+/* The create the pod gets: the client's, with E2B_SANDBOX_ID the id this
+ * server reports (the claim's, not the pod's own sandbox's) under its
+ * envVars, which override it as they do the pod's other defaults. A string
+ * to free, or NULL (no memory). */
+static char *pod_create_body(json_t *body, const char *id)
+{
+        json_t *envs = json_pack("{s:s}", "E2B_SANDBOX_ID", id);
+        json_t *mine = json_object_get(body, "envVars");
+        char *text = NULL;
+        if (envs && (!json_is_object(mine) || json_object_update(envs, mine) == 0) &&
+            json_object_set(body, "envVars", envs) == 0)
+                text = json_dumps(body, JSON_COMPACT);
+        json_decref(envs);
+        return text;
+}
+
 static enum MHD_Result create(struct hreq *h)
 {
         json_t *body = json_loadb(h->body, h->len, 0, NULL);
@@ -378,12 +394,15 @@ static enum MHD_Result create(struct hreq *h)
             tpl ? json_string_value(tpl) : "base", ANN_METADATA, md_text, "spec", "warmPoolRef",
             "name", kb.pool, "lifecycle", "shutdownTime", when, "shutdownPolicy", "Delete");
         free(md_text);
+        char *fwd = pod_create_body(body, id);
         json_decref(body);
         long st;
         json_t *ans = NULL;
-        rc = claim ? api("POST", CLAIMS, NULL, NULL, claim, &st, &ans, err, sizeof(err)) : -ENOMEM;
+        rc = claim && fwd ? api("POST", CLAIMS, NULL, NULL, claim, &st, &ans, err, sizeof(err))
+                          : -ENOMEM;
         json_decref(claim);
         if (rc < 0 || st / 100 != 2) {
+                free(fwd);
                 if (rc == 0)
                         snprintf(err, sizeof(err), "HTTP %ld: %.300s", st,
                                  str_at(ans, "message", NULL, NULL)
@@ -400,8 +419,9 @@ static enum MHD_Result create(struct hreq *h)
                 nap_ms(100);
         json_t *made = NULL;
         if (rc == 0)
-                rc = pod_call(&t, "POST", "/sandboxes", h->body, h->len, &st, &made, err,
+                rc = pod_call(&t, "POST", "/sandboxes", fwd, strlen(fwd), &st, &made, err,
                               sizeof(err));
+        free(fwd);
         const char *pod_id = json_string_value(json_object_get(made, "sandboxID"));
         if (rc == 0 && st == 201 && pod_id && dns_name(pod_id, 63)) {
                 json_t *patch =

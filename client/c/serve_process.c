@@ -103,13 +103,12 @@ static char *command_line(json_t *proc, char *why, size_t whylen)
         return sb.buf;
 }
 
-static int enc_envs(struct cv_buf *b, json_t *envs, json_t *sandbox_envs)
+static int enc_envs(struct cv_buf *b, json_t *envs, const struct sandbox *s)
 {
-        /* The sandbox's envVars, then the command's own over them. */
-        json_t *all = json_object();
+        /* The sandbox's environment, then the command's own over it. */
+        json_t *all = serve_sandbox_envs(s);
         if (!all)
                 return -ENOMEM;
-        json_object_update(all, sandbox_envs);
         if (json_is_object(envs))
                 json_object_update(all, envs);
         const char *k;
@@ -444,7 +443,7 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         cv_enc_cstr(&b, "background"); /* our connection stays; this is for its end */
         cv_enc_bool(&b, true);
         cv_enc_cstr(&b, "envs");
-        int bad = enc_envs(&b, json_object_get(proc, "envs"), h->sbx->envs);
+        int bad = enc_envs(&b, json_object_get(proc, "envs"), h->sbx);
         if (cwd && cwd[0]) {
                 cv_enc_cstr(&b, "cwd");
                 cv_enc_cstr(&b, cwd);

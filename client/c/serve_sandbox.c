@@ -136,6 +136,19 @@ void serve_stop_vm(struct sandbox *s)
         sbx_forget(&s->rec);
 }
 
+json_t *serve_sandbox_envs(const struct sandbox *s)
+{
+        /* Made at each use from the id and template it has now: a restored
+         * clone or a resumed sandbox never carries another's. */
+        json_t *all = json_pack("{s:s, s:s, s:s}", "E2B_SANDBOX", "true", "E2B_SANDBOX_ID", s->id,
+                                "E2B_TEMPLATE_ID", s->template_id);
+        if (all && json_is_object(s->envs) && json_object_update(all, s->envs) < 0) {
+                json_decref(all);
+                return NULL;
+        }
+        return all;
+}
+
 int serve_create(const char *template_id, double timeout_s, json_t *metadata, json_t *envs,
                  struct sandbox **out, char *err, size_t errlen)
 {

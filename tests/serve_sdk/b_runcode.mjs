@@ -27,7 +27,8 @@ const summary = (ex) => ({
 await runGroup('runcode', async (scenario) => {
   let sbx
   await scenario('create', async (o) => {
-    sbx = killLater(scenario, await Sandbox.create({ metadata: { suite: 'serve_sdk', group: 'runcode' } }))
+    // Its envs override E2B's default E2B_TEMPLATE_ID (scenario default_envs).
+    sbx = killLater(scenario, await Sandbox.create({ metadata: { suite: 'serve_sdk', group: 'runcode' }, envs: { E2B_TEMPLATE_ID: 'runcode-own' } }))
     o.sandboxId = sbx.sandboxId
   })
   if (!sbx) return
@@ -187,6 +188,17 @@ await runGroup('runcode', async (scenario) => {
     o.bash = summary(await sbx.runCode('echo "[$SERVE_SDK_FOO]"', { language: 'bash', envs: { SERVE_SDK_FOO: 'baz' } }))
     o.bashAfter = summary(await sbx.runCode('echo "[$SERVE_SDK_FOO]"', { language: 'bash' }))
     o.js = summary(await sbx.runCode('process.env.SERVE_SDK_FOO', { language: 'js', envs: { SERVE_SDK_FOO: 'qux' } }))
+  })
+
+  // E2B's default variables, in every language's context (E2B's server sets envd's /envs in each),
+  // with the create's envs over them.
+  await scenario('default_envs', async (o) => {
+    o.sandboxId = sbx.sandboxId
+    o.python = summary(await sbx.runCode('import os; print(os.environ["E2B_SANDBOX"], os.environ["E2B_SANDBOX_ID"], os.environ["E2B_TEMPLATE_ID"], os.environ.get("E2B_TEAM_ID"))'))
+    o.js = summary(await sbx.runCode('[process.env.E2B_SANDBOX, process.env.E2B_SANDBOX_ID, process.env.E2B_TEMPLATE_ID].join(" ")', { language: 'js' }))
+    o.ts = summary(await sbx.runCode('const sid: string = process.env.E2B_SANDBOX_ID as string; sid', { language: 'ts' }))
+    o.bash = summary(await sbx.runCode('echo "$E2B_SANDBOX $E2B_SANDBOX_ID $E2B_TEMPLATE_ID"', { language: 'bash' }))
+    o.perCall = summary(await sbx.runCode('import os; os.environ["E2B_SANDBOX_ID"]', { envs: { E2B_SANDBOX_ID: 'per-call' } }))
   })
 
   await scenario('dataframe', async (o) => {

@@ -93,6 +93,11 @@ await runGroup('commands', async (scenario) => {
   await scenario('envs', async (o) => {
     o.one = res(await sbx.commands.run('echo "$SERVE_SDK_FOO"', { envs: { SERVE_SDK_FOO: 'bar' } }))
     o.two = res(await sbx.commands.run('echo "$A-$B"', { envs: { A: '1', B: 'two words' } }))
+    // E2B's default variables; a command's own envs win over them.
+    o.sandboxId = sbx.sandboxId
+    o.templateId = (await sbx.getInfo()).templateId
+    o.defaults = res(await sbx.commands.run('echo "$E2B_SANDBOX $E2B_SANDBOX_ID $E2B_TEMPLATE_ID ${E2B_TEAM_ID-none}"'))
+    o.overridden = res(await sbx.commands.run('echo "$E2B_SANDBOX_ID"', { envs: { E2B_SANDBOX_ID: 'mine' } }))
     o.after = res(await sbx.commands.run('echo "[$SERVE_SDK_FOO]"'))
   })
 

@@ -45,7 +45,8 @@ await runGroup('pause', async (scenario) => {
     o.runWhilePaused = await expectThrow(() => sbx.commands.run('true'))
     await sbx.connect() // the same object: its access token still works
     o.afterConnect = (await sbx.runCode('n * 7')).text ?? null
-    o.command = (await sbx.commands.run('echo resumed')).stdout
+    o.sandboxId = sbx.sandboxId
+    o.command = (await sbx.commands.run('echo resumed $E2B_SANDBOX_ID')).stdout
     o.pausedAgain = await sbx.pause()
     o.killed = await Sandbox.kill(sbx.sandboxId) // a paused sandbox's kill
     o.infoAfterKill = await expectThrow(() => Sandbox.getInfo(sbx.sandboxId))

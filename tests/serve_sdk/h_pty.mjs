@@ -7,7 +7,8 @@ import { runGroup, killLater, expectThrow, until } from './lib.mjs'
 const enc = (s) => new TextEncoder().encode(s)
 
 await runGroup('pty', async (scenario) => {
-  const sbx = killLater(scenario, await Sandbox.create({ metadata: { suite: 'serve_sdk', group: 'pty' } }))
+  // Its envs override E2B's default E2B_TEMPLATE_ID (checked in the terminal).
+  const sbx = killLater(scenario, await Sandbox.create({ metadata: { suite: 'serve_sdk', group: 'pty' }, envs: { E2B_TEMPLATE_ID: 'pty-own' } }))
 
   await scenario('terminal', async (o) => {
     let out = ''
@@ -16,6 +17,9 @@ await runGroup('pty', async (scenario) => {
     o.pidType = typeof term.pid
     await sbx.pty.sendInput(term.pid, enc('echo "v=$((6*7)) $SERVE_SDK_PTY $TERM"\n'))
     o.sawEcho = Boolean(await until(() => out.includes('v=42 pty-env xterm-256color'), 30_000))
+    o.sandboxId = sbx.sandboxId
+    await sbx.pty.sendInput(term.pid, enc('echo "ids=$E2B_SANDBOX:$E2B_SANDBOX_ID:$E2B_TEMPLATE_ID"\n'))
+    o.ids = (await until(() => out.match(/ids=(true:[^\s$"]+)/), 30_000))?.[1] ?? null
     await sbx.pty.sendInput(term.pid, enc('echo "size=$(stty size) tty=$(tty) uid=$(id -u)"\n'))
     o.line = (await until(() => out.match(/size=\d+ \d+ tty=\S+ uid=\d+/), 30_000))?.[0] ?? null
     // A foreground job that reports the window size on SIGWINCH until ^C.

@@ -26,6 +26,7 @@ try {
   }
   const cmd = await a.commands.run('echo from-$(hostname)')
   out.command = { exitCode: cmd.exitCode, stdout: cmd.stdout }
+  out.e2bSandboxId = (await a.commands.run('echo "$E2B_SANDBOX_ID"')).stdout
   const b = await Sandbox.create({ metadata: { suite: 'kube', n: '2' } })
   out.b = b.sandboxId
   out.bRunCode = (await b.runCode('1 + 1')).text ?? null

@@ -202,9 +202,8 @@ class Commands:
         fields (Pty's argv and pty, with cmd None)."""
         body = {"cmd": cmd} if cmd is not None else {}
         body.update(extra)
-        all_envs = {**self._sbx._envs, **{str(k): str(v) for k, v in (envs or {}).items()}}
-        if all_envs:
-            body["envs"] = all_envs
+        body["envs"] = {**self._sbx._sandbox_envs(),
+                        **{str(k): str(v) for k, v in (envs or {}).items()}}
         if user is not None:
             body["user"] = user
         if cwd is not None:

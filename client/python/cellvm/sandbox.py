@@ -978,6 +978,21 @@ class Sandbox(CloudOnly):
 
     # --- introspection -------------------------------------------------------
 
+    def _sandbox_envs(self) -> Dict[str, str]:
+        """The environment every command and code context of this sandbox
+        gets: E2B's default variables (E2B_SANDBOX, E2B_SANDBOX_ID: this
+        sandbox's id, E2B_TEMPLATE_ID: get_info()'s template_id, when it has
+        one; no E2B_TEAM_ID, cellvm has no teams), then the sandbox's own
+        envs over them. Computed at each use, so a sandbox restored from a
+        template or resumed has its own id."""
+        owner = self._owner if self._owner is not None else self
+        entry, vm = getattr(owner, "_entry", None), owner._vm
+        template = (entry.image if entry is not None else getattr(vm, "image", None)) or None
+        envs = {"E2B_SANDBOX": "true", "E2B_SANDBOX_ID": self.sandbox_id}
+        if template:
+            envs["E2B_TEMPLATE_ID"] = template
+        return {**envs, **self._envs}
+
     @property
     def sandbox_id(self) -> str:
         """E2B's sandbox id. A micro-VM's is its registry key (`qemu-1a2b3c4d`:
@@ -1102,8 +1117,7 @@ class Sandbox(CloudOnly):
             body["context"] = ctx
         elif language:
             body["language"] = language  # its default context, created on first use
-        if self._envs:
-            body["sandbox_envs"] = self._envs  # set once in the context (E2B)
+        body["sandbox_envs"] = self._sandbox_envs()  # set once in the context (E2B)
         if envs:
             body["envs"] = {str(k): str(v) for k, v in envs.items()}
         if timeout:
