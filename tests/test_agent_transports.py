@@ -23,6 +23,15 @@ def free_tcp_port():
         return s.getsockname()[1]
 
 
+def logs_within(agent, line, seconds=10):
+    """The agent binds its listeners in turn and the fixture returns once the
+    first (its Unix socket) exists: a later one is logged a moment after."""
+    deadline = time.monotonic() + seconds
+    while line not in agent.read_log() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return line in agent.read_log()
+
+
 def run_agent_expecting_failure(*listen):
     args = [conftest.AGENT, "--workdir", "/tmp", "--preload", ""]
     for addr in listen:
@@ -85,7 +94,7 @@ def test_tcp_loopback():
     port = free_tcp_port()
     a = conftest.AgentProcess("--listen", f"tcp:127.0.0.1:{port}", preload="")
     try:
-        assert f"listening on tcp:127.0.0.1:{port}" in a.read_log()
+        assert logs_within(a, f"listening on tcp:127.0.0.1:{port}"), a.read_log()
         c = Raw(None, family=socket.AF_INET, sockaddr=("127.0.0.1", port))
         c.hello()
         assert result_text(execute(c, 2, "'tcp'")) == ["'tcp'"]
@@ -128,7 +137,7 @@ def test_vsock():
     except RuntimeError as e:
         pytest.skip(f"the agent could not bind AF_VSOCK here: {e}")
     try:
-        assert f"listening on vsock:{port}" in a.read_log()
+        assert logs_within(a, f"listening on vsock:{port}"), a.read_log()
         c = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)
         c.settimeout(3)
         try:

@@ -988,9 +988,11 @@ def test_metrics_follow_the_guest(server, pair):
     before = int(time.time())
     r = server.request("POST", "/execute", h, json.dumps({"code": code}).encode(), timeout=120)
     assert r.status == 200 and b'"error"' not in r.body, r
+    # The last sample must come from after the cell: one taken during its
+    # write (slow under load) would see part of the file.
+    last = wait_metrics(server, a, int(time.time()) + 1)[-1]
     after = wait_metrics(server, a, before)
     busy = max(m["cpuUsedPct"] for m in after)
-    last = after[-1]
     assert last["memUsed"] - first["memUsed"] > 100 << 20, (first, last)
     assert last["diskUsed"] - first["diskUsed"] > 48 << 20, (first, last)
     assert busy > 20, after
