@@ -109,6 +109,8 @@ class DisplayHook:
                         if self.exec_result is not None:
                                 self.exec_result.result = value
                 data, md = format_bundle(value)
+                if "text/plain" in data:
+                        self.shell.logger.log_write(data["text/plain"], "output")
                 if data:
                         body = {"execution_count": n, "data": data}
                         if md:

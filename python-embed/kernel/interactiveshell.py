@@ -23,6 +23,10 @@ from .ultratb import _from_file, _user_tb
 _EXIT_RE = re.compile(r"(exit|quit)(\s*\(.*\))?$")
 
 
+def _ending_newline(cell):
+        return cell if cell.endswith("\n") else cell + "\n"
+
+
 # The flags IPython's CachingCompiler (a codeop.Compile) parses cells with.
 PARSE_FLAGS = codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
 
@@ -325,6 +329,7 @@ class CellRunner:
                         # IPython 8.5 counts a cell failing there twice (run_cell_async
                         # and its error_before_exec both increment).
                         self._store_inputs(raw, raw)
+                        self.shell.logger.log(raw, raw)
                         self.count += 1
                         self._send_error(tok_err)
                         return tok_err
@@ -333,6 +338,7 @@ class CellRunner:
                 if magic is not None:
                         cell, tree, parse_err = magic, None, None
                 self._store_inputs(raw, cell)
+                self.shell.logger.log(_ending_newline(cell), raw)  # IPython's transform_cell ends it so
                 self._register_source(cell, filename)
                 self.cell_text = cell
                 compile_err = None
@@ -393,6 +399,7 @@ class CellRunner:
                 same transformations, no execution count, nothing displayed for
                 a trailing expression (IPython sends that outside the capture)."""
                 cell = transform_cell(cleanup_cell(raw))
+                self.shell.logger.log(_ending_newline(cell), raw)  # IPython's %%capture runs run_cell
                 filename = self._register_source(cell, self._cell_filename(raw))
                 try:
                         code, last = self._compile(cell, filename)
@@ -446,6 +453,8 @@ class CellRunner:
                 saved = self.exec_result
                 self.exec_result = result
                 cell = transform_cell(cleanup_cell(raw))
+                if not silent:
+                        self.shell.logger.log(_ending_newline(cell), raw)
                 filename = self._register_source(cell, self._cell_filename(raw))
                 try:
                         try:

@@ -15,6 +15,7 @@ from .error import UsageError
 from .events import EventManager
 from .formatters import DisplayFormatter
 from .iostream import _flush_std
+from .logger import Logger
 from .macro import Macro
 from .magics import _IPYTHON_LINE_MAGICS, _NO_VAR_EXPAND
 from .magics.basic import BasicMagics
@@ -24,6 +25,7 @@ from .magics.display import DisplayMagics
 from .magics.execution import ExecutionMagics
 from .magics.extension import ExtensionMagics
 from .magics.history import HistoryMagics
+from .magics.logging import LoggingMagics
 from .magics.namespace import NamespaceMagics
 from .magics.osm import _ALIASES, OSMagics
 from .magics.packaging import PackagingMagics
@@ -106,7 +108,7 @@ def _trait_error(message):
 
 
 class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagics, ExtensionMagics,
-            HistoryMagics, NamespaceMagics, OSMagics, PackagingMagics, PylabMagics, ScriptMagics,
+            HistoryMagics, LoggingMagics, NamespaceMagics, OSMagics, PackagingMagics, PylabMagics, ScriptMagics,
             StoreMagics):
         """What `get_ipython()` returns: enough of InteractiveShell for transformed cells.
         Named as ipykernel's (below): libraries tell a notebook by the class
@@ -121,6 +123,10 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 self._db = None
                 self._interactivity = None  # the trait's value (set on the shell, or %config)
                 self._plain_interactivity = None  # set on the shell once the trait is hidden
+                # IPython's init_logger; %logstart sets logfile (a trait, '' until then).
+                self.logger = Logger(os.path.realpath(os.path.expanduser("~")), logfname="ipython_log.py",
+                                     logmode="rotate")
+                self.logfile = ""
 
         @property
         def db(self):
