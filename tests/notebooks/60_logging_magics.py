@@ -95,6 +95,20 @@ sorted(glob.glob('nb60_backup*'))
 lg = get_ipython().logger
 lg.log_active, lg.log_output, lg.log_raw_input, lg.timestamp, lg.logfile
 # %%
+%config LoggingMagics
+# %%
+%config LoggingMagics.quiet = True
+# %%
+%config LoggingMagics.quiet
+# %%
+%logstart nb60_quiet.py over
+# %%
+%config LoggingMagics.quiet = 5
+# %%
+%config LoggingMagics.quiet = False
+%logstop
+%config LoggingMagics.quiet
+# %%
 for f in glob.glob('nb60_*') + glob.glob('ipython_log.py*') + glob.glob('*words here*'):
     os.remove(f)
 sorted(glob.glob('nb60_*'))

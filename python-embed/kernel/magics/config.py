@@ -38,6 +38,8 @@ class ConfigMagics:
                 m = re.match(r"^(\w+)\.\w+$", stripped)
                 if m is not None and m.group(1) not in names:
                         raise ValueError(f"{m.group(1)!r} is not in list")
+                if stripped == "LoggingMagics" or stripped.startswith("LoggingMagics."):
+                        return self._config_logging_magics(stripped)
                 m = re.match(r"^((?:ZMQ)?InteractiveShell)\.ast_node_interactivity\s*(?:=\s*(.+))?$", line.strip())
                 if m is not None:
                         if m.group(2) is None:
@@ -56,4 +58,26 @@ class ConfigMagics:
                 if m.group(2) is None:
                         return getattr(_inline, m.group(1))
                 _set_inline_trait(m.group(1), eval(m.group(2), self.user_ns))
+                return None
+
+        def _config_logging_magics(self, stripped):
+                """LoggingMagics' one trait, `quiet` (%logstart without its state)."""
+                import sys
+                if stripped == "LoggingMagics":
+                        print("LoggingMagics(Magics) options\n---------------------------\n"
+                              "LoggingMagics.quiet=<Bool>\n"
+                              "    Suppress output of log state when logging is enabled\n"
+                              f"    Current: {self.logging_quiet}")
+                        return None
+                m = re.match(r"^LoggingMagics\.(\w+)\s*(?:=\s*(.+))?$", stripped)
+                if m is None or m.group(1) != "quiet":
+                        return None
+                if m.group(2) is None:
+                        return self.logging_quiet
+                value = eval(m.group(2), self.user_ns)
+                if isinstance(value, bool):
+                        self.logging_quiet = value
+                else:  # traitlets' TraitError, which IPython's config loading logs
+                        sys.stderr.write("ERROR:root:The 'quiet' trait of a LoggingMagics instance expected a "
+                                         f"boolean, not the {type(value).__name__} {value!r}.\n")
                 return None

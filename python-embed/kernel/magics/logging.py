@@ -13,6 +13,8 @@ _warning_registry = {}
 class LoggingMagics:
         """IPython's LoggingMagics, mixed into zmqshell.Shell."""
 
+        logging_quiet = False  # its config trait `quiet` (%config LoggingMagics.quiet = True)
+
         def magic_logstart(self, line):
                 """IPython's %logstart [-o|-r|-t|-q] [log_name [log_mode]]: the session's
                 input so far, then each cell's, into log_name (ipython_log.py in
@@ -50,7 +52,7 @@ class LoggingMagics:
                         logger.log_write("\n".join(inputs[1:]))
                         logger.log_write("\n")
                 logger.timestamp = timestamp
-                if "q" not in opts:
+                if not (self.logging_quiet or "q" in opts):
                         print("Activating auto-logging. Current session state plus future input saved.")
                         logger.logstate()
 
