@@ -350,15 +350,52 @@ static int join_cgroup(const char *procs)
         return err;
 }
 
+/* Appends `envs`' NAME=VALUE strings to env[0..m) (room made by the caller), each
+ * replacing an earlier NAME=; returns the new count. A NULL entry is an allocation that
+ * failed (build_env() checks). */
+static size_t add_envs(char **env, size_t m, const cbor_item_t *envs)
+{
+        struct cbor_pair *pairs = cbor_map_handle(envs);
+        for (size_t i = 0; i < cbor_map_size(envs); i++) {
+                const char *k, *v;
+                size_t kl, vl;
+                if (cv_item_str(pairs[i].key, &k, &kl) < 0 ||
+                    cv_item_str(pairs[i].value, &v, &vl) < 0)
+                        continue;
+                char *s = malloc(kl + vl + 2);
+                if (s) {
+                        memcpy(s, k, kl);
+                        s[kl] = '=';
+                        memcpy(s + kl + 1, v, vl);
+                        s[kl + vl + 1] = '\0';
+                }
+                /* A later NAME= wins over an inherited one for getenv(), but drop the old anyway.
+                 */
+                for (size_t j = 0; j < m; j++) {
+                        if (env[j] && strncmp(env[j], k, kl) == 0 && env[j][kl] == '=') {
+                                free(env[j]);
+                                env[j] = env[--m];
+                                env[m] = NULL;
+                                break;
+                        }
+                }
+                env[m++] = s;
+        }
+        return m;
+}
+
 /* NAME=VALUE strings: the agent's environment, the user's identity, `term` (TERM=..., or
- * NULL to inherit it), then `envs`. */
-static char **build_env(const struct creds *cr, const cbor_item_t *envs, const char *term)
+ * NULL to inherit it), then each of `maps` (NULL or a map) in turn, a later one's name over
+ * an earlier one's. */
+static char **build_env(const struct creds *cr, const cbor_item_t *const maps[2], const char *term)
 {
         extern char **environ;
         size_t n = 0;
         while (environ[n])
                 n++;
-        size_t extra = 6 + (envs ? cbor_map_size(envs) : 0);
+        size_t extra = 6;
+        for (int i = 0; i < 2; i++)
+                extra += maps[i] ? cbor_map_size(maps[i]) : 0;
         char **env = calloc(n + extra + 1, sizeof(*env));
         if (!env)
                 return NULL;
@@ -386,32 +423,9 @@ static char **build_env(const struct creds *cr, const cbor_item_t *envs, const c
                     strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
         if (term)
                 env[m++] = strdup(term); /* `envs` may still set its own */
-        struct cbor_pair *pairs = envs ? cbor_map_handle(envs) : NULL;
-        for (size_t i = 0; envs && i < cbor_map_size(envs); i++) {
-                const char *k, *v;
-                size_t kl, vl;
-                if (cv_item_str(pairs[i].key, &k, &kl) < 0 ||
-                    cv_item_str(pairs[i].value, &v, &vl) < 0)
-                        continue;
-                char *s = malloc(kl + vl + 2);
-                if (s) {
-                        memcpy(s, k, kl);
-                        s[kl] = '=';
-                        memcpy(s + kl + 1, v, vl);
-                        s[kl + vl + 1] = '\0';
-                }
-                /* A later NAME= wins over an inherited one for getenv(), but drop the old anyway.
-                 */
-                for (size_t j = 0; j < m; j++) {
-                        if (env[j] && strncmp(env[j], k, kl) == 0 && env[j][kl] == '=') {
-                                free(env[j]);
-                                env[j] = env[--m];
-                                env[m] = NULL;
-                                break;
-                        }
-                }
-                env[m++] = s;
-        }
+        for (int i = 0; i < 2; i++)
+                if (maps[i])
+                        m = add_envs(env, m, maps[i]);
         env[m] = NULL;
         for (size_t i = 0; i < m; i++) {
                 if (!env[i]) {
@@ -682,15 +696,36 @@ static int parse_pty_size(const cbor_item_t *body, uint16_t *cols, uint16_t *row
         return 0;
 }
 
+/* body's map `key` of names (no '=') to texts into *out (NULL when absent); -EINVAL when
+ * malformed. */
+static int get_env_map(const cbor_item_t *body, const char *key, cbor_item_t **out)
+{
+        *out = NULL;
+        int rc = cv_map_get_map(body, key, out);
+        if (rc == -ENOENT)
+                return 0;
+        if (rc < 0)
+                return -EINVAL;
+        struct cbor_pair *pairs = cbor_map_handle(*out);
+        for (size_t i = 0; i < cbor_map_size(*out); i++) {
+                const char *p;
+                size_t n;
+                if (cv_item_str(pairs[i].key, &p, &n) < 0 || n == 0 || memchr(p, '=', n) ||
+                    memchr(p, '\0', n) || cv_item_str(pairs[i].value, &p, &n) < 0 ||
+                    memchr(p, '\0', n))
+                        return -EINVAL;
+        }
+        return 0;
+}
+
 void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         char *user = NULL, *cwd = NULL, *tag = NULL;
         const char *cmd = NULL;
         size_t cmd_len = 0;
-        cbor_item_t *envs = NULL;
+        cbor_item_t *envs = NULL, *sandbox_envs = NULL;
         bool with_stdin = false, background = false, system = false;
         uint64_t timeout_ms = 0;
-        int rc;
         char **argv = NULL;
         int ra = parse_argv(body, &argv);
         int rcmd = cv_map_get_str(body, "cmd", &cmd, &cmd_len);
@@ -707,20 +742,13 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                                 CMD_ARGV_MAX);
                 return;
         }
-        rc = cv_map_get_map(body, "envs", &envs);
-        bool bad = rc < 0 && rc != -ENOENT;
-        for (size_t i = 0; envs && !bad && i < cbor_map_size(envs); i++) {
-                const char *p;
-                size_t n;
-                struct cbor_pair *pairs = cbor_map_handle(envs);
-                bad = cv_item_str(pairs[i].key, &p, &n) < 0 || n == 0 || memchr(p, '=', n) ||
-                      memchr(p, '\0', n) || cv_item_str(pairs[i].value, &p, &n) < 0 ||
-                      memchr(p, '\0', n);
-        }
-        if (bad) {
+        /* `sandbox_envs`: the sandbox's environment (E2B's defaults, its create envs), under
+         * `envs`; CMD_LIST shows `envs` alone, as E2B's process list shows a start's own. */
+        if (get_env_map(body, "envs", &envs) < 0 ||
+            get_env_map(body, "sandbox_envs", &sandbox_envs) < 0) {
                 free_env(argv);
                 conn_send_error(a, c, id, CV_ERR_BAD_REQUEST,
-                                "`envs` must map names (no '=') to text values");
+                                "`envs` and `sandbox_envs` must map names (no '=') to text values");
                 return;
         }
         int r1 = cv_map_dup_str(body, "user", &user), r2 = cv_map_dup_str(body, "cwd", &cwd),
@@ -772,7 +800,8 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                 goto out;
         }
         cmd_copy = argv ? join_argv(argv) : strndup(cmd, cmd_len);
-        env = build_env(&cr, envs, rp == 0 ? "TERM=xterm-256color" : NULL);
+        const cbor_item_t *const maps[2] = {sandbox_envs, envs};
+        env = build_env(&cr, maps, rp == 0 ? "TERM=xterm-256color" : NULL);
         if (!cmd_copy || !env) {
                 conn_send_error(a, c, id, CV_ERR_INTERNAL, "out of memory");
                 goto out;

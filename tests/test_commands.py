@@ -84,6 +84,26 @@ def test_stdin_to_cat(sbx):
     assert r.stdout == "hello world\n" and r.exit_code == 0
 
 
+def test_list_shows_a_starts_own_envs_under_the_sandbox_environment(agent):
+    """The sandbox's environment (E2B's defaults, the envs given to the
+    Sandbox) reaches the process beneath a start's own envs, and
+    commands.list() shows the start's own alone, as E2B's process list."""
+    with Sandbox.connect(agent.addr, envs={"SBX_WIDE": "sandbox", "BOTH": "sandbox"}) as sbx:
+        h = sbx.commands.run("env; sleep 30", background=True, envs={"BOTH": "call", "ONLY": "call"})
+        try:
+            procs = {p.pid: p for p in sbx.commands.list()}
+            assert procs[h.pid].envs == {"BOTH": "call", "ONLY": "call"}
+            for out, _, _ in h:
+                if "ONLY=" in h.stdout:
+                    break
+            env = dict(line.split("=", 1) for line in h.stdout.splitlines() if "=" in line)
+            assert (env["SBX_WIDE"], env["BOTH"], env["ONLY"], env["E2B_SANDBOX"]) == \
+                ("sandbox", "call", "call", "true")
+            assert env["E2B_SANDBOX_ID"] == sbx.sandbox_id
+        finally:
+            h.kill()
+
+
 def test_background_list_kill(sbx):
     h = sbx.commands.run("echo started; sleep 30", background=True, envs={"TAGX": "1"})
     procs = {p.pid: p for p in sbx.commands.list()}

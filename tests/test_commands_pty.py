@@ -170,8 +170,11 @@ def test_argv_runs_without_a_shell(conn):
     assert p.wait() == (OK, {"exit_code": 0})
     assert re.search(r"login-\w*i", p.out.decode()), p.out  # interactive login shell
     for i, body in enumerate([{"argv": []}, {"argv": ["echo", "x"]}, {"argv": ["/bin/echo", 1]},
-                              {"argv": ["/bin/echo"], "cmd": "echo"}, {}]):
-        assert error_code(conn.call(CMD_START, 93 + i, body)) == "bad_request", body
+                              {"argv": ["/bin/echo"], "cmd": "echo"}, {},
+                              {"cmd": "true", "sandbox_envs": {"A=B": "x"}},
+                              {"cmd": "true", "sandbox_envs": ["A"]},
+                              {"cmd": "true", "envs": {"A": 1}}]):
+        assert error_code(conn.call(CMD_START, 130 + i, body)) == "bad_request", body
     assert error_code(conn.call(CMD_START, 99, {"argv": ["/no/such/program"]})) == "not_found"
 
 

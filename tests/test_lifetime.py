@@ -13,7 +13,6 @@ import re
 import secrets
 import signal
 import subprocess
-import threading
 import sys
 import time
 import types
@@ -382,33 +381,41 @@ def test_another_process_vm_is_reached_by_its_id_and_by_its_address(rt, standins
     assert agent.proc.poll() is None  # the agent itself was never the target
 
 
-def test_the_deadline_relay_runs_only_while_it_watches_a_sandbox(tmp_path, monkeypatch):
+def test_the_deadline_relay_runs_only_while_it_watches_a_sandbox(tmp_path):
     """The relay thread (lifetime.watch) stats each watched entry's file once
     per poll; with nothing left to watch it ends, and a later watch() starts
-    another."""
-    monkeypatch.setattr(lifetime, "RELAY_POLL_S", 0.02)
+    another. In a process of its own: this one's sandboxes keep its relay."""
     entry = tmp_path / "entry"
     entry.write_text("{}")
+    script = f"""
+import sys, threading, time, types
+sys.path.insert(0, {os.path.join(ROOT, "client", "python")!r})
+from cellvm import lifetime
+lifetime.RELAY_POLL_S = 0.02
 
-    class Held:  # what the relay reads of a Sandbox that holds a channel
-        _killed = _closed = False
-        _entry = types.SimpleNamespace(path=str(entry), deadline_ms=0)
+class Held:  # what the relay reads of a Sandbox that holds a channel
+    _killed = _closed = False
+    _entry = types.SimpleNamespace(path={str(entry)!r}, deadline_ms=0)
 
-    def relays():
-        return [t for t in threading.enumerate() if t.name == "cellvm-deadline-relay"]
+def relays():
+    return [t for t in threading.enumerate() if t.name == "cellvm-deadline-relay"]
 
-    def ends_within(seconds):
-        deadline = time.monotonic() + seconds
-        while relays() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return not relays()
+def ends_within(seconds):
+    deadline = time.monotonic() + seconds
+    while relays() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return not relays()
 
-    assert ends_within(2)  # none left from an earlier test
-    for _ in range(2):
-        sbx = Held()
-        lifetime.watch(sbx)
-        assert len(relays()) == 1
-        time.sleep(0.1)
-        assert len(relays()) == 1  # still watching: still running
-        lifetime.unwatch(sbx)
-        assert ends_within(2)
+assert not relays()
+for _ in range(2):
+    sbx = Held()
+    lifetime.watch(sbx)
+    assert len(relays()) == 1
+    time.sleep(0.1)
+    assert len(relays()) == 1, "still watching: still running"
+    lifetime.unwatch(sbx)
+    assert ends_within(2), "nothing to watch: ended"
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stdout + r.stderr

@@ -466,7 +466,8 @@ def test_c_commands(serve, tmp_path):
         m = s["mine"]
         assert m is not None, f"pid {s['handlePid']} not in {s['pids']}"
         assert "sleep 45" in " ".join([m["cmd"], *m["args"]]), m
-        assert m["envTag"] == "listed" and m["cwd"] == "/tmp"
+        # The start's own envs alone, as envd lists them: not the sandbox's (E2B's defaults).
+        assert m["envs"] == {"SERVE_SDK_TAG": "listed"} and m["cwd"] == "/tmp"
         assert s["handlePid"] not in s["pidsAfterKill"]
 
     def connect(s):

@@ -103,31 +103,45 @@ static char *command_line(json_t *proc, char *why, size_t whylen)
         return sb.buf;
 }
 
-static int enc_envs(struct cv_buf *b, json_t *envs, const struct sandbox *s)
+/* A JSON object of texts as a CBOR map; -EINVAL for another value. */
+static int enc_env_map(struct cv_buf *b, json_t *envs)
 {
-        /* The sandbox's environment, then the command's own over it. */
-        json_t *all = serve_sandbox_envs(s);
-        if (!all)
-                return -ENOMEM;
-        if (json_is_object(envs))
-                json_object_update(all, envs);
         const char *k;
         json_t *v;
-        json_object_foreach(all, k, v)
+        json_object_foreach(envs, k, v)
         {
-                if (!json_is_string(v)) {
-                        json_decref(all);
+                if (!json_is_string(v))
                         return -EINVAL;
-                }
         }
-        cv_enc_map(b, json_object_size(all));
-        json_object_foreach(all, k, v)
+        cv_enc_map(b, json_object_size(envs));
+        json_object_foreach(envs, k, v)
         {
                 cv_enc_cstr(b, k);
                 cv_enc_cstr(b, json_string_value(v));
         }
-        json_decref(all);
         return 0;
+}
+
+/* `sandbox_envs` (the sandbox's environment) and `envs` (the start's own, over it: all
+ * that process.List shows, as envd's). */
+static int enc_envs(struct cv_buf *b, json_t *envs, const struct sandbox *s)
+{
+        json_t *base = serve_sandbox_envs(s);
+        if (!base)
+                return -ENOMEM;
+        json_t *own = json_is_object(envs) ? json_incref(envs) : json_object();
+        int rc = own ? 0 : -ENOMEM;
+        if (rc == 0) {
+                cv_enc_cstr(b, "sandbox_envs");
+                rc = enc_env_map(b, base);
+        }
+        if (rc == 0) {
+                cv_enc_cstr(b, "envs");
+                rc = enc_env_map(b, own);
+        }
+        json_decref(base);
+        json_decref(own);
+        return rc;
 }
 
 /* --- the pump ---------------------------------------------------------------- */
@@ -421,7 +435,7 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         uint64_t timeout_ms = tmo ? strtoull(tmo, NULL, 10) : 0;
         struct cv_buf b;
         cv_buf_init(&b);
-        cv_enc_map(&b, 5 + (cwd && cwd[0]) + (tag != NULL) + (timeout_ms > 0) + (pty != NULL));
+        cv_enc_map(&b, 6 + (cwd && cwd[0]) + (tag != NULL) + (timeout_ms > 0) + (pty != NULL));
         /* A terminal's program (the SDKs' `/bin/bash -i -l`) is exec'd as envd does: a login
          * shell around it would read the profile twice before the first prompt. */
         const char *path = str_field(proc, "cmd", NULL);
@@ -442,7 +456,6 @@ enum MHD_Result process_start(struct hreq *h, json_t *req, const char *user)
         cv_enc_bool(&b, with_stdin);
         cv_enc_cstr(&b, "background"); /* our connection stays; this is for its end */
         cv_enc_bool(&b, true);
-        cv_enc_cstr(&b, "envs");
         int bad = enc_envs(&b, json_object_get(proc, "envs"), h->sbx);
         if (cwd && cwd[0]) {
                 cv_enc_cstr(&b, "cwd");

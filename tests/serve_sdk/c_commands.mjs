@@ -107,7 +107,7 @@ await runGroup('commands', async (scenario) => {
     const procs = await sbx.commands.list()
     o.count = procs.length
     const mine = procs.find((p) => p.pid === h.pid)
-    o.mine = mine ? { pid: mine.pid, cmd: mine.cmd, args: mine.args, cwd: mine.cwd ?? null, envTag: mine.envs?.SERVE_SDK_TAG ?? null } : null
+    o.mine = mine ? { pid: mine.pid, cmd: mine.cmd, args: mine.args, cwd: mine.cwd ?? null, envs: mine.envs ?? null } : null
     o.pids = procs.map((p) => p.pid)
     await h.kill()
     await expectThrow(() => h.wait())

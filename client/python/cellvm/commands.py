@@ -202,8 +202,10 @@ class Commands:
         fields (Pty's argv and pty, with cmd None)."""
         body = {"cmd": cmd} if cmd is not None else {}
         body.update(extra)
-        body["envs"] = {**self._sbx._sandbox_envs(),
-                        **{str(k): str(v) for k, v in (envs or {}).items()}}
+        # The sandbox's environment apart: commands.list() shows a start's own envs (E2B).
+        body["sandbox_envs"] = self._sbx._sandbox_envs()
+        if envs:
+            body["envs"] = {str(k): str(v) for k, v in envs.items()}
         if user is not None:
             body["user"] = user
         if cwd is not None:
