@@ -39,6 +39,23 @@ def test_write_read_text_bytes_stream(sbx, workdir):
     assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
 
 
+def test_a_stream_is_a_context_manager_as_e2bs(sbx, workdir):
+    # E2B's FileStreamReader: `with files.read(p, format="stream") as s:`
+    # (tests/sync/sandbox_sync/files/test_read.py); close() ends it early.
+    p = os.path.join(workdir, "s.bin")
+    data = os.urandom(3 * files_mod.CHUNK + 7)
+    sbx.files.write(p, data)
+    with sbx.files.read(p, format="stream") as stream:
+        assert b"".join(stream) == data
+    stream = sbx.files.read(p, format="stream")
+    assert data.startswith(next(stream))
+    stream.close()
+    stream.close()  # twice is harmless
+    with pytest.raises(StopIteration):
+        next(stream)
+    assert sbx.files.read(p, format="bytes") == data  # the connection is still good
+
+
 def test_relative_paths_are_under_the_home(sbx, agent):
     sbx.files.write("rel-file.txt", "x")
     assert open(os.path.join(agent.workdir, "rel-file.txt")).read() == "x"

@@ -10,7 +10,7 @@ import io
 import posixpath
 import struct
 import time
-from typing import IO, Dict, Iterator, List, Optional, Union
+from typing import IO, Dict, List, Optional, Union
 
 from . import _wire
 from .exceptions import (
@@ -21,6 +21,7 @@ from .exceptions import (
     format_request_timeout_error,
     from_agent_error,
 )
+from .file_stream import FileStreamReader
 from .models import EntryInfo, FileType, FilesystemEvent, FilesystemEventType, WriteEntry, WriteInfo
 
 FILE_WRITE = 0x0100
@@ -161,7 +162,7 @@ class Filesystem:
 
     def read(self, path: str, format: str = "text", user: Optional[str] = None,
              request_timeout: Optional[float] = None, gzip: bool = False,
-             stream_idle_timeout: Optional[float] = None) -> Union[str, bytearray, Iterator[bytes]]:
+             stream_idle_timeout: Optional[float] = None) -> Union[str, bytearray, FileStreamReader]:
         """The content of `path`: str (format="text"), bytearray ("bytes", as
         E2B returns it) or an iterator of byte chunks ("stream", bounded
         memory). `gzip` (E2B's transfer compression) is accepted and has no
@@ -196,7 +197,7 @@ class Filesystem:
             if first is not None:
                 yield first
             yield from gen
-        return chunks()
+        return FileStreamReader(chunks(), source=gen)
 
     def _read_chunks(self, conn, body, timeout, own_conn):
         try:
