@@ -12,7 +12,7 @@ from .exceptions import (
     SandboxException,
     format_long_request_timeout_error,
     format_request_timeout_error,
-    format_sandbox_killed_error,
+    format_sandbox_terminated_error,
     from_agent_error,
 )
 from .models import CommandResult, ProcessInfo
@@ -87,7 +87,7 @@ class CommandHandle:
                 # kill() closed the connection under the command: E2B's error.
                 if not self._commands._sbx._was_killed():
                     raise
-                raise format_sandbox_killed_error() from None
+                raise format_sandbox_terminated_error() from None
             if self._disconnected:
                 # disconnect() came while this thread waited: the end is for
                 # whoever connects next; output is dropped as after disconnect.
