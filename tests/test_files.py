@@ -103,9 +103,9 @@ def test_list_get_info_exists(sbx, workdir):
     assert f.mode == 0o644 and f.permissions == "-rw-r--r--"
     assert e.permissions.startswith("d")
     assert f.owner and f.group
-    # naive UTC, as E2B's (protobuf's ToDatetime())
-    assert f.modified_time.tzinfo is None
-    mtime = f.modified_time.replace(tzinfo=datetime.timezone.utc).timestamp()
+    # aware UTC, as e2b 2.45's (E2B's tests/sync/sandbox_sync/files/test_info.py)
+    assert f.modified_time.tzinfo == datetime.timezone.utc
+    mtime = f.modified_time.timestamp()
     assert abs(mtime - os.stat(os.path.join(workdir, "d/f.txt")).st_mtime) < 1e-3
     # E2B (envd shared/pkg/filesystem/entry.go): the target with every link
     # resolved, and the target's type and mode.
