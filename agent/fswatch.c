@@ -47,6 +47,7 @@ struct fswatch {
         bool recursive;
         struct watched_dir *dirs;
         size_t ndirs, cap;
+        uint32_t temp_cookie; /* the rename of a files.write temporary into place */
         char root[PATH_MAX];
 };
 
@@ -150,6 +151,30 @@ static void send_event(struct conn *c, uint32_t id, const char *name, const char
         conn_touch(c);
 }
 
+/*
+ * files.write writes "DIR/.NAME.cellvm-XXXXXXXX" and renames it onto NAME
+ * (file_transfer.c: atomic). envd writes NAME in place, and E2B's watchers
+ * expect its events: so the temporary's events are reported under NAME, and
+ * the rename into place (MOVED_FROM the temporary, MOVED_TO NAME) not at all.
+ * Returns the length of NAME in `base` when `base` names such a temporary.
+ */
+static size_t write_temp_target(const char *base)
+{
+        static const char sfx[] = ".cellvm-";
+        size_t len = strlen(base), hex = 8, slen = sizeof(sfx) - 1;
+        if (base[0] != '.' || len < 2 + slen + hex)
+                return 0;
+        const char *tail = base + len - hex - slen;
+        if (memcmp(tail, sfx, slen) != 0)
+                return 0;
+        for (size_t i = 0; i < hex; i++) {
+                char ch = tail[slen + i];
+                if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+                        return 0;
+        }
+        return (size_t)(tail - base) - 1;
+}
+
 /* Handles one event; returns false once the watch has ended (and was freed). */
 static bool handle_event(struct agent *a, struct fswatch *fw, const struct inotify_event *ev)
 {
@@ -171,8 +196,25 @@ static bool handle_event(struct agent *a, struct fswatch *fw, const struct inoti
         const char *type = event_type(ev->mask);
         if (!type)
                 return true;
+        const char *base = ev->len ? ev->name : "";
+        int baselen = (int)strlen(base);
+        size_t target = ev->len && !(ev->mask & IN_ISDIR) ? write_temp_target(base) : 0;
+        if (target) {
+                if (ev->mask & IN_MOVED_FROM) { /* into place: its MOVED_TO follows */
+                        fw->temp_cookie = ev->cookie;
+                        return true;
+                }
+                if (ev->mask & IN_DELETE) /* a failed write's: NAME is as it was */
+                        return true;
+                base++; /* the leading dot */
+                baselen = (int)target;
+        } else if ((ev->mask & IN_MOVED_TO) && ev->cookie && ev->cookie == fw->temp_cookie) {
+                fw->temp_cookie = 0;
+                return true;
+        }
         char name[PATH_MAX];
-        int n = ev->len ? snprintf(name, sizeof(name), "%s%s%s", rel, rel[0] ? "/" : "", ev->name)
+        int n = ev->len ? snprintf(name, sizeof(name), "%s%s%.*s", rel, rel[0] ? "/" : "", baselen,
+                                   base)
                         : snprintf(name, sizeof(name), "%s", rel);
         if (n < 0 || (size_t)n >= sizeof(name))
                 return true;

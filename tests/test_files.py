@@ -298,7 +298,7 @@ def test_watch_dir_events(sbx, workdir):
     h = sbx.files.watch_dir(workdir)
     try:
         p = os.path.join(workdir, "w.txt")
-        sbx.files.write(p, "1")  # temp file + rename: the new name appears
+        sbx.files.write(p, "1")  # events under the name, as envd's in-place write
         with open(p, "a") as f:
             f.write("more")
         os.chmod(p, 0o640)
@@ -317,6 +317,29 @@ def test_watch_dir_events(sbx, workdir):
     time.sleep(0.1)
     with pytest.raises(SandboxException, match="The watcher is already stopped"):
         h.get_new_events()
+
+
+def test_a_write_is_watched_as_envds_in_place_write(sbx, workdir):
+    # files.write's temporary and its rename into place are not seen: a
+    # watcher gets envd's CREATE, WRITE, CHMOD of the name (E2B's
+    # tests/sync/sandbox_sync/files/test_watch.py counts 3), then a WRITE
+    # for an overwrite; a user's own rename is still reported.
+    h = sbx.files.watch_dir(workdir)
+    try:
+        T = FilesystemEventType
+        sbx.files.write(os.path.join(workdir, "n.txt"), "new")
+        seen = _events_until(h, [("n.txt", T.CHMOD)])
+        time.sleep(0.1)
+        seen += [(e.name, e.type) for e in h.get_new_events()]
+        assert seen == [("n.txt", T.CREATE), ("n.txt", T.WRITE), ("n.txt", T.CHMOD)], seen
+        sbx.files.write(os.path.join(workdir, "n.txt"), "again")
+        seen = _events_until(h, [("n.txt", T.WRITE)])
+        assert ("n.txt", T.WRITE) in seen and all(n == "n.txt" for n, _ in seen), seen
+        os.rename(os.path.join(workdir, "n.txt"), os.path.join(workdir, "m.txt"))
+        seen = _events_until(h, [("n.txt", T.RENAME), ("m.txt", T.CREATE)])
+        assert ("n.txt", T.RENAME) in seen and ("m.txt", T.CREATE) in seen, seen
+    finally:
+        h.stop()
 
 
 def test_watch_dir_recursive(sbx, workdir):
