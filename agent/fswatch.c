@@ -48,11 +48,20 @@ struct fswatch {
         struct watched_dir *dirs;
         size_t ndirs, cap;
         uint32_t temp_cookie; /* the rename of a files.write temporary into place */
+        struct fswatch *next; /* in `watches` */
         char root[PATH_MAX];
 };
 
+/* The running watches, for fswatch_flush(). */
+static struct fswatch *watches;
+
 static void fswatch_free(struct agent *a, struct fswatch *fw)
 {
+        for (struct fswatch **p = &watches; *p; p = &(*p)->next)
+                if (*p == fw) {
+                        *p = fw->next;
+                        break;
+                }
         svc_detach(&fw->r);
         watch_close(a, &fw->w);
         for (size_t i = 0; i < fw->ndirs; i++)
@@ -263,6 +272,15 @@ static void on_inotify(struct agent *a, struct watch *w, uint32_t events)
         }
 }
 
+void fswatch_flush(struct agent *a)
+{
+        for (struct fswatch *fw = watches, *next; fw; fw = next) {
+                next = fw->next; /* on_inotify may free fw (its directory gone) */
+                if (!conn_over_high_water(fw->r.conn))
+                        on_inotify(a, &fw->w, EPOLLIN);
+        }
+}
+
 static const struct svc_ops fswatch_ops = {
     .name = "watch",
     .cancel = fswatch_cancel,
@@ -311,6 +329,8 @@ void fswatch_request(struct agent *a, struct conn *c, uint32_t id, const cbor_it
                 return;
         }
         svc_attach(c, &fw->r, id, &fswatch_ops);
+        fw->next = watches;
+        watches = fw;
         /* The client may act on the directory as soon as this arrives. */
         int erc = cv_out_msg(&c->out, CV_MSG_WATCH_STARTED, 0, id, NULL, 0);
         if (erc < 0)
