@@ -20,6 +20,7 @@ from cellvm import (
     CommandResult,
     FileNotFoundException,
     InvalidArgumentException,
+    PtySize,
     NotFoundException,
     RateLimitException,
     Sandbox,
@@ -55,6 +56,20 @@ def test_kill_returns_true_then_false_and_ends_the_sandbox(agent):
     assert sbx.kill() is True
     assert sbx.is_running() is False
     assert sbx.kill() is False
+
+
+def test_kill_returns_once_the_process_is_gone(agent):
+    # As envd's: `kill -0 PID` right after pty.kill / commands.kill finds no
+    # process, not an unreaped zombie (E2B's pty/test_pty_kill.py).
+    with Sandbox.connect(agent.addr) as sbx:
+        for _ in range(10):
+            term = sbx.pty.create(PtySize(80, 24))
+            assert sbx.pty.kill(term.pid) is True
+            assert sbx.commands.run(f"kill -0 {term.pid} || echo gone").stdout == "gone\n"
+            cmd = sbx.commands.run("sleep 30", background=True)
+            assert sbx.commands.kill(cmd.pid) is True
+            assert sbx.commands.run(f"kill -0 {cmd.pid} || echo gone").stdout == "gone\n"
+        assert sbx.pty.kill(999999) is False
 
 
 def test_a_command_running_when_the_sandbox_is_killed_raises_e2bs_timeout(agent):
