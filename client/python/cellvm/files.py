@@ -8,6 +8,7 @@ time, so big files move with bounded memory (except read(format="bytes"/
 
 import io
 import posixpath
+import re
 import struct
 import time
 from typing import IO, Dict, List, Optional, Union
@@ -120,7 +121,21 @@ class WatchHandle:
             pass  # already over
 
 
+# E2B's (e2b/sandbox/filesystem/filesystem.py): keys are HTTP header tokens,
+# values printable US-ASCII, checked before anything is sent.
+_METADATA_KEY = re.compile(r"\A[A-Za-z0-9!#$%&'*+\-.^_`|~]+\Z")
+_METADATA_VALUE = re.compile(r"\A[\x20-\x7e]*\Z")
+
+
 def _refuse_metadata(metadata):
+    for key, value in (metadata or {}).items():  # E2B validates first
+        if not _METADATA_KEY.match(key):
+            raise InvalidArgumentException(
+                f"Invalid metadata key {key!r}: keys must be non-empty and use only "
+                "HTTP token characters (letters, digits and !#$%&'*+-.^_`|~).")
+        if not _METADATA_VALUE.match(value):
+            raise InvalidArgumentException(
+                f"Invalid metadata value for key {key!r}: values must be printable US-ASCII.")
     if metadata:
         # E2B's exception for an envd without file metadata (sandbox_sync/filesystem/filesystem.py)
         raise TemplateException("File metadata is not supported by cellvm: the guest's file systems "
