@@ -24,6 +24,7 @@
 #include "conn.h"
 #include "creds.h"
 #include "files.h"
+#include "fswatch.h"
 #include "log.h"
 #include "loop.h"
 #include "msgtypes.h"
@@ -105,6 +106,7 @@ static void upload_commit(struct agent *a, struct upload *u)
         }
         log_debug("conn %u: wrote %llu bytes to %s", c->num, (unsigned long long)u->written,
                   u->path);
+        fswatch_flush(a);
         size_t mark;
         cv_out_begin(&c->out, &mark);
         cv_enc_map(&c->out, 3);

@@ -47,11 +47,21 @@ struct fswatch {
         bool recursive;
         struct watched_dir *dirs;
         size_t ndirs, cap;
+        uint32_t temp_cookie; /* the rename of a files.write temporary into place */
+        struct fswatch *next; /* in `watches` */
         char root[PATH_MAX];
 };
 
+/* The running watches, for fswatch_flush(). */
+static struct fswatch *watches;
+
 static void fswatch_free(struct agent *a, struct fswatch *fw)
 {
+        for (struct fswatch **p = &watches; *p; p = &(*p)->next)
+                if (*p == fw) {
+                        *p = fw->next;
+                        break;
+                }
         svc_detach(&fw->r);
         watch_close(a, &fw->w);
         for (size_t i = 0; i < fw->ndirs; i++)
@@ -150,6 +160,30 @@ static void send_event(struct conn *c, uint32_t id, const char *name, const char
         conn_touch(c);
 }
 
+/*
+ * files.write writes "DIR/.NAME.cellvm-XXXXXXXX" and renames it onto NAME
+ * (file_transfer.c: atomic). envd writes NAME in place, and E2B's watchers
+ * expect its events: so the temporary's events are reported under NAME, and
+ * the rename into place (MOVED_FROM the temporary, MOVED_TO NAME) not at all.
+ * Returns the length of NAME in `base` when `base` names such a temporary.
+ */
+static size_t write_temp_target(const char *base)
+{
+        static const char sfx[] = ".cellvm-";
+        size_t len = strlen(base), hex = 8, slen = sizeof(sfx) - 1;
+        if (base[0] != '.' || len < 2 + slen + hex)
+                return 0;
+        const char *tail = base + len - hex - slen;
+        if (memcmp(tail, sfx, slen) != 0)
+                return 0;
+        for (size_t i = 0; i < hex; i++) {
+                char ch = tail[slen + i];
+                if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+                        return 0;
+        }
+        return (size_t)(tail - base) - 1;
+}
+
 /* Handles one event; returns false once the watch has ended (and was freed). */
 static bool handle_event(struct agent *a, struct fswatch *fw, const struct inotify_event *ev)
 {
@@ -171,8 +205,25 @@ static bool handle_event(struct agent *a, struct fswatch *fw, const struct inoti
         const char *type = event_type(ev->mask);
         if (!type)
                 return true;
+        const char *base = ev->len ? ev->name : "";
+        int baselen = (int)strlen(base);
+        size_t target = ev->len && !(ev->mask & IN_ISDIR) ? write_temp_target(base) : 0;
+        if (target) {
+                if (ev->mask & IN_MOVED_FROM) { /* into place: its MOVED_TO follows */
+                        fw->temp_cookie = ev->cookie;
+                        return true;
+                }
+                if (ev->mask & IN_DELETE) /* a failed write's: NAME is as it was */
+                        return true;
+                base++; /* the leading dot */
+                baselen = (int)target;
+        } else if ((ev->mask & IN_MOVED_TO) && ev->cookie && ev->cookie == fw->temp_cookie) {
+                fw->temp_cookie = 0;
+                return true;
+        }
         char name[PATH_MAX];
-        int n = ev->len ? snprintf(name, sizeof(name), "%s%s%s", rel, rel[0] ? "/" : "", ev->name)
+        int n = ev->len ? snprintf(name, sizeof(name), "%s%s%.*s", rel, rel[0] ? "/" : "", baselen,
+                                   base)
                         : snprintf(name, sizeof(name), "%s", rel);
         if (n < 0 || (size_t)n >= sizeof(name))
                 return true;
@@ -218,6 +269,15 @@ static void on_inotify(struct agent *a, struct watch *w, uint32_t events)
                 int rc = watch_set(a, &fw->w, 0);
                 if (rc < 0)
                         log_error("watch %s: epoll_ctl: %s", fw->root, strerror(-rc));
+        }
+}
+
+void fswatch_flush(struct agent *a)
+{
+        for (struct fswatch *fw = watches, *next; fw; fw = next) {
+                next = fw->next; /* on_inotify may free fw (its directory gone) */
+                if (!conn_over_high_water(fw->r.conn))
+                        on_inotify(a, &fw->w, EPOLLIN);
         }
 }
 
@@ -269,6 +329,8 @@ void fswatch_request(struct agent *a, struct conn *c, uint32_t id, const cbor_it
                 return;
         }
         svc_attach(c, &fw->r, id, &fswatch_ops);
+        fw->next = watches;
+        watches = fw;
         /* The client may act on the directory as soon as this arrives. */
         int erc = cv_out_msg(&c->out, CV_MSG_WATCH_STARTED, 0, id, NULL, 0);
         if (erc < 0)

@@ -235,6 +235,9 @@ def test_files_round_trip(agent, workdir):
             stream = await sbx.files.read(os.path.join(workdir, "big.bin"), format="stream")
             chunks = [c async for c in stream]
             assert len(chunks) > 1 and b"".join(chunks) == big
+            # E2B's AsyncFileStreamReader is an async context manager too.
+            async with await sbx.files.read(os.path.join(workdir, "big.bin"), format="stream") as stream:
+                assert b"".join([c async for c in stream]) == big
 
             assert await sbx.files.make_dir(os.path.join(workdir, "d/e")) is True
             assert await sbx.files.make_dir(os.path.join(workdir, "d/e")) is False

@@ -1081,7 +1081,7 @@ def test_e2b_formats_as_read_from_source(agent):
             sandbox.remove_code_context(ctx)
         # E2B python-sdk e2b/sandbox/filesystem/filesystem.py: WriteInfo(name,
         # type, path, metadata kw_only), EntryInfo adds size, mode, permissions,
-        # owner, group, modified_time (protobuf ToDatetime(): naive UTC),
+        # owner, group, modified_time (aware UTC: protobuf.wkt Timestamp.to_datetime()),
         # symlink_target; FileType is a plain Enum.
         path = os.path.join(agent.workdir, "formats", "f.txt")
         info = sandbox.files.write(path, "x")
@@ -1089,8 +1089,8 @@ def test_e2b_formats_as_read_from_source(agent):
         entry = sandbox.files.get_info(path)
         assert repr(entry).startswith(f"EntryInfo(name='f.txt', type=<FileType.FILE: 'file'>, path={path!r}, "
                                       "metadata=None, size=1, mode=")
-        assert entry.modified_time.tzinfo is None
-        now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        assert entry.modified_time.tzinfo == datetime.timezone.utc
+        now = datetime.datetime.now(datetime.timezone.utc)
         assert abs((now - entry.modified_time).total_seconds()) < 60
         assert str(entry.modified_time) == entry.modified_time.isoformat(" ")
         # e2b/sandbox/commands/command_handle.py: CommandResult is a

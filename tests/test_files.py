@@ -39,6 +39,23 @@ def test_write_read_text_bytes_stream(sbx, workdir):
     assert stat.S_IMODE(os.stat(p).st_mode) == 0o600
 
 
+def test_a_stream_is_a_context_manager_as_e2bs(sbx, workdir):
+    # E2B's FileStreamReader: `with files.read(p, format="stream") as s:`
+    # (tests/sync/sandbox_sync/files/test_read.py); close() ends it early.
+    p = os.path.join(workdir, "s.bin")
+    data = os.urandom(3 * files_mod.CHUNK + 7)
+    sbx.files.write(p, data)
+    with sbx.files.read(p, format="stream") as stream:
+        assert b"".join(stream) == data
+    stream = sbx.files.read(p, format="stream")
+    assert data.startswith(next(stream))
+    stream.close()
+    stream.close()  # twice is harmless
+    with pytest.raises(StopIteration):
+        next(stream)
+    assert sbx.files.read(p, format="bytes") == data  # the connection is still good
+
+
 def test_relative_paths_are_under_the_home(sbx, agent):
     sbx.files.write("rel-file.txt", "x")
     assert open(os.path.join(agent.workdir, "rel-file.txt")).read() == "x"
@@ -86,9 +103,9 @@ def test_list_get_info_exists(sbx, workdir):
     assert f.mode == 0o644 and f.permissions == "-rw-r--r--"
     assert e.permissions.startswith("d")
     assert f.owner and f.group
-    # naive UTC, as E2B's (protobuf's ToDatetime())
-    assert f.modified_time.tzinfo is None
-    mtime = f.modified_time.replace(tzinfo=datetime.timezone.utc).timestamp()
+    # aware UTC, as e2b 2.45's (E2B's tests/sync/sandbox_sync/files/test_info.py)
+    assert f.modified_time.tzinfo == datetime.timezone.utc
+    mtime = f.modified_time.timestamp()
     assert abs(mtime - os.stat(os.path.join(workdir, "d/f.txt")).st_mtime) < 1e-3
     # E2B (envd shared/pkg/filesystem/entry.go): the target with every link
     # resolved, and the target's type and mode.
@@ -281,7 +298,7 @@ def test_watch_dir_events(sbx, workdir):
     h = sbx.files.watch_dir(workdir)
     try:
         p = os.path.join(workdir, "w.txt")
-        sbx.files.write(p, "1")  # temp file + rename: the new name appears
+        sbx.files.write(p, "1")  # events under the name, as envd's in-place write
         with open(p, "a") as f:
             f.write("more")
         os.chmod(p, 0o640)
@@ -300,6 +317,35 @@ def test_watch_dir_events(sbx, workdir):
     time.sleep(0.1)
     with pytest.raises(SandboxException, match="The watcher is already stopped"):
         h.get_new_events()
+
+
+def test_a_write_is_watched_as_envds_in_place_write(sbx, workdir):
+    # files.write's temporary and its rename into place are not seen: a
+    # watcher gets envd's CREATE, WRITE, CHMOD of the name (E2B's
+    # tests/sync/sandbox_sync/files/test_watch.py counts 3), then a WRITE
+    # for an overwrite; a user's own rename is still reported.
+    h = sbx.files.watch_dir(workdir)
+    try:
+        T = FilesystemEventType
+        # The agent relays a write's events before its reply: they are there
+        # as write() returns (E2B's tests ask at once).
+        for _ in range(20):
+            sbx.files.write(os.path.join(workdir, "n.txt"), "new")
+            seen = [(e.name, e.type) for e in h.get_new_events()]
+            assert seen == [("n.txt", T.CREATE), ("n.txt", T.WRITE), ("n.txt", T.CHMOD)], seen
+            time.sleep(0.05)
+            assert h.get_new_events() == []
+            os.unlink(os.path.join(workdir, "n.txt"))
+            assert _events_until(h, [("n.txt", T.REMOVE)]) == [("n.txt", T.REMOVE)]
+        sbx.files.write(os.path.join(workdir, "n.txt"), "new")
+        sbx.files.write(os.path.join(workdir, "n.txt"), "again")
+        seen = [(e.name, e.type) for e in h.get_new_events()]
+        assert seen.count(("n.txt", T.WRITE)) == 2 and all(n == "n.txt" for n, _ in seen), seen
+        os.rename(os.path.join(workdir, "n.txt"), os.path.join(workdir, "m.txt"))
+        seen = _events_until(h, [("n.txt", T.RENAME), ("m.txt", T.CREATE)])
+        assert ("n.txt", T.RENAME) in seen and ("m.txt", T.CREATE) in seen, seen
+    finally:
+        h.stop()
 
 
 def test_watch_dir_recursive(sbx, workdir):

@@ -20,6 +20,7 @@ from cellvm import (
     CommandResult,
     FileNotFoundException,
     InvalidArgumentException,
+    PtySize,
     NotFoundException,
     RateLimitException,
     Sandbox,
@@ -57,13 +58,29 @@ def test_kill_returns_true_then_false_and_ends_the_sandbox(agent):
     assert sbx.kill() is False
 
 
+def test_kill_returns_once_the_process_is_gone(agent):
+    # As envd's: `kill -0 PID` right after pty.kill / commands.kill finds no
+    # process, not an unreaped zombie (E2B's pty/test_pty_kill.py).
+    with Sandbox.connect(agent.addr) as sbx:
+        for _ in range(10):
+            term = sbx.pty.create(PtySize(80, 24))
+            assert sbx.pty.kill(term.pid) is True
+            assert sbx.commands.run(f"kill -0 {term.pid} || echo gone").stdout == "gone\n"
+            cmd = sbx.commands.run("sleep 30", background=True)
+            assert sbx.commands.kill(cmd.pid) is True
+            assert sbx.commands.run(f"kill -0 {cmd.pid} || echo gone").stdout == "gone\n"
+        assert sbx.pty.kill(999999) is False
+
+
 def test_a_command_running_when_the_sandbox_is_killed_raises_e2bs_timeout(agent):
     import threading
     sbx = Sandbox.connect(agent.addr)
     timer = threading.Timer(1.0, sbx.kill)
     timer.start()
     try:
-        with pytest.raises(TimeoutException, match="sandbox was killed while the request was in progress"):
+        # e2b 2.45's commands say it as e2b.envd.rpc.format_terminated_exception
+        # (E2B's tests/sync/sandbox_sync/commands/test_sandbox_killed_during_run.py).
+        with pytest.raises(TimeoutException, match="sandbox was killed or reached its end of life"):
             sbx.commands.run("sleep 30 # killed-sandbox", timeout=60)
     finally:
         timer.cancel()

@@ -18,6 +18,7 @@ from cellvm import (
     EntryInfo,
     FilesystemEventType,
     FileType,
+    InvalidArgumentException,
     PtySize,
     Sandbox,
     SandboxException,
@@ -80,6 +81,18 @@ def test_write_metadata_is_refused_as_e2b_refuses_it_without_xattrs(sbx, workdir
     assert not sbx.files.exists(path)
     info = sbx.files.write(path, "1", metadata={}, use_octet_stream=None)
     assert info.metadata is None
+
+
+def test_invalid_write_metadata_is_invalid_argument_first_as_e2bs(sbx, workdir):
+    # E2B's validate_metadata runs before its envd check (E2B's
+    # files/test_metadata.py test_write_rejects_invalid_metadata).
+    path = os.path.join(workdir, "bad.txt")
+    for bad in ({"bad key": "v"}, {"": "v"}, {"good": "bad\nvalue"}, {"k": "é"}):
+        with pytest.raises(InvalidArgumentException, match="Invalid metadata"):
+            sbx.files.write(path, "x", metadata=bad)
+        with pytest.raises(InvalidArgumentException, match="Invalid metadata"):
+            sbx.files.write_files([{"path": path, "data": "x"}], metadata=bad)
+    assert not sbx.files.exists(path)
 
 
 def test_async_pty_sends_the_terminals_bytes_to_on_data(agent):

@@ -184,11 +184,22 @@ def pytest_deselected(items):
 
 # --- a fresh agent per test ------------------------------------------------
 
-def _home_user_launcher(workdir, loopback=False):
+# The image's sandbox user: uid/gid 1000 named `user` (files.get_info().owner),
+# over the host's /etc/passwd and /etc/group, seen by this namespace only.
+_IMAGE_USER = ("grep -v '^[^:]*:[^:]*:1000:' /etc/passwd > /home/.passwd && "
+               "echo 'user:x:1000:1000::/home/user:/bin/bash' >> /home/.passwd && "
+               "grep -v '^[^:]*:[^:]*:1000:' /etc/group > /home/.group && "
+               "echo 'user:x:1000:' >> /home/.group && "
+               "mount --bind /home/.passwd /etc/passwd && mount --bind /home/.group /etc/group && ")
+
+
+def _home_user_launcher(workdir, loopback=False, image_user=False):
     """unshare(1) into a private mount namespace where /home is a tmpfs and the
     test's `workdir` is bind-mounted on /home/user, then exec the agent.
-    loopback: into a network namespace of its own too, with only lo up."""
+    loopback: into a network namespace of its own too, with only lo up.
+    image_user: uid 1000 is named `user`, as in the image."""
     script = ('mount -t tmpfs -o mode=0755 cellvm-home /home && mkdir /home/user && '
+              + (_IMAGE_USER if image_user else "") +
               'mount --bind "$0" /home/user && exec "$@"')
     net = []
     if loopback:
@@ -198,15 +209,16 @@ def _home_user_launcher(workdir, loopback=False):
             workdir]
 
 
-def agent_of_the_test(request, monkeypatch, loopback=False, **agent_args):
+def agent_of_the_test(request, monkeypatch, loopback=False, image_user=False, **agent_args):
     """(generator, for a fixture) A dev-mode agent of this test's own, named
     by $CELLVM_ADDR; its log goes into the report, a sanitizer's report fails
     the test. loopback: user code may use TCP/IP on 127.0.0.1, in a network
-    namespace where nothing else is up (as in a guest without NIC). The git
-    suite (cellvm_git_suite.py) shares it."""
+    namespace where nothing else is up (as in a guest without NIC).
+    image_user: uid 1000 is named `user` (as in the image). The E2B SDK
+    suites (cellvm_sdk_suite.py, cellvm_git_suite.py) share it."""
     if os.geteuid() == 0:
         policy = ("--network", "loopback") if loopback else ()
-        agent = AgentProcess(*policy, launcher=lambda workdir: _home_user_launcher(workdir, loopback),
+        agent = AgentProcess(*policy, launcher=lambda workdir: _home_user_launcher(workdir, loopback, image_user),
                              agent_workdir=SANDBOX_WORKDIR, **agent_args)
     else:  # no namespaces: the tests that expect /home/user or loopback fail, visibly
         agent = AgentProcess(**agent_args)

@@ -3,28 +3,16 @@
 import asyncio
 import threading
 import time
-from typing import IO, AsyncIterator, Dict, List, Optional, Union
+from typing import IO, Dict, List, Optional, Union
 
 from . import _async_bridge as bridge
 from .exceptions import format_long_request_timeout_error
+from .file_stream import AsyncFileStreamReader
 from .files import Filesystem, WatchHandle
 from .models import EntryInfo, FilesystemEvent, OutputHandler, WriteEntry, WriteInfo
 
 _WATCH_POLL_S = 0.05
 """How often a watch looks for new events (the sync WatchHandle polls)."""
-
-
-async def _chunks(it) -> AsyncIterator[bytes]:
-    """The sync read(format="stream") iterator as an async one; each chunk
-    is read in a worker thread."""
-    try:
-        while True:
-            chunk = await bridge.call(next, it, None)
-            if chunk is None:
-                return
-            yield chunk
-    finally:
-        it.close()  # ends the download's connection
 
 
 class AsyncWatchHandle:
@@ -78,13 +66,13 @@ class AsyncFilesystem:
 
     async def read(self, path: str, format: str = "text", user: Optional[str] = None,
                    request_timeout: Optional[float] = None, gzip: bool = False,
-                   stream_idle_timeout: Optional[float] = None) -> Union[str, bytearray, AsyncIterator[bytes]]:
+                   stream_idle_timeout: Optional[float] = None) -> Union[str, bytearray, AsyncFileStreamReader]:
         """The content of `path`: str (format="text"), bytearray ("bytes") or
         an async iterator of byte chunks ("stream", bounded memory; a chunk
         later than `stream_idle_timeout` s, 0 = no limit, raises TimeoutException)."""
         content = await bridge.call(self._fs.read, path, format, user, request_timeout,
                                     stream_idle_timeout=stream_idle_timeout)
-        return _chunks(content) if format == "stream" else content
+        return AsyncFileStreamReader(content) if format == "stream" else content
 
     async def write(self, path: str, data: Union[str, bytes, IO], user: Optional[str] = None,
                     request_timeout: Optional[float] = None, gzip: bool = False,

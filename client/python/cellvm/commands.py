@@ -12,11 +12,14 @@ from .exceptions import (
     SandboxException,
     format_long_request_timeout_error,
     format_request_timeout_error,
-    format_sandbox_killed_error,
+    format_sandbox_terminated_error,
     from_agent_error,
 )
 from .models import CommandResult, ProcessInfo
 from ._messages import _Messages
+
+_KILL_REAP_S = 2.0
+"""How long kill() waits for the agent to reap the killed command."""
 
 CMD_START = 0x0200
 CMD_LIST = 0x0201
@@ -87,7 +90,7 @@ class CommandHandle:
                 # kill() closed the connection under the command: E2B's error.
                 if not self._commands._sbx._was_killed():
                     raise
-                raise format_sandbox_killed_error() from None
+                raise format_sandbox_terminated_error() from None
             if self._disconnected:
                 # disconnect() came while this thread waited: the end is for
                 # whoever connects next; output is dropped as after disconnect.
@@ -271,12 +274,17 @@ class Commands:
         return CommandHandle(self, req, pid, timeout)
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
-        """SIGKILL command `pid`; False if there is no such command."""
+        """SIGKILL command `pid`; False if there is no such command. Returns
+        once the agent has reaped it (within _KILL_REAP_S), as envd's kill:
+        a `kill -0 PID` right after finds no process, not a zombie."""
         try:
             self._sbx._call(CMD_KILL, {"pid": int(pid)}, request_timeout)
-            return True
         except NotFoundException:
             return False
+        deadline = time.monotonic() + _KILL_REAP_S
+        while time.monotonic() < deadline and any(p.pid == int(pid) for p in self.list(request_timeout)):
+            time.sleep(0.005)
+        return True
 
     def send_stdin(self, pid: int, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
         if isinstance(data, str):

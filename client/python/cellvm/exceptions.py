@@ -115,6 +115,13 @@ def format_sandbox_killed_error():
     )
 
 
+def format_sandbox_terminated_error(cause: str = "connection to the sandbox closed"):
+    """E2B's (e2b.envd.rpc.format_terminated_exception): a command, pty or
+    file request in flight when the sandbox is killed or its lifetime ends."""
+    return TimeoutException(
+        f"{cause}: The sandbox was killed or reached its end of life while the request was in flight.")
+
+
 def format_sandbox_timeout_exception(message: str):
     """E2B's error when a request fails because the sandbox's lifetime ended."""
     return TimeoutException(

@@ -8,9 +8,10 @@ time, so big files move with bounded memory (except read(format="bytes"/
 
 import io
 import posixpath
+import re
 import struct
 import time
-from typing import IO, Dict, Iterator, List, Optional, Union
+from typing import IO, Dict, List, Optional, Union
 
 from . import _wire
 from .exceptions import (
@@ -21,6 +22,7 @@ from .exceptions import (
     format_request_timeout_error,
     from_agent_error,
 )
+from .file_stream import FileStreamReader
 from .models import EntryInfo, FileType, FilesystemEvent, FilesystemEventType, WriteEntry, WriteInfo
 
 FILE_WRITE = 0x0100
@@ -119,7 +121,21 @@ class WatchHandle:
             pass  # already over
 
 
+# E2B's (e2b/sandbox/filesystem/filesystem.py): keys are HTTP header tokens,
+# values printable US-ASCII, checked before anything is sent.
+_METADATA_KEY = re.compile(r"\A[A-Za-z0-9!#$%&'*+\-.^_`|~]+\Z")
+_METADATA_VALUE = re.compile(r"\A[\x20-\x7e]*\Z")
+
+
 def _refuse_metadata(metadata):
+    for key, value in (metadata or {}).items():  # E2B validates first
+        if not _METADATA_KEY.match(key):
+            raise InvalidArgumentException(
+                f"Invalid metadata key {key!r}: keys must be non-empty and use only "
+                "HTTP token characters (letters, digits and !#$%&'*+-.^_`|~).")
+        if not _METADATA_VALUE.match(value):
+            raise InvalidArgumentException(
+                f"Invalid metadata value for key {key!r}: values must be printable US-ASCII.")
     if metadata:
         # E2B's exception for an envd without file metadata (sandbox_sync/filesystem/filesystem.py)
         raise TemplateException("File metadata is not supported by cellvm: the guest's file systems "
@@ -161,7 +177,7 @@ class Filesystem:
 
     def read(self, path: str, format: str = "text", user: Optional[str] = None,
              request_timeout: Optional[float] = None, gzip: bool = False,
-             stream_idle_timeout: Optional[float] = None) -> Union[str, bytearray, Iterator[bytes]]:
+             stream_idle_timeout: Optional[float] = None) -> Union[str, bytearray, FileStreamReader]:
         """The content of `path`: str (format="text"), bytearray ("bytes", as
         E2B returns it) or an iterator of byte chunks ("stream", bounded
         memory). `gzip` (E2B's transfer compression) is accepted and has no
@@ -196,7 +212,7 @@ class Filesystem:
             if first is not None:
                 yield first
             yield from gen
-        return chunks()
+        return FileStreamReader(chunks(), source=gen)
 
     def _read_chunks(self, conn, body, timeout, own_conn):
         try:

@@ -339,7 +339,8 @@ import datetime as _dt
 import sys as _sys
 from enum import Enum as _Enum
 
-_EPOCH = _dt.datetime(1970, 1, 1)
+# Aware UTC, as e2b 2.45's modified_time (protobuf.wkt Timestamp.to_datetime()).
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 # E2B declares WriteInfo.metadata keyword-only (Python 3.10+).
 _KW_ONLY = {"kw_only": True} if _sys.version_info >= (3, 10) else {}
 
