@@ -10,7 +10,9 @@ import subprocess
 
 from e2b_source_api import ROOT, SHARED
 
-E2B_TESTS = os.path.join(SHARED, "e2b-python-sdk", "tests")
+# Resolved: pytest compares --confcutdir with conftest files' real paths, and
+# ../shared may be a symbolic link (a CI clone's is).
+E2B_TESTS = os.path.realpath(os.path.join(SHARED, "e2b-python-sdk", "tests"))
 
 
 def run_e2b_tests(plugin, paths, confcutdir, workers=2, timeout=600):
