@@ -2,6 +2,11 @@
 import os, re, glob
 for f in glob.glob('nb60_*') + glob.glob('ipython_log.py*'):
     os.remove(f)
+def from_line(path, first):
+    # With -o, the session's input comes with each result, found by its execution
+    # count: what a long session shows there differs from a fresh one's.
+    lines = open(path).read().splitlines()
+    return lines[lines.index(first):]
 def from_here(path):
     # A log starts with the whole session's input: from this notebook's first cell on.
     lines = open(path).read().splitlines()
@@ -49,6 +54,8 @@ print(from_here('nb60_session.py'))
 # %%
 %logstart -q -r -o nb60_raw.log over
 # %%
+'raw log from here'
+# %%
 $a = 5
 # %%
 {'k': [1, 2, 3]}
@@ -58,7 +65,7 @@ x = 1; x
 1 +
 # %%
 %logstop
-print(from_here('nb60_raw.log'))
+print(from_line('nb60_raw.log', "'raw log from here'"))
 # %%
 %logstart -t -o nb60_times.log append
 # %%
@@ -66,7 +73,7 @@ print(from_here('nb60_raw.log'))
 # %%
 %logstop
 stamp = re.compile(r'^# \w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d$')
-print(['<time>' if stamp.match(l) else l for l in from_here('nb60_times.log')])
+print(['<time>' if stamp.match(l) else l for l in from_line('nb60_times.log', "'with a time'")])
 # %%
 %logstart nb60_bad.py nomode
 # %%
