@@ -110,6 +110,10 @@ int serve_restore_as(const char *key, double timeout_s, struct sandbox **out, ch
  * id) and E2B_TEMPLATE_ID (its templateID; no E2B_TEAM_ID: no teams here),
  * then its envVars over them. */
 json_t *serve_sandbox_envs(const struct sandbox *s);
+/* A JSON object of texts (envs, sandbox_envs) as the CBOR map an agent request
+ * carries; -EINVAL when a value is not a text (serve_interp.c). */
+struct cv_buf;
+int serve_enc_string_map(struct cv_buf *b, json_t *obj);
 /* Stops `s`'s VM, connection and registry record. Call with serve.life held. */
 void serve_stop_vm(struct sandbox *s);
 /* The live sandbox `id`, referenced; NULL when there is none. */

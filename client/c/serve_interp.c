@@ -167,7 +167,7 @@ static int exec_idle(struct agent_stream *as)
 }
 
 /* Encodes an object of strings as a CBOR map; -EINVAL if a value is not one. */
-static int enc_string_map(struct cv_buf *b, json_t *obj)
+int serve_enc_string_map(struct cv_buf *b, json_t *obj)
 {
         const char *k;
         json_t *v;
@@ -257,10 +257,10 @@ static enum MHD_Result execute(struct hreq *h)
         int bad = 0;
         if (has_envs) {
                 cv_enc_cstr(&b, "envs");
-                bad = enc_string_map(&b, envs);
+                bad = serve_enc_string_map(&b, envs);
         }
         cv_enc_cstr(&b, "sandbox_envs");
-        bad |= enc_string_map(&b, sbx_envs);
+        bad |= serve_enc_string_map(&b, sbx_envs);
         json_decref(sbx_envs);
         json_decref(body);
         if (bad) {

@@ -103,25 +103,6 @@ static char *command_line(json_t *proc, char *why, size_t whylen)
         return sb.buf;
 }
 
-/* A JSON object of texts as a CBOR map; -EINVAL for another value. */
-static int enc_env_map(struct cv_buf *b, json_t *envs)
-{
-        const char *k;
-        json_t *v;
-        json_object_foreach(envs, k, v)
-        {
-                if (!json_is_string(v))
-                        return -EINVAL;
-        }
-        cv_enc_map(b, json_object_size(envs));
-        json_object_foreach(envs, k, v)
-        {
-                cv_enc_cstr(b, k);
-                cv_enc_cstr(b, json_string_value(v));
-        }
-        return 0;
-}
-
 /* `sandbox_envs` (the sandbox's environment) and `envs` (the start's own, over it: all
  * that process.List shows, as envd's). */
 static int enc_envs(struct cv_buf *b, json_t *envs, const struct sandbox *s)
@@ -133,11 +114,11 @@ static int enc_envs(struct cv_buf *b, json_t *envs, const struct sandbox *s)
         int rc = own ? 0 : -ENOMEM;
         if (rc == 0) {
                 cv_enc_cstr(b, "sandbox_envs");
-                rc = enc_env_map(b, base);
+                rc = serve_enc_string_map(b, base);
         }
         if (rc == 0) {
                 cv_enc_cstr(b, "envs");
-                rc = enc_env_map(b, own);
+                rc = serve_enc_string_map(b, own);
         }
         json_decref(base);
         json_decref(own);
