@@ -253,3 +253,87 @@ def test_files_only_pause_reboots_and_keeps_the_files(serve):
         call(serve, "DELETE", f"/sandboxes/{sid}")
     with open(serve.log_path, errors="replace") as f:
         assert f"sandbox {sid} paused (its files only)" in f.read()
+
+
+def guest_time(serve, sbx):
+    return float(run_code(serve, sbx, "import time; time.time()")[0])
+
+
+def test_fork_copies_a_running_sandbox_that_runs_on(serve):
+    """E2B's fork (`POST /sandboxes/{id}/fork`, body {timeout, count}, 201 with
+    one {sandbox} or {error} per fork): the sandbox is saved whole and runs on
+    with its id, state, deadline and this host's clock; each fork is a copy
+    with its own id, token, deadline and generation (its random generators
+    reseeded), the files and variables of the moment, and a life of its own."""
+    meta = {"suite": "serve-fork", "run": os.urandom(4).hex()}
+    q = urllib.parse.quote(urllib.parse.urlencode(meta))
+    status, sbx = call(serve, "POST", "/sandboxes", {"metadata": meta, "timeout": 600})
+    assert status == 201, sbx
+    sid = sbx["sandboxID"]
+    forks = []
+    try:
+        assert run_code(serve, sbx, "import random\nkept = 40") == []
+        assert files(serve, sbx, "POST", "/home/user/state.txt", b"before fork")[0] == 200
+        _, before = call(serve, "GET", f"/sandboxes/{sid}")
+        for bad in ({"count": 0}, {"count": 101}, {"count": "2"}, {"count": 1.5},
+                    {"timeout": -1}):
+            status, body = call(serve, "POST", f"/sandboxes/{sid}/fork", bad)
+            assert status == 400 and body["code"] == 400, (bad, body)
+        status, body = call(serve, "POST", "/sandboxes/qemu-00000000/fork", {})
+        assert status == 404 and body["code"] == 404, body
+
+        status, got = call(serve, "POST", f"/sandboxes/{sid}/fork", {"count": 2, "timeout": 120},
+                           timeout=300)
+        assert status == 201 and len(got) == 2 and all("error" not in g for g in got), got
+        forks = [g["sandbox"] for g in got]
+        ids = [f["sandboxID"] for f in forks]
+        assert len({sid, *ids}) == 3 and all(i.startswith("qemu-") for i in ids), ids
+        tokens = {f["envdAccessToken"] for f in forks} | {sbx["envdAccessToken"]}
+        assert len(tokens) == 3, forks
+
+        # The source runs on as it was: its state, its deadline, this host's clock.
+        assert run_code(serve, sbx, "kept + 2") == ["42"]
+        assert abs(guest_time(serve, sbx) - time.time()) < 2
+        _, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert info["state"] == "running" and info["endAt"] == before["endAt"], (before, info)
+        # Each fork has the moment's variables and files, its own clock set.
+        for f in forks:
+            assert run_code(serve, f, "kept") == ["40"]
+            assert files(serve, f, "GET", "/home/user/state.txt") == (200, b"before fork")
+            assert abs(guest_time(serve, f) - time.time()) < 2
+            # One sandbox's token opens no other.
+            other = dict(f, envdAccessToken=sbx["envdAccessToken"])
+            assert files(serve, other, "GET", "/home/user/state.txt")[0] == 401
+        # ... and a life of its own.
+        assert files(serve, forks[0], "POST", "/home/user/state.txt", b"in fork 0")[0] == 200
+        assert run_code(serve, forks[0], "kept = 0") == []
+        assert files(serve, sbx, "GET", "/home/user/state.txt") == (200, b"before fork")
+        assert files(serve, forks[1], "GET", "/home/user/state.txt") == (200, b"before fork")
+        assert run_code(serve, sbx, "kept") == ["40"]
+        # Every copy draws its own random numbers (a generation each).
+        draws = [run_code(serve, x, "random.random()")[0] for x in (sbx, *forks)]
+        assert len(set(draws)) == 3, draws
+
+        # Listed with the source's metadata, their own start and timeout.
+        assert listed(serve, f"metadata={q}") == {sid: "running", ids[0]: "running",
+                                                  ids[1]: "running"}
+        _, info = call(serve, "GET", f"/sandboxes/{ids[0]}")
+        end = time.mktime(time.strptime(info["endAt"][:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        assert time.time() + 30 < end < time.time() + 121, info
+        assert info["startedAt"] > before["startedAt"] and info["metadata"] == meta, info
+        assert not [d for d in os.listdir(serve.paused) if d != "lock"]  # no record left
+
+        # A paused sandbox is not forked (409); a killed one is not found (404).
+        assert call(serve, "POST", f"/sandboxes/{ids[1]}/pause") == (204, None)
+        status, body = call(serve, "POST", f"/sandboxes/{ids[1]}/fork", {})
+        assert status == 409 and body["code"] == 409, body
+        assert call(serve, "DELETE", f"/sandboxes/{ids[0]}") == (204, None)
+        status, body = call(serve, "POST", f"/sandboxes/{ids[0]}/fork", {})
+        assert status == 404 and body["code"] == 404, body
+    finally:
+        for i in [sid] + [f["sandboxID"] for f in forks]:
+            call(serve, "DELETE", f"/sandboxes/{i}")
+    assert sorted(os.listdir(serve.paused)) == ["lock"]
+    with open(serve.log_path, errors="replace") as f:
+        log = f.read()
+    assert f"sandbox {ids[0]} forked from {sid}" in log, log[-3000:]

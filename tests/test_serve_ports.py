@@ -90,6 +90,11 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+# socketserver's backlog of 5 is too short for the 16 connections the agent
+# opens at once: under TCG the accept queue fills, the kernel answers with SYN
+# cookies, drops the handshake's last ACK on the full queue and resets the
+# connection at its second data segment (ECONNRESET to the agent's write).
+http.server.ThreadingHTTPServer.request_queue_size = 64
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 '''
 

@@ -163,14 +163,15 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
         int rc = sbx_paused_claim(dir, m, &fd, &key, err, errlen);
         if (rc < 0)
                 return rc;
-        rc = sbx_resume_claimed(root, dir, m, key, timeout_s, rec, vm, c, stages, err, errlen);
+        rc = sbx_resume_claimed(root, dir, m, key, timeout_s, false, rec, vm, c, stages, err,
+                                errlen);
         close(fd);
         return rc;
 }
 
 int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const char *key,
-                       double timeout_s, struct sbx_rec *rec, struct cvm *vm, struct cvc **c,
-                       struct csq_stages *stages, char *err, size_t errlen)
+                       double timeout_s, bool fresh, struct sbx_rec *rec, struct cvm *vm,
+                       struct cvc **c, struct csq_stages *stages, char *err, size_t errlen)
 {
         *c = NULL;
         rec->path[0] = '\0';
@@ -215,8 +216,9 @@ int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const c
                 }
         }
         if (rc == 0)
-                rc = qemu ? csq_load_paused(m, dir, vm, state_fd, &st, c, &bad, err, errlen)
-                          : csh_load_paused(m, dir, vm, &st, c, &bad, err, errlen);
+                rc = qemu && fresh ? csq_load(m, dir, vm, state_fd, &st, c, &bad, err, errlen)
+                     : qemu ? csq_load_paused(m, dir, vm, state_fd, &st, c, &bad, err, errlen)
+                            : csh_load_paused(m, dir, vm, &st, c, &bad, err, errlen);
         if (rc < 0) {
                 cvm_kill(vm);
                 sbx_forget(rec);

@@ -6,6 +6,7 @@
 #define CELLVM_CLIENT_CLI_PAUSE_H
 
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "cli_sandboxes.h"
@@ -42,10 +43,12 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
                       char *err, size_t errlen);
 
 /* sbx_resume of a record already claimed (sbx_paused_claim: `m` and `key`
- * are its, its lock held by the caller). */
+ * are its, its lock held by the caller). `fresh`: the record is a fork's
+ * (another copy of a guest that runs on), which gets a NEW_GENERATION of its
+ * own instead of ADD_ENTROPY and SET_TIME (docs/SNAPSHOTS.md). */
 int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const char *key,
-                       double timeout_s, struct sbx_rec *rec, struct cvm *vm, struct cvc **c,
-                       struct csq_stages *st, char *err, size_t errlen);
+                       double timeout_s, bool fresh, struct sbx_rec *rec, struct cvm *vm,
+                       struct cvc **c, struct csq_stages *st, char *err, size_t errlen);
 /* The record in `dir` (of the store at `root`) of sandbox `key`, resumed, is
  * removed; a failure is said on stderr (the sandbox runs). */
 void sbx_paused_drop(const char *root, const char *dir, const char *key);

@@ -490,6 +490,20 @@ void sbx_release(void)
         pthread_mutex_unlock(&reg_mutex);
 }
 
+int sbx_new_key(const char *vmm, char *key, size_t keylen)
+{
+        pthread_mutex_lock(&reg_mutex);
+        int rc = open_locked();
+        if (rc == 0) {
+                rc = creg_new_key(&reg, vmm, key, keylen);
+                if (rc < 0)
+                        fprintf(stderr, "cellvm: a new sandbox key: %s\n", strerror(-rc));
+                creg_unlock(&reg);
+        }
+        pthread_mutex_unlock(&reg_mutex);
+        return rc;
+}
+
 int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, const struct cvm *vm,
                   const char *image, unsigned memory_mb, unsigned vcpus, double boot_budget_s,
                   double lifetime_s)

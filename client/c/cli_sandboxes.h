@@ -44,6 +44,9 @@ void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, un
 int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, const struct cvm *vm,
                   const char *image, unsigned memory_mb, unsigned vcpus, double boot_budget_s,
                   double lifetime_s);
+/* A new registry key "<vmm>-<8 hex>" that no live or paused sandbox has (a
+ * fork's). 0, or a negative errno (said on stderr). */
+int sbx_new_key(const char *vmm, char *key, size_t keylen);
 /* The live sandbox `ident` (its key or id) after a sweep, with its entry's
  * `metadata` line (JSON text; "{}" when it has none). 0, -ENOENT, or a
  * negative errno (said on stderr). */

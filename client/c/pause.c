@@ -227,6 +227,7 @@ static int describe(struct csm *m, const struct cpause_src *src, const struct ar
                     char *err, size_t errlen)
 {
         const struct creg_entry *e = src->e;
+        const char *key = src->fork_key ? src->fork_key : e->key;
         char version[512];
         int rc = csq_vmm_version(a->v[0], version, sizeof(version), err, errlen);
         if (rc < 0)
@@ -242,8 +243,8 @@ static int describe(struct csm *m, const struct cpause_src *src, const struct ar
             {"cmdline", append ? append : ""},
             {"state", "state"},
             {"instance_dir", e->dir},
-            {"sandbox_id", e->key},
-            {"registry_key", e->key},
+            {"sandbox_id", key},
+            {"registry_key", key},
             {"template", src->template_},
             {"metadata", src->metadata},
             {"envs", src->envs},
@@ -321,6 +322,11 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
 {
         const struct creg_entry *e = src->e;
         int64_t t0 = mono_ms();
+        if (strcmp(e->vmm, "qemu") != 0 && src->fork_key) {
+                snprintf(err, errlen, "only a QEMU sandbox can be forked (this one runs under %s)",
+                         e->vmm);
+                return -EOPNOTSUPP;
+        }
         if (strcmp(e->vmm, "qemu") != 0)
                 return cpause_save_hybrid(root, src, recdir, reclen, err, errlen);
         char qmp[sizeof(e->dir) + 16];
@@ -335,8 +341,9 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
         if (rc < 0)
                 return rc;
         char tmp[PATH_MAX + 8];
-        if ((rc = cpause_record_dir(root, e->key, recdir, reclen)) < 0) {
-                snprintf(err, errlen, "the paused store's path for %s: %s", e->key, strerror(-rc));
+        const char *key = src->fork_key ? src->fork_key : e->key;
+        if ((rc = cpause_record_dir(root, key, recdir, reclen)) < 0) {
+                snprintf(err, errlen, "the paused store's path for %s: %s", key, strerror(-rc));
                 return rc;
         }
         if ((rc = cpause_new_tmp(root, recdir, tmp, sizeof(tmp), err, errlen)) < 0)
@@ -389,10 +396,64 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
                 (void)ctpl_rmtree(tmp);
                 return rc;
         }
+        if (src->fork_key) {
+                /* The source runs on: `cont` takes its disks back from the finished
+                 * migration and starts its vCPUs. */
+                rc = cqmp_execute(&q, "cont", NULL, -1, 10000, NULL);
+                if (rc < 0) {
+                        snprintf(err, errlen, "the sandbox was saved but did not run on: %s",
+                                 q.err);
+                        (void)ctpl_rmtree(recdir);
+                }
+                cqmp_close(&q);
+                return rc;
+        }
         /* QEMU closes the connection as it goes: no answer is no error here. */
         (void)cqmp_execute(&q, "quit", NULL, -1, QUIT_WAIT_MS, NULL);
         cqmp_close(&q);
         return 0;
+}
+
+int cpause_copy(const char *root, const char *src_dir, const char *key, char *recdir, size_t reclen,
+                char *err, size_t errlen)
+{
+        char tmp[PATH_MAX + 8], from[PATH_MAX + 16], to[PATH_MAX + 32];
+        int rc = cpause_record_dir(root, key, recdir, reclen);
+        if (rc < 0) {
+                snprintf(err, errlen, "the paused store's path for %s: %s", key, strerror(-rc));
+                return rc;
+        }
+        struct csm m;
+        if (csm_init(&m) < 0) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        if ((rc = csm_read(src_dir, &m, err, errlen)) < 0) {
+                csm_free(&m);
+                return rc;
+        }
+        if ((rc = cpause_new_tmp(root, recdir, tmp, sizeof(tmp), err, errlen)) < 0) {
+                csm_free(&m);
+                return rc;
+        }
+        snprintf(from, sizeof(from), "%s/%s", src_dir, m.state);
+        snprintf(to, sizeof(to), "%s/%s", tmp, m.state);
+        /* One state on disk for every fork: a restore only reads it. */
+        if (strchr(m.state, '/') || link(from, to) < 0) {
+                rc = strchr(m.state, '/') ? -EINVAL : -errno;
+                snprintf(err, errlen, "linking %s to %s: %s", from, to, strerror(-rc));
+        }
+        if (rc == 0 && ((rc = csm_set(&m, "sandbox_id", key)) < 0 ||
+                        (rc = csm_set(&m, "registry_key", key)) < 0))
+                snprintf(err, errlen, "the manifest: %s", strerror(-rc));
+        if (rc == 0)
+                rc = csm_write(tmp, &m, err, errlen);
+        if (rc == 0)
+                rc = cpause_publish(root, tmp, recdir, err, errlen);
+        csm_free(&m);
+        if (rc < 0)
+                (void)ctpl_rmtree(tmp);
+        return rc;
 }
 
 /* --- resume checks -------------------------------------------------------- */

@@ -32,6 +32,10 @@ struct cpause_src {
         const char *template_;      /* its template's name, "" for none */
         const char *metadata;       /* a JSON object's text on one line ("{}") */
         const char *envs;           /* likewise */
+        /* A fork's snapshot (serve_fork.c): the record is made under this key
+         * (its manifest's sandbox_id and registry_key) instead of the
+         * sandbox's, and the guest runs on after the save. NULL: a pause. */
+        const char *fork_key;
 };
 
 /* `key` has a registry key's form ([a-z0-9-], 1 to 64 characters), so that
@@ -45,6 +49,8 @@ int cpause_record_dir(const char *root, const char *key, char *out, size_t outle
  * store at `root` (created 0700 if missing), then tells its QEMU to quit
  * (Firecracker and Cloud Hypervisor: cpause_save_hybrid, pause_hybrid.c);
  * the caller kills what is left of the VMM and removes its registry entry.
+ * With `fork_key` (QEMU only, else -EOPNOTSUPP) the guest runs on instead,
+ * in the same VMM, and the record is a new sandbox's.
  * 0 with the record's directory in `recdir`; -EEXIST when the key has a
  * record already (paused); else a negative errno with `err` saying why, and
  * the guest running on as it was. */
@@ -59,6 +65,13 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
  * temp dir without that manifest. */
 int cpause_save_hybrid(const char *root, const struct cpause_src *src, char *recdir, size_t reclen,
                        char *err, size_t errlen);
+
+/* A copy of QEMU record `src_dir` as a new record of `root` under `key`
+ * (another fork of the same snapshot): its state hard-linked, its manifest's
+ * sandbox_id and registry_key changed. 0 with its directory in `recdir`, or
+ * a negative errno with `err` and no record. */
+int cpause_copy(const char *root, const char *src_dir, const char *key, char *recdir, size_t reclen,
+                char *err, size_t errlen);
 
 /* `<final>.tmp` made anew (a crashed pause's leftover removed) under the
  * store's lock; -EEXIST when `final` exists (paused already). */

@@ -165,6 +165,21 @@ int serve_pause(struct sandbox *s, bool keep_memory, char *err, size_t errlen);
  * neither, -EAGAIN (the limit), or another negative errno with `err`. */
 int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *err, size_t errlen);
 /* The paused sandboxes (oldest first): 0 with *out (serve_paused_free it). */
+/* E2B's fork: `s` (referenced by the caller) saved whole with its guest
+ * running on (briefly stopped, its clock set again after), and `count` new
+ * sandboxes resumed from that one save, each a copy with its own id, token,
+ * generation (fresh entropy, random generators reseeded) and deadline
+ * `timeout_s` from now; its metadata, envs, egress rules and traffic rule
+ * too, not its lifecycle. 0 with one result per fork in `out` (`count`
+ * entries), -ENOENT (`s` ended), or another negative errno with `err` before
+ * any fork was made. */
+struct serve_fork_result {
+        struct sandbox *s; /* the fork, referenced (serve_put it); NULL when rc < 0 */
+        int rc;            /* 0, or why it did not start (-EAGAIN: the sandbox limit) */
+        char err[512];
+};
+int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve_fork_result *out,
+               char *err, size_t errlen);
 int serve_paused_list(struct serve_paused **out, size_t *n);
 void serve_paused_free(struct serve_paused *v, size_t n);
 /* Paused sandbox `id`: 0 with *out (serve_paused_free(out, 1)) or -ENOENT. */

@@ -442,11 +442,15 @@ static enum MHD_Result not_running(struct hreq *h, const char *id, const char *a
                                 : reply_error(h, 500, "removing paused sandbox %.64s: %s", id,
                                               strerror(-r));
         }
-        if (post && strcmp(action, "pause") == 0) {
+        if (post && (strcmp(action, "pause") == 0 || strcmp(action, "fork") == 0)) {
                 if (serve_paused_get(id, &p) < 0)
                         return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
                 serve_paused_free(&p, 1);
-                return reply_error(h, 409, "sandbox \"%.64s\" is already paused", id);
+                return reply_error(h, 409,
+                                   strcmp(action, "fork") == 0
+                                       ? "sandbox \"%.64s\" is paused: resume it to fork it"
+                                       : "sandbox \"%.64s\" is already paused",
+                                   id);
         }
         if (!(post && (strcmp(action, "connect") == 0 || strcmp(action, "resume") == 0)))
                 return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
@@ -530,6 +534,60 @@ static enum MHD_Result update_network(struct hreq *h, struct sandbox *s)
                 return reply_error(h, 500, "out of memory");
         fprintf(stderr, "cellvm serve: sandbox %s: egress rules replaced\n", s->id);
         return reply_empty(h, 204);
+}
+
+/* E2B's POST /sandboxes/{id}/fork, body SandboxForkRequest {timeout (15),
+ * count (1 to 100)}: 201 with one SandboxForkResult per fork. */
+#define FORK_MAX 100
+static enum MHD_Result fork_sandbox(struct hreq *h, struct sandbox *s)
+{
+        enum MHD_Result rc;
+        json_t *body = object_body(h, true, &rc);
+        if (!body)
+                return rc; /* object_body queued the 400 */
+        char why[512] = "";
+        double t = 15; /* the spec's default */
+        json_t *count = json_object_get(body, "count");
+        json_int_t n = json_is_null(count) || !count ? 1 : json_integer_value(count);
+        if (count && !json_is_null(count) && (!json_is_integer(count) || n < 1 || n > FORK_MAX))
+                snprintf(why, sizeof(why), "count must be an integer from 1 to %d", FORK_MAX);
+        else if (json_object_get(body, "timeout"))
+                (void)timeout_of(body, &t, why, sizeof(why));
+        json_decref(body);
+        if (why[0])
+                return reply_error(h, 400, "%s", why);
+        struct serve_fork_result *r = calloc((size_t)n, sizeof(*r));
+        if (!r)
+                return reply_error(h, 500, "out of memory");
+        int64_t t0 = creg_now_ms();
+        int e = serve_fork(s, t, (unsigned)n, r, why, sizeof(why));
+        if (e < 0) {
+                free(r);
+                fprintf(stderr, "cellvm serve: forking sandbox %s: %s\n", s->id, why);
+                return e == -ENOENT ? reply_error(h, 404, "sandbox \"%s\" not found", s->id)
+                                    : reply_error(h, 500, "forking sandbox %s: %s", s->id, why);
+        }
+        json_t *arr = json_array();
+        for (json_int_t i = 0; i < n; i++) {
+                int code = r[i].rc == -EAGAIN ? 429 : 500;
+                json_t *one = r[i].s ? json_pack("{s:o}", "sandbox", sandbox_json(r[i].s))
+                                     : json_pack("{s:{s:i, s:s}}", "error", "code", code, "message",
+                                                 r[i].err);
+                if (r[i].s)
+                        fprintf(stderr, "cellvm serve: sandbox %s forked from %s\n", r[i].s->id,
+                                s->id);
+                else
+                        fprintf(stderr, "cellvm serve: a fork of sandbox %s: %s\n", s->id,
+                                r[i].err);
+                if (!arr || !one || json_array_append_new(arr, one) < 0)
+                        json_decref(arr), arr = NULL;
+                if (r[i].s)
+                        serve_put(r[i].s);
+        }
+        free(r);
+        fprintf(stderr, "cellvm serve: sandbox %s: %lld fork(s) in %lld ms\n", s->id, (long long)n,
+                (long long)(creg_now_ms() - t0));
+        return arr ? reply_json(h, 201, arr) : reply_error(h, 500, "out of memory");
 }
 
 static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const char *id,
@@ -618,6 +676,8 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
                 rc = r == 0         ? reply_empty(h, 204)
                      : r == -ENOENT ? reply_error(h, 404, "sandbox \"%s\" not found", id)
                                     : reply_error(h, 500, "pausing sandbox %s: %s", id, why);
+        } else if (post && strcmp(action, "fork") == 0) {
+                rc = fork_sandbox(h, s);
         } else if (get && strcmp(action, "metrics") == 0) {
                 rc = metrics(h, s);
         } else if (put && strcmp(action, "network") == 0) {

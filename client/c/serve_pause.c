@@ -6,9 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "cbor_util.h"
 #include "cli_pause.h"
+#include "msgtypes.h"
 #include "pause.h"
 #include "paused.h"
 #include "registry.h"
@@ -54,15 +58,17 @@ static bool describe_being_paused(const char *id, struct serve_paused *p)
         return hit;
 }
 
-static int write_serve_file(const char *dir, const struct sandbox *s)
+/* serve.json of `s` into record `dir`; a fork's (`token` its own, not NULL)
+ * keeps the traffic rule and egress rules of `s` but not its lifecycle. */
+static int write_serve_file(const char *dir, const struct sandbox *s, const char *token)
 {
         char path[PATH_MAX + 16];
         snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
         char *text = NULL;
-        json_t *j =
-            json_pack("{s:s, s:b, s:b, s:b}", "envdAccessToken", s->token, "autoPause",
-                      s->auto_pause, "autoPauseMemory", !s->auto_pause_files_only, "privateTraffic",
-                      __atomic_load_n(&s->private_traffic, __ATOMIC_ACQUIRE));
+        json_t *j = json_pack("{s:s, s:b, s:b, s:b}", "envdAccessToken", token ? token : s->token,
+                              "autoPause", !token && s->auto_pause, "autoPauseMemory",
+                              token || !s->auto_pause_files_only, "privateTraffic",
+                              __atomic_load_n(&s->private_traffic, __ATOMIC_ACQUIRE));
         /* The egress rules come back with the sandbox (serve_egress.c). */
         json_t *rules = serve_egress_rules((struct sandbox *)s);
         if (j && rules && json_object_set_new(j, "egress", rules) < 0)
@@ -153,7 +159,7 @@ int serve_pause(struct sandbox *s, bool keep_memory, char *err, size_t errlen)
                 pthread_mutex_unlock(&pausing);
                 return rc;
         }
-        int trc = write_serve_file(dir, s);
+        int trc = write_serve_file(dir, s, NULL);
         if (trc < 0)
                 fprintf(stderr,
                         "cellvm serve: sandbox %s: keeping its access token in %s/%s: %s (a "
@@ -205,7 +211,9 @@ static int resume_files(const char *dir, const char *key, double timeout_s, stru
         return rc;
 }
 
-int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *err, size_t errlen)
+/* serve_resume; `fresh`: a fork's record (a NEW_GENERATION of its own). */
+static int resume(const char *id, double timeout_s, bool fresh, struct sandbox **out, char *err,
+                  size_t errlen)
 {
         pthread_mutex_lock(&pausing);
         struct sandbox *s = serve_get(id);
@@ -246,8 +254,8 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
                 sbx_paused_drop(root, dir, key);
         if (rc == 0 && !files_only) {
                 struct cvc *c = NULL;
-                rc = sbx_resume_claimed(root, dir, &m, key, timeout_s, &s->rec, &s->vm, &c, NULL,
-                                        err, errlen);
+                rc = sbx_resume_claimed(root, dir, &m, key, timeout_s, fresh, &s->rec, &s->vm, &c,
+                                        NULL, err, errlen);
                 if (rc == 0 && (rc = mux_start(&s->mux, c)) < 0) {
                         snprintf(err, errlen, "sandbox %s resumed, but its connection failed: %s",
                                  s->rec.e.key, strerror(-rc));
@@ -303,6 +311,117 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
                 fprintf(stderr, "cellvm serve: sandbox %s: SET_DEADLINE: %s\n", s->id, err);
         *out = s;
         return 1;
+}
+
+int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *err, size_t errlen)
+{
+        return resume(id, timeout_s, false, out, err, errlen);
+}
+
+/* The guest's clock from this host's after the stop of a fork's save (the
+ * guest's clock stood still meanwhile). */
+static void set_time(struct sandbox *s)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "realtime_ns");
+        cv_enc_uint(&b, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+        char why[256];
+        if (mux_call(&s->mux, CV_MSG_SET_TIME, &b, 10000, NULL, why, sizeof(why)) < 0)
+                fprintf(stderr, "cellvm serve: sandbox %s: SET_TIME after its fork: %s\n", s->id,
+                        why);
+        cv_buf_free(&b);
+}
+
+/* The records of the forks: the first saved from `s` (which runs on), the
+ * others copies of it, each with its own token. Called with `pausing` held.
+ * 0 when the first was made (a copy that was not says so in its result),
+ * else a negative errno with `err` and no record. */
+static int fork_records(struct sandbox *s, const char *root, char (*keys)[72], unsigned count,
+                        struct serve_fork_result *out, char *err, size_t errlen)
+{
+        json_t *none = json_object();
+        char *meta = json_dumps(s->metadata ? s->metadata : none, JSON_COMPACT | JSON_ENSURE_ASCII);
+        char *envs = json_dumps(s->envs ? s->envs : none, JSON_COMPACT | JSON_ENSURE_ASCII);
+        json_decref(none);
+        struct creg_entry e = s->rec.e;
+        e.started_ms = creg_now_ms(); /* a fork's startedAt is its own */
+        struct cpause_src src = {.e = &e,
+                                 .template_ = s->template_id,
+                                 .metadata = meta,
+                                 .envs = envs,
+                                 .fork_key = keys[0]};
+        char first[PATH_MAX], dir[PATH_MAX];
+        int rc = meta && envs ? cpause_save(root, &src, first, sizeof(first), err, errlen)
+                              : (snprintf(err, errlen, "out of memory"), -ENOMEM);
+        free(meta);
+        free(envs);
+        if (rc < 0)
+                return rc;
+        set_time(s);
+        for (unsigned i = 0; i < count; i++) {
+                struct serve_fork_result *r = &out[i];
+                char token[SERVE_TOKEN_LEN + 1];
+                r->rc = i == 0 ? 0
+                               : cpause_copy(root, first, keys[i], dir, sizeof(dir), r->err,
+                                             sizeof(r->err));
+                if (r->rc == 0 && (r->rc = serve_random_hex(token, SERVE_TOKEN_LEN)) < 0)
+                        snprintf(r->err, sizeof(r->err), "getrandom: %s", strerror(-r->rc));
+                if (r->rc == 0 && (r->rc = write_serve_file(i ? dir : first, s, token)) < 0)
+                        snprintf(r->err, sizeof(r->err), "its token: %s", strerror(-r->rc));
+                if (r->rc < 0 && i > 0) /* a fork's record with no token is none */
+                        (void)serve_paused_kill(keys[i]);
+        }
+        if (out[0].rc < 0)
+                (void)serve_paused_kill(keys[0]);
+        return 0;
+}
+
+int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve_fork_result *out,
+               char *err, size_t errlen)
+{
+        char root[PATH_MAX];
+        int rc = cpaused_root(root, sizeof(root));
+        if (rc < 0) {
+                snprintf(err, errlen, "the paused store's directory: %s", strerror(-rc));
+                return rc;
+        }
+        char(*keys)[72] = calloc(count, sizeof(*keys));
+        if (!keys) {
+                snprintf(err, errlen, "out of memory");
+                return -ENOMEM;
+        }
+        for (unsigned i = 0; i < count && rc == 0; i++)
+                if ((rc = sbx_new_key(s->rec.e.vmm, keys[i], sizeof(keys[i]))) < 0)
+                        snprintf(err, errlen, "a key for fork %u: %s", i + 1, strerror(-rc));
+        memset(out, 0, count * sizeof(*out));
+        if (rc == 0) {
+                pthread_mutex_lock(&pausing);
+                pthread_mutex_lock(&serve.life);
+                bool dead = s->dead;
+                pthread_mutex_unlock(&serve.life);
+                rc = dead
+                         ? (snprintf(err, errlen, "sandbox \"%s\" ended meanwhile", s->id), -ENOENT)
+                         : fork_records(s, root, keys, count, out, err, errlen);
+                pthread_mutex_unlock(&pausing);
+        }
+        /* Each fork resumes from its record as a copy of its own, or says why not. */
+        for (unsigned i = 0; i < count && rc == 0; i++) {
+                struct serve_fork_result *r = &out[i];
+                if (r->rc < 0)
+                        continue;
+                int k = resume(keys[i], timeout_s, true, &r->s, r->err, sizeof(r->err));
+                r->rc = k < 0 ? k : 0;
+                if (r->rc < 0) {
+                        r->s = NULL;
+                        (void)serve_paused_kill(keys[i]); /* a failed fork leaves nothing */
+                }
+        }
+        free(keys);
+        return rc;
 }
 
 /* Paused sandbox `key` of manifest `m` into `p`. */
