@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "cbor_util.h"
 #include "cellvm.h"
+#include "cli_fork.h"
 #include "cli_pause.h"
 #include "cli_sandboxes.h"
 #include "cli_snapshot.h"
@@ -156,6 +157,9 @@ static const char usage[] =
     "  resume [--json] [--timeout S] ID\n"
     "                            run a paused sandbox again, under the same id, with a\n"
     "                            deadline S s from now (default 300); see pause --help\n"
+    "  fork [--json] [--count N] [--timeout S] ID\n"
+    "                            copy a live sandbox into N new ones (E2B's fork): it is\n"
+    "                            saved once and runs on; see fork --help\n"
     "  Limits: $CELLVM_MAX_SANDBOXES live sandboxes (20), $CELLVM_MAX_TIMEOUT s (86400);\n"
     "  $CELLVM_DEADLINE_GRACE s (10) after a deadline before the host kills a VMM.\n"
     "\n"
@@ -908,13 +912,8 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
          * interrupt is reported before the guest ends. */
         if (create && !lifetime_given) {
                 /* E2B's default lifetime, as the SDK's create(). */
-                const char *def = getenv("CELLVM_DEFAULT_TIMEOUT");
-                char *end = NULL;
-                v->lifetime_s = def && def[0] ? strtod(def, &end) : 300;
-                if (end && (*end || !(v->lifetime_s > 0))) {
-                        fputs("cellvm: $CELLVM_DEFAULT_TIMEOUT takes seconds > 0\n", stderr);
+                if (sbx_default_timeout(&v->lifetime_s) < 0)
                         return -1;
-                }
         } else if (!create) {
                 v->lifetime_s = v->eo.timeout_ms ? (double)v->eo.timeout_ms / 1000.0 + 10.0
                                                  : creg_max_timeout_s();
@@ -1338,6 +1337,8 @@ int main(int argc, char **argv)
                 return cmd_pause(argc - i, argv + i);
         if (strcmp(argv[i], "resume") == 0)
                 return cmd_resume(argc - i, argv + i);
+        if (strcmp(argv[i], "fork") == 0)
+                return cmd_fork(argc - i, argv + i);
         if (strcmp(argv[i], "snapshot") == 0)
                 return cmd_snapshot(argc - i, argv + i);
         if (strcmp(argv[i], "serve") == 0)

@@ -163,15 +163,14 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
         int rc = sbx_paused_claim(dir, m, &fd, &key, err, errlen);
         if (rc < 0)
                 return rc;
-        rc = sbx_resume_claimed(root, dir, m, key, timeout_s, false, rec, vm, c, stages, err,
-                                errlen);
+        rc = sbx_resume_claimed(root, dir, m, key, timeout_s, rec, vm, c, stages, err, errlen);
         close(fd);
         return rc;
 }
 
 int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const char *key,
-                       double timeout_s, bool fresh, struct sbx_rec *rec, struct cvm *vm,
-                       struct cvc **c, struct csq_stages *stages, char *err, size_t errlen)
+                       double timeout_s, struct sbx_rec *rec, struct cvm *vm, struct cvc **c,
+                       struct csq_stages *stages, char *err, size_t errlen)
 {
         *c = NULL;
         rec->path[0] = '\0';
@@ -200,7 +199,7 @@ int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const c
         bool bad = false;
         /* Firecracker's and Cloud Hypervisor's records resume as a template's
          * clone does (snapshot_hybrid.c), as the same guest. */
-        bool qemu = strcmp(m->vmm, "qemu") == 0;
+        bool qemu = strcmp(m->vmm, "qemu") == 0, fresh = m->fork_of[0] != '\0';
         rc = qemu ? csq_spawn(m, dir, vm, &state_fd, &st, err, errlen)
                   : csh_spawn(m, dir, vm, &st, err, errlen);
         if (rc < 0) {
@@ -289,13 +288,8 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
         double *timeout_s = &a->timeout_s;
         *json = false;
         /* E2B's default lifetime, as create's. */
-        const char *def = getenv("CELLVM_DEFAULT_TIMEOUT");
-        char *def_end = NULL;
-        *timeout_s = def && def[0] ? strtod(def, &def_end) : 300;
-        if (def_end && (*def_end || !(*timeout_s > 0))) {
-                fputs("cellvm: $CELLVM_DEFAULT_TIMEOUT takes seconds > 0\n", stderr);
+        if (sbx_default_timeout(timeout_s) < 0)
                 return EXIT_USAGE;
-        }
         a->envs = NULL;
         a->pass_fd = 0;
         a->holder = 0;
@@ -309,13 +303,8 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
                 if (strcmp(argv[i], "--json") == 0) {
                         *json = true;
                 } else if (!resume && strcmp(argv[i], "--envs") == 0 && i + 1 < argc) {
-                        json_t *v = json_loads(argv[++i], 0, NULL);
-                        bool ok = json_is_object(v) && !strpbrk(argv[i], "\r\n");
-                        json_decref(v);
-                        if (!ok) {
-                                fputs("cellvm: --envs takes a JSON object on one line\n", stderr);
+                        if (!sbx_envs_arg_ok(argv[++i]))
                                 return EXIT_USAGE;
-                        }
                         a->envs = argv[i];
                 } else if (!resume && strcmp(argv[i], "--files-only") == 0) {
                         a->files_only = true;
@@ -484,7 +473,7 @@ int cmd_resume(int argc, char **argv)
         double timeout_s = a.timeout_s;
         if (rc != 0)
                 return rc < 0 ? 0 : rc;
-        char root[PATH_MAX], dir[PATH_MAX], err[PATH_MAX + 1024];
+        char root[PATH_MAX], dir[PATH_MAX];
         rc = sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir));
         if (rc < 0) {
                 fprintf(stderr, "cellvm: resume %s: %s\n", id,
@@ -492,10 +481,20 @@ int cmd_resume(int argc, char **argv)
                                       : strerror(-rc));
                 return rc == -ENOENT ? 1 : EXIT_FAILED;
         }
+        return sbx_resume_print(root, dir, id, timeout_s, json, a.pass_fd, a.holder);
+}
+
+int sbx_resume_print(const char *root, const char *dir, const char *id, double timeout_s, bool json,
+                     int pass_fd, pid_t holder)
+{
+        char err[PATH_MAX + 1024];
+        int rc;
         /* The VM runs on after this command, to its deadline, as the SDK's. */
         cvm_outlive_creator(true);
-        static struct cvm vm;
+        static struct cvm vm; /* large; zeroed for each (cellvm fork resumes several) */
         static struct sbx_rec rec;
+        memset(&vm, 0, sizeof(vm));
+        memset(&rec, 0, sizeof(rec));
         struct cvc *c = NULL;
         struct csm m;
         struct snap_report report = {.restored = true};
@@ -519,14 +518,14 @@ int cmd_resume(int argc, char **argv)
                 return rc == -ENOENT ? 1 : EXIT_FAILED;
         }
         /* The caller (the SDK) gets the connection itself: see cellvm create. */
-        if (a.pass_fd && (rc = cli_send_fd(a.pass_fd, cvc_fd(c))) < 0)
+        if (pass_fd && (rc = cli_send_fd(pass_fd, cvc_fd(c))) < 0)
                 fprintf(stderr, "cellvm: --pass-fd %d: %s (connect to the address instead)\n",
-                        a.pass_fd, strerror(-rc));
+                        pass_fd, strerror(-rc));
         cvc_close(c);
         pid_t keeper = ckeeper_start(rec.e.key);
         if (keeper > 0)
                 rec.e.keeper_pid = keeper;
-        sbx_hold(&rec, a.holder);
+        sbx_hold(&rec, holder);
         sbx_describe(&rec, NULL, m.metadata); /* its metadata, as before the pause */
         if (json) {
                 rc = sbx_print_json(&rec, &report);

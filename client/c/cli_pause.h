@@ -6,7 +6,6 @@
 #define CELLVM_CLIENT_CLI_PAUSE_H
 
 #include <limits.h>
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "cli_sandboxes.h"
@@ -43,15 +42,23 @@ int sbx_resume_staged(const char *root, const char *dir, double timeout_s, struc
                       char *err, size_t errlen);
 
 /* sbx_resume of a record already claimed (sbx_paused_claim: `m` and `key`
- * are its, its lock held by the caller). `fresh`: the record is a fork's
- * (another copy of a guest that runs on), which gets a NEW_GENERATION of its
+ * are its, its lock held by the caller). A fork's record (its manifest's
+ * fork_of: another copy of a guest that runs on) gets a NEW_GENERATION of its
  * own instead of ADD_ENTROPY and SET_TIME (docs/SNAPSHOTS.md). */
 int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const char *key,
-                       double timeout_s, bool fresh, struct sbx_rec *rec, struct cvm *vm,
-                       struct cvc **c, struct csq_stages *st, char *err, size_t errlen);
+                       double timeout_s, struct sbx_rec *rec, struct cvm *vm, struct cvc **c,
+                       struct csq_stages *st, char *err, size_t errlen);
 /* The record in `dir` (of the store at `root`) of sandbox `key`, resumed, is
  * removed; a failure is said on stderr (the sandbox runs). */
 void sbx_paused_drop(const char *root, const char *dir, const char *key);
+
+/* `cellvm resume`'s work once record `dir` (of the store at `root`) of
+ * sandbox `id` is found: resumed (sbx_resume_staged) with its egress rules
+ * and keeper, its connection sent over `pass_fd` (0: none), held by
+ * `holder` (0: none), its entry printed (`json`: as JSON) or why not on
+ * stderr. The exit status: 0, 1 (gone meanwhile) or 3. */
+int sbx_resume_print(const char *root, const char *dir, const char *id, double timeout_s, bool json,
+                     int pass_fd, pid_t holder);
 
 int cmd_pause(int argc, char **argv);
 int cmd_resume(int argc, char **argv);

@@ -490,6 +490,28 @@ void sbx_release(void)
         pthread_mutex_unlock(&reg_mutex);
 }
 
+bool sbx_envs_arg_ok(const char *arg)
+{
+        json_t *v = json_loads(arg, 0, NULL);
+        bool ok = json_is_object(v) && !strpbrk(arg, "\r\n");
+        json_decref(v);
+        if (!ok)
+                fputs("cellvm: --envs takes a JSON object on one line\n", stderr);
+        return ok;
+}
+
+int sbx_default_timeout(double *t)
+{
+        const char *def = getenv("CELLVM_DEFAULT_TIMEOUT");
+        char *end = NULL;
+        *t = def && def[0] ? strtod(def, &end) : 300;
+        if (end && (*end || !(*t > 0))) {
+                fputs("cellvm: $CELLVM_DEFAULT_TIMEOUT takes seconds > 0\n", stderr);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 int sbx_new_key(const char *vmm, char *key, size_t keylen)
 {
         pthread_mutex_lock(&reg_mutex);
@@ -705,6 +727,20 @@ static const char set_timeout_usage[] =
     "the guest itself: --json prints the guest_timeout_ms to send).\n"
     "exit status: 0 set, 1 no such live sandbox, 2 usage, 3 failed.\n";
 
+int sbx_guest_call(const struct creg_entry *e, uint16_t type, struct cv_buf *b, char *err,
+                   size_t errlen)
+{
+        struct cvc_connect_opts o = {.timeout_ms = 10000, .hello_resend_ms = CVC_HELLO_RESEND_MS};
+        struct cvc *c = NULL;
+        int rc = cvc_connect_ex(e->address, &o, &c);
+        if (rc == 0)
+                rc = cvc_call_buf(c, type, b, NULL);
+        if (rc < 0)
+                snprintf(err, errlen, "%s", c ? cvc_errmsg(c) : strerror(-rc));
+        cvc_close(c); /* NULL-safe */
+        return rc;
+}
+
 /* SET_DEADLINE to the agent of `e` over a connection of our own. */
 static void tell_guest(const struct creg_entry *e, uint64_t timeout_ms)
 {
@@ -715,24 +751,18 @@ static void tell_guest(const struct creg_entry *e, uint64_t timeout_ms)
                         e->key);
                 return;
         }
-        struct cvc_connect_opts o = {.timeout_ms = 10000, .hello_resend_ms = CVC_HELLO_RESEND_MS};
-        struct cvc *c = NULL;
-        int rc = cvc_connect_ex(e->address, &o, &c);
-        if (rc == 0) {
-                struct cv_buf b;
-                cv_buf_init(&b);
-                cv_enc_map(&b, 1);
-                cv_enc_cstr(&b, "timeout_ms");
-                cv_enc_uint(&b, timeout_ms);
-                rc = cvc_call_buf(c, CV_MSG_SET_DEADLINE, &b, NULL);
-                cv_buf_free(&b);
-        }
-        if (rc < 0)
+        struct cv_buf b;
+        cv_buf_init(&b);
+        cv_enc_map(&b, 1);
+        cv_enc_cstr(&b, "timeout_ms");
+        cv_enc_uint(&b, timeout_ms);
+        char why[512];
+        if (sbx_guest_call(e, CV_MSG_SET_DEADLINE, &b, why, sizeof(why)) < 0)
                 fprintf(stderr,
                         "cellvm: set-timeout %s: recorded (the host enforces it) but the guest "
                         "was not reached: %s\n",
-                        e->key, c ? cvc_errmsg(c) : strerror(-rc));
-        cvc_close(c); /* NULL-safe */
+                        e->key, why);
+        cv_buf_free(&b);
 }
 
 /* Changes the entry of live sandbox `ident` under the lock if it is still the

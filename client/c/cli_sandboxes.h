@@ -44,6 +44,16 @@ void sbx_record(struct sbx_rec *rec, const struct cvm *vm, const char *image, un
 int sbx_record_as(struct sbx_rec *rec, const char *key, const char *template_, const struct cvm *vm,
                   const char *image, unsigned memory_mb, unsigned vcpus, double boot_budget_s,
                   double lifetime_s);
+/* One request `type` with body `b` to the agent of `e` (its address) over a
+ * connection of our own: 0, or a negative errno with `err`. */
+struct cv_buf;
+int sbx_guest_call(const struct creg_entry *e, uint16_t type, struct cv_buf *b, char *err,
+                   size_t errlen);
+/* A --envs argument: a JSON object on one line (said on stderr when not). */
+bool sbx_envs_arg_ok(const char *arg);
+/* E2B's default lifetime ($CELLVM_DEFAULT_TIMEOUT, else 300 s) into *t: 0,
+ * or -EINVAL (said on stderr) when the variable is no number of seconds > 0. */
+int sbx_default_timeout(double *t);
 /* A new registry key "<vmm>-<8 hex>" that no live or paused sandbox has (a
  * fork's). 0, or a negative errno (said on stderr). */
 int sbx_new_key(const char *vmm, char *key, size_t keylen);

@@ -57,6 +57,7 @@ static const struct field fields[] = {
     F("metadata", STR, metadata),
     F("envs", STR, envs),
     F("filesystem", STR, filesystem),
+    F("fork_of", STR, fork_of),
     F("request", LIST, request),
     F("arg", LIST, arg),
 };

@@ -41,6 +41,7 @@ struct csm {
         char *sandbox_id, *registry_key, *template_, *timeout_s;
         char *metadata, *envs; /* one line of JSON each, kept as text ("{}" by default) */
         char *filesystem;      /* a filesystem-only pause's archive (its file's name), or "" */
+        char *fork_of;         /* a fork's record: its source's id (resumed as a copy), or "" */
         struct csm_list request, arg;
 };
 

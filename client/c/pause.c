@@ -248,6 +248,7 @@ static int describe(struct csm *m, const struct cpause_src *src, const struct ar
             {"template", src->template_},
             {"metadata", src->metadata},
             {"envs", src->envs},
+            {"fork_of", src->fork_key ? e->key : ""},
         };
         for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]) && rc == 0; i++)
                 rc = csm_set(m, strs[i][0], strs[i][1]);

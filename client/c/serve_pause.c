@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -18,6 +17,7 @@
 #include "registry.h"
 #include "serve.h"
 #include "serve_egress.h"
+#include "snapshot_qemu.h"
 
 /* What the server keeps beside a record, as JSON: the envd access token (the
  * SDK's Sandbox object keeps it), the lifecycle (autoPause, autoPauseMemory) and whether its
@@ -211,9 +211,7 @@ static int resume_files(const char *dir, const char *key, double timeout_s, stru
         return rc;
 }
 
-/* serve_resume; `fresh`: a fork's record (a NEW_GENERATION of its own). */
-static int resume(const char *id, double timeout_s, bool fresh, struct sandbox **out, char *err,
-                  size_t errlen)
+int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *err, size_t errlen)
 {
         pthread_mutex_lock(&pausing);
         struct sandbox *s = serve_get(id);
@@ -254,8 +252,8 @@ static int resume(const char *id, double timeout_s, bool fresh, struct sandbox *
                 sbx_paused_drop(root, dir, key);
         if (rc == 0 && !files_only) {
                 struct cvc *c = NULL;
-                rc = sbx_resume_claimed(root, dir, &m, key, timeout_s, fresh, &s->rec, &s->vm, &c,
-                                        NULL, err, errlen);
+                rc = sbx_resume_claimed(root, dir, &m, key, timeout_s, &s->rec, &s->vm, &c, NULL,
+                                        err, errlen);
                 if (rc == 0 && (rc = mux_start(&s->mux, c)) < 0) {
                         snprintf(err, errlen, "sandbox %s resumed, but its connection failed: %s",
                                  s->rec.e.key, strerror(-rc));
@@ -313,22 +311,13 @@ static int resume(const char *id, double timeout_s, bool fresh, struct sandbox *
         return 1;
 }
 
-int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *err, size_t errlen)
-{
-        return resume(id, timeout_s, false, out, err, errlen);
-}
-
 /* The guest's clock from this host's after the stop of a fork's save (the
  * guest's clock stood still meanwhile). */
 static void set_time(struct sandbox *s)
 {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
         struct cv_buf b;
         cv_buf_init(&b);
-        cv_enc_map(&b, 1);
-        cv_enc_cstr(&b, "realtime_ns");
-        cv_enc_uint(&b, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
+        csq_enc_set_time(&b);
         char why[256];
         if (mux_call(&s->mux, CV_MSG_SET_TIME, &b, 10000, NULL, why, sizeof(why)) < 0)
                 fprintf(stderr, "cellvm serve: sandbox %s: SET_TIME after its fork: %s\n", s->id,
@@ -413,7 +402,7 @@ int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve
                 struct serve_fork_result *r = &out[i];
                 if (r->rc < 0)
                         continue;
-                int k = resume(keys[i], timeout_s, true, &r->s, r->err, sizeof(r->err));
+                int k = serve_resume(keys[i], timeout_s, &r->s, r->err, sizeof(r->err));
                 r->rc = k < 0 ? k : 0;
                 if (r->rc < 0) {
                         r->s = NULL;

@@ -819,6 +819,13 @@ static int connect_channel(struct cvm *vm, uint64_t deadline, char *err, size_t 
         }
 }
 
+void csq_enc_set_time(struct cv_buf *b)
+{
+        cv_enc_map(b, 1);
+        cv_enc_cstr(b, "realtime_ns");
+        cv_enc_uint(b, (uint64_t)realtime_ns());
+}
+
 /* The same guest again (a resumed pause): this host's entropy and clock,
  * its generation and Python random generators left as they were (E2B's
  * resume leaves them too). */
@@ -841,9 +848,7 @@ static int refresh(struct cvc *c, int timeout_ms, char *err, size_t errlen)
                 return rc;
         }
         cv_buf_init(&b);
-        cv_enc_map(&b, 1);
-        cv_enc_cstr(&b, "realtime_ns");
-        cv_enc_uint(&b, (uint64_t)realtime_ns());
+        csq_enc_set_time(&b);
         rc = call(c, CV_MSG_SET_TIME, &b, timeout_ms, NULL);
         if (rc < 0)
                 snprintf(err, errlen, "SET_TIME: %s", cvc_errmsg(c));

@@ -150,6 +150,10 @@ int csq_new_generation(struct cvc *c, int timeout_ms, char *err, size_t errlen);
  * under cellvm-init (a VMM stand-in, dev mode: its clock is this host's). */
 int csq_refresh_resumed(struct cvc *c, int timeout_ms, char *err, size_t errlen);
 
+/* SET_TIME's body into `b` (cv_buf_init'ed): this host's clock, taken now. */
+struct cv_buf;
+void csq_enc_set_time(struct cv_buf *b);
+
 /* The first line of `<binary> --version` (the binary found on PATH). */
 int csq_vmm_version(const char *binary, char *out, size_t outlen, char *err, size_t errlen);
 

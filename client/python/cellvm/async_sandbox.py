@@ -200,6 +200,23 @@ class AsyncSandbox(AsyncCloudOnly):
 
     beta_pause = pause
 
+    @_class_or_instance("_cls_fork")
+    async def fork(self, timeout: Optional[int] = None, count: Optional[int] = None,
+                   **opts) -> List[Union["AsyncSandbox", Exception]]:
+        """Sandbox.fork(), awaited: one AsyncSandbox or exception per fork.
+        `await AsyncSandbox.fork(sandbox_id)` is the classmethod `_cls_fork`."""
+        forks = await bridge.call(self._sbx.fork, timeout, count)
+        return [AsyncSandbox(f) if isinstance(f, Sandbox) else f for f in forks]
+
+    @classmethod
+    async def _cls_fork(cls, sandbox_id: str, timeout: Optional[int] = None,
+                        count: Optional[int] = None, logger=None,
+                        **opts) -> List[Union["AsyncSandbox", Exception]]:
+        if isinstance(sandbox_id, AsyncSandbox):
+            return await sandbox_id.fork(timeout, count)
+        forks = await bridge.call(Sandbox._cls_fork, sandbox_id, timeout, count)
+        return [cls(f) if isinstance(f, Sandbox) else f for f in forks]
+
     # --- introspection -------------------------------------------------------
 
     @property

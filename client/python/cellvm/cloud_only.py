@@ -1,5 +1,5 @@
-"""E2B's Sandbox methods for features only E2B's cloud has (fork, the
-snapshots API, the MCP gateway), with E2B's names and signatures
+"""E2B's Sandbox methods for features only E2B's cloud has (the snapshots
+API, the MCP gateway), with E2B's names and signatures
 (e2b/sandbox_sync/main.py, e2b/sandbox_async/main.py, e2b/sandbox/main.py).
 Each raises SandboxException(code="unsupported") saying why, so a program
 learns at the call what cellvm does not offer instead of meeting an
@@ -10,8 +10,6 @@ from typing import Optional
 from ._variant import class_or_instance
 from .exceptions import SandboxException
 
-FORK = ("E2B's fork clones a running sandbox in E2B's cloud (POST /sandboxes/{id}/fork); "
-        "cellvm clones sandboxes from templates (docs/SNAPSHOTS.md)")
 SNAPSHOTS = ("E2B's snapshots API keeps named snapshots in E2B's cloud template store; "
              "cellvm has pause() and local templates (docs/SNAPSHOTS.md)")
 MCP = "E2B's MCP gateway is a service of E2B's cloud (create(mcp=...))"
@@ -23,15 +21,6 @@ def unsupported(call: str, why: str) -> SandboxException:
 
 class CloudOnly:
     """Mixed into the sync Sandbox."""
-
-    @class_or_instance("_cls_fork")
-    def fork(self, timeout: Optional[int] = None, count: Optional[int] = None, **opts):
-        raise unsupported("fork()", FORK)
-
-    @classmethod
-    def _cls_fork(cls, sandbox_id: str, timeout: Optional[int] = None, count: Optional[int] = None,
-                  logger=None, **opts):
-        raise unsupported("fork()", FORK)
 
     @class_or_instance("_cls_create_snapshot")
     def create_snapshot(self, name: Optional[str] = None, **opts):
@@ -65,15 +54,6 @@ class CloudOnly:
 class AsyncCloudOnly(CloudOnly):
     """Mixed into AsyncSandbox: E2B's async twins, coroutines where E2B's are
     (list_snapshots and get_mcp_url are plain methods in E2B's async SDK too)."""
-
-    @class_or_instance("_cls_fork")
-    async def fork(self, timeout: Optional[int] = None, count: Optional[int] = None, **opts):
-        raise unsupported("fork()", FORK)
-
-    @classmethod
-    async def _cls_fork(cls, sandbox_id: str, timeout: Optional[int] = None,
-                        count: Optional[int] = None, logger=None, **opts):
-        raise unsupported("fork()", FORK)
 
     @class_or_instance("_cls_create_snapshot")
     async def create_snapshot(self, name: Optional[str] = None, **opts):

@@ -138,6 +138,18 @@ def resume(ident, timeout_s=None):
     return _with_connection([*args, ident], f"resume({ident})", None)
 
 
+def fork(args, what):
+    """`cellvm fork --json --paused ...`: (the fork records it printed, as ps()
+    lists paused ones; the exception for the forks it did not make, or None).
+    Raises when it made none."""
+    r = subprocess.run([binary(), *args], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, check=False)
+    recs = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    if r.returncode != 0 and not recs:
+        raise _error(what, r)
+    return recs, (_error(what, r) if r.returncode != 0 else SandboxException(f"{what}: no fork"))
+
+
 def _with_connection(args, what, wait_s):
     """Runs `cellvm ARGS --pass-fd N`: its JSON line and the agent connection it sent."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)

@@ -976,6 +976,33 @@ class Sandbox(CloudOnly):
 
     beta_pause = pause
 
+    @_class_or_instance("_cls_fork")
+    def fork(self, timeout: Optional[int] = None, count: Optional[int] = None,
+             **opts) -> List[Union["Sandbox", Exception]]:
+        """E2B's fork(): the sandbox is saved once, whole, and runs on (its id,
+        deadline, variables and processes stay); `count` (default 1, at most
+        100) new sandboxes are made from that save, each a copy with its own
+        id, fresh entropy and reseeded random generators, the files,
+        variables and processes of that moment, and a deadline `timeout`
+        seconds from now (default 300). One Sandbox or exception per fork
+        (each fails on its own, as E2B's: RateLimitException past the
+        sandbox limit). QEMU micro-VMs restored from a template
+        (docs/SNAPSHOTS.md, "Fork"). `Sandbox.fork(sandbox_id)` is the
+        classmethod `_cls_fork`."""
+        from . import fork
+        return fork.fork(type(self), self, timeout, count)
+
+    @classmethod
+    def _cls_fork(cls, sandbox_id: str, timeout: Optional[int] = None,
+                  count: Optional[int] = None, logger=None,
+                  **opts) -> List[Union["Sandbox", Exception]]:
+        """fork() of the sandbox `sandbox_id`: this process's, or another
+        process's VM (the registry); SandboxNotFoundException if none runs."""
+        if isinstance(sandbox_id, Sandbox):
+            return sandbox_id.fork(timeout, count)
+        from . import fork
+        return fork.fork(cls, sandbox_id, timeout, count)
+
     # --- introspection -------------------------------------------------------
 
     def _sandbox_envs(self) -> Dict[str, str]:

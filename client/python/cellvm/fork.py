@@ -1,0 +1,69 @@
+"""E2B's fork (docs/SNAPSHOTS.md, "Fork"):
+
+    forks = sbx.fork(count=2)                  # [Sandbox, Sandbox] (or an exception each)
+    forks = Sandbox.fork(sandbox_id)           # another process's sandbox too
+
+The C CLI does it (`cellvm fork --json --paused`, client/c/cli_fork.c): the
+sandbox is saved once with its guest running on, and each fork is a record
+of the paused store that resumes as a copy of its own (a NEW_GENERATION:
+fresh entropy, this host's clock, random generators reseeded). This module
+resumes each record as connect() resumes a paused sandbox (pause.resume),
+and sets the source's clock again over its connection when this process
+holds it (the save stopped the guest's clock).
+"""
+
+import json
+import time
+
+from . import _wire
+
+FORK_MAX = 100
+
+
+def fork(cls, source, timeout=None, count=None, envs=None):
+    """Forks of `source` (a Sandbox, or a sandbox id): a list with one
+    Sandbox (`cls`) or exception per fork, as E2B's fork() returns."""
+    from . import host, lifetime, pause
+    from ._live import live
+    from .exceptions import InvalidArgumentException, SandboxException, SandboxNotFoundException
+    count = 1 if count is None else count
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise InvalidArgumentException("count must be at least 1")
+    if count > FORK_MAX:
+        raise InvalidArgumentException(f"count must be at most {FORK_MAX}")
+    owner = None
+    if not isinstance(source, str):
+        owner = source._owner if source._owner is not None else source
+        if owner._was_killed() or getattr(owner, "_paused", None) is not None:
+            raise SandboxNotFoundException(f"Sandbox {source.sandbox_id} not found (a paused "
+                                           "sandbox is resumed by connect() before a fork)")
+        if getattr(owner, "_entry", None) is None:
+            raise SandboxException(f"fork is not supported for sandbox {source.sandbox_id}: it "
+                                   "is no micro-VM (an agent in dev mode)", code="unsupported")
+        key, envs = owner._entry.key, owner._envs if envs is None else envs
+    else:
+        held = [s for s in live(source) if getattr(s, "_entry", None) is not None
+                and not s._closed]
+        owner = held[0] if held else None
+        entry = owner._entry if owner else lifetime.find(source)
+        if entry is None:
+            raise SandboxNotFoundException(f"Sandbox {source} not found")
+        key = entry.key
+        envs = (owner._envs if owner else {}) if envs is None else envs
+    args = ["fork", "--json", "--paused", "--count", str(count), "--envs", json.dumps(envs), key]
+    recs, failure = host.fork(args, f"fork({key})")
+    if owner is not None and not owner._closed:  # its clock stood still during the save
+        try:
+            owner._conn.call(_wire.SET_TIME, {"realtime_ns": time.time_ns()}, timeout=10)
+        except Exception as err:  # noqa: BLE001 - the fork stands; the clock is behind
+            lifetime.logger.warning("fork(%s): its guest's clock was not set again: %s",
+                                    key, err)
+    out = []
+    for rec in recs:
+        try:
+            out.append(pause.resume(cls, rec, timeout=timeout, envs=envs))
+        except Exception as err:  # noqa: BLE001 - each fork fails on its own (E2B)
+            out.append(err)
+            host.kill(rec["key"])  # its record: a fork that did not start leaves none
+    out += [failure] * (count - len(recs))
+    return out
