@@ -166,9 +166,6 @@ def test_a_paused_sandbox_outlives_its_timeout_and_resumes(serve):
 def test_auto_pause_at_the_timeout_then_connect_resumes(serve):
     """E2B's lifecycle onTimeout "pause" (the create's `autoPause`): at its
     timeout the sandbox is paused, not killed, and connect wakes it."""
-    status, body = call(serve, "POST", "/sandboxes", {"timeout": 3, "autoPause": True,
-                                                       "autoResume": {"enabled": True}})
-    assert status == 400 and "autoResume" in body["message"], body
     status, sbx = call(serve, "POST", "/sandboxes", {"timeout": 3, "autoPause": True,
                                                       "autoResume": {"enabled": False}})
     assert status == 201, sbx
@@ -195,6 +192,68 @@ def test_auto_pause_at_the_timeout_then_connect_resumes(serve):
         call(serve, "DELETE", f"/sandboxes/{sid}")
     with open(serve.log_path, errors="replace") as f:
         assert f"sandbox {sid} paused: its timeout passed (autoPause)" in f.read()
+
+
+def wait_paused(serve, sid):
+    """Until the reaper paused `sid` at its timeout (bounded generously, as
+    the reaper and TCG take their time); its last info."""
+    for _ in range(240):
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        if info.get("state") == "paused" and os.path.isdir(os.path.join(serve.paused, sid)):
+            return info
+        time.sleep(0.5)
+    raise AssertionError(f"sandbox {sid} was not paused: {info}")
+
+
+def port_get(serve, sid, port, path="/"):
+    req = urllib.request.Request(serve.url + path,
+                                 headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": str(port)})
+    try:
+        with DIRECT.open(req, timeout=120) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_auto_resume_wakes_a_paused_sandbox_for_a_request(serve):
+    """E2B's lifecycle {onTimeout: "pause", autoResume: true} (the create's
+    `autoResume: {enabled: true}`): paused at its timeout, woken by the next
+    request routed to it (one of its ports, the code interpreter), with its
+    processes and variables, and paused again at its next timeout."""
+    for bad, word in (({"timeout": 3, "autoResume": {"enabled": True}}, "autoPause"),
+                      ({"timeout": 3, "autoPause": True, "autoPauseMemory": False,
+                        "autoResume": {"enabled": True}}, "filesystem-only"),
+                      ({"timeout": 3, "autoPause": True, "autoResume": {"enabled": "yes"}},
+                       "autoResume")):
+        status, body = call(serve, "POST", "/sandboxes", bad)
+        assert status == 400 and word in body["message"], (bad, body)
+    status, sbx = call(serve, "POST", "/sandboxes", {"timeout": 4, "autoPause": True,
+                                                      "autoResume": {"enabled": True}})
+    assert status == 201, sbx
+    sid = sbx["sandboxID"]
+    try:
+        assert run_code(serve, sbx, "\n".join([
+            "import subprocess",
+            "web = subprocess.Popen(['python3', '-m', 'http.server', '8000', '--bind',",
+            "                        '127.0.0.1', '--directory', '/etc'], start_new_session=True,",
+            "                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)",
+            "woke = 21"])) == []
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert info["lifecycle"] == {"onTimeout": "pause", "autoResume": True}, info
+        wait_paused(serve, sid)
+        # A request to one of its ports wakes it; its server ran on.
+        status, page = port_get(serve, sid, 8000, "/hostname")
+        assert status == 200 and page.strip(), (status, page[:300])
+        status, info = call(serve, "GET", f"/sandboxes/{sid}")
+        assert info["state"] == "running" and info["lifecycle"]["autoResume"] is True, info
+        # Paused again at its next timeout; the code interpreter wakes it too.
+        wait_paused(serve, sid)
+        assert run_code(serve, sbx, "woke * 2") == ["42"]
+    finally:
+        call(serve, "DELETE", f"/sandboxes/{sid}")
+    with open(serve.log_path, errors="replace") as f:
+        log = f.read()
+    assert log.count(f"sandbox {sid} resumed by a request (autoResume)") == 2, log[-3000:]
 
 
 def manifest_fields(path):

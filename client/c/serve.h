@@ -51,6 +51,10 @@ struct sandbox {
         bool private_traffic;
         bool auto_pause;            /* E2B's lifecycle onTimeout "pause": paused at its deadline */
         bool auto_pause_files_only; /* ... with keepMemory false (autoPauseMemory) */
+        /* E2B's autoResume: a request routed to it while it is paused resumes
+         * it (serve_wake), with a deadline `resume_timeout_s` (its create's). */
+        bool auto_resume;
+        double resume_timeout_s;
         struct cvm vm;
         struct cvm_opts opts;
         struct sbx_rec rec;
@@ -180,6 +184,10 @@ struct serve_fork_result {
 };
 int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve_fork_result *out,
                char *err, size_t errlen);
+/* The paused sandbox `id` resumed for a request routed to it, if it was
+ * created with autoResume (and paused with its memory): it, referenced; NULL
+ * when it is not such a sandbox or its resume failed (said on stderr). */
+struct sandbox *serve_wake(const char *id);
 int serve_paused_list(struct serve_paused **out, size_t *n);
 void serve_paused_free(struct serve_paused *v, size_t n);
 /* Paused sandbox `id`: 0 with *out (serve_paused_free(out, 1)) or -ENOENT. */

@@ -40,7 +40,7 @@ static json_t *sandbox_json(const struct sandbox *s)
 /* E2B's ListedSandbox (and with `detail`, SandboxDetail) of a running
  * (`token` its access token) or a paused sandbox (`token` NULL). */
 static json_t *described(const struct serve_paused *v, int64_t end_ms, const char *token,
-                         const char *on_timeout, bool detail)
+                         const char *on_timeout, bool auto_resume, bool detail)
 {
         char started[40], end[40];
         iso_time(started, sizeof(started), v->started_ms);
@@ -58,7 +58,7 @@ static json_t *described(const struct serve_paused *v, int64_t end_ms, const cha
                 json_object_set_new(o, "allowInternetAccess", json_false());
                 json_object_set_new(
                     o, "lifecycle",
-                    json_pack("{s:s, s:b}", "onTimeout", on_timeout, "autoResume", 0));
+                    json_pack("{s:s, s:b}", "onTimeout", on_timeout, "autoResume", auto_resume));
         }
         return o;
 }
@@ -71,13 +71,14 @@ static json_t *listed_json(const struct sandbox *s, bool detail)
                                  .vcpus = s->vcpus};
         snprintf(v.id, sizeof(v.id), "%s", s->id);
         snprintf(v.template_id, sizeof(v.template_id), "%s", s->template_id);
-        return described(&v, s->deadline_ms, s->token, s->auto_pause ? "pause" : "kill", detail);
+        return described(&v, s->deadline_ms, s->token, s->auto_pause ? "pause" : "kill",
+                         s->auto_resume, detail);
 }
 
 /* A paused sandbox (no deadline: endAt is its start). */
 static json_t *paused_json(const struct serve_paused *p, bool detail)
 {
-        return described(p, p->started_ms, NULL, "kill", detail);
+        return described(p, p->started_ms, NULL, "kill", false, detail);
 }
 
 /* A JSON object body, or NULL with a 400 queued in *rc. */
@@ -208,12 +209,18 @@ static enum MHD_Result create(struct hreq *h)
         json_t *ap = json_object_get(body, "autoPause"), *ar = json_object_get(body, "autoResume");
         if (ap && !json_is_null(ap) && !json_is_boolean(ap))
                 snprintf(why, sizeof(why), "autoPause must be a boolean");
-        else if (ar && !json_is_null(ar) &&
-                 !(json_is_object(ar) && !json_is_true(json_object_get(ar, "enabled"))) &&
-                 !json_is_false(ar))
+        else if (ar && !json_is_null(ar) && !json_is_false(ar) &&
+                 !(json_is_object(ar) && json_is_boolean(json_object_get(ar, "enabled"))))
+                snprintf(why, sizeof(why), "autoResume must be {\"enabled\": a boolean}");
+        /* E2B's autoResume: traffic wakes it once auto-paused with its memory. */
+        bool auto_resume = json_is_true(json_object_get(ar, "enabled"));
+        json_t *apm = json_object_get(body, "autoPauseMemory");
+        if (!why[0] && auto_resume && !json_is_true(ap))
+                snprintf(why, sizeof(why), "autoResume needs autoPause (onTimeout \"pause\")");
+        else if (!why[0] && auto_resume && json_is_false(apm))
                 snprintf(why, sizeof(why),
-                         "autoResume: waking a paused sandbox on traffic is not supported by "
-                         "cellvm serve (connect resumes it)");
+                         "autoResume cannot be combined with autoPauseMemory false: a "
+                         "filesystem-only snapshot is resumed by connect only");
         if (why[0]) {
                 json_decref(metadata);
                 json_decref(envs);
@@ -222,7 +229,6 @@ static enum MHD_Result create(struct hreq *h)
         }
         bool auto_pause = json_is_true(ap);
         /* E2B's autoPauseMemory (onTimeout keepMemory): false pauses its files only. */
-        json_t *apm = json_object_get(body, "autoPauseMemory");
         if (apm && !json_is_null(apm) && !json_is_boolean(apm)) {
                 json_decref(metadata);
                 json_decref(envs);
@@ -266,6 +272,8 @@ static enum MHD_Result create(struct hreq *h)
                 pthread_mutex_lock(&serve.life);
                 s->auto_pause = true;
                 s->auto_pause_files_only = files_only;
+                s->auto_resume = auto_resume;
+                s->resume_timeout_s = timeout;
                 pthread_mutex_unlock(&serve.life);
                 /* The guest's own deadline gets the margin of a pause. */
                 if (serve_set_timeout(s, timeout, why, sizeof(why)) < 0) {

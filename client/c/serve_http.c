@@ -393,7 +393,8 @@ static int route(struct hreq *h)
                 return 502;
         }
         if (to_sandbox) {
-                if (!valid_id(id) || !(h->sbx = serve_get(id))) {
+                /* A paused sandbox created with autoResume wakes for it (E2B's). */
+                if (!valid_id(id) || (!(h->sbx = serve_get(id)) && !(h->sbx = serve_wake(id)))) {
                         if (port != SERVE_ENVD_PORT && port != SERVE_JUPYTER_PORT)
                                 return port_gone_route(h, id, h->why, sizeof(h->why));
                         /* E2B's edge: a sandbox that is not running is a 502. */

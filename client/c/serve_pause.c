@@ -65,10 +65,12 @@ static int write_serve_file(const char *dir, const struct sandbox *s, const char
         char path[PATH_MAX + 16];
         snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
         char *text = NULL;
-        json_t *j = json_pack("{s:s, s:b, s:b, s:b}", "envdAccessToken", token ? token : s->token,
-                              "autoPause", !token && s->auto_pause, "autoPauseMemory",
-                              token || !s->auto_pause_files_only, "privateTraffic",
-                              __atomic_load_n(&s->private_traffic, __ATOMIC_ACQUIRE));
+        json_t *j =
+            json_pack("{s:s, s:b, s:b, s:b, s:f, s:b}", "envdAccessToken", token ? token : s->token,
+                      "autoPause", !token && s->auto_pause, "autoPauseMemory",
+                      token || !s->auto_pause_files_only, "autoResume", !token && s->auto_resume,
+                      "resumeTimeout", s->resume_timeout_s, "privateTraffic",
+                      __atomic_load_n(&s->private_traffic, __ATOMIC_ACQUIRE));
         /* The egress rules come back with the sandbox (serve_egress.c). */
         json_t *rules = serve_egress_rules((struct sandbox *)s);
         if (j && rules && json_object_set_new(j, "egress", rules) < 0)
@@ -91,10 +93,8 @@ static int write_serve_file(const char *dir, const struct sandbox *s, const char
         return rc;
 }
 
-/* The token, lifecycle and traffic rule kept with the record into `s`; a
- * record paused by the CLI or the SDK has none: a new token, no autoPause,
- * public ports (E2B's default). */
-static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress)
+/* The serve.json of record `dir`, or NULL (none: the CLI's or the SDK's). */
+static json_t *load_serve_file(const char *dir)
 {
         char path[PATH_MAX + 16];
         char *buf = malloc(SERVE_FILE_MAX);
@@ -105,6 +105,15 @@ static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress)
                 close(fd);
         json_t *j = n > 0 ? json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL) : NULL;
         free(buf);
+        return j;
+}
+
+/* The token, lifecycle and traffic rule kept with the record into `s`; a
+ * record paused by the CLI or the SDK has none: a new token, no autoPause,
+ * public ports (E2B's default). */
+static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress)
+{
+        json_t *j = load_serve_file(dir);
         /* The egress rules: started again once the sandbox runs (serve_resume). */
         json_t *rules = json_object_get(j, "egress");
         *egress = json_is_object(rules) ? json_incref(rules) : NULL;
@@ -116,6 +125,11 @@ static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress)
                 memcpy(s->token, token, SERVE_TOKEN_LEN + 1);
         s->auto_pause = json_is_true(json_object_get(j, "autoPause"));
         s->auto_pause_files_only = json_is_false(json_object_get(j, "autoPauseMemory"));
+        s->auto_resume = json_is_true(json_object_get(j, "autoResume"));
+        json_t *rt = json_object_get(j, "resumeTimeout");
+        s->resume_timeout_s = json_is_number(rt) && json_number_value(rt) > 0
+                                  ? json_number_value(rt)
+                                  : SERVE_DEFAULT_TIMEOUT_S;
         /* A private sandbox's ports stay private across a pause (serve_port.c). */
         s->private_traffic = json_is_true(json_object_get(j, "privateTraffic"));
         json_decref(j);
@@ -411,6 +425,45 @@ int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve
         }
         free(keys);
         return rc;
+}
+
+struct sandbox *serve_wake(const char *id)
+{
+        bool wake = false;
+        double timeout_s = SERVE_DEFAULT_TIMEOUT_S;
+        pthread_mutex_lock(&serve.life); /* being paused now: it says, its record not yet */
+        if (being_paused && strcmp(being_paused->id, id) == 0) {
+                wake = being_paused->auto_resume && !being_paused->auto_pause_files_only;
+                timeout_s = being_paused->resume_timeout_s;
+        }
+        pthread_mutex_unlock(&serve.life);
+        char root[PATH_MAX], dir[PATH_MAX], archive[PATH_MAX + 32];
+        if (!wake && sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir)) == 0) {
+                /* A filesystem-only record is resumed by connect only (E2B's). */
+                snprintf(archive, sizeof(archive), "%s/%s", dir, CPAUSE_FS_ARCHIVE);
+                json_t *j = access(archive, F_OK) == 0 ? NULL : load_serve_file(dir);
+                json_t *rt = json_object_get(j, "resumeTimeout");
+                wake = json_is_true(json_object_get(j, "autoResume"));
+                if (json_is_number(rt) && json_number_value(rt) > 0)
+                        timeout_s = json_number_value(rt);
+                json_decref(j);
+        }
+        if (!wake)
+                return NULL;
+        struct sandbox *s = NULL;
+        char err[512];
+        int64_t t0 = creg_now_ms();
+        int rc = serve_resume(id, timeout_s, &s, err, sizeof(err));
+        if (rc < 0) {
+                fprintf(stderr, "cellvm serve: sandbox %s: its auto-resume: %s\n", id, err);
+                return NULL;
+        }
+        if (rc > 0)
+                fprintf(stderr,
+                        "cellvm serve: sandbox %s resumed by a request (autoResume) in %lld ms "
+                        "(timeout %g s)\n",
+                        id, (long long)(creg_now_ms() - t0), timeout_s);
+        return s;
 }
 
 /* Paused sandbox `key` of manifest `m` into `p`. */
