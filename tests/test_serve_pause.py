@@ -174,14 +174,7 @@ def test_auto_pause_at_the_timeout_then_connect_resumes(serve):
         assert run_code(serve, sbx, "woke = 21") == []
         status, info = call(serve, "GET", f"/sandboxes/{sid}")
         assert info["lifecycle"] == {"onTimeout": "pause", "autoResume": False}, info
-        # Paused at its timeout (or being paused: described as paused already);
-        # bounded generously, as the reaper and TCG take their time.
-        for _ in range(240):
-            status, info = call(serve, "GET", f"/sandboxes/{sid}")
-            if info.get("state") == "paused" and os.path.isdir(os.path.join(serve.paused, sid)):
-                break
-            time.sleep(0.5)
-        assert status == 200 and info["state"] == "paused", info
+        wait_paused(serve, sid)  # at its timeout
         assert listed(serve, "state=paused").get(sid) == "paused"
         status, body = call(serve, "POST", f"/sandboxes/{sid}/connect", {"timeout": 60})
         assert status == 201, body
