@@ -46,9 +46,12 @@
 /* Arguments of a CMD_START `argv` (the spawner's bound). */
 #define CMD_ARGV_MAX 4096u
 
+struct kill_wait;
+
 struct command {
-        struct command *next; /* in the agent's list */
-        struct svc_req r;     /* r.conn is NULL once no client follows it */
+        struct command *next;         /* in the agent's list */
+        struct kill_wait *kill_waits; /* CMD_KILLs answered at its reap */
+        struct svc_req r;             /* r.conn is NULL once no client follows it */
         pid_t pid;
         char *cmd;
         char *cwd;
@@ -68,6 +71,39 @@ struct command {
 
 static struct command *commands;
 static unsigned ncommands;
+
+/* A CMD_KILL with SIGKILL: its OK comes once the command is reaped, as envd's
+ * kill returns once the process is gone (a `kill -0 PID` after it finds none). */
+struct kill_wait {
+        struct svc_req r;
+        struct kill_wait *next; /* the command's */
+        struct command *k;
+};
+
+static void kill_wait_end(struct kill_wait *w)
+{
+        for (struct kill_wait **pp = &w->k->kill_waits; *pp; pp = &(*pp)->next)
+                if (*pp == w) {
+                        *pp = w->next;
+                        break;
+                }
+        svc_detach(&w->r);
+        free(w);
+}
+
+static void kill_wait_cancel(struct agent *a, struct svc_req *r, bool notify)
+{
+        struct kill_wait *w = (struct kill_wait *)((char *)r - offsetof(struct kill_wait, r));
+        if (notify && r->conn)
+                conn_send_error(a, r->conn, r->id, CV_ERR_CANCELLED,
+                                "kill of command %d: cancelled", (int)w->k->pid);
+        kill_wait_end(w);
+}
+
+static const struct svc_ops kill_wait_ops = {
+    .name = "command kill",
+    .cancel = kill_wait_cancel,
+};
 
 static struct command *find_pid(uint64_t pid)
 {
@@ -242,6 +278,12 @@ static void command_finish(struct agent *a, struct command *k, int status)
                                 break;
                         drained[i] += (size_t)n;
                 }
+        }
+        while (k->kill_waits) {
+                struct kill_wait *w = k->kill_waits;
+                if (w->r.conn)
+                        svc_reply_ok_empty(w->r.conn, w->r.id);
+                kill_wait_end(w);
         }
         int code;
         char err[96];
@@ -928,7 +970,18 @@ void commands_kill_request(struct agent *a, struct conn *c, uint32_t id, const c
         log_info("conn %u: signal %llu to command %d", c->num, (unsigned long long)sig,
                  (int)k->pid);
         command_kill(k, (int)sig);
-        svc_reply_ok_empty(c, id);
+        /* SIGKILL: answered at the reap (command_finish); any other signal may
+         * leave it running, so at once. */
+        struct kill_wait *w =
+            sig == SIGKILL && c->ninflight < CONN_MAX_INFLIGHT ? calloc(1, sizeof(*w)) : NULL;
+        if (!w) {
+                svc_reply_ok_empty(c, id);
+                return;
+        }
+        w->k = k;
+        w->next = k->kill_waits;
+        k->kill_waits = w;
+        svc_attach(c, &w->r, id, &kill_wait_ops);
 }
 
 void commands_stdin_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)

@@ -130,12 +130,28 @@ def test_background_survives_disconnect(agent):
         fg = None
     with Sandbox.connect(agent.addr) as b:
         assert h.pid in {p.pid for p in b.commands.list()}
-        assert b.commands.kill(h.pid) is True
-        deadline = time.monotonic() + 5
-        while h.pid in {p.pid for p in b.commands.list()} and time.monotonic() < deadline:
-            time.sleep(0.02)
+        assert b.commands.kill(h.pid) is True  # answered at the reap
         assert h.pid not in {p.pid for p in b.commands.list()}
     assert fg is None
+
+
+def test_kill_answers_at_the_reap_and_other_signals_at_once(sbx, agent):
+    """CMD_KILL with SIGKILL is answered once the agent reaped the command
+    (a connection that disconnects meanwhile leaves the agent well); another
+    signal is answered at once, the command running on if it survives it."""
+    from cellvm.commands import CMD_KILL
+    h = sbx.commands.run("trap 'echo term' TERM; while :; do sleep 0.05; done", background=True)
+    time.sleep(0.3)  # its trap is set
+    sbx._call(CMD_KILL, {"pid": h.pid, "signal": 15})
+    assert h.pid in {p.pid for p in sbx.commands.list()}  # it lives on
+    sbx._call(CMD_KILL, {"pid": h.pid})
+    assert h.pid not in {p.pid for p in sbx.commands.list()}
+    # A kill whose client leaves before the reap: the agent goes on.
+    for _ in range(5):
+        with Sandbox.connect(agent.addr) as other:
+            k = other.commands.run("sleep 30", background=True)
+            other._request(CMD_KILL, {"pid": k.pid})
+        assert sbx.commands.run("echo alive").stdout == "alive\n"
 
 
 def test_foreground_killed_on_disconnect(agent):

@@ -18,9 +18,6 @@ from .exceptions import (
 from .models import CommandResult, ProcessInfo
 from ._messages import _Messages
 
-_KILL_REAP_S = 2.0
-"""How long kill() waits for the agent to reap the killed command."""
-
 CMD_START = 0x0200
 CMD_LIST = 0x0201
 CMD_KILL = 0x0202
@@ -275,15 +272,12 @@ class Commands:
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
         """SIGKILL command `pid`; False if there is no such command. Returns
-        once the agent has reaped it (within _KILL_REAP_S), as envd's kill:
-        a `kill -0 PID` right after finds no process, not a zombie."""
+        once the agent has reaped it (its CMD_KILL answers then), as envd's
+        kill: a `kill -0 PID` right after finds no process, not a zombie."""
         try:
             self._sbx._call(CMD_KILL, {"pid": int(pid)}, request_timeout)
         except NotFoundException:
             return False
-        deadline = time.monotonic() + _KILL_REAP_S
-        while time.monotonic() < deadline and any(p.pid == int(pid) for p in self.list(request_timeout)):
-            time.sleep(0.005)
         return True
 
     def send_stdin(self, pid: int, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
