@@ -239,6 +239,7 @@ class Manifest:
         self.envs: Dict[str, str] = {}
         self.filesystem = ""
         self.fork_of = ""
+        self.on_timeout = ""
         for k, v in fields.items():
             if not hasattr(self, k):
                 raise TypeError(f"no manifest field {k!r}")
@@ -247,7 +248,7 @@ class Manifest:
     _ORDER = ("kind", "vmm", "vmm_version", "vmm_binary", "accel", "memory_mb", "vcpus", "image",
               "cmdline", "file", "state", "state_size", "memory", "memory_size", "instance_dir",
               "generation", "created_ms", "build_ms", "started_ms", "sandbox_id", "registry_key", "template",
-              "timeout_s", "metadata", "envs", "filesystem", "fork_of", "request", "arg")
+              "timeout_s", "metadata", "envs", "filesystem", "fork_of", "on_timeout", "request", "arg")
 
     def to_text(self) -> str:
         lines = [FORMAT]

@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cellvm import InvalidArgumentException, Sandbox, SandboxState  # noqa: E402
+from cellvm import InvalidArgumentException, Sandbox, SandboxException, SandboxState  # noqa: E402
 import registry_view  # noqa: E402
 import snapshot_format as snapshot  # noqa: E402
 from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
@@ -195,11 +195,7 @@ def test_fork_by_the_sdk_and_the_cli(vm_template):
         draws = {s.run_code("random.random()").text for s in (sbx, *forks)}
         assert len(draws) == 3, draws
 
-        # By id (the classmethod), then by the CLI once the SDK let go of it.
-        more = Sandbox.fork(sid, timeout=60)
-        assert len(more) == 1 and isinstance(more[0], Sandbox), more
-        forks += more
-        assert more[0].run_code("x").text == "41"
+        # By the CLI once the SDK let go of it (the CLI sets its clock then).
         sbx.close()
         out = cli("fork", "--json", "--timeout", "60", sid).stdout.splitlines()
         assert len(out) == 1, out
@@ -214,3 +210,46 @@ def test_fork_by_the_sdk_and_the_cli(vm_template):
             if isinstance(f, Sandbox):
                 f.kill()
         Sandbox.kill(sid)
+
+
+def _wait_state(sid, state, within=90):
+    deadline = time.monotonic() + within
+    while ps_state(sid) != state and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert ps_state(sid) == state, (sid, state)
+
+
+def test_lifecycle_pause_at_the_timeout_then_connect_or_a_request_resumes(vm_template):
+    """E2B's lifecycle {"on_timeout": "pause"} (`cellvm create --on-timeout
+    pause`): at its timeout its keeper pauses the sandbox (`cellvm pause`) and
+    a request says it is paused until connect() resumes it, which pauses
+    again at its next timeout; with "auto_resume" a request resumes it."""
+    sbx = Sandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB, timeout=5,
+                         lifecycle={"on_timeout": "pause"})
+    sid = sbx.sandbox_id
+    auto = None
+    try:
+        assert sbx.get_info().lifecycle == {"on_timeout": "pause", "auto_resume": False}
+        sbx.run_code("x = 41")
+        _wait_state(sid, "paused")
+        with pytest.raises(SandboxException, match="is paused"):
+            sbx.run_code("x")
+        info = sbx.get_info()
+        assert info.state == SandboxState.PAUSED and info.lifecycle["on_timeout"] == "pause"
+        assert sbx.connect(timeout=5) is sbx  # resumed, as E2B's connect does
+        assert sbx.run_code("x + 1").text == "42"
+        _wait_state(sid, "paused")  # again at its next timeout
+
+        auto = Sandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB, timeout=5,
+                              lifecycle={"on_timeout": {"action": "pause"}, "auto_resume": True})
+        auto.run_code("y = 1")
+        _wait_state(auto.sandbox_id, "paused")
+        assert auto.run_code("y + 1").text == "2"  # the request resumed it
+        info = auto.get_info()
+        assert info.state == SandboxState.RUNNING, info
+        assert info.lifecycle == {"on_timeout": "pause", "auto_resume": True}
+    finally:
+        Sandbox.kill(sid)
+        if auto is not None:
+            auto.kill()
+    assert os.listdir(snapshot.paused_root()) == ["lock"]  # kill drops the records

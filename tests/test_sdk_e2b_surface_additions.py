@@ -22,6 +22,7 @@ from cellvm import (
     PtySize,
     Sandbox,
     SandboxException,
+    SandboxNotFoundException,
     TemplateException,
 )
 
@@ -120,14 +121,35 @@ def test_async_pty_sends_the_terminals_bytes_to_on_data(agent):
     {"mcp": {"github": {}}},
     {"iam": {"tokens": {}}},
     {"volume_mounts": {"/data": "vol"}},
-    {"lifecycle": {"on_timeout": "pause"}},
-    {"lifecycle": {"on_timeout": {"action": "kill"}, "auto_resume": True}},
+    {"lifecycle": {"on_timeout": "pause"}},  # a dev-mode agent has no timeout to pause at
 ])
 def test_create_refuses_e2b_cloud_options_by_name(agent, monkeypatch, option):
     monkeypatch.setenv("CELLVM_ADDR", agent.addr)
     with pytest.raises(SandboxException, match=f"create\\({next(iter(option))}=") as ei:
         Sandbox.create(**option)
     assert ei.value.code == "unsupported"
+
+
+def test_create_checks_lifecycle_as_e2bs_sdk(agent, monkeypatch):
+    """E2B's build_lifecycle_config's refusals, with its messages; a
+    filesystem-only pause at the timeout is cellvm's refusal (unsupported)."""
+    monkeypatch.setenv("CELLVM_ADDR", agent.addr)
+    for lifecycle, words in (
+            ({"on_timeout": {"action": "kill"}, "auto_resume": True},
+             "auto_resume can only be True when on_timeout action is 'pause'"),
+            ({"on_timeout": "kill", "auto_resume": True}, "auto_resume can only be True"),
+            ({"on_timeout": {"action": "kill", "keep_memory": False}},
+             "keep_memory is only allowed when on_timeout action is 'pause'"),
+            ({"on_timeout": {"action": "pause", "keep_memory": False}, "auto_resume": True},
+             "a filesystem-only snapshot cannot be auto-resumed")):
+        with pytest.raises(InvalidArgumentException, match=words):
+            Sandbox.create(lifecycle=lifecycle)
+    with pytest.raises(SandboxException, match="keep_memory False") as ei:
+        Sandbox.create(lifecycle={"on_timeout": {"action": "pause", "keep_memory": False}})
+    assert ei.value.code == "unsupported"
+    # kill, or no on_timeout, is the default: accepted.
+    for lifecycle in ({"on_timeout": "kill"}, {"auto_resume": False}, {"on_timeout": None}):
+        Sandbox.create(lifecycle=lifecycle).close()
 
 
 def test_create_takes_e2bs_arguments_in_e2bs_order(agent, monkeypatch):
@@ -140,8 +162,7 @@ def test_create_takes_e2bs_arguments_in_e2bs_order(agent, monkeypatch):
 
 
 def test_cloud_only_methods_say_why(sbx):
-    calls = [lambda: sbx.fork(), lambda: Sandbox.fork(sbx.sandbox_id),
-             lambda: sbx.create_snapshot(), lambda: Sandbox.create_snapshot(sbx.sandbox_id),
+    calls = [lambda: sbx.create_snapshot(), lambda: Sandbox.create_snapshot(sbx.sandbox_id),
              lambda: sbx.list_snapshots(), lambda: Sandbox.list_snapshots(),
              lambda: Sandbox.delete_snapshot("snap"), sbx.get_mcp_url, sbx.get_mcp_token]
     for call in calls:
@@ -150,12 +171,21 @@ def test_cloud_only_methods_say_why(sbx):
         assert ei.value.code == "unsupported"
     assert sbx.traffic_access_token is None
     assert Sandbox.default_template == "code-interpreter-v1" and Sandbox.default_sandbox_timeout == 300
+    # fork() is a micro-VM's (tests/test_cli_pause.py): a dev-mode agent says so.
+    for call in (lambda: sbx.fork(), lambda: Sandbox.fork(sbx.sandbox_id)):
+        with pytest.raises(SandboxException, match="no micro-VM") as ei:
+            call()
+        assert ei.value.code == "unsupported"
+    with pytest.raises(InvalidArgumentException, match="count must be at least 1"):
+        sbx.fork(count=0)
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.fork("qemu-00000000")
 
 
 def test_async_cloud_only_methods_say_why(agent):
     async def main():
         async with await AsyncSandbox.connect(agent.addr) as sbx:
-            for call in (sbx.fork, sbx.create_snapshot, sbx.get_mcp_token,
+            for call in (sbx.create_snapshot, sbx.get_mcp_token,
                          lambda: AsyncSandbox.delete_snapshot("snap")):
                 with pytest.raises(SandboxException, match="not supported by cellvm"):
                     await call()

@@ -140,6 +140,8 @@ static const char usage[] =
     "                            (--pass-fd N: gets the connection; --holder PID: holds it)\n"
     "                            (--egress RULES: E2B's network object as JSON, enforced\n"
     "                            by the host through the guest's proxy: docs/NETWORK.md)\n"
+    "                            (--on-timeout pause: E2B's lifecycle; at its deadline its\n"
+    "                            keeper pauses it instead of killing it: cellvm pause)\n"
     "  egress [--json] ID [RULES] a live sandbox's egress rules: shown, or replaced\n"
     "  set-timeout [--registry-only] [--json] ID S\n"
     "                            its deadline S s from now (registry and guest)\n"
@@ -638,6 +640,7 @@ struct vm_cmd {
         json_t *egress;            /* create: --egress RULES as kept (egress_keeper.h), or NULL */
         struct snap_report report; /* how the VM was restored */
         bool pausable;             /* create: a cold boot gets a QMP socket too */
+        bool pause_at_timeout;     /* create --on-timeout pause: its keeper pauses it then */
 };
 
 /* Which command's VM options are parsed. */
@@ -687,6 +690,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
             {"pass-fd", required_argument, NULL, 'A'},
             {"holder", required_argument, NULL, 'H'},
             {"egress", required_argument, NULL, 'G'},
+            {"on-timeout", required_argument, NULL, 'Y'},
             {NULL, 0, NULL, 0},
         };
         const char *image = getenv("CELLVM_IMAGE");
@@ -703,12 +707,12 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         double d;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "+e:t:o:vh", opts, NULL)) != -1) {
-                if (create != (strchr("MTjAHG", opt) != NULL) && strchr("MTjAHGeod", opt)) {
+                if (create != (strchr("MTjAHGY", opt) != NULL) && strchr("MTjAHGYeod", opt)) {
                         fputs(create ? "cellvm: create takes the VM options, --timeout, "
-                                       "--metadata, --template, --json, --pass-fd, --holder and "
-                                       "--egress\n"
+                                       "--metadata, --template, --json, --pass-fd, --holder, "
+                                       "--egress and --on-timeout\n"
                                      : "cellvm: --metadata, --template, --json, --pass-fd, "
-                                       "--holder and --egress are create's\n",
+                                       "--holder, --egress and --on-timeout are create's\n",
                               stderr);
                         return -1;
                 }
@@ -859,6 +863,13 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         }
                         break;
                 }
+                case 'Y':
+                        if (strcmp(optarg, "pause") != 0 && strcmp(optarg, "kill") != 0) {
+                                fputs("cellvm: --on-timeout takes pause or kill\n", stderr);
+                                return -1;
+                        }
+                        v->pause_at_timeout = strcmp(optarg, "pause") == 0;
+                        break;
                 case 'H':
                         if (sbx_parse_pid(optarg, &v->holder) < 0) {
                                 fputs("cellvm: --holder takes a pid\n", stderr);
@@ -1096,6 +1107,12 @@ static int cmd_create(int argc, char **argv)
                         free(metadata);
                         return EXIT_CONNECTION;
                 }
+        }
+        /* E2B's onTimeout "pause": the keeper pauses it at its deadline, and its
+         * guest's own deadline leaves the time a pause takes (sbx_start_clock). */
+        if (v.pause_at_timeout) {
+                snprintf(the_rec.e.on_timeout, sizeof(the_rec.e.on_timeout), "pause");
+                sbx_start_clock(&the_rec, c, &the_vm, v.lifetime_s);
         }
         /* The caller gets the connection itself (a new one over the serial
          * port would wait for the agent to reopen it), or connects anew. */

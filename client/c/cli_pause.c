@@ -207,6 +207,9 @@ int sbx_resume_claimed(const char *root, const char *dir, struct csm *m, const c
         } else {
                 rc = sbx_record_as(rec, key, m->template_, vm, m->image, (unsigned)m->memory_mb,
                                    (unsigned)m->vcpus, CSQ_RESTORE_TIMEOUT_MS / 1000.0, timeout_s);
+                /* It pauses again at its next timeout (sbx_start_clock writes it). */
+                if (rc == 0 && strcmp(m->on_timeout, "pause") == 0)
+                        snprintf(rec->e.on_timeout, sizeof(rec->e.on_timeout), "pause");
                 if (rc < 0) {
                         if (state_fd >= 0)
                                 close(state_fd);

@@ -148,12 +148,19 @@ static void set_json_text(json_t *o, const char *name, const char *text)
         json_object_set_new(o, name, v);
 }
 
+/* The guest's own deadline for a lifetime of `s` seconds of sandbox `e`: one
+ * paused at its timeout keeps running long enough for the pause. */
+static uint64_t entry_guest_ms(const struct creg_entry *e, double s)
+{
+        double margin = creg_pauses_at_timeout(e) ? CREG_PAUSE_MARGIN_S : 0;
+        return (uint64_t)((sbx_guest_timeout_s(s, strcmp(e->accel, "kvm") == 0) + margin) * 1000);
+}
+
 /* The guest's SET_DEADLINE timeout_ms for a sandbox ending at `deadline_ms`. */
 static uint64_t guest_timeout_ms(const struct creg_entry *e, int64_t deadline_ms)
 {
         int64_t left = deadline_ms - creg_now_ms();
-        double s = left > 1 ? (double)left / 1000.0 : 0.001;
-        return (uint64_t)(sbx_guest_timeout_s(s, strcmp(e->accel, "kvm") == 0) * 1000);
+        return entry_guest_ms(e, left > 1 ? (double)left / 1000.0 : 0.001);
 }
 
 /* The holder of `e`'s channel still runs (its pid has the recorded start time). */
@@ -178,6 +185,8 @@ static json_t *sbx_entry_json(const struct creg_entry *e, const char *metadata, 
         json_object_set_new(o, "image", json_string(e->image));
         json_object_set_new(o, "template", json_string(e->template_));
         json_object_set_new(o, "network", json_string(e->network[0] ? e->network : "none"));
+        json_object_set_new(o, "on_timeout",
+                            json_string(creg_pauses_at_timeout(e) ? "pause" : "kill"));
         json_object_set_new(o, "started_ms", json_integer(e->started_ms));
         json_object_set_new(o, "deadline_ms", json_integer(e->deadline_ms));
         json_object_set_new(o, "memory_mb", json_integer(e->memory_mb));
@@ -247,6 +256,8 @@ json_t *sbx_paused_json(const struct cpaused *p, const struct csm *m)
         json_object_set_new(o, "template", json_string(m->template_ ? m->template_ : ""));
         json_object_set_new(o, "metadata", json_field(m->metadata));
         json_object_set_new(o, "envs", json_field(m->envs));
+        json_object_set_new(o, "on_timeout",
+                            json_string(strcmp(m->on_timeout, "pause") == 0 ? "pause" : "kill"));
         return o;
 }
 
@@ -667,7 +678,8 @@ void sbx_start_clock(struct sbx_rec *rec, struct cvc *c, const struct cvm *vm, d
         cv_buf_init(&b);
         cv_enc_map(&b, 1);
         cv_enc_cstr(&b, "timeout_ms");
-        cv_enc_uint(&b, (uint64_t)(sbx_guest_timeout_s(lifetime_s, vm->kvm) * 1000));
+        double margin = creg_pauses_at_timeout(&rec->e) ? CREG_PAUSE_MARGIN_S : 0;
+        cv_enc_uint(&b, (uint64_t)((sbx_guest_timeout_s(lifetime_s, vm->kvm) + margin) * 1000));
         if (cvc_call_buf(c, CV_MSG_SET_DEADLINE, &b, NULL) < 0)
                 fprintf(stderr, "cellvm: SET_DEADLINE: %s (the host still enforces it)\n",
                         cvc_errmsg(c));
@@ -847,8 +859,7 @@ int cmd_set_timeout(int argc, char **argv)
                 fprintf(stderr, "cellvm: set-timeout %s: %s\n", id, strerror(-rc));
                 return 3;
         }
-        uint64_t guest_ms =
-            (uint64_t)(sbx_guest_timeout_s(timeout_s, strcmp(e.accel, "kvm") == 0) * 1000);
+        uint64_t guest_ms = entry_guest_ms(&e, timeout_s);
         bool held = sbx_held(&e);
         if (!registry_only && !held)
                 tell_guest(&e, guest_ms);

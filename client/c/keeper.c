@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "registry.h"
@@ -40,6 +41,21 @@ static int read_entry(struct creg *r, const char *key, struct creg_entry *e)
         return creg_parse(text, key, e, why, sizeof(why)) == 0 ? 1 : -1;
 }
 
+/* E2B's onTimeout "pause": `cellvm pause KEY` (this binary, cli_pause.c) at
+ * the deadline; it saves the guest, stops the VMM and removes the entry. A
+ * failed pause leaves the sandbox to the sweep: killed past its grace. */
+static void pause_now(const char *key)
+{
+        pid_t child = fork();
+        if (child == 0) {
+                execl("/proc/self/exe", "cellvm", "pause", key, (char *)NULL);
+                _exit(127);
+        }
+        int status;
+        while (child > 0 && waitpid(child, &status, 0) < 0 && errno == EINTR)
+                ;
+}
+
 static void keep(const char *key)
 {
         struct creg r = {.lock_fd = -1};
@@ -51,6 +67,7 @@ static void keep(const char *key)
         pid_t pid = e.pid;
         uint64_t start = e.pid_start;
         int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        int64_t paused_at = 0; /* the deadline a pause was tried at */
         for (;;) {
                 if (creg_lock(&r) < 0)
                         return;
@@ -64,7 +81,17 @@ static void keep(const char *key)
                         creg_unlock(&r);
                         return;
                 }
-                int64_t left = e.deadline_ms + (int64_t)(creg_grace_s() * 1000) - creg_now_ms();
+                bool pause = creg_pauses_at_timeout(&e) && e.deadline_ms != paused_at;
+                /* After a pause that failed: killed when the sweep would kill it. */
+                double margin = creg_pauses_at_timeout(&e) ? CREG_PAUSE_MARGIN_S : 0;
+                int64_t grace = pause ? 0 : (int64_t)((creg_grace_s() + margin) * 1000);
+                int64_t left = e.deadline_ms + grace - creg_now_ms();
+                if (left <= 0 && pause) {
+                        creg_unlock(&r);
+                        paused_at = e.deadline_ms;
+                        pause_now(key);
+                        continue;
+                }
                 if (left <= 0) {
                         (void)creg_sweep(&r, live, CREG_MAX_ENTRIES, stderr); /* kills it */
                         creg_unlock(&r);

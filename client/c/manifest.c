@@ -58,6 +58,7 @@ static const struct field fields[] = {
     F("envs", STR, envs),
     F("filesystem", STR, filesystem),
     F("fork_of", STR, fork_of),
+    F("on_timeout", STR, on_timeout),
     F("request", LIST, request),
     F("arg", LIST, arg),
 };

@@ -42,6 +42,7 @@ struct csm {
         char *metadata, *envs; /* one line of JSON each, kept as text ("{}" by default) */
         char *filesystem;      /* a filesystem-only pause's archive (its file's name), or "" */
         char *fork_of;         /* a fork's record: its source's id (resumed as a copy), or "" */
+        char *on_timeout;      /* a paused sandbox's onTimeout, "pause" or "" (kill) */
         struct csm_list request, arg;
 };
 

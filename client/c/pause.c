@@ -249,6 +249,8 @@ static int describe(struct csm *m, const struct cpause_src *src, const struct ar
             {"metadata", src->metadata},
             {"envs", src->envs},
             {"fork_of", src->fork_key ? e->key : ""},
+            /* A fork has the default lifecycle; a pause keeps the sandbox's. */
+            {"on_timeout", !src->fork_key && creg_pauses_at_timeout(e) ? "pause" : ""},
         };
         for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]) && rc == 0; i++)
                 rc = csm_set(m, strs[i][0], strs[i][1]);

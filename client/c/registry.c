@@ -33,6 +33,11 @@ static double env_number(const char *name, double def)
         return *end || !(v >= 0) ? def : v;
 }
 
+bool creg_pauses_at_timeout(const struct creg_entry *e)
+{
+        return strcmp(e->on_timeout, "pause") == 0;
+}
+
 double creg_grace_s(void)
 {
         return env_number("CELLVM_DEADLINE_GRACE", CREG_DEFAULT_GRACE_S);
@@ -225,6 +230,7 @@ int creg_parse(const char *text, const char *key, struct creg_entry *e, char *wh
                 STR("image", image, 0)
                 STR("template", template_, 0)
                 STR("network", network, 0)
+                STR("on_timeout", on_timeout, 0)
                 NUM("pid", 8u, e->pid = (pid_t)x)
                 NUM("pid_start", 16u, e->pid_start = (uint64_t)x)
                 NUM("started_ms", 32u, e->started_ms = x)
@@ -279,11 +285,12 @@ int creg_write(struct creg *r, const struct creg_entry *e)
                             "\nmemory_mb=%u\nvcpus=%u\ncreator_pid=%d\ncreator_start=%" PRIu64
                             "\nholder_pid=%d\nholder_start=%" PRIu64
                             "\nkeeper_pid=%d\naccel=%s\naddress=%s\ndir=%s\nimage=%s\ntemplate=%s\n"
-                            "network=%s\nmetadata=%s\n",
+                            "network=%s\non_timeout=%s\nmetadata=%s\n",
                 e->key, e->id, e->vmm, (int)e->pid, e->pid_start, e->started_ms, e->deadline_ms,
                 e->memory_mb, e->vcpus, (int)e->creator_pid, e->creator_start, (int)e->holder_pid,
                 e->holder_start, (int)e->keeper_pid, e->accel, e->address, e->dir, e->image,
                 e->template_, e->network[0] ? e->network : "none",
+                creg_pauses_at_timeout(e) ? "pause" : "kill",
                 e->metadata && !strpbrk(e->metadata, "\r\n") ? e->metadata : "{}");
         int bad = ferror(f);
         if (fclose(f) != 0 || bad) {
@@ -440,7 +447,9 @@ int creg_sweep(struct creg *r, struct creg_entry *out, size_t max, FILE *log)
                         continue;
                 }
                 int64_t now = creg_now_ms();
-                if (now > e.deadline_ms + grace_ms) {
+                int64_t margin_ms =
+                    creg_pauses_at_timeout(&e) ? (int64_t)(CREG_PAUSE_MARGIN_S * 1000) : 0;
+                if (now > e.deadline_ms + grace_ms + margin_ms) {
                         fprintf(log,
                                 "cellvm: sandbox %s (%s) is %.1f s past its deadline (grace "
                                 "%.0f s): killing its VMM pid %d\n",

@@ -20,6 +20,10 @@
 #define CREG_DEFAULT_GRACE_S 10.0
 #define CREG_DEFAULT_MAX_SANDBOXES 20
 #define CREG_DEFAULT_MAX_TIMEOUT_S (24.0 * 3600)
+/* What a sandbox paused at its timeout (on_timeout "pause") is given beyond
+ * its deadline before a sweep kills it: the time a pause may take (its
+ * guest's own deadline is later by as much). */
+#define CREG_PAUSE_MARGIN_S 120.0
 
 struct creg_entry {
         char key[72];
@@ -31,6 +35,9 @@ struct creg_entry {
         char image[512];
         char template_[256];
         char network[8]; /* "user" (QEMU's user-mode NAT) or "none"; "" read as none */
+        /* E2B's lifecycle onTimeout: "pause" (its keeper pauses it at the
+         * deadline: keeper.c), else "kill" ("" read as kill). */
+        char on_timeout[8];
         pid_t pid;
         uint64_t pid_start;
         int64_t started_ms;
@@ -81,6 +88,9 @@ int creg_sweep(struct creg *r, struct creg_entry *out, size_t max, FILE *log);
 /* SIGKILLs the entry's VMM through a pidfd if its start time still matches.
  * 1: signalled, 0: not (gone, or another process has the pid). */
 int creg_kill_vmm(const struct creg_entry *e);
+
+/* Its on_timeout is "pause". */
+bool creg_pauses_at_timeout(const struct creg_entry *e);
 
 /* A new key "<vmm>-<8 hex>" not in use. */
 int creg_new_key(struct creg *r, const char *vmm, char *key, size_t keylen);

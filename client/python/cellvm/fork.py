@@ -32,6 +32,9 @@ def fork(cls, source, timeout=None, count=None, envs=None):
     if count > FORK_MAX:
         raise InvalidArgumentException(f"count must be at most {FORK_MAX}")
     owner = None
+    if isinstance(source, str):  # one of this process's Sandboxes, if it is
+        known = live(source)
+        source = known[0] if known else source
     if not isinstance(source, str):
         owner = source._owner if source._owner is not None else source
         if owner._was_killed() or getattr(owner, "_paused", None) is not None:
@@ -41,15 +44,11 @@ def fork(cls, source, timeout=None, count=None, envs=None):
             raise SandboxException(f"fork is not supported for sandbox {source.sandbox_id}: it "
                                    "is no micro-VM (an agent in dev mode)", code="unsupported")
         key, envs = owner._entry.key, owner._envs if envs is None else envs
-    else:
-        held = [s for s in live(source) if getattr(s, "_entry", None) is not None
-                and not s._closed]
-        owner = held[0] if held else None
-        entry = owner._entry if owner else lifetime.find(source)
+    else:  # another process's (the registry)
+        entry = lifetime.find(source)
         if entry is None:
             raise SandboxNotFoundException(f"Sandbox {source} not found")
-        key = entry.key
-        envs = (owner._envs if owner else {}) if envs is None else envs
+        key, envs = entry.key, {} if envs is None else envs
     args = ["fork", "--json", "--paused", "--count", str(count), "--envs", json.dumps(envs), key]
     recs, failure = host.fork(args, f"fork({key})")
     if owner is not None and not owner._closed:  # its clock stood still during the save

@@ -103,7 +103,8 @@ def vm_args(image=None, vmm="qemu", memory_mb=1024, vcpus=1, kernel=None, initra
     return args
 
 
-def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None, egress=None):
+def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None, egress=None,
+           on_timeout=None):
     """`cellvm create --json`: (its entry as a dict, a Connection to the agent
     with HELLO done). The CLI restores (or boots) the sandbox, records it in
     the registry with its deadline and tells the guest; it lives on after the
@@ -117,6 +118,8 @@ def create(vm_options, timeout=None, metadata=None, template=None, boot_s=None, 
         args += ["--template", str(template)]
     if egress is not None:
         args += ["--egress", json.dumps(egress)]
+    if on_timeout is not None:
+        args += ["--on-timeout", on_timeout]
     return _with_connection(args, "create", boot_s)
 
 

@@ -116,8 +116,9 @@ def wait_executor_ready(vm, conn, deadline):
 def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network="none",
                    envs=None, timeout=None, request_timeout=None, wait_ready=True, extra_cmdline="",
                    kernel=None, initramfs=True, rootfs=None, boot_timeout=None, detach=None,
-                   metadata=None, template=None, snapshot=None, egress=None):
+                   metadata=None, template=None, snapshot=None, egress=None, on_timeout=None):
     """Boot a VM and return `cls` (a Sandbox) connected to its agent; see Sandbox.create.
+    `on_timeout`: "pause" to be paused at its timeout (E2B's lifecycle), else None.
     `egress`: rules for the host to enforce (cellvm.network.egress_rules), or None.
     `timeout`: the sandbox's lifetime (cellvm.lifetime); `boot_timeout`: how
     long to wait for the agent (and the zygote). `snapshot`: restore from a
@@ -134,7 +135,7 @@ def create_sandbox(cls, image=None, vmm="qemu", memory_mb=1024, vcpus=1, network
                      rootfs=rootfs, snapshot=snapshot, envs=envs, timeout=timeout,
                      request_timeout=request_timeout, wait_ready=wait_ready,
                      boot_timeout=boot_timeout, detach=detach, metadata=metadata, egress=egress,
-                     template=template)
+                     template=template, on_timeout=on_timeout)
 
 
 class CliVM:
@@ -215,7 +216,7 @@ def _proc_start(pid):
 
 def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel, initramfs,
               rootfs, snapshot, envs, timeout, request_timeout, wait_ready, boot_timeout, detach,
-              metadata, template, egress=None):
+              metadata, template, egress=None, on_timeout=None):
     """create() through `cellvm create --json` (cellvm.host): the C side
     restores the clone from the shared template (or boots cold), records it
     and sets its deadline; this process gets its agent connection."""
@@ -225,7 +226,7 @@ def _from_cli(cls, image, vmm, memory_mb, vcpus, network, extra_cmdline, kernel,
     opts = host.vm_args(resolve_image(image), vmm, memory_mb, vcpus, kernel, initramfs, rootfs,
                         snapshot, boot_s, network, extra_cmdline)
     info, conn = host.create(opts, timeout=timeout, metadata=metadata, template=template,
-                             egress=egress)
+                             egress=egress, on_timeout=on_timeout)
     detached = lifetime.detach_default() if detach is None else bool(detach)
     vm = cli_vm(info, detached)
     try:

@@ -63,6 +63,7 @@ class Entry:
     held: bool = False
     path: str = ""  # its registry file: rewritten when another process moves the deadline
     metadata: Dict[str, str] = field(default_factory=dict)
+    on_timeout: str = "kill"  # E2B's lifecycle: "pause", its keeper pauses it at its deadline
 
 
 def entry_from_info(d) -> Entry:
@@ -73,7 +74,8 @@ def entry_from_info(d) -> Entry:
                  accel=d.get("accel", ""), image=d.get("image", ""),
                  template=d.get("template", ""), holder_pid=int(d.get("holder_pid", 0)),
                  held=bool(d.get("held", False)), path=d.get("entry", ""),
-                 metadata={str(k): str(v) for k, v in (d.get("metadata") or {}).items()})
+                 metadata={str(k): str(v) for k, v in (d.get("metadata") or {}).items()},
+                 on_timeout=d.get("on_timeout", "kill"))
 
 
 def live_entries(listed=None):
@@ -193,6 +195,7 @@ def info_of(owner, hello):
     vm = owner._vm
     if vm is not None:
         info.allow_internet_access = getattr(vm, "network", "none") == "user"
+    info.lifecycle["auto_resume"] = bool(getattr(owner, "_auto_resume", False))
     return info
 
 
@@ -283,4 +286,5 @@ def info_from_entry(e):
         sandbox_id=e.id, sandbox_domain=None, template_id=e.image or None,
         name=e.template or None, metadata=dict(e.metadata),
         started_at=ms_to_datetime(e.started_ms), end_at=ms_to_datetime(e.deadline_ms),
-        state=SandboxState.RUNNING, cpu_count=e.vcpus, memory_mb=e.memory_mb)
+        state=SandboxState.RUNNING, cpu_count=e.vcpus, memory_mb=e.memory_mb,
+        lifecycle={"on_timeout": e.on_timeout, "auto_resume": False})

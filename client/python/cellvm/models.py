@@ -11,8 +11,8 @@ import base64
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import (IO, Any, Awaitable, Callable, Dict, Iterable, List, Literal, Optional, TypedDict,
-                    TypeVar, Union)
+from typing import (IO, Any, Awaitable, Callable, Dict, Iterable, List, Literal, NotRequired,
+                    Optional, TypedDict, TypeVar, Union)
 
 from .charts import Chart, _deserialize_chart
 
@@ -508,13 +508,21 @@ SandboxListOrder = Literal["asc", "desc"]
 """E2B's `order` of Sandbox.list(): by start time."""
 
 
+class SandboxOnTimeoutPause(TypedDict):
+    """E2B's on_timeout {"action": "pause"}: the sandbox is paused at its
+    timeout (`keep_memory` False, a filesystem-only pause, is refused by
+    cellvm's create(): the keeper that pauses it cannot reach its files)."""
+    action: Literal["pause"]
+    keep_memory: NotRequired[bool]
+
+
 class SandboxOnTimeoutKill(TypedDict):
     action: Literal["kill"]
 
 
-SandboxOnTimeout = Union[Literal["kill"], SandboxOnTimeoutKill]
-"""E2B's lifecycle `on_timeout`; cellvm kills a sandbox at its timeout (E2B's
-"pause" is refused by create())."""
+SandboxOnTimeout = Union[Literal["pause", "kill"], SandboxOnTimeoutPause, SandboxOnTimeoutKill]
+"""E2B's lifecycle `on_timeout`: "kill" (the default) or "pause" (its keeper
+pauses it at its timeout: `cellvm create --on-timeout pause`)."""
 
 
 class SandboxLifecycle(TypedDict, total=False):

@@ -20,6 +20,11 @@ image, template, metadata, envs, vcpus, memory_mb, started_ms).
 """
 
 import json
+import time
+
+PAUSE_WAIT_S = 130.0
+"""How long a request waits for the keeper's pause of a sandbox past its
+timeout (client/c: CREG_PAUSE_MARGIN_S, 120 s, and a little more)."""
 
 
 def pause(sbx, keep_memory=True) -> bool:
@@ -68,6 +73,30 @@ def _stopped(owner, rec):
     for view in _live(owner.sandbox_id):
         view._closed = True
         view._paused = owner._paused
+
+
+def after_timeout(owner, wait_s=PAUSE_WAIT_S) -> bool:
+    """A sandbox paused at its timeout (E2B's lifecycle on_timeout "pause":
+    its keeper runs `cellvm pause` at the deadline) whose deadline passed:
+    waits for that pause, then `owner` stands for the paused sandbox (True).
+    False when it runs on (its deadline was moved meanwhile) or is gone."""
+    from . import host, lifetime
+    key = owner._entry.key
+    end = time.monotonic() + wait_s
+    while True:
+        rec = find(key)
+        if rec is not None:
+            if getattr(owner._vm, "cli", False):
+                owner._vm._killed = True  # its VMM is gone; kill() must not drop the record
+            _stopped(owner, rec)
+            return True
+        d = host.find(key)
+        if d is None:
+            return False
+        owner._entry = lifetime.entry_from_info(d)
+        if owner._entry.deadline_ms > time.time() * 1000 or time.monotonic() > end:
+            return False
+        time.sleep(0.1)
 
 
 def _pause_cli(owner, vm, entry, keep_memory=True):
@@ -149,7 +178,9 @@ def info(rec):
                        metadata=dict(rec["metadata"]),
                        started_at=ms_to_datetime(rec["started_ms"]), end_at=None,
                        state=SandboxState.PAUSED, cpu_count=rec["vcpus"],
-                       memory_mb=rec["memory_mb"])
+                       memory_mb=rec["memory_mb"],
+                       lifecycle={"on_timeout": rec.get("on_timeout") or "kill",
+                                  "auto_resume": False})
 
 
 def records(listed=None):

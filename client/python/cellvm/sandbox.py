@@ -97,17 +97,46 @@ def _is_address(text) -> bool:
         return False
 
 
-def _refuse_cloud_options(mcp=None, iam=None, lifecycle=None, volume_mounts=None):
+def _lifecycle(lifecycle):
+    """E2B's `lifecycle=` of create(), checked as E2B's build_lifecycle_config
+    checks it: ("pause" or None, auto_resume). A pause at the timeout is its
+    keeper's `cellvm pause` (docs/SDK.md); one without memory is refused."""
+    raw = (lifecycle or {}).get("on_timeout")
+    keep_memory_given, keep_memory = False, None
+    if isinstance(raw, dict):
+        action = raw.get("action", "kill")
+        keep_memory_given, keep_memory = "keep_memory" in raw, raw.get("keep_memory")
+    else:
+        action = raw if raw is not None else "kill"
+    if keep_memory_given and action != "pause":
+        raise InvalidArgumentException(
+            "keep_memory is only allowed when on_timeout action is 'pause'.")
+    keep_memory = True if keep_memory is None else keep_memory
+    auto_resume = (lifecycle or {}).get("auto_resume")
+    if auto_resume and action != "pause":
+        raise InvalidArgumentException(
+            "auto_resume can only be True when on_timeout action is 'pause'.")
+    if not keep_memory and auto_resume:
+        raise InvalidArgumentException(
+            "auto_resume: True is not a valid value when keep_memory: False - a filesystem-only "
+            "snapshot cannot be auto-resumed by traffic and must be resumed explicitly using "
+            "Sandbox.connect().")
+    if action == "pause" and not keep_memory:
+        raise unsupported("create(lifecycle=...)",
+                          "a filesystem-only pause at the timeout (keep_memory False) is not "
+                          "offered: the keeper that pauses the sandbox cannot reach its files "
+                          "while this process holds its channel; pause(keep_memory=False) it "
+                          "yourself")
+    return ("pause" if action == "pause" else None), bool(auto_resume)
+
+
+def _refuse_cloud_options(mcp=None, iam=None, volume_mounts=None):
     """E2B's create() options that only its cloud has: refused by name rather
     than ignored, so a program that relies on one learns it at once."""
-    on_timeout = (lifecycle or {}).get("on_timeout", "kill")
-    action = on_timeout.get("action") if isinstance(on_timeout, dict) else on_timeout
     refused = [
         ("mcp", mcp, "E2B's MCP gateway is a service of E2B's cloud"),
         ("iam", iam, "E2B's IAM tokens are issued by E2B's cloud"),
         ("volume_mounts", volume_mounts, "E2B's volumes are E2B's cloud storage"),
-        ("lifecycle", (lifecycle or {}).get("auto_resume") or action != "kill",
-         "a cellvm sandbox is killed at its timeout (on_timeout 'kill'); pause() it explicitly"),
     ]
     for name, value, why in refused:
         if value:
@@ -506,7 +535,8 @@ class Sandbox(CloudOnly):
         kernel of `make kernel`). See cellvm.launch. Without `image`/`template`
         and with $CELLVM_ADDR set, connects to that agent as Sandbox() does.
         """
-        _refuse_cloud_options(mcp=mcp, iam=iam, lifecycle=lifecycle, volume_mounts=volume_mounts)
+        _refuse_cloud_options(mcp=mcp, iam=iam, volume_mounts=volume_mounts)
+        on_timeout, auto_resume = _lifecycle(lifecycle)
         # E2B's network options (a dict), `secure` and `allow_internet_access`
         # are checked against the egress the sandbox has (cellvm.network).
         # allow_internet_access defaults to None, "not asked" (E2B: True): a
@@ -522,6 +552,9 @@ class Sandbox(CloudOnly):
             if timeout is not None:
                 from . import lifetime
                 lifetime.warn_dev_mode(os.environ[ADDR_ENV], "create(timeout=...)")
+            if on_timeout:
+                raise unsupported("create(lifecycle=...)", "a dev-mode agent ($CELLVM_ADDR) has "
+                                  "no timeout to be paused at")
             sbx = cls(template=name, envs=envs, request_timeout=request_timeout, metadata=metadata)
             policy = (sbx._conn.hello or {}).get("network", "none")
             try:
@@ -539,13 +572,15 @@ class Sandbox(CloudOnly):
         else:
             _network.check(e2b_network, egress=_network.egress_of(network), **net_check,
                            place=f"a micro-VM with network={network!r}")
-        return cls._boot(image=image, template=template, metadata=metadata,
-                         egress=egress,
+        sbx = cls._boot(image=image, template=template, metadata=metadata,
+                        egress=egress, on_timeout=on_timeout,
                          vmm=vmm, memory_mb=memory_mb, vcpus=vcpus, network=network, envs=envs,
                          timeout=timeout, request_timeout=request_timeout, wait_ready=wait_ready,
                          extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
                          rootfs=rootfs, boot_timeout=boot_timeout, detach=detach,
                          snapshot=snapshot)
+        sbx._auto_resume = auto_resume
+        return sbx
 
     @classmethod
     def _boot(cls, image=None, template=None, metadata=None, **launch) -> "Sandbox":
@@ -783,6 +818,7 @@ class Sandbox(CloudOnly):
         """E2B's SandboxInfo for this sandbox. `Sandbox.get_info(sandbox_id)`
         is the classmethod `_cls_get_info`."""
         owner = self._owner if self._owner is not None else self
+        self._check_timeout_pause()
         if getattr(owner, "_paused", None) is not None:
             from . import pause
             rec = pause.find(owner._paused["key"])
@@ -1291,7 +1327,25 @@ class Sandbox(CloudOnly):
 
     # --- plumbing ------------------------------------------------------------
 
+    def _check_timeout_pause(self):
+        """E2B's lifecycle on_timeout "pause": past its deadline the sandbox is
+        paused by its keeper (or about to be), and this Sandbox then stands for
+        the paused one (pause.after_timeout)."""
+        owner = self._owner if self._owner is not None else self
+        entry = getattr(owner, "_entry", None)
+        if (getattr(owner, "_paused", None) is None and entry is not None
+                and entry.on_timeout == "pause" and time.time() * 1000 >= entry.deadline_ms):
+            from . import pause
+            pause.after_timeout(owner)
+
     def _request(self, mtype, body):
+        owner = self._owner if self._owner is not None else self
+        self._check_timeout_pause()
+        if getattr(owner, "_paused", None) is not None and getattr(owner, "_auto_resume", False):
+            self.connect()  # E2B's auto_resume: a request resumes it
+        elif (owner is not self and getattr(self, "_paused", None) is not None
+              and owner._paused is None and not owner._closed):  # resumed through another view
+            self._conn, self._vm, self._closed, self._paused = owner._conn, owner._vm, False, None
         if getattr(self, "_paused", None) is not None:
             raise SandboxException(f"sandbox {self.sandbox_id} is paused: connect() resumes it")
         if self._closed and self._owner is not None:  # a closed view of a shared connection

@@ -2,7 +2,7 @@
 
 from cellvm.models import (  # noqa: F401
     SandboxInfo, SandboxInfoLifecycle, SandboxLifecycle, SandboxListOrder, SandboxMetrics,
-    SandboxOnTimeout, SandboxOnTimeoutKill, SandboxQuery, SandboxState,
+    SandboxOnTimeout, SandboxOnTimeoutKill, SandboxOnTimeoutPause, SandboxQuery, SandboxState,
 )
 from cellvm.network import (  # noqa: F401
     ALL_TRAFFIC, SandboxNetworkOpts, SandboxNetworkSelector, SandboxNetworkSelectorContext,
