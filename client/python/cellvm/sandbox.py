@@ -338,6 +338,8 @@ class Sandbox(CloudOnly):
     # (cellvm: its default image), the lifetime create() gives by default.
     default_template = "code-interpreter-v1"
     default_sandbox_timeout = 300
+    # E2B's lifecycle auto_resume (create()): a request resumes it once paused.
+    _auto_resume = False
 
     def __init__(
         self,
@@ -579,7 +581,8 @@ class Sandbox(CloudOnly):
                          extra_cmdline=extra_cmdline, kernel=kernel, initramfs=initramfs,
                          rootfs=rootfs, boot_timeout=boot_timeout, detach=detach,
                          snapshot=snapshot)
-        sbx._auto_resume = auto_resume
+        if auto_resume:
+            sbx._auto_resume = True
         return sbx
 
     @classmethod
@@ -750,6 +753,7 @@ class Sandbox(CloudOnly):
         effect. `Sandbox.set_timeout(sandbox_id, timeout)` is `_cls_set_timeout`."""
         from . import lifetime
         owner = self._owner if self._owner is not None else self
+        self._check_timeout_pause()
         if getattr(owner, "_paused", None) is not None:
             raise SandboxException(f"sandbox {self.sandbox_id} is paused: it has no timeout "
                                    "until connect() resumes it (connect(timeout=...))")
@@ -1341,7 +1345,7 @@ class Sandbox(CloudOnly):
     def _request(self, mtype, body):
         owner = self._owner if self._owner is not None else self
         self._check_timeout_pause()
-        if getattr(owner, "_paused", None) is not None and getattr(owner, "_auto_resume", False):
+        if getattr(owner, "_paused", None) is not None and owner._auto_resume:
             self.connect()  # E2B's auto_resume: a request resumes it
         elif (owner is not self and getattr(self, "_paused", None) is not None
               and owner._paused is None and not owner._closed):  # resumed through another view
