@@ -420,6 +420,9 @@ def test_through_the_router(driven, cluster):
         assert (sandbox, NS, "3000", "/sandboxes") in cluster["router"].seen
         assert (sandbox, NS, "3000", "/execute") in cluster["router"].seen
         assert all(s == sandbox for s, _, _, _ in cluster["router"].seen)
+        # A pod serves one sandbox: no fork (nor pause) through this backend.
+        status, body = api_call(plane, "POST", f"/sandboxes/{sid}/fork", {}, {"X-API-Key": key})
+        assert status == 400 and b"fork is not supported" in body, body
     finally:
         status, _ = api_call(plane, "DELETE", f"/sandboxes/{sid}", headers={"X-API-Key": key})
     assert status == 204

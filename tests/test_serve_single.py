@@ -53,6 +53,8 @@ def test_one_warm_sandbox_handed_out_once_then_unready(tmp_path):
             assert st == 429, (path, st, body)
             err = json.loads(body)
             assert err["code"] == 429 and "one sandbox" in err["message"], err
+        st, body = call(s, "POST", f"/sandboxes/{warm}/fork", {})  # no fork either
+        assert st == 429 and "one sandbox" in json.loads(body)["message"], (st, body)
         assert list(entries(s)) == [warm]
         st, body = call(s, "GET", "/sandboxes")
         assert st == 200 and [x["sandboxID"] for x in json.loads(body)] == [warm]

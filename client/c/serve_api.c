@@ -552,7 +552,13 @@ static enum MHD_Result fork_sandbox(struct hreq *h, struct sandbox *s)
         enum MHD_Result rc;
         json_t *body = object_body(h, true, &rc);
         if (!body)
-                return rc; /* object_body queued the 400 */
+                return rc;            /* object_body queued the 400 */
+        if (serve_single_enabled()) { /* a pod's server: its one sandbox only */
+                json_decref(body);
+                return reply_error(h, 429,
+                                   "Rate limit exceeded: this server (--single) serves one "
+                                   "sandbox, so it makes no fork");
+        }
         char why[512] = "";
         double t = 15; /* the spec's default */
         json_t *count = json_object_get(body, "count");

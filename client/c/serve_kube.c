@@ -564,7 +564,8 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
         }
         if (strspn(action, "abcdefghijklmnopqrstuvwxyz") != strlen(action))
                 return reply_error(h, 404, "no such route %s %s", h->method, h->url);
-        if (strcmp(action, "pause") == 0 || strcmp(action, "resume") == 0)
+        if (strcmp(action, "pause") == 0 || strcmp(action, "resume") == 0 ||
+            strcmp(action, "fork") == 0)
                 return reply_error(h, 400,
                                    "%s is not supported by --backend agent-sandbox (a pod serves "
                                    "one running sandbox)",
