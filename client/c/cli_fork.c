@@ -24,10 +24,7 @@
 #include "paused.h"
 #include "snapshot_qemu.h"
 
-#define EXIT_USAGE 2
-#define EXIT_FAILED 3
 #define FORK_MAX 100
-#define METADATA_MAX (64 * 1024)
 
 static const char fork_usage[] =
     "usage: cellvm fork [--json] [--count N] [--timeout S] [--envs JSON] [--paused] ID\n"
@@ -61,12 +58,12 @@ struct fork_args {
         const char *id;
 };
 
-/* 0, -1 (--help printed) or EXIT_USAGE. */
+/* 0, -1 (--help printed) or SBX_EXIT_USAGE. */
 static int parse(int argc, char **argv, struct fork_args *a)
 {
         *a = (struct fork_args){.count = 1};
         if (sbx_default_timeout(&a->timeout_s) < 0)
-                return EXIT_USAGE;
+                return SBX_EXIT_USAGE;
         for (int i = 1; i < argc; i++) {
                 const char *o = argv[i];
                 bool more = i + 1 < argc;
@@ -82,29 +79,29 @@ static int parse(int argc, char **argv, struct fork_args *a)
                         unsigned long n = strtoul(argv[++i], &end, 10);
                         if (*end || argv[i][0] == '-' || n < 1 || n > FORK_MAX) {
                                 fprintf(stderr, "cellvm: --count takes 1 to %d\n", FORK_MAX);
-                                return EXIT_USAGE;
+                                return SBX_EXIT_USAGE;
                         }
                         a->count = (unsigned)n;
                 } else if (strcmp(o, "--timeout") == 0 && more) {
                         a->timeout_s = strtod(argv[++i], &end);
                         if (*end || !(a->timeout_s > 0)) {
                                 fputs("cellvm: --timeout takes seconds > 0\n", stderr);
-                                return EXIT_USAGE;
+                                return SBX_EXIT_USAGE;
                         }
                 } else if (strcmp(o, "--envs") == 0 && more) {
                         if (!sbx_envs_arg_ok(argv[++i]))
-                                return EXIT_USAGE;
+                                return SBX_EXIT_USAGE;
                         a->envs = argv[i];
                 } else if (o[0] != '-' && !a->id) {
                         a->id = o;
                 } else {
                         fputs(fork_usage, stderr);
-                        return EXIT_USAGE;
+                        return SBX_EXIT_USAGE;
                 }
         }
         if (!a->id) {
                 fputs(fork_usage, stderr);
-                return EXIT_USAGE;
+                return SBX_EXIT_USAGE;
         }
         return 0;
 }
@@ -150,7 +147,7 @@ static void set_time(const struct creg_entry *e)
 }
 
 /* The fork records of `e` under `keys`: 0 with each made one's directory in
- * dirs[i] ("" for one that was not, said on stderr), or EXIT_FAILED when the
+ * dirs[i] ("" for one that was not, said on stderr), or SBX_EXIT_FAILED when the
  * save failed (nothing made, the sandbox runs on). */
 static int make_records(const char *root, const struct creg_entry *e, const char *metadata,
                         const struct fork_args *a, char (*keys)[64], char (*dirs)[PATH_MAX])
@@ -165,7 +162,7 @@ static int make_records(const char *root, const struct creg_entry *e, const char
                                  .fork_key = keys[0]};
         if (cpause_save(root, &src, dirs[0], sizeof(dirs[0]), err, sizeof(err)) < 0) {
                 fprintf(stderr, "cellvm: fork %s: %s\n", a->id, err);
-                return EXIT_FAILED;
+                return SBX_EXIT_FAILED;
         }
         set_time(e);
         for (unsigned i = 1; i < a->count; i++)
@@ -194,10 +191,10 @@ int cmd_fork(int argc, char **argv)
         char root[PATH_MAX];
         if ((rc = cpaused_root(root, sizeof(root))) < 0) {
                 fprintf(stderr, "cellvm: the paused store's directory: %s\n", strerror(-rc));
-                return EXIT_FAILED;
+                return SBX_EXIT_FAILED;
         }
         struct creg_entry e;
-        static char metadata[METADATA_MAX];
+        static char metadata[SBX_METADATA_MAX];
         rc = sbx_find(a.id, &e, metadata, sizeof(metadata));
         if (rc == -ENOENT) {
                 char dir[PATH_MAX];
@@ -208,16 +205,16 @@ int cmd_fork(int argc, char **argv)
                 return 1;
         }
         if (rc < 0)
-                return EXIT_FAILED;
+                return SBX_EXIT_FAILED;
         char(*keys)[64] = calloc(a.count, sizeof(*keys));
         char(*dirs)[PATH_MAX] = calloc(a.count, sizeof(*dirs));
         rc = keys && dirs ? 0 : -ENOMEM;
         for (unsigned i = 0; i < a.count && rc == 0; i++)
                 rc = sbx_new_key(e.vmm, keys[i], sizeof(keys[i]));
-        int status = rc < 0 ? EXIT_FAILED : make_records(root, &e, metadata, &a, keys, dirs);
+        int status = rc < 0 ? SBX_EXIT_FAILED : make_records(root, &e, metadata, &a, keys, dirs);
         for (unsigned i = 0; i < a.count && status == 0; i++)
                 if (!dirs[i][0])
-                        status = EXIT_FAILED;
+                        status = SBX_EXIT_FAILED;
         for (unsigned i = 0; i < a.count && rc == 0 && dirs[i][0]; i++) {
                 if (a.paused) {
                         if (a.json)
@@ -232,7 +229,7 @@ int cmd_fork(int argc, char **argv)
                         struct cpaused p = {0};
                         snprintf(p.dir, sizeof(p.dir), "%s", dirs[i]);
                         (void)cpaused_remove(root, &p);
-                        status = EXIT_FAILED;
+                        status = SBX_EXIT_FAILED;
                 }
                 fflush(stdout);
         }

@@ -25,10 +25,6 @@
 #include "snapshot_hybrid.h"
 #include "snapshot_qemu.h"
 
-#define EXIT_USAGE 2
-#define EXIT_FAILED 3
-#define METADATA_MAX (64 * 1024)
-
 int sbx_paused_find(const char *ident, char *root, size_t rootlen, char *dir, size_t dirlen)
 {
         int rc = cpaused_root(root, rootlen);
@@ -292,7 +288,7 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
         *json = false;
         /* E2B's default lifetime, as create's. */
         if (sbx_default_timeout(timeout_s) < 0)
-                return EXIT_USAGE;
+                return SBX_EXIT_USAGE;
         a->envs = NULL;
         a->pass_fd = 0;
         a->holder = 0;
@@ -307,37 +303,37 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
                         *json = true;
                 } else if (!resume && strcmp(argv[i], "--envs") == 0 && i + 1 < argc) {
                         if (!sbx_envs_arg_ok(argv[++i]))
-                                return EXIT_USAGE;
+                                return SBX_EXIT_USAGE;
                         a->envs = argv[i];
                 } else if (!resume && strcmp(argv[i], "--files-only") == 0) {
                         a->files_only = true;
                 } else if (resume && strcmp(argv[i], "--pass-fd") == 0 && i + 1 < argc) {
                         if (cli_parse_fd(argv[++i], &a->pass_fd) < 0) {
                                 fputs("cellvm: --pass-fd takes an fd number >= 3\n", stderr);
-                                return EXIT_USAGE;
+                                return SBX_EXIT_USAGE;
                         }
                 } else if (resume && strcmp(argv[i], "--holder") == 0 && i + 1 < argc) {
                         if (sbx_parse_pid(argv[++i], &a->holder) < 0) {
                                 fputs("cellvm: --holder takes a pid\n", stderr);
-                                return EXIT_USAGE;
+                                return SBX_EXIT_USAGE;
                         }
                 } else if (timeout_ok && strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
                         char *end;
                         *timeout_s = strtod(argv[++i], &end);
                         if (*end || !(*timeout_s > 0)) {
                                 fprintf(stderr, "cellvm: --timeout takes seconds > 0\n");
-                                return EXIT_USAGE;
+                                return SBX_EXIT_USAGE;
                         }
                 } else if (argv[i][0] != '-' && !*id) {
                         *id = argv[i];
                 } else {
                         fputs(usage, stderr);
-                        return EXIT_USAGE;
+                        return SBX_EXIT_USAGE;
                 }
         }
         if (!*id) {
                 fputs(usage, stderr);
-                return EXIT_USAGE;
+                return SBX_EXIT_USAGE;
         }
         return 0;
 }
@@ -393,10 +389,10 @@ int cmd_pause(int argc, char **argv)
         char root[PATH_MAX], dir[PATH_MAX], err[PATH_MAX + 512];
         if ((rc = cpaused_root(root, sizeof(root))) < 0) {
                 fprintf(stderr, "cellvm: the paused store's directory: %s\n", strerror(-rc));
-                return EXIT_FAILED;
+                return SBX_EXIT_FAILED;
         }
         struct creg_entry e;
-        static char metadata[METADATA_MAX];
+        static char metadata[SBX_METADATA_MAX];
         rc = sbx_find(id, &e, metadata, sizeof(metadata));
         if (rc == -ENOENT) {
                 bool paused = sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir)) == 0;
@@ -405,7 +401,7 @@ int cmd_pause(int argc, char **argv)
                 return 1;
         }
         if (rc < 0)
-                return EXIT_FAILED;
+                return SBX_EXIT_FAILED;
         struct cpause_src src = {.e = &e,
                                  .template_ = e.template_,
                                  .metadata = metadata,
@@ -418,7 +414,7 @@ int cmd_pause(int argc, char **argv)
         }
         if (rc < 0) {
                 fprintf(stderr, "cellvm: pause %s: %s\n", id, err);
-                return EXIT_FAILED;
+                return SBX_EXIT_FAILED;
         }
         /* Its egress rules go with the record (the VM's directory goes now). */
         json_t *rules = e.dir[0] ? cegress_rules_load(e.dir) : NULL;
@@ -461,7 +457,7 @@ int cmd_pause(int argc, char **argv)
         char *text = json_dumps(o, JSON_COMPACT);
         json_decref(o);
         if (!text)
-                return EXIT_FAILED;
+                return SBX_EXIT_FAILED;
         puts(text);
         free(text);
         return 0;
@@ -482,7 +478,7 @@ int cmd_resume(int argc, char **argv)
                 fprintf(stderr, "cellvm: resume %s: %s\n", id,
                         rc == -ENOENT ? "no paused sandbox has that id (cellvm ps lists them)"
                                       : strerror(-rc));
-                return rc == -ENOENT ? 1 : EXIT_FAILED;
+                return rc == -ENOENT ? 1 : SBX_EXIT_FAILED;
         }
         return sbx_resume_print(root, dir, id, timeout_s, json, a.pass_fd, a.holder);
 }
@@ -518,7 +514,7 @@ int sbx_resume_print(const char *root, const char *dir, const char *id, double t
         if (rc < 0) {
                 csm_free(&m);
                 fprintf(stderr, "cellvm: resume %s: %s\n", id, err);
-                return rc == -ENOENT ? 1 : EXIT_FAILED;
+                return rc == -ENOENT ? 1 : SBX_EXIT_FAILED;
         }
         /* The caller (the SDK) gets the connection itself: see cellvm create. */
         if (pass_fd && (rc = cli_send_fd(pass_fd, cvc_fd(c))) < 0)

@@ -12,6 +12,12 @@
 #include "snapshot_qemu.h"
 #include "manifest.h"
 
+/* The exit statuses of cellvm pause, resume and fork (1: no such sandbox). */
+#define SBX_EXIT_USAGE 2
+#define SBX_EXIT_FAILED 3
+/* The most of a sandbox's metadata (JSON) that a record carries. */
+#define SBX_METADATA_MAX (64 * 1024)
+
 /* The record of paused sandbox `ident` (its id or key) in the paused store:
  * its directory in `dir` (and the store's in `root`). 0, -ENOENT when there
  * is none, or another negative errno. */

@@ -81,9 +81,10 @@ static void keep(const char *key)
                         creg_unlock(&r);
                         return;
                 }
-                bool pause = creg_pauses_at_timeout(&e) && e.deadline_ms != paused_at;
+                bool pauses = creg_pauses_at_timeout(&e);
+                bool pause = pauses && e.deadline_ms != paused_at;
                 /* After a pause that failed: killed when the sweep would kill it. */
-                double margin = creg_pauses_at_timeout(&e) ? CREG_PAUSE_MARGIN_S : 0;
+                double margin = pauses ? CREG_PAUSE_MARGIN_S : 0;
                 int64_t grace = pause ? 0 : (int64_t)((creg_grace_s() + margin) * 1000);
                 int64_t left = e.deadline_ms + grace - creg_now_ms();
                 if (left <= 0 && pause) {

@@ -108,6 +108,14 @@ static json_t *load_serve_file(const char *dir)
         return j;
 }
 
+/* The resume timeout serve.json `j` keeps: a number > 0, else the default. */
+static double serve_file_resume_timeout(const json_t *j)
+{
+        json_t *rt = json_object_get(j, "resumeTimeout");
+        return json_is_number(rt) && json_number_value(rt) > 0 ? json_number_value(rt)
+                                                               : SERVE_DEFAULT_TIMEOUT_S;
+}
+
 /* The token, lifecycle and traffic rule kept with the record into `s`; a
  * record paused by the CLI or the SDK has none: a new token, no autoPause,
  * public ports (E2B's default). */
@@ -126,10 +134,7 @@ static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress)
         s->auto_pause = json_is_true(json_object_get(j, "autoPause"));
         s->auto_pause_files_only = json_is_false(json_object_get(j, "autoPauseMemory"));
         s->auto_resume = json_is_true(json_object_get(j, "autoResume"));
-        json_t *rt = json_object_get(j, "resumeTimeout");
-        s->resume_timeout_s = json_is_number(rt) && json_number_value(rt) > 0
-                                  ? json_number_value(rt)
-                                  : SERVE_DEFAULT_TIMEOUT_S;
+        s->resume_timeout_s = serve_file_resume_timeout(j);
         /* A private sandbox's ports stay private across a pause (serve_port.c). */
         s->private_traffic = json_is_true(json_object_get(j, "privateTraffic"));
         json_decref(j);
@@ -442,10 +447,8 @@ struct sandbox *serve_wake(const char *id)
                 /* A filesystem-only record is resumed by connect only (E2B's). */
                 snprintf(archive, sizeof(archive), "%s/%s", dir, CPAUSE_FS_ARCHIVE);
                 json_t *j = access(archive, F_OK) == 0 ? NULL : load_serve_file(dir);
-                json_t *rt = json_object_get(j, "resumeTimeout");
                 wake = json_is_true(json_object_get(j, "autoResume"));
-                if (json_is_number(rt) && json_number_value(rt) > 0)
-                        timeout_s = json_number_value(rt);
+                timeout_s = serve_file_resume_timeout(j);
                 json_decref(j);
         }
         if (!wake)

@@ -84,13 +84,14 @@ def after_timeout(owner, wait_s=PAUSE_WAIT_S) -> bool:
     key = owner._entry.key
     end = time.monotonic() + wait_s
     while True:
-        rec = find(key)
+        listed = [e for e in host.ps() if e["key"] == key]  # one listing: paused or running
+        rec = next((e for e in listed if e.get("state") == "paused"), None)
         if rec is not None:
             if getattr(owner._vm, "cli", False):
                 owner._vm._killed = True  # its VMM is gone; kill() must not drop the record
             _stopped(owner, rec)
             return True
-        d = host.find(key)
+        d = next((e for e in listed if e.get("state") == "running"), None)
         if d is None:
             return False
         owner._entry = lifetime.entry_from_info(d)
