@@ -35,6 +35,7 @@ if XDIST_WORKER:
     _WORKER_DIR = tempfile.mkdtemp(prefix=f"cellvm-{XDIST_WORKER}-", dir="/tmp")
     os.environ.setdefault("CELLVM_RUNTIME_DIR", os.path.join(_WORKER_DIR, "run"))
     os.environ.setdefault("CELLVM_PAUSED_DIR", os.path.join(_WORKER_DIR, "paused"))
+    os.environ.setdefault("CELLVM_SNAPSHOTS_DIR", os.path.join(_WORKER_DIR, "snapshots"))
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "client", "python"))

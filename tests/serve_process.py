@@ -83,8 +83,9 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = os.path.join(tmp, "serve.log")
         self.paused = os.path.join(tmp, "paused")  # its own paused store
+        self.snapshots = os.path.join(tmp, "snapshots")  # and snapshot store
         env = dict(os.environ, CELLVM_API_KEY=self.key, CELLVM_RUNTIME_DIR=self.run,
-                   CELLVM_PAUSED_DIR=self.paused,
+                   CELLVM_PAUSED_DIR=self.paused, CELLVM_SNAPSHOTS_DIR=self.snapshots,
                    CELLVM_TEMPLATE_DIR=self.templates, TMPDIR=self.tmpdir)
         # conftest's suite-wide settings (cold boots, 6 h lifetimes) are not the
         # server's: it restores its template and gives E2B's default of 300 s.

@@ -389,3 +389,89 @@ def test_fork_copies_a_running_sandbox_that_runs_on(serve):
     with open(serve.log_path, errors="replace") as f:
         log = f.read()
     assert f"sandbox {ids[0]} forked from {sid}" in log, log[-3000:]
+
+
+def snapshots(serve, query=""):
+    status, body = call(serve, "GET", "/snapshots" + (f"?{query}" if query else ""))
+    assert status == 200, body
+    return [s["snapshotID"] for s in body]
+
+
+def test_snapshots_keep_a_running_sandbox_for_new_ones(serve):
+    """E2B's snapshots API: `POST /sandboxes/{id}/snapshots` keeps the sandbox's
+    whole state (memory too) while it runs on; a create naming the snapshot
+    (its id or name) makes a new sandbox of it, each a copy of its own with
+    the create's metadata; the snapshot outlives its sandbox; a name names the
+    newest snapshot given it; `DELETE /templates/{id}` drops one. The JS
+    suite's tests/sandbox/snapshot-api.test.ts checks the SDK's side."""
+    status, sbx = call(serve, "POST", "/sandboxes", {"timeout": 600, "metadata": {"k": "src"}})
+    assert status == 201, sbx
+    sid = sbx["sandboxID"]
+    made, made_sbx, kept = [], [], []
+    try:
+        assert run_code(serve, sbx, "import random\nkept = 7") == []
+        assert files(serve, sbx, "POST", "/home/user/snap.txt", b"at the snapshot")[0] == 200
+        for bad in ({"name": "two words"}, {"name": 5}, {"name": ""}, {"name": ".hidden"}):
+            status, body = call(serve, "POST", f"/sandboxes/{sid}/snapshots", bad)
+            assert status == 400 and body["code"] == 400, (bad, body)
+        status, body = call(serve, "POST", "/sandboxes/qemu-00000000/snapshots", {})
+        assert status == 404 and body["code"] == 404, body
+
+        status, plain = call(serve, "POST", f"/sandboxes/{sid}/snapshots", {}, timeout=300)
+        assert status == 201 and plain["snapshotID"].endswith(":default"), plain
+        assert plain["names"] == [], plain
+        kept.append(plain["snapshotID"])
+        status, named = call(serve, "POST", f"/sandboxes/{sid}/snapshots", {"name": "nb-snap"},
+                             timeout=300)
+        assert status == 201, named
+        assert named == {"snapshotID": "nb-snap:default", "names": ["nb-snap:default"]}, named
+        kept.append(named["snapshotID"])
+        # The source runs on, then changes and ends: the snapshots keep their moment.
+        assert run_code(serve, sbx, "kept + 1") == ["8"]
+        assert run_code(serve, sbx, "kept = 100") == []
+        assert call(serve, "DELETE", f"/sandboxes/{sid}") == (204, None)
+
+        assert set(snapshots(serve)) == set(kept)
+        assert set(snapshots(serve, f"sandboxID={sid}")) == set(kept)
+        assert snapshots(serve, "name=nb-snap") == ["nb-snap:default"]
+        assert snapshots(serve, "name=nb-snap:v2") == []
+        assert len(snapshots(serve, "limit=1")) == 1
+
+        # New sandboxes of it, by id or by name: the moment's variables and files,
+        # the create's metadata, an id and a generation of their own.
+        for ref in (plain["snapshotID"], "nb-snap"):
+            status, one = call(serve, "POST", "/sandboxes",
+                               {"templateID": ref, "timeout": 300, "metadata": {"k": ref}},
+                               timeout=300)
+            assert status == 201 and one["sandboxID"] not in (sid, *made), one
+            made.append(one["sandboxID"])
+            assert run_code(serve, one, "kept") == ["7"]
+            assert files(serve, one, "GET", "/home/user/snap.txt") == (200, b"at the snapshot")
+            _, info = call(serve, "GET", f"/sandboxes/{one['sandboxID']}")
+            assert info["state"] == "running" and info["metadata"] == {"k": ref}, info
+            made_sbx.append(one)
+        draws = {run_code(serve, one, "random.random()")[0] for one in made_sbx}
+        assert len(draws) == 2, draws
+
+        # A name names the newest snapshot given it.
+        status, again = call(serve, "POST", f"/sandboxes/{made[0]}/snapshots", {"name": "nb-snap"},
+                             timeout=300)
+        assert status == 201 and again["snapshotID"] == "nb-snap:default", again
+        assert snapshots(serve, f"sandboxID={made[0]}") == ["nb-snap:default"]
+        assert snapshots(serve, f"sandboxID={sid}") == [plain["snapshotID"]]
+
+        # Dropped: once (then 404), and a create naming it finds no template.
+        assert call(serve, "DELETE", f"/templates/{plain['snapshotID']}") == (204, None)
+        status, body = call(serve, "DELETE", f"/templates/{plain['snapshotID']}")
+        assert status == 404 and body["code"] == 404, body
+        status, body = call(serve, "POST", "/sandboxes", {"templateID": plain["snapshotID"]})
+        assert status == 404 and body["code"] == 404, body
+        kept.remove(plain["snapshotID"])
+    finally:
+        for i in [sid, *made]:
+            call(serve, "DELETE", f"/sandboxes/{i}")
+        for k in kept:
+            call(serve, "DELETE", f"/templates/{k}")
+    assert snapshots(serve) == []
+    assert os.listdir(serve.snapshots) == ["lock"]  # the store's, as the paused store's
+    assert sorted(os.listdir(serve.paused)) == ["lock"]

@@ -28,7 +28,7 @@ SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
               client/c/serve_key.c client/c/serve_sign.c client/c/serve_connect.c \
               client/c/serve_multipart.c client/c/serve_fs.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \
               client/c/serve_metrics.c \
-              client/c/serve_pause.c
+              client/c/serve_pause.c client/c/serve_snapshots.c
 # getHost(port): other ports relayed through the agent's tunnels.
 SERVE_SRCS += client/c/serve_port.c client/c/serve_http1.c client/c/serve_upgrade.c \
               client/c/serve_relay.c

@@ -417,8 +417,29 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
         return 0;
 }
 
-int cpause_copy(const char *root, const char *src_dir, const char *key, char *recdir, size_t reclen,
-                char *err, size_t errlen)
+/* File `from` copied to new file `to` (0600): 0 or a negative errno. */
+static int copy_file(const char *from, const char *to)
+{
+        int in = open(from, O_RDONLY | O_CLOEXEC);
+        if (in < 0)
+                return -errno;
+        int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int rc = out < 0 ? -errno : 0;
+        while (rc == 0) {
+                ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+                if (n < 0 && errno != EINTR)
+                        rc = -errno;
+                else if (n == 0)
+                        break;
+        }
+        if (out >= 0 && close(out) < 0 && rc == 0)
+                rc = -errno;
+        close(in);
+        return rc;
+}
+
+int cpause_copy(const char *root, const char *src_dir, const char *key, const char *metadata,
+                const char *envs, char *recdir, size_t reclen, char *err, size_t errlen)
 {
         char tmp[PATH_MAX + 8], from[PATH_MAX + 16], to[PATH_MAX + 32];
         int rc = cpause_record_dir(root, key, recdir, reclen);
@@ -442,12 +463,18 @@ int cpause_copy(const char *root, const char *src_dir, const char *key, char *re
         snprintf(from, sizeof(from), "%s/%s", src_dir, m.state);
         snprintf(to, sizeof(to), "%s/%s", tmp, m.state);
         /* One state on disk for every fork: a restore only reads it. */
-        if (strchr(m.state, '/') || link(from, to) < 0) {
-                rc = strchr(m.state, '/') ? -EINVAL : -errno;
-                snprintf(err, errlen, "linking %s to %s: %s", from, to, strerror(-rc));
+        if (strchr(m.state, '/')) {
+                rc = -EINVAL;
+                snprintf(err, errlen, "state %s: not a file of the record", m.state);
+        } else if (link(from, to) < 0) {
+                rc = errno == EXDEV ? copy_file(from, to) : -errno;
+                if (rc < 0)
+                        snprintf(err, errlen, "linking %s to %s: %s", from, to, strerror(-rc));
         }
         if (rc == 0 && ((rc = csm_set(&m, "sandbox_id", key)) < 0 ||
-                        (rc = csm_set(&m, "registry_key", key)) < 0))
+                        (rc = csm_set(&m, "registry_key", key)) < 0 ||
+                        (metadata && (rc = csm_set(&m, "metadata", metadata)) < 0) ||
+                        (envs && (rc = csm_set(&m, "envs", envs)) < 0)))
                 snprintf(err, errlen, "the manifest: %s", strerror(-rc));
         if (rc == 0)
                 rc = csm_write(tmp, &m, err, errlen);

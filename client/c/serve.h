@@ -184,6 +184,20 @@ struct serve_fork_result {
 };
 int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve_fork_result *out,
                char *err, size_t errlen);
+/* `s` saved, with its guest running on, into a new record of the store at
+ * `root` under `key` (a kept snapshot, serve_snapshots.c): 0 with its
+ * directory in `dir`, -ENOENT (`s` ended), or a negative errno with `err`. */
+int serve_snapshot_save(struct sandbox *s, const char *root, const char *key, char *dir,
+                        size_t dirlen, char *err, size_t errlen);
+/* Whether template `ref` (a create's templateID) names a kept snapshot. */
+bool serve_snapshot_exists(const char *ref);
+/* A new sandbox from kept snapshot `ref`: its record copied into the paused
+ * store with `metadata` and the snapshot's envs plus `envs`, then resumed as
+ * a copy of its own (a new generation) with `timeout_s`. 0 with *out
+ * referenced, -ENOENT (no such snapshot), -EAGAIN (the sandbox limit), or
+ * another negative errno with `err`. */
+int serve_snapshot_instantiate(const char *ref, double timeout_s, json_t *metadata, json_t *envs,
+                               struct sandbox **out, char *err, size_t errlen);
 /* The paused sandbox `id` resumed for a request routed to it, if it was
  * created with autoResume (and paused with its memory): it, referenced; NULL
  * when it is not such a sandbox or its resume failed (said on stderr). */

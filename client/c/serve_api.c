@@ -149,7 +149,8 @@ int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
                 snprintf(why, whylen, "templateID must be a string");
                 return -EINVAL;
         }
-        if (t && !known_template(json_string_value(t))) {
+        if (t && !known_template(json_string_value(t)) &&
+            !serve_snapshot_exists(json_string_value(t))) {
                 snprintf(why, whylen,
                          "template '%.64s' not found (this server serves one image, as base or "
                          "code-interpreter-v1)",
@@ -246,7 +247,11 @@ static enum MHD_Result create(struct hreq *h)
         }
         struct sandbox *s;
         int64_t t0 = creg_now_ms();
-        int r = serve_create(tpl, timeout, metadata, envs, &s, why, sizeof(why));
+        /* A template that is none of the image's names is a kept snapshot. */
+        bool from_snapshot = !known_template(tpl);
+        int r = !from_snapshot ? serve_create(tpl, timeout, metadata, envs, &s, why, sizeof(why))
+                               : serve_snapshot_instantiate(tpl, timeout, metadata, envs, &s, why,
+                                                            sizeof(why));
         if (r < 0 && serve_single_enabled())
                 serve_single_unclaim();
         else if (r == 0 && serve_single_enabled())
@@ -258,7 +263,12 @@ static enum MHD_Result create(struct hreq *h)
         json_decref(envs);
         if (r < 0) {
                 json_decref(body);
-                return reply_error(h, r == -EAGAIN ? 429 : r == -EINVAL ? 400 : 500, "%s", why);
+                return reply_error(h,
+                                   r == -EAGAIN                    ? 429
+                                   : r == -EINVAL                  ? 400
+                                   : r == -ENOENT && from_snapshot ? 404
+                                                                   : 500,
+                                   "%s", why);
         }
         __atomic_store_n(&s->private_traffic, private_traffic, __ATOMIC_RELEASE);
         if (serve_egress_start(s, rules ? body : NULL, why, sizeof(why)) < 0) {
@@ -361,21 +371,17 @@ static int by_start(const void *a, const void *b)
 static enum MHD_Result list(struct hreq *h, bool v2)
 {
         const char *meta = hreq_query(h, "metadata"), *state = hreq_query(h, "state");
-        const char *limit_s = hreq_query(h, "limit"), *next = hreq_query(h, "nextToken");
+        const char *next = hreq_query(h, "nextToken");
         const char *order = hreq_query(h, "order"), *after_s = hreq_query(h, "startedAfter");
         const char *tpl = hreq_query(h, "template");
-        long limit = LIST_LIMIT_MAX;
+        long limit;
         int64_t after = INT64_MIN;
         if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0)
                 return reply_error(h, 400, "order: asc or desc");
         if (after_s && after_s[0] && parse_iso_ms(after_s, &after) < 0)
                 return reply_error(h, 400, "startedAfter: an RFC 3339 time");
-        if (limit_s) {
-                char *end;
-                limit = strtol(limit_s, &end, 10);
-                if (*end || limit < 1 || limit > LIST_LIMIT_MAX)
-                        return reply_error(h, 400, "limit: 1 to %d", LIST_LIMIT_MAX);
-        }
+        if (!hreq_limit(h, LIST_LIMIT_MAX, &limit))
+                return reply_error(h, 400, "limit: 1 to %d", LIST_LIMIT_MAX);
         struct sandbox **all;
         size_t n, np = 0;
         struct serve_paused *paused = NULL;
@@ -450,14 +456,16 @@ static enum MHD_Result not_running(struct hreq *h, const char *id, const char *a
                                 : reply_error(h, 500, "removing paused sandbox %.64s: %s", id,
                                               strerror(-r));
         }
-        if (post && (strcmp(action, "pause") == 0 || strcmp(action, "fork") == 0)) {
+        bool fork = strcmp(action, "fork") == 0, snapshot = strcmp(action, "snapshots") == 0;
+        if (post && (strcmp(action, "pause") == 0 || fork || snapshot)) {
                 if (serve_paused_get(id, &p) < 0)
                         return reply_error(h, 404, "sandbox \"%.64s\" not found", id);
                 serve_paused_free(&p, 1);
                 return reply_error(h, 409,
-                                   strcmp(action, "fork") == 0
-                                       ? "sandbox \"%.64s\" is paused: resume it to fork it"
-                                       : "sandbox \"%.64s\" is already paused",
+                                   fork       ? "sandbox \"%.64s\" is paused: resume it to fork it"
+                                   : snapshot ? "sandbox \"%.64s\" is paused: resume it to "
+                                                "snapshot it"
+                                              : "sandbox \"%.64s\" is already paused",
                                    id);
         }
         if (!(post && (strcmp(action, "connect") == 0 || strcmp(action, "resume") == 0)))
@@ -692,6 +700,8 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
                                     : reply_error(h, 500, "pausing sandbox %s: %s", id, why);
         } else if (post && strcmp(action, "fork") == 0) {
                 rc = fork_sandbox(h, s);
+        } else if (post && strcmp(action, "snapshots") == 0) {
+                rc = serve_snapshot_create(h, s);
         } else if (get && strcmp(action, "metrics") == 0) {
                 rc = metrics(h, s);
         } else if (put && strcmp(action, "network") == 0) {
@@ -716,6 +726,11 @@ enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a)
                         return a->list(h, v2);
                 return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
         }
+        if (!v2 && (strcmp(u, "/snapshots") == 0 || strncmp(u, "/templates/", 11) == 0))
+                return a->snapshots ? a->snapshots(h)
+                                    : reply_error(h, 400,
+                                                  "this backend keeps no snapshots (each sandbox "
+                                                  "is a pod of its own)");
         if (strncmp(u, "/sandboxes/", 11) != 0)
                 return reply_error(h, 404, "no such route %s %s", h->method, h->url);
         char id[72];
@@ -730,7 +745,7 @@ enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a)
 
 static enum MHD_Result api_done(struct hreq *h)
 {
-        static const struct api_handlers local = {create, list, one_sandbox};
+        static const struct api_handlers local = {create, list, one_sandbox, serve_snapshots_route};
         return serve_api_dispatch(h, &local);
 }
 

@@ -23,6 +23,18 @@ const char *hreq_query(struct hreq *h, const char *name)
         return MHD_lookup_connection_value(h->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+bool hreq_limit(struct hreq *h, long max, long *limit)
+{
+        const char *v = hreq_query(h, "limit");
+        *limit = max;
+        if (!v)
+                return true;
+        char *end;
+        errno = 0;
+        *limit = strtol(v, &end, 10);
+        return errno == 0 && end != v && !*end && *limit >= 1 && *limit <= max;
+}
+
 char *hreq_take_body(struct hreq *h, size_t *len)
 {
         char *body = h->body; /* the buffer's storage: nothing of it was consumed */

@@ -55,6 +55,9 @@ char *hreq_take_body(struct hreq *h, size_t *len);
 /* Header or query value (NULL when absent). */
 const char *hreq_header(struct hreq *h, const char *name);
 const char *hreq_query(struct hreq *h, const char *name);
+/* The `limit` query argument (1 to `max`; `max` when absent) into *limit:
+ * false when it is none of those (a 400). */
+bool hreq_limit(struct hreq *h, long max, long *limit);
 
 /* Responses. The control plane's and /files' errors are E2B's
  * `{"code": status, "message": ...}`. */
@@ -132,14 +135,22 @@ int port_route(struct hreq *h, unsigned port, char *why, size_t whylen);
  * it): E2B's edge's 502 body, once the request's body is read. */
 int port_gone_route(struct hreq *h, const char *id, char *why, size_t whylen);
 
+/* E2B's snapshots API (serve_snapshots.c): POST /sandboxes/{id}/snapshots of
+ * running sandbox `s`; GET /snapshots and DELETE /templates/{id}. */
+enum MHD_Result serve_snapshot_create(struct hreq *h, struct sandbox *s);
+enum MHD_Result serve_snapshots_route(struct hreq *h);
+
 /* E2B's /sandboxes routes (and /v2/'s) to a backend's handlers (serve_api.c):
- * create, list (`v2`: paginated), and one sandbox's: /sandboxes/{id}[/action]
- * with `prefix` "/v2" or "" (`id` under 72 bytes; `action` "" when none). */
+ * create, list (`v2`: paginated), one sandbox's: /sandboxes/{id}[/action]
+ * with `prefix` "/v2" or "" (`id` under 72 bytes; `action` "" when none),
+ * and the snapshots'. */
 struct api_handlers {
         enum MHD_Result (*create)(struct hreq *h);
         enum MHD_Result (*list)(struct hreq *h, bool v2);
         enum MHD_Result (*one)(struct hreq *h, const char *prefix, const char *id,
                                const char *action);
+        /* GET /snapshots and DELETE /templates/{id}; NULL: the backend keeps none. */
+        enum MHD_Result (*snapshots)(struct hreq *h);
 };
 enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a);
 

@@ -470,14 +470,10 @@ static int by_start_desc(const void *a, const void *b)
 static enum MHD_Result list(struct hreq *h, bool v2)
 {
         const char *meta = hreq_query(h, "metadata"), *state = hreq_query(h, "state");
-        const char *limit_s = hreq_query(h, "limit"), *next = hreq_query(h, "nextToken");
-        long limit = LIST_LIMIT_MAX;
-        if (limit_s) {
-                char *end;
-                limit = strtol(limit_s, &end, 10);
-                if (*end || limit < 1 || limit > LIST_LIMIT_MAX)
-                        return reply_error(h, 400, "limit: 1 to %d", LIST_LIMIT_MAX);
-        }
+        const char *next = hreq_query(h, "nextToken");
+        long limit;
+        if (!hreq_limit(h, LIST_LIMIT_MAX, &limit))
+                return reply_error(h, 400, "limit: 1 to %d", LIST_LIMIT_MAX);
         char err[512];
         long st;
         json_t *ans = NULL;
@@ -600,7 +596,7 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
 
 static enum MHD_Result api_done(struct hreq *h)
 {
-        static const struct api_handlers claims = {create, list, one_sandbox};
+        static const struct api_handlers claims = {create, list, one_sandbox, NULL};
         return serve_api_dispatch(h, &claims);
 }
 

@@ -68,7 +68,10 @@ static const char serve_usage[] =
     "GET /health answers 200 once the template is ready (built on first use: ~15 s\n"
     "under TCG). Sandboxes live until DELETE, their timeout (300 s unless asked) or\n"
     "the server's end: SIGTERM, SIGINT or SIGHUP kill them all; a SIGKILLed server\n"
-    "leaves them to their deadlines, listed by cellvm ps meanwhile (docs/SERVE.md).\n";
+    "leaves them to their deadlines, listed by cellvm ps meanwhile (docs/SERVE.md).\n"
+    "Paused sandboxes are kept in $CELLVM_PAUSED_DIR, else $XDG_STATE_HOME/cellvm/paused\n"
+    "(~/.local/state/cellvm/paused), E2B's snapshots likewise in $CELLVM_SNAPSHOTS_DIR\n"
+    "or .../cellvm/snapshots; both outlive the server.\n";
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t errlen)
 {

@@ -344,12 +344,12 @@ static void set_time(struct sandbox *s)
         cv_buf_free(&b);
 }
 
-/* The records of the forks: the first saved from `s` (which runs on), the
- * others copies of it, each with its own token. Called with `pausing` held.
- * 0 when the first was made (a copy that was not says so in its result),
- * else a negative errno with `err` and no record. */
-static int fork_records(struct sandbox *s, const char *root, char (*keys)[72], unsigned count,
-                        struct serve_fork_result *out, char *err, size_t errlen)
+/* `s` saved into a new record of the store at `root` under `key` (its
+ * manifest's fork_of names `s`: whoever resumes it makes a new generation)
+ * while its guest runs on, its clock set again after. Called with `pausing`
+ * held. 0 with the record in `dir`, or a negative errno with `err`. */
+static int save_running(struct sandbox *s, const char *root, const char *key, char *dir,
+                        size_t dirlen, char *err, size_t errlen)
 {
         json_t *none = json_object();
         char *meta = json_dumps(s->metadata ? s->metadata : none, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -357,25 +357,34 @@ static int fork_records(struct sandbox *s, const char *root, char (*keys)[72], u
         json_decref(none);
         struct creg_entry e = s->rec.e;
         e.started_ms = creg_now_ms(); /* a fork's startedAt is its own */
-        struct cpause_src src = {.e = &e,
-                                 .template_ = s->template_id,
-                                 .metadata = meta,
-                                 .envs = envs,
-                                 .fork_key = keys[0]};
-        char first[PATH_MAX], dir[PATH_MAX];
-        int rc = meta && envs ? cpause_save(root, &src, first, sizeof(first), err, errlen)
+        struct cpause_src src = {
+            .e = &e, .template_ = s->template_id, .metadata = meta, .envs = envs, .fork_key = key};
+        int rc = meta && envs ? cpause_save(root, &src, dir, dirlen, err, errlen)
                               : (snprintf(err, errlen, "out of memory"), -ENOMEM);
         free(meta);
         free(envs);
+        if (rc == 0)
+                set_time(s);
+        return rc;
+}
+
+/* The records of the forks: the first saved from `s` (which runs on), the
+ * others copies of it, each with its own token. Called with `pausing` held.
+ * 0 when the first was made (a copy that was not says so in its result),
+ * else a negative errno with `err` and no record. */
+static int fork_records(struct sandbox *s, const char *root, char (*keys)[72], unsigned count,
+                        struct serve_fork_result *out, char *err, size_t errlen)
+{
+        char first[PATH_MAX], dir[PATH_MAX];
+        int rc = save_running(s, root, keys[0], first, sizeof(first), err, errlen);
         if (rc < 0)
                 return rc;
-        set_time(s);
         for (unsigned i = 0; i < count; i++) {
                 struct serve_fork_result *r = &out[i];
                 char token[SERVE_TOKEN_LEN + 1];
                 r->rc = i == 0 ? 0
-                               : cpause_copy(root, first, keys[i], dir, sizeof(dir), r->err,
-                                             sizeof(r->err));
+                               : cpause_copy(root, first, keys[i], NULL, NULL, dir, sizeof(dir),
+                                             r->err, sizeof(r->err));
                 if (r->rc == 0 && (r->rc = serve_random_hex(token, SERVE_TOKEN_LEN)) < 0)
                         snprintf(r->err, sizeof(r->err), "getrandom: %s", strerror(-r->rc));
                 if (r->rc == 0 && (r->rc = write_serve_file(i ? dir : first, s, token)) < 0)
@@ -386,6 +395,19 @@ static int fork_records(struct sandbox *s, const char *root, char (*keys)[72], u
         if (out[0].rc < 0)
                 (void)serve_paused_kill(keys[0]);
         return 0;
+}
+
+int serve_snapshot_save(struct sandbox *s, const char *root, const char *key, char *dir,
+                        size_t dirlen, char *err, size_t errlen)
+{
+        pthread_mutex_lock(&pausing);
+        pthread_mutex_lock(&serve.life);
+        bool dead = s->dead;
+        pthread_mutex_unlock(&serve.life);
+        int rc = dead ? (snprintf(err, errlen, "sandbox \"%s\" ended meanwhile", s->id), -ENOENT)
+                      : save_running(s, root, key, dir, dirlen, err, errlen);
+        pthread_mutex_unlock(&pausing);
+        return rc;
 }
 
 int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve_fork_result *out,

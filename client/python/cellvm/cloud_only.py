@@ -1,5 +1,5 @@
-"""E2B's Sandbox methods for features only E2B's cloud has (the snapshots
-API, the MCP gateway), with E2B's names and signatures
+"""E2B's Sandbox methods for features this SDK's sandboxes lack (the snapshots
+API, which only `cellvm serve` has here; the MCP gateway), with E2B's names and signatures
 (e2b/sandbox_sync/main.py, e2b/sandbox_async/main.py, e2b/sandbox/main.py).
 Each raises SandboxException(code="unsupported") saying why, so a program
 learns at the call what cellvm does not offer instead of meeting an
@@ -10,8 +10,9 @@ from typing import Optional
 from ._variant import class_or_instance
 from .exceptions import SandboxException
 
-SNAPSHOTS = ("E2B's snapshots API keeps named snapshots in E2B's cloud template store; "
-             "cellvm has pause() and local templates (docs/SNAPSHOTS.md)")
+SNAPSHOTS = ("E2B's snapshots API is served by `cellvm serve` to E2B's own SDKs "
+             "(docs/SERVE.md, Snapshots), not yet to this SDK's sandboxes; they have "
+             "pause(), fork() and local templates (docs/SNAPSHOTS.md)")
 MCP = "E2B's MCP gateway is a service of E2B's cloud (create(mcp=...))"
 
 
