@@ -73,3 +73,63 @@ def test_fork_by_the_sdk_and_the_cli(vm_template):
             if isinstance(f, Sandbox):
                 f.kill()
         Sandbox.kill(sid)
+
+
+def test_snapshots_by_the_sdk_and_the_cli(vm_template, tmp_path, monkeypatch):
+    """E2B's snapshots API in the SDK (`cellvm create-snapshot`,
+    `list-snapshots`, `delete-snapshot`; Sandbox.create(snapshot_id) is
+    `cellvm create --template`): the source runs on with its clock set; each
+    sandbox made of a snapshot, after the source is gone, has the moment's
+    variables and files, the create's metadata, an id and random numbers of
+    its own; a name names the newest; a deleted one is gone."""
+    store = tmp_path / "snapshots"
+    monkeypatch.setenv("CELLVM_SNAPSHOTS_DIR", str(store))
+    sbx = Sandbox.create(IMAGE, memory_mb=SNAPSHOT_MEMORY_MB, metadata={"who": "snap-test"})
+    sid = sbx.sandbox_id
+    made = []
+    try:
+        sbx.run_code("import random, time\nx = 5")
+        sbx.files.write("/tmp/kept.txt", "at the snapshot")
+        info = sbx.create_snapshot(name="sdk-snap")
+        assert (info.snapshot_id, info.names) == ("sdk-snap:default", ["sdk-snap:default"])
+        plain = Sandbox.create_snapshot(sid)
+        assert plain.names == [] and plain.snapshot_id.endswith(":default"), plain
+        assert sbx.run_code("x + 1").text == "6"
+        assert abs(float(sbx.run_code("time.time()").text) - time.time()) < 2
+        ids = {info.snapshot_id, plain.snapshot_id}
+        assert {s.snapshot_id for s in sbx.list_snapshots().next_items()} == ids
+        pages = Sandbox.list_snapshots(limit=1)
+        first = pages.next_items()
+        assert len(first) == 1 and pages.has_next
+        assert {s.snapshot_id for s in first + pages.next_items()} == ids and not pages.has_next
+        assert [s.snapshot_id for s in Sandbox.list_snapshots(name="sdk-snap").next_items()] == \
+            ["sdk-snap:default"]
+        sbx.kill()
+
+        for ref in (info.snapshot_id, plain.snapshot_id):
+            new = Sandbox.create(ref, metadata={"from": ref})
+            made.append(new)
+            assert new.sandbox_id not in (sid, *(m.sandbox_id for m in made[:-1]))
+            assert new.run_code("x").text == "5"
+            assert new.files.read("/tmp/kept.txt") == "at the snapshot"
+            assert new.get_info().metadata == {"from": ref}
+            assert ps_state(new.sandbox_id) == "running"
+        draws = {m.run_code("random.random()").text for m in made}
+        assert len(draws) == 2, draws
+
+        # The CLI: a name given again names the newest; delete, then none.
+        again = json.loads(cli("create-snapshot", "--json", "--name", "sdk-snap",
+                               made[0].sandbox_id).stdout)
+        assert again == {"snapshotID": "sdk-snap:default", "names": ["sdk-snap:default"]}
+        listed = json.loads(cli("list-snapshots", "--json").stdout)
+        assert {s["sandbox_id"] for s in listed} == {sid, made[0].sandbox_id}, listed
+        assert Sandbox.delete_snapshot(plain.snapshot_id) is True
+        assert Sandbox.delete_snapshot(plain.snapshot_id) is False
+        assert cli("delete-snapshot", "sdk-snap").returncode == 0
+        assert json.loads(cli("list-snapshots", "--json").stdout) == []
+        assert "no live sandbox" in cli("create-snapshot", "qemu-00000000", rc=1).stderr
+        assert os.listdir(snapshot.paused_root()) == ["lock"]  # every copy resumed
+    finally:
+        for m in made:
+            m.kill()
+        Sandbox.kill(sid)

@@ -2,8 +2,9 @@
 is now there, against the session's real agent: watch_dir(include_entry=True)
 (E2B's FilesystemEvent.entry), read(stream_idle_timeout=...), write(metadata=...)
 refused as E2B refuses it on an envd without it, AsyncSandbox.pty, E2B's
-create() options of its cloud refused by name, and the cloud-only methods
-(fork, snapshots, MCP) raising SandboxException(code="unsupported")."""
+create() options of its cloud refused by name, the cloud-only methods (MCP)
+raising SandboxException(code="unsupported"), and fork and snapshots refused
+for a dev-mode agent."""
 
 import asyncio
 import os
@@ -162,35 +163,43 @@ def test_create_takes_e2bs_arguments_in_e2bs_order(agent, monkeypatch):
 
 
 def test_cloud_only_methods_say_why(sbx):
-    calls = [lambda: sbx.create_snapshot(), lambda: Sandbox.create_snapshot(sbx.sandbox_id),
-             lambda: sbx.list_snapshots(), lambda: Sandbox.list_snapshots(),
-             lambda: Sandbox.delete_snapshot("snap"), sbx.get_mcp_url, sbx.get_mcp_token]
-    for call in calls:
+    for call in (sbx.get_mcp_url, sbx.get_mcp_token):
         with pytest.raises(SandboxException, match="not supported by cellvm") as ei:
             call()
         assert ei.value.code == "unsupported"
     assert sbx.traffic_access_token is None
     assert Sandbox.default_template == "code-interpreter-v1" and Sandbox.default_sandbox_timeout == 300
-    # fork() is a micro-VM's (tests/test_cli_pause.py): a dev-mode agent says so.
-    for call in (lambda: sbx.fork(), lambda: Sandbox.fork(sbx.sandbox_id)):
+    # fork() and create_snapshot() are a micro-VM's (tests/test_cli_fork.py): a
+    # dev-mode agent says so.
+    for call in (lambda: sbx.fork(), lambda: Sandbox.fork(sbx.sandbox_id),
+                 lambda: sbx.create_snapshot(), lambda: Sandbox.create_snapshot(sbx.sandbox_id)):
         with pytest.raises(SandboxException, match="no micro-VM") as ei:
             call()
         assert ei.value.code == "unsupported"
     with pytest.raises(InvalidArgumentException, match="count must be at least 1"):
         sbx.fork(count=0)
+    with pytest.raises(InvalidArgumentException, match="Invalid snapshot name"):
+        sbx.create_snapshot(name="two words")
     with pytest.raises(SandboxNotFoundException):
         Sandbox.fork("qemu-00000000")
+    with pytest.raises(SandboxNotFoundException):
+        Sandbox.create_snapshot("qemu-00000000")
+    # The store (this worker's, empty): nothing listed, nothing to delete.
+    assert sbx.list_snapshots().next_items() == []
+    paginator = Sandbox.list_snapshots(name="nothing-here")
+    assert paginator.has_next and paginator.next_items() == [] and not paginator.has_next
+    assert Sandbox.delete_snapshot("nothing-here") is False
 
 
 def test_async_cloud_only_methods_say_why(agent):
     async def main():
         async with await AsyncSandbox.connect(agent.addr) as sbx:
-            for call in (sbx.create_snapshot, sbx.get_mcp_token,
-                         lambda: AsyncSandbox.delete_snapshot("snap")):
-                with pytest.raises(SandboxException, match="not supported by cellvm"):
-                    await call()
             with pytest.raises(SandboxException, match="not supported by cellvm"):
-                sbx.list_snapshots()
+                await sbx.get_mcp_token()
+            with pytest.raises(SandboxException, match="no micro-VM"):
+                await sbx.create_snapshot()
+            assert await sbx.list_snapshots().next_items() == []
+            assert await AsyncSandbox.delete_snapshot("nothing-here") is False
             assert sbx.traffic_access_token is None
     asyncio.run(main())
 

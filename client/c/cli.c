@@ -17,6 +17,7 @@
 #include "cli_fork.h"
 #include "cli_pause.h"
 #include "cli_sandboxes.h"
+#include "cli_snapshots.h"
 #include "cli_snapshot.h"
 #include "host_tsc.h"
 #include "mono_clock.h"
@@ -142,6 +143,8 @@ static const char usage[] =
     "                            by the host through the guest's proxy: docs/NETWORK.md)\n"
     "                            (--on-timeout pause: E2B's lifecycle; at its deadline its\n"
     "                            keeper pauses it instead of killing it: cellvm pause)\n"
+    "                            (--template NAME of a kept snapshot: a copy of that\n"
+    "                            snapshot resumed, with a generation of its own)\n"
     "  egress [--json] ID [RULES] a live sandbox's egress rules: shown, or replaced\n"
     "  set-timeout [--registry-only] [--json] ID S\n"
     "                            its deadline S s from now (registry and guest)\n"
@@ -162,6 +165,9 @@ static const char usage[] =
     "  fork [--json] [--count N] [--timeout S] ID\n"
     "                            copy a live sandbox into N new ones (E2B's fork): it is\n"
     "                            saved once and runs on; see fork --help\n"
+    "  create-snapshot [--json] [--name NAME] ID | list-snapshots [--json] | delete-snapshot REF\n"
+    "                            E2B's snapshots API: keep a live sandbox's state (it runs\n"
+    "                            on) for new ones, made by create --template SNAPSHOT_ID\n"
     "  Limits: $CELLVM_MAX_SANDBOXES live sandboxes (20), $CELLVM_MAX_TIMEOUT s (86400);\n"
     "  $CELLVM_DEADLINE_GRACE s (10) after a deadline before the host kills a VMM.\n"
     "\n"
@@ -1068,12 +1074,22 @@ static int cmd_create(int argc, char **argv)
                 json_decref(v.metadata);
                 return EXIT_USAGE;
         }
+        int rc;
         char *metadata =
             v.metadata ? json_dumps(v.metadata, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
         json_decref(v.metadata);
         if (v.metadata && !metadata) {
                 fputs("cellvm: out of memory\n", stderr);
                 return EXIT_CONNECTION;
+        }
+        /* E2B's Sandbox.create(snapshot_id): a kept snapshot's copy resumed. */
+        if (sbx_is_snapshot(v.template_name)) {
+                rc =
+                    sbx_create_from_snapshot(v.template_name, metadata ? metadata : "{}", v.egress,
+                                             v.pause_at_timeout, v.lifetime_s, v.pass_fd, v.holder);
+                json_decref(v.egress);
+                free(metadata);
+                return rc;
         }
         if (v.egress && v.vm.vmm != CVM_VMM_QEMU) {
                 fprintf(stderr,
@@ -1087,7 +1103,7 @@ static int cmd_create(int argc, char **argv)
         cvm_outlive_creator(true);
         v.pausable = true;
         struct cvc *c = NULL;
-        int rc = boot_vm(&v, &c, v.verbose);
+        rc = boot_vm(&v, &c, v.verbose);
         if (rc < 0) {
                 json_decref(v.egress);
                 free(metadata);
@@ -1356,6 +1372,12 @@ int main(int argc, char **argv)
                 return cmd_resume(argc - i, argv + i);
         if (strcmp(argv[i], "fork") == 0)
                 return cmd_fork(argc - i, argv + i);
+        if (strcmp(argv[i], "create-snapshot") == 0)
+                return cmd_create_snapshot(argc - i, argv + i);
+        if (strcmp(argv[i], "list-snapshots") == 0)
+                return cmd_list_snapshots(argc - i, argv + i);
+        if (strcmp(argv[i], "delete-snapshot") == 0)
+                return cmd_delete_snapshot(argc - i, argv + i);
         if (strcmp(argv[i], "snapshot") == 0)
                 return cmd_snapshot(argc - i, argv + i);
         if (strcmp(argv[i], "serve") == 0)

@@ -130,9 +130,7 @@ static void print_paused(const char *dir, const char *key, const char *vmm)
         fflush(stdout);
 }
 
-/* The clock of `e`'s guest from this host's after the save's stop, over a
- * connection of our own: a holder of its channel (the SDK) does it itself. */
-static void set_time(const struct creg_entry *e)
+void sbx_set_time_after_save(const struct creg_entry *e)
 {
         if (!e->address[0] || sbx_held(e))
                 return;
@@ -141,8 +139,8 @@ static void set_time(const struct creg_entry *e)
         csq_enc_set_time(&b);
         char why[512];
         if (sbx_guest_call(e, CV_MSG_SET_TIME, &b, why, sizeof(why)) < 0)
-                fprintf(stderr, "cellvm: fork %s: its guest's clock was not set again: %s\n",
-                        e->key, why);
+                fprintf(stderr, "cellvm: %s: its guest's clock was not set again: %s\n", e->key,
+                        why);
         cv_buf_free(&b);
 }
 
@@ -164,7 +162,7 @@ static int make_records(const char *root, const struct creg_entry *e, const char
                 fprintf(stderr, "cellvm: fork %s: %s\n", a->id, err);
                 return SBX_EXIT_FAILED;
         }
-        set_time(e);
+        sbx_set_time_after_save(e);
         for (unsigned i = 1; i < a->count; i++)
                 if (cpause_copy(root, dirs[0], keys[i], NULL, NULL, dirs[i], sizeof(dirs[i]), err,
                                 sizeof(err)) < 0) {

@@ -10,19 +10,15 @@
 #include "registry.h"
 #include "serve_egress.h"
 #include "serve_http.h"
+#include "snapshot_store.h"
 
 #define LIST_LIMIT_MAX 100
 
 /* The templates a client may name: the image this server serves, under the
- * names E2B's SDKs send by default. */
+ * names E2B's SDKs send by default (a kept snapshot is the other kind). */
 static bool known_template(const char *t)
 {
-        static const char *const names[] = {"base", "code-interpreter-v1", "code-interpreter",
-                                            "cellvm"};
-        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-                if (strcmp(t, names[i]) == 0)
-                        return true;
-        return false;
+        return csnap_image_name(t);
 }
 
 /* `alias`: the template's name, as E2B gives it with its templateID (Sandbox,

@@ -76,6 +76,7 @@ from .git_types import GitBranches, GitFileStatus, GitResetMode, GitStatus
 from .network import (ALL_TRAFFIC, SandboxNetworkOpts, SandboxNetworkSelector,
                       SandboxNetworkSelectorContext, SandboxNetworkUpdate)
 from .sandbox import Sandbox, SandboxPaginator
+from .snapshots import AsyncSnapshotPaginator, SnapshotInfo, SnapshotPaginator
 from .async_commands import AsyncCommandHandle
 from .async_files import AsyncWatchHandle
 from .async_sandbox import AsyncSandbox, AsyncSandboxPaginator
@@ -118,6 +119,9 @@ __all__ = [
     "RunCodeLanguage",
     "SandboxNotFoundException",
     "SandboxPaginator",
+    "SnapshotInfo",
+    "SnapshotPaginator",
+    "AsyncSnapshotPaginator",
     "SandboxMetrics",
     "SandboxQuery",
     "SandboxState",

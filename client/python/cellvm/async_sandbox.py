@@ -22,6 +22,7 @@ from .async_git import AsyncGit
 from .async_pty import AsyncPty
 from .boot import BootReport
 from .cloud_only import AsyncCloudOnly
+from .snapshots import AsyncSnapshotPaginator, SnapshotInfo
 from .exceptions import SandboxException
 from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result,
                      SandboxInfo, SandboxMetrics, SandboxQuery)
@@ -216,6 +217,38 @@ class AsyncSandbox(AsyncCloudOnly):
             return await sandbox_id.fork(timeout, count)
         forks = await bridge.call(Sandbox._cls_fork, sandbox_id, timeout, count)
         return [cls(f) if isinstance(f, Sandbox) else f for f in forks]
+
+    # --- E2B's snapshots API (cellvm/snapshots.py) ------------------------------
+
+    @_class_or_instance("_cls_create_snapshot")
+    async def create_snapshot(self, name: Optional[str] = None, **opts) -> SnapshotInfo:
+        """Sandbox.create_snapshot(), awaited."""
+        return await bridge.call(self._sbx.create_snapshot, name)
+
+    @classmethod
+    async def _cls_create_snapshot(cls, sandbox_id: str, name: Optional[str] = None,
+                                   **opts) -> SnapshotInfo:
+        if isinstance(sandbox_id, AsyncSandbox):
+            return await sandbox_id.create_snapshot(name)
+        return await bridge.call(Sandbox._cls_create_snapshot, sandbox_id, name)
+
+    @_class_or_instance("_cls_list_snapshots")
+    def list_snapshots(self, limit: Optional[int] = None, next_token: Optional[str] = None,
+                       name: Optional[str] = None, **opts) -> AsyncSnapshotPaginator:
+        """Sandbox.list_snapshots() with `await next_items()` (a plain method,
+        as in E2B's async SDK)."""
+        return AsyncSnapshotPaginator(self.sandbox_id, limit, next_token, name)
+
+    @classmethod
+    def _cls_list_snapshots(cls, sandbox_id: Optional[str] = None, limit: Optional[int] = None,
+                            next_token: Optional[str] = None, name: Optional[str] = None,
+                            **opts) -> AsyncSnapshotPaginator:
+        return AsyncSnapshotPaginator(sandbox_id, limit, next_token, name)
+
+    @classmethod
+    async def delete_snapshot(cls, snapshot_id: str, **opts) -> bool:
+        """Sandbox.delete_snapshot(), awaited."""
+        return await bridge.call(Sandbox.delete_snapshot, snapshot_id)
 
     # --- introspection -------------------------------------------------------
 

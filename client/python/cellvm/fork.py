@@ -23,40 +23,19 @@ FORK_MAX = 100
 def fork(cls, source, timeout=None, count=None, envs=None):
     """Forks of `source` (a Sandbox, or a sandbox id): a list with one
     Sandbox (`cls`) or exception per fork, as E2B's fork() returns."""
-    from . import host, lifetime, pause
-    from ._live import live
-    from .exceptions import InvalidArgumentException, SandboxException, SandboxNotFoundException
+    from . import host, pause
+    from .exceptions import InvalidArgumentException
     count = 1 if count is None else count
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise InvalidArgumentException("count must be at least 1")
     if count > FORK_MAX:
         raise InvalidArgumentException(f"count must be at most {FORK_MAX}")
-    owner = None
-    if isinstance(source, str):  # one of this process's Sandboxes, if it is
-        known = live(source)
-        source = known[0] if known else source
-    if not isinstance(source, str):
-        owner = source._owner if source._owner is not None else source
-        if owner._was_killed() or getattr(owner, "_paused", None) is not None:
-            raise SandboxNotFoundException(f"Sandbox {source.sandbox_id} not found (a paused "
-                                           "sandbox is resumed by connect() before a fork)")
-        if getattr(owner, "_entry", None) is None:
-            raise SandboxException(f"fork is not supported for sandbox {source.sandbox_id}: it "
-                                   "is no micro-VM (an agent in dev mode)", code="unsupported")
-        key, envs = owner._entry.key, owner._envs if envs is None else envs
-    else:  # another process's (the registry)
-        entry = lifetime.find(source)
-        if entry is None:
-            raise SandboxNotFoundException(f"Sandbox {source} not found")
-        key, envs = entry.key, {} if envs is None else envs
+    owner, key = saved_source(source, "fork")
+    if envs is None:
+        envs = owner._envs if owner is not None else {}
     args = ["fork", "--json", "--paused", "--count", str(count), "--envs", json.dumps(envs), key]
     recs, failure = host.fork(args, f"fork({key})")
-    if owner is not None and not owner._closed:  # its clock stood still during the save
-        try:
-            owner._conn.call(_wire.SET_TIME, {"realtime_ns": time.time_ns()}, timeout=10)
-        except Exception as err:  # noqa: BLE001 - the fork stands; the clock is behind
-            lifetime.logger.warning("fork(%s): its guest's clock was not set again: %s",
-                                    key, err)
+    set_time_after_save(owner, f"fork({key})")
     out = []
     for rec in recs:
         try:
@@ -66,3 +45,42 @@ def fork(cls, source, timeout=None, count=None, envs=None):
             host.kill(rec["key"])  # its record: a fork that did not start leaves none
     out += [failure] * (count - len(recs))
     return out
+
+
+def saved_source(source, verb):
+    """(the Sandbox of this process that holds it or None, its registry key) of
+    `source` (a Sandbox, or a sandbox id: this process's, or another's in the
+    registry), which a save that lets it run on (a fork, a kept snapshot:
+    `verb`) is about to copy. E2B's exceptions for a paused, gone or
+    dev-mode sandbox."""
+    from . import lifetime
+    from ._live import live
+    from .exceptions import SandboxException, SandboxNotFoundException
+    if isinstance(source, str):  # one of this process's Sandboxes, if it is
+        known = live(source)
+        source = known[0] if known else source
+    if isinstance(source, str):  # another process's (the registry)
+        entry = lifetime.find(source)
+        if entry is None:
+            raise SandboxNotFoundException(f"Sandbox {source} not found")
+        return None, entry.key
+    owner = source._owner if source._owner is not None else source
+    if owner._was_killed() or getattr(owner, "_paused", None) is not None:
+        raise SandboxNotFoundException(f"Sandbox {source.sandbox_id} not found (a paused "
+                                       f"sandbox is resumed by connect() before a {verb})")
+    if getattr(owner, "_entry", None) is None:
+        raise SandboxException(f"{verb} is not supported for sandbox {source.sandbox_id}: it "
+                               "is no micro-VM (an agent in dev mode)", code="unsupported")
+    return owner, owner._entry.key
+
+
+def set_time_after_save(owner, what):
+    """The guest clock of `owner` (None: another process holds its channel and
+    the CLI set it), which stood still during a save, set again."""
+    if owner is None or owner._closed:
+        return
+    from . import lifetime
+    try:
+        owner._conn.call(_wire.SET_TIME, {"realtime_ns": time.time_ns()}, timeout=10)
+    except Exception as err:  # noqa: BLE001 - the save stands; the clock is behind
+        lifetime.logger.warning("%s: its guest's clock was not set again: %s", what, err)

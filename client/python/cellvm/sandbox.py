@@ -31,6 +31,8 @@ from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMe
 
 from ._variant import class_or_instance as _class_or_instance
 from .cloud_only import CloudOnly, unsupported
+from .snapshots import SnapshotInfo, SnapshotPaginator
+from ._paginator import Pages
 
 logger = logging.getLogger(__name__)
 
@@ -230,7 +232,7 @@ def _matches(info: SandboxInfo, query: Optional[SandboxQuery]) -> bool:
     return True
 
 
-class SandboxPaginator:
+class SandboxPaginator(Pages):
     """E2B's SandboxPaginator: `has_next`, `next_token`, `next_items()`.
 
         paginator = Sandbox.list()
@@ -254,16 +256,6 @@ class SandboxPaginator:
         self._has_next = True
         self._items = None
         self._cls = sandbox_cls or Sandbox
-
-    @property
-    def has_next(self) -> bool:
-        """True while there are more items to fetch."""
-        return self._has_next
-
-    @property
-    def next_token(self) -> Optional[str]:
-        """The token of the next page; None after the last one."""
-        return self._next_token
 
     def next_items(self, **opts) -> List[SandboxInfo]:
         """The next page of SandboxInfo. Call it only while has_next."""
@@ -1042,6 +1034,44 @@ class Sandbox(CloudOnly):
             return sandbox_id.fork(timeout, count)
         from . import fork
         return fork.fork(cls, sandbox_id, timeout, count)
+
+    # --- E2B's snapshots API (cellvm/snapshots.py) ------------------------------
+
+    @_class_or_instance("_cls_create_snapshot")
+    def create_snapshot(self, name: Optional[str] = None, **opts) -> "SnapshotInfo":
+        """E2B's create_snapshot(): the sandbox's whole state kept (it runs on)
+        for new sandboxes, made by `Sandbox.create(info.snapshot_id)` as often
+        as asked, each a copy of its own; a `name` given again names the new
+        snapshot (docs/SNAPSHOTS.md, "Kept snapshots").
+        `Sandbox.create_snapshot(sandbox_id)` is the classmethod."""
+        from . import snapshots
+        return snapshots.create(self, name)
+
+    @classmethod
+    def _cls_create_snapshot(cls, sandbox_id: str, name: Optional[str] = None,
+                             **opts) -> "SnapshotInfo":
+        from . import snapshots
+        return snapshots.create(sandbox_id, name)
+
+    @_class_or_instance("_cls_list_snapshots")
+    def list_snapshots(self, limit: Optional[int] = None, next_token: Optional[str] = None,
+                       name: Optional[str] = None, **opts) -> SnapshotPaginator:
+        """E2B's list_snapshots(): this sandbox's snapshots, newest first
+        (`Sandbox.list_snapshots()`: all of them, or `sandbox_id`'s)."""
+        return SnapshotPaginator(self.sandbox_id, limit, next_token, name)
+
+    @classmethod
+    def _cls_list_snapshots(cls, sandbox_id: Optional[str] = None, limit: Optional[int] = None,
+                            next_token: Optional[str] = None, name: Optional[str] = None,
+                            **opts) -> SnapshotPaginator:
+        return SnapshotPaginator(sandbox_id, limit, next_token, name)
+
+    @classmethod
+    def delete_snapshot(cls, snapshot_id: str, **opts) -> bool:
+        """E2B's delete_snapshot(): True, or False when there is no such
+        snapshot. Sandboxes made of it run on."""
+        from . import snapshots
+        return snapshots.delete(snapshot_id)
 
     # --- introspection -------------------------------------------------------
 

@@ -8,3 +8,4 @@ from cellvm.network import (  # noqa: F401
     ALL_TRAFFIC, SandboxNetworkOpts, SandboxNetworkSelector, SandboxNetworkSelectorContext,
     SandboxNetworkUpdate,
 )
+from cellvm.snapshots import SnapshotInfo  # noqa: F401
