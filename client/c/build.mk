@@ -49,7 +49,7 @@ SERVE_OBJS += $(MCP_SRCS:%.c=$(B)/%.o)
 $(B)/cellvm: $(B)/client/c/cli.o $(B)/client/c/cli_sandboxes.o $(B)/client/c/cli_snapshot.o \
 		$(B)/client/c/kube_manifests.o $(B)/client/c/serve_single.o \
 		$(B)/client/c/cli_pause.o $(B)/client/c/cli_fork.o $(B)/client/c/keeper.o $(B)/client/c/pass_fd.o \
-		$(B)/client/c/snapshot_store.o $(B)/client/c/cli_snapshots.o \
+		$(B)/client/c/kept_snapshots.o $(B)/client/c/cli_snapshots.o \
 		$(B)/client/c/cli_egress.o $(B)/client/c/egress_keeper.o \
 		$(SERVE_OBJS) $(CLIENT_LIB) $(PROTO_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ -lcbor -lm $(SERVE_LIBS)

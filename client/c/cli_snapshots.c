@@ -1,5 +1,5 @@
 /* E2B's snapshots API for the CLI and the Python SDK (cellvm serve's is
- * serve_snapshots.c; both on snapshot_store.h): `cellvm create-snapshot`,
+ * serve_snapshots.c; both on kept_snapshots.h): `cellvm create-snapshot`,
  * `list-snapshots`, `delete-snapshot`, and `cellvm create --template REF`
  * when REF names a kept snapshot. */
 #include "cli_snapshots.h"
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_fork.h"
 #include "cli_pause.h"
@@ -18,7 +19,7 @@
 #include "manifest.h"
 #include "pause.h"
 #include "paused.h"
-#include "snapshot_store.h"
+#include "kept_snapshots.h"
 #include "template.h"
 
 static const char create_usage[] =
@@ -79,14 +80,14 @@ int cmd_create_snapshot(int argc, char **argv)
         static const struct option opts[] = {
             {"json", no_argument, NULL, 'j'}, {"name", required_argument, NULL, 'n'}, {0}};
         bool json = false;
-        struct csnap sn = {.created_ms = creg_now_ms()};
+        struct ckept sn = {.created_ms = creg_now_ms()};
         int c;
         optind = 1;
         opterr = 0;
         while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
                 if (c == 'j') {
                         json = true;
-                } else if (c == 'n' && csnap_name_ok(optarg)) {
+                } else if (c == 'n' && ckept_name_ok(optarg)) {
                         snprintf(sn.name, sizeof(sn.name), "%s", optarg);
                 } else {
                         fprintf(stderr, "cellvm: create-snapshot: %s\n%s",
@@ -110,7 +111,7 @@ int cmd_create_snapshot(int argc, char **argv)
         if (rc < 0)
                 return SBX_EXIT_FAILED;
         char root[PATH_MAX], dir[PATH_MAX], err[PATH_MAX + 512];
-        if ((rc = csnap_root(root, sizeof(root))) < 0 ||
+        if ((rc = ckept_root(root, sizeof(root))) < 0 ||
             (rc = sbx_new_key(e.vmm, sn.key, sizeof(sn.key))) < 0) {
                 fprintf(stderr, "cellvm: create-snapshot %s: the store: %s\n", id, strerror(-rc));
                 return SBX_EXIT_FAILED;
@@ -127,13 +128,13 @@ int cmd_create_snapshot(int argc, char **argv)
         if (rc == 0)
                 sbx_set_time_after_save(&e);
         if (rc == 0)
-                rc = csnap_publish(dir, &sn, err, sizeof(err));
+                rc = ckept_publish(dir, &sn, err, sizeof(err));
         if (rc < 0) {
                 fprintf(stderr, "cellvm: create-snapshot %s: %s\n", id, err);
                 return SBX_EXIT_FAILED;
         }
         if (json)
-                return print_json(csnap_info(&sn));
+                return print_json(ckept_info(&sn));
         printf("snapshot %s%s%s of %s kept\n", sn.key, sn.name[0] ? " named " : "", sn.name, e.key);
         return 0;
 }
@@ -157,11 +158,11 @@ int cmd_list_snapshots(int argc, char **argv)
                         return SBX_EXIT_USAGE;
                 }
         }
-        char bare[CSNAP_NAME_MAX + 1] = "";
-        bool none = name && !csnap_bare_ref(name, bare, sizeof(bare));
-        struct csnap *v;
+        char bare[CKEPT_NAME_MAX + 1] = "";
+        bool none = name && !ckept_bare_ref(name, bare, sizeof(bare));
+        struct ckept *v;
         size_t n;
-        int rc = csnap_list(&v, &n);
+        int rc = ckept_list(&v, &n);
         if (rc < 0) {
                 fprintf(stderr, "cellvm: list-snapshots: %s\n", strerror(-rc));
                 return SBX_EXIT_FAILED;
@@ -169,9 +170,9 @@ int cmd_list_snapshots(int argc, char **argv)
         json_t *arr = json ? json_array() : NULL;
         for (size_t i = 0; !none && i < n; i++) {
                 if ((sandbox && strcmp(sandbox, v[i].sandbox) != 0) ||
-                    (bare[0] && !csnap_is(&v[i], bare)))
+                    (bare[0] && !ckept_is(&v[i], bare)))
                         continue;
-                json_t *o = csnap_info(&v[i]);
+                json_t *o = ckept_info(&v[i]);
                 if (json && o) {
                         json_object_set_new(o, "sandbox_id", json_string(v[i].sandbox));
                         json_object_set_new(o, "key", json_string(v[i].key));
@@ -197,7 +198,7 @@ int cmd_delete_snapshot(int argc, char **argv)
                 fputs(delete_usage, stderr);
                 return SBX_EXIT_USAGE;
         }
-        int rc = csnap_drop(argv[1]);
+        int rc = ckept_drop(argv[1]);
         if (rc == -ENOENT) {
                 fprintf(stderr, "cellvm: delete-snapshot %s: no such snapshot\n", argv[1]);
                 return 1;
@@ -211,8 +212,11 @@ int cmd_delete_snapshot(int argc, char **argv)
 
 bool sbx_is_snapshot(const char *template_)
 {
-        struct csnap sn;
-        return template_ && !csnap_image_name(template_) && csnap_find(template_, &sn) == 0;
+        struct ckept sn;
+        /* The SDK names an image directory by its path here too: a path that
+         * exists is that, never a snapshot. */
+        return template_ && !ckept_image_name(template_) && access(template_, F_OK) != 0 &&
+               ckept_find(template_, &sn) == 0;
 }
 
 /* E2B's onTimeout "pause" for the copy in `dir`: its manifest says so, and the
@@ -238,7 +242,7 @@ int sbx_create_from_snapshot(const char *ref, const char *metadata, json_t *egre
 {
         char key[72] = "", dir[PATH_MAX] = "", root[PATH_MAX], err[PATH_MAX + 512];
         int rc =
-            csnap_copy(ref, metadata, NULL, key, sizeof(key), dir, sizeof(dir), err, sizeof(err));
+            ckept_copy(ref, metadata, NULL, key, sizeof(key), dir, sizeof(dir), err, sizeof(err));
         if (rc == 0 && egress) /* its rules go with the resume (sbx_resume_print) */
                 rc = cegress_rules_write(dir, egress, err, sizeof(err));
         if (rc == 0 && pause_at_timeout)

@@ -1,5 +1,5 @@
 /* E2B's snapshots API for the CLI and the Python SDK (cli_snapshots.c), on
- * the store of snapshot_store.h. */
+ * the store of kept_snapshots.h. */
 #ifndef CELLVM_CLIENT_CLI_SNAPSHOTS_H
 #define CELLVM_CLIENT_CLI_SNAPSHOTS_H
 

@@ -10,7 +10,7 @@
 #include "registry.h"
 #include "serve_egress.h"
 #include "serve_http.h"
-#include "snapshot_store.h"
+#include "kept_snapshots.h"
 
 #define LIST_LIMIT_MAX 100
 
@@ -18,7 +18,7 @@
  * names E2B's SDKs send by default (a kept snapshot is the other kind). */
 static bool known_template(const char *t)
 {
-        return csnap_image_name(t);
+        return ckept_image_name(t);
 }
 
 /* `alias`: the template's name, as E2B gives it with its templateID (Sandbox,

@@ -2,7 +2,7 @@
  * /sandboxes/{id}/snapshots keeps a running sandbox's state (the sandbox runs
  * on, as a fork's source does); a create whose templateID names a snapshot
  * makes a new sandbox of it, as many times as asked; GET /snapshots lists
- * them; DELETE /templates/{id} drops one. The store is snapshot_store.h's,
+ * them; DELETE /templates/{id} drops one. The store is kept_snapshots.h's,
  * shared with the CLI. */
 #include <errno.h>
 #include <limits.h>
@@ -14,14 +14,14 @@
 #include "registry.h"
 #include "serve.h"
 #include "serve_http.h"
-#include "snapshot_store.h"
+#include "kept_snapshots.h"
 
 #define SNAPSHOTS_LIMIT_MAX 100
 
 bool serve_snapshot_exists(const char *ref)
 {
-        struct csnap sn;
-        return csnap_find(ref, &sn) == 0;
+        struct ckept sn;
+        return ckept_find(ref, &sn) == 0;
 }
 
 /* A JSON object body ({} when empty), or NULL with `why`. */
@@ -47,13 +47,13 @@ enum MHD_Result serve_snapshot_create(struct hreq *h, struct sandbox *s)
         json_t *body = object_of(h, why, sizeof(why));
         if (!body)
                 return reply_error(h, 400, "%s", why);
-        struct csnap sn = {.created_ms = creg_now_ms()};
+        struct ckept sn = {.created_ms = creg_now_ms()};
         json_t *name = json_object_get(body, "name");
         if (name && !json_is_null(name) &&
-            !(json_is_string(name) && csnap_name_ok(json_string_value(name))))
+            !(json_is_string(name) && ckept_name_ok(json_string_value(name))))
                 snprintf(why, sizeof(why),
                          "name must be 1 to %d letters, digits, '-', '_' or '.' (not first)",
-                         CSNAP_NAME_MAX);
+                         CKEPT_NAME_MAX);
         else if (json_is_string(name))
                 snprintf(sn.name, sizeof(sn.name), "%s", json_string_value(name));
         json_decref(body);
@@ -65,7 +65,7 @@ enum MHD_Result serve_snapshot_create(struct hreq *h, struct sandbox *s)
                                    "snapshots");
         snprintf(sn.sandbox, sizeof(sn.sandbox), "%s", s->id);
         char root[PATH_MAX], dir[PATH_MAX];
-        int rc = csnap_root(root, sizeof(root));
+        int rc = ckept_root(root, sizeof(root));
         if (rc < 0)
                 return reply_error(h, 500, "the snapshot store's directory: %s", strerror(-rc));
         if ((rc = sbx_new_key("qemu", sn.key, sizeof(sn.key))) < 0)
@@ -73,7 +73,7 @@ enum MHD_Result serve_snapshot_create(struct hreq *h, struct sandbox *s)
         int64_t t0 = creg_now_ms();
         rc = serve_snapshot_save(s, root, sn.key, dir, sizeof(dir), why, sizeof(why));
         if (rc == 0)
-                rc = csnap_publish(dir, &sn, why, sizeof(why));
+                rc = ckept_publish(dir, &sn, why, sizeof(why));
         if (rc < 0) {
                 fprintf(stderr, "cellvm serve: a snapshot of sandbox %s: %s\n", s->id, why);
                 return rc == -ENOENT ? reply_error(h, 404, "sandbox \"%s\" not found", s->id)
@@ -83,7 +83,7 @@ enum MHD_Result serve_snapshot_create(struct hreq *h, struct sandbox *s)
         }
         fprintf(stderr, "cellvm serve: sandbox %s: snapshot %s%s%s kept in %lld ms\n", s->id,
                 sn.key, sn.name[0] ? " named " : "", sn.name, (long long)(creg_now_ms() - t0));
-        json_t *out = csnap_info(&sn);
+        json_t *out = ckept_info(&sn);
         return out ? reply_json(h, 201, out) : reply_error(h, 500, "out of memory");
 }
 
@@ -96,11 +96,11 @@ static enum MHD_Result list(struct hreq *h)
         long limit;
         if (!hreq_limit(h, SNAPSHOTS_LIMIT_MAX, &limit))
                 return reply_error(h, 400, "limit: 1 to %d", SNAPSHOTS_LIMIT_MAX);
-        char bare[CSNAP_NAME_MAX + 1] = "";
-        bool none = name && name[0] && !csnap_bare_ref(name, bare, sizeof(bare));
-        struct csnap *v;
+        char bare[CKEPT_NAME_MAX + 1] = "";
+        bool none = name && name[0] && !ckept_bare_ref(name, bare, sizeof(bare));
+        struct ckept *v;
         size_t n;
-        if (csnap_list(&v, &n) < 0)
+        if (ckept_list(&v, &n) < 0)
                 return reply_error(h, 500, "reading the snapshot store");
         json_t *arr = json_array();
         const char *next_token = NULL;
@@ -109,13 +109,13 @@ static enum MHD_Result list(struct hreq *h)
                 if (!started && strcmp(v[i].key, next) == 0)
                         started = true;
                 if (!started || (sandbox && sandbox[0] && strcmp(sandbox, v[i].sandbox) != 0) ||
-                    (bare[0] && !csnap_is(&v[i], bare)))
+                    (bare[0] && !ckept_is(&v[i], bare)))
                         continue;
                 if ((long)json_array_size(arr) == limit) {
                         next_token = v[i].key;
                         break;
                 }
-                json_t *one = csnap_info(&v[i]);
+                json_t *one = ckept_info(&v[i]);
                 if (!one || json_array_append_new(arr, one) < 0)
                         json_decref(arr), arr = NULL;
         }
@@ -129,7 +129,7 @@ static enum MHD_Result list(struct hreq *h)
  * each has its own record's copy). */
 static enum MHD_Result drop(struct hreq *h, const char *ref)
 {
-        int rc = csnap_drop(ref);
+        int rc = ckept_drop(ref);
         if (rc == -ENOENT)
                 return reply_error(h, 404, "template '%.128s' not found", ref);
         if (rc < 0)
@@ -147,7 +147,7 @@ enum MHD_Result serve_snapshots_route(struct hreq *h)
         const char *ref = h->url + strlen("/templates/");
         if (!del)
                 return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
-        if (!ref[0] || strlen(ref) > 2 * CSNAP_NAME_MAX)
+        if (!ref[0] || strlen(ref) > 2 * CKEPT_NAME_MAX)
                 return reply_error(h, 404, "no such route %s", h->url);
         return drop(h, ref);
 }
@@ -161,7 +161,7 @@ int serve_snapshot_instantiate(const char *ref, double timeout_s, json_t *metada
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
-        int rc = csnap_copy(ref, md, envs, key, sizeof(key), dir, sizeof(dir), err, errlen);
+        int rc = ckept_copy(ref, md, envs, key, sizeof(key), dir, sizeof(dir), err, errlen);
         free(md);
         if (rc < 0)
                 return rc;

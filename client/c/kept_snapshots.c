@@ -1,7 +1,7 @@
-/* E2B's snapshots kept on this host: the store (snapshot_store.h). A
+/* E2B's snapshots kept on this host: the store (kept_snapshots.h). A
  * snapshot is a pause record (pause.h) with snapshot.json beside its
  * manifest; a record without it is being made or dropped, and is none. */
-#include "snapshot_store.h"
+#include "kept_snapshots.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,13 +21,13 @@
 #define SNAPSHOT_FILE "snapshot.json"
 #define SNAPSHOT_TAG "default" /* E2B's tag of a snapshot's one build */
 
-int csnap_root(char *out, size_t outlen)
+int ckept_root(char *out, size_t outlen)
 {
         return cvm_user_dir(SNAPSHOTS_ENV, "XDG_STATE_HOME", ".local/state", "cellvm/snapshots",
                             out, outlen);
 }
 
-bool csnap_image_name(const char *t)
+bool ckept_image_name(const char *t)
 {
         static const char *const names[] = {"base", "code-interpreter-v1", "code-interpreter",
                                             "cellvm"};
@@ -37,10 +37,10 @@ bool csnap_image_name(const char *t)
         return false;
 }
 
-bool csnap_name_ok(const char *n)
+bool ckept_name_ok(const char *n)
 {
         size_t len = strlen(n);
-        if (len == 0 || len > CSNAP_NAME_MAX || n[0] == '.')
+        if (len == 0 || len > CKEPT_NAME_MAX || n[0] == '.')
                 return false;
         for (const char *p = n; *p; p++)
                 if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
@@ -50,7 +50,7 @@ bool csnap_name_ok(const char *n)
 }
 
 /* Snapshot `key` of the store at `root` into `sn`: 0, or -ENOENT. */
-static int read_snapshot(const char *root, const char *key, struct csnap *sn)
+static int read_snapshot(const char *root, const char *key, struct ckept *sn)
 {
         char path[PATH_MAX + 96];
         snprintf(path, sizeof(path), "%s/%.64s/%s", root, key, SNAPSHOT_FILE);
@@ -58,7 +58,7 @@ static int read_snapshot(const char *root, const char *key, struct csnap *sn)
         const char *name = json_string_value(json_object_get(j, "name"));
         const char *sandbox = json_string_value(json_object_get(j, "sandboxID"));
         json_t *at = json_object_get(j, "createdMs");
-        int rc = j && name && sandbox && json_is_integer(at) && strlen(name) <= CSNAP_NAME_MAX &&
+        int rc = j && name && sandbox && json_is_integer(at) && strlen(name) <= CKEPT_NAME_MAX &&
                          strlen(sandbox) < sizeof(sn->sandbox)
                      ? 0
                      : -ENOENT;
@@ -74,18 +74,18 @@ static int read_snapshot(const char *root, const char *key, struct csnap *sn)
 
 static int newest_first(const void *a, const void *b)
 {
-        const struct csnap *x = a, *y = b;
+        const struct ckept *x = a, *y = b;
         if (x->created_ms != y->created_ms)
                 return x->created_ms > y->created_ms ? -1 : 1;
         return strcmp(x->key, y->key);
 }
 
-int csnap_list(struct csnap **out, size_t *n)
+int ckept_list(struct ckept **out, size_t *n)
 {
         *out = NULL;
         *n = 0;
         char root[PATH_MAX];
-        int rc = csnap_root(root, sizeof(root));
+        int rc = ckept_root(root, sizeof(root));
         if (rc < 0)
                 return rc;
         DIR *d = opendir(root);
@@ -98,7 +98,7 @@ int csnap_list(struct csnap **out, size_t *n)
                         continue;
                 if (*n == max) {
                         size_t m = max ? 2 * max : 16;
-                        struct csnap *v = realloc(*out, m * sizeof(*v));
+                        struct ckept *v = realloc(*out, m * sizeof(*v));
                         if (!v) {
                                 rc = -ENOMEM;
                                 break;
@@ -121,9 +121,21 @@ int csnap_list(struct csnap **out, size_t *n)
         return 0;
 }
 
-bool csnap_bare_ref(const char *ref, char *bare, size_t barelen)
+bool ckept_bare_ref(const char *ref, char *bare, size_t barelen)
 {
-        const char *slash = strrchr(ref, '/');
+        /* One namespace at most, itself a name: a path ("/x/image", "./image",
+         * "build/image/") names no snapshot. */
+        const char *slash = strchr(ref, '/');
+        char ns[CKEPT_NAME_MAX + 1];
+        size_t nslen = slash ? (size_t)(slash - ref) : 0;
+        if (slash && (nslen == 0 || nslen >= sizeof(ns) || strchr(slash + 1, '/')))
+                return false;
+        if (slash) {
+                memcpy(ns, ref, nslen);
+                ns[nslen] = '\0';
+                if (!ckept_name_ok(ns))
+                        return false;
+        }
         const char *start = slash ? slash + 1 : ref;
         const char *colon = strchr(start, ':');
         size_t len = colon ? (size_t)(colon - start) : strlen(start);
@@ -134,32 +146,32 @@ bool csnap_bare_ref(const char *ref, char *bare, size_t barelen)
         return true;
 }
 
-bool csnap_is(const struct csnap *sn, const char *bare)
+bool ckept_is(const struct ckept *sn, const char *bare)
 {
         return strcmp(sn->key, bare) == 0 || (sn->name[0] && strcmp(sn->name, bare) == 0);
 }
 
-int csnap_find(const char *ref, struct csnap *sn)
+int ckept_find(const char *ref, struct ckept *sn)
 {
-        char bare[CSNAP_NAME_MAX + 1];
-        if (!csnap_bare_ref(ref, bare, sizeof(bare)))
+        char bare[CKEPT_NAME_MAX + 1];
+        if (!ckept_bare_ref(ref, bare, sizeof(bare)))
                 return -ENOENT;
-        struct csnap *v;
+        struct ckept *v;
         size_t n;
-        int rc = csnap_list(&v, &n);
+        int rc = ckept_list(&v, &n);
         if (rc < 0)
                 return rc;
         rc = -ENOENT;
         for (size_t i = 0; i < n && rc < 0; i++)
-                if (csnap_is(&v[i], bare))
+                if (ckept_is(&v[i], bare))
                         *sn = v[i], rc = 0;
         free(v);
         return rc;
 }
 
-json_t *csnap_info(const struct csnap *sn)
+json_t *ckept_info(const struct ckept *sn)
 {
-        char id[CSNAP_NAME_MAX + 16];
+        char id[CKEPT_NAME_MAX + 16];
         snprintf(id, sizeof(id), "%s:%s", sn->name[0] ? sn->name : sn->key, SNAPSHOT_TAG);
         json_t *names = json_array();
         if (names && sn->name[0])
@@ -168,7 +180,7 @@ json_t *csnap_info(const struct csnap *sn)
 }
 
 /* snapshot.json of the record in `dir`, written whole or not at all. */
-static int write_snapshot_file(const char *dir, const struct csnap *sn)
+static int write_snapshot_file(const char *dir, const struct ckept *sn)
 {
         json_t *j = json_pack("{s:s, s:s, s:I}", "name", sn->name, "sandboxID", sn->sandbox,
                               "createdMs", (json_int_t)sn->created_ms);
@@ -183,17 +195,17 @@ static int write_snapshot_file(const char *dir, const struct csnap *sn)
 }
 
 /* The directory of snapshot `sn`: 0 or a negative errno. */
-static int snapshot_dir(const struct csnap *sn, char *dir, size_t dirlen)
+static int snapshot_dir(const struct ckept *sn, char *dir, size_t dirlen)
 {
         char root[PATH_MAX];
-        int rc = csnap_root(root, sizeof(root));
+        int rc = ckept_root(root, sizeof(root));
         return rc < 0 ? rc : cpause_record_dir(root, sn->key, dir, dirlen);
 }
 
-int csnap_publish(const char *dir, const struct csnap *sn, char *err, size_t errlen)
+int ckept_publish(const char *dir, const struct ckept *sn, char *err, size_t errlen)
 {
-        struct csnap old;
-        bool replaces = sn->name[0] && csnap_find(sn->name, &old) == 0;
+        struct ckept old;
+        bool replaces = sn->name[0] && ckept_find(sn->name, &old) == 0;
         int rc = write_snapshot_file(dir, sn);
         if (rc < 0) {
                 snprintf(err, errlen, "writing its %s: %s", SNAPSHOT_FILE, strerror(-rc));
@@ -209,17 +221,17 @@ int csnap_publish(const char *dir, const struct csnap *sn, char *err, size_t err
         return 0;
 }
 
-int csnap_copy(const char *ref, const char *metadata, json_t *envs, char *key, size_t keylen,
+int ckept_copy(const char *ref, const char *metadata, json_t *envs, char *key, size_t keylen,
                char *dir, size_t dirlen, char *err, size_t errlen)
 {
         char sdir[PATH_MAX], paused[PATH_MAX];
-        struct csnap sn;
+        struct ckept sn;
         struct csm m;
         if (csm_init(&m) < 0) {
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
-        int rc = csnap_find(ref, &sn);
+        int rc = ckept_find(ref, &sn);
         if (rc < 0)
                 snprintf(err, errlen, "template '%.128s' not found", ref);
         if (rc == 0 && ((rc = snapshot_dir(&sn, sdir, sizeof(sdir))) < 0 ||
@@ -247,11 +259,11 @@ int csnap_copy(const char *ref, const char *metadata, json_t *envs, char *key, s
         return rc;
 }
 
-int csnap_drop(const char *ref)
+int ckept_drop(const char *ref)
 {
-        struct csnap sn;
+        struct ckept sn;
         char dir[PATH_MAX];
-        int rc = csnap_find(ref, &sn);
+        int rc = ckept_find(ref, &sn);
         if (rc == 0 && (rc = snapshot_dir(&sn, dir, sizeof(dir))) == 0)
                 rc = ctpl_rmtree(dir);
         return rc;
