@@ -342,7 +342,9 @@ int ctpl_remove_unused(const char *snapdir)
         return rc < 0 ? rc : 1;
 }
 
-static int rmtree_first_error;
+/* nftw's callback takes no argument: per thread, as cellvm serve removes
+ * records from several threads at once. */
+static _Thread_local int rmtree_first_error;
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
