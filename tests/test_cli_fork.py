@@ -106,14 +106,19 @@ def test_snapshots_by_the_sdk_and_the_cli(vm_template, tmp_path, monkeypatch):
             ["sdk-snap:default"]
         sbx.kill()
 
-        for ref in (info.snapshot_id, plain.snapshot_id):
-            new = Sandbox.create(ref, metadata={"from": ref})
+        # The second with E2B's onTimeout "pause", which its entry carries.
+        for ref, lifecycle in ((info.snapshot_id, None),
+                               (plain.snapshot_id, {"on_timeout": "pause"})):
+            new = Sandbox.create(ref, metadata={"from": ref}, lifecycle=lifecycle)
             made.append(new)
             assert new.sandbox_id not in (sid, *(m.sandbox_id for m in made[:-1]))
             assert new.run_code("x").text == "5"
             assert new.files.read("/tmp/kept.txt") == "at the snapshot"
             assert new.get_info().metadata == {"from": ref}
             assert ps_state(new.sandbox_id) == "running"
+            entry, = [e for e in json.loads(cli("ps", "--json").stdout)
+                      if e["sandbox_id"] == new.sandbox_id]
+            assert entry["on_timeout"] == ("pause" if lifecycle else "kill"), entry
         draws = {m.run_code("random.random()").text for m in made}
         assert len(draws) == 2, draws
 

@@ -464,8 +464,9 @@ def test_snapshots_keep_a_running_sandbox_for_new_ones(serve):
         assert call(serve, "DELETE", f"/templates/{plain['snapshotID']}") == (204, None)
         status, body = call(serve, "DELETE", f"/templates/{plain['snapshotID']}")
         assert status == 404 and body["code"] == 404, body
-        status, body = call(serve, "POST", "/sandboxes", {"templateID": plain["snapshotID"]})
-        assert status == 404 and body["code"] == 404, body
+        for gone in (plain["snapshotID"], "nb-snap:v2", "a/b/nb-snap", "./nb-snap"):
+            status, body = call(serve, "POST", "/sandboxes", {"templateID": gone})
+            assert status == 404 and body["code"] == 404 and "not found" in body["message"], body
         kept.remove(plain["snapshotID"])
     finally:
         for i in [sid, *made]:

@@ -144,7 +144,8 @@ static const char usage[] =
     "                            (--on-timeout pause: E2B's lifecycle; at its deadline its\n"
     "                            keeper pauses it instead of killing it: cellvm pause)\n"
     "                            (--template NAME of a kept snapshot: a copy of that\n"
-    "                            snapshot resumed, with a generation of its own)\n"
+    "                            snapshot resumed, with a generation of its own and the\n"
+    "                            snapshot's memory and vCPUs: vm options do not apply)\n"
     "  egress [--json] ID [RULES] a live sandbox's egress rules: shown, or replaced\n"
     "  set-timeout [--registry-only] [--json] ID S\n"
     "                            its deadline S s from now (registry and guest)\n"
@@ -1083,9 +1084,10 @@ static int cmd_create(int argc, char **argv)
                 return EXIT_CONNECTION;
         }
         /* E2B's Sandbox.create(snapshot_id): a kept snapshot's copy resumed. */
-        if (sbx_is_snapshot(v.template_name)) {
+        struct ckept snapshot;
+        if (sbx_find_snapshot(v.template_name, &snapshot)) {
                 rc =
-                    sbx_create_from_snapshot(v.template_name, metadata ? metadata : "{}", v.egress,
+                    sbx_create_from_snapshot(&snapshot, metadata ? metadata : "{}", v.egress,
                                              v.pause_at_timeout, v.lifetime_s, v.pass_fd, v.holder);
                 json_decref(v.egress);
                 free(metadata);

@@ -164,7 +164,7 @@ static int make_records(const char *root, const struct creg_entry *e, const char
         }
         sbx_set_time_after_save(e);
         for (unsigned i = 1; i < a->count; i++)
-                if (cpause_copy(root, dirs[0], keys[i], NULL, NULL, dirs[i], sizeof(dirs[i]), err,
+                if (cpause_copy(root, dirs[0], keys[i], NULL, dirs[i], sizeof(dirs[i]), err,
                                 sizeof(err)) < 0) {
                         fprintf(stderr, "cellvm: fork %s: fork %u of %u: %s\n", a->id, i + 1,
                                 a->count, err);

@@ -16,11 +16,9 @@
 #include "cli_pause.h"
 #include "cli_sandboxes.h"
 #include "egress_keeper.h"
-#include "manifest.h"
 #include "pause.h"
 #include "paused.h"
 #include "kept_snapshots.h"
-#include "template.h"
 
 static const char create_usage[] =
     "usage: cellvm create-snapshot [--json] [--name NAME] ID\n"
@@ -210,53 +208,42 @@ int cmd_delete_snapshot(int argc, char **argv)
         return 0;
 }
 
-bool sbx_is_snapshot(const char *template_)
+bool sbx_find_snapshot(const char *template_, struct ckept *sn)
 {
-        struct ckept sn;
         /* The SDK names an image directory by its path here too: a path that
          * exists is that, never a snapshot. */
         return template_ && !ckept_image_name(template_) && access(template_, F_OK) != 0 &&
-               ckept_find(template_, &sn) == 0;
+               ckept_find(template_, sn) == 0;
 }
 
-/* E2B's onTimeout "pause" for the copy in `dir`: its manifest says so, and the
- * resume carries it (cli_pause.c). */
-static int set_on_timeout_pause(const char *dir, char *err, size_t errlen)
+/* The copy in `dir` removed under the paused store's lock, as a fork's. */
+static void remove_copy(const char *root, const char *dir)
 {
-        struct csm m;
-        if (csm_init(&m) < 0) {
-                snprintf(err, errlen, "out of memory");
-                return -ENOMEM;
-        }
-        int rc = csm_read(dir, &m, err, errlen);
-        if (rc == 0 && (rc = csm_set(&m, "on_timeout", "pause")) < 0)
-                snprintf(err, errlen, "the manifest: %s", strerror(-rc));
-        if (rc == 0)
-                rc = csm_write(dir, &m, err, errlen);
-        csm_free(&m);
-        return rc;
+        struct cpaused p = {0};
+        snprintf(p.dir, sizeof(p.dir), "%s", dir);
+        (void)cpaused_remove(root, &p);
 }
 
-int sbx_create_from_snapshot(const char *ref, const char *metadata, json_t *egress,
+int sbx_create_from_snapshot(const struct ckept *sn, const char *metadata, json_t *egress,
                              bool pause_at_timeout, double timeout_s, int pass_fd, pid_t holder)
 {
         char key[72] = "", dir[PATH_MAX] = "", root[PATH_MAX], err[PATH_MAX + 512];
-        int rc =
-            ckept_copy(ref, metadata, NULL, key, sizeof(key), dir, sizeof(dir), err, sizeof(err));
+        struct ckept_create c = {.metadata = metadata, .pause_at_timeout = pause_at_timeout};
+        int rc = cpaused_root(root, sizeof(root));
+        if (rc < 0)
+                snprintf(err, sizeof(err), "the paused store: %s", strerror(-rc));
+        else
+                rc = ckept_copy(sn, &c, key, sizeof(key), dir, sizeof(dir), err, sizeof(err));
         if (rc == 0 && egress) /* its rules go with the resume (sbx_resume_print) */
                 rc = cegress_rules_write(dir, egress, err, sizeof(err));
-        if (rc == 0 && pause_at_timeout)
-                rc = set_on_timeout_pause(dir, err, sizeof(err));
-        if (rc == 0 && (rc = cpaused_root(root, sizeof(root))) < 0)
-                snprintf(err, sizeof(err), "the paused store: %s", strerror(-rc));
         if (rc < 0) {
-                fprintf(stderr, "cellvm: create --template %s: %s\n", ref, err);
+                fprintf(stderr, "cellvm: create --template %s: %s\n", sn->key, err);
                 if (dir[0]) /* a copy that was made goes */
-                        (void)ctpl_rmtree(dir);
+                        remove_copy(root, dir);
                 return rc == -ENOENT ? SBX_EXIT_USAGE : SBX_EXIT_FAILED;
         }
         int status = sbx_resume_print(root, dir, key, timeout_s, true, pass_fd, holder);
-        if (status != 0)
-                (void)ctpl_rmtree(dir); /* a sandbox that did not start leaves no record */
+        if (status != 0) /* a sandbox that did not start leaves no record */
+                remove_copy(root, dir);
         return status;
 }

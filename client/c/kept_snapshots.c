@@ -221,29 +221,27 @@ int ckept_publish(const char *dir, const struct ckept *sn, char *err, size_t err
         return 0;
 }
 
-int ckept_copy(const char *ref, const char *metadata, json_t *envs, char *key, size_t keylen,
+int ckept_copy(const struct ckept *sn, const struct ckept_create *c, char *key, size_t keylen,
                char *dir, size_t dirlen, char *err, size_t errlen)
 {
         char sdir[PATH_MAX], paused[PATH_MAX];
-        struct ckept sn;
         struct csm m;
         if (csm_init(&m) < 0) {
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
-        int rc = ckept_find(ref, &sn);
-        if (rc < 0)
-                snprintf(err, errlen, "template '%.128s' not found", ref);
-        if (rc == 0 && ((rc = snapshot_dir(&sn, sdir, sizeof(sdir))) < 0 ||
-                        (rc = cpaused_root(paused, sizeof(paused))) < 0 ||
-                        (rc = sbx_new_key("qemu", key, keylen)) < 0))
+        int rc;
+        if ((rc = snapshot_dir(sn, sdir, sizeof(sdir))) < 0 ||
+            (rc = cpaused_root(paused, sizeof(paused))) < 0 ||
+            (rc = sbx_new_key("qemu", key, keylen)) < 0)
                 snprintf(err, errlen, "the stores' paths: %s", strerror(-rc));
-        if (rc == 0)
-                rc = csm_read(sdir, &m, err, errlen);
+        if (rc == 0 && (rc = csm_read(sdir, &m, err, errlen)) == -ENOENT)
+                snprintf(err, errlen, "snapshot %s was deleted meanwhile", sn->key);
         /* Its envs: the snapshot's, then the create's over them. */
         json_t *all = rc == 0 ? json_loads(m.envs[0] ? m.envs : "{}", 0, NULL) : NULL;
-        if (rc == 0 && (!json_is_object(all) || (envs && json_object_update(all, envs) < 0))) {
-                snprintf(err, errlen, "snapshot %s: its envs are not an object", sn.key);
+        if (rc == 0 &&
+            (!json_is_object(all) || (c->envs && json_object_update(all, c->envs) < 0))) {
+                snprintf(err, errlen, "snapshot %s: its envs are not an object", sn->key);
                 rc = -EINVAL;
         }
         char *ev = rc == 0 ? json_dumps(all, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
@@ -251,8 +249,11 @@ int ckept_copy(const char *ref, const char *metadata, json_t *envs, char *key, s
                 snprintf(err, errlen, "out of memory");
                 rc = -ENOMEM;
         }
+        struct cpause_copy_manifest set = {.metadata = c->metadata,
+                                           .envs = ev,
+                                           .on_timeout = c->pause_at_timeout ? "pause" : NULL};
         if (rc == 0 && (rc = ctpl_private_dir(paused, err, errlen)) == 0)
-                rc = cpause_copy(paused, sdir, key, metadata, ev, dir, dirlen, err, errlen);
+                rc = cpause_copy(paused, sdir, key, &set, dir, dirlen, err, errlen);
         free(ev);
         json_decref(all);
         csm_free(&m);

@@ -49,12 +49,18 @@ json_t *ckept_info(const struct ckept *sn);
  * (a name names its newest, as E2B gives the name's template a new build).
  * 0, or a negative errno with `err` (the record is then removed). */
 int ckept_publish(const char *dir, const struct ckept *sn, char *err, size_t errlen);
+/* What a create asks of the sandbox it makes from a snapshot. */
+struct ckept_create {
+        const char *metadata;  /* a JSON object's text; NULL: the snapshot's */
+        json_t *envs;          /* over the snapshot's; NULL: none */
+        bool pause_at_timeout; /* E2B's onTimeout "pause" (its resume carries it) */
+};
+
 /* A new record of the paused store (its directory in `dir`) under a new key
- * (`key`) copied from snapshot `ref`: its state hard-linked, its manifest's
- * metadata `metadata` (a JSON object's text; NULL: the snapshot's) and envs
- * the snapshot's with `envs` over them (NULL: none). 0, -ENOENT (no such
- * snapshot), or a negative errno with `err`. */
-int ckept_copy(const char *ref, const char *metadata, json_t *envs, char *key, size_t keylen,
+ * (`key`) copied from snapshot `sn` (ckept_find's) as `c` asks: its state
+ * hard-linked. 0, -ENOENT (the snapshot was dropped meanwhile), or a
+ * negative errno with `err`. */
+int ckept_copy(const struct ckept *sn, const struct ckept_create *c, char *key, size_t keylen,
                char *dir, size_t dirlen, char *err, size_t errlen);
 /* Snapshot `ref` removed (sandboxes made of it run on): 0 or -ENOENT, or a
  * negative errno. */

@@ -438,9 +438,13 @@ static int copy_file(const char *from, const char *to)
         return rc;
 }
 
-int cpause_copy(const char *root, const char *src_dir, const char *key, const char *metadata,
-                const char *envs, char *recdir, size_t reclen, char *err, size_t errlen)
+int cpause_copy(const char *root, const char *src_dir, const char *key,
+                const struct cpause_copy_manifest *set, char *recdir, size_t reclen, char *err,
+                size_t errlen)
 {
+        static const struct cpause_copy_manifest none;
+        if (!set)
+                set = &none;
         char tmp[PATH_MAX + 8], from[PATH_MAX + 16], to[PATH_MAX + 32];
         int rc = cpause_record_dir(root, key, recdir, reclen);
         if (rc < 0) {
@@ -473,8 +477,9 @@ int cpause_copy(const char *root, const char *src_dir, const char *key, const ch
         }
         if (rc == 0 && ((rc = csm_set(&m, "sandbox_id", key)) < 0 ||
                         (rc = csm_set(&m, "registry_key", key)) < 0 ||
-                        (metadata && (rc = csm_set(&m, "metadata", metadata)) < 0) ||
-                        (envs && (rc = csm_set(&m, "envs", envs)) < 0)))
+                        (set->metadata && (rc = csm_set(&m, "metadata", set->metadata)) < 0) ||
+                        (set->envs && (rc = csm_set(&m, "envs", set->envs)) < 0) ||
+                        (set->on_timeout && (rc = csm_set(&m, "on_timeout", set->on_timeout)) < 0)))
                 snprintf(err, errlen, "the manifest: %s", strerror(-rc));
         if (rc == 0)
                 rc = csm_write(tmp, &m, err, errlen);

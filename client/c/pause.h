@@ -66,14 +66,22 @@ int cpause_save(const char *root, const struct cpause_src *src, char *recdir, si
 int cpause_save_hybrid(const char *root, const struct cpause_src *src, char *recdir, size_t reclen,
                        char *err, size_t errlen);
 
+/* What a copy's manifest takes other than its source's: each NULL keeps the
+ * source's. metadata and envs are JSON objects' text; on_timeout is "pause"
+ * or "". */
+struct cpause_copy_manifest {
+        const char *metadata, *envs, *on_timeout;
+};
+
 /* A copy of QEMU record `src_dir` as a new record of `root` under `key`
  * (another fork of the same snapshot, or a sandbox made from a kept snapshot):
  * its state hard-linked (copied when `root` is on another filesystem), its
- * manifest's sandbox_id and registry_key changed, and its metadata and envs
- * (JSON objects' text) when not NULL. 0 with its directory in `recdir`, or a
- * negative errno with `err` and no record. */
-int cpause_copy(const char *root, const char *src_dir, const char *key, const char *metadata,
-                const char *envs, char *recdir, size_t reclen, char *err, size_t errlen);
+ * manifest's sandbox_id and registry_key changed, and what `set` gives (NULL:
+ * nothing else). 0 with its directory in `recdir`, or a negative errno with
+ * `err` and no record. */
+int cpause_copy(const char *root, const char *src_dir, const char *key,
+                const struct cpause_copy_manifest *set, char *recdir, size_t reclen, char *err,
+                size_t errlen);
 
 /* `<final>.tmp` made anew (a crashed pause's leftover removed) under the
  * store's lock; -EEXIST when `final` exists (paused already). */

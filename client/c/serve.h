@@ -189,8 +189,6 @@ int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve
  * directory in `dir`, -ENOENT (`s` ended), or a negative errno with `err`. */
 int serve_snapshot_save(struct sandbox *s, const char *root, const char *key, char *dir,
                         size_t dirlen, char *err, size_t errlen);
-/* Whether template `ref` (a create's templateID) names a kept snapshot. */
-bool serve_snapshot_exists(const char *ref);
 /* A new sandbox from kept snapshot `ref`: its record copied into the paused
  * store with `metadata` and the snapshot's envs plus `envs`, then resumed as
  * a copy of its own (a new generation) with `timeout_s`. 0 with *out
@@ -282,9 +280,12 @@ void serve_kube_stop(void);
  * object of strings (serve_api.c). */
 bool serve_metadata_matches(const json_t *metadata, const char *filter);
 /* The checks create makes of its body (serve_api.c), before any sandbox is
- * made: 0 with the timeout (1: its network rules ask for egress), -ENOENT (an
- * unknown template) or -EINVAL, with `why`. */
-int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen);
+ * made: 0 with the timeout (1: its network rules ask for egress), -ENOENT (a
+ * template that is not the image's and, unless `keeps_snapshots`, could name
+ * no kept snapshot; whether one does is found by the create) or -EINVAL, with
+ * `why`. */
+int serve_check_create(json_t *body, bool keeps_snapshots, double *timeout, char *why,
+                       size_t whylen);
 
 /* --- the API key (serve_key.c) --- */
 

@@ -16,11 +16,6 @@
 
 /* The templates a client may name: the image this server serves, under the
  * names E2B's SDKs send by default (a kept snapshot is the other kind). */
-static bool known_template(const char *t)
-{
-        return ckept_image_name(t);
-}
-
 /* `alias`: the template's name, as E2B gives it with its templateID (Sandbox,
  * SandboxDetail and ListedSandbox in spec/openapi.yml); the JS SDK's getInfo()
  * and list() read it as `name` (sandboxApi.ts). Here the template is named by
@@ -138,15 +133,17 @@ static int timeout_of(json_t *body, double *t, char *why, size_t whylen)
 /* The create body checked, by create() and by a backend that hands the body on
  * (serve_kube.c: a refusal costs no claim). Network rules are parsed as the
  * pod's own server will apply them. */
-int serve_check_create(json_t *body, double *timeout, char *why, size_t whylen)
+int serve_check_create(json_t *body, bool keeps_snapshots, double *timeout, char *why,
+                       size_t whylen)
 {
         json_t *t = json_object_get(body, "templateID");
         if (t && !json_is_string(t)) {
                 snprintf(why, whylen, "templateID must be a string");
                 return -EINVAL;
         }
-        if (t && !known_template(json_string_value(t)) &&
-            !serve_snapshot_exists(json_string_value(t))) {
+        char bare[CKEPT_NAME_MAX + 1];
+        if (t && !ckept_image_name(json_string_value(t)) &&
+            !(keeps_snapshots && ckept_bare_ref(json_string_value(t), bare, sizeof(bare)))) {
                 snprintf(why, whylen,
                          "template '%.64s' not found (this server serves one image, as base or "
                          "code-interpreter-v1)",
@@ -185,7 +182,7 @@ static enum MHD_Result create(struct hreq *h)
                 return rc;
         char why[512] = "";
         double timeout;
-        int egress = serve_check_create(body, &timeout, why, sizeof(why));
+        int egress = serve_check_create(body, true, &timeout, why, sizeof(why));
         if (egress < 0) {
                 json_decref(body);
                 return reply_error(h, egress == -ENOENT ? 404 : 400, "%s", why);
@@ -244,7 +241,7 @@ static enum MHD_Result create(struct hreq *h)
         struct sandbox *s;
         int64_t t0 = creg_now_ms();
         /* A template that is none of the image's names is a kept snapshot. */
-        bool from_snapshot = !known_template(tpl);
+        bool from_snapshot = !ckept_image_name(tpl);
         int r = !from_snapshot ? serve_create(tpl, timeout, metadata, envs, &s, why, sizeof(why))
                                : serve_snapshot_instantiate(tpl, timeout, metadata, envs, &s, why,
                                                             sizeof(why));

@@ -373,7 +373,7 @@ static enum MHD_Result create(struct hreq *h)
                 return reply_error(h, 400, "the body must be a JSON object");
         }
         /* Checked before a claim takes a pool pod, which a refusal would waste. */
-        int rc = serve_check_create(body, &timeout, err, sizeof(err));
+        int rc = serve_check_create(body, false, &timeout, err, sizeof(err));
         if (rc < 0) {
                 json_decref(body);
                 return reply_error(h, rc == -ENOENT ? 404 : 400, "%s", err);

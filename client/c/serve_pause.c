@@ -383,8 +383,8 @@ static int fork_records(struct sandbox *s, const char *root, char (*keys)[72], u
                 struct serve_fork_result *r = &out[i];
                 char token[SERVE_TOKEN_LEN + 1];
                 r->rc = i == 0 ? 0
-                               : cpause_copy(root, first, keys[i], NULL, NULL, dir, sizeof(dir),
-                                             r->err, sizeof(r->err));
+                               : cpause_copy(root, first, keys[i], NULL, dir, sizeof(dir), r->err,
+                                             sizeof(r->err));
                 if (r->rc == 0 && (r->rc = serve_random_hex(token, SERVE_TOKEN_LEN)) < 0)
                         snprintf(r->err, sizeof(r->err), "getrandom: %s", strerror(-r->rc));
                 if (r->rc == 0 && (r->rc = write_serve_file(i ? dir : first, s, token)) < 0)
@@ -397,15 +397,28 @@ static int fork_records(struct sandbox *s, const char *root, char (*keys)[72], u
         return 0;
 }
 
-int serve_snapshot_save(struct sandbox *s, const char *root, const char *key, char *dir,
-                        size_t dirlen, char *err, size_t errlen)
+/* `pausing` taken for a save from `s`: 0 with it held, or -ENOENT (with
+ * `err`, not held) when `s` ended while waiting for it. */
+static int lock_live_source(struct sandbox *s, char *err, size_t errlen)
 {
         pthread_mutex_lock(&pausing);
         pthread_mutex_lock(&serve.life);
         bool dead = s->dead;
         pthread_mutex_unlock(&serve.life);
-        int rc = dead ? (snprintf(err, errlen, "sandbox \"%s\" ended meanwhile", s->id), -ENOENT)
-                      : save_running(s, root, key, dir, dirlen, err, errlen);
+        if (!dead)
+                return 0;
+        pthread_mutex_unlock(&pausing);
+        snprintf(err, errlen, "sandbox \"%s\" ended meanwhile", s->id);
+        return -ENOENT;
+}
+
+int serve_snapshot_save(struct sandbox *s, const char *root, const char *key, char *dir,
+                        size_t dirlen, char *err, size_t errlen)
+{
+        int rc = lock_live_source(s, err, errlen);
+        if (rc < 0)
+                return rc;
+        rc = save_running(s, root, key, dir, dirlen, err, errlen);
         pthread_mutex_unlock(&pausing);
         return rc;
 }
@@ -428,14 +441,8 @@ int serve_fork(struct sandbox *s, double timeout_s, unsigned count, struct serve
                 if ((rc = sbx_new_key(s->rec.e.vmm, keys[i], sizeof(keys[i]))) < 0)
                         snprintf(err, errlen, "a key for fork %u: %s", i + 1, strerror(-rc));
         memset(out, 0, count * sizeof(*out));
-        if (rc == 0) {
-                pthread_mutex_lock(&pausing);
-                pthread_mutex_lock(&serve.life);
-                bool dead = s->dead;
-                pthread_mutex_unlock(&serve.life);
-                rc = dead
-                         ? (snprintf(err, errlen, "sandbox \"%s\" ended meanwhile", s->id), -ENOENT)
-                         : fork_records(s, root, keys, count, out, err, errlen);
+        if (rc == 0 && (rc = lock_live_source(s, err, errlen)) == 0) {
+                rc = fork_records(s, root, keys, count, out, err, errlen);
                 pthread_mutex_unlock(&pausing);
         }
         /* Each fork resumes from its record as a copy of its own, or says why not. */

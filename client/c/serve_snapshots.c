@@ -18,12 +18,6 @@
 
 #define SNAPSHOTS_LIMIT_MAX 100
 
-bool serve_snapshot_exists(const char *ref)
-{
-        struct ckept sn;
-        return ckept_find(ref, &sn) == 0;
-}
-
 /* A JSON object body ({} when empty), or NULL with `why`. */
 static json_t *object_of(struct hreq *h, char *why, size_t whylen)
 {
@@ -161,7 +155,13 @@ int serve_snapshot_instantiate(const char *ref, double timeout_s, json_t *metada
                 snprintf(err, errlen, "out of memory");
                 return -ENOMEM;
         }
-        int rc = ckept_copy(ref, md, envs, key, sizeof(key), dir, sizeof(dir), err, errlen);
+        struct ckept sn;
+        struct ckept_create c = {.metadata = md, .envs = envs};
+        int rc = ckept_find(ref, &sn);
+        if (rc < 0)
+                snprintf(err, errlen, "template '%.128s' not found", ref);
+        else
+                rc = ckept_copy(&sn, &c, key, sizeof(key), dir, sizeof(dir), err, errlen);
         free(md);
         if (rc < 0)
                 return rc;
