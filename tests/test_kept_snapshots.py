@@ -7,9 +7,11 @@ stand-ins (snapshot.json only: listing reads nothing else); the saves and the
 sandboxes made of them are tests/test_cli_fork.py's and
 tests/test_serve_pause.py's."""
 
+import fcntl
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -89,3 +91,20 @@ def test_usage_and_help():
     assert cli("list-snapshots", "--bogus", rc=2).returncode == 2
     assert cli("delete-snapshot", rc=2).returncode == 2
     assert "create-snapshot" in cli("--help").stdout
+
+
+def test_delete_waits_for_the_stores_lock(store):
+    """A save under a name and a delete hold the store's lock (<root>/lock, a
+    flock as the paused store's), so a name names one snapshot however many
+    processes save under it at once: a delete waits while another holds it."""
+    root, add = store
+    kept = add("qemu-0000000d", "locked", "qemu-44444444", 4000)
+    with open(root / "lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        p = subprocess.Popen([CLI, "delete-snapshot", "locked"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        assert p.poll() is None and kept.exists()
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, (out, err)
+    assert not kept.exists() and listed() == []

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_sandboxes.h"
 #include "manifest.h"
@@ -202,23 +203,41 @@ static int snapshot_dir(const struct ckept *sn, char *dir, size_t dirlen)
         return rc < 0 ? rc : cpause_record_dir(root, sn->key, dir, dirlen);
 }
 
+/* The store's lock (the paused store's kind: <root>/lock), so that a name
+ * names one snapshot however many processes save under it at once: a file
+ * descriptor to close, or a negative errno. */
+static int lock_store(void)
+{
+        char root[PATH_MAX];
+        int rc = ckept_root(root, sizeof(root));
+        return rc < 0 ? rc : cpaused_lock(root);
+}
+
 int ckept_publish(const char *dir, const struct ckept *sn, char *err, size_t errlen)
 {
+        int lock = lock_store();
+        if (lock < 0) {
+                snprintf(err, errlen, "the snapshot store's lock: %s", strerror(-lock));
+                (void)ctpl_rmtree(dir);
+                return lock;
+        }
         struct ckept old;
         bool replaces = sn->name[0] && ckept_find(sn->name, &old) == 0;
         int rc = write_snapshot_file(dir, sn);
         if (rc < 0) {
                 snprintf(err, errlen, "writing its %s: %s", SNAPSHOT_FILE, strerror(-rc));
                 (void)ctpl_rmtree(dir);
-                return rc;
         }
         char olddir[PATH_MAX];
-        if (replaces && strcmp(old.key, sn->key) != 0 &&
-            ((rc = snapshot_dir(&old, olddir, sizeof(olddir))) < 0 ||
-             (rc = ctpl_rmtree(olddir)) < 0))
+        int old_rc = 0;
+        if (rc == 0 && replaces && strcmp(old.key, sn->key) != 0 &&
+            ((old_rc = snapshot_dir(&old, olddir, sizeof(olddir))) < 0 ||
+             (old_rc = ctpl_rmtree(olddir)) < 0))
                 fprintf(stderr, "cellvm: snapshot %s: removing the older one (%s): %s\n", sn->name,
-                        old.key, strerror(-rc));
-        return 0;
+                        old.key, strerror(-old_rc));
+        if (close(lock) < 0 && rc == 0) /* flock's lock goes with its descriptor */
+                rc = -errno;
+        return rc;
 }
 
 int ckept_copy(const struct ckept *sn, const struct ckept_create *c, char *key, size_t keylen,
@@ -264,8 +283,13 @@ int ckept_drop(const char *ref)
 {
         struct ckept sn;
         char dir[PATH_MAX];
+        int lock = lock_store();
+        if (lock < 0)
+                return lock;
         int rc = ckept_find(ref, &sn);
         if (rc == 0 && (rc = snapshot_dir(&sn, dir, sizeof(dir))) == 0)
                 rc = ctpl_rmtree(dir);
+        if (close(lock) < 0 && rc == 0)
+                rc = -errno;
         return rc;
 }
