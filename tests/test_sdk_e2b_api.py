@@ -6,9 +6,11 @@ WriteEntry, commands.connect after disconnect, and the async versions."""
 
 import asyncio
 import datetime as dt
+import hashlib
 import os
 import re
 import socket
+import threading
 import time
 import urllib.request
 
@@ -610,7 +612,8 @@ def test_connect_by_id_to_a_booted_vm_shares_its_connection(vm_sandbox):
     """Sandbox.connect(sbx.sandbox_id) of a VM this process booted works
     whatever the channel (QEMU's serial socket takes one client): it shares
     the connection; closing it leaves the VM and its owner alone. get_info
-    reports the VM; get_host refuses (no port forwarding)."""
+    reports the VM; get_host gives the owner's listener for the port, and
+    refuses once the view is closed."""
     view = Sandbox.connect(vm_sandbox.sandbox_id)
     # A context of its own: the session VM's default context belongs to
     # test_vm_e2e, whose first cell must be execution 1.
@@ -622,12 +625,81 @@ def test_connect_by_id_to_a_booted_vm_shares_its_connection(vm_sandbox):
         assert info.cpu_count == vm_sandbox.vm.vcpus and info.memory_mb == conftest.SESSION_VM_MEMORY_MB
         assert info.template_id == vm_sandbox.vm.image
         assert vm_sandbox.sandbox_id in [i.sandbox_id for i in Sandbox.list().next_items()]
-        with pytest.raises(SandboxException, match="not reachable from the host"):
-            view.get_host(8000)
+        assert view.get_host(8000) == vm_sandbox.get_host(8000)
         [m] = view.get_metrics()
         assert m.cpu_count == vm_sandbox.vm.vcpus and m.mem_total <= conftest.SESSION_VM_MEMORY_MB << 20
     finally:
         view.close()
     assert view.is_running() is False
+    with pytest.raises(SandboxException, match="closed"):
+        view.get_host(8000)
     assert vm_sandbox.is_running() is True and vm_sandbox.run_code("1 + 1", context=ctx).text == "2"
     vm_sandbox.remove_code_context(ctx)
+
+
+GUEST_SERVER = """
+import hashlib, http.server, sys
+BIG = bytes(range(256)) * (3 << 12)  # 3 MiB
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"hello from the guest" if self.path == "/" else BIG
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_POST(self):
+        data = self.rfile.read(int(self.headers["Content-Length"]))
+        body = hashlib.sha256(data).hexdigest().encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"""
+
+
+def test_get_host_of_a_vm_tunnels_to_the_guest_port(vm_sandbox):
+    """get_host(port) of a micro-VM, as E2B programs reach a web app they
+    started in the sandbox: a listener on this host's loopback tunnelled
+    through the agent (cellvm/ports.py, PORT_OPEN) to the port on the guest's
+    loopback, with no guest network. A page, 3 MiB each way (past the 256 KiB
+    window the agent acknowledges), two clients at once; the same port gives
+    the same host; a port nothing listens on closes the connection."""
+    port = 8123
+    vm_sandbox.files.write("/tmp/guest_server.py", GUEST_SERVER)
+    server = vm_sandbox.commands.run(f"python3 /tmp/guest_server.py {port}", background=True)
+    try:
+        host = vm_sandbox.get_host(port)
+        assert host.startswith("127.0.0.1:") and vm_sandbox.get_host(port) == host
+        deadline = time.monotonic() + 60
+        while True:  # until the guest's server listens
+            try:
+                with urllib.request.urlopen(f"http://{host}/", timeout=30) as r:
+                    assert r.read() == b"hello from the guest"
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the guest's server never answered"
+                time.sleep(0.5)
+        big = bytes(range(256)) * (3 << 12)
+        got = {}
+
+        def fetch(i):
+            with urllib.request.urlopen(f"http://{host}/big", timeout=120) as r:
+                got[i] = r.read()
+        threads = [threading.Thread(target=fetch, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(180)
+        assert got.keys() == {0, 1} and got[0] == big and got[1] == big
+        upload = os.urandom(3 << 20)
+        req = urllib.request.Request(f"http://{host}/", data=upload, method="POST")
+        with urllib.request.urlopen(req, timeout=120) as r:
+            assert r.read().decode() == hashlib.sha256(upload).hexdigest()
+
+        with socket.create_connection(vm_sandbox.get_host(port + 1).split(":"), timeout=30) as c:
+            assert c.recv(1) == b""  # nothing listens there: closed
+    finally:
+        server.kill()

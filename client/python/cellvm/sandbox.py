@@ -9,6 +9,7 @@ import datetime as _dt
 import errno
 import logging
 import os
+import threading
 import time
 from typing import Dict, List, Optional, Union
 
@@ -45,6 +46,8 @@ ADDR_ENV = "CELLVM_ADDR"
 # are noticed even when no message arrives.
 # After a cancel, how long to wait for the request's terminal message.
 _DRAIN_S = 5.0
+# get_host(): one port's listener made once, whichever thread asks first.
+_FORWARDS_LOCK = threading.Lock()
 
 
 def normalize_language(language: Optional[str]) -> Optional[str]:
@@ -631,6 +634,8 @@ class Sandbox(CloudOnly):
         if not self._closed:
             self._closed = True
             if self._owner is None:
+                for forward in self.__dict__.pop("_forwards", {}).values():
+                    forward.close()
                 self._conn.close()
                 if getattr(self, "_entry", None) is not None and not self._killed:
                     from . import lifetime
@@ -884,10 +889,15 @@ class Sandbox(CloudOnly):
 
     def get_host(self, port: int) -> str:
         """E2B's get_host(port): "host:port" where a service the sandbox
-        listens on is reached from here. For an agent in dev mode that is
-        this host ("localhost:PORT", or the agent's host for tcp:HOST:P).
-        A micro-VM's ports are not forwarded to the host: SandboxException."""
+        listens on is reached from here, over plain HTTP or TCP. For an agent
+        in dev mode that is this host ("localhost:PORT", or the agent's host
+        for tcp:HOST:P). For a micro-VM it is a listener on this host's
+        loopback ("127.0.0.1:N", one per port, until the sandbox is closed)
+        tunnelled through the agent to the port on the guest's loopback
+        (cellvm/ports.py): the guest needs no network."""
         port = int(port)
+        if not 0 < port < 65536:
+            raise InvalidArgumentException(f"get_host({port}): a port is 1 to 65535")
         owner = self._owner if self._owner is not None else self
         if self._vm is None and getattr(owner, "_entry", None) is None:  # dev mode
             family, sockaddr = _wire.parse_address(self._addr)
@@ -895,10 +905,18 @@ class Sandbox(CloudOnly):
                 return f"localhost:{port}"
             if self._addr.startswith("tcp:"):
                 return f"{sockaddr[0]}:{port}"
-        raise SandboxException(
-            f"get_host({port}): the ports of sandbox {self.sandbox_id} are not reachable from "
-            "the host (a micro-VM has no port forwarding); reach the service from inside the "
-            "sandbox (commands.run, run_code) instead")
+        if "ports" not in ((owner._conn.hello or {}).get("capabilities") or ()):
+            raise SandboxException(
+                f"get_host({port}): the agent of sandbox {self.sandbox_id} has no ports service "
+                "(an image older than it); reach the service from inside the sandbox instead")
+        if self._closed or owner._closed:
+            raise SandboxException(f"get_host({port}): the Sandbox was closed (connect() again)")
+        from . import ports
+        forwards = owner.__dict__.setdefault("_forwards", {})
+        with _FORWARDS_LOCK:
+            if port not in forwards:
+                forwards[port] = ports.Forward(lambda: owner._conn, port)
+            return forwards[port].host
 
     @property
     def sandbox_domain(self) -> Optional[str]:
