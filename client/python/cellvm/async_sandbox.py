@@ -178,13 +178,13 @@ class AsyncSandbox(AsyncCloudOnly):
 
     def download_url(self, path: str, user: Optional[str] = None,
                      use_signature_expiration: Optional[int] = None) -> str:
-        """Not supported (SandboxException), as Sandbox.download_url()."""
-        return self._sbx.download_url(path)
+        """Sandbox.download_url() (a URL: nothing to await)."""
+        return self._sbx.download_url(path, user, use_signature_expiration)
 
     def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
                    use_signature_expiration: Optional[int] = None) -> str:
-        """Not supported (SandboxException), as Sandbox.upload_url()."""
-        return self._sbx.upload_url(path)
+        """Sandbox.upload_url() (a URL: nothing to await)."""
+        return self._sbx.upload_url(path, user, use_signature_expiration)
 
     @_class_or_instance("_cls_pause")
     async def pause(self, keep_memory: bool = True, **opts) -> bool:

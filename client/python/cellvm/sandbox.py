@@ -46,7 +46,7 @@ ADDR_ENV = "CELLVM_ADDR"
 # are noticed even when no message arrives.
 # After a cancel, how long to wait for the request's terminal message.
 _DRAIN_S = 5.0
-# get_host(): one port's listener made once, whichever thread asks first.
+# get_host() and the file URLs: each listener made once, whichever thread asks first.
 _FORWARDS_LOCK = threading.Lock()
 
 
@@ -636,6 +636,8 @@ class Sandbox(CloudOnly):
             if self._owner is None:
                 for forward in self.__dict__.pop("_forwards", {}).values():
                     forward.close()
+                if "_file_urls" in self.__dict__:
+                    self.__dict__.pop("_file_urls").close()
                 self._conn.close()
                 if getattr(self, "_entry", None) is not None and not self._killed:
                     from . import lifetime
@@ -977,16 +979,30 @@ class Sandbox(CloudOnly):
 
     def download_url(self, path: str, user: Optional[str] = None,
                      use_signature_expiration: Optional[int] = None) -> str:
-        """E2B's signed HTTP URL of a file: cellvm has no HTTP file endpoint
-        (SandboxException); files.read(path, format="stream") reads it."""
-        raise SandboxException(f"download_url({path!r}) is not supported: cellvm has no HTTP file "
-                               "endpoint; use files.read()", code="unsupported")
+        """E2B's signed URL to download `path` (as `user`) with a plain HTTP
+        GET, valid for `use_signature_expiration` s (None: while the Sandbox
+        is open). Served on this host's loopback over the sandbox's
+        connection (cellvm/file_urls.py); a URL is signed for one file, one
+        operation and one user."""
+        return self._file_server().url(path, "read", user, use_signature_expiration)
 
     def upload_url(self, path: Optional[str] = None, user: Optional[str] = None,
                    use_signature_expiration: Optional[int] = None) -> str:
-        """E2B's signed HTTP upload URL: not supported (SandboxException); use files.write()."""
-        raise SandboxException(f"upload_url({path!r}) is not supported: cellvm has no HTTP file "
-                               "endpoint; use files.write()", code="unsupported")
+        """E2B's signed URL to upload to `path` (as `user`) with a plain HTTP
+        POST: multipart/form-data (each file at `path`, else at its
+        filename) or an octet-stream body; answers E2B's list of the written
+        entries. Served as download_url() is."""
+        return self._file_server().url(path, "write", user, use_signature_expiration)
+
+    def _file_server(self):
+        owner = self._owner if self._owner is not None else self
+        if self._closed or owner._closed:
+            raise SandboxException("file URLs: the Sandbox was closed (connect() again)")
+        from . import file_urls
+        with _FORWARDS_LOCK:
+            if "_file_urls" not in owner.__dict__:
+                owner._file_urls = file_urls.FileServer(owner)
+            return owner._file_urls
 
     @_class_or_instance("_cls_pause")
     def pause(self, keep_memory: bool = True, **opts) -> bool:
