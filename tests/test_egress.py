@@ -15,7 +15,6 @@ import http.server
 import io
 import json
 import os
-import shutil
 import ssl
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import http_direct  # noqa: E402
 import serve_process  # noqa: E402
 from conftest import build_image_or_skip  # noqa: E402
 
@@ -121,16 +121,10 @@ def server(tmp_path_factory, origins):
 
 
 def api(server, method, path, body=None):
-    req = urllib.request.Request(server.url + path, method=method,
-                                 data=None if body is None else json.dumps(body).encode(),
-                                 headers={"X-API-Key": server.key,
-                                          "Content-Type": "application/json"})
-    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        with direct.open(req, timeout=120) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    return http_direct.request(server.url + path, method=method,
+                               data=None if body is None else json.dumps(body).encode(),
+                               headers={"X-API-Key": server.key,
+                                        "Content-Type": "application/json"})
 
 
 def envelope(obj):

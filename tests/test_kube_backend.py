@@ -31,6 +31,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import http_direct  # noqa: E402
 from kube_standin import CLAIMS, TLS, Router, StandIn, parse_rfc3339  # noqa: E402
 from oci_pod import Pod, drive, pod_image, pod_templates  # noqa: E402
 from serve_process import CLI, free_port  # noqa: E402
@@ -385,13 +386,8 @@ def test_in_a_pod_the_service_accounts_credentials_reach_the_api_server(cluster,
 
 def api_call(plane, method, path, body=None, headers=None):
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(plane.url + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    return http_direct.request(plane.url + path, data=data, method=method,
+                               headers={"Content-Type": "application/json", **(headers or {})})
 
 
 def test_through_the_router(driven, cluster):

@@ -41,6 +41,7 @@ from cellvm import (
 from cellvm.exceptions import from_agent_error
 from cellvm import _wire
 import conftest
+import http_direct
 from conftest import run_e2b_program
 
 MISSING = "unix:/nonexistent/cellvm-e2b-api/agent.sock"
@@ -382,16 +383,6 @@ def test_get_metrics_and_pause(sbx):
         Sandbox.get_metrics(MISSING)
 
 
-def _http(url, data=None, headers=None, method=None):
-    """(status, body) of a plain HTTP request; an error status is returned too."""
-    req = urllib.request.Request(url, data=data, headers=headers or {}, method=method)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
 def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workdir):
     """E2B's download_url()/upload_url(): URLs of a loopback HTTP server over
     the sandbox's connection (cellvm/file_urls.py), signed as E2B signs them:
@@ -405,32 +396,32 @@ def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workd
     sbx.files.write(path, content)
     url = sbx.download_url(path)
     assert url.startswith("http://127.0.0.1:") and "signature=v1_" in url
-    assert _http(url) == (200, content)
-    assert _http(sbx.download_url(path, use_signature_expiration=120)) == (200, content)
-    status, body = _http(sbx.download_url(path, use_signature_expiration=-120))
+    assert http_direct.request(url) == (200, content)
+    assert http_direct.request(sbx.download_url(path, use_signature_expiration=120)) == (200, content)
+    status, body = http_direct.request(sbx.download_url(path, use_signature_expiration=-120))
     assert (status, json.loads(body)) == (401, {"code": 401, "message": "signature is already expired"})
     for bad in (url.replace("signature=v1_", "signature=v1_x"),
                 url.replace("url.bin", "other.bin"),
                 re.sub(r"&signature=[^&]*", "", url)):
-        status, body = _http(bad)
+        status, body = http_direct.request(bad)
         assert status == 401 and json.loads(body)["code"] == 401, (bad, body)
-    status, body = _http(sbx.download_url(path + ".missing"))
+    status, body = http_direct.request(sbx.download_url(path + ".missing"))
     assert status == 404 and json.loads(body)["code"] == 404, body
-    assert _http(url, data=b"x", method="POST")[0] == 401  # a read URL writes nothing
+    assert http_direct.request(url, data=b"x", method="POST")[0] == 401  # a read URL writes nothing
 
     up = os.path.join(workdir, "up.txt")
     boundary = "cellvmboundary"
     form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"up.txt\"\r\n"
             f"Content-Type: text/plain\r\n\r\nuploaded\r\n--{boundary}--\r\n").encode()
-    status, body = _http(sbx.upload_url(up), data=form,
+    status, body = http_direct.request(sbx.upload_url(up), data=form,
                          headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
     assert status == 200, body
     assert json.loads(body) == [{"name": "up.txt", "type": "file", "path": up}]
     assert sbx.files.read(up) == "uploaded"
-    status, body = _http(sbx.upload_url(up), data=b"raw bytes",
+    status, body = http_direct.request(sbx.upload_url(up), data=b"raw bytes",
                          headers={"Content-Type": "application/octet-stream"})
     assert status == 200 and sbx.files.read(up) == "raw bytes", body
-    assert _http(sbx.upload_url(up), data=b"", headers={"Content-Type": "multipart/form-data"})[0] == 400
+    assert http_direct.request(sbx.upload_url(up), data=b"", headers={"Content-Type": "multipart/form-data"})[0] == 400
     sbx.close()
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=10)

@@ -16,12 +16,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import http_direct  # noqa: E402
 from conftest import build_image_or_skip  # noqa: E402
 from serve_process import CLI, Server, tail  # noqa: E402
 
@@ -34,12 +34,7 @@ def image():
 def call(s, method, path, body=None, headers=None, timeout=120):
     h = {"X-API-Key": s.key, "Content-Type": "application/json", **(headers or {})}
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(s.url + path, data=data, method=method, headers=h)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    return http_direct.request(s.url + path, data=data, method=method, headers=h, timeout=timeout)
 
 
 def create(s, timeout=300):

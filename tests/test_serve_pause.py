@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -20,10 +19,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import http_direct  # noqa: E402
 from conftest import build_image_or_skip  # noqa: E402
 from serve_process import serving  # noqa: E402
-
-DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +36,8 @@ def call(serve, method, path, body=None, headers=None, timeout=120):
     h = {"X-API-Key": serve.key, **(headers or {})}
     if data is not None:
         h["Content-Type"] = "application/json"
-    req = urllib.request.Request(serve.url + path, data=data, method=method, headers=h)
-    try:
-        with DIRECT.open(req, timeout=timeout) as r:
-            raw = r.read()
-            status = r.status
-    except urllib.error.HTTPError as e:
-        raw, status = e.read(), e.code
+    status, raw = http_direct.request(serve.url + path, data=data, method=method, headers=h,
+                                      timeout=timeout)
     return status, (json.loads(raw) if raw else None)
 
 
@@ -54,7 +47,7 @@ def run_code(serve, sbx, code):
         serve.url + "/execute", data=json.dumps({"code": code}).encode(), method="POST",
         headers={"E2b-Sandbox-Id": sbx["sandboxID"], "E2b-Sandbox-Port": "49999",
                  "X-Access-Token": sbx["envdAccessToken"], "Content-Type": "application/json"})
-    with DIRECT.open(req, timeout=120) as r:
+    with http_direct.DIRECT.open(req, timeout=120) as r:
         lines = [json.loads(x) for x in r.read().decode().splitlines() if x.strip()]
     errors = [x for x in lines if x.get("type") == "error"]
     assert not errors, errors
@@ -62,17 +55,12 @@ def run_code(serve, sbx, code):
 
 
 def files(serve, sbx, method, path, data=None):
-    req = urllib.request.Request(
+    return http_direct.request(
         serve.url + "/files?" + urllib.parse.urlencode({"path": path, "username": "user"}),
-        data=data, method=method,
+        data=data, method=method, timeout=60,
         headers={"E2b-Sandbox-Id": sbx["sandboxID"], "E2b-Sandbox-Port": "49983",
                  "X-Access-Token": sbx["envdAccessToken"],
                  **({"Content-Type": "application/octet-stream"} if data is not None else {})})
-    try:
-        with DIRECT.open(req, timeout=60) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
 
 
 def listed(serve, query, v2=True):
@@ -199,13 +187,8 @@ def wait_paused(serve, sid):
 
 
 def port_get(serve, sid, port, path="/"):
-    req = urllib.request.Request(serve.url + path,
-                                 headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": str(port)})
-    try:
-        with DIRECT.open(req, timeout=120) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
+    return http_direct.request(serve.url + path,
+                               headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": str(port)})
 
 
 def test_auto_resume_wakes_a_paused_sandbox_for_a_request(serve):
