@@ -237,7 +237,8 @@ int sbx_create_from_snapshot(const struct ckept *sn, const char *metadata, json_
         if (rc == 0 && egress) /* its rules go with the resume (sbx_resume_print) */
                 rc = cegress_rules_write(dir, egress, err, sizeof(err));
         if (rc < 0) {
-                fprintf(stderr, "cellvm: create --template %s: %s\n", sn->key, err);
+                fprintf(stderr, "cellvm: create --template %s: %s\n",
+                        sn->name[0] ? sn->name : sn->key, err);
                 if (dir[0]) /* a copy that was made goes */
                         remove_copy(root, dir);
                 return rc == -ENOENT ? SBX_EXIT_USAGE : SBX_EXIT_FAILED;

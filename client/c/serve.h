@@ -281,9 +281,9 @@ void serve_kube_stop(void);
 bool serve_metadata_matches(const json_t *metadata, const char *filter);
 /* The checks create makes of its body (serve_api.c), before any sandbox is
  * made: 0 with the timeout (1: its network rules ask for egress), -ENOENT (a
- * template that is not the image's and, unless `keeps_snapshots`, could name
- * no kept snapshot; whether one does is found by the create) or -EINVAL, with
- * `why`. */
+ * template that is neither one of the image's names nor, when
+ * `keeps_snapshots`, a reference that could name a kept snapshot: whether
+ * one does, the create finds) or -EINVAL, with `why`. */
 int serve_check_create(json_t *body, bool keeps_snapshots, double *timeout, char *why,
                        size_t whylen);
 

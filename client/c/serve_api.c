@@ -14,8 +14,6 @@
 
 #define LIST_LIMIT_MAX 100
 
-/* The templates a client may name: the image this server serves, under the
- * names E2B's SDKs send by default (a kept snapshot is the other kind). */
 /* `alias`: the template's name, as E2B gives it with its templateID (Sandbox,
  * SandboxDetail and ListedSandbox in spec/openapi.yml); the JS SDK's getInfo()
  * and list() read it as `name` (sandboxApi.ts). Here the template is named by

@@ -907,12 +907,12 @@ class Sandbox(CloudOnly):
                 return f"localhost:{port}"
             if self._addr.startswith("tcp:"):
                 return f"{sockaddr[0]}:{port}"
+        if self._closed or owner._closed:
+            raise SandboxException(f"get_host({port}): the Sandbox was closed (connect() again)")
         if "ports" not in ((owner._conn.hello or {}).get("capabilities") or ()):
             raise SandboxException(
                 f"get_host({port}): the agent of sandbox {self.sandbox_id} has no ports service "
                 "(an image older than it); reach the service from inside the sandbox instead")
-        if self._closed or owner._closed:
-            raise SandboxException(f"get_host({port}): the Sandbox was closed (connect() again)")
         from . import ports
         forwards = owner.__dict__.setdefault("_forwards", {})
         with _FORWARDS_LOCK:
