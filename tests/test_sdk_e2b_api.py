@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -383,7 +384,7 @@ def test_get_metrics_and_pause(sbx):
         Sandbox.get_metrics(MISSING)
 
 
-def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workdir):
+def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workdir, capfd):
     """E2B's download_url()/upload_url(): URLs of a loopback HTTP server over
     the sandbox's connection (cellvm/file_urls.py), signed as E2B signs them:
     a file streams back whole; a multipart and an octet-stream upload write
@@ -408,6 +409,12 @@ def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workd
     status, body = http_direct.request(sbx.download_url(path + ".missing"))
     assert status == 404 and json.loads(body)["code"] == 404, body
     assert http_direct.request(url, data=b"x", method="POST")[0] == 401  # a read URL writes nothing
+    # A client that goes away mid-file: the read ends, nothing on stderr, the next is served.
+    split = urllib.parse.urlsplit(url)
+    with socket.create_connection((split.hostname, split.port), timeout=30) as c:
+        c.sendall(f"GET {split.path}?{split.query} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert c.recv(4096).startswith(b"HTTP/1.1 200")
+    assert http_direct.request(url) == (200, content)
 
     up = os.path.join(workdir, "up.txt")
     boundary = "cellvmboundary"
@@ -427,6 +434,7 @@ def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workd
         urllib.request.urlopen(url, timeout=10)
     with pytest.raises(SandboxException, match="closed"):
         sbx.download_url(path)
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_e2b_1x_constructor_attaches_by_sandbox_id(agent):

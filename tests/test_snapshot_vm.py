@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import (AsyncSandbox, Sandbox, SandboxException, SandboxNotFoundException,  # noqa: E402
                     SandboxQuery, SandboxState)
+import http_direct  # noqa: E402
 import registry_view  # noqa: E402
 from cellvm import _wire  # noqa: E402
 import snapshot_format as snapshot  # noqa: E402
@@ -305,17 +306,39 @@ def test_pause_and_resume_keep_a_variable_a_file_and_a_background_command(vm_tem
     assert_gone(d, pid, key)
 
 
+def _page(host, deadline_s=60):
+    """The guest's /tmp/page.txt through get_host's listener `host`, once its
+    server answers."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        try:
+            return http_direct.request(f"http://{host}/page.txt", timeout=30)
+        except OSError:
+            assert time.monotonic() < deadline, "the guest's server never answered"
+            time.sleep(0.5)
+
+
 def test_a_paused_sandbox_is_resumed_by_its_own_object_and_killed_while_paused(vm_template):
+    """Also get_host(): its listener outlives a pause (E2B's host for a port
+    stays the same), reaches the resumed guest's server, and goes with kill()."""
     sbx = create()
     sbx.run_code("n = 7")
+    sbx.files.write("/tmp/page.txt", "served")
+    sbx.commands.run("python3 -m http.server 8124 --bind 127.0.0.1 --directory /tmp",
+                     background=True)
+    host = sbx.get_host(8124)
+    assert _page(host) == (200, b"served")
     assert Sandbox.pause(sbx.sandbox_id) is True  # E2B's class-level form
     assert sbx.connect() is sbx  # E2B: connect() on the instance resumes it
     assert sbx.run_code("n * 6").text == "42"
+    assert sbx.get_host(8124) == host and _page(host) == (200, b"served")
     assert sbx.pause() is True
     records = os.listdir(snapshot.paused_root())
     assert len(records) == 2  # lock + the record
     assert sbx.kill() is True  # a paused sandbox's kill deletes its record
     assert os.listdir(snapshot.paused_root()) == ["lock"]
+    with pytest.raises(OSError):  # its listener is gone
+        http_direct.request(f"http://{host}/page.txt", timeout=10)
     with pytest.raises(SandboxNotFoundException):
         Sandbox.connect(sbx.sandbox_id)
     assert Sandbox.list().next_items() == []

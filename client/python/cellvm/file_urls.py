@@ -14,6 +14,7 @@ import email.policy
 import hashlib
 import http.server
 import json
+import logging
 import secrets
 import threading
 import time
@@ -21,6 +22,8 @@ import urllib.parse
 
 from .exceptions import (InvalidArgumentException, NotEnoughSpaceException, NotFoundException,
                          SandboxException)
+
+logger = logging.getLogger(__name__)
 
 MAX_UPLOAD = 256 << 20  # an upload is held in memory whole: bounded
 CHUNK = 256 * 1024
@@ -42,7 +45,7 @@ class FileServer:
         self.token = secrets.token_urlsafe(24)
         self._sbx = sbx
         handler = type("Handler", (_Handler,), {"files": self})
-        self._httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
         self.base = f"http://127.0.0.1:{self._httpd.server_address[1]}/files"
         threading.Thread(target=self._httpd.serve_forever, name="cellvm-file-urls",
@@ -79,6 +82,13 @@ class FileServer:
         if not secrets.compare_digest(given, want):
             return 401, "invalid signature"
         return None
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A client that went away mid-request, say: the SDK user's stderr is
+        # not this server's log.
+        logger.debug("file URL request from %s failed", client_address, exc_info=True)
 
 
 def _status(e):
@@ -150,8 +160,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if chunk:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             self.wfile.write(b"0\r\n\r\n")
-        except SandboxException:
-            self.close_connection = True  # a failure mid-file: the body is cut short
+        except (SandboxException, OSError):
+            # A failure mid-file, or a client that went away: the body is cut
+            # short, and the read ends in the sandbox too.
+            self.close_connection = True
+        finally:
+            chunks.close()
 
     def do_POST(self):
         query = self._checked("write")

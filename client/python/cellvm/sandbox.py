@@ -634,14 +634,19 @@ class Sandbox(CloudOnly):
         if not self._closed:
             self._closed = True
             if self._owner is None:
-                for forward in self.__dict__.pop("_forwards", {}).values():
-                    forward.close()
-                if "_file_urls" in self.__dict__:
-                    self.__dict__.pop("_file_urls").close()
+                self._close_listeners()
                 self._conn.close()
                 if getattr(self, "_entry", None) is not None and not self._killed:
                     from . import lifetime
                     lifetime.release(self)
+
+    def _close_listeners(self) -> None:
+        """The loopback listeners of get_host() and the file URLs closed. A
+        pause keeps them (they reach the sandbox again once it resumes)."""
+        for forward in self.__dict__.pop("_forwards", {}).values():
+            forward.close()
+        if "_file_urls" in self.__dict__:
+            self.__dict__.pop("_file_urls").close()
 
     @_class_or_instance("_cls_kill")
     def kill(self, **opts) -> bool:
@@ -659,6 +664,7 @@ class Sandbox(CloudOnly):
         self._killed = True
         if getattr(self, "_paused", None) is not None:  # its record is all there is
             from . import pause
+            self._close_listeners()
             return pause.kill(self._paused)
         self.close()
         if self._vm is not None:
@@ -894,7 +900,8 @@ class Sandbox(CloudOnly):
         listens on is reached from here, over plain HTTP or TCP. For an agent
         in dev mode that is this host ("localhost:PORT", or the agent's host
         for tcp:HOST:P). For a micro-VM it is a listener on this host's
-        loopback ("127.0.0.1:N", one per port, until the sandbox is closed)
+        loopback ("127.0.0.1:N", one per port, until the Sandbox is closed or
+        killed; a pause keeps it for the resumed sandbox)
         tunnelled through the agent to the port on the guest's loopback
         (cellvm/ports.py): the guest needs no network."""
         port = int(port)
