@@ -398,7 +398,8 @@ def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workd
     url = sbx.download_url(path)
     assert url.startswith("http://127.0.0.1:") and "signature=v1_" in url
     assert http_direct.request(url) == (200, content)
-    assert http_direct.request(sbx.download_url(path, use_signature_expiration=120)) == (200, content)
+    assert http_direct.request(sbx.download_url(path, use_signature_expiration=120)) == \
+        (200, content)
     status, body = http_direct.request(sbx.download_url(path, use_signature_expiration=-120))
     assert (status, json.loads(body)) == (401, {"code": 401, "message": "signature is already expired"})
     for bad in (url.replace("signature=v1_", "signature=v1_x"),
@@ -420,15 +421,17 @@ def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workd
     boundary = "cellvmboundary"
     form = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"up.txt\"\r\n"
             f"Content-Type: text/plain\r\n\r\nuploaded\r\n--{boundary}--\r\n").encode()
-    status, body = http_direct.request(sbx.upload_url(up), data=form,
-                         headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    status, body = http_direct.request(
+        sbx.upload_url(up), data=form,
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
     assert status == 200, body
     assert json.loads(body) == [{"name": "up.txt", "type": "file", "path": up}]
     assert sbx.files.read(up) == "uploaded"
     status, body = http_direct.request(sbx.upload_url(up), data=b"raw bytes",
-                         headers={"Content-Type": "application/octet-stream"})
+                                       headers={"Content-Type": "application/octet-stream"})
     assert status == 200 and sbx.files.read(up) == "raw bytes", body
-    assert http_direct.request(sbx.upload_url(up), data=b"", headers={"Content-Type": "multipart/form-data"})[0] == 400
+    assert http_direct.request(sbx.upload_url(up), data=b"",
+                               headers={"Content-Type": "multipart/form-data"})[0] == 400
     sbx.close()
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=10)
@@ -728,31 +731,22 @@ def test_get_host_of_a_vm_tunnels_to_the_guest_port(vm_sandbox):
     try:
         host = vm_sandbox.get_host(port)
         assert host.startswith("127.0.0.1:") and vm_sandbox.get_host(port) == host
-        deadline = time.monotonic() + 60
-        while True:  # until the guest's server listens
-            try:
-                with urllib.request.urlopen(f"http://{host}/", timeout=30) as r:
-                    assert r.read() == b"hello from the guest"
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the guest's server never answered"
-                time.sleep(0.5)
+        assert http_direct.request_once_up(f"http://{host}/", timeout=30) == \
+            (200, b"hello from the guest")
         big = bytes(range(256)) * (3 << 12)
         got = {}
 
         def fetch(i):
-            with urllib.request.urlopen(f"http://{host}/big", timeout=120) as r:
-                got[i] = r.read()
+            got[i] = http_direct.request(f"http://{host}/big")
         threads = [threading.Thread(target=fetch, args=(i,)) for i in range(2)]
         for t in threads:
             t.start()
         for t in threads:
             t.join(180)
-        assert got.keys() == {0, 1} and got[0] == big and got[1] == big
+        assert got == {0: (200, big), 1: (200, big)}
         upload = os.urandom(3 << 20)
-        req = urllib.request.Request(f"http://{host}/", data=upload, method="POST")
-        with urllib.request.urlopen(req, timeout=120) as r:
-            assert r.read().decode() == hashlib.sha256(upload).hexdigest()
+        assert http_direct.request(f"http://{host}/", data=upload, method="POST") == \
+            (200, hashlib.sha256(upload).hexdigest().encode())
 
         with socket.create_connection(vm_sandbox.get_host(port + 1).split(":"), timeout=30) as c:
             assert c.recv(1) == b""  # nothing listens there: closed

@@ -306,16 +306,10 @@ def test_pause_and_resume_keep_a_variable_a_file_and_a_background_command(vm_tem
     assert_gone(d, pid, key)
 
 
-def _page(host, deadline_s=60):
+def _page(host):
     """The guest's /tmp/page.txt through get_host's listener `host`, once its
     server answers."""
-    deadline = time.monotonic() + deadline_s
-    while True:
-        try:
-            return http_direct.request(f"http://{host}/page.txt", timeout=30)
-        except OSError:
-            assert time.monotonic() < deadline, "the guest's server never answered"
-            time.sleep(0.5)
+    return http_direct.request_once_up(f"http://{host}/page.txt", timeout=30)
 
 
 def test_a_paused_sandbox_is_resumed_by_its_own_object_and_killed_while_paused(vm_template):

@@ -11,7 +11,6 @@ from . import _wire
 
 PORT_OPEN = 0x0300
 PORT_DATA = 0x0301
-PORT_OPENED = 0x8300
 PORT_DATA_REPLY = 0x8301
 WINDOW = 256 * 1024  # CV_PORT_WINDOW: bytes a side may send unacknowledged
 CHUNK = 64 * 1024
@@ -76,7 +75,7 @@ class Forward:
                         if body.get("eof"):
                             client.shutdown(socket.SHUT_WR)
                     elif t in (_wire.OK, _wire.ERROR):
-                        break
+                        break  # (PORT_OPENED, 0x8300, needs nothing: bytes may precede it)
             except (OSError, _wire.ConnectionClosed, _wire.ProtocolError):
                 _cancel(req)
             finally:
