@@ -43,6 +43,21 @@ def killed_leftovers(rt):
     return left
 
 
+def private_state(tmp_path, monkeypatch):
+    """For a VM module's autouse fixture (`yield from private_state(...)`):
+    the test's own registry and paused store, template snapshots on, and
+    after it no sandbox of its left running (a failed test's are killed)."""
+    from snapshot_format import PAUSED_DIR_ENV
+    from cellvm.launch import SNAPSHOT_ENV
+    rt = tmp_path / "rt"
+    monkeypatch.setenv(RUNTIME_ENV, str(rt))
+    monkeypatch.setenv(PAUSED_DIR_ENV, str(tmp_path / "paused"))
+    monkeypatch.setenv(SNAPSHOT_ENV, "1")
+    yield
+    left = killed_leftovers(str(rt))
+    assert not left, f"sandboxes left in the registry: {left}"
+
+
 def keys(rt):
     """The entry files' keys (no parsing, no sweep)."""
     try:

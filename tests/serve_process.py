@@ -187,10 +187,11 @@ def node_with_packages_or_skip(pkg_dir, probe, min_node, what):
     return node
 
 
-def serving(tmp, *args, **kwargs):
-    """For a fixture: `yield from serving(tmp)` gives a Server once healthy,
-    stops it after, and fails on what its stop found (a process left, ...)."""
-    s = Server(tmp, *args, **kwargs)
+def serving(tmp, *args, server_class=Server, **kwargs):
+    """For a fixture: `yield from serving(tmp)` gives a Server (or a
+    `server_class` made from it) once healthy, stops it after, and fails on
+    what its stop found (a process left, ...)."""
+    s = server_class(tmp, *args, **kwargs)
     try:
         s.wait_healthy()
         yield s

@@ -22,7 +22,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cellvm import Sandbox, SandboxException, SandboxState  # noqa: E402
 import registry_view  # noqa: E402
 import snapshot_format as snapshot  # noqa: E402
-from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 from conftest import IMAGE, SNAPSHOT_MEMORY_MB  # noqa: E402
 
 CLI = os.path.abspath(os.path.join(os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build")),
@@ -31,13 +30,7 @@ CLI = os.path.abspath(os.path.join(os.environ.get("CELLVM_BUILD", os.path.join(R
 
 @pytest.fixture(autouse=True)
 def private_state(tmp_path, monkeypatch):
-    rt = tmp_path / "rt"
-    monkeypatch.setenv(registry_view.RUNTIME_ENV, str(rt))
-    monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
-    monkeypatch.setenv(SNAPSHOT_ENV, "1")
-    yield
-    left = registry_view.killed_leftovers(str(rt))  # a failed test's: not left running
-    assert not left, f"sandboxes left in the registry: {left}"
+    yield from registry_view.private_state(tmp_path, monkeypatch)
 
 
 def cli(*args, rc=0):

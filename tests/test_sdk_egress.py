@@ -17,23 +17,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from conftest import IMAGE, SNAPSHOT_MEMORY_MB, processes_mentioning  # noqa: E402
 from test_egress import RULES, origins  # noqa: E402,F401 (a fixture)
 import registry_view  # noqa: E402
-import snapshot_format as snapshot  # noqa: E402
 from cellvm import InvalidArgumentException, Sandbox  # noqa: E402
-from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 
 SDK_RULES = {"allow_out": RULES["allowOut"], "deny_out": RULES["denyOut"]}
 
 
 @pytest.fixture(autouse=True)
 def private_state(tmp_path, monkeypatch, origins):  # noqa: F811
-    rt = tmp_path / "rt"
-    monkeypatch.setenv(registry_view.RUNTIME_ENV, str(rt))
-    monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
-    monkeypatch.setenv(SNAPSHOT_ENV, "1")
     monkeypatch.setenv("CELLVM_HOSTS", origins["hosts"])  # the egress keeper's names
-    yield
-    left = registry_view.killed_leftovers(str(rt))
-    assert not left, f"sandboxes left in the registry: {left}"
+    yield from registry_view.private_state(tmp_path, monkeypatch)
 
 
 def curl(sbx, url):

@@ -20,12 +20,9 @@ import json
 import os
 import re
 import secrets
-import shutil
-import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -36,33 +33,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import serve_process  # noqa: E402
-from conftest import IMAGE, build_image_or_skip, processes_mentioning  # noqa: E402
+from conftest import build_image_or_skip  # noqa: E402
 
-BUILD = os.environ.get("CELLVM_BUILD", os.path.join(ROOT, "build"))
-CLI = os.path.abspath(os.path.join(BUILD, "cellvm"))
-HEALTH_TIMEOUT = 180     # the first start builds the template (~20 s, more under load)
+CLI = serve_process.CLI
 ENVD, INTERP = 49983, 49999
 JSON_MAX = 1 << 20       # HTTP_JSON_MAX: control-plane and Connect bodies
 MHD_TIMEOUT = 30         # the server's --client-timeout (default 60)
+tail = serve_process.tail
 
 
 # --- the server -------------------------------------------------------------------
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def tail(path, n=6000):
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - n))
-            return f.read().decode("utf-8", "replace")
-    except OSError as e:
-        return f"({path}: {e})"
-
 
 class Resp:
     def __init__(self, status, headers, body):
@@ -75,28 +55,13 @@ class Resp:
         return f"<{self.status} {self.headers.get('content-type')} {self.body[:300]!r}>"
 
 
-class Server:
+class Server(serve_process.Server):
+    """The run's `cellvm serve` (tests/serve_process.py) with a shorter client
+    timeout and room for the module's sandboxes, spoken to raw."""
+
     def __init__(self, tmp):
-        self.run = os.path.join(tmp, "run")
-        os.mkdir(self.run, 0o700)
-        self.tmpdir = tempfile.mkdtemp(prefix="cellvm-h-", dir="/tmp")  # short: VM sockets
-        # The run's template root for servers (serve_process.py): built by the
-        # first server of the run, restored by the others.
-        self.templates = serve_process.template_root()
-        self.key = "e2b_" + secrets.token_hex(20)
-        self.port = free_port()
-        self.log_path = os.path.join(tmp, "serve.log")
-        env = dict(os.environ, CELLVM_API_KEY=self.key, CELLVM_RUNTIME_DIR=self.run,
-                   CELLVM_TEMPLATE_DIR=self.templates, TMPDIR=self.tmpdir,
-                   CELLVM_PAUSED_DIR=os.path.join(tmp, "paused"), CELLVM_MAX_SANDBOXES="40")
-        # conftest's suite-wide settings are not the server's
-        for name in ("CELLVM_SNAPSHOT", "CELLVM_DEFAULT_TIMEOUT", "CELLVM_ADDR"):
-            env.pop(name, None)
-        self.argv = [CLI, "serve", "--listen", f"127.0.0.1:{self.port}", "--image", IMAGE,
-                     "--client-timeout", str(MHD_TIMEOUT)]
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.argv, env=env, stdin=subprocess.DEVNULL,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+        super().__init__(tmp, ["--client-timeout", str(MHD_TIMEOUT)],
+                         {"CELLVM_MAX_SANDBOXES": "40"})
 
     def request(self, method, path, headers=None, body=None, timeout=30, key=False):
         """One request on a connection of its own; `key` adds X-API-Key."""
@@ -126,63 +91,13 @@ class Server:
     def health(self, timeout=5):
         return self.request("GET", "/health", timeout=timeout)
 
-    def wait_healthy(self):
-        t0, last = time.monotonic(), None
-        while time.monotonic() - t0 < HEALTH_TIMEOUT:
-            if self.proc.poll() is not None:
-                pytest.fail(f"{' '.join(self.argv)} exited with {self.proc.returncode}:\n"
-                            f"{tail(self.log_path)}")
-            try:
-                r = self.health()
-                if r.status == 200:
-                    return
-                last = r
-            except OSError as e:
-                last = e
-            time.sleep(0.5)
-        pytest.fail(f"/health not 200 within {HEALTH_TIMEOUT} s ({last}):\n{tail(self.log_path)}")
-
-    def stop(self):
-        problems = []
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                problems.append("the server did not exit within 60 s of SIGTERM")
-                self.proc.kill()
-                self.proc.wait()
-        else:
-            problems.append(f"the server had exited by itself ({self.proc.returncode})")
-        self.log.close()
-        deadline = time.monotonic() + 20
-        while True:
-            procs = sorted(set(processes_mentioning(self.tmpdir)) | set(processes_mentioning(self.run)))
-            if not procs or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-        for pid in procs:
-            problems.append(f"process {pid} of the server still runs after it exited")
-            try:
-                os.kill(pid, signal.SIGKILL)  # ours: it names our private directories
-            except OSError:
-                pass
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
-        return problems
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     build_image_or_skip()
     if not os.access(CLI, os.X_OK):
         pytest.fail(f"{CLI} is not built (make all)")
-    s = Server(str(tmp_path_factory.mktemp("serve-http")))
-    try:
-        s.wait_healthy()
-        yield s
-    finally:
-        problems = s.stop()
-    assert not problems, "\n".join(problems) + "\n-- server log:\n" + tail(s.log_path)
+    yield from serve_process.serving(str(tmp_path_factory.mktemp("serve-http")), server_class=Server)
 
 
 @pytest.fixture(autouse=True)

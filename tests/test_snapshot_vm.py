@@ -37,13 +37,7 @@ from conftest import (CLONE_VALUES, IMAGE, SNAPSHOT_MEMORY_MB, CliLaunch, proces
 
 @pytest.fixture(autouse=True)
 def private_state(tmp_path, monkeypatch):
-    rt = tmp_path / "rt"
-    monkeypatch.setenv(registry_view.RUNTIME_ENV, str(rt))
-    monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
-    monkeypatch.setenv(SNAPSHOT_ENV, "1")
-    yield
-    left = registry_view.killed_leftovers(str(rt))  # a failed test's: not left running
-    assert not left, f"sandboxes left in the registry: {left}"
+    yield from registry_view.private_state(tmp_path, monkeypatch)
 
 
 CLI = os.path.join(os.path.dirname(IMAGE), "cellvm")

@@ -26,8 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cellvm import Sandbox  # noqa: E402
 import registry_view  # noqa: E402
-import snapshot_format as snapshot  # noqa: E402
-from cellvm.launch import SNAPSHOT_ENV  # noqa: E402
 from conftest import IMAGE, SNAPSHOT_MEMORY_MB  # noqa: E402
 
 USER_SITE = "/home/user/.local/lib/python3.11/site-packages"
@@ -35,14 +33,7 @@ USER_SITE = "/home/user/.local/lib/python3.11/site-packages"
 
 @pytest.fixture(autouse=True)
 def private_state(tmp_path, monkeypatch):
-    """The registry and paused store of this test alone (as test_snapshot_vm's)."""
-    rt = tmp_path / "rt"
-    monkeypatch.setenv(registry_view.RUNTIME_ENV, str(rt))
-    monkeypatch.setenv(snapshot.PAUSED_DIR_ENV, str(tmp_path / "paused"))
-    monkeypatch.setenv(SNAPSHOT_ENV, "1")
-    yield
-    left = registry_view.killed_leftovers(str(rt))
-    assert not left, f"sandboxes left in the registry: {left}"
+    yield from registry_view.private_state(tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -47,7 +47,7 @@ ADDR_ENV = "CELLVM_ADDR"
 # After a cancel, how long to wait for the request's terminal message.
 _DRAIN_S = 5.0
 # get_host() and the file URLs: each listener made once, whichever thread asks first.
-_FORWARDS_LOCK = threading.Lock()
+_LISTENERS_LOCK = threading.Lock()
 
 
 def normalize_language(language: Optional[str]) -> Optional[str]:
@@ -922,7 +922,7 @@ class Sandbox(CloudOnly):
                 "(an image older than it); reach the service from inside the sandbox instead")
         from . import ports
         forwards = owner.__dict__.setdefault("_forwards", {})
-        with _FORWARDS_LOCK:
+        with _LISTENERS_LOCK:
             if port not in forwards:
                 forwards[port] = ports.Forward(lambda: owner._conn, port)
             return forwards[port].host
@@ -1006,7 +1006,7 @@ class Sandbox(CloudOnly):
         if self._closed or owner._closed:
             raise SandboxException("file URLs: the Sandbox was closed (connect() again)")
         from . import file_urls
-        with _FORWARDS_LOCK:
+        with _LISTENERS_LOCK:
             if "_file_urls" not in owner.__dict__:
                 owner._file_urls = file_urls.FileServer(owner)
             return owner._file_urls
