@@ -1,6 +1,7 @@
 """Notebook semantics of a real cellvm-executor: namespace, results, output, errors, envs."""
 
 import os
+import re
 import time
 
 from test_executor_harness import (DISPLAY, EXEC_ERROR, EXEC_INPUT, RESULT, STREAM,  # noqa: F401
@@ -147,6 +148,24 @@ def test_magics(ex, tmp_path):
     assert r.stdout.startswith("CPU times: user ") and "\nWall time: " in r.stdout
     e = ex.run("%nosuchmagic").error
     assert (e["name"], e["value"]) == ("UsageError", "Line magic function `%nosuchmagic` not found.")
+
+
+def test_pdb_on_shows_where_an_error_was_raised_and_ends_the_cell(ex):
+    # ipykernel's debugger asks for a command, which E2B's kernel cannot read:
+    # its handler fails and the cell never ends. Here the cell ends with its
+    # error, after what the debugger shows first (as %debug does).
+    assert ex.ok("%pdb on").stdout == "Automatic pdb calling has been turned ON\n"
+    r = ex.run("def inner():\n    return 1 / 0\ninner()")
+    assert r.end["status"] == "error" and r.error["name"] == "ZeroDivisionError"
+    entry = r.stdout.splitlines()
+    assert re.match(r"^> .*\(2\)inner\(\)$", entry[0]), entry
+    assert "----> 2     return 1 / 0" in entry
+    # Syntax errors and usage errors open no debugger.
+    assert ex.run("x = (").stdout == "" and ex.run("%nosuchmagic").stdout == ""
+    assert ex.ok("%pdb").stdout == "Automatic pdb calling has been turned OFF\n"
+    assert ex.run("1 / 0").stdout == ""
+    assert ex.ok("%pdb maybe").stdout == "Incorrect argument. Use on/1, off/0, or nothing for a toggle.\n"
+    assert ex.ok("get_ipython().call_pdb").text == "False"
 
 
 def test_top_level_await(ex):

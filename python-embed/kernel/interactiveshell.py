@@ -548,7 +548,13 @@ class CellRunner:
                                         value = str(e)
                                 except Exception:
                                         pass
+                debug = self.shell.call_pdb and (tb is None or isinstance(e, SystemExit))
                 if tb is None:
                         tb = self.structured_traceback(e)
                 _send(EXEC_ERROR, {"name": type(e).__name__, "value": value, "traceback": tb})
                 sys.last_value.__traceback__ = last_tb
+                if debug:
+                        # %pdb: IPython's debugger opens here and asks for a command,
+                        # which E2B's kernel cannot read (ipykernel then never ends
+                        # the cell); shown as %debug shows it, and the cell ends.
+                        self.shell.debugger_entry()

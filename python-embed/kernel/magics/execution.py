@@ -110,6 +110,31 @@ def _run_with_timing(run, nruns):
 class ExecutionMagics:
         """IPython's ExecutionMagics (IPython.core.magics.execution), mixed into zmqshell.Shell."""
 
+        call_pdb = False  # InteractiveShell.call_pdb: %pdb's state
+
+        def magic_pdb(self, line):
+                """IPython's %pdb on|1|off|0, or a toggle. With it on, an error
+                shows where it was raised, as the debugger would (debugger_entry)."""
+                arg = line.strip().lower()
+                if arg:
+                        new = {"off": 0, "0": 0, "on": 1, "1": 1}.get(arg)
+                        if new is None:
+                                print("Incorrect argument. Use on/1, off/0, or nothing for a toggle.")
+                                return
+                else:
+                        new = not self.call_pdb
+                self.call_pdb = new
+                print("Automatic pdb calling has been turned", "ON" if new else "OFF")
+
+        def debugger_entry(self):
+                """What the debugger shows first, post-mortem on the last error:
+                its innermost frame (%debug, and each error under %pdb)."""
+                tb = getattr(sys, "last_traceback", None)
+                while tb is not None and tb.tb_next is not None:
+                        tb = tb.tb_next
+                if tb is not None:
+                        print(_debugger_entry(tb.tb_frame, tb.tb_lineno))
+
         def magic_tb(self, line):
                 """The last error's whole traceback (in another mode if given)."""
                 k = self.kernel
@@ -327,11 +352,7 @@ class ExecutionMagics:
                         import logging
                         logging.error("No traceback has been produced, nothing to debug.")
                         return
-                tb = sys.last_traceback
-                while tb is not None and tb.tb_next is not None:
-                        tb = tb.tb_next
-                if tb is not None:
-                        print(_debugger_entry(tb.tb_frame, tb.tb_lineno))
+                self.debugger_entry()
                 raise StdinNotImplementedError(
                     "raw_input was called, but this frontend does not support input requests.")
 

@@ -16,6 +16,9 @@ _ALIASES = {"mkdir": "mkdir", "rmdir": "rmdir", "mv": "mv", "rm": "rm", "cp": "c
             "lf": "ls -F -o --color %l | grep ^-", "lk": "ls -F -o --color %l | grep ^l",
             "ldir": "ls -F -o --color %l | grep /$", "lx": "ls -F -o --color %l | grep ^-..x"}
 
+# IPython's AliasManager refuses these names (keywords and builtins of its own).
+_NOT_ALIASED = frozenset({"cd", "popd", "pushd", "dhist", "alias", "unalias"})
+
 
 class OSMagics:
         """IPython's OSMagics (IPython.core.magics.osm), mixed into zmqshell.Shell."""
@@ -44,7 +47,7 @@ class OSMagics:
                         sys.stdout.flush()
                         return sorted(self.aliases.items())
                 name, cmd = line.split(None, 1)  # one word: IPython's ValueError too
-                if name in ("cd", "popd", "pushd", "dhist", "alias", "unalias"):
+                if name in _NOT_ALIASED:
                         print(f"The name {name} can't be aliased because it is a keyword or builtin.")
                 elif name in _IPYTHON_LINE_MAGICS or hasattr(self, "magic_" + name):
                         print(f"The name {name} can't be aliased because it is another magic command.")
@@ -52,6 +55,30 @@ class OSMagics:
                         print("The %s and %l specifiers are mutually exclusive in alias definitions.")
                 else:
                         self.aliases[name] = cmd
+
+        def magic_rehashx(self, line):
+                """IPython's %rehashx: every executable on $PATH an alias of
+                itself (dots left out of its name), the first found winning;
+                names that are magics or kept words stay as they are."""
+                found = []
+                for d in os.environ.get("PATH", "").split(os.pathsep):
+                        try:
+                                entries = list(os.scandir(os.path.abspath(os.path.expanduser(d))))
+                        except OSError:
+                                continue
+                        for entry in entries:
+                                try:
+                                        if not (entry.is_file() and os.access(entry.path, os.X_OK)):
+                                                continue
+                                except OSError:
+                                        continue
+                                name = entry.name.replace(".", "")
+                                if entry.name in self.aliases or name in _NOT_ALIASED or \
+                                   name in _IPYTHON_LINE_MAGICS or hasattr(self, "magic_" + name):
+                                        continue
+                                self.aliases[name] = entry.name
+                                found.append(entry.name)
+                self.db["syscmdlist"] = found  # as IPython keeps it
 
         def magic_sx(self, line):
                 """IPython's %sx / %system: the command's output lines (an SList)."""
