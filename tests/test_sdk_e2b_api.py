@@ -7,10 +7,12 @@ WriteEntry, commands.connect after disconnect, and the async versions."""
 import asyncio
 import datetime as dt
 import hashlib
+import http.client
 import json
 import os
 import re
 import socket
+import subprocess
 import threading
 import time
 import urllib.error
@@ -432,6 +434,36 @@ def test_download_and_upload_urls_are_signed_per_file_and_operation(agent, workd
     assert status == 200 and sbx.files.read(up) == "raw bytes", body
     assert http_direct.request(sbx.upload_url(up), data=b"",
                                headers={"Content-Type": "multipart/form-data"})[0] == 400
+    # Uploads stream (cellvm/upload_body.py): curl's -F of 6 MiB (with its
+    # Expect: 100-continue), a chunked body, and a client that leaves mid-body,
+    # which fails the write and leaves the file as it was.
+    big = os.urandom(6 << 20)
+    local = os.path.join(workdir, "big-local.bin")
+    with open(local, "wb") as f:
+        f.write(big)
+    r = subprocess.run(["curl", "-sS", "--noproxy", "*", "-F", f"file=@{local}", sbx.upload_url(up)],
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["path"] == up, r
+    assert sbx.files.read(up, format="bytes") == big
+    split = urllib.parse.urlsplit(sbx.upload_url(up))
+    c = http.client.HTTPConnection(split.hostname, split.port, timeout=60)
+    c.request("POST", f"{split.path}?{split.query}", body=iter([b"chunk one, ", b"chunk two"]),
+              headers={"Content-Type": "application/octet-stream"}, encode_chunked=True)
+    assert c.getresponse().status == 200
+    c.close()
+    assert sbx.files.read(up) == "chunk one, chunk two"
+    with socket.create_connection((split.hostname, split.port), timeout=30) as c:
+        c.sendall(f"POST {split.path}?{split.query} HTTP/1.1\r\nHost: x\r\n"
+                  f"Content-Type: application/octet-stream\r\nContent-Length: {1 << 20}\r\n\r\n"
+                  .encode() + b"z" * 300_000)
+        c.shutdown(socket.SHUT_WR)  # the body ends early
+        reply = c.makefile("rb").read()
+    assert reply.startswith(b"HTTP/1.1 400") and b"ended before" in reply, reply[:300]
+    deadline = time.monotonic() + 30  # the agent drops the write's temporary on the cancel
+    while [e.name for e in sbx.files.list(workdir) if ".cellvm-" in e.name]:
+        assert time.monotonic() < deadline, sbx.files.list(workdir)
+        time.sleep(0.1)
+    assert sbx.files.read(up) == "chunk one, chunk two"
     sbx.close()
     with pytest.raises(OSError):
         urllib.request.urlopen(url, timeout=10)

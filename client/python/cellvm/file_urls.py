@@ -20,12 +20,12 @@ import threading
 import time
 import urllib.parse
 
+from . import upload_body
 from .exceptions import (InvalidArgumentException, NotEnoughSpaceException, NotFoundException,
                          SandboxException)
 
 logger = logging.getLogger(__name__)
 
-MAX_UPLOAD = 256 << 20  # an upload is held in memory whole: bounded
 CHUNK = 256 * 1024
 
 
@@ -171,25 +171,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         query = self._checked("write")
         if query is None:
             return
-        length = self.headers.get("Content-Length", "")
-        if not length.isdigit():
-            return self._error(411, "an upload needs a Content-Length")
-        if int(length) > MAX_UPLOAD:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            body = upload_body.Body(self.rfile, chunked=True)
+        elif self.headers.get("Content-Length", "").isdigit():
+            body = upload_body.Body(self.rfile, int(self.headers["Content-Length"]))
+        else:
             self.close_connection = True
-            return self._error(413, f"an upload through this URL is at most {MAX_UPLOAD} bytes")
-        body = self.rfile.read(int(length))
-        ctype = self.headers.get("Content-Type", "")
-        try:
-            uploads = _parts(ctype, body, query.get("path"))
-        except ValueError as e:
-            return self._error(400, str(e))
+            return self._error(411, "an upload needs a Content-Length or a chunked body")
         fs, user, entries = self.files._sbx.files, query.get("username"), []
-        for path, data in uploads:
-            try:
+        try:
+            for path, data in _uploads(self.headers.get("Content-Type", ""), body, query.get("path")):
                 info = fs.write(path, data, user=user)
-            except SandboxException as e:
-                return self._error(_status(e), str(e))
-            entries.append({"name": info.name, "type": "file", "path": info.path})
+                entries.append({"name": info.name, "type": "file", "path": info.path})
+        except ValueError as e:
+            self.close_connection = True  # the rest of the body is not read
+            return self._error(400, str(e))
+        except SandboxException as e:
+            self.close_connection = True
+            return self._error(_status(e), str(e))
         self._reply(200, entries)
 
 
@@ -198,25 +197,27 @@ def _and_rest(first, chunks):
     yield from chunks
 
 
-def _parts(ctype, body, path):
-    """The (path, bytes) of an upload: each file of a multipart/form-data
-    body (at the `path` query, else at its filename, as cellvm serve's
-    /files), or an octet-stream body whole, at `path`."""
+def _uploads(ctype, body, path):
+    """(path, stream) of each file of an upload, read as it arrives: each
+    part of a multipart/form-data body (at the `path` query, else at its
+    filename, as cellvm serve's /files), or an octet-stream body whole, at
+    `path`. A stream is read to its end before the next is given."""
     if not ctype.startswith("multipart/form-data"):
         if not path:
             raise ValueError("an octet-stream upload needs the path query parameter")
-        return [(path, body)]
-    msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-        b"Content-Type: " + ctype.encode("latin-1") + b"\r\n\r\n" + body)
-    if not msg.is_multipart():
+        yield path, body
+        return
+    boundary = email.parser.BytesHeaderParser(policy=email.policy.HTTP).parsebytes(
+        b"Content-Type: " + ctype.encode("latin-1") + b"\r\n\r\n").get_boundary()
+    if not boundary:
         raise ValueError("a multipart body without its boundary")
-    out = []
-    for part in msg.iter_parts():
-        name = part.get_filename()
-        dest = path or name
+    parts = upload_body.Multipart(body, boundary)
+    count = 0
+    while (headers := parts.next_part()) is not None:
+        dest = path or headers.get_filename()
         if not dest:
             raise ValueError("a file part without a filename and no path query")
-        out.append((dest, part.get_payload(decode=True) or b""))
-    if not out:
+        count += 1
+        yield dest, parts
+    if not count:
         raise ValueError("a multipart body without a file")
-    return out
