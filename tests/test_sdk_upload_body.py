@@ -139,8 +139,8 @@ def test_boundary_text_not_followed_by_crlf_or_dashes_is_no_delimiter():
     for head in (b"--b" + b" " * 2000 + b"\r\n", b"--bjunk\r\n"):
         data = head + b"\r\nx\r\n--b--"
         assert parts_of(Body(rfile(data, 50), len(data)), "b", 100) == []
-    data = b"--b  \t\r\n\r\nno headers\r\n--b--"
-    assert parts_of(Body(rfile(data, 1), len(data)), "b", 100) == [(None, b"no headers")]
+    data = b"--b  \t\r\n\r\nno headers\r\n\r\nbut lines\r\n--b--"
+    assert parts_of(Body(rfile(data, 1), len(data)), "b", 100) == [(None, b"no headers\r\n\r\nbut lines")]
 
 
 def test_a_boundary_must_be_given_and_short():

@@ -10,8 +10,8 @@ format raises ValueError (the upload then fails and its file is not written)."""
 import email.parser
 import email.policy
 
-SLICE = 64 * 1024
-LINE_MAX = 1024         # a chunk-size line, with its extensions
+SLICE = 256 * 1024       # as much as the files API sends at once
+LINE_MAX = 1024          # a chunk-size line, with its extensions
 HEADERS_MAX = 16 * 1024  # one part's headers
 PADDING_MAX = 1024       # blanks after a delimiter
 
@@ -152,11 +152,11 @@ class Multipart:
         # Transport padding (blanks), then CRLF: _delimiter() saw them.
         self._buf = self._buf.lstrip(b" \t")[2:]
         while True:
-            end = self._buf.find(b"\r\n\r\n", 0, HEADERS_MAX + 4)
-            if end >= 0:
-                break
             if self._buf.startswith(b"\r\n"):  # a part without headers
                 end = -2
+                break
+            end = self._buf.find(b"\r\n\r\n", 0, HEADERS_MAX + 4)
+            if end >= 0:
                 break
             if len(self._buf) > HEADERS_MAX:
                 raise ValueError("multipart body: a part's headers over 16 KiB")
