@@ -281,6 +281,30 @@ def test_everyday_tools_run_in_the_guest(image, vm_sandbox):
                                           "(python 3.11)")
 
 
+def test_notebook_extras_work_in_the_guest(image, vm_sandbox):
+    """Jinja2 (pandas' DataFrame.style) and nest_asyncio (asyncio.run in a
+    cell), which E2B's Jupyter-based sandbox has (image-build/packages.txt)."""
+    everything = image["packages"]["all"]
+    assert "python3-jinja2" in everything and "python3-nest-asyncio" in everything
+    ctx = vm_sandbox.create_code_context()
+    try:
+        ex = vm_sandbox.run_code("import pandas as pd\n"
+                                 "df = pd.DataFrame({'a': [1, 3], 'b': [4, 2]})\n"
+                                 "df.style.highlight_max(color='yellow')", context=ctx, timeout=120)
+        assert ex.error is None, ex.error
+        assert "background-color: yellow" in ex.results[0].html, ex.results
+        ex = vm_sandbox.run_code("print(df.style.to_latex())", context=ctx, timeout=60)
+        assert ex.error is None and ex.logs.stdout[0].startswith("\\begin{tabular}"), ex
+        ex = vm_sandbox.run_code("import asyncio\nasync def f():\n    await asyncio.sleep(0)\n"
+                                 "    return 42\nasyncio.run(f())", context=ctx, timeout=60)
+        assert ex.error.name == "RuntimeError", ex  # a running loop, as in ipykernel
+        ex = vm_sandbox.run_code("import nest_asyncio\nnest_asyncio.apply()\nasyncio.run(f())",
+                                 context=ctx, timeout=60)
+        assert ex.error is None and ex.text == "42", ex
+    finally:
+        vm_sandbox.remove_code_context(ctx)
+
+
 def test_rootfs_has_node_and_the_javascript_driver(image):
     """Debian's node, cellvm's driver, acorn, and of TypeScript only lib/typescript.js."""
     found = ext4_ls_many(["/usr/bin", "/usr/lib/cellvm/node-executor",
