@@ -1,5 +1,6 @@
 """IPython.core.inputtransformer2's counterpart: the cleanup of a cell
-(prompts, indent) and its transformation (!cmd, %magic, %%magic, help)."""
+(prompts, indent) and its transformation (!cmd, %magic, %%magic, help, the
+/ , ; call escapes)."""
 
 import io
 import re
@@ -14,10 +15,28 @@ import tokenize
 #   %magic args     -> get_ipython().run_line_magic('magic', 'args')
 #   x = %magic args -> x = get_ipython().run_line_magic('magic', 'args')
 #   %%magic (first line) -> get_ipython().run_cell_magic('magic', 'args', body)
+#   /f a b          -> f(a, b)
+#   ,f a b          -> f("a", "b")
+#   ;f a b          -> f("a b")
 _ASSIGN_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*([!%])(.*)$")
 _MAGIC_RE = re.compile(r"^(\s*)%([A-Za-z_]\w*)\s?(.*)$")
 _SHELL_RE = re.compile(r"^(\s*)!(.*)$")
 _HELP_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\(\))?)\s*(\?\??)\s*$")
+# IPython's ESC_PAREN, ESC_QUOTE and ESC_QUOTE2: a line starting with one is
+# never Python, so the fast path looks for them at a line's start only.
+_ESCAPED_CALL_RE = re.compile(r"^(\s*)([/,;])(.*)$")
+_ESCAPED_CALL_START_RE = re.compile(r"^[ \t]*[/,;]", re.M)
+
+
+def _escaped_call(esc, content):
+        """IPython's _tr_paren, _tr_quote and _tr_quote2: NAME and its
+        arguments (the rest of the line) as a call."""
+        name, _, args = content.partition(" ")
+        if esc == "/":
+                return "%s(%s)" % (name, ", ".join(args.split()))
+        if esc == ",":
+                return '%s("%s")' % (name, '", "'.join(args.split()))
+        return '%s("%s")' % (name, args)
 
 
 def _protected_rows(cell):
@@ -81,7 +100,7 @@ def _may_transform(cell):
         """False when transform_cell() would return `cell` unchanged (no shell
         escape, magic, help or exit/quit): plain Python, the common case."""
         return ("!" in cell or "%" in cell or "?" in cell or "exit" in cell
-                or "quit" in cell)
+                or "quit" in cell or _ESCAPED_CALL_START_RE.search(cell) is not None)
 
 
 def transform_cell(cell):
@@ -125,6 +144,10 @@ def transform_cell(cell):
                 if m:
                         out.append(f"{m.group(1)}get_ipython().run_line_magic("
                                    f"{m.group(2)!r}, {m.group(3)!r})")
+                        continue
+                m = _ESCAPED_CALL_RE.match(line)
+                if m:
+                        out.append(m.group(1) + _escaped_call(m.group(2), m.group(3)))
                         continue
                 out.append(line)
         return "\n".join(out)

@@ -335,6 +335,8 @@ class CellRunner:
                         return tok_err
                 cell = cleaned if plain else transform_cell(cleaned)
                 magic = self.shell.automagic(cell)
+                if magic is None:
+                        magic = self.shell.autocall_line(cell)
                 if magic is not None:
                         cell, tree, parse_err = magic, None, None
                 self._store_inputs(raw, cell)

@@ -45,6 +45,8 @@ class _ExitAutocall:
         SystemExit. ipykernel then stops the kernel process; a cellvm context
         stays usable (its owner removes or restarts it)."""
 
+        rewrite = False  # IPython's ExitAutocall: autocall shows no '------>' line
+
         def __call__(self, keep_kernel=False):
                 return None
 
@@ -89,6 +91,11 @@ def _on_ipython_magic_import(mod):
 
 
 _AUTOMAGIC_RE = re.compile(r"([\w.*]*)(.*)", re.S)
+# IPython's splitinput.line_split, and its prefilter's re_fun_name and
+# re_exclude_auto (autocall).
+_LINE_SPLIT_RE = re.compile(r"^(\s*)([,;/%]|!!?|\?\??)?\s*(%{0,2}[\w\.\*]*)(.*?$|$)")
+_FUN_NAME_RE = re.compile(r"[^\W\d]([\w.]*) *$")
+_EXCLUDE_AUTO_RE = re.compile(r"^[,&^\|\*/\+-]|^is |^not |^in |^and |^or ")
 
 
 _INTERACTIVITY = ("all", "last", "last_expr", "none", "last_expr_or_assign")
@@ -442,6 +449,48 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 if ifun in self.user_ns or ifun in builtins.__dict__ or keyword.iskeyword(ifun):
                         return None
                 return f"get_ipython().run_line_magic({ifun!r}, {rest!r})\n"
+
+        def autocall_line(self, cell):
+                """IPython's autocall (%autocall 1 or 2), the last check of its
+                prefilter on a one-line cell that nothing else took: `f x` runs
+                as `f(x)` when f is callable (and `f` alone as `f()` in mode 2),
+                shown first as '------> f(x)'. None if it does not apply."""
+                if not self.autocall:
+                        return None
+                line = cell.rstrip("\n")
+                if "\n" in line or not line.strip():
+                        return None
+                _pre, esc, ifun, rest = _LINE_SPLIT_RE.match(line).groups()
+                ifun, rest = ifun.strip(), rest.lstrip()
+                # The assignment and Python-operator checks come first.
+                if esc or rest[:1] in tuple("=,!()<>+*/%^&|"):
+                        return None
+                found, obj = self._find_object(ifun)
+                if not found or not callable(obj) or _EXCLUDE_AUTO_RE.match(rest) \
+                   or not _FUN_NAME_RE.match(ifun):
+                        return None
+                if ifun.lower() in ("b", "f", "r", "u", "br", "rb", "fr", "rf") and \
+                   line.startswith((ifun + "'", ifun + '"')):
+                        return None  # a string prefix
+                if isinstance(obj, _ExitAutocall):
+                        if rest.startswith("("):
+                                return None
+                elif not rest and self.autocall < 2:
+                        return None
+                elif rest.startswith("[") and hasattr(obj, "__getitem__"):
+                        return None
+                newcmd = f"{ifun}({rest[:-1]});" if rest.endswith(";") else f"{ifun}({rest})"
+                try:
+                        rewrite = obj.rewrite
+                except Exception:
+                        rewrite = True
+                if rewrite:
+                        # IPython's auto_rewrite_input, twice: ipykernel transforms
+                        # the cell once to decide whether it is async, then
+                        # run_cell transforms it again.
+                        print("------> " + newcmd)
+                        print("------> " + newcmd)
+                return newcmd + "\n"
 
 
 Shell.__name__ = Shell.__qualname__ = "ZMQInteractiveShell"

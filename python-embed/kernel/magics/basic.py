@@ -1,5 +1,5 @@
 """IPython.core.magics.basic's counterpart: %xmode, %precision, %pprint, %colors,
-%automagic, %autoawait, %alias_magic, and the magics whose output goes to the
+%automagic, %autocall, %autoawait, %alias_magic, and the magics whose output goes to the
 pager (%page, %magic, %quickref)."""
 
 import sys
@@ -98,6 +98,26 @@ class BasicMagics:
                         self.auto_magic = not self.auto_magic
                 print("\n" + ["Automagic is OFF, % prefix IS needed for line magics.",
                               "Automagic is ON, % prefix IS NOT needed for line magics."][self.auto_magic])
+
+        autocall = 0  # InteractiveShell.autocall: 0 Off, 1 Smart, 2 Full
+
+        def magic_autocall(self, line):
+                """IPython's %autocall [0|1|2]: toggled (back to the last mode,
+                else Smart) without an argument."""
+                modes = ("Off", "Smart", "Full")
+                arg = line.strip()
+                if arg:
+                        if arg not in ("0", "1", "2"):
+                                import logging
+                                logging.error("Valid modes: 0->Off, 1->Smart, 2->Full")
+                                return
+                        self.autocall = int(arg)
+                elif self.autocall:
+                        self._autocall_saved, self.autocall = self.autocall, 0
+                else:
+                        self.autocall = getattr(self, "_autocall_saved", 1)
+                        self._autocall_saved = self.autocall
+                print("Automatic calling is:", modes[self.autocall])
 
         def magic_page(self, line):
                 """IPython's %page [-r] OBJECT (`_` by default): the object to the
