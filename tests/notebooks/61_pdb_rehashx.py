@@ -18,6 +18,9 @@ get_ipython().call_pdb
 # %%
 %pdb OFF
 # %%
+%%capture
+before = %alias
+# %%
 %rehashx
 # %%
 %echo hi there
@@ -25,8 +28,19 @@ get_ipython().call_pdb
 %uname -s
 # %%
 %%capture
-aliases = dict(%alias)
+aliases = %alias
 # %%
+aliases = dict(aliases)
 print(aliases.get('python311'), aliases.get('ls'), 'cd' in aliases, 'pdb' in aliases)
 # %%
 'uname' in get_ipython().db['syscmdlist']
+# %%
+%%capture
+# The aliases go again: later notebooks share ipykernel's shell (cellvm's run
+# in contexts of their own).
+for _n in get_ipython().db['syscmdlist']:
+    if _n.replace('.', '') not in dict(before):
+        get_ipython().run_line_magic('unalias', _n.replace('.', ''))
+after = %alias
+# %%
+print('uname' in dict(after), after == before, get_ipython().db['syscmdlist'].count('ls') > 0)

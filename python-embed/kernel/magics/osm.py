@@ -73,11 +73,12 @@ class OSMagics:
                                 except OSError:
                                         continue
                                 name = entry.name.replace(".", "")
-                                if entry.name in self.aliases or name in _NOT_ALIASED or \
-                                   name in _IPYTHON_LINE_MAGICS or hasattr(self, "magic_" + name):
-                                        continue
-                                self.aliases[name] = entry.name
-                                found.append(entry.name)
+                                if entry.name not in self.aliases:
+                                        if name in _NOT_ALIASED or name in _IPYTHON_LINE_MAGICS or \
+                                           hasattr(self, "magic_" + name):
+                                                continue
+                                        self.aliases[name] = entry.name
+                                found.append(entry.name)  # an alias already too
                 self.db["syscmdlist"] = found  # as IPython keeps it
 
         def magic_sx(self, line):
