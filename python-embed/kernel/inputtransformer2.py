@@ -98,7 +98,8 @@ def cleanup_cell(cell):
 
 def _may_transform(cell):
         """False when transform_cell() would return `cell` unchanged (no shell
-        escape, magic, help or exit/quit): plain Python, the common case."""
+        escape, magic, help, call escape or exit/quit): plain Python, the
+        common case."""
         return ("!" in cell or "%" in cell or "?" in cell or "exit" in cell
                 or "quit" in cell or _ESCAPED_CALL_START_RE.search(cell) is not None)
 
