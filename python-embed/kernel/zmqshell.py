@@ -422,6 +422,11 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
         def ex(self, cmd):
                 exec(cmd, self.user_ns)
 
+        def is_magic_name(self, name):
+                """Whether a line magic has this name: one of IPython's or one
+                written here (%alias and %rehashx leave such names alone)."""
+                return name in _IPYTHON_LINE_MAGICS or hasattr(self, "magic_" + name)
+
         def automagic(self, cell):
                 """IPython's automagic, applied by its prefilter to one-line cells
                 only: a line starting with a magic's name runs that magic (`pwd`,
@@ -442,7 +447,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 rest = rest.lstrip()
                 if not ifun or rest[:1] in ("=", ","):
                         return None
-                if not (ifun in _IPYTHON_LINE_MAGICS or ifun in self.aliases or hasattr(self, "magic_" + ifun)
+                if not (self.is_magic_name(ifun) or ifun in self.aliases
                         or ifun in ("autoreload", "aimport") and self.kernel.autoreload is not None):
                         return None
                 import keyword

@@ -26,8 +26,6 @@ from .exceptions import (InvalidArgumentException, NotEnoughSpaceException, NotF
 
 logger = logging.getLogger(__name__)
 
-CHUNK = 256 * 1024
-
 
 def signature(path, operation, user, token, expiration=None):
     """E2B's v1 signature of a file URL (`user` None: the default user)."""

@@ -78,8 +78,11 @@ class Multipart:
             raise ValueError("a multipart body needs a boundary of 1 to 70 characters")
         self._body = body
         # The first delimiter may start the body: CRLF before it makes every
-        # delimiter the same.
-        self._buf = b"\r\n"
+        # delimiter the same. What is read so far is _buf[_pos:]; an offset,
+        # not slicing, keeps every read linear in the bytes it looks at.
+        self._buf = bytearray(b"\r\n")
+        self._pos = 0
+        self._known = 0  # _buf[_pos:_known] is content, seen by _delimiter()
         self._delim = b"\r\n--" + boundary.encode("latin-1")
         self._in_part = False
         self._ended = False
@@ -89,26 +92,31 @@ class Multipart:
         data = self._body.read(SLICE)
         if not data:
             raise ValueError("multipart body: it ends before its closing delimiter")
+        del self._buf[:self._pos]  # what was read already (offsets restart)
+        self._pos = self._known = 0
         self._buf += data
 
     def _delimiter(self):
-        """(i, safe): i where a delimiter starts in the buffer (None if none is
-        known yet); safe how many bytes before it are surely content. As in Go's
-        reader (envd's), the boundary's text is a delimiter only when "--" or
-        blanks and CRLF follow it; elsewhere it is content."""
-        start = 0
+        """(i, safe), offsets into _buf: i where a delimiter starts (None if
+        none is known yet); safe where the bytes that are surely content end.
+        As in Go's reader (envd's), the boundary's text is a delimiter only
+        when "--" or blanks and CRLF follow it; elsewhere it is content."""
+        buf, delim = self._buf, self._delim
+        start = self._pos
         while True:
-            i = self._buf.find(self._delim, start)
+            i = buf.find(delim, start)
             if i < 0:
-                return None, max(0, len(self._buf) - (len(self._delim) - 1))
-            rest = self._buf[i + len(self._delim):]
-            if rest.startswith(b"--"):
+                return None, max(self._pos, len(buf) - (len(delim) - 1))
+            after = i + len(delim)
+            if buf.startswith(b"--", after):
                 return i, i
-            stripped = rest.lstrip(b" \t")
-            if len(rest) - len(stripped) <= PADDING_MAX:
-                if stripped.startswith(b"\r\n"):
+            k, end = after, min(len(buf), after + PADDING_MAX + 1)
+            while k < end and buf[k] in b" \t":
+                k += 1
+            if k - after <= PADDING_MAX:
+                if buf.startswith(b"\r\n", k):
                     return i, i
-                if len(stripped) < 2:  # what follows has not arrived yet
+                if len(buf) - k < 2:  # what follows has not arrived yet
                     return None, i
             start = i + 1
 
@@ -116,9 +124,9 @@ class Multipart:
         while True:
             i, safe = self._delimiter()
             if i is not None:
-                self._buf = self._buf[i + len(self._delim):]
+                self._pos = i + len(self._delim)
                 return
-            self._buf = self._buf[safe:]
+            self._pos = safe
             self._fill()
 
     def read(self, n=SLICE):
@@ -126,14 +134,16 @@ class Multipart:
         if not self._in_part:
             return b""
         while True:
-            i, safe = self._delimiter()
-            if i == 0:
-                self._buf = self._buf[len(self._delim):]
-                self._in_part = False
-                return b""
-            if safe > 0:
-                k = min(safe, n)
-                out, self._buf = self._buf[:k], self._buf[k:]
+            if self._known <= self._pos:  # look again only past what was seen
+                i, self._known = self._delimiter()
+                if i == self._pos:
+                    self._pos += len(self._delim)
+                    self._in_part = False
+                    return b""
+            if self._known > self._pos:
+                end = min(self._known, self._pos + n)
+                out = bytes(self._buf[self._pos:end])
+                self._pos = end
                 return out
             self._fill()
 
@@ -144,23 +154,26 @@ class Multipart:
             self.read()
         if self._ended:
             return None
-        while len(self._buf) < 2:
+        while len(self._buf) - self._pos < 2:
             self._fill()
-        if self._buf.startswith(b"--"):
+        if self._buf.startswith(b"--", self._pos):
             self._ended = True
             return None
         # Transport padding (blanks), then CRLF: _delimiter() saw them.
-        self._buf = self._buf.lstrip(b" \t")[2:]
+        while self._buf[self._pos] in b" \t":
+            self._pos += 1
+        self._pos += 2
         while True:
-            if self._buf.startswith(b"\r\n"):  # a part without headers
-                end = -2
+            if self._buf.startswith(b"\r\n", self._pos):  # a part without headers
+                end = self._pos - 2
                 break
-            end = self._buf.find(b"\r\n\r\n", 0, HEADERS_MAX + 4)
+            end = self._buf.find(b"\r\n\r\n", self._pos, self._pos + HEADERS_MAX + 4)
             if end >= 0:
                 break
-            if len(self._buf) > HEADERS_MAX:
+            if len(self._buf) - self._pos > HEADERS_MAX:
                 raise ValueError("multipart body: a part's headers over 16 KiB")
             self._fill()
-        raw, self._buf = self._buf[:end + 2], self._buf[end + 4:]
+        raw = bytes(self._buf[self._pos:end + 2])
+        self._pos = end + 4
         self._in_part = True
         return email.parser.BytesHeaderParser(policy=email.policy.HTTP).parsebytes(raw + b"\r\n")

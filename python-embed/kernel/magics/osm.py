@@ -6,7 +6,6 @@ import re
 import sys
 
 from ..error import UsageError
-from . import _IPYTHON_LINE_MAGICS
 
 
 # IPython's default aliases (IPython.core.alias.default_aliases on Linux):
@@ -49,7 +48,7 @@ class OSMagics:
                 name, cmd = line.split(None, 1)  # one word: IPython's ValueError too
                 if name in _NOT_ALIASED:
                         print(f"The name {name} can't be aliased because it is a keyword or builtin.")
-                elif name in _IPYTHON_LINE_MAGICS or hasattr(self, "magic_" + name):
+                elif self.is_magic_name(name):
                         print(f"The name {name} can't be aliased because it is another magic command.")
                 elif cmd.count("%s") - cmd.count("%%s") > 0 and "%l" in cmd:
                         print("The %s and %l specifiers are mutually exclusive in alias definitions.")
@@ -74,8 +73,7 @@ class OSMagics:
                                         continue
                                 name = entry.name.replace(".", "")
                                 if entry.name not in self.aliases:
-                                        if name in _NOT_ALIASED or name in _IPYTHON_LINE_MAGICS or \
-                                           hasattr(self, "magic_" + name):
+                                        if name in _NOT_ALIASED or self.is_magic_name(name):
                                                 continue
                                         self.aliases[name] = entry.name
                                 found.append(entry.name)  # an alias already too
