@@ -20,6 +20,8 @@ plt.plot([1, 2, 3])
 %config InlineBackend.rc = {'figure.figsize': (3, 2)}
 plt.plot([3, 2, 1])
 # %%
+%config InlineBackend
+# %%
 %%capture out
 import matplotlib.pyplot as plt
 print('hidden print')

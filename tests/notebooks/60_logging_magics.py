@@ -116,6 +116,6 @@ lg.log_active, lg.log_output, lg.log_raw_input, lg.timestamp, lg.logfile
 %logstop
 %config LoggingMagics.quiet
 # %%
-for f in glob.glob('nb60_*') + glob.glob('ipython_log.py*') + glob.glob('*words here*'):
+for f in set(glob.glob('nb60_*') + glob.glob('ipython_log.py*') + glob.glob('*words here*')):
     os.remove(f)
 sorted(glob.glob('nb60_*'))

@@ -11,6 +11,47 @@ _CONFIGURABLES = ("AliasManager", "DisplayFormatter", "HistoryManager", "IPCompl
                   "StoreMagics", "ZMQInteractiveShell")
 
 
+# matplotlib_inline's InlineBackend traits: (name, type as traitlets shows
+# it, help as its source writes it), for %config InlineBackend.
+_INLINE_HELP = (
+    ("close_figures", "<Bool>", """Close all figures at the end of each cell.
+        When True, ensures that each cell starts with no active figures, but it
+        also means that one must keep track of references in order to edit or
+        redraw figures in subsequent cells. This mode is ideal for the notebook,
+        where residual plots from other cells might be surprising.
+        When False, one must call figure() to create new figures. This means
+        that gcf() and getfigs() can reference figures created in other cells,
+        and the active figure can continue to be edited with pylab/pyplot
+        methods that reference the current active figure. This mode facilitates
+        iterative editing of figures, and behaves most consistently with
+        other matplotlib backends, but figure barriers between cells must
+        be explicit."""),
+    ("figure_format", "<Unicode>", """The figure format to enable (deprecated
+                                         use `figure_formats` instead)"""),
+    ("figure_formats", "<set-item-1>...", """A set of figure formats to enable: 'png',
+                'retina', 'jpeg', 'svg', 'pdf'."""),
+    ("print_figure_kwargs", "<key-1>=<value-1>...", """Extra kwargs to be passed to fig.canvas.print_figure.
+        Logical examples include: bbox_inches, quality (for jpeg figures),
+etc."""),
+    ("rc", "<key-1>=<value-1>...", """Dict to manage matplotlib configuration defaults in the inline
+        backend. As of v0.1.4 IPython/Jupyter do not override defaults out of
+        the box, but third-party tools may use it to manage rc data. To change
+        personal defaults for matplotlib,  use matplotlib's configuration
+        tools, or customize this class in your `ipython_config.py` file for
+        IPython/Jupyter-specific usage."""),
+)
+
+
+def _inline_help():
+        """traitlets' class_get_help for InlineBackend, with the current values."""
+        out = ["InlineBackend(InlineBackendConfig) options", "-" * 40]
+        for name, kind, text in _INLINE_HELP:
+                out.append(f"InlineBackend.{name}={kind}")
+                out.extend("    " + line for line in text.split("\n"))
+                out.append(f"    Current: {getattr(_inline, name)!r}")
+        return "\n".join(out)
+
+
 class ConfigMagics:
         """IPython's ConfigMagics (IPython.core.magics.config), mixed into zmqshell.Shell."""
 
@@ -38,6 +79,9 @@ class ConfigMagics:
                 m = re.match(r"^(\w+)\.\w+$", stripped)
                 if m is not None and m.group(1) not in names:
                         raise ValueError(f"{m.group(1)!r} is not in list")
+                if stripped == "InlineBackend":
+                        print(_inline_help())
+                        return None
                 if stripped == "LoggingMagics" or stripped.startswith("LoggingMagics."):
                         return self._config_logging_magics(stripped)
                 m = re.match(r"^((?:ZMQ)?InteractiveShell)\.ast_node_interactivity\s*(?:=\s*(.+))?$", line.strip())
