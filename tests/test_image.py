@@ -275,8 +275,10 @@ def test_everyday_tools_run_in_the_guest(image, vm_sandbox):
                 "git clone -q git://127.0.0.1:9555/r.git ../c && git -C ../c log --format=%s; "
                 "rc=$?; kill $(cat $d/pid); exit $rc")
     assert pushed.strip() == "pushed", pushed
-    assert sh("which python3 ps curl git pip").split() == [
-        "/usr/bin/python3", "/usr/bin/ps", "/usr/bin/curl", "/usr/bin/git", "/usr/bin/pip"]
+    assert sh("which python3 python ps curl git pip").split() == [
+        "/usr/bin/python3", "/usr/bin/python", "/usr/bin/ps", "/usr/bin/curl", "/usr/bin/git",
+        "/usr/bin/pip"]
+    assert sh("python -c 'import sys; print(sys.version_info[:2])'").strip() == "(3, 11)"
     assert sh("pip --version").startswith("pip 23.0.1 from /usr/lib/python3/dist-packages/pip "
                                           "(python 3.11)")
 

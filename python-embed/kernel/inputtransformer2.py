@@ -15,11 +15,13 @@ import tokenize
 #   %magic args     -> get_ipython().run_line_magic('magic', 'args')
 #   x = %magic args -> x = get_ipython().run_line_magic('magic', 'args')
 #   %%magic (first line) -> get_ipython().run_cell_magic('magic', 'args', body)
+#   %%magic (elsewhere)  -> get_ipython().run_line_magic('%magic', '') (no such
+#                           line magic: a UsageError, as in IPython)
 #   /f a b          -> f(a, b)
 #   ,f a b          -> f("a", "b")
 #   ;f a b          -> f("a b")
 _ASSIGN_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*([!%])(.*)$")
-_MAGIC_RE = re.compile(r"^(\s*)%([A-Za-z_]\w*)\s?(.*)$")
+_MAGIC_RE = re.compile(r"^(\s*)%(%?[A-Za-z_]\w*)\s?(.*)$")
 _SHELL_RE = re.compile(r"^(\s*)!(.*)$")
 _HELP_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\(\))?)\s*(\?\??)\s*$")
 # IPython's ESC_PAREN, ESC_QUOTE and ESC_QUOTE2: a line starting with one is

@@ -1,11 +1,49 @@
 """IPython.core.magics.script's counterpart: %%script, %%bash and kin."""
 
 import errno
+import functools
+import inspect
 import signal
 import subprocess
+import time
 
 from ..iostream import _flush_std
 from ..usersite import refresh as refresh_user_site
+
+
+def _not_found(error, program):
+        """Whether starting `program` failed for want of it: ENOENT, or EACCES
+        when some directory of PATH is unreadable and none has it."""
+        import shutil
+        return error.errno == errno.ENOENT or shutil.which(program) is None
+
+
+class _AsyncIOProxy:
+        """IPython's _AsyncIOProxy: a %%script --bg process or pipe whose
+        coroutine methods (read, readline, wait...) run on the scripts' loop
+        and give an asyncio future of the cell's loop (`await out.read()`)."""
+
+        def __init__(self, obj, event_loop):
+                self._obj = obj
+                self._event_loop = event_loop
+
+        def __repr__(self):
+                return f"<_AsyncIOProxy({self._obj!r})>"
+
+        def __getattr__(self, key):
+                import asyncio
+                attr = getattr(self._obj, key)
+                if not inspect.iscoroutinefunction(attr):
+                        return attr
+
+                @functools.wraps(attr)
+                def wrapped(*args, **kwargs):
+                        future = asyncio.run_coroutine_threadsafe(attr(*args, **kwargs), self._event_loop)
+                        return asyncio.wrap_future(future)
+                return wrapped
+
+        def __dir__(self):
+                return dir(self._obj)
 
 
 class ScriptMagics:
@@ -24,10 +62,11 @@ class ScriptMagics:
                 import shlex
                 argv = shlex.split(line)
                 raise_error = "--no-raise-error" not in argv
-                argv = [a for a in argv if a != "--no-raise-error"]
-                # --out/--err NAME (anywhere, as argparse's parse_known_args takes them).
+                background = "--bg" in argv
+                argv = [a for a in argv if a not in ("--no-raise-error", "--bg")]
+                # --out/--err/--proc NAME (anywhere, as argparse's parse_known_args takes them).
                 into = {}
-                for opt in ("--out", "--err"):
+                for opt in ("--out", "--err", "--proc"):
                         while opt in argv[:-1]:
                                 i = argv.index(opt)
                                 into[opt] = argv[i + 1]
@@ -35,16 +74,15 @@ class ScriptMagics:
                 if not cell.endswith("\n"):
                         cell += "\n"
                 body = cell.encode("utf8", "replace")
+                if background:
+                        return self._script_in_background(argv, body, into)
                 _flush_std()
                 try:
                         p = subprocess.Popen(argv, stdin=subprocess.PIPE,
                                              stdout=subprocess.PIPE if "--out" in into else None,
                                              stderr=subprocess.PIPE if "--err" in into else None)
                 except OSError as e:
-                        # EACCES too when some directory of PATH is unreadable and
-                        # none has the program.
-                        import shutil
-                        if e.errno == errno.ENOENT or shutil.which(argv[0]) is None:
+                        if _not_found(e, argv[0]):
                                 print(f"Couldn't find program: {argv[0]!r}")
                                 return
                         raise
@@ -94,7 +132,75 @@ class ScriptMagics:
         cell_magic_pypy = _script_magic("pypy")
         del _script_magic
 
+        def _scripts_loop(self):
+                """The event loop of --bg scripts, on a thread of its own (made
+                at the first, as IPython makes it)."""
+                import asyncio
+                import threading
+                loop = getattr(self, "_script_event_loop", None)
+                if loop is None:
+                        loop = self._script_event_loop = asyncio.new_event_loop()
+                        threading.Thread(target=loop.run_forever, daemon=True).start()
+                return loop
+
+        def _script_in_background(self, argv, body, into):
+                """IPython's %%script --bg: the program runs on, the cell ends at
+                once; --out/--err NAME get its pipes (else what it writes is
+                read and dropped), --proc NAME the process."""
+                import asyncio
+                loop = self._scripts_loop()
+                pipe = asyncio.subprocess.PIPE
+                try:
+                        p = asyncio.run_coroutine_threadsafe(asyncio.create_subprocess_exec(
+                                *argv, stdin=pipe, stdout=pipe, stderr=pipe), loop).result()
+                except OSError as e:
+                        if _not_found(e, argv[0]):
+                                print(f"Couldn't find program: {argv[0]!r}")
+                                return
+                        raise
+                self._bg_scripts = [q for q in getattr(self, "_bg_scripts", []) if q.returncode is None]
+                self._bg_scripts.append(p)
+                if not hasattr(self, "_bg_tasks"):
+                        self._bg_tasks = set()  # the loop holds its tasks weakly
+                dropped = []
+                for opt, stream in (("--out", p.stdout), ("--err", p.stderr)):
+                        if opt in into:
+                                self.user_ns[into[opt]] = _AsyncIOProxy(stream, loop)
+                        else:
+                                dropped.append(stream)
+
+                async def run():
+                        p.stdin.write(body)
+                        await p.stdin.drain()
+                        p.stdin.close()
+                        await p.stdin.wait_closed()
+                        # The dropped pipes are read while it runs (IPython reads
+                        # them after, so a chatty server stops on a full pipe).
+                        await asyncio.gather(p.wait(), *(stream.read() for stream in dropped))
+                def start():
+                        task = loop.create_task(run())
+                        self._bg_tasks.add(task)
+                        task.add_done_callback(self._bg_tasks.discard)
+                loop.call_soon_threadsafe(start)
+                if "--proc" in into:
+                        proxy = _AsyncIOProxy(p, loop)
+                        proxy.stdout = _AsyncIOProxy(p.stdout, loop)
+                        proxy.stderr = _AsyncIOProxy(p.stderr, loop)
+                        self.user_ns[into["--proc"]] = proxy
+
         def magic_killbgscripts(self, line):
-                """IPython's %killbgscripts: no %%script runs in the background here
-                (no --bg), so there is none to kill."""
+                """IPython's %killbgscripts: each --bg script still running gets
+                SIGINT, then SIGTERM, then SIGKILL, 0.1 s apart."""
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+                        running = [p for p in getattr(self, "_bg_scripts", []) if p.returncode is None]
+                        self._bg_scripts = running
+                        if not running:
+                                break
+                        for p in running:
+                                try:
+                                        p.send_signal(sig)
+                                except ProcessLookupError:
+                                        pass
+                        if sig != signal.SIGKILL:
+                                time.sleep(0.1)
                 print("All background processes were killed.")
