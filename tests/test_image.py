@@ -285,7 +285,8 @@ def test_everyday_tools_run_in_the_guest(image, vm_sandbox):
 
 def test_notebook_extras_work_in_the_guest(image, vm_sandbox):
     """Jinja2 (pandas' DataFrame.style) and nest_asyncio (asyncio.run in a
-    cell), which E2B's Jupyter-based sandbox has (image-build/packages.txt)."""
+    cell), which E2B's Jupyter-based sandbox has (image-build/packages.txt),
+    and a %%bash --bg script running `python`."""
     everything = image["packages"]["all"]
     assert "python3-jinja2" in everything and "python3-nest-asyncio" in everything
     ctx = vm_sandbox.create_code_context()
@@ -303,6 +304,14 @@ def test_notebook_extras_work_in_the_guest(image, vm_sandbox):
         ex = vm_sandbox.run_code("import nest_asyncio\nnest_asyncio.apply()\nasyncio.run(f())",
                                  context=ctx, timeout=60)
         assert ex.error is None and ex.text == "42", ex
+        # %%script --bg's loop thread and asyncio's child watcher under the
+        # executor's confinement; %%python needs `python` (python-is-python3).
+        ex = vm_sandbox.run_code("%%bash --bg --out bg_out --proc bg_proc\npython -c 'print(6 * 7)'",
+                                 context=ctx, timeout=60)
+        assert ex.error is None and not ex.logs.stdout, ex
+        ex = vm_sandbox.run_code("await bg_proc.wait(), (await bg_out.read()).decode()", context=ctx,
+                                 timeout=60)
+        assert ex.error is None and ex.text == "(0, '42\\n')", ex
     finally:
         vm_sandbox.remove_code_context(ctx)
 
