@@ -18,3 +18,17 @@ whos xdel xmode""".split())
 
 # Magics IPython marks @no_var_expand: their line is code, not $name/{expr} text.
 _NO_VAR_EXPAND = frozenset({"time", "timeit", "prun", "debug"})
+
+
+def magic_parser(prog):
+        """An argparse parser whose errors are UsageErrors with argparse's
+        message, as IPython's MagicArgumentParser gives them."""
+        import argparse
+
+        from ..error import UsageError
+
+        class Parser(argparse.ArgumentParser):
+                def error(self, message):
+                        raise UsageError(message)
+
+        return Parser(prog=prog, add_help=False)

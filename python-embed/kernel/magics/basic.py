@@ -1,11 +1,13 @@
 """IPython.core.magics.basic's counterpart: %xmode, %precision, %pprint, %colors,
-%automagic, %autocall, %autoawait, %alias_magic, and the magics whose output goes to the
-pager (%page, %magic, %quickref)."""
+%automagic, %autocall, %autoawait, %alias_magic, %notebook, and the magics whose output
+goes to the pager (%page, %magic, %quickref)."""
 
+import os
 import sys
 
 from .. import formatters
 from ..error import UsageError
+from . import magic_parser
 from .osm import _ALIASES
 
 
@@ -175,14 +177,8 @@ class BasicMagics:
 
         def magic_alias_magic(self, line):
                 """IPython's %alias_magic [-l] [-c] [-p PARAMS] NAME TARGET."""
-                import argparse
                 import shlex
-
-                class Parser(argparse.ArgumentParser):
-                        def error(self, message):  # IPython's MagicArgumentParser
-                                raise UsageError(message)
-
-                parser = Parser(prog="%alias_magic", add_help=False)
+                parser = magic_parser("%alias_magic")
                 parser.add_argument("-l", "--line", action="store_true")
                 parser.add_argument("-c", "--cell", action="store_true")
                 parser.add_argument("-p", "--params", default=None)
@@ -215,6 +211,27 @@ class BasicMagics:
                 if args.cell:
                         setattr(self, "cell_magic_" + name, alias("cell"))
                         print(f"Created `%%{name}` as an alias for `%%{target}{shown}`.")
+
+        def magic_notebook(self, line):
+                """IPython's %notebook FILENAME: the session's inputs so far (raw,
+                this cell's not) as code cells of an nbformat 4.5 notebook,
+                written as nbformat writes one (the guest has no nbformat)."""
+                import json
+                import shlex
+                import uuid
+                parser = magic_parser("%notebook")
+                parser.add_argument("filename")
+                path = os.path.expanduser(parser.parse_args(shlex.split(line)).filename)
+                raw = self.kernel.raw_in
+                if len(raw) <= 2:  # raw_in[0] is IPython's empty entry
+                        raise ValueError("History is empty, cannot export")
+                cells = [{"cell_type": "code", "execution_count": n, "id": uuid.uuid4().hex[:8],
+                          "metadata": {}, "outputs": [], "source": raw[n].rstrip("\n").splitlines(True)}
+                         for n in range(1, len(raw) - 1)]
+                nb = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+                with open(path, "w", encoding="utf-8") as f:
+                        f.write(json.dumps(nb, indent=1, sort_keys=True, separators=(",", ": "),
+                                           ensure_ascii=False) + "\n")
 
         def magic_lsmagic(self, line):
                 """IPython's %lsmagic: ipykernel's magics (by the class that holds
