@@ -15,6 +15,7 @@ import _cellvm
 
 from .backend_inline import _make_mpl_backend, _on_matplotlib_import, _on_pyplot_import
 from .capture import _on_ipython_capture_import
+from .debugger import _on_pdb_import, install_breakpointhook
 from .display import _on_ipython_display_import, _on_pil_image_import
 from .formatters import _on_pandas_printing_import
 from .getipython import _on_ipython_getipython_import
@@ -39,6 +40,7 @@ def _install_finders():
         _post_import.add("PIL.Image", _on_pil_image_import)
         _post_import.add("asyncio", _on_asyncio_import)
         _post_import.add("pandas.io.formats.printing", _on_pandas_printing_import)
+        _post_import.add("pdb", _on_pdb_import)
 
 
 def _default_mplconfigdir():
@@ -161,6 +163,7 @@ def executor_prepare():
         for one after this): what the zygote's state needs undone or redone."""
         _reset_after_fork()
         _install_finders()
+        install_breakpointhook()
         _prepare_user_environment()  # HOME, the user site on sys.path (pip), PATH
         if "matplotlib" not in sys.modules:
                 _default_mplconfigdir()  # as the sandbox user: the zygote's may not be writable

@@ -10,6 +10,7 @@ import sys
 import time
 
 from ..capture import CapturedIO
+from ..debugger import format_stack_entry
 from ..display import _capturing
 from ..error import StdinNotImplementedError, UsageError
 from ..iostream import _flush_std
@@ -32,26 +33,6 @@ def _format_time(seconds, precision=3):
         order = min(-int(__import__("math").floor(__import__("math").log10(seconds)) // 3), 3) \
             if seconds > 0.0 else 3
         return "%.*g %s" % (precision, seconds * scaling[order], units[order])
-
-
-def _debugger_entry(frame, lineno, context=5):
-        """IPython's Pdb.format_stack_entry for the current frame (colours aside):
-        '> file(line)func()' and `context` lines around it, the line an arrow."""
-        import linecache
-        filename = frame.f_code.co_filename
-        if not (filename.startswith("<") and filename.endswith(">")):
-                filename = os.path.normcase(os.path.abspath(filename))  # bdb's canonic
-        out = [f"> {filename}({lineno}){frame.f_code.co_name or '<lambda>'}()\n"]
-        lines = linecache.getlines(filename)
-        start = max(min(lineno - 1 - context // 2, len(lines) - context), 0)
-        for i, text in enumerate(lines[start:start + context], start + 1):
-                if i == lineno:
-                        pad = 7 - len(str(i))
-                        num = ("-" * (pad - 2) + "> " if pad >= 2 else ">" if pad == 1 else "") + str(i)
-                else:
-                        num = "%7s" % i
-                out.append(f"{num} {text}")
-        return "".join(out)
 
 
 class TimeitResult:
@@ -133,7 +114,7 @@ class ExecutionMagics:
                 while tb is not None and tb.tb_next is not None:
                         tb = tb.tb_next
                 if tb is not None:
-                        print(_debugger_entry(tb.tb_frame, tb.tb_lineno))
+                        print(format_stack_entry(tb.tb_frame, tb.tb_lineno))
 
         def magic_tb(self, line):
                 """The last error's whole traceback (in another mode if given)."""
