@@ -40,6 +40,13 @@ from .usersite import refresh as _refresh_user_site
 _PTY_BURST_S = 0.02
 
 
+def _refuse_background(cmd):
+        """IPython's system_piped and getoutput read the command's output to
+        its end, so they refuse a command that would go to the background."""
+        if cmd.rstrip().endswith("&"):
+                raise OSError("Background processes not supported.")
+
+
 class _ExitAutocall:
         """exit/quit as in ipykernel (ZMQExitAutocall): the cell ends quietly, no
         SystemExit. ipykernel then stops the kernel process; a cellvm context
@@ -208,6 +215,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 import struct
                 import termios
 
+                _refuse_background(cmd)
                 _flush_std()
                 master, slave = pty.openpty()
                 try:
@@ -259,7 +267,10 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         _refresh_user_site()  # `!pip install x`, then `import x` in this context
                 self.user_ns["_exit_code"] = rc
 
+        system_piped = system  # IPython's `system = system_piped`
+
         def getoutput(self, cmd, split=True):
+                _refuse_background(cmd)
                 _flush_std()
                 try:
                         p = subprocess.run(["/bin/sh", "-c", self.var_expand(cmd)], stdout=subprocess.PIPE,
@@ -331,19 +342,67 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 name, _, rest = arg_s.partition(" ")
                 return self.run_line_magic(name.lstrip("%"), rest)
 
-        def showtraceback(self, exc=None, *args, **kwargs):
-                """IPython's showtraceback: the error shown, the cell goes on."""
-                if exc is None or not isinstance(exc, BaseException):
-                        # IPython's _get_exc_info: the error being handled, else the last one.
-                        exc = sys.exc_info()[1] or getattr(sys, "last_value", None)
+        def showtraceback(self, exc_tuple=None, *args, **kwargs):
+                """IPython's showtraceback: the error shown, the cell goes on.
+                Its traceback leaves out its first frame (InteractiveTB's
+                tb_offset 1, there the kernel's run_code): for the error being
+                handled, or one given as (type, value, tb), that is the frame
+                that caught it. The last error's has no kernel frame here."""
+                tb = None
+                if isinstance(exc_tuple, tuple) and len(exc_tuple) == 3:
+                        exc, tb = exc_tuple[1], exc_tuple[2]
+                elif isinstance(exc_tuple, BaseException):  # the kernel's own calls
+                        exc = exc_tuple
+                else:  # IPython's _get_exc_info: the error being handled, else the last one
+                        exc = sys.exc_info()[1]
+                        tb = exc.__traceback__ if exc is not None else None
+                        if exc is None:
+                                exc = getattr(sys, "last_value", None)
                 if exc is None:
                         sys.stderr.write("No traceback available to show.\n")
-                else:
+                        return
+                if tb is None:
                         self.kernel.report_error(exc)
+                        return
+                saved = exc.__traceback__
+                exc.__traceback__ = tb.tb_next
+                try:
+                        self.kernel.report_error(exc)
+                finally:
+                        exc.__traceback__ = saved
+                        sys.last_traceback = tb  # as IPython keeps it: whole
 
         def run_cell(self, raw_cell, store_history=False, silent=False, shell_futures=True, cell_id=None):
                 """IPython's run_cell, from a cell: that code runs within it."""
                 return self.kernel.run_nested_cell(raw_cell, store_history, silent, shell_futures, cell_id)
+
+        @property
+        def ipython_dir(self):
+                """IPython's get_ipython_dir: $IPYTHONDIR, else ~/.ipython."""
+                return os.environ.get("IPYTHONDIR") or os.path.join(os.path.expanduser("~"), ".ipython")
+
+        profile = "default"
+
+        def ask_yes_no(self, prompt, default=None, interrupt=None):
+                """IPython's ask_yes_no: input() until y/yes/n/no (E2B's kernel
+                has no stdin: StdinNotImplementedError)."""
+                answers = {"y": True, "n": False, "yes": True, "no": False}
+                ans = None
+                while ans not in answers:
+                        try:
+                                ans = input(prompt + " ").lower()
+                                if not ans:
+                                        ans = default
+                        except KeyboardInterrupt:
+                                if interrupt:
+                                        ans = interrupt
+                        except EOFError:
+                                if default in answers:
+                                        ans = default
+                                        print()
+                                else:
+                                        raise
+                return answers[ans]
 
         def set_next_input(self, text, replace=False):
                 """IPython's set_next_input: a payload for the frontend, which E2B drops."""
