@@ -170,13 +170,17 @@ class ScriptMagics:
                                 dropped.append(stream)
 
                 async def run():
-                        p.stdin.write(body)
-                        await p.stdin.drain()
-                        p.stdin.close()
-                        await p.stdin.wait_closed()
+                        try:
+                                p.stdin.write(body)
+                                await p.stdin.drain()
+                                p.stdin.close()
+                                await p.stdin.wait_closed()
+                        except (BrokenPipeError, ConnectionResetError):
+                                pass  # it ended without reading the whole cell
                         # The dropped pipes are read while it runs (IPython reads
                         # them after, so a chatty server stops on a full pipe).
                         await asyncio.gather(p.wait(), *(stream.read() for stream in dropped))
+
                 def start():
                         task = loop.create_task(run())
                         self._bg_tasks.add(task)
