@@ -19,7 +19,7 @@ except ZeroDivisionError:
 # %%
 list(_oh.values())[-1]
 # %%
-len(_dh), _ih[-1]
+type(_dh).__name__, _ih[-1]
 # %%
 print(__doc__)
 # %%
