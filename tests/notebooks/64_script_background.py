@@ -16,9 +16,10 @@ bg_proc.returncode, type(bg_out).__name__, type(bg_proc.stdout).__name__
 echo dropped
 # %%
 %%script bash --bg --proc sleeper --out sleeper_out
-echo started; sleep 30
+echo started; exec sleep 30
 # %%
-# Once it sleeps, bash waits for sleep through SIGINT: SIGTERM ends it.
+# SIGINT ends it whether it is still bash or already sleep (a bash waiting
+# for a child would wait through SIGINT, and which one it meets is a race).
 await sleeper_out.readline(), sleeper.returncode is None
 # %%
 %killbgscripts
