@@ -71,6 +71,7 @@ def zygote_preload(modules):
         sys.modules["_cellvm_mpl"] = sys.modules["matplotlib_inline.backend_inline"] = _make_mpl_backend()
         _default_mplconfigdir()
         _install_finders()
+        install_breakpointhook()  # a sys attribute: every fork inherits it
         import cellvm_reseed  # noqa: F401 - the zygote's epoch, which its forks inherit (docs/SNAPSHOTS.md)
         preloaded, errors = [], []
         for name in modules:
@@ -163,7 +164,6 @@ def executor_prepare():
         for one after this): what the zygote's state needs undone or redone."""
         _reset_after_fork()
         _install_finders()
-        install_breakpointhook()
         _prepare_user_environment()  # HOME, the user site on sys.path (pip), PATH
         if "matplotlib" not in sys.modules:
                 _default_mplconfigdir()  # as the sandbox user: the zygote's may not be writable
