@@ -284,11 +284,12 @@ def test_everyday_tools_run_in_the_guest(image, vm_sandbox):
 
 
 def test_notebook_extras_work_in_the_guest(image, vm_sandbox):
-    """Jinja2 (pandas' DataFrame.style) and nest_asyncio (asyncio.run in a
-    cell), which E2B's Jupyter-based sandbox has (image-build/packages.txt),
-    and a %%bash --bg script running `python`."""
+    """Jinja2 (pandas' DataFrame.style), nest_asyncio (asyncio.run in a
+    cell), tqdm and requests, which E2B's Jupyter-based sandbox has
+    (image-build/packages.txt), and %%bash --bg scripts running `python`."""
     everything = image["packages"]["all"]
-    assert "python3-jinja2" in everything and "python3-nest-asyncio" in everything
+    assert {"python3-jinja2", "python3-nest-asyncio", "python3-tqdm",
+            "python3-requests"} <= set(everything)
     ctx = vm_sandbox.create_code_context()
     try:
         ex = vm_sandbox.run_code("import pandas as pd\n"
@@ -312,6 +313,23 @@ def test_notebook_extras_work_in_the_guest(image, vm_sandbox):
         ex = vm_sandbox.run_code("await bg_proc.wait(), (await bg_out.read()).decode()", context=ctx,
                                  timeout=60)
         assert ex.error is None and ex.text == "(0, '42\\n')", ex
+        # tqdm's bar on stderr; requests to a server on the guest's loopback.
+        ex = vm_sandbox.run_code("from tqdm import tqdm\nfor _ in tqdm(range(2), mininterval=0, "
+                                 "bar_format='{n_fmt}/{total_fmt}'):\n    pass", context=ctx, timeout=60)
+        assert ex.error is None and "".join(ex.logs.stderr) == "\r0/2\r1/2\r2/2\r2/2\n", ex
+        ex = vm_sandbox.run_code("%%bash --bg --proc srv\n"
+                                 "exec python -m http.server 8765 --bind 127.0.0.1 --directory /etc",
+                                 context=ctx, timeout=60)
+        assert ex.error is None, ex
+        ex = vm_sandbox.run_code("import requests, time\nfor _ in range(300):\n    try:\n"
+                                 "        r = requests.get('http://127.0.0.1:8765/', timeout=10)\n"
+                                 "        break\n    except requests.ConnectionError:\n"
+                                 "        time.sleep(0.1)\nr.status_code, 'os-release' in r.text",
+                                 context=ctx, timeout=120)
+        assert ex.error is None and ex.text == "(200, True)", ex
+        # http.server ends on SIGINT (KeyboardInterrupt) with status 0.
+        ex = vm_sandbox.run_code("%killbgscripts\nawait srv.wait()", context=ctx, timeout=60)
+        assert ex.error is None and ex.text == "0", ex
     finally:
         vm_sandbox.remove_code_context(ctx)
 
