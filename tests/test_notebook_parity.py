@@ -82,8 +82,11 @@ class IpykernelRunner:
                 ex.results.append(Result.from_bundle(dict(c["data"]),
                                                      is_main_result=kind == "execute_result"))
             elif kind == "error" and ex.error is None:
-                ex.error = ExecutionError(c["ename"], c["evalue"], "".join(c["traceback"]),
-                                          traceback_lines=c["traceback"])
+                # An error's _render_traceback_ may give None: ipykernel sends
+                # it, E2B's server fails on it (docs/NOTEBOOK.md); cellvm sends
+                # no traceback, as this does.
+                tb = c["traceback"] or []
+                ex.error = ExecutionError(c["ename"], c["evalue"], "".join(tb), traceback_lines=tb)
 
         reply = self.client.execute_interactive(code, output_hook=hook, timeout=60,
                                                 stop_on_error=False, allow_stdin=False)

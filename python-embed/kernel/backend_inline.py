@@ -109,8 +109,12 @@ def _make_mpl_backend():
                                         with open(filename_or_obj, "wb") as f:
                                                 f.write(data)
 
+                # Our canvas serves PNG_FORMAT to any figure (print_figure looks the
+                # format up in _default_backends), but it is not a file type a user
+                # can choose: register_backend would also list it in
+                # get_supported_filetypes() and savefig's errors.
                 from matplotlib import backend_bases
-                backend_bases.register_backend(PNG_FORMAT, "_cellvm_mpl")
+                backend_bases._default_backends[PNG_FORMAT] = "_cellvm_mpl"
 
                 def new_figure_manager(num, *args, FigureClass=Figure, **kwargs):
                         _activate_matplotlib()

@@ -499,6 +499,31 @@ class CellRunner:
                         return
                 self._send_error(e)
 
+        def _rendered_traceback(self, e):
+                """IPython's showtraceback: an error may render its own traceback
+                (a list of strings; notebooks' StopExecution returns None to stop
+                quietly). The client joins the list as E2B's server does; None
+                is no traceback (ipykernel sends None, on which E2B's server
+                fails, docs/NOTEBOOK.md)."""
+                try:
+                        tb = e._render_traceback_()
+                except Exception as err:  # noqa: BLE001 - IPython's own
+                        # As IPython's traceback.print_exc() there: both errors, chained
+                        # (less the kernel's frames, which IPython's show).
+                        _flush_std()
+                        print("Unexpected exception formatting exception. Falling back to standard exception")
+                        _flush_std()
+                        import traceback
+                        e.__traceback__ = _user_tb(e.__traceback__)
+                        err.__context__ = e
+                        traceback.print_exception(type(err), err, err.__traceback__.tb_next)
+                        return []
+                if tb is None:
+                        return []
+                if isinstance(tb, str):
+                        return [tb]
+                return [str(line) for line in tb]
+
         def _send_error(self, e, running=False, full=False):
                 """running: e was raised by the cell's code (IPython's
                 showtraceback(running_compiled_code=True)). full: a SystemExit's
@@ -530,6 +555,8 @@ class CellRunner:
                         if not self.exit_warned:
                                 self.exit_warned = True
                                 sys.stderr.write("UserWarning: To exit: use 'exit', 'quit', or Ctrl-D.\n")
+                elif hasattr(e, "_render_traceback_"):
+                        tb = self._rendered_traceback(e)
                 else:
                         tb = None
                 try:
@@ -550,7 +577,8 @@ class CellRunner:
                                         value = str(e)
                                 except Exception:
                                         pass
-                debug = self.shell.call_pdb and (tb is None or isinstance(e, SystemExit))
+                debug = self.shell.call_pdb and (tb is None or isinstance(e, SystemExit)
+                                                 or hasattr(e, "_render_traceback_"))
                 if tb is None:
                         tb = self.structured_traceback(e)
                 _send(EXEC_ERROR, {"name": type(e).__name__, "value": value, "traceback": tb})
