@@ -120,7 +120,7 @@ def ipykernel(tmp_path_factory):
 TIMING = [
     (re.compile(r"CPU times: .*"), "CPU times: <t>"),
     (re.compile(r"Wall time: .*"), "Wall time: <t>"),
-    (re.compile(r".* per loop \(mean ± std\. dev\. of (\d+) runs?, (\d+) loops? each\)"),
+    (re.compile(r".* per loop \(mean ± std\. dev\. of (\d+) runs?, ([\d,]+) loops? each\)"),
      r"<t> per loop (\1 runs, \2 loops)"),
     # IPython's timeit warns when the slowest run took over 4 times the
     # fastest: a matter of this machine's load, on either side.

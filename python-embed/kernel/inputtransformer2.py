@@ -20,14 +20,70 @@ import tokenize
 #   /f a b          -> f(a, b)
 #   ,f a b          -> f("a", "b")
 #   ;f a b          -> f("a b")
+#   ?obj, ??obj, ?  -> get_ipython().run_line_magic('pinfo', 'obj') (pinfo2,
+#                      psearch for a pattern; show_usage() for a bare ?)
+# and, before all of these, as IPython's HelpEnd token transform does (it
+# comes first): a logical line whose last token is ? or ?? (`obj?`,
+# `%magic?`, `x = len?`) becomes the help call for the name it ends with.
 _ASSIGN_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*([!%])(.*)$")
 _MAGIC_RE = re.compile(r"^(\s*)%(%?[A-Za-z_]\w*)\s?(.*)$")
 _SHELL_RE = re.compile(r"^(\s*)!(.*)$")
-_HELP_RE = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\(\))?)\s*(\?\??)\s*$")
+# IPython's _help_end_re: the name (a magic's too, or a pattern) a help line
+# ends with.
+_HELP_END_RE = re.compile(r"(%{0,2}(?!\d)[\w*]+(\.(?!\d)[\w*]+)*)(\?\??)$")
+_HELP_ESCAPE_RE = re.compile(r"^(\s*)(\?\??)(.*)$")
 # IPython's ESC_PAREN, ESC_QUOTE and ESC_QUOTE2: a line starting with one is
 # never Python, so the fast path looks for them at a line's start only.
 _ESCAPED_CALL_RE = re.compile(r"^(\s*)([/,;])(.*)$")
 _ESCAPED_CALL_START_RE = re.compile(r"^[ \t]*[/,;]", re.M)
+
+
+def _help_call(target, esc):
+        """IPython's _make_help_call: ?? is pinfo2, a pattern psearch, else pinfo."""
+        method = "pinfo2" if esc == "??" else "psearch" if "*" in target else "pinfo"
+        return "get_ipython().run_line_magic(%r, %r)" % (method, target)
+
+
+def _help_end_line(lines):
+        """IPython's HelpEnd.find: ((row, col) where the first logical line whose
+        last token is `?` starts, the row of its `?`), 0-based, or None."""
+        group, depth = [], 0
+        try:
+                for tok in tokenize.generate_tokens(iter(lines).__next__):
+                        group.append(tok)
+                        if tok.type == tokenize.NEWLINE or (tok.type == tokenize.NL and depth <= 0):
+                                if len(group) > 2 and group[-2].string == "?":
+                                        first = next(t for t in group
+                                                     if t.type not in (tokenize.INDENT, tokenize.DEDENT))
+                                        return (first.start[0] - 1, first.start[1]), group[-2].start[0] - 1
+                                group = []
+                        elif tok.string in ("(", "[", "{"):
+                                depth += 1
+                        elif tok.string in (")", "]", "}") and depth > 0:
+                                depth -= 1
+        except (tokenize.TokenError, SyntaxError):  # IndentationError too: the compiler's
+                pass
+        return None
+
+
+def _transform_help_end(cell):
+        """IPython's HelpEnd, applied while it finds a line: the whole logical
+        line becomes the help call for the name it ends with (`x = len?` asks
+        for len). It stops at a line with no such name (`a[0]?`), which IPython
+        leaves to the compiler."""
+        lines = (cell if cell.endswith("\n") else cell + "\n").splitlines(keepends=True)
+        for _ in range(500):  # IPython's TRANSFORM_LOOP_LIMIT
+                found = _help_end_line(lines)
+                if found is None:
+                        break
+                (row, col), qrow = found
+                piece = "".join(lines[row:qrow + 1])
+                m = _HELP_END_RE.search(piece[col:])
+                if not m:
+                        break
+                lines[row:qrow + 1] = [piece[:col] + _help_call(m.group(1), m.group(3)) + "\n"]
+        out = "".join(lines)
+        return out if cell.endswith("\n") else out[:-1]
 
 
 def _escaped_call(esc, content):
@@ -108,12 +164,16 @@ def _may_transform(cell):
 
 def transform_cell(cell):
         lines = cell.split("\n")
+        # `%%name?` is help, not the cell magic (IPython's cell_magic leaves it).
         m = re.match(r"^%%([A-Za-z_]\w*)\s?(.*)$", lines[0]) if lines else None
-        if m:
+        if m and not re.match(r"%%\w+\?", lines[0]):
                 body = "\n".join(lines[1:])
                 return f"get_ipython().run_cell_magic({m.group(1)!r}, {m.group(2)!r}, {body!r})\n"
         if not _may_transform(cell):
                 return cell
+        if "?" in cell:
+                cell = _transform_help_end(cell)
+                lines = cell.split("\n")
         protected = _protected_rows(cell)
         out = []
         for row, line in enumerate(lines, 1):
@@ -131,9 +191,11 @@ def transform_cell(cell):
                                 out.append(f"{indent}{target} = get_ipython().run_line_magic("
                                            f"{mm.group(1)!r}, {mm.group(2)!r})")
                                 continue
-                m = _HELP_RE.match(line) or re.match(r"^(\s*)(\?\??)([A-Za-z_][\w.]*)\s*$", line)
-                if m:
-                        out.append(f"{m.group(1)}get_ipython().run_line_magic('pinfo', '')")
+                m = _HELP_ESCAPE_RE.match(line)
+                if m:  # IPython's _tr_help, _tr_help2
+                        indent, esc, content = m.group(1), m.group(2), m.group(3).rstrip()
+                        out.append(indent + (_help_call(content, esc) if content
+                                             else "get_ipython().show_usage()"))
                         continue
                 m = re.match(r"^(\s*)(exit|quit)\s*$", line)
                 if m:

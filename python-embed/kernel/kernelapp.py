@@ -23,6 +23,7 @@ from .importhook import _post_import
 from .iostream import _flush_std, _install_output_streams
 from .ipkernel import Kernel, _on_asyncio_import
 from .session import X_READY, _state
+from .text import _on_ipython_text_import
 from .usersite import prepare as _prepare_user_environment
 from .zmqshell import _on_ipython_magic_import, _on_ipython_shell_import
 
@@ -37,6 +38,7 @@ def _install_finders():
         _post_import.add("IPython.core.interactiveshell", _on_ipython_shell_import)
         _post_import.add("IPython.core.magic", _on_ipython_magic_import)
         _post_import.add("IPython.utils.capture", _on_ipython_capture_import)
+        _post_import.add("IPython.utils.text", _on_ipython_text_import)
         _post_import.add("PIL.Image", _on_pil_image_import)
         _post_import.add("asyncio", _on_asyncio_import)
         _post_import.add("pandas.io.formats.printing", _on_pandas_printing_import)

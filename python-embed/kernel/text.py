@@ -59,3 +59,12 @@ class SList(list):
                                         item[0] = 0
                 dsu.sort()
                 return SList([t[1] for t in dsu])
+
+
+# Named as IPython's (type(x) of `x = !cmd` shows IPython.utils.text.SList),
+# and that module's SList once imported, so isinstance checks against it hold.
+SList.__module__ = "IPython.utils.text"
+
+
+def _on_ipython_text_import(mod):
+        mod.SList = SList

@@ -383,6 +383,11 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
 
         profile = "default"
 
+        def show_usage(self):
+                """IPython's show_usage (a bare `?`): its text goes to the pager (a
+                payload E2B drops)."""
+                return None
+
         def ask_yes_no(self, prompt, default=None, interrupt=None):
                 """IPython's ask_yes_no: input() until y/yes/n/no (E2B's kernel
                 has no stdin: StdinNotImplementedError)."""

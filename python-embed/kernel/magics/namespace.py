@@ -42,6 +42,16 @@ def _render_signature(sig, name):
         return rendered
 
 
+def _getattr_property(obj, name):
+        """IPython's _getattr_property: a property of obj's class unevaluated
+        (it may raise or have effects), else getattr."""
+        if not isinstance(obj, type):
+                attr = getattr(type(obj), name, None)
+                if isinstance(attr, property):
+                        return attr
+        return getattr(obj, name)
+
+
 class NamespaceMagics:
         """IPython's NamespaceMagics (IPython.core.magics.namespace), mixed into zmqshell.Shell."""
 
@@ -63,20 +73,35 @@ class NamespaceMagics:
                                 del self.user_ns[name]
 
         def _find_object(self, oname):
-                """IPython's _object_find: a dotted name in the user's namespace or
-                the builtins; (found, obj)."""
+                """IPython's _ofind: a dotted name in the user's namespace, then the
+                builtins (the first whose every part resolves), else a magic
+                (`%name`, `%%name`, or `name` as a line then a cell magic), else an
+                empty literal; (found, obj)."""
+                oname = oname.strip()
                 parts = oname.split(".")
-                if not oname or not all(p.isidentifier() for p in parts):
+                if not oname.startswith("%") and not all(p.isidentifier() for p in parts):
                         return False, None
                 for ns in (self.user_ns, builtins.__dict__):
-                        if parts[0] in ns:
-                                obj = ns[parts[0]]
-                                try:
-                                        for attr in parts[1:]:
-                                                obj = getattr(obj, attr)
-                                except Exception:
-                                        return False, None
-                                return True, obj
+                        if parts[0] not in ns:
+                                continue
+                        obj = ns[parts[0]]
+                        try:
+                                for i, attr in enumerate(parts[1:], 2):
+                                        obj = _getattr_property(obj, attr) if i == len(parts) \
+                                                else getattr(obj, attr)
+                        except Exception:  # noqa: BLE001 - IPython's bare except
+                                continue
+                        return True, obj
+                if oname.startswith("%%"):
+                        obj = self.find_cell_magic(oname.lstrip("%"))
+                elif oname.startswith("%"):
+                        obj = self.find_line_magic(oname.lstrip("%"))
+                else:  # `run?` finds %run
+                        obj = self.find_line_magic(oname) or self.find_cell_magic(oname)
+                if obj is not None:
+                        return True, obj
+                if parts[0] in ("''", '""', "[]", "{}", "()"):
+                        return True, eval(parts[0])
                 return False, None
 
         def magic_pdef(self, line):
@@ -181,10 +206,21 @@ class NamespaceMagics:
                 except ValueError:
                         self.showtraceback()
 
-        def magic_pinfo(self, line):
-                return None
+        def magic_pinfo(self, line, detail=False):
+                """IPython's %pinfo (`obj?`, `?obj`): what it finds goes to the pager
+                (a payload E2B drops); a miss is printed. A `*` pattern is %psearch's."""
+                if not detail:
+                        oname = re.match(r"(pinfo )?(\?*)(.*?)(\??$)", line).group(3)
+                        if "*" in oname:
+                                return self.magic_psearch(oname)
+                else:
+                        oname = line
+                if not self._find_object(oname)[0]:
+                        print(f"Object `{oname}` not found.")
 
-        magic_pinfo2 = magic_pinfo  # `obj??`: the pager too
+        def magic_pinfo2(self, line):
+                """IPython's %pinfo2 (`obj??`): %pinfo in detail, no pattern search."""
+                return self.magic_pinfo(line, detail=True)
 
         def magic_who_ls(self, line):
                 """IPython's %who_ls: the user's names, optionally of the given type names."""
