@@ -159,6 +159,32 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                         del self.loop.is_running
                         sys.modules["asyncio"]._set_running_loop(None)
 
+        def run_loop_until_request(self):
+                """ipykernel's loop runs between cells: tasks and callbacks a cell
+                left (asyncio.ensure_future, create_task, call_later) go on while
+                the executor waits for its next request. What they print is the
+                next cell's, as a thread's is."""
+                loop = self.loop
+                if loop is None or loop.is_closed() or not (
+                        loop._ready or loop._scheduled or sys.modules["asyncio"].all_tasks(loop)):
+                        return
+                request = loop.create_future()
+
+                def readable():
+                        if not request.done():
+                                request.set_result(None)
+
+                try:
+                        loop.add_reader(self.fd, readable)
+                except (OSError, ValueError, RuntimeError):
+                        return
+                try:
+                        loop.run_until_complete(request)
+                except BaseException as e:  # noqa: BLE001 - a task's error is not the next cell's
+                        print(f"cellvm-executor: the event loop between cells: {e!r}", file=sys.stderr)
+                finally:
+                        loop.remove_reader(self.fd)
+
         def apply_sandbox_envs(self, envs):
                 """The sandbox's own environment (Sandbox(envs=...)) is set once, as
                 E2B's server does at a context's first execution, so a cell that
@@ -212,6 +238,7 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
 
         def serve(self):
                 while True:
+                        self.run_loop_until_request()
                         try:
                                 msg = _cellvm.recv(self.fd)
                         except KeyboardInterrupt:

@@ -2,12 +2,12 @@
 %prun, %debug, %%capture."""
 
 import ast
-import builtins
 import io
 import os
 import re
 import sys
 import time
+import types
 
 from ..capture import CapturedIO
 from ..debugger import format_stack_entry
@@ -222,23 +222,41 @@ class ExecutionMagics:
                     for u in (glob.glob(a) or [re.sub(r"\\([*?\[])", r"\1", a)])]
                 interactive = "i" in opts
                 name = os.path.splitext(os.path.basename(path))[0] if "n" in opts else "__main__"
-                # IPython's new_main_mod: a module whose __doc__ then becomes the user's.
-                ns = self.user_ns if interactive else {
-                    "__builtins__": builtins, "__doc__": "Module created for script run in IPython"}
-                saved_main, saved_argv = ns.get("__name__"), sys.argv
-                # new_main_mod gives the script its absolute path; -i, the path as given.
-                ns.update({"__name__": name, "__file__": path if interactive else os.path.abspath(path)})
+                if interactive:
+                        main_mod, ns = self.user_module, self.user_ns
+                        saved_main = ns.get("__name__")
+                        ns.update({"__name__": name, "__file__": path})
+                else:
+                        main_mod = self._new_main_mod(path, name)
+                        ns = main_mod.__dict__
+                # As `python script.py` has it: the script's module is sys.modules'
+                # __main__ (or its own name with -n) while it runs, so pickle,
+                # multiprocessing and unittest.main() find what it defines.
+                restore_main = sys.modules["__main__"] if name == "__main__" else None
+                sys.modules[name] = main_mod
+                saved_argv = sys.argv
                 sys.argv = [path] + argv
                 if module is not None:
                         def run():
                                 import runpy
                                 ns.update(runpy.run_module(module, run_name="__main__", alter_sys=True))
-                elif self.kernel.mpl_run:
-                        def run():
-                                _run_file_with_matplotlib(lambda: exec(code, ns))
                 else:
-                        def run():
-                                exec(code, ns)
+                        def execfile():
+                                # IPython's safe_execfile: the script's directory on sys.path.
+                                dname = os.path.dirname(os.path.abspath(path))
+                                added = dname not in sys.path
+                                if added:
+                                        sys.path.insert(0, dname)
+                                try:
+                                        exec(code, ns)
+                                finally:
+                                        if added and dname in sys.path:
+                                                sys.path.remove(dname)
+                        if self.kernel.mpl_run:
+                                def run():
+                                        _run_file_with_matplotlib(execfile)
+                        else:
+                                run = execfile
                 try:
                         if "p" in opts:
                                 import cProfile
@@ -261,14 +279,37 @@ class ExecutionMagics:
                         self.kernel.report_error(_from_file(e, path))
                 finally:
                         sys.argv = saved_argv
+                        if restore_main is not None:
+                                sys.modules["__main__"] = restore_main
+                                if "__mp_main__" in sys.modules:
+                                        sys.modules["__mp_main__"] = restore_main
+                        else:
+                                sys.modules.pop(name, None)
                         if interactive:
                                 # IPython restores __name__ only: the script's __file__
                                 # stays the user's (and __main__'s) after %run -i.
                                 ns["__name__"] = saved_main
                 if not interactive:
-                        for key in ("__name__", "__file__", "__builtins__"):
-                                ns.pop(key, None)
-                        self.user_ns.update(ns)
+                        # What the script defined becomes the user's; the user's
+                        # __file__ and __builtins__ stay (IPython's preserve_keys).
+                        self.user_ns.update({k: v for k, v in ns.items()
+                                             if k not in ("__name__", "__file__", "__builtins__")})
+
+        def _new_main_mod(self, path, name):
+                """IPython's new_main_mod: the module a script runs in, one per file
+                (a second run clears it: functions of the first see the second's
+                globals, as there)."""
+                path = os.path.abspath(path)
+                cache = self.__dict__.setdefault("_main_mod_cache", {})
+                mod = cache.get(path)
+                if mod is None:
+                        mod = cache[path] = types.ModuleType(name, "Module created for script run in IPython")
+                else:
+                        mod.__dict__.clear()
+                        mod.__name__ = name
+                mod.__file__ = path
+                mod.__nonzero__ = lambda: True  # IPython's, for pydoc
+                return mod
 
         def magic_prun(self, line, cell=None):
                 """IPython's %prun / %%prun: the code run under cProfile. Its report
