@@ -107,6 +107,11 @@ int cv_enc_double(struct cv_buf *b, double v)
         return 0;
 }
 
+int cv_enc_tag(struct cv_buf *b, uint64_t tag)
+{
+        return enc_head(b, cbor_encode_tag, tag);
+}
+
 int cv_enc_item(struct cv_buf *b, const cbor_item_t *item)
 {
         if (b->err)

@@ -45,6 +45,8 @@ int cv_enc_int(struct cv_buf *b, int64_t v);
 int cv_enc_bool(struct cv_buf *b, bool v);
 int cv_enc_null(struct cv_buf *b);
 int cv_enc_double(struct cv_buf *b, double v);
+/* The head of a tagged item (RFC 8949 3.4): the tagged item follows. */
+int cv_enc_tag(struct cv_buf *b, uint64_t tag);
 /* Serialises an item tree (e.g. to echo a decoded value back). */
 int cv_enc_item(struct cv_buf *b, const cbor_item_t *item);
 

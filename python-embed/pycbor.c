@@ -24,6 +24,33 @@ static int encode_text(struct cv_buf *b, PyObject *obj)
         return cv_enc_text(b, s, (size_t)len);
 }
 
+/* An int beyond 64 bits (math.factorial(30) in a dict result, a big id in a
+ * DataFrame) as a CBOR bignum (RFC 8949 3.4.3): tag 2 over n's big-endian
+ * bytes, or tag 3 over those of -1 - n for a negative one. */
+static int encode_bignum(struct cv_buf *b, PyObject *obj, int negative)
+{
+        PyObject *n = negative ? PyNumber_Invert(obj) : Py_NewRef(obj); /* ~x == -1 - x */
+        PyObject *bits = n ? PyObject_CallMethod(n, "bit_length", NULL) : NULL;
+        long nbits = bits ? PyLong_AsLong(bits) : -1;
+        PyObject *bytes = NULL;
+        int rc = -1;
+
+        if (nbits >= 0 && !PyErr_Occurred())
+                bytes = PyObject_CallMethod(n, "to_bytes", "ls", (nbits + 7) / 8, "big");
+        if (bytes != NULL) {
+                rc = cv_enc_tag(b, negative ? 3 : 2);
+                if (rc == 0)
+                        rc = cv_enc_bytes(b, PyBytes_AS_STRING(bytes),
+                                          (size_t)PyBytes_GET_SIZE(bytes));
+                if (rc < 0)
+                        rc = buf_error(b);
+        }
+        Py_XDECREF(bytes);
+        Py_XDECREF(bits);
+        Py_XDECREF(n);
+        return rc;
+}
+
 static int encode_int(struct cv_buf *b, PyObject *obj)
 {
         int overflow;
@@ -33,14 +60,16 @@ static int encode_int(struct cv_buf *b, PyObject *obj)
                 return -1;
         if (overflow > 0) {
                 unsigned long long u = PyLong_AsUnsignedLongLong(obj);
-                if (u == (unsigned long long)-1 && PyErr_Occurred())
-                        return -1;
+                if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+                        if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                                return -1;
+                        PyErr_Clear();
+                        return encode_bignum(b, obj, 0);
+                }
                 return cv_enc_uint(b, u);
         }
-        if (overflow < 0) {
-                PyErr_SetString(PyExc_OverflowError, "int below -2**63 cannot be sent");
-                return -1;
-        }
+        if (overflow < 0)
+                return encode_bignum(b, obj, 1);
         return cv_enc_int(b, v);
 }
 

@@ -864,6 +864,22 @@ def test_execute_refuses_bad_bodies(server, pair):
     assert lines[-1] == {"type": "end_of_execution"}, lines
 
 
+def test_execute_sends_integers_of_any_size_as_json_numbers(server, pair):
+    """The executor sends ints beyond 64 bits as CBOR bignums; /execute writes
+    them as JSON numbers: exact within 64 bits, else the nearest double (what
+    E2B's JavaScript SDK makes of any long integer)."""
+    a = pair[0]
+    h = a.headers(INTERP, **{"Content-Type": "application/json"})
+    code = "{'max': 2**63 - 1, 'min': -2**63, 'u64': 2**64 - 1, 'big': 2**70, 'neg': -2**70, 'n': 30}"
+    r = server.request("POST", "/execute", h, json.dumps({"code": code}).encode(), timeout=120)
+    assert r.status == 200, r
+    lines = [json.loads(x) for x in r.body.splitlines() if x.strip()]
+    result = next(x for x in lines if x.get("type") == "result")
+    assert result["json"] == {"max": 2**63 - 1, "min": -2**63, "u64": float(2**64 - 1),
+                              "big": float(2**70), "neg": float(-2**70), "n": 30}, result
+    assert "2**70" not in result["text"] and "1180591620717411303424" in result["text"], result
+
+
 # --- metrics ------------------------------------------------------------------------------
 
 def metrics(server, sbx, query=""):

@@ -686,15 +686,49 @@ unsigned char *base64_decode(const char *s, size_t len, size_t *outlen)
         return out;
 }
 
+/* A CBOR bignum (tag 2, or 3 for -1 - n) as a JSON number: exact when it fits
+ * json_int_t, else the nearest double (jansson writes no longer integers; a
+ * JavaScript client parses any long integer to that same double). */
+static json_t *bignum_to_json(const cbor_item_t *tag)
+{
+        cbor_item_t *inner = cbor_tag_item(tag); /* a new reference */
+        json_t *j = NULL;
+        if (cbor_isa_bytestring(inner) && cbor_bytestring_is_definite(inner)) {
+                const unsigned char *p = cbor_bytestring_handle(inner);
+                size_t len = cbor_bytestring_length(inner);
+                size_t skip = 0;
+                while (skip < len && p[skip] == 0)
+                        skip++;
+                uint64_t u = 0;
+                double d = 0;
+                for (size_t i = skip; i < len; i++) {
+                        u = (u << 8) | p[i];
+                        d = d * 256 + p[i];
+                }
+                int negative = cbor_tag_value(tag) == 3;
+                if (len - skip <= 8 && u <= (uint64_t)INT64_MAX - 1)
+                        j = json_integer(negative ? -1 - (json_int_t)u : (json_int_t)u);
+                else
+                        j = json_real(negative ? -1 - d : d);
+        }
+        cbor_decref(&inner);
+        return j ? j : json_null();
+}
+
 static json_t *cbor_to_json_depth(const cbor_item_t *it, int depth)
 {
         if (depth > 64)
                 return json_null();
         switch (cbor_typeof(it)) {
-        case CBOR_TYPE_UINT:
-                return json_integer((json_int_t)cbor_get_int(it));
-        case CBOR_TYPE_NEGINT:
-                return json_integer(-1 - (json_int_t)cbor_get_int(it));
+        case CBOR_TYPE_UINT: {
+                uint64_t u = cbor_get_int(it);
+                return u <= INT64_MAX ? json_integer((json_int_t)u) : json_real((double)u);
+        }
+        case CBOR_TYPE_NEGINT: {
+                uint64_t n = cbor_get_int(it); /* the value is -1 - n */
+                return n <= INT64_MAX ? json_integer(-1 - (json_int_t)n)
+                                      : json_real(-1 - (double)n);
+        }
         case CBOR_TYPE_STRING:
                 if (cbor_string_is_definite(it))
                         return json_stringn((const char *)cbor_string_handle(it),
@@ -739,6 +773,8 @@ static json_t *cbor_to_json_depth(const cbor_item_t *it, int depth)
                         return json_real(d);
                 }
         case CBOR_TYPE_TAG: {
+                if (cbor_tag_value(it) == 2 || cbor_tag_value(it) == 3)
+                        return bignum_to_json(it);
                 cbor_item_t *inner = cbor_tag_item(it); /* a new reference */
                 json_t *j = cbor_to_json_depth(inner, depth + 1);
                 cbor_decref(&inner);
