@@ -370,29 +370,76 @@ FRESH_KERNEL = [
 ]
 
 
-def test_fresh_kernel_same_as_ipykernel(agent):
+def same_as_a_fresh_ipykernel(agent, cells):
+    """`cells` on a new ipykernel and in a new cellvm context, compared cell
+    by cell; ipykernel's views."""
     from jupyter_client.manager import start_new_kernel
 
     km, kc = start_new_kernel(kernel_name="python3")
     try:
         kc.execute_interactive(E2B_STARTUP, silent=True, timeout=60)
-        expected = run_notebook(IpykernelRunner(kc), FRESH_KERNEL, "\0")
+        expected = run_notebook(IpykernelRunner(kc), cells, "\0")
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+    with Sandbox.connect(agent.addr) as sbx:
+        ctx = sbx.create_code_context()
+        try:
+            got = run_notebook(ContextRunner(sbx, ctx), cells, "\0")
+        finally:
+            sbx.remove_code_context(ctx)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert g == e, f"cell {i}:\n{cells[i]}\n" + "\n".join(
+            f"  {k}:\n{brief(g.get(k), e[k])}" for k in e if g.get(k) != e[k])
+    return expected
+
+
+def test_fresh_kernel_same_as_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_KERNEL)
     # The backend is loaded in the first cell with a figure, not before.
     assert expected[1]["results"][0]["text"] == "False"
     assert [r["formats"] for r in expected[2]["results"]] == [["text"], ["png", "text"]]
     assert expected[3]["stdout"].startswith("Error in callback") and not expected[5]["stdout"]
-    with Sandbox.connect(agent.addr) as sbx:
-        ctx = sbx.create_code_context()
-        try:
-            got = run_notebook(ContextRunner(sbx, ctx), FRESH_KERNEL, "\0")
-        finally:
-            sbx.remove_code_context(ctx)
-    for i, (g, e) in enumerate(zip(got, expected)):
-        assert g == e, f"cell {i}:\n{FRESH_KERNEL[i]}\n" + "\n".join(
-            f"  {k}:\n{brief(g.get(k), e[k])}" for k in e if g.get(k) != e[k])
+
+
+# The inline backend takes the shell's config when it is made, at the first
+# figure: a format a notebook set there before (Kaggle's learntools does)
+# applies; one set after the first figure does not.
+FRESH_CONFIG = [
+    "import matplotlib.pyplot as plt\nget_ipython().config.InlineBackend.figure_format = 'retina'\n"
+    "plt.plot([1, 2]);\n",
+    "get_ipython().config.InlineBackend.figure_format = 'png'\nplt.plot([1, 2]);\n",
+]
+
+
+# What a figure's draw warns (a glyph missing from the font: emoji in titles,
+# as agents write them) reads as in ipykernel: pyplot's post_execute draw of
+# stale figures (from IPython's events.trigger), then IPython's print_figure;
+# figure.autolayout lays the figure out in that draw. On a fresh kernel: a
+# notebook's plt.ioff() ends that draw for good.
+FRESH_DRAW = [
+    "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.set_title('🚀 again')\n",
+    "fig, ax = plt.subplots()\nax.bar(['a', 'b'], [1, 2])\nax.set_title('📊 Sales')\nplt.tight_layout()\nplt.show()\n",
+    "fig, ax = plt.subplots()\nax.set_title('📈 Trend')\nplt.show()\n",
+    "fig, ax = plt.subplots()\nax.plot([1, 2])\nax.set_title('🔥 hot')\nfig\n",
+    "fig, ax = plt.subplots()\nax.set_title('💡 idea')\nimport io\nplt.savefig(io.BytesIO(), format='png')\nplt.close()\n",
+    "import numpy as np\nplt.rcParams['figure.autolayout'] = True\nplt.rcParams['font.size'] = 16\nplt.figure(figsize=(4, 3)); plt.plot(np.linspace(-1, 1, 20) ** 3); plt.xlabel('time [days]');\n",
+    "plt.rcdefaults()\nfig, ax = plt.subplots()\nax.plot([1, 2, 3], [1, np.nan, 3]); ax.text(np.nan, 1, 'nan label')\n",
+    "import matplotlib.dates as mdates, pandas as pd\nfig, ax = plt.subplots()\nax.plot(pd.date_range('2000-01-01', periods=3, freq='D'), [1, 2, 3])\nax.xaxis.set_major_locator(mdates.DayLocator(interval=1))\n",
+    'plt.rcdefaults()\n',
+]
+
+
+def test_figure_draws_warn_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_DRAW)
+    assert "events.py:89: UserWarning: Glyph 128640" in expected[0]["stderr"], expected[0]
+    assert "pylabtools.py:151: UserWarning: Glyph 128202" in expected[1]["stderr"], expected[1]
+
+
+def test_shell_config_reaches_the_inline_backend_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_CONFIG)
+    assert [r["png"] for r in expected[0]["results"]] == [(1095, 826)], expected[0]
+    assert expected[1]["results"][0]["png"] == (1095, 826), expected[1]
 
 
 def test_exit_same_as_ipykernel(agent):

@@ -11,8 +11,8 @@ import _cellvm
 
 from . import formatters
 from .display import display
-from .getipython import _shell_events
-from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats
+from .getipython import _shell_config, _shell_events
+from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats, _set_inline_trait
 
 
 # The name ipykernel's inline backend has: matplotlib.get_backend() and the
@@ -41,6 +41,15 @@ def _activate_matplotlib():
                 events = _shell_events()
                 if events is not None:  # configure_inline_support registers it
                         events.register("post_execute", _flush_figures_callback)
+                # ipykernel makes its InlineBackend here, the shell its parent: what
+                # a notebook put in get_ipython().config.InlineBackend before
+                # (Kaggle's learntools sets figure_format so) is its config.
+                config = _shell_config()
+                section = config.get("InlineBackend") if config is not None else None
+                for name, value in dict(section or {}).items():
+                        if name in ("figure_format", "figure_formats", "print_figure_kwargs",
+                                    "close_figures", "rc"):
+                                _set_inline_trait(name, value)
 
 
 def _on_pyplot_import(plt):
@@ -79,6 +88,19 @@ def _on_pyplot_import(plt):
         plt.uninstall_repl_displayhook = uninstall_repl_displayhook
 
 
+def _print_cellvmpng(self, filename_or_obj, *args, **kwargs):
+        """FigureCanvasCellvm.print_cellvmpng's code (globals of its own, below)."""
+        FigureCanvasAgg.draw(self)  # noqa: F821 - in its globals
+        buf = self.buffer_rgba()
+        h, w = buf.shape[0], buf.shape[1]
+        data = _cellvm.png_encode(buf, w, h, self.figure.dpi)
+        if hasattr(filename_or_obj, "write"):
+                filename_or_obj.write(data)
+        else:
+                with open(filename_or_obj, "wb") as f:
+                        f.write(data)
+
+
 class _MplBackend(types.ModuleType):
         """matplotlib_inline.backend_inline's stand-in (sys.modules["_cellvm_mpl"]
         too): Agg with ipykernel's inline show() behaviour."""
@@ -97,17 +119,14 @@ def _make_mpl_backend():
                 from matplotlib.figure import Figure
 
                 class FigureCanvasCellvm(FigureCanvasAgg):
-                        def print_cellvmpng(self, filename_or_obj, *args, **kwargs):
-                                # Same render as print_png; only the PNG encoder differs.
-                                FigureCanvasAgg.draw(self)
-                                buf = self.buffer_rgba()
-                                h, w = buf.shape[0], buf.shape[1]
-                                data = _cellvm.png_encode(buf, w, h, self.figure.dpi)
-                                if hasattr(filename_or_obj, "write"):
-                                        filename_or_obj.write(data)
-                                else:
-                                        with open(filename_or_obj, "wb") as f:
-                                                f.write(data)
+                        # Same render as print_png; only the PNG encoder differs. It
+                        # runs as matplotlib's own code: a warning of the draw
+                        # (a glyph missing from the font) names the caller of
+                        # print_figure, as print_png's does, not this frame.
+                        print_cellvmpng = types.FunctionType(
+                            _print_cellvmpng.__code__,
+                            {"__name__": "matplotlib.backends.backend_agg", "__builtins__": __builtins__,
+                             "FigureCanvasAgg": FigureCanvasAgg, "_cellvm": _cellvm})
 
                 # Our canvas serves PNG_FORMAT to any figure (print_figure looks the
                 # format up in _default_backends), but it is not a file type a user
@@ -203,7 +222,13 @@ def _flush_figures():
                 return
         import matplotlib
         if _draw_all_first and matplotlib.is_interactive():
-                formatters._draw_callback = getattr(sys.modules["matplotlib.pyplot"], "_draw_all_if_interactive", None)
+                draw = getattr(sys.modules["matplotlib.pyplot"], "_draw_all_if_interactive", None)
+                if draw is not None:
+                        try:
+                                _trigger(draw)
+                        except Exception:  # noqa: BLE001 - said when the figure is shown (below)
+                                pass
+                formatters._draw_callback = draw
         try:
                 if _inline.close_figures:
                         mpl.show(True)
@@ -218,11 +243,22 @@ def _flush_figures():
                 mpl.show._draw_called = False
 
 
-# In ipykernel pyplot's own post_execute callback draws the figures before
-# they are shown (until a plt.ioff()). cellvm skips that render (a figure is
-# drawn when it is shown), so a figure that fails to draw says what IPython's
-# events.trigger would have said for it.
+# In ipykernel pyplot's own post_execute callback draws the stale figures
+# before they are shown (until a plt.ioff()): so does cellvm. That draw lays
+# the figure out (figure.autolayout), and what it warns names IPython's
+# events.trigger line, as there. A figure that fails to draw says what that
+# trigger would have said when it is shown (formatters._draw_callback).
 _draw_all_first = True
+
+
+def _trigger(func):
+        func()
+
+
+_trigger = types.FunctionType(
+    _trigger.__code__.replace(co_filename="/usr/lib/python3/dist-packages/IPython/core/events.py",
+                              co_firstlineno=88),
+    {"__name__": "IPython.core.events", "__builtins__": __builtins__}, "trigger")
 
 
 def _flush_figures_callback():

@@ -34,6 +34,9 @@ def display(*objs, include=None, exclude=None, metadata=None, transient=None, di
                 # update_display_data: E2B's server drops it and the protocol has no
                 # such message, so an update shows nothing.
                 return None
+        if not objs and display_id:
+                # IPython's: an empty output, to be updated later (an empty result).
+                objs, raw = [{}], True
         for obj in objs:
                 if raw:
                         publish_display_data(obj, metadata=metadata)

@@ -169,6 +169,8 @@ def format_bundle(obj, include=None, exclude=None):
                 try:
                         m()
                         return {}, {}
+                except NotImplementedError:  # IPython's catch_format_error: declined, silently
+                        pass
                 except Exception as e:  # IPython's catch_format_error: shown, then the other formatters
                         _formatter_warning("_ipython_display_", obj, exc=e)
         data, md = {}, {}
@@ -176,6 +178,8 @@ def format_bundle(obj, include=None, exclude=None):
         if m is not None:
                 try:
                         r = m(include=include, exclude=exclude)
+                except NotImplementedError:
+                        r = None
                 except Exception as e:
                         _formatter_warning("mimebundle", obj, exc=e)
                         r = None
@@ -210,6 +214,8 @@ def format_bundle(obj, include=None, exclude=None):
                                 if f is None:
                                         continue
                                 value = f()
+                except NotImplementedError:
+                        continue
                 except Exception as e:
                         _formatter_warning(mime, obj, exc=e)
                         continue

@@ -19,6 +19,12 @@ def _on_ipython_getipython_import(mod):
         mod.get_ipython = _ipython_get_ipython
 
 
+def _shell_config():
+        """The shell's traitlets config, if a cell has asked for it (or None)."""
+        kernel = _state.kernel
+        return None if kernel is None else kernel.shell.__dict__.get("config")
+
+
 def _shell_events():
         kernel = _state.kernel
         return None if kernel is None else kernel.shell.__dict__.get("events")
