@@ -90,7 +90,7 @@ def _on_pyplot_import(plt):
 
 def _print_cellvmpng(self, filename_or_obj, *args, **kwargs):
         """FigureCanvasCellvm.print_cellvmpng's code (globals of its own, below)."""
-        FigureCanvasAgg.draw(self)  # noqa: F821 - in its globals
+        globals()["FigureCanvasAgg"].draw(self)  # its globals: see FigureCanvasCellvm
         buf = self.buffer_rgba()
         h, w = buf.shape[0], buf.shape[1]
         data = _cellvm.png_encode(buf, w, h, self.figure.dpi)
