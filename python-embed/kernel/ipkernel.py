@@ -162,8 +162,8 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
         def run_loop_until_request(self):
                 """ipykernel's loop runs between cells: tasks and callbacks a cell
                 left (asyncio.ensure_future, create_task, call_later) go on while
-                the executor waits for its next request. What they print is the
-                next cell's, as a thread's is."""
+                the executor waits for its next request. What they print then is
+                dropped, as E2B's server drops output of an ended execution."""
                 loop = self.loop
                 if loop is None or loop.is_closed() or not (
                         loop._ready or loop._scheduled or sys.modules["asyncio"].all_tasks(loop)):

@@ -75,8 +75,9 @@ class NamespaceMagics:
         def _find_object(self, oname):
                 """IPython's _ofind: a dotted name in the user's namespace, then the
                 builtins (the first whose every part resolves), else a magic
-                (`%name`, `%%name`, or `name` as a line then a cell magic), else an
-                empty literal; (found, obj)."""
+                (`%name`, `%%name`, or `name` as a line then a cell magic);
+                (found, obj). (IPython's last case, empty literals such as '',
+                cannot be reached: its identifier check refuses them first.)"""
                 oname = oname.strip()
                 parts = oname.split(".")
                 if not oname.startswith("%") and not all(p.isidentifier() for p in parts):
@@ -98,11 +99,7 @@ class NamespaceMagics:
                         obj = self.find_line_magic(oname.lstrip("%"))
                 else:  # `run?` finds %run
                         obj = self.find_line_magic(oname) or self.find_cell_magic(oname)
-                if obj is not None:
-                        return True, obj
-                if parts[0] in ("''", '""', "[]", "{}", "()"):
-                        return True, eval(parts[0])
-                return False, None
+                return (True, obj) if obj is not None else (False, None)
 
         def magic_pdef(self, line):
                 """IPython's %pdef: the call signature, printed."""
