@@ -220,14 +220,19 @@ void context_spawn(struct agent *a, struct context *ctx)
         log_debug("context %s: spawn %u requested", ctx->id, ctx->spawn_id);
 }
 
-/* The zygote answered the context's Z_SPAWN (after any adopt_fds). */
+/* The zygote answered the context's Z_SPAWN (after any adopt_fds). It has closed
+ * its copies of the context's pipes by then: only now can a cell that closes its
+ * stdout and stderr be seen to (their EOF), so cells start after this answer
+ * (context_start_next), even when the executor's X_READY came first. */
 static void context_spawned(struct agent *a, struct context *ctx)
 {
         ctx->spawned_seen = true;
         if (ctx->ctl_eof_early) {
                 ctx->ctl_eof_early = false;
                 context_gone(a, ctx, "the executor closed its control socket");
+                return;
         }
+        context_start_next(a, ctx);
 }
 
 /* The executor the zygote spawned came with its own ends (a warm spare): `fds` (control
@@ -255,14 +260,20 @@ static int adopt_fds(struct agent *a, struct context *ctx, const int fds[3])
         return 0;
 }
 
-/* The zygote is ready (again): contexts that waited for it spawn now. */
+/* The zygote is ready (again): contexts that waited for it spawn now, and an
+ * executor whose Z_SPAWNED the old zygote never sent starts its cells (that
+ * zygote's copies of its pipes are closed: it is gone). */
 static void on_zygote_ready(struct agent *a)
 {
         struct context *next;
         for (struct context *ctx = a->contexts; ctx; ctx = next) {
                 next = ctx->next;
-                if (ctx->state == CTX_WAIT_ZYGOTE)
+                if (ctx->state == CTX_WAIT_ZYGOTE) {
                         context_spawn(a, ctx);
+                } else if (ctx->state == CTX_READY && !ctx->spawned_seen) {
+                        ctx->spawned_seen = true;
+                        context_start_next(a, ctx);
+                }
         }
 }
 
@@ -273,7 +284,9 @@ static void on_zygote_spawned(struct agent *a, struct zygote_spawned *z)
                 if (strlen(ctx->id) != z->ctx_id_len ||
                     memcmp(ctx->id, z->ctx_id, z->ctx_id_len) != 0)
                         continue;
-                if (z->spawn_id != ctx->spawn_id || ctx->state != CTX_STARTING)
+                /* READY: the executor's X_READY came first. */
+                if (z->spawn_id != ctx->spawn_id || ctx->spawned_seen ||
+                    (ctx->state != CTX_STARTING && ctx->state != CTX_READY))
                         return; /* an earlier spawn's late answer */
                 if (z->pid == 0 || z->pid > INT32_MAX) {
                         log_error("context %s: the zygote could not spawn an executor: %.*s",
@@ -737,7 +750,7 @@ static int queue_x_execute(struct agent *a, struct context *ctx, struct exec *e)
 
 void context_start_next(struct agent *a, struct context *ctx)
 {
-        if (ctx->state != CTX_READY || ctx->running || !ctx->queue_head)
+        if (ctx->state != CTX_READY || !ctx->spawned_seen || ctx->running || !ctx->queue_head)
                 return;
         /* Prepared for a snapshot: no cell starts before the copy has its generation. */
         if (a->awaiting_generation)
