@@ -37,13 +37,11 @@ static int encode_bignum(struct cv_buf *b, PyObject *obj, int negative)
 
         if (nbits >= 0 && !PyErr_Occurred())
                 bytes = PyObject_CallMethod(n, "to_bytes", "ls", (nbits + 7) / 8, "big");
-        if (bytes != NULL) {
+        if (bytes != NULL) { /* a buffer's error: encode_any reports it */
                 rc = cv_enc_tag(b, negative ? 3 : 2);
                 if (rc == 0)
                         rc = cv_enc_bytes(b, PyBytes_AS_STRING(bytes),
                                           (size_t)PyBytes_GET_SIZE(bytes));
-                if (rc < 0)
-                        rc = buf_error(b);
         }
         Py_XDECREF(bytes);
         Py_XDECREF(bits);

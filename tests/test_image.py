@@ -556,7 +556,7 @@ def test_a_changed_agent_rebuilds_only_the_rootfs(image, tmp_path):
         else:
             shutil.copy2(src, out / name)
     cmd = [sys.executable, os.path.join(ROOT, "image-build", "build_image.py"), "--build", str(build),
-           "--cache", os.path.join(BUILD, "image-cache"), "--out", str(tmp_path / "out")]
+           "--cache", os.path.join(BUILD, "image-cache"), "--out", str(out)]
 
     def build_image(*extra):
         r = subprocess.run(cmd + list(extra), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

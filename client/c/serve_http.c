@@ -686,9 +686,17 @@ unsigned char *base64_decode(const char *s, size_t len, size_t *outlen)
         return out;
 }
 
-/* A CBOR bignum (tag 2, or 3 for -1 - n) as a JSON number: exact when it fits
- * json_int_t, else the nearest double (jansson writes no longer integers; a
- * JavaScript client parses any long integer to that same double). */
+/* n (or -1 - n) as a JSON number: exact when it fits json_int_t, else the
+ * nearest double (jansson writes no longer integers; a JavaScript client
+ * parses any long integer to that same double). */
+static json_t *int_to_json(uint64_t n, bool negative)
+{
+        if (n <= INT64_MAX)
+                return json_integer(negative ? -1 - (json_int_t)n : (json_int_t)n);
+        return json_real(negative ? -1 - (double)n : (double)n);
+}
+
+/* A CBOR bignum: tag 2 over n's big-endian bytes, or 3 over those of -1 - n. */
 static json_t *bignum_to_json(const cbor_item_t *tag)
 {
         cbor_item_t *inner = cbor_tag_item(tag); /* a new reference */
@@ -705,11 +713,8 @@ static json_t *bignum_to_json(const cbor_item_t *tag)
                         u = (u << 8) | p[i];
                         d = d * 256 + p[i];
                 }
-                int negative = cbor_tag_value(tag) == 3;
-                if (len - skip <= 8 && u <= (uint64_t)INT64_MAX - 1)
-                        j = json_integer(negative ? -1 - (json_int_t)u : (json_int_t)u);
-                else
-                        j = json_real(negative ? -1 - d : d);
+                bool negative = cbor_tag_value(tag) == 3;
+                j = len - skip <= 8 ? int_to_json(u, negative) : json_real(negative ? -1 - d : d);
         }
         cbor_decref(&inner);
         return j ? j : json_null();
@@ -720,15 +725,10 @@ static json_t *cbor_to_json_depth(const cbor_item_t *it, int depth)
         if (depth > 64)
                 return json_null();
         switch (cbor_typeof(it)) {
-        case CBOR_TYPE_UINT: {
-                uint64_t u = cbor_get_int(it);
-                return u <= INT64_MAX ? json_integer((json_int_t)u) : json_real((double)u);
-        }
-        case CBOR_TYPE_NEGINT: {
-                uint64_t n = cbor_get_int(it); /* the value is -1 - n */
-                return n <= INT64_MAX ? json_integer(-1 - (json_int_t)n)
-                                      : json_real(-1 - (double)n);
-        }
+        case CBOR_TYPE_UINT:
+                return int_to_json(cbor_get_int(it), false);
+        case CBOR_TYPE_NEGINT:
+                return int_to_json(cbor_get_int(it), true);
         case CBOR_TYPE_STRING:
                 if (cbor_string_is_definite(it))
                         return json_stringn((const char *)cbor_string_handle(it),

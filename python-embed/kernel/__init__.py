@@ -33,6 +33,7 @@ Each module stands in for the IPython / ipykernel module it is named after:
   text               IPython.utils.text: SList, what `x = !cmd` returns
   autoreload         IPython.extensions.autoreload: %autoreload, %aimport
   importhook         (none: callbacks run as selected modules are imported)
+  foreign_frames     (none: functions whose frames read as IPython's or matplotlib's)
 """
 
 from .kernelapp import executor_main, executor_prepare, zygote_preload  # noqa: F401

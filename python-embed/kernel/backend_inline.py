@@ -11,6 +11,7 @@ import _cellvm
 
 from . import formatters
 from .display import display
+from .foreign_frames import IPYTHON_CORE, as_if_in
 from .getipython import _shell_config, _shell_events
 from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats, _set_inline_trait
 
@@ -123,10 +124,8 @@ def _make_mpl_backend():
                         # runs as matplotlib's own code: a warning of the draw
                         # (a glyph missing from the font) names the caller of
                         # print_figure, as print_png's does, not this frame.
-                        print_cellvmpng = types.FunctionType(
-                            _print_cellvmpng.__code__,
-                            {"__name__": "matplotlib.backends.backend_agg", "__builtins__": __builtins__,
-                             "FigureCanvasAgg": FigureCanvasAgg, "_cellvm": _cellvm})
+                        print_cellvmpng = as_if_in(_print_cellvmpng, "matplotlib.backends.backend_agg",
+                                                   FigureCanvasAgg=FigureCanvasAgg, _cellvm=_cellvm)
 
                 # Our canvas serves PNG_FORMAT to any figure (print_figure looks the
                 # format up in _default_backends), but it is not a file type a user
@@ -255,10 +254,7 @@ def _trigger(func):
         func()
 
 
-_trigger = types.FunctionType(
-    _trigger.__code__.replace(co_filename="/usr/lib/python3/dist-packages/IPython/core/events.py",
-                              co_firstlineno=88),
-    {"__name__": "IPython.core.events", "__builtins__": __builtins__}, "trigger")
+_trigger = as_if_in(_trigger, "IPython.core.events", IPYTHON_CORE + "events.py", 89)
 
 
 def _flush_figures_callback():

@@ -5,6 +5,7 @@ import sys
 import types
 
 from .e2b_data import _e2b_data, _e2b_json, _figure_chart
+from .foreign_frames import IPYTHON_CORE
 from .pylabtools import _figure_formatters
 from .session import _state
 
@@ -101,7 +102,7 @@ class FormatterWarning(UserWarning):
 
 
 FormatterWarning.__module__ = "IPython.core.formatters"
-_IPYTHON_CHECK_RETURN = ("/usr/lib/python3/dist-packages/IPython/core/formatters.py", 366)
+_IPYTHON_CHECK_RETURN = (IPYTHON_CORE + "formatters.py", 366)
 _warning_registry = {}
 
 

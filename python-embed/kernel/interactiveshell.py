@@ -539,6 +539,7 @@ class CellRunner:
                         e.__traceback__ = last_tb
                         return
                 self.error_sent = True
+                rendered = False  # its own _render_traceback_ (IPython's debugger opens after it too)
                 if e is self.handled_error:
                         tb = []  # a set_custom_exc handler took it: no traceback shown
                 elif isinstance(e, SyntaxError):
@@ -557,6 +558,7 @@ class CellRunner:
                                 sys.stderr.write("UserWarning: To exit: use 'exit', 'quit', or Ctrl-D.\n")
                 elif hasattr(e, "_render_traceback_"):
                         tb = self._rendered_traceback(e)
+                        rendered = True
                 else:
                         tb = None
                 try:
@@ -577,8 +579,7 @@ class CellRunner:
                                         value = str(e)
                                 except Exception:
                                         pass
-                debug = self.shell.call_pdb and (tb is None or isinstance(e, SystemExit)
-                                                 or hasattr(e, "_render_traceback_"))
+                debug = self.shell.call_pdb and (tb is None or rendered or isinstance(e, SystemExit))
                 if tb is None:
                         tb = self.structured_traceback(e)
                 _send(EXEC_ERROR, {"name": type(e).__name__, "value": value, "traceback": tb})

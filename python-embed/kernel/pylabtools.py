@@ -5,6 +5,8 @@ InlineBackend traits that choose them) and %run's mpl_execfile."""
 import io
 import sys
 
+from .foreign_frames import IPYTHON_CORE, as_if_in
+
 
 PNG_FORMAT = "cellvmpng"  # savefig format served by our canvas: PNG via _cellvm.png_encode
 
@@ -73,12 +75,9 @@ def _call_print_figure(fig, bytes_io, kw):
 # A warning matplotlib gives while the figure is drawn names the first frame
 # outside matplotlib: in ipykernel, IPython's print_figure, its line 151
 # (`fig.canvas.print_figure(bytes_io, **kw)`). The call above is made to be
-# that frame, so such a warning reads and filters (module
-# IPython.core.pylabtools) as there.
-_call_print_figure = type(_call_print_figure)(
-    _call_print_figure.__code__.replace(
-        co_filename="/usr/lib/python3/dist-packages/IPython/core/pylabtools.py", co_firstlineno=150),
-    {"__name__": "IPython.core.pylabtools", "__builtins__": __builtins__}, "print_figure")
+# that frame.
+_call_print_figure = as_if_in(_call_print_figure, "IPython.core.pylabtools",
+                              IPYTHON_CORE + "pylabtools.py", 151)
 
 
 def _figure_png(fig):
