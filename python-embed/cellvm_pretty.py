@@ -319,7 +319,8 @@ class PrettyPrinter:
         self.stack.append(obj_id)
         self.begin_group()
         try:
-            _choose_printer(self, obj)(obj, self, cycle)
+            line, printer = _choose_printer(self, obj)
+            _CALLS_AT[line]((printer, self, cycle), obj)
         finally:
             self.end_group()
             self.stack.pop()
@@ -345,14 +346,15 @@ _SINGLETON_IDS = frozenset(map(id, (None, True, False, Ellipsis, NotImplemented)
 
 def _choose_printer(printer, obj):
     """IPython's lookup: singletons, then per class along the MRO: registered
-    printer, printer registered by name, _repr_pretty_, own __repr__."""
+    printer, printer registered by name, _repr_pretty_, own __repr__. Returns
+    (the line of IPython's RepresentationPrinter.pretty that calls it, it)."""
     if id(obj) in _SINGLETON_IDS:
-        return _print_repr
+        return 386, _print_repr
     cls = _safe_getattr(obj, "__class__", None) or type(obj)
     for klass in _mro(cls):
         found = printer.type_pprinters.get(klass)
         if found is not None:
-            return found
+            return 393, found
         key = (_safe_getattr(klass, "__module__"), _safe_getattr(klass, "__name__"))
         try:
             found = printer.deferred_pprinters.pop(key, None)
@@ -360,15 +362,50 @@ def _choose_printer(printer, obj):
             found = None
         if found is not None:
             printer.type_pprinters[klass] = found
-            return found
+            return 398, found
         own = klass.__dict__
         if "_repr_pretty_" in own:
             method = klass._repr_pretty_
             if callable(method):
-                return method
+                return 407, method
         if klass is not object and callable(own.get("__repr__")):
-            return _print_repr
-    return _print_default
+            return 410, _print_repr
+    return 412, _print_default
+
+
+# A repr or _repr_pretty_ that raises shows, in ipykernel, the frames of
+# IPython's pretty printer above its own: RepresentationPrinter.pretty at the
+# line that called the printer, and _repr_pprint at its repr(obj). The calls
+# here are made to be those frames (file, line, name and arguments' names);
+# the executor's traceback takes the names of NAMED_CODES from their code.
+_IPYTHON_PRETTY = "/usr/lib/python3/dist-packages/IPython/lib/pretty.py"
+NAMED_CODES = set()
+
+
+def _as_ipython_frame(func, first_line, qualname):
+    code = func.__code__.replace(co_filename=_IPYTHON_PRETTY, co_firstlineno=first_line,
+                                 co_name=qualname.rpartition(".")[2], co_qualname=qualname)
+    NAMED_CODES.add(code)
+    return type(func)(code, func.__globals__, code.co_name)
+
+
+def _call_printer(self, obj):
+    return self[0](obj, self[1], self[2])  # self: (printer, p, cycle)
+
+
+_CALLS_AT = {line: _as_ipython_frame(_call_printer, line - 1, "RepresentationPrinter.pretty")
+             for line in (386, 393, 398, 407, 410, 412)}
+
+
+def _pretty_item(obj, p, cycle):
+    p.pretty(obj)  # obj: the container's item
+
+
+# The containers' printers: IPython's inner() at its p.pretty(x) of an item.
+_seq_item = _as_ipython_frame(_pretty_item, 639, "_seq_pprinter_factory.<locals>.inner")
+_set_item = _as_ipython_frame(_pretty_item, 669, "_set_pprinter_factory.<locals>.inner")
+_dict_key = _as_ipython_frame(_pretty_item, 689, "_dict_pprinter_factory.<locals>.inner")
+_dict_value = _as_ipython_frame(_pretty_item, 691, "_dict_pprinter_factory.<locals>.inner")
 
 
 # ---------------------------------------------------------------------------
@@ -449,12 +486,16 @@ class _ReFlags:
 
 def _print_repr(obj, p, cycle):
     """repr(obj), keeping its own line breaks at the current indentation."""
+    # Its frame is IPython's _repr_pprint: this line is that one's repr(obj).
     lines = repr(obj).splitlines()
     with p.group():
         for index, line in enumerate(lines):
             if index:
                 p.break_()
             p.text(line)
+
+
+_print_repr = _as_ipython_frame(_print_repr, 775, "_repr_pprint")
 
 
 float_format = "%r"  # IPython's PlainTextFormatter.float_format; %precision sets it
@@ -515,7 +556,7 @@ def _sequence_printer(open, close):
             if index:
                 p.text(",")
                 p.breakable()
-            p.pretty(item)
+            _seq_item(item, p, cycle)
         if len(obj) == 1 and isinstance(obj, tuple):
             p.text(",")
         p.end_group(step, close)
@@ -552,7 +593,7 @@ def _set_printer(open, close):
             if index:
                 p.text(",")
                 p.breakable()
-            p.pretty(item)
+            _set_item(item, p, cycle)
         p.end_group(step, close)
 
     return print_set
@@ -569,9 +610,9 @@ def _mapping_printer(open, close):
             if index:
                 p.text(",")
                 p.breakable()
-            p.pretty(key)
+            _dict_key(key, p, cycle)
             p.text(": ")
-            p.pretty(obj[key])
+            _dict_value(obj[key], p, cycle)
         p.end_group(step, close)
 
     return print_mapping

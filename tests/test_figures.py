@@ -46,7 +46,8 @@ def test_result_then_figure_and_figures_of_failing_cells(ex):
     assert [t for t, _ in r.events[1:]] == [0x8013, 0x8012]
     r = ex.run(PLOT + "1/0")
     assert len(r.displays) == 1 and r.error["name"] == "ZeroDivisionError"
-    assert [t for t, _ in r.events[1:]] == [0x8012, 0x8014]
+    # As in ipykernel: the cell's error, then its figures (post_execute's flush).
+    assert [t for t, _ in r.events[1:]] == [0x8014, 0x8012]
 
 
 def test_empty_figure_has_no_png(ex):

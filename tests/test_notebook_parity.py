@@ -215,10 +215,27 @@ def view(ex, first, cwd):
     }
 
 
-def run_notebook(runner, cells, cwd):
+def run_notebook(runner, cells, cwd, tracebacks=False):
     execs = [runner.run_code(c) for c in cells]
     first = next((e.execution_count for e in execs if e.execution_count is not None), 0)
-    return [view(e, first, cwd) for e in execs]
+    views = [view(e, first, cwd) for e in execs]
+    if tracebacks:
+        for v, e in zip(views, execs):
+            v["traceback"] = whole_traceback(e, first)
+    return views
+
+
+ADDRESS = re.compile(r"0x[0-9a-f]+")
+
+
+def whole_traceback(e, first):
+    """An error's whole traceback as a user reads it: every frame and source
+    line; IPython 8.5's "Cell In [3]" written as cellvm's, cells relative to
+    the notebook's first, no addresses."""
+    if e.error is None:
+        return None
+    tb = FRAME_HEADER.sub(lambda m: f"Cell In[{int(m.group(1)) - first}]", ANSI.sub("", e.error.traceback))
+    return ADDRESS.sub("0x<addr>", tb)
 
 
 def brief(got, want):
@@ -370,22 +387,22 @@ FRESH_KERNEL = [
 ]
 
 
-def same_as_a_fresh_ipykernel(agent, cells):
+def same_as_a_fresh_ipykernel(agent, cells, tracebacks=False):
     """`cells` on a new ipykernel and in a new cellvm context, compared cell
-    by cell; ipykernel's views."""
+    by cell (errors' whole tracebacks too if `tracebacks`); ipykernel's views."""
     from jupyter_client.manager import start_new_kernel
 
     km, kc = start_new_kernel(kernel_name="python3")
     try:
         kc.execute_interactive(E2B_STARTUP, silent=True, timeout=60)
-        expected = run_notebook(IpykernelRunner(kc), cells, "\0")
+        expected = run_notebook(IpykernelRunner(kc), cells, "\0", tracebacks)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
     with Sandbox.connect(agent.addr) as sbx:
         ctx = sbx.create_code_context()
         try:
-            got = run_notebook(ContextRunner(sbx, ctx), cells, "\0")
+            got = run_notebook(ContextRunner(sbx, ctx), cells, "\0", tracebacks)
         finally:
             sbx.remove_code_context(ctx)
     for i, (g, e) in enumerate(zip(got, expected)):
@@ -434,6 +451,40 @@ def test_figure_draws_warn_as_in_ipykernel(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_DRAW)
     assert "events.py:89: UserWarning: Glyph 128640" in expected[0]["stderr"], expected[0]
     assert "pylabtools.py:151: UserWarning: Glyph 128202" in expected[1]["stderr"], expected[1]
+
+
+# A failing repr, _repr_*_ method, formatter or figure draw: the error's whole
+# traceback reads as in ipykernel (E2B keeps a cell's first error): IPython's
+# formatter, pretty-printer and print_figure frames above the user's, and an
+# unshown figure's failed draw from pyplot's post_execute callback.
+FRESH_FORMAT_ERRORS = [
+    "class R:\n    def __repr__(self):\n        return 1 / 0\nR()\n",
+    "class P:\n    def _repr_pretty_(self, p, cycle):\n        raise RuntimeError('pretty')\nP()\n",
+    "class H:\n    def _repr_html_(self):\n        return {}['html']\nH()\n",
+    "class M:\n    def _repr_mimebundle_(self, include=None, exclude=None):\n        raise KeyError('mb')\nM()\n",
+    "class D:\n    def _ipython_display_(self):\n        raise OSError('display')\nD()\n",
+    "class B:\n    pass\ndef bad(o):\n    raise ValueError('printer')\n"
+    "get_ipython().display_formatter.formatters['text/html'].for_type(B, bad)\nB()\n",
+    "10 ** 5000\n",
+    "[1, R()]\n",
+    "{'k': R()}\n",
+    "import pandas as pd\npd.DataFrame({'a': [R()]})\n",
+    "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nax.set_title(r'$\\bad{x}$')\n",
+    "fig, ax = plt.subplots()\nax.plot([1, 2])\nax.set_xlabel(r'$\\frac{1}$')\nplt.show()\n",
+    "plt.plot([1, 2])\nplt.title(r'$\\bad$')\nplt.savefig('/dev/null', format='png')\n",
+    "print('next')\n",
+]
+
+
+def test_formatting_errors_read_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_FORMAT_ERRORS, tracebacks=True)
+    assert all(e["traceback"] for e in expected[:-1]), expected
+    assert "formatters.py:707, in PlainTextFormatter.__call__" in expected[0]["traceback"]
+    assert "pretty.py:640, in _seq_pprinter_factory.<locals>.inner" in expected[7]["traceback"]
+    assert "pyplot.py:119, in _draw_all_if_interactive()" in expected[10]["traceback"]
+    assert "pylabtools.py:151, in print_figure(" in expected[11]["traceback"]
+    # The cell's own error comes first, then the draw's (after the cell).
+    assert "----> 3 plt.savefig(" in expected[12]["traceback"] and expected[12]["stdout"].startswith("Error in callback")
 
 
 def test_shell_config_reaches_the_inline_backend_as_in_ipykernel(agent):

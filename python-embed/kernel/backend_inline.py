@@ -9,11 +9,11 @@ import types
 
 import _cellvm
 
-from . import formatters
 from .display import display
 from .foreign_frames import IPYTHON_CORE, as_if_in
 from .getipython import _shell_config, _shell_events
 from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats, _set_inline_trait
+from .session import _state
 
 
 # The name ipykernel's inline backend has: matplotlib.get_backend() and the
@@ -223,11 +223,7 @@ def _flush_figures():
         if _draw_all_first and matplotlib.is_interactive():
                 draw = getattr(sys.modules["matplotlib.pyplot"], "_draw_all_if_interactive", None)
                 if draw is not None:
-                        try:
-                                _trigger(draw)
-                        except Exception:  # noqa: BLE001 - said when the figure is shown (below)
-                                pass
-                formatters._draw_callback = draw
+                        _trigger_post_execute(draw)
         try:
                 if _inline.close_figures:
                         mpl.show(True)
@@ -237,7 +233,6 @@ def _flush_figures():
                 for fig in [fig for fig in mpl.show._to_draw if fig in active]:
                         display(fig, metadata=_figure_metadata(fig))
         finally:
-                formatters._draw_callback = None
                 mpl.show._to_draw = []
                 mpl.show._draw_called = False
 
@@ -245,8 +240,8 @@ def _flush_figures():
 # In ipykernel pyplot's own post_execute callback draws the stale figures
 # before they are shown (until a plt.ioff()): so does cellvm. That draw lays
 # the figure out (figure.autolayout), and what it warns names IPython's
-# events.trigger line, as there. A figure that fails to draw says what that
-# trigger would have said when it is shown (formatters._draw_callback).
+# events.trigger line, as there. A figure that fails to draw is reported as
+# that trigger reports it: the cell's error, from pyplot's frames.
 _draw_all_first = True
 
 
@@ -255,6 +250,23 @@ def _trigger(func):
 
 
 _trigger = as_if_in(_trigger, "IPython.core.events", IPYTHON_CORE + "events.py", 89)
+
+
+def _trigger_post_execute(func):
+        """IPython's EventManager.trigger for one post_execute callback: an error
+        is printed and shown (showtraceback), and the cell goes on; its
+        traceback starts below the trigger's frame (IPython's tb_offset)."""
+        try:
+                _trigger(func)
+        except Exception as e:  # noqa: BLE001 - as IPython's trigger
+                print("Error in callback {} (for {}):".format(func, "post_execute"))
+                tb = e.__traceback__
+                while tb is not None and tb.tb_frame.f_code is not _trigger.__code__:
+                        tb = tb.tb_next
+                if tb is not None:
+                        e.__traceback__ = tb.tb_next
+                if _state.kernel is not None:
+                        _state.kernel.report_error(e)
 
 
 def _flush_figures_callback():

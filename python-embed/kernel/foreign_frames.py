@@ -8,13 +8,21 @@ import types
 
 IPYTHON_CORE = "/usr/lib/python3/dist-packages/IPython/core/"
 
+# Code given a qualname here: a traceback takes it from the code, where it
+# would take it from the function's definition in the source file.
+NAMED_CODES = set()
 
-def as_if_in(func, module, filename=None, line=None, **names):
+
+def as_if_in(func, module, filename=None, line=None, qualname=None, **names):
         """`func` with globals of its own: `module` as their __name__, and
         `names`. Given `filename` and `line`, its code is at that file with its
-        one-line body at that line (the source shown is read from the file)."""
+        one-line body at that line (the source shown is read from the file);
+        given `qualname`, a traceback names it so (a method of that class)."""
         code = func.__code__
         if filename is not None:
                 code = code.replace(co_filename=filename, co_firstlineno=line - 1)
+        if qualname is not None:
+                code = code.replace(co_name=qualname.rpartition(".")[2], co_qualname=qualname)
+                NAMED_CODES.add(code)
         return types.FunctionType(code, {"__name__": module, "__builtins__": __builtins__, **names},
-                                  func.__name__)
+                                  code.co_name)

@@ -5,9 +5,11 @@ import sys
 import types
 
 from .e2b_data import _e2b_data, _e2b_json, _figure_chart
-from .foreign_frames import IPYTHON_CORE
+from .foreign_frames import IPYTHON_CORE, as_if_in
 from .pylabtools import _figure_formatters
 from .session import _state
+
+_FORMATTERS_PY = IPYTHON_CORE + "formatters.py"
 
 
 # IPython's DisplayFormatter order.
@@ -49,7 +51,7 @@ def pretty_text(obj):
                         _pretty = cellvm_pretty.pretty
                 except Exception:
                         _pretty = repr
-        return _pretty(obj)
+        return _call_plain_text((_pretty, obj), obj)
 
 
 def _real_method(obj, name):
@@ -73,12 +75,8 @@ _EXPECTED_TYPE = {"application/json": "(<class 'list'>, <class 'dict'>)",
 
 
 def _formatter_warning(mime, obj, exc=None, value=None):
-        global _draw_callback
         kernel = _state.kernel
         if exc is not None and kernel is not None:
-                if _draw_callback is not None and mime in _figure_formatters():
-                        print(f"Error in callback {_draw_callback} (for post_execute):")
-                        _draw_callback = None
                 # IPython's catch_format_error: showtraceback(), an error of the cell.
                 kernel.report_error(exc)
                 return
@@ -102,8 +100,32 @@ class FormatterWarning(UserWarning):
 
 
 FormatterWarning.__module__ = "IPython.core.formatters"
-_IPYTHON_CHECK_RETURN = (IPYTHON_CORE + "formatters.py", 366)
+_IPYTHON_CHECK_RETURN = (_FORMATTERS_PY, 366)
 _warning_registry = {}
+
+
+# The calls of a formatter's printer or of an object's _repr_*_ method: their
+# frames read as IPython's formatters' own (file, line, method and arguments),
+# as the traceback of a failing formatter shows them in ipykernel (so the
+# first argument is named `self`: here (function, *arguments), or the method).
+def _formatter_call(self, obj):
+        return self[0](*self[1:])
+
+
+def _mimebundle_call(self, obj, include=None, exclude=None):
+        return self(include=include, exclude=exclude)
+
+
+_call_printer = as_if_in(_formatter_call, "IPython.core.formatters", _FORMATTERS_PY, 339,
+                         qualname="BaseFormatter.__call__")
+_call_method = as_if_in(_formatter_call, "IPython.core.formatters", _FORMATTERS_PY, 343,
+                        qualname="BaseFormatter.__call__")
+_call_plain_text = as_if_in(_formatter_call, "IPython.core.formatters", _FORMATTERS_PY, 707,
+                            qualname="PlainTextFormatter.__call__")
+_call_display_method = as_if_in(_formatter_call, "IPython.core.formatters", _FORMATTERS_PY, 921,
+                                qualname="IPythonDisplayFormatter.__call__")
+_call_mimebundle_method = as_if_in(_mimebundle_call, "IPython.core.formatters", _FORMATTERS_PY, 973,
+                                   qualname="MimeBundleFormatter.__call__")
 
 
 def _check_value(mime, value):
@@ -119,12 +141,6 @@ def _check_value(mime, value):
         if mime in _TEXT_MIMES:
                 return value if isinstance(value, str) else None
         return value
-
-
-# pyplot's post_execute callback while backend_inline's _flush_figures draws
-# the figures in its place: a figure failing to draw names it as IPython's
-# events.trigger would.
-_draw_callback = None
 
 
 def _type_formatters(obj):
@@ -168,7 +184,7 @@ def format_bundle(obj, include=None, exclude=None):
         m = None if builtin else _real_method(obj, "_ipython_display_")
         if m is not None:
                 try:
-                        m()
+                        _call_display_method((m,), obj)
                         return {}, {}
                 except NotImplementedError:  # IPython's catch_format_error: declined, silently
                         pass
@@ -178,7 +194,7 @@ def format_bundle(obj, include=None, exclude=None):
         m = None if builtin else _real_method(obj, "_repr_mimebundle_")
         if m is not None:
                 try:
-                        r = m(include=include, exclude=exclude)
+                        r = _call_mimebundle_method(m, obj, include, exclude)
                 except NotImplementedError:
                         r = None
                 except Exception as e:
@@ -209,12 +225,12 @@ def format_bundle(obj, include=None, exclude=None):
                         elif mime == "text/plain":
                                 value = pretty_text(obj)
                         elif mime in by_type:
-                                value = by_type[mime](obj)
+                                value = _call_printer((by_type[mime], obj), obj)
                         if value is None and meth is not None and not builtin:
                                 f = _real_method(obj, meth)
                                 if f is None:
                                         continue
-                                value = f()
+                                value = _call_method((f,), obj)
                 except NotImplementedError:
                         continue
                 except Exception as e:
@@ -309,7 +325,7 @@ class _Formatter:
                         return pretty_text(obj)
                 printer = self._printer(obj)
                 if printer is not None:
-                        return printer(obj)
+                        return _call_printer((printer, obj), obj)
                 method = _real_method(obj, self.print_method) if self.print_method else None
                 return method() if method is not None else None
 
@@ -461,4 +477,4 @@ def _user_formatter(mime, obj):
         printer = f._printer(obj)
         if printer is None:
                 return False, None
-        return True, printer(obj)
+        return True, _call_printer((printer, obj), obj)

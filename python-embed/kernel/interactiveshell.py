@@ -11,7 +11,7 @@ import sys
 
 import _cellvm
 
-from .backend_inline import _flush_figures, _flush_figures_callback
+from .backend_inline import _figures_pending, _flush_figures, _flush_figures_callback
 from .error import UsageError
 from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, transform_cell
 from .iostream import _flush_std
@@ -383,6 +383,12 @@ class CellRunner:
                         except BaseException as e:  # noqa: BLE001 - every cell error is reported
                                 err = running = e
                                 self._custom_exc(e)
+                        if err is not None and not self.in_events and _figures_pending():
+                                # IPython shows the cell's error before post_execute's
+                                # callbacks draw the figures (E2B keeps the first error).
+                                _set_sigint(False)
+                                self._send_error(err, running=err is running)
+                                _set_sigint(True)
                         try:
                                 if not self.in_events:
                                         _flush_figures()

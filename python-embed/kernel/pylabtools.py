@@ -64,20 +64,20 @@ def _print_figure(fig, fmt, bbox_inches="tight", **kwargs):
               "dpi": dpi, "bbox_inches": bbox_inches}
         kw.update(kwargs)
         buf = io.BytesIO()
-        _call_print_figure(fig, buf, kw)
+        _call_print_figure(fig, fmt, bbox_inches, False, bytes_io=buf, kw=kw)
         return buf.getvalue()
 
 
-def _call_print_figure(fig, bytes_io, kw):
-        fig.canvas.print_figure(bytes_io, **kw)
+def _call_print_figure(fig, fmt, bbox_inches, base64, **kwargs):
+        fig.canvas.print_figure(kwargs["bytes_io"], **kwargs["kw"])
 
 
 # A warning matplotlib gives while the figure is drawn names the first frame
 # outside matplotlib: in ipykernel, IPython's print_figure, its line 151
 # (`fig.canvas.print_figure(bytes_io, **kw)`). The call above is made to be
-# that frame.
+# that frame, with its arguments' names (a failed draw's traceback shows them).
 _call_print_figure = as_if_in(_call_print_figure, "IPython.core.pylabtools",
-                              IPYTHON_CORE + "pylabtools.py", 151)
+                              IPYTHON_CORE + "pylabtools.py", 151, qualname="print_figure")
 
 
 def _figure_png(fig):

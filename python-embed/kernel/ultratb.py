@@ -6,6 +6,8 @@ import sys
 
 from _cellvm_import import KERNEL_FILE_PREFIX
 
+from .foreign_frames import NAMED_CODES
+
 
 def _source_lines(filename, lineno, before=2, after=2):
         """IPython's context lines: '      1 code' and '----> 2 code' for the failing one."""
@@ -37,7 +39,11 @@ def _stack_data_entry(stack_data, tb, context, frame, cell=None):
         around the line, dedented, '(...)' for gaps, none for a Cython frame,
         and executing's qualname of the function."""
         info = stack_data.FrameInfo(tb, stack_data.Options(before=context, after=context))
-        func = info.executing.code_qualname() if info.executing is not None else "?"
+        pretty = sys.modules.get("cellvm_pretty")
+        if frame.f_code in NAMED_CODES or pretty is not None and frame.f_code in pretty.NAMED_CODES:
+                func = frame.f_code.co_qualname
+        else:
+                func = info.executing.code_qualname() if info.executing is not None else "?"
         where = f"Cell In[{cell}], line {info.lineno}" if cell is not None else f"File {info.filename}:{info.lineno}"
         out = [where
                + ("" if func == "<module>" else f", in {func}{_call_signature(frame)}") + "\n"]
@@ -131,6 +137,23 @@ def _user_tb(tb):
         return tb
 
 
+def _passed_through_dropped(frames, filename):
+        """frames less the executor's that only pass a call on to code outside
+        it (a formatter's printer, a figure's draw, a repr), which ipykernel's
+        traceback shows without them; the kernel's own frames where the error
+        was raised are kept."""
+        last = -1
+        for i, f in enumerate(frames):
+                if not filename(f).startswith(_EMBEDDED_FILE_PREFIX):
+                        last = i
+        return [f for i, f in enumerate(frames) if i >= last or not filename(f).startswith(_EMBEDDED_FILE_PREFIX)]
+
+
+# The kernel's modules and the executor's others (cellvm_pretty's printers,
+# which stand for IPython's pretty printer).
+_EMBEDDED_FILE_PREFIX = "<cellvm "
+
+
 class FormattedTB:
         """Kernel's traceback formatting in its %xmode (ipkernel.Kernel mixes it in)."""
 
@@ -176,7 +199,7 @@ class FormattedTB:
                 if self.xmode == "Plain" and tb is not None:
                         import traceback
                         out.append("Traceback (most recent call last):\n")
-                        for fs in traceback.extract_tb(tb):
+                        for fs in _passed_through_dropped(traceback.extract_tb(tb), lambda fs: fs.filename):
                                 item = "  " + self._list_location(fs.filename, fs.lineno)
                                 item += f" in {fs.name}\n" if fs.name != "<module>" else "\n"
                                 if fs.line:
@@ -221,6 +244,8 @@ class FormattedTB:
                         frames.append((tb.tb_frame, tb.tb_lineno))
                         tbs[id(tb.tb_frame)] = tb
                         tb = tb.tb_next
+                if skip_kernel:
+                        frames = _passed_through_dropped(frames, lambda f: f[0].f_code.co_filename)
                 stack_data = _stack_data()
                 for frame, lineno, skipped in _collapse_repeated(frames):
                         code = frame.f_code
