@@ -487,6 +487,60 @@ def test_formatting_errors_read_as_in_ipykernel(agent):
     assert "----> 3 plt.savefig(" in expected[12]["traceback"] and expected[12]["stdout"].startswith("Error in callback")
 
 
+# %config as IPython's: before the first figure InlineBackend is no
+# configurable yet, so the shell's config keeps its values unchecked and the
+# backend checks them when made (a refused one fails that figure's cell);
+# after, a refused value is logged (ERROR:root:...) and the cell goes on.
+FRESH_CONFIG_MAGIC = [
+    "%config InlineBackend.figure_format = 'bad'\n",
+    'print("after")\n',
+    '%config InlineBackend.nosuch = 1\n',
+    "%config InlineBackend.figure_format = 'svg'\n",
+    'import matplotlib.pyplot as plt\nplt.plot([1])\n',
+    "%config InlineBackend.figure_format = 'png'\n",
+    "%config ZMQInteractiveShell.ast_node_interactivity = 'bad'\n",
+    '%config IPCompleter.greedy = True\n',
+    '%config Nope.x = 1\n',
+    "%config InlineBackend.figure_format = 'jpeg'\n",
+    '%config InlineBackend.figure_format\n',
+    '%config InlineBackend.close_figures = 2\n',
+    '%config InlineBackend.close_figures = 0\n',
+    '%config InlineBackend.close_figures\n',
+    "%config InlineBackend.figure_formats = 'svg'\n",
+    '%config InlineBackend.figure_formats\n',
+    '%config InlineBackend.rc = [1]\n',
+    '%config InlineBackend.print_figure_kwargs = 3\n',
+    '%config LoggingMagics.quiet = 3\n',
+    'import logging\nlogging.warning("after config")\n',
+    "%config InlineBackend.close_figures = True\n%config InlineBackend.figure_formats = set(['png'])\n"
+    "plt.plot([2]);\n",
+    # set_matplotlib_formats changes the formatters, not the trait: setting
+    # the trait to what it still holds changes nothing.
+    "from IPython.display import set_matplotlib_formats\nset_matplotlib_formats('svg')\n",
+    '%config InlineBackend.figure_formats\n',
+    "%config InlineBackend.figure_formats = set(['png'])\nplt.plot([3]);\n",
+    "%config InlineBackend.figure_formats = ['png', 'svg']\n%config InlineBackend.figure_formats = set(['png'])\n"
+    "plt.plot([4]);\n",
+]
+# A value refused before the first figure fails that figure's cell.
+FRESH_CONFIG_REFUSED = [
+    "%config InlineBackend.close_figures = 'x'\n",
+    "import matplotlib.pyplot as plt\nplt.plot([1])\n",
+]
+
+
+def test_config_magic_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_CONFIG_MAGIC)
+    assert expected[0]["error"] is None and [r["formats"] for r in expected[4]["results"]] == [
+        ["text"], ["svg", "text"]], expected[4]
+    assert expected[6]["stderr"].startswith("ERROR:root:The 'ast_node_interactivity' trait"), expected[6]
+    assert expected[11]["stderr"].startswith("ERROR:root:The 'close_figures' trait"), expected[11]
+    assert [r["formats"] for r in expected[23]["results"]] == [["svg", "text"]], expected[23]
+    assert [r["formats"] for r in expected[24]["results"]] == [["png", "text"]], expected[24]
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_CONFIG_REFUSED)
+    assert expected[1]["error"][0] == "TraitError", expected[1]
+
+
 def test_shell_config_reaches_the_inline_backend_as_in_ipykernel(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_CONFIG)
     assert [r["png"] for r in expected[0]["results"]] == [(1095, 826)], expected[0]

@@ -12,7 +12,7 @@ import _cellvm
 from .display import display
 from .foreign_frames import IPYTHON_CORE, as_if_in
 from .getipython import _shell_config, _shell_events
-from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats, _set_inline_trait
+from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats, _set_inline_trait, inline_trait_value
 from .session import _state
 
 
@@ -36,21 +36,24 @@ def _activate_matplotlib():
         undone then, as there."""
         global _mpl_activated
         if not _mpl_activated:
+                # ipykernel makes its InlineBackend here, the shell its parent: what
+                # a notebook put in get_ipython().config.InlineBackend before
+                # (Kaggle's learntools sets figure_format so, %config does) is its
+                # config. A value its trait refuses fails the figure's cell, and
+                # each one after, as the backend is not made.
+                config = _shell_config()
+                section = config.get("InlineBackend") if config is not None else None
+                traits = [(name, inline_trait_value(name, value)) for name, value in dict(section or {}).items()
+                          if name in ("figure_format", "figure_formats", "print_figure_kwargs",
+                                      "close_figures", "rc")]
                 _mpl_activated = True
                 import matplotlib
                 matplotlib.interactive(True)
                 events = _shell_events()
                 if events is not None:  # configure_inline_support registers it
                         events.register("post_execute", _flush_figures_callback)
-                # ipykernel makes its InlineBackend here, the shell its parent: what
-                # a notebook put in get_ipython().config.InlineBackend before
-                # (Kaggle's learntools sets figure_format so) is its config.
-                config = _shell_config()
-                section = config.get("InlineBackend") if config is not None else None
-                for name, value in dict(section or {}).items():
-                        if name in ("figure_format", "figure_formats", "print_figure_kwargs",
-                                    "close_figures", "rc"):
-                                _set_inline_trait(name, value)
+                for name, value in traits:
+                        _set_inline_trait(name, value)
 
 
 def _on_pyplot_import(plt):

@@ -41,9 +41,11 @@ class _InlineBackend:
         print_figure_kwargs = {"bbox_inches": "tight"}
         close_figures = True
         rc = {}
-        # What the figure formatters pass to print_figure: print_figure_kwargs,
-        # or set_matplotlib_formats' own kwargs over them (IPython's
-        # select_figure_formats binds them into the formatters).
+        # What the figure formatters make and pass to print_figure: the
+        # formats and print_figure_kwargs, or set_matplotlib_formats' own
+        # (IPython's select_figure_formats binds them into the formatters,
+        # leaving the traits as they are).
+        selected = {"png"}
         kwargs = {"bbox_inches": "tight"}
 
 
@@ -101,7 +103,7 @@ def _figure_svg(fig):
 
 def _figure_formatters():
         """IPython's select_figure_formats: what a figure is shown as."""
-        f = _inline.figure_formats
+        f = _inline.selected
         out = {}
         if "png" in f:
                 out["image/png"] = _figure_png
@@ -124,9 +126,32 @@ def _set_figure_formats(value, **kwargs):
         formats = {value} if isinstance(value, str) else set(value)
         bad = formats - _FIGURE_FORMATS_KNOWN
         if bad:
-                raise ValueError(f"supported formats are: {sorted(_FIGURE_FORMATS_KNOWN)!s} not {bad!s}")
-        _inline.figure_formats = formats
+                # IPython's words, in its sets' order (which varies by process).
+                raise ValueError("supported formats are: %s not %s" % (
+                    ",".join(repr(f) for f in _FIGURE_FORMATS_KNOWN), ",".join(repr(f) for f in bad)))
+        _inline.selected = formats
         _inline.kwargs = kwargs
+
+
+def inline_trait_value(name, value):
+        """`value` as InlineBackend's trait `name` takes it (traitlets' casts),
+        or traitlets' TraitError, which names the class as there."""
+        try:
+                import traitlets
+        except ImportError:
+                return value
+        global _InlineBackendTraits
+        if _InlineBackendTraits is None:
+                _InlineBackendTraits = type("InlineBackend", (traitlets.HasTraits,), {
+                    "figure_formats": traitlets.Set(), "figure_format": traitlets.Unicode(),
+                    "print_figure_kwargs": traitlets.Dict(), "close_figures": traitlets.Bool(),
+                    "rc": traitlets.Dict()})
+        checked = _InlineBackendTraits()
+        setattr(checked, name, value)
+        return getattr(checked, name)
+
+
+_InlineBackendTraits = None
 
 
 def _set_inline_trait(name, value):
@@ -139,6 +164,8 @@ def _set_inline_trait(name, value):
         elif name == "figure_formats":
                 value = {value} if isinstance(value, str) else set(value)
                 if value != _inline.figure_formats:
+                        # traitlets: the trait changes, then its observer may fail.
+                        _inline.figure_formats = value
                         _set_figure_formats(value, **_inline.print_figure_kwargs)
         elif name == "print_figure_kwargs":
                 if value != _inline.print_figure_kwargs:

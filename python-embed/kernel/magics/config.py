@@ -3,7 +3,7 @@
 import re
 
 from ..error import UsageError
-from ..pylabtools import _InlineBackend, _inline, _set_inline_trait
+from ..pylabtools import _InlineBackend, _inline, _set_inline_trait, inline_trait_value
 
 # The configurables of ipykernel's shell that have config traits (%config lists them).
 _CONFIGURABLES = ("AliasManager", "DisplayFormatter", "HistoryManager", "IPCompleter", "IPKernelApp",
@@ -52,6 +52,13 @@ def _inline_help():
         return "\n".join(out)
 
 
+def _log_error(e):
+        """IPython's %config logs what a configurable refuses (logging.error:
+        "ERROR:root:..." on stderr), and the cell goes on."""
+        import logging
+        logging.error(e)
+
+
 class ConfigMagics:
         """IPython's ConfigMagics (IPython.core.magics.config), mixed into zmqshell.Shell."""
 
@@ -94,19 +101,30 @@ class ConfigMagics:
                         value = eval(m.group(2), self.user_ns)
                         # Config reaches the trait only while the class has not hidden it.
                         if self._class_interactivity() is None:
-                                self.ast_node_interactivity = value
+                                try:
+                                        self.ast_node_interactivity = value
+                                except Exception as e:  # noqa: BLE001
+                                        _log_error(e)
                         return None
                 m = re.match(r"^InlineBackend\.(\w+)\s*(?:=\s*(.+))?$", line.strip())
                 if m is None or not hasattr(_InlineBackend, m.group(1)) or m.group(1) == "kwargs":
                         return None
                 if m.group(2) is None:
                         return getattr(_inline, m.group(1))
-                _set_inline_trait(m.group(1), eval(m.group(2), self.user_ns))
+                value = eval(m.group(2), self.user_ns)
+                if not backend_inline._mpl_activated:
+                        # No InlineBackend yet: the shell's config keeps the value,
+                        # which the backend checks and takes when it is made.
+                        self.config["InlineBackend"][m.group(1)] = value
+                        return None
+                try:
+                        _set_inline_trait(m.group(1), inline_trait_value(m.group(1), value))
+                except Exception as e:  # noqa: BLE001
+                        _log_error(e)
                 return None
 
         def _config_logging_magics(self, stripped):
                 """LoggingMagics' one trait, `quiet` (%logstart without its state)."""
-                import sys
                 if stripped == "LoggingMagics":
                         print("LoggingMagics(Magics) options\n---------------------------\n"
                               "LoggingMagics.quiet=<Bool>\n"
@@ -121,7 +139,7 @@ class ConfigMagics:
                 value = eval(m.group(2), self.user_ns)
                 if isinstance(value, bool):
                         self.logging_quiet = value
-                else:  # traitlets' TraitError, which IPython's config loading logs
-                        sys.stderr.write("ERROR:root:The 'quiet' trait of a LoggingMagics instance expected a "
-                                         f"boolean, not the {type(value).__name__} {value!r}.\n")
+                else:  # traitlets' TraitError
+                        _log_error(f"The 'quiet' trait of a LoggingMagics instance expected a "
+                                   f"boolean, not the {type(value).__name__} {value!r}.")
                 return None
