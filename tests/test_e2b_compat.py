@@ -58,6 +58,26 @@ class _E2BJSONFormatter(_JF):
 _ip = get_ipython()
 _ip.display_formatter.formatters["e2b/data"] = _E2BDataFormatter(parent=_ip.display_formatter)
 _ip.display_formatter.formatters["application/json"] = _E2BJSONFormatter(parent=_ip.display_formatter)
+
+# E2B's startup_scripts/0003_images.py, as it behaves: a PIL image saved to a
+# path given as a str is displayed first (matplotlib's savefig to PNG or JPEG
+# saves so), and viewers display instead of starting a program.
+from IPython.display import display as _display
+from PIL import Image as _Image, ImageShow as _ImageShow
+
+_pil_save = _Image.Image.save
+def _e2b_save(image, fp, format=None, **options):
+    if isinstance(fp, str):
+        _display(image)
+    _pil_save(image, fp, format, **options)
+_Image.Image.save = _e2b_save
+
+_unix_show = _ImageShow.UnixViewer.show
+def _e2b_show(self, image, **options):
+    _display(image)
+    _unix_show(self, image, **options)
+_ImageShow.UnixViewer.show = _e2b_show
+_ImageShow.UnixViewer.show_file = lambda self, path, **options: 0
 '''
 
 

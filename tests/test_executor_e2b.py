@@ -46,6 +46,21 @@ def test_pil_show_and_save_to_path_display_the_image(ex, tmp_path):
     assert Image.open(path).size == (4, 3)  # and it was saved
 
 
+def test_savefig_to_a_path_displays_the_saved_image_as_e2b_does(ex, tmp_path):
+    """matplotlib writes PNG and JPEG through PIL's Image.save(path): E2B's
+    hook displays that image, the figure itself still shows at the end."""
+    r = ex.ok("import matplotlib.pyplot as plt, io\nfig, ax = plt.subplots(figsize=(2, 1))\n"
+              f"ax.plot([1, 2])\nfig.savefig({str(tmp_path / 'a.png')!r})\n"
+              f"plt.savefig({str(tmp_path / 'b.jpg')!r})\nfig.savefig({str(tmp_path / 'c.svg')!r})\n"
+              "fig.savefig(io.BytesIO(), format='png')")
+    texts = [d["data"]["text/plain"] for d in r.displays]
+    assert texts == ["<PIL.Image.Image image mode=RGBA size=200x100>",
+                     "<PIL.Image.Image image mode=RGB size=200x100>",
+                     "<Figure size 200x100 with 1 Axes>"], texts
+    assert Image.open(io.BytesIO(r.displays[0]["data"]["image/png"])).size == (200, 100)
+    assert Image.open(tmp_path / "a.png").size == (200, 100)
+
+
 def test_pil_is_not_imported_by_the_kernel():
     z = Zygote(preload="")
     try:

@@ -2,8 +2,6 @@
 publish_display_data() and clear_output(), publishing DISPLAY messages; and
 E2B's PIL hook (template/startup_scripts/0003_images.py)."""
 
-import sys
-
 from .formatters import format_bundle
 from .iostream import _flush_std
 from .session import DISPLAY, _send
@@ -72,15 +70,16 @@ class DisplayHandle:
 def _on_pil_image_import(pil_image):
         """E2B's template (startup_scripts/0003_images.py): Image.show() displays
         the image instead of starting a viewer, and Image.save() to a path given
-        as a str also displays it (before saving, as E2B does)."""
+        as a str also displays it (before saving, as E2B does). matplotlib
+        saves PNG and JPEG through it: savefig('x.png') shows the saved image
+        there too."""
         cls = pil_image.Image
         if getattr(cls.save, "_cellvm_displays", False):
                 return  # already patched (zygote, then again in the executor)
         real_save = cls.save
 
         def save(self, fp, format=None, **params):
-                # matplotlib's savefig('x.png') saves through PIL: not an image the user made.
-                if isinstance(fp, str) and sys._getframe(1).f_globals.get("__name__") != "matplotlib.image":
+                if isinstance(fp, str):
                         display(self)
                 return real_save(self, fp, format, **params)
 
