@@ -130,6 +130,8 @@ TIMING = [
     (re.compile(r"^  (User|System) +: .*$", re.M), r"  \1 : <t>"),
     # unittest's summary line (unittest.main in a cell).
     (re.compile(r"^Ran (\d+ tests?) in \d+\.\d+s$", re.M), r"Ran \1 in <t>"),
+    # IPython's select_figure_formats lists a set: its order varies by process.
+    (re.compile(r"supported formats are: (?:'\w+',)*'\w+' not"), "supported formats are: <set> not"),
 ]
 
 
@@ -443,6 +445,14 @@ FRESH_DRAW = [
     "import numpy as np\nplt.rcParams['figure.autolayout'] = True\nplt.rcParams['font.size'] = 16\nplt.figure(figsize=(4, 3)); plt.plot(np.linspace(-1, 1, 20) ** 3); plt.xlabel('time [days]');\n",
     "plt.rcdefaults()\nfig, ax = plt.subplots()\nax.plot([1, 2, 3], [1, np.nan, 3]); ax.text(np.nan, 1, 'nan label')\n",
     "import matplotlib.dates as mdates, pandas as pd\nfig, ax = plt.subplots()\nax.plot(pd.date_range('2000-01-01', periods=3, freq='D'), [1, 2, 3])\nax.xaxis.set_major_locator(mdates.DayLocator(interval=1))\n",
+    # A font the image lacks (agents set SimHei for CJK titles): findfont
+    # warns as often as in ipykernel, whose PNG is printed by the canvas that
+    # drew the figure (the text sizes it measured are reused).
+    "plt.rcParams['font.family'] = 'NoSuchFont'\n",
+    "fig, ax = plt.subplots(figsize=(2, 2))\nax.plot([1, 2])\n",
+    "fig, ax = plt.subplots(figsize=(2, 2))\nax.plot([1, 2])\nax.set_title('x')\nplt.show()\n",
+    "fig, ax = plt.subplots(figsize=(2, 2))\nax.plot([1, 2])\nfig\n",
+    "type(fig.canvas), fig.canvas.get_supported_filetypes() == fig.canvas.__class__.__mro__[1].get_supported_filetypes()\n",
     'plt.rcdefaults()\n',
 ]
 
@@ -451,6 +461,7 @@ def test_figure_draws_warn_as_in_ipykernel(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_DRAW)
     assert "events.py:89: UserWarning: Glyph 128640" in expected[0]["stderr"], expected[0]
     assert "pylabtools.py:151: UserWarning: Glyph 128202" in expected[1]["stderr"], expected[1]
+    assert expected[9]["stderr"].count("findfont: Font family 'NoSuchFont' not found.") > 10, expected[9]
 
 
 # A failing repr, _repr_*_ method, formatter or figure draw: the error's whole
@@ -522,6 +533,16 @@ FRESH_CONFIG_MAGIC = [
     "%config InlineBackend.figure_formats = ['png', 'svg']\n%config InlineBackend.figure_formats = set(['png'])\n"
     "plt.plot([4]);\n",
 ]
+# InlineBackend.rc is loaded into rcParams when the backend is made and at
+# each %matplotlib inline; an unknown figure format leaves figures no image.
+FRESH_INLINE_RC = [
+    "%config InlineBackend.rc = {'figure.dpi': 30}\n",
+    "%matplotlib inline\nimport matplotlib.pyplot as plt\nplt.rcParams['figure.dpi']\n",
+    "plt.plot([1, 2])\n",
+    "plt.rcParams['figure.dpi'] = 80\n%matplotlib inline\nplt.rcParams['figure.dpi']\n",
+    "%config InlineBackend.figure_formats = ['bmp']\n",
+    "plt.plot([1, 2])\n",
+]
 # A value refused before the first figure fails that figure's cell.
 FRESH_CONFIG_REFUSED = [
     "%config InlineBackend.close_figures = 'x'\n",
@@ -539,6 +560,9 @@ def test_config_magic_as_in_ipykernel(agent):
     assert [r["formats"] for r in expected[24]["results"]] == [["png", "text"]], expected[24]
     expected = same_as_a_fresh_ipykernel(agent, FRESH_CONFIG_REFUSED)
     assert expected[1]["error"][0] == "TraitError", expected[1]
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_INLINE_RC)
+    assert expected[1]["results"][0]["text"] == "30.0" and expected[3]["results"][0]["text"] == "30.0"
+    assert [r["formats"] for r in expected[5]["results"]] == [["text"], ["text"]], expected[5]
 
 
 def test_shell_config_reaches_the_inline_backend_as_in_ipykernel(agent):

@@ -54,6 +54,7 @@ def _activate_matplotlib():
                         events.register("post_execute", _flush_figures_callback)
                 for name, value in traits:
                         _set_inline_trait(name, value)
+                matplotlib.rcParams.update(_inline.rc)  # configure_inline_support loads InlineBackend.rc
 
 
 def _on_pyplot_import(plt):
@@ -118,7 +119,6 @@ def _make_mpl_backend():
 
         def load():
                 import matplotlib
-                from matplotlib.backends import backend_agg
                 from matplotlib.backends.backend_agg import FigureCanvasAgg
                 from matplotlib.figure import Figure
 
@@ -129,6 +129,13 @@ def _make_mpl_backend():
                         # print_figure, as print_png's does, not this frame.
                         print_cellvmpng = as_if_in(_print_cellvmpng, "matplotlib.backends.backend_agg",
                                                    FigureCanvasAgg=FigureCanvasAgg, _cellvm=_cellvm)
+
+                # pyplot's figures get this canvas, so their PNG is printed by the
+                # canvas that drew them, with its renderer and the text sizes it
+                # measured (a missing font warns as often as in ipykernel, whose
+                # inline figures print PNG with their Agg canvas). It reads as Agg's.
+                FigureCanvasCellvm.__name__ = FigureCanvasCellvm.__qualname__ = "FigureCanvasAgg"
+                FigureCanvasCellvm.__module__ = "matplotlib.backends.backend_agg"
 
                 # Our canvas serves PNG_FORMAT to any figure (print_figure looks the
                 # format up in _default_backends), but it is not a file type a user
@@ -142,7 +149,7 @@ def _make_mpl_backend():
                         return new_figure_manager_given_figure(num, FigureClass(*args, **kwargs))
 
                 def new_figure_manager_given_figure(num, figure):
-                        manager = backend_agg.new_figure_manager_given_figure(num, figure)
+                        manager = FigureCanvasCellvm.new_manager(figure, num)
                         if not hasattr(figure, "show"):
                                 figure.show = lambda *a: display(
                                     figure, metadata=_figure_metadata(figure))

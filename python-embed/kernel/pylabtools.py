@@ -126,6 +126,7 @@ def _set_figure_formats(value, **kwargs):
         formats = {value} if isinstance(value, str) else set(value)
         bad = formats - _FIGURE_FORMATS_KNOWN
         if bad:
+                _inline.selected = set()  # IPython drops the figure formatters, then checks
                 # IPython's words, in its sets' order (which varies by process).
                 raise ValueError("supported formats are: %s not %s" % (
                     ",".join(repr(f) for f in _FIGURE_FORMATS_KNOWN), ",".join(repr(f) for f in bad)))

@@ -4,6 +4,7 @@ import builtins
 import sys
 
 from ..backend_inline import MPL_BACKEND, _activate_matplotlib
+from ..pylabtools import _inline
 
 
 # What IPython 8.5's %matplotlib --list shows (pylabtools.backends).
@@ -32,6 +33,7 @@ class PylabMagics:
                 matplotlib.rcParams["backend"] = MPL_BACKEND
                 import matplotlib.pyplot as plt
                 plt.switch_backend(MPL_BACKEND)
+                matplotlib.rcParams.update(_inline.rc)  # configure_inline_support, each time
                 return None
 
         def magic_pylab(self, line):
