@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -837,8 +838,21 @@ void commands_start_request(struct agent *a, struct conn *c, uint32_t id, const 
                 conn_send_error(a, c, id, CV_ERR_NOT_FOUND, "no user %.64s", user);
                 goto out;
         }
-        if (creds_resolve_path(&cr, cwd ? cwd : cr.home, cwd_abs, sizeof(cwd_abs)) < 0) {
+        int rr = creds_resolve_path(&cr, cwd ? cwd : cr.home, cwd_abs, sizeof(cwd_abs));
+        if (rr == -EINVAL) {
+                conn_send_error(a, c, id, "invalid_argument", CREDS_TILDE_ERROR, cwd, cr.name);
+                goto out;
+        }
+        if (rr < 0) {
                 svc_send_errno(a, c, id, ENAMETOOLONG, "cwd", cwd);
+                goto out;
+        }
+        /* envd looks for the cwd itself (as root) before it starts anything: a missing one
+         * is the caller's invalid argument, not a failed start (process/handler New). */
+        struct stat cwd_st;
+        if (stat(cwd_abs, &cwd_st) < 0 && errno == ENOENT) {
+                conn_send_error(a, c, id, "invalid_argument", "cwd '%.3800s' does not exist",
+                                cwd_abs);
                 goto out;
         }
         cmd_copy = argv ? join_argv(argv) : strndup(cmd, cmd_len);

@@ -141,8 +141,15 @@ static void clean_path(char *p)
 
 int creds_resolve_path(const struct creds *cr, const char *path, char *out, size_t size)
 {
-        int n = path[0] == '/' ? snprintf(out, size, "%s", path)
-                               : snprintf(out, size, "%s/%s", cr->home, path);
+        /* As envd (envd/internal/permissions/path.go expand): "~", "~/x" and "~\\x" are
+         * the request user's home joined with the rest; "~name" is refused; a "~" anywhere
+         * else is an ordinary character. */
+        bool tilde = path[0] == '~';
+        if (tilde && path[1] != '\0' && path[1] != '/' && path[1] != '\\')
+                return -EINVAL;
+        int n = !tilde && path[0] == '/'
+                    ? snprintf(out, size, "%s", path)
+                    : snprintf(out, size, "%s/%s", cr->home, tilde ? path + 1 : path);
         if (n < 0 || (size_t)n >= size)
                 return -ENAMETOOLONG;
         clean_path(out);

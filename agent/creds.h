@@ -33,7 +33,14 @@ struct creds_saved {
 int creds_enter(const struct creds *cr, struct creds_saved *saved);
 void creds_leave(struct creds_saved *saved);
 
-/* Makes `path` absolute against the user's home into `out`. Returns 0 or -ENAMETOOLONG. */
+/* Makes `path` absolute against the user's home into `out`, "~" and "~/..." expanded to
+ * that home as envd does, and cleans it lexically. Returns 0, -EINVAL for "~name" (no
+ * other user's home: CREDS_TILDE_ERROR) or -ENAMETOOLONG. */
 int creds_resolve_path(const struct creds *cr, const char *path, char *out, size_t size);
+
+/* envd's message for a "~name" path (permissions/path.go ExpandAndResolve): the path, the
+ * request's user. */
+#define CREDS_TILDE_ERROR                                                                          \
+        "failed to expand path '%.3800s' for user '%s': cannot expand user-specific home dir"
 
 #endif

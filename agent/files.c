@@ -53,7 +53,9 @@ int files_request_path(struct agent *a, struct conn *c, uint32_t id, const cbor_
                 return -1;
         }
         rc = creds_resolve_path(cr, path, abs, size);
-        if (rc < 0)
+        if (rc == -EINVAL)
+                conn_send_error(a, c, id, "invalid_argument", CREDS_TILDE_ERROR, path, cr->name);
+        else if (rc < 0)
                 svc_send_errno(a, c, id, -rc, "path", path);
         free(path);
         return rc < 0 ? -1 : 0;

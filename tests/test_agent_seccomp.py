@@ -10,7 +10,7 @@ import time
 import pytest
 
 import conftest
-from cellvm import CommandExitException, NotFoundException, Sandbox
+from cellvm import CommandExitException, InvalidArgumentException, Sandbox
 
 
 def status(pid):
@@ -103,9 +103,10 @@ def test_agent_is_filtered_and_its_spawner_starts_its_children(fresh_agent):
             with pytest.raises(CommandExitException, match="not permitted"):
                 sbx.commands.run(f"kill -9 {spawner}", user="root")
             assert status(spawner)["State"][0] in "SR"
-        # A failed exec still reports the child's errno synchronously.
-        with pytest.raises(NotFoundException, match="ENOENT"):
-            sbx.commands.run("true", cwd="/no/such/dir")
+        # A failed exec still reports the child's errno synchronously (a cwd
+        # that is no directory: a missing one is refused before, as envd does).
+        with pytest.raises(InvalidArgumentException, match="ENOTDIR"):
+            sbx.commands.run("true", cwd="/etc/hostname")
 
         # The zygote restarts through the spawner after it is killed.
         os.kill(zygote, signal.SIGKILL)

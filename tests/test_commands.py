@@ -9,6 +9,7 @@ from cellvm import (
     CommandExitException,
     CommandHandle,
     CommandResult,
+    InvalidArgumentException,
     NotFoundException,
     Sandbox,
     TimeoutException,
@@ -45,7 +46,8 @@ def test_cwd_envs_user(sbx, agent):
     assert sbx.commands.run("echo $FOO-$BAR", envs={"FOO": "a b", "BAR": "2"}).stdout == "a b-2\n"
     with pytest.raises(NotFoundException, match="no user"):
         sbx.commands.run("true", user="no-such-user-xyz")
-    with pytest.raises(NotFoundException, match="ENOENT"):
+    # envd checks the cwd before the start: its invalid argument, not a failed exec.
+    with pytest.raises(InvalidArgumentException, match="cwd '/no/such/dir' does not exist$"):
         sbx.commands.run("true", cwd="/no/such/dir")
 
 

@@ -771,6 +771,51 @@ def test_files_get_needs_a_path(server, pair):
     e2b_error(a.read("/etc/hostname", token=None), 401)
 
 
+def test_tilde_paths_and_a_missing_cwd_as_envd(server, pair):
+    """envd expands "~" and "~/x" to the user's home and refuses "~name"
+    (internal/permissions/path.go); a missing cwd is its invalid argument
+    "cwd '<path>' does not exist" (process/handler/handler.go), not a failed start."""
+    a = pair[0]
+    n = secrets.token_hex(3)
+    home = "/home/user"
+    r = a.upload(f"?path=~/http-tilde-{n}.txt", b"t", "application/octet-stream")
+    assert r.status == 200 and r.json()[0]["path"] == f"{home}/http-tilde-{n}.txt", r
+    assert a.read(f"~/http-tilde-{n}.txt").body == b"t"
+    r = a.rpc("/filesystem.Filesystem/Stat", {"path": f"~/http-tilde-{n}.txt"})
+    assert r.status == 200 and r.json()["entry"]["path"] == f"{home}/http-tilde-{n}.txt", r
+    r = a.rpc("/filesystem.Filesystem/ListDir", {"path": "~"})
+    assert r.status == 200 and f"{home}/http-tilde-{n}.txt" in [e["path"] for e in r.json()["entries"]], r
+    r = a.rpc("/filesystem.Filesystem/MakeDir", {"path": f"~/http-made-{n}"})
+    assert r.status == 200 and r.json()["entry"]["path"] == f"{home}/http-made-{n}", r
+    r = a.rpc("/filesystem.Filesystem/MakeDir", {"path": f"~/http-made-{n}"})
+    assert connect_error(r, 409, "already_exists") == f"directory already exists: {home}/http-made-{n}"
+    r = a.rpc("/filesystem.Filesystem/Move", {"source": f"~/http-tilde-{n}.txt",
+                                               "destination": f"~/http-made-{n}/moved.txt"})
+    assert r.status == 200 and r.json()["entry"]["path"] == f"{home}/http-made-{n}/moved.txt", r
+    assert run_in(a, f"ls {home}/http-made-{n}; test -e '{home}/~' || echo no-tilde-dir") \
+        == "moved.txt\nno-tilde-dir\n"
+    r = a.rpc("/filesystem.Filesystem/Remove", {"path": f"~/http-made-{n}"})
+    assert r.status == 200, r
+    refused = "failed to expand path '~other/x' for user 'user': cannot expand user-specific home dir"
+    assert connect_error(a.rpc("/filesystem.Filesystem/Stat", {"path": "~other/x"}), 400,
+                         "invalid_argument") == refused
+    assert e2b_error(a.read("~other/x"), 400).endswith(refused)
+
+    def start(cwd):
+        return a.stream("/process.Process/Start",
+                        envelope({"process": {"cmd": "/bin/bash", "args": ["-c", "pwd"], "cwd": cwd}}))
+
+    out = [e for f, e in envelopes(start("~").body) if f == 0 and "stdout" in e["event"].get("data", {})]
+    assert base64.b64decode(out[0]["event"]["data"]["stdout"]) == f"{home}\n".encode(), out
+    for cwd, msg in (("/no/such/dir", "cwd '/no/such/dir' does not exist"),
+                     (f"~/nope-{n}", f"cwd '{home}/nope-{n}' does not exist"),
+                     ("~root", "failed to expand path '~root' for user 'user': "
+                               "cannot expand user-specific home dir")):
+        r = start(cwd)
+        assert stream_error(r) == "invalid_argument", (cwd, r)
+        assert envelopes(r.body)[0][1]["error"]["message"] == msg, (cwd, r)
+
+
 # --- signed URLs ---------------------------------------------------------------------------
 
 def sign(path, op, user, token, expiration=None):

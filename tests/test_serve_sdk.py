@@ -451,7 +451,9 @@ def test_c_commands(serve, tmp_path):
     def cwd(s):
         res(s["tmp"], "/tmp\n")
         res(s["rel"], "/home/user/sub\n")
-        threw(s["missing"])
+        # envd's check before the start (process/handler/handler.go New): InvalidArgument.
+        threw(s["missing"], "InvalidArgumentError")
+        assert "cwd '/no/such/dir' does not exist" in s["missing"]["message"], s["missing"]
 
     def envs(s):
         res(s["one"], "bar\n")

@@ -134,16 +134,19 @@ json_t *entry_json(const cbor_item_t *e)
 
 /* --- filesystem.Filesystem --------------------------------------------------- */
 
-/* A request path as the agent resolves it (relative: the user's home), for
- * the metadata kept by path; lexical cleaning aside. */
+/* A request path as the agent resolves it (relative, "~" and "~/...": the
+ * user's home, as envd expands them), for the metadata kept by path;
+ * lexical cleaning aside. */
 static void absolute(const char *path, const char *user, char *out, size_t outlen)
 {
-        if (path[0] == '/')
+        bool tilde = path[0] == '~' && (path[1] == '\0' || path[1] == '/' || path[1] == '\\');
+        const char *rest = tilde ? path + 1 + (path[1] == '/') : path;
+        if (!tilde && path[0] == '/')
                 snprintf(out, outlen, "%s", path);
         else if (strcmp(user, "root") == 0)
-                snprintf(out, outlen, "/root/%s", path);
+                snprintf(out, outlen, "/root/%s", rest);
         else
-                snprintf(out, outlen, "/home/%s/%s", user, path);
+                snprintf(out, outlen, "/home/%s/%s", user, rest);
         size_t n = strlen(out);
         while (n > 1 && out[n - 1] == '/')
                 out[--n] = '\0';
@@ -210,8 +213,9 @@ static enum MHD_Result fs_call(struct hreq *h, uint16_t type, json_t *req, const
                 if (!created) {
                         cbor_decref(&reply);
                         json_decref(out);
-                        return reply_connect_error(h, "already_exists", "directory %s exists",
-                                                   path);
+                        absolute(path, user, from, sizeof(from)); /* envd's words */
+                        return reply_connect_error(h, "already_exists",
+                                                   "directory already exists: %s", from);
                 }
                 /* envd answers with the new directory's entry */
                 cbor_decref(&reply);
