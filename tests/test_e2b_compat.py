@@ -25,11 +25,17 @@ from conftest import run_e2b_program  # noqa: E402
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 # What E2B's template installs into every kernel (template/startup_scripts/
-# 0002_data.py), with json standing in for orjson and without the chart
+# 0002_data.py), with cellvm's orjson stand-in (Debian has no orjson; its
+# documented behaviour is pinned by test_executor_e2b's
+# test_lists_and_dicts_carry_json_as_orjson_writes_it) and without the chart
 # extractor, which needs E2B's own package (cellvm's e2b/chart is checked
 # by test_charts.py).
 E2B_STARTUP = r'''
 import json as _json
+import importlib.util as _ilu
+_spec = _ilu.spec_from_file_location("_orjson_standin", ORJSON_STANDIN)
+_orjson_standin = _ilu.module_from_spec(_spec)
+_spec.loader.exec_module(_orjson_standin)
 import pandas as _pd
 from IPython.core.formatters import BaseFormatter as _BF, JSONFormatter as _JF
 from traitlets.traitlets import Unicode as _U, ObjectName as _ON
@@ -50,8 +56,8 @@ class _E2BJSONFormatter(_JF):
     def __call__(self, obj):
         if isinstance(obj, (list, dict)):
             try:
-                return _json.loads(_json.dumps(obj, default=lambda o: o.tolist())), {"expanded": True}
-            except (TypeError, AttributeError, ValueError):
+                return _orjson_standin._orjson_value(obj, 0), {"expanded": True}
+            except TypeError:
                 pass
         return super().__call__(obj)
 
@@ -61,7 +67,9 @@ _ip.display_formatter.formatters["application/json"] = _E2BJSONFormatter(parent=
 
 # E2B's startup_scripts/0003_images.py, as it behaves: a PIL image saved to a
 # path given as a str is displayed first (matplotlib's savefig to PNG or JPEG
-# saves so), and viewers display instead of starting a program.
+# saves so), and viewers display instead of starting a program. A startup
+# file there: its frames are a file's in tracebacks, not a cell's.
+_images_hook = """
 from IPython.display import display as _display
 from PIL import Image as _Image, ImageShow as _ImageShow
 
@@ -78,7 +86,11 @@ def _e2b_show(self, image, **options):
     _unix_show(self, image, **options)
 _ImageShow.UnixViewer.show = _e2b_show
 _ImageShow.UnixViewer.show_file = lambda self, path, **options: 0
+"""
+exec(compile(_images_hook, "/tmp/e2b_startup_0003_images.py", "exec"), {})
 '''
+E2B_STARTUP = E2B_STARTUP.replace("ORJSON_STANDIN", repr(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "python-embed", "kernel", "e2b_data.py")))
 
 
 class KernelSandbox:

@@ -4,6 +4,8 @@ images displayed by Image.show() and Image.save(path)."""
 
 import io
 
+import pytest
+
 from PIL import Image
 
 from test_executor_harness import DISPLAY, Zygote, ex, zygote  # noqa: F401
@@ -32,6 +34,42 @@ def test_display_of_a_list_carries_json_too(ex):
     r = ex.ok("display([1, 2])")
     assert r.displays == [{"data": {"text/plain": "[1, 2]", "application/json": [1, 2]},
                            "metadata": {"application/json": {"expanded": True}}}]
+
+
+# orjson.loads(orjson.dumps(v, option=OPT_SERIALIZE_NUMPY | OPT_NON_STR_KEYS)),
+# which E2B's JSON formatter sends for lists and dicts, as orjson's README
+# documents its types; None where orjson raises (no application/json then).
+ORJSON_CASES = [
+    ("[1, 2.5, 'a', None, True]", [1, 2.5, "a", None, True]),
+    ("[float('nan'), float('inf'), -float('inf')]", [None, None, None]),
+    ("{1: 'a', None: 'b', 2.5: 'c', False: 'd'}", {"1": "a", "null": "b", "2.5": "c", "false": "d"}),
+    ("import datetime; [datetime.datetime(2024, 1, 2, 3, 4, 5), datetime.date(2024, 1, 2), "
+     "datetime.time(3, 4)]", ["2024-01-02T03:04:05", "2024-01-02", "03:04:00"]),
+    ("import enum\nclass Color(enum.Enum):\n    RED = 'red'\n[Color.RED]", ["red"]),
+    ("import dataclasses\n@dataclasses.dataclass\nclass P:\n    x: int\n    y: list\n[P(1, [2])]",
+     [{"x": 1, "y": [2]}]),
+    ("import numpy as np; {'a': np.array([1.5, np.nan]), 'b': np.int64(3), 'c': (1, 2)}",
+     {"a": [1.5, None], "b": 3, "c": [1, 2]}),
+    ("[2 ** 64]", None),
+    ("import collections; [collections.namedtuple('T', 'a')(1)]", None),
+    ("import decimal; [decimal.Decimal('1.5')]", None),
+    ("import pandas as pd; [pd.Timestamp('2024-01-02')]", None),
+    ("[{1, 2}]", None),
+]
+
+
+@pytest.mark.parametrize("code,expected", ORJSON_CASES, ids=[str(i) for i in range(len(ORJSON_CASES))])
+def test_lists_and_dicts_carry_json_as_orjson_writes_it(ex, code, expected):
+    r = ex.ok(code)
+    assert r.result["data"].get("application/json") == expected, r.result
+
+
+def test_display_json_keeps_jupyter_clients_nan_text(ex):
+    """Other JSON values (a _repr_json_, display(JSON(...))) reach E2B through
+    jupyter_client's packer, which writes NaN and infinities as text."""
+    r = ex.ok("from IPython.display import JSON, display\n"
+              "display(JSON({'v': float('nan'), 'w': [float('inf'), 1.0]}))")
+    assert r.displays[0]["data"]["application/json"] == {"v": "nan", "w": ["inf", 1.0]}
 
 
 def test_pil_show_and_save_to_path_display_the_image(ex, tmp_path):

@@ -48,7 +48,8 @@ def load_cells(path, fixtures_dir):
 
 # Debian's ipykernel 6.17 cannot serialise a Period (or any non-JSON value) in
 # E2B's e2b/data and fails the whole cell ("Can't clean for JSON"); cellvm
-# sends such values as text, which is what this formatter does too. NaN and
+# sends such values as text, which is what this formatter does too (lists and
+# dicts in cells are JSON's, and stay so). NaN and
 # infinities become 'nan'/'inf'/'-inf' as jupyter_client's packer makes them
 # (here before the packer, which would also warn on the cell's stderr).
 E2B_DATA_FALLBACK = r'''
@@ -57,6 +58,10 @@ def _e2b_data_text_fallback(self):
     def clean(v):
         if isinstance(v, float) and (v != v or v in (float('inf'), float('-inf'))):
             return repr(v)
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        if isinstance(v, dict):
+            return {str(k): clean(x) for k, x in v.items()}
         return v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
     return {str(key): [clean(v) for v in value] for key, value in out.items()}
 _ip.display_formatter.formatters["e2b/data"].type_printers[_pd.DataFrame] = _e2b_data_text_fallback

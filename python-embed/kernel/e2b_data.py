@@ -5,59 +5,130 @@ application/json for lists and dicts, e2b/chart for figures."""
 
 def _e2b_data(df):
         """E2B code-interpreter's `_repr_e2b_data_` for a DataFrame: to_dict(orient='list'), JSON-safe."""
+        return {str(key): [_data_value(v, 0) for v in column] for key, column in df.to_dict(orient="list").items()}
+
+
+def _data_value(v, depth):
+        """A DataFrame cell as E2B's JSON carries it."""
         import datetime
         import math
-        out = {}
-        for key, column in df.to_dict(orient="list").items():
-                vals = []
-                for v in column:
-                        if hasattr(v, "item") and not isinstance(v, (str, bytes)):
-                                try:
-                                        v = v.item()
-                                except Exception:
-                                        pass
-                        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-                                # What E2B gets: jupyter_client's packer cleans the
-                                # message ('nan', 'inf', '-inf') when JSON refuses it.
-                                v = repr(v)
-                        elif v is not None and not isinstance(v, (str, int, float, bool)):
-                                # Dates and times ISO (E2B's Timestamps, jupyter_client's
-                                # datetimes); other values (a Timedelta) as text.
-                                v = v.isoformat() if isinstance(v, (datetime.date, datetime.time)) else str(v)
-                        vals.append(v)
-                out[str(key)] = vals
-        return out
+        if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+                try:
+                        v = v.item()
+                except Exception:
+                        pass
+        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+                # What E2B gets: jupyter_client's packer cleans the message
+                # ('nan', 'inf', '-inf') when JSON refuses it.
+                return repr(v)
+        if v is None or isinstance(v, (str, int, float, bool)):
+                return v
+        if isinstance(v, (list, tuple, dict)) and depth < 32:
+                # Lists and dicts in cells (a groupby's .agg(list)) stay JSON's.
+                if isinstance(v, dict):
+                        return {str(k): _data_value(x, depth + 1) for k, x in v.items()}
+                return [_data_value(x, depth + 1) for x in v]
+        # Dates and times ISO (E2B's Timestamps, jupyter_client's datetimes);
+        # other values (a Timedelta, where E2B's message fails) as text.
+        return v.isoformat() if isinstance(v, (datetime.date, datetime.time)) else str(v)
 
 
 def _e2b_json(obj):
-        """E2B's application/json formatter for lists and dicts: a JSON round trip
-        (numpy values through .tolist()), shown expanded; None (the regular
-        _repr_json_ lookup) when the value is not JSON."""
-        import json
+        """E2B's application/json formatter for lists and dicts: an orjson round
+        trip (OPT_SERIALIZE_NUMPY, OPT_NON_STR_KEYS), shown expanded; None
+        (the regular _repr_json_ lookup) when orjson refuses the value."""
         try:
-                value = json.loads(json.dumps(obj, default=lambda o: o.tolist(), allow_nan=False))
-        except ValueError:
-                # NaN or an infinity (or a cycle: no JSON, checked below). The
-                # warning jupyter_client's packer prints then, with a path into
-                # E2B's installation, is not copied (docs/SDK.md).
-                try:
-                        value = _json_clean(json.loads(json.dumps(obj, default=lambda o: o.tolist())))
-                except (TypeError, AttributeError, ValueError, RecursionError):
-                        return None
-        except (TypeError, AttributeError, RecursionError):
+                return _orjson_value(obj, 0), {"expanded": True}
+        except (TypeError, RecursionError):
                 return None
-        return value, {"expanded": True}
 
 
-def _json_clean(v):
-        """jupyter_client's json_clean as its packer applies it when JSON refuses
-        a message: NaN and infinities become their repr."""
-        if isinstance(v, float):
-                return repr(v) if v != v or v in (float("inf"), float("-inf")) else v
-        if isinstance(v, list):
-                return [_json_clean(x) for x in v]
+# What orjson.loads(orjson.dumps(v, option=OPT_SERIALIZE_NUMPY | OPT_NON_STR_KEYS))
+# gives, as orjson documents its types (Debian has no orjson): NaN and
+# infinities null, dates and times ISO, enums their value, dataclasses and
+# UUIDs, subclasses of str, int, list and dict but not of tuple or float,
+# integers within 64 bits, numpy arrays and scalars. TypeError otherwise.
+_ORJSON_MAX_DEPTH = 254
+
+
+def _orjson_value(v, depth):
+        t = type(v)
+        if t is str or v is None or t is bool:
+                return v
+        if t is int:
+                if -(1 << 63) <= v < (1 << 64):
+                        return v
+                raise TypeError("Integer exceeds 64-bit range")
+        if t is float:
+                return v if v == v and v not in (_INF, -_INF) else None
+        if depth >= _ORJSON_MAX_DEPTH:
+                raise TypeError("Recursion limit reached")
+        if t is list or t is tuple:
+                return [_orjson_value(x, depth + 1) for x in v]
+        if t is dict:
+                return {_orjson_key(k): _orjson_value(x, depth + 1) for k, x in v.items()}
+        import datetime
+        if t in (datetime.datetime, datetime.date, datetime.time):
+                return v.isoformat()
+        import enum
+        if isinstance(v, enum.Enum):
+                return _orjson_value(v.value, depth + 1)
+        if isinstance(v, str):
+                return str(v)
+        if isinstance(v, int):
+                return _orjson_value(int(v), depth)
         if isinstance(v, dict):
-                return {k: _json_clean(x) for k, x in v.items()}
+                return {_orjson_key(k): _orjson_value(x, depth + 1) for k, x in v.items()}
+        if isinstance(v, list):
+                return [_orjson_value(x, depth + 1) for x in v]
+        import sys
+        np = sys.modules.get("numpy")
+        if np is not None and isinstance(v, (np.ndarray, np.generic)):
+                if v.dtype.kind not in "biuf" and v.dtype.kind != "M":
+                        raise TypeError(f"Type is not JSON serializable: {t.__name__}")
+                return _orjson_value(v.tolist(), depth) if v.dtype.kind != "M" else \
+                        _orjson_value(v.astype("datetime64[us]").astype(object).tolist(), depth)
+        import dataclasses
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+                return {f.name: _orjson_value(getattr(v, f.name), depth + 1) for f in dataclasses.fields(v)}
+        import uuid
+        if t is uuid.UUID:
+                return str(v)
+        raise TypeError(f"Type is not JSON serializable: {t.__name__}")
+
+
+_INF = float("inf")
+
+
+def _orjson_key(k):
+        """A dict key as OPT_NON_STR_KEYS writes it."""
+        t = type(k)
+        if t is str:
+                return k
+        if k is None:
+                return "null"
+        if t is bool:
+                return "true" if k else "false"
+        if t is float:
+                return repr(k) if k == k and k not in (_INF, -_INF) else "null"
+        value = _orjson_value(k, 0)
+        if isinstance(value, (dict, list)):
+                raise TypeError("Dict key must a type serializable with OPT_NON_STR_KEYS")
+        return value if isinstance(value, str) else str(value)
+
+
+def _json_clean(v, depth=0):
+        """jupyter_client's json_clean as its packer applies it when JSON refuses
+        a message: NaN and infinities become their repr. (Deeper than the wire
+        carries, a value is left as it is.)"""
+        if isinstance(v, float):
+                return repr(v) if v != v or v in (_INF, -_INF) else v
+        if depth > 64:
+                return v
+        if isinstance(v, list):
+                return [_json_clean(x, depth + 1) for x in v]
+        if isinstance(v, dict):
+                return {k: _json_clean(x, depth + 1) for k, x in v.items()}
         return v
 
 

@@ -4,7 +4,7 @@
 import sys
 import types
 
-from .e2b_data import _e2b_data, _e2b_json, _figure_chart
+from .e2b_data import _e2b_data, _e2b_json, _figure_chart, _json_clean
 from .foreign_frames import IPYTHON_CORE, as_if_in
 from .pylabtools import _figure_formatters
 from .session import _state
@@ -210,11 +210,12 @@ def format_bundle(obj, include=None, exclude=None):
                                         continue
                                 v = _check_value(k, v)
                                 if v is not None:
-                                        data[k] = v
+                                        data[k] = _json_clean(v)
         by_type = _type_formatters(obj)
         for mime, meth in _FORMAT_ORDER:
                 if _excluded(mime, include, exclude) or mime in data:
                         continue
+                clean = True  # NaN and infinities as jupyter_client's packer leaves them
                 try:
                         value = None
                         found = False
@@ -226,11 +227,13 @@ def format_bundle(obj, include=None, exclude=None):
                                 value = pretty_text(obj)
                         elif mime in by_type:
                                 value = _call_printer((by_type[mime], obj), obj)
+                                clean = mime == "e2b/chart"  # the others' values are JSON's already
                         if value is None and meth is not None and not builtin:
                                 f = _real_method(obj, meth)
                                 if f is None:
                                         continue
                                 value = _call_method((f,), obj)
+                                clean = True
                 except NotImplementedError:
                         continue
                 except Exception as e:
@@ -249,7 +252,7 @@ def format_bundle(obj, include=None, exclude=None):
                 if checked is None:
                         _formatter_warning(mime, obj, value=value)
                         continue
-                data[mime] = checked
+                data[mime] = _json_clean(checked) if clean else checked
         if _display_formatter is not None:
                 # Formatters added for other types (IPython calls them all, in order).
                 for mime, f in list(_display_formatter.formatters.items()):
@@ -261,7 +264,7 @@ def format_bundle(obj, include=None, exclude=None):
                                 _formatter_warning(mime, obj, exc=e)
                                 continue
                         if value is not None:
-                                data[mime] = value
+                                data[mime] = _json_clean(value)
         return data, md
 
 
