@@ -135,6 +135,9 @@ TIMING = [
     (re.compile(r"^  (User|System) +: .*$", re.M), r"  \1 : <t>"),
     # unittest's summary line (unittest.main in a cell).
     (re.compile(r"^Ran (\d+ tests?) in \d+\.\d+s$", re.M), r"Ran \1 in <t>"),
+    # ipykernel's connection file (sys.argv): a new one for each kernel, a
+    # temporary file where jupyter_client starts the kernel itself.
+    (re.compile(r"(?:/[\w.-]+)+/(?:kernel-[0-9a-f-]{36}|tmp\w{8})\.json"), "<connection file>"),
     # IPython's select_figure_formats lists a set: its order varies by process.
     (re.compile(r"supported formats are: (?:'\w+',)*'\w+' not"), "supported formats are: <set> not"),
 ]
@@ -397,15 +400,20 @@ FRESH_KERNEL = [
 def same_as_a_fresh_ipykernel(agent, cells, tracebacks=False):
     """`cells` on a new ipykernel and in a new cellvm context, compared cell
     by cell (errors' whole tracebacks too if `tracebacks`); ipykernel's views."""
+    import shutil
+    import tempfile
+
     from jupyter_client.manager import start_new_kernel
 
-    km, kc = start_new_kernel(kernel_name="python3")
+    cwd = tempfile.mkdtemp(prefix="fresh-ipykernel-")  # what the cells write stays out of the tree
+    km, kc = start_new_kernel(kernel_name="python3", cwd=cwd)
     try:
         kc.execute_interactive(E2B_STARTUP, silent=True, timeout=60)
         expected = run_notebook(IpykernelRunner(kc), cells, "\0", tracebacks)
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+        shutil.rmtree(cwd, ignore_errors=True)
     with Sandbox.connect(agent.addr) as sbx:
         ctx = sbx.create_code_context()
         try:
@@ -548,11 +556,37 @@ FRESH_INLINE_RC = [
     "%config InlineBackend.figure_formats = ['bmp']\n",
     "plt.plot([1, 2])\n",
 ]
+# Cells as E2B programs send them, without a trailing newline: a cell
+# magic's body still ends with one (IPython's transform_cell adds it);
+# argparse in a cell sees ipykernel's own arguments (-f <connection file>).
+FRESH_NO_TRAILING_NEWLINE = [
+    "%%html\n<b>hi</b>",
+    "%%markdown\n# Title",
+    "%%latex\n$x^2$",
+    "%%javascript\nconsole.log(1)",
+    "%%writefile w9.txt\nline one",
+    "open('w9.txt').read()",
+    "%%bash\necho hi",
+    "%%capture cap\nprint('x')",
+    "cap.stdout",
+    "%%timeit -n1 -r1\npass",
+    "import argparse\np = argparse.ArgumentParser()\np.add_argument('--input', default='data.csv')\n"
+    "args = p.parse_args()\nargs.input",
+    "p.parse_known_args()[0].input, len(p.parse_known_args()[1])",
+    "import sys\nsys.argv[0].endswith('ipykernel_launcher.py'), sys.argv[1:2], len(sys.argv)",
+]
 # A value refused before the first figure fails that figure's cell.
 FRESH_CONFIG_REFUSED = [
     "%config InlineBackend.close_figures = 'x'\n",
     "import matplotlib.pyplot as plt\nplt.plot([1])\n",
 ]
+
+
+def test_cells_without_a_trailing_newline_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_NO_TRAILING_NEWLINE)
+    assert expected[0]["results"][0]["html"] == "<b>hi</b>\n", expected[0]
+    assert expected[5]["results"][0]["text"] == r"line one\n", expected[5]  # E2B strips a str's quotes
+    assert expected[10]["error"][0] == "SystemExit", expected[10]
 
 
 def test_config_magic_as_in_ipykernel(agent):

@@ -167,7 +167,8 @@ def transform_cell(cell):
         # `%%name?` is help, not the cell magic (IPython's cell_magic leaves it).
         m = re.match(r"^%%([A-Za-z_]\w*)\s?(.*)$", lines[0]) if lines else None
         if m and not re.match(r"%%\w+\?", lines[0]):
-                body = "\n".join(lines[1:])
+                # IPython's transform_cell first ends the cell with a newline: the body has one.
+                body = "\n".join(lines[1:]) + ("" if cell.endswith("\n") else "\n")
                 return f"get_ipython().run_cell_magic({m.group(1)!r}, {m.group(2)!r}, {body!r})\n"
         if not _may_transform(cell):
                 return cell

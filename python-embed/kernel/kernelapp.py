@@ -147,7 +147,6 @@ def _reset_after_fork():
         sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
         _install_output_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
-        sys.argv = [""]
         # IPython imports jedi, which raises the limit to 3000 at import: a
         # recursion 1000-3000 deep works in ipykernel and must work here.
         sys.setrecursionlimit(3000)
@@ -161,12 +160,28 @@ def _reset_after_fork():
         warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
 
 
+_IPYKERNEL_ARGV = ["/usr/lib/python3/dist-packages/ipykernel_launcher.py", "-f"]
+
+
+def _uuid4():
+        """uuid.uuid4()'s text, without importing uuid in every executor."""
+        b = bytearray(os.urandom(16))
+        b[6] = b[6] & 0x0F | 0x40
+        b[8] = b[8] & 0x3F | 0x80
+        h = b.hex()
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 def executor_prepare():
         """Runs in a forked executor before it knows its context (a spare waits
         for one after this): what the zygote's state needs undone or redone."""
         _reset_after_fork()
         _install_finders()
         _prepare_user_environment()  # HOME, the user site on sys.path (pip), PATH
+        # ipykernel's: the launcher and its connection file (argparse in a cell
+        # sees "-f ..." and refuses it, as there).
+        sys.argv = _IPYKERNEL_ARGV + [os.path.join(
+            os.path.expanduser("~"), ".local/share/jupyter/runtime", f"kernel-{_uuid4()}.json")]
         if "matplotlib" not in sys.modules:
                 _default_mplconfigdir()  # as the sandbox user: the zygote's may not be writable
         tempfile.gettempdir()  # its first call probes the disk, as the sandbox user
