@@ -222,4 +222,8 @@ def from_agent_error(err, not_found=None):
         e2b_text = _e2b_file_message(err)
         if e2b_text is not None:
             return cls(e2b_text, code=err.code)
+    # E2B's SDK (e2b/envd/rpc.py handle_rpc_exception) raises an invalid
+    # argument or a not-found with envd's message alone, others after their code.
+    if err.message and err.code in ("invalid_argument", "not_found"):
+        return cls(err.message, code=err.code)
     return cls(f"{err.code}: {err.message}" if err.message else err.code, code=err.code)
