@@ -273,14 +273,19 @@ def test_result_model_without_agent():
 
 def test_reset_f_clears_the_namespace_and_output_history_but_not_the_count(sbx, ctx):
     """IPython's %reset -f (not in the notebook corpus: it would wipe the shared
-    reference kernel's helpers). Without -f it asks with input(), which fails
-    as in ipykernel without stdin."""
+    reference kernel's helpers; tests/test_magics_reset_run_parity.py compares
+    it with a fresh ipykernel). `_` is gone with the rest. Without -f IPython
+    asks, which fails under ipykernel and counts as yes."""
     sbx.run_code("kept_by_nobody = 41", context=ctx)
     before = sbx.run_code("kept_by_nobody + 1", context=ctx)
     assert before.text == "42"
     sbx.run_code("%reset -f", context=ctx)
-    after = sbx.run_code("('kept_by_nobody' in dir(), len(Out), _)", context=ctx)
-    assert after.text == "(False, 0, '')"
-    assert after.execution_count == before.execution_count + 2
+    gone = sbx.run_code("_", context=ctx)
+    assert gone.error is not None and gone.error.name == "NameError"
+    after = sbx.run_code("('kept_by_nobody' in dir(), len(Out), 'In' in dir())", context=ctx)
+    assert after.text == "(False, 0, True)"
+    assert after.execution_count == before.execution_count + 3
+    sbx.run_code("again = 1", context=ctx)
     asked = sbx.run_code("%reset", context=ctx)
-    assert asked.error is not None and asked.error.name == "StdinNotImplementedError"
+    assert asked.error is None and not asked.logs.stdout
+    assert sbx.run_code("'again' in dir()", context=ctx).text == "False"

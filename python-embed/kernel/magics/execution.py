@@ -13,9 +13,14 @@ from ..capture import CapturedIO
 from ..debugger import format_stack_entry
 from ..display import _capturing
 from ..error import StdinNotImplementedError, UsageError
+from ..foreign_frames import IPYTHON_CORE
 from ..iostream import _flush_std
 from ..pylabtools import _run_file_with_matplotlib
 from ..ultratb import _from_file
+
+# IPython's safe_run_module warns from its own file and line.
+_IPYTHON_RUN_MODULE_WARN = (IPYTHON_CORE + "interactiveshell.py", 2850)
+_warning_registry = {}
 
 
 def _format_time(seconds, precision=3):
@@ -216,7 +221,10 @@ class ExecutionMagics:
                                 source = f.read()
                 except OSError:
                         raise Exception(f"File `{args[0]!r}` not found.") from None
-                code = compile(source, path, "exec", dont_inherit=True)
+                # IPython's safe_execfile compiles the file under its resolved
+                # path (Path.resolve(), which is realpath).
+                fname = os.path.realpath(path)
+                code = compile(source, fname, "exec", dont_inherit=True)
                 argv = args[1:] if "G" in opts else [
                     u for a in map(os.path.expanduser, args[1:])
                     for u in (glob.glob(a) or [re.sub(r"\\([*?\[])", r"\1", a)])]
@@ -243,7 +251,7 @@ class ExecutionMagics:
                 else:
                         def execfile():
                                 # IPython's safe_execfile: the script's directory on sys.path.
-                                dname = os.path.dirname(os.path.abspath(path))
+                                dname = os.path.dirname(fname)
                                 added = dname not in sys.path
                                 if added:
                                         sys.path.insert(0, dname)
@@ -268,15 +276,21 @@ class ExecutionMagics:
                                 run()
                 except SystemExit as e:
                         # IPython's safe_execfile: exit(0) is quiet, any other
-                        # status shown as the error alone (unless -e); the cell goes on.
-                        if e.code and "e" not in opts:
+                        # status shown as the error alone (unless -e); the cell
+                        # goes on. Its safe_run_module: as any other error.
+                        if e.code and module is not None:
+                                self._module_failed(e, module)
+                        elif e.code and "e" not in opts:
                                 self.kernel.report_error(e, exit_warning=False)
                 except KeyboardInterrupt:
                         raise  # the cell's interrupt, as the agent expects it
                 except BaseException as e:  # noqa: BLE001 - IPython's bare except
                         # Shown from the script's frames on (showtraceback(tb_offset=2)),
                         # and the cell goes on.
-                        self.kernel.report_error(_from_file(e, path))
+                        if module is not None:
+                                self._module_failed(e, module)
+                        else:
+                                self.kernel.report_error(_from_file(e, fname))
                 finally:
                         sys.argv = saved_argv
                         if restore_main is not None:
@@ -294,6 +308,23 @@ class ExecutionMagics:
                         # __file__ and __builtins__ stay (IPython's preserve_keys).
                         self.user_ns.update({k: v for k, v in ns.items()
                                              if k not in ("__name__", "__file__", "__builtins__")})
+
+        def _module_failed(self, e, module):
+                """IPython's safe_run_module on an error or exit status: the whole
+                traceback from runpy.run_module on (a SystemExit's too), then its
+                warning, from its file and line (Debian's IPython 8.5, whose
+                source line shows if installed), once per module until the
+                warning filters change."""
+                import runpy
+                import warnings
+                tb = e.__traceback__
+                while tb is not None and tb.tb_frame.f_code is not runpy.run_module.__code__:
+                        tb = tb.tb_next
+                e.__traceback__ = tb or e.__traceback__
+                self.kernel._send_error(e, full=True)
+                warnings.warn_explicit(f"Unknown failure executing module: <{module}>", UserWarning,
+                                       *_IPYTHON_RUN_MODULE_WARN, module="IPython.core.interactiveshell",
+                                       registry=_warning_registry)
 
         def _new_main_mod(self, path, name):
                 """IPython's new_main_mod: the module a script runs in, one per file

@@ -76,7 +76,13 @@ class HistoryMagics:
                         hist = [(n, source[n]) for n in range(max(1, current - limit), current)]
                 else:
                         hist = [(n, source[n]) for n, _ in self._history_lines(ranges or [""])]
-                out = open(os.path.expanduser(filename), "w", encoding="utf-8") if filename else sys.stdout
+                if filename:
+                        # IPython asks before overwriting (ask_yes_no), whose input()
+                        # fails under ipykernel: it goes on.
+                        filename = os.path.expanduser(filename)
+                        if os.path.exists(filename):
+                                print("Overwriting file.")
+                out = open(filename, "w", encoding="utf-8") if filename else sys.stdout
                 try:
                         for n, text in hist:
                                 text = text.expandtabs(4).rstrip()

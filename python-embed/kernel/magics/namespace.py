@@ -2,14 +2,30 @@
 %whos, %reset, %xdel) and objects (%pdef, %pdoc, %psource)."""
 
 import builtins
+import gc
 import os
 import re
 import sys
 
 from ..error import UsageError
+from .osm import _ALIASES
 
 
 _NOT_HIDDEN = object()
+
+
+def _parse_options(line, spec, *long_opts):
+        """IPython's parse_options(line, spec, *long_opts, mode='list'):
+        ({option: value}, words)."""
+        import getopt
+        import shlex
+        if not line.split():
+                return {}, []
+        try:
+                opts, args = getopt.getopt(shlex.split(line), spec, long_opts)
+        except getopt.GetoptError as e:
+                raise UsageError('%s ( allowed: "%s" %s)' % (e.msg, spec, " ".join(long_opts))) from None
+        return {o.lstrip("-"): a for o, a in opts}, args
 
 
 def _render_signature(sig, name):
@@ -56,18 +72,14 @@ class NamespaceMagics:
         """IPython's NamespaceMagics (IPython.core.magics.namespace), mixed into zmqshell.Shell."""
 
         def magic_reset_selective(self, line):
-                """IPython's %reset_selective [-f] REGEX: the user's names matching it
-                go; without -f it asks (input(), which fails here)."""
-                args = line.split()
-                force = "-f" in args
-                args = [a for a in args if a != "-f"]
-                if not force and input("Once deleted, variables cannot be recovered. "
-                                       "Proceed (y/[n])? ").strip().lower() not in ("y", "yes"):
-                        print("Nothing done.")
+                """IPython's %reset_selective [-f] REGEX: the user's names (%who_ls)
+                matching it go. Without -f it asks (ask_yes_no), whose input()
+                fails under ipykernel: it goes on as with -f."""
+                regex = " ".join(_parse_options(line, "f")[1])
+                if not regex:
+                        print("No regex pattern specified. Nothing done.")
                         return
-                if not args:
-                        raise TypeError("regex must be a string or compiled pattern")
-                m = re.compile(args[0])
+                m = re.compile(regex)
                 for name in self.magic_who_ls(""):
                         if m.search(name):
                                 del self.user_ns[name]
@@ -281,23 +293,83 @@ class NamespaceMagics:
                                 self.user_ns[under] = ""
 
         def magic_reset(self, line):
-                """IPython's %reset [-f]: every user name and the output history
-                go; the input history and the execution count stay. Without -f
-                it asks with input(), which fails here as in ipykernel without stdin."""
-                args = line.split()
-                if "-f" not in args and input("Once deleted, variables cannot be recovered. "
-                                              "Proceed (y/[n])? ").strip().lower() not in ("y", "yes"):
-                        print("Nothing done.")
-                        return
-                keep = {"__builtins__", "__builtin__", "__name__", "__doc__", "__package__",
-                        "__loader__", "__spec__", "In", "Out", "_ih", "_oh", "_dh",
-                        "_i", "_ii", "_iii", "get_ipython", "exit", "quit"}
-                for name in [n for n in self.user_ns if n not in keep and not re.fullmatch(r"_i\d+", n)]:
-                        del self.user_ns[name]
-                self.user_ns.update(self.kernel.ns_hidden())  # IPython's init_user_ns again
+                """IPython's %reset [-f] [-s] [--aggressive] [in|out|dhist|array...].
+                Without -f it asks (ask_yes_no), whose input() fails under
+                ipykernel: it goes on as with -f. -s: the user's names (%who_ls)
+                go; else, without targets, a hard reset (_reset_namespace).
+                Each target then flushes its history or the user's arrays."""
+                opts, args = _parse_options(line, "sf", "aggressive")
+                if "s" in opts:
+                        for name in self.magic_who_ls(""):
+                                del self.user_ns[name]
+                elif not args:
+                        self._reset_namespace("aggressive" in opts)
+                ns = self.user_ns
+                for target in args:
+                        target = target.lower()
+                        if target == "out":
+                                print("Flushing output cache (%d entries)" % len(ns["_oh"]))
+                                self._flush_output()
+                        elif target == "in":
+                                # IPython's history keeps its length (%save and %macro count on it).
+                                print("Flushing input history")
+                                pc = self.kernel.count + 1
+                                for n in range(1, pc):
+                                        ns.pop(f"_i{n}", None)
+                                ns.update({"_i": "", "_ii": "", "_iii": ""})
+                                self.kernel.In[:] = [""] * pc
+                                self.kernel.raw_in[:] = [""] * pc
+                                self.kernel.inputs = ["", "", "", ""]
+                        elif target == "array":
+                                try:
+                                        from numpy import ndarray
+                                except ImportError:
+                                        print("reset array only works if Numpy is available.")
+                                        continue
+                                for name, value in list(ns.items()):
+                                        if isinstance(value, ndarray):
+                                                del ns[name]
+                        elif target == "dhist":
+                                print("Flushing directory history")
+                                del ns["_dh"][:]
+                        else:
+                                print("Don't know how to reset ", end=" ")
+                                print(target + ", please run `%reset?` for details")
+                gc.collect()
+
+        def _flush_output(self):
+                """IPython's DisplayHook.flush: _N, Out and _, __, ___ ('' unless
+                builtins has a _)."""
+                for n in range(1, self.kernel.count + 1):
+                        self.user_ns.pop(f"_{n}", None)
                 self.kernel.Out.clear()
-                self.user_ns.update({"_": "", "__": "", "___": ""})
                 self.kernel.under = ["", "", ""]
+                if "_" not in builtins.__dict__:
+                        self.user_ns.update({"_": "", "__": "", "___": ""})
+
+        def _reset_namespace(self, aggressive):
+                """IPython's InteractiveShell.reset(new_session=False): the output
+                history flushed, the directory history the cwd, every name gone
+                but __builtin__, __builtins__ and __name__ (so _, _i... too, and
+                __doc__ or __spec__ read as builtins'), then init_user_ns's names
+                back; the input history and the execution count stay, and the
+                aliases and %run's module cache are made anew. --aggressive
+                prints IPython's line but culls no module: its snapshot of
+                sys.modules is taken at the kernel's start, where cellvm's
+                executor has already imported preloads and its own modules that
+                cannot be imported twice (docs/NOTEBOOK.md)."""
+                self._flush_output()
+                ns = self.user_ns
+                for name in [n for n in ns if n not in ("__builtin__", "__builtins__", "__name__")]:
+                        del ns[name]
+                k = self.kernel
+                k.pylab_names = {}  # IPython's user_ns_hidden.clear()
+                ns.update({"_ih": k.In, "_oh": k.Out, "_dh": [os.getcwd()], "In": k.In, "Out": k.Out,
+                           "get_ipython": k.get_ipython, "exit": k.exiter, "quit": k.exiter})
+                if aggressive:
+                        print("culling sys module...")
+                self.aliases = dict(_ALIASES)
+                self.__dict__.get("_main_mod_cache", {}).clear()
 
         def magic_who(self, line):
                 names = self.magic_who_ls(line)

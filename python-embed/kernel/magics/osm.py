@@ -288,6 +288,11 @@ class OSMagics:
 
         magic_more = magic_less
 
+        def magic_man(self, line):
+                """ipykernel's %man: `man ARGS | col -b`'s output to the pager (a
+                payload E2B drops): nothing shows."""
+                self.getoutput(f"man {line} | col -b", split=False)
+
 
 def _compress_dhist(dh):
         """IPython's compress_dhist: the last 10 entries, and one of each before."""
