@@ -912,10 +912,13 @@ def test_execute_refuses_bad_bodies(server, pair):
 def test_execute_sends_integers_of_any_size_as_json_numbers(server, pair):
     """The executor sends ints beyond 64 bits as CBOR bignums; /execute writes
     them as JSON numbers: exact within 64 bits, else the nearest double (what
-    E2B's JavaScript SDK makes of any long integer)."""
+    E2B's JavaScript SDK makes of any long integer). (A _repr_json_'s: E2B's
+    orjson refuses them in a plain dict, which then has no JSON.)"""
     a = pair[0]
     h = a.headers(INTERP, **{"Content-Type": "application/json"})
-    code = "{'max': 2**63 - 1, 'min': -2**63, 'u64': 2**64 - 1, 'big': 2**70, 'neg': -2**70, 'n': 30}"
+    code = ("class J:\n    def _repr_json_(self):\n"
+            "        return {'max': 2**63 - 1, 'min': -2**63, 'u64': 2**64 - 1, 'big': 2**70, 'neg': -2**70, 'n': 30}\n"
+            "    def __repr__(self):\n        return repr(self._repr_json_())\nJ()")
     r = server.request("POST", "/execute", h, json.dumps({"code": code}).encode(), timeout=120)
     assert r.status == 200, r
     lines = [json.loads(x) for x in r.body.splitlines() if x.strip()]
