@@ -794,6 +794,9 @@ def test_tilde_paths_and_a_missing_cwd_as_envd(server, pair):
     assert r.status == 200 and r.json()["entry"]["path"] == f"{home}/http-made-{n}/moved.txt", r
     assert run_in(a, f"ls {home}/http-made-{n}; test -e '{home}/~' || echo no-tilde-dir") \
         == "moved.txt\nno-tilde-dir\n"
+    # An upload onto a directory: envd's 400 and words (api/upload.go processFile).
+    r = a.upload(f"?path=~/http-made-{n}", b"t", "application/octet-stream")
+    assert e2b_error(r, 400) == f"path is a directory: {home}/http-made-{n}"
     r = a.rpc("/filesystem.Filesystem/Remove", {"path": f"~/http-made-{n}"})
     assert r.status == 200, r
     refused = "failed to expand path '~other/x' for user 'user': cannot expand user-specific home dir"

@@ -148,6 +148,18 @@ static void upload_free(void *st)
         free(u);
 }
 
+/* The agent's message for a failed upload; envd's words for one onto a
+ * directory (api/upload.go processFile: "path is a directory: <path>"). */
+static void upload_why(const char *msg, size_t len, char *out, size_t size)
+{
+        static const char pre[] = "write ", post[] = ": Is a directory (EISDIR)";
+        const size_t a = sizeof(pre) - 1, b = sizeof(post) - 1;
+        if (len > a + b && memcmp(msg, pre, a) == 0 && memcmp(msg + len - b, post, b) == 0)
+                snprintf(out, size, "path is a directory: %.*s", (int)(len - a - b), msg + a);
+        else
+                snprintf(out, size, "%.*s", (int)len, msg);
+}
+
 static int set_failure(struct upload *u, unsigned status, const char *why)
 {
         if (!u->status) {
@@ -380,8 +392,7 @@ static enum MHD_Result files_post(struct hreq *h)
                 }
                 if (ev.type == CV_MSG_ERROR) {
                         char why[512];
-                        snprintf(why, sizeof(why), "%.*s", (int)ev.u.fail.message_len,
-                                 ev.u.fail.message);
+                        upload_why(ev.u.fail.message, ev.u.fail.message_len, why, sizeof(why));
                         set_failure(u, file_status(ev.u.fail.code, ev.u.fail.code_len), why);
                 } else {
                         const char *p, *n;

@@ -179,7 +179,7 @@ _BY_CODE = {
 
 # The agent's file errors read "<op> <absolute path>: <strerror> (<ENAME>)"
 # (agent/svc.c svc_send_errno).
-_FILE_ERROR = _re.compile(r"^(read|stat|list|rename|make_dir) (/.*): [^:]* \((E[A-Z0-9]+)\)$", _re.S)
+_FILE_ERROR = _re.compile(r"^(read|write|stat|list|rename|make_dir) (/.*): [^:]* \((E[A-Z0-9]+)\)$", _re.S)
 
 # What E2B raises for these, with envd's message (the SDK passes envd's
 # message through: e2b/sandbox_sync/filesystem/filesystem.py,
@@ -188,6 +188,8 @@ _E2B_FILE_MESSAGES = {
     # envd internal/api/download.go GetFiles: 404, 400
     ("read", "ENOENT"): "path '{path}' does not exist",
     ("read", "EISDIR"): "path '{path}' is a directory",
+    # envd api/upload.go processFile (a 400)
+    ("write", "EISDIR"): "path is a directory: {path}",
     # envd services/filesystem/utils.go entryInfo (os.Lstat's error)
     ("stat", "ENOENT"): "file not found: lstat {path}: no such file or directory",
     # envd services/filesystem/dir.go ListDir (filepath.EvalSymlinks' error; not a directory)
