@@ -3,21 +3,26 @@
 application/json for lists and dicts, e2b/chart for figures."""
 
 
+import sys
+
+
 def _e2b_data(df):
         """E2B code-interpreter's `_repr_e2b_data_` for a DataFrame: to_dict(orient='list'), JSON-safe."""
-        return {str(key): [_data_value(v, 0) for v in column] for key, column in df.to_dict(orient="list").items()}
+        return {str(key): [v if type(v) in _PLAIN else _data_value(v, 0) for v in column]
+                for key, column in df.to_dict(orient="list").items()}
+
+
+_PLAIN = frozenset({str, int, bool, type(None)})  # sent as they are
 
 
 def _data_value(v, depth):
         """A DataFrame cell as E2B's JSON carries it."""
-        import datetime
-        import math
         if hasattr(v, "item") and not isinstance(v, (str, bytes)):
                 try:
                         v = v.item()
                 except Exception:
                         pass
-        if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        if isinstance(v, float) and (v != v or v in (_INF, -_INF)):
                 # What E2B gets: jupyter_client's packer cleans the message
                 # ('nan', 'inf', '-inf') when JSON refuses it.
                 return repr(v)
@@ -30,7 +35,8 @@ def _data_value(v, depth):
                 return [_data_value(x, depth + 1) for x in v]
         # Dates and times ISO (E2B's Timestamps, jupyter_client's datetimes);
         # other values (a Timedelta, where E2B's message fails) as text.
-        return v.isoformat() if isinstance(v, (datetime.date, datetime.time)) else str(v)
+        dt = sys.modules.get("datetime")  # pandas has imported it
+        return v.isoformat() if dt is not None and isinstance(v, (dt.date, dt.time)) else str(v)
 
 
 def _e2b_json(obj):
