@@ -69,9 +69,9 @@ def _orjson_value(v, depth):
                 return v if v == v and v not in (_INF, -_INF) else None
         if depth >= _ORJSON_MAX_DEPTH:
                 raise TypeError("Recursion limit reached")
-        if t is list or t is tuple:
+        if t is tuple or isinstance(v, list):  # a list's subclass too, not a tuple's
                 return [_orjson_value(x, depth + 1) for x in v]
-        if t is dict:
+        if isinstance(v, dict):
                 return {_orjson_key(k): _orjson_value(x, depth + 1) for k, x in v.items()}
         import datetime
         if t in (datetime.datetime, datetime.date, datetime.time):
@@ -83,11 +83,6 @@ def _orjson_value(v, depth):
                 return str(v)
         if isinstance(v, int):
                 return _orjson_value(int(v), depth)
-        if isinstance(v, dict):
-                return {_orjson_key(k): _orjson_value(x, depth + 1) for k, x in v.items()}
-        if isinstance(v, list):
-                return [_orjson_value(x, depth + 1) for x in v]
-        import sys
         np = sys.modules.get("numpy")
         if np is not None and isinstance(v, (np.ndarray, np.generic)):
                 if v.dtype.kind not in "biuf" and v.dtype.kind != "M":
