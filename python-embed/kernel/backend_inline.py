@@ -10,7 +10,7 @@ import types
 import _cellvm
 
 from .display import display
-from .foreign_frames import IPYTHON_CORE, as_if_in
+from .foreign_frames import IPYTHON_CORE, as_if_in, frames_from
 from .getipython import _shell_config, _shell_events
 from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats, _set_inline_trait, inline_trait_value
 from .session import _state
@@ -270,9 +270,7 @@ def _trigger_post_execute(func):
                 _trigger(func)
         except Exception as e:  # noqa: BLE001 - as IPython's trigger
                 print("Error in callback {} (for {}):".format(func, "post_execute"))
-                tb = e.__traceback__
-                while tb is not None and tb.tb_frame.f_code is not _trigger.__code__:
-                        tb = tb.tb_next
+                tb = frames_from(e.__traceback__, _trigger.__code__)
                 if tb is not None:
                         e.__traceback__ = tb.tb_next
                 if _state.kernel is not None:

@@ -5,6 +5,7 @@ ipykernel those frames are IPython's or matplotlib's own; these functions
 stand in for them, so warnings read and filter as there."""
 
 import types
+import warnings
 
 IPYTHON_CORE = "/usr/lib/python3/dist-packages/IPython/core/"
 
@@ -26,3 +27,23 @@ def as_if_in(func, module, filename=None, line=None, qualname=None, **names):
                 NAMED_CODES.add(code)
         return types.FunctionType(code, {"__name__": module, "__builtins__": __builtins__, **names},
                                   code.co_name)
+
+
+# One warning registry per module a warning is said to come from, as Python
+# keeps one per module: each text warns once until the filters change.
+_registries = {}
+
+
+def warn_as_if_from(message, category, module, filename, line):
+        """warnings.warn_explicit as if from `module`'s `filename` at `line`
+        (Debian's IPython, whose source line shows if it is installed)."""
+        warnings.warn_explicit(message, category, filename, line, module=module,
+                               registry=_registries.setdefault(module, {}))
+
+
+def frames_from(tb, code):
+        """The part of traceback `tb` from the frame running `code` on, or None
+        where no frame runs it: where IPython's own call cuts a traceback."""
+        while tb is not None and tb.tb_frame.f_code is not code:
+                tb = tb.tb_next
+        return tb

@@ -5,7 +5,7 @@ import sys
 import types
 
 from .e2b_data import _e2b_data, _e2b_json, _figure_chart, _json_clean
-from .foreign_frames import IPYTHON_CORE, as_if_in
+from .foreign_frames import IPYTHON_CORE, as_if_in, warn_as_if_from
 from .pylabtools import _figure_formatters
 from .session import _state
 
@@ -84,15 +84,11 @@ def _formatter_warning(mime, obj, exc=None, value=None):
                 import traceback
                 sys.stderr.write("".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
                 return
-        # IPython's _check_return warns: from its file and line (Debian's IPython
-        # 8.5, whose source line shows if installed), once per text until the
-        # warning filters change, as Python's registry keeps it.
-        import warnings
+        # IPython's _check_return warns, from its file and line.
         category = getattr(sys.modules.get("IPython.core.formatters"), "FormatterWarning", FormatterWarning)
-        warnings.warn_explicit(f"{mime} formatter returned invalid type {type(value)} (expected "
-                               f"{_EXPECTED_TYPE.get(mime, str(str))}) for object: {pretty_text(obj)}",
-                               category, _IPYTHON_CHECK_RETURN[0], _IPYTHON_CHECK_RETURN[1],
-                               module="IPython.core.formatters", registry=_warning_registry)
+        warn_as_if_from(f"{mime} formatter returned invalid type {type(value)} (expected "
+                        f"{_EXPECTED_TYPE.get(mime, str(str))}) for object: {pretty_text(obj)}",
+                        category, "IPython.core.formatters", *_IPYTHON_CHECK_RETURN)
 
 
 class FormatterWarning(UserWarning):
@@ -101,7 +97,6 @@ class FormatterWarning(UserWarning):
 
 FormatterWarning.__module__ = "IPython.core.formatters"
 _IPYTHON_CHECK_RETURN = (_FORMATTERS_PY, 366)
-_warning_registry = {}
 
 
 # The calls of a formatter's printer or of an object's _repr_*_ method: their

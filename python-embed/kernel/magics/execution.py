@@ -13,14 +13,13 @@ from ..capture import CapturedIO
 from ..debugger import format_stack_entry
 from ..display import _capturing
 from ..error import StdinNotImplementedError, UsageError
-from ..foreign_frames import IPYTHON_CORE
+from ..foreign_frames import IPYTHON_CORE, frames_from, warn_as_if_from
 from ..iostream import _flush_std
 from ..pylabtools import _run_file_with_matplotlib
 from ..ultratb import _from_file
 
 # IPython's safe_run_module warns from its own file and line.
 _IPYTHON_RUN_MODULE_WARN = (IPYTHON_CORE + "interactiveshell.py", 2850)
-_warning_registry = {}
 
 
 def _format_time(seconds, precision=3):
@@ -316,15 +315,10 @@ class ExecutionMagics:
                 source line shows if installed), once per module until the
                 warning filters change."""
                 import runpy
-                import warnings
-                tb = e.__traceback__
-                while tb is not None and tb.tb_frame.f_code is not runpy.run_module.__code__:
-                        tb = tb.tb_next
-                e.__traceback__ = tb or e.__traceback__
+                e.__traceback__ = frames_from(e.__traceback__, runpy.run_module.__code__) or e.__traceback__
                 self.kernel._send_error(e, full=True)
-                warnings.warn_explicit(f"Unknown failure executing module: <{module}>", UserWarning,
-                                       *_IPYTHON_RUN_MODULE_WARN, module="IPython.core.interactiveshell",
-                                       registry=_warning_registry)
+                warn_as_if_from(f"Unknown failure executing module: <{module}>", UserWarning,
+                                "IPython.core.interactiveshell", *_IPYTHON_RUN_MODULE_WARN)
 
         def _new_main_mod(self, path, name):
                 """IPython's new_main_mod: the module a script runs in, one per file

@@ -2,12 +2,11 @@
 %logon, %logstate over the shell's Logger (kernel/logger.py)."""
 
 import os
-import warnings
 
-# IPython warns from its own file and line when a log cannot start (Debian's
-# IPython 8.5, whose source line shows if it is installed).
-_IPYTHON_LOGSTART_WARN = ("/usr/lib/python3/dist-packages/IPython/core/magics/logging.py", 130)
-_warning_registry = {}
+from ..foreign_frames import IPYTHON_CORE, warn_as_if_from
+
+# IPython warns from its own file and line when a log cannot start.
+_IPYTHON_LOGSTART_WARN = (IPYTHON_CORE + "magics/logging.py", 130)
 
 
 class LoggingMagics:
@@ -36,8 +35,8 @@ class LoggingMagics:
                         logger.logstart(logfname, "# IPython log file\n\n", logmode, output, timestamp, raw)
                 except Exception as e:
                         self.logfile = old_logfile
-                        warnings.warn_explicit(f"Couldn't start log: {e}", UserWarning, *_IPYTHON_LOGSTART_WARN,
-                                               module="IPython.core.magics.logging", registry=_warning_registry)
+                        warn_as_if_from(f"Couldn't start log: {e}", UserWarning, "IPython.core.magics.logging",
+                                        *_IPYTHON_LOGSTART_WARN)
                         return
                 # The history so far has no times to show.
                 logger.timestamp = False
