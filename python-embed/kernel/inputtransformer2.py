@@ -168,7 +168,7 @@ def transform_cell(cell):
         m = re.match(r"^%%([A-Za-z_]\w*)\s?(.*)$", lines[0]) if lines else None
         if m and not re.match(r"%%\w+\?", lines[0]):
                 # IPython's transform_cell first ends the cell with a newline: the body has one.
-                body = "\n".join(lines[1:]) + ("" if cell.endswith("\n") else "\n")
+                body = (cell if cell.endswith("\n") else cell + "\n").partition("\n")[2]
                 return f"get_ipython().run_cell_magic({m.group(1)!r}, {m.group(2)!r}, {body!r})\n"
         if not _may_transform(cell):
                 return cell

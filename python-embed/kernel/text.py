@@ -1,7 +1,8 @@
-"""IPython.utils.text's SList."""
+"""IPython.utils.text's SList and DollarFormatter."""
 
 import os
 import re
+import string
 
 
 class SList(list):
@@ -59,6 +60,40 @@ class SList(list):
                                         item[0] = 0
                 dsu.sort()
                 return SList([t[1] for t in dsu])
+
+
+class DollarFormatter(string.Formatter):
+        """IPython's DollarFormatter, which expands ! lines and magic lines:
+        `{expr}` is evaluated in full (a slice's ':' included, `!r`/`!s`
+        applied), `$name` and `$name.attr` wherever an even number of single
+        quotes follows (so not inside '...'), and `$$name` is `$name`. Any
+        error leaves it to the caller (IPython keeps the line as written)."""
+
+        # A $field, then (lookahead) the rest of the text with paired quotes.
+        _DOLLAR_FIELD = re.compile(r"(.*?)\$(\$?[\w.]+)(?=([^']*'[^']*')*[^']*$)")
+
+        def parse(self, text):
+                for literal, field, spec, conversion in super().parse(text):
+                        kept, end = "", 0
+                        for m in self._DOLLAR_FIELD.finditer(literal):
+                                before, name = m.group(1, 2)
+                                end = m.end()
+                                if name.startswith("$"):
+                                        kept += before + name
+                                        continue
+                                yield kept + before, name, "", None
+                                kept = ""
+                        yield kept + literal[end:], field, spec, conversion
+
+        def vformat(self, text, args, namespace):
+                out = []
+                for literal, field, spec, conversion in self.parse(text):
+                        out.append(literal)
+                        if field is None:
+                                continue
+                        value = eval(f"{field}:{spec}" if spec else field, namespace)
+                        out.append(self.format_field(self.convert_field(value, conversion), ""))
+                return "".join(out)
 
 
 # Named as IPython's (type(x) of `x = !cmd` shows IPython.utils.text.SList),

@@ -32,7 +32,7 @@ from .magics.packaging import PackagingMagics
 from .magics.pylab import PylabMagics
 from .magics.script import ScriptMagics
 from .storemagic import StoreMagics
-from .text import SList
+from .text import DollarFormatter, SList
 from .usersite import refresh as _refresh_user_site
 
 # `!cmd`: output read from its pty within this long of the last read is one
@@ -105,6 +105,7 @@ _FUN_NAME_RE = re.compile(r"[^\W\d]([\w.]*) *$")
 _EXCLUDE_AUTO_RE = re.compile(r"^[,&^\|\*/\+-]|^is |^not |^in |^and |^or ")
 
 
+_DOLLAR_FORMATTER = DollarFormatter()
 _INTERACTIVITY = ("all", "last", "last_expr", "none", "last_expr_or_assign")
 
 
@@ -186,23 +187,20 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 self._plain_interactivity = None
 
         def var_expand(self, cmd, depth=0, formatter=None):
-                """$name and {expr} expansion as IPython's DollarFormatter does for
-                ! lines and magics: a name or expression that fails leaves the
-                whole line as written (the shell may expand $NAME then)."""
-                ns = self.user_ns
-
-                def brace(m):
-                        return str(eval(m.group(1), ns))
-
-                def dollar(m):
-                        return str(ns[m.group(1)])
-
+                """$name and {expr} expanded as IPython's DollarFormatter does for
+                ! lines and magic lines, in the user's namespace and the locals
+                of the frame that called the shell (a function's !cmd sees its
+                variables); a name or expression that fails leaves the whole
+                line as written (the shell may expand $NAME then)."""
+                ns = dict(self.user_ns)
                 try:
-                        out = re.sub(r"(?<!\{)\{([^{}]+)\}(?!\})", brace, cmd)
-                        out = re.sub(r"(?<!\$)\$([A-Za-z_]\w*)", dollar, out)
-                except Exception:
+                        ns.update(sys._getframe(depth + 1).f_locals)
+                except ValueError:  # no such frame: called from the top
+                        pass
+                try:
+                        return (formatter or _DOLLAR_FORMATTER).vformat(cmd, (), ns)
+                except Exception:  # noqa: BLE001 - as IPython: the line as written
                         return cmd
-                return out.replace("$$", "$").replace("{{", "{").replace("}}", "}")
 
         def system(self, cmd):
                 """`!cmd` as ipykernel runs it (IPython's pexpect-based system):
@@ -220,7 +218,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 master, slave = pty.openpty()
                 try:
                         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-                        p = subprocess.Popen(["/bin/sh", "-c", self.var_expand(cmd)], stdin=slave,
+                        p = subprocess.Popen(["/bin/sh", "-c", self.var_expand(cmd, depth=1)], stdin=slave,
                                              stdout=slave, stderr=slave, start_new_session=True)
                 finally:
                         os.close(slave)
@@ -273,7 +271,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 _refuse_background(cmd)
                 _flush_std()
                 try:
-                        p = subprocess.run(["/bin/sh", "-c", self.var_expand(cmd)], stdout=subprocess.PIPE,
+                        p = subprocess.run(["/bin/sh", "-c", self.var_expand(cmd, depth=1)], stdout=subprocess.PIPE,
                                            stderr=subprocess.STDOUT)
                 finally:
                         _refresh_user_site()
@@ -289,15 +287,20 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 if fn is None:
                         raise UsageError(f"Line magic function `%{name}` not found.")
                 if name not in _NO_VAR_EXPAND:
-                        line = self.var_expand(line)
+                        line = self.var_expand(line, depth=1)
                 return fn(line.strip())
 
         def run_cell_magic(self, name, line, cell):
                 fn = getattr(self, "cell_magic_" + name, None)
+                line_magic = self.find_line_magic(name) is not None
                 if fn is None:
-                        raise UsageError(f"Cell magic `%%{name}` not found.")
+                        also = f" (But line magic `%{name}` exists, did you mean that instead?)" if line_magic else ""
+                        raise UsageError(f"Cell magic `%%{name}` not found{also}.")
+                if cell == "":
+                        also = f" Did you mean the line magic %{name} (single %)?" if line_magic else ""
+                        raise UsageError(f"%%{name} is a cell magic, but the cell body is empty.{also}")
                 if name not in _NO_VAR_EXPAND:
-                        line = self.var_expand(line)
+                        line = self.var_expand(line, depth=1)
                 return fn(line.strip(), cell)
 
         def get_ipython(self):

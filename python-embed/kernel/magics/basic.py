@@ -6,6 +6,7 @@ import os
 import sys
 
 from .. import formatters
+from ..foreign_frames import IPYTHON_CORE, warn_as_if_from
 from ..error import UsageError
 from . import magic_parser
 from .osm import _ALIASES
@@ -22,10 +23,10 @@ class BasicMagics:
                 if not mode:
                         k.xmode = self._XMODES[(self._XMODES.index(k.xmode) + 1) % len(self._XMODES)]
                 elif mode not in self._XMODES:
-                        # As IPython's xmode_switch_err warns (warnings.warn, from its source).
-                        sys.stderr.write(f"UserWarning: Error changing user exception modes.\n"
-                                         f"Unrecognized mode in FormattedTB: <{mode}>\n"
-                                         f"Valid modes: {self._XMODES}\n")
+                        # As IPython's xmode_switch_err warns.
+                        warn_as_if_from(f"Error changing user exception modes.\nUnrecognized mode in "
+                                        f"FormattedTB: <{mode}>\nValid modes: {self._XMODES}", UserWarning,
+                                        "IPython.core.magics.basic", IPYTHON_CORE + "magics/basic.py", 377)
                         return False
                 else:
                         k.xmode = mode

@@ -15,6 +15,7 @@ from ..display import _capturing
 from ..error import StdinNotImplementedError, UsageError
 from ..foreign_frames import IPYTHON_CORE, frames_from, warn_as_if_from
 from ..iostream import _flush_std
+from . import magic_parser
 from ..pylabtools import _run_file_with_matplotlib
 from ..ultratb import _from_file
 
@@ -464,23 +465,29 @@ class ExecutionMagics:
                 return self.magic_timeit(line, cell)
 
         def cell_magic_time(self, line, cell):
+                if line:
+                        raise UsageError("Can't use statement directly after '%%time'!")
                 return self.magic_time("", cell)
 
         def cell_magic_capture(self, line, cell):
                 """IPython's %%capture [--no-stdout] [--no-stderr] [--no-display] [name]:
                 the body runs with its prints and displays kept in a CapturedIO."""
-                args = line.split()
-                names = [a for a in args if not a.startswith("-")]
+                import shlex
+                parser = magic_parser("%capture")
+                parser.add_argument("output", nargs="?", default="")
+                for flag in ("--no-stderr", "--no-stdout", "--no-display"):
+                        parser.add_argument(flag, action="store_true")
+                args = parser.parse_args(shlex.split(line, posix=False))
                 _flush_std()
                 saved = sys.stdout, sys.stderr
-                out = None if "--no-stdout" in args else io.StringIO()
-                err = None if "--no-stderr" in args else io.StringIO()
+                out = None if args.no_stdout else io.StringIO()
+                err = None if args.no_stderr else io.StringIO()
                 outputs = []
                 if out is not None:
                         sys.stdout = out
                 if err is not None:
                         sys.stderr = err
-                if "--no-display" not in args:
+                if not args.no_display:
                         _capturing.append(outputs)
                 try:
                         self.kernel.run_nested(cell)
@@ -488,8 +495,7 @@ class ExecutionMagics:
                         sys.stdout, sys.stderr = saved
                         if _capturing and _capturing[-1] is outputs:
                                 _capturing.pop()
-                if names:
-                        if cell.rstrip().endswith(";"):
-                                self.user_ns.pop(names[0], None)  # IPython's rule for a silenced cell
-                        else:
-                                self.user_ns[names[0]] = CapturedIO(out, err, outputs)
+                if cell.rstrip().endswith(";"):
+                        self.user_ns.pop(args.output, None)  # IPython's rule for a silenced cell
+                elif args.output:
+                        self.user_ns[args.output] = CapturedIO(out, err, outputs)

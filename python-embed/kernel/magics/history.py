@@ -4,6 +4,10 @@ import os
 import re
 import sys
 
+from . import magic_parser
+
+_UNSPECIFIED = object()  # %history -l given without a number means 10
+
 
 class HistoryMagics:
         """IPython's HistoryMagics (IPython.core.magics.history), mixed into zmqshell.Shell."""
@@ -37,35 +41,18 @@ class HistoryMagics:
                 [-f FILE] [RANGE...]."""
                 import fnmatch
                 import shlex
-                args = shlex.split(line)
-                nums = pyprompts = translated = False
-                limit = pattern = filename = None
-                ranges = []
-                i = 0
-                while i < len(args):
-                        a = args[i]
-                        if a == "-n":
-                                nums = True
-                        elif a == "-p":
-                                pyprompts = True
-                        elif a == "-t":
-                                translated = True
-                        elif a == "-l":
-                                limit = 10
-                                if i + 1 < len(args) and args[i + 1].isdigit():
-                                        i += 1
-                                        limit = int(args[i])
-                        elif a == "-g":
-                                pattern = []
-                                while i + 1 < len(args) and not args[i + 1].startswith("-"):
-                                        i += 1
-                                        pattern.append(args[i])
-                        elif a == "-f" and i + 1 < len(args):
-                                i += 1
-                                filename = args[i]
-                        elif not a.startswith("-"):
-                                ranges.append(a)
-                        i += 1
+                parser = magic_parser("%history")
+                for flag in "nopu":
+                        parser.add_argument("-" + flag, action="store_true")
+                parser.add_argument("-t", dest="translated", action="store_true")
+                parser.add_argument("-f", dest="filename")
+                parser.add_argument("-g", dest="pattern", nargs="*")
+                parser.add_argument("-l", dest="limit", type=int, nargs="?", default=_UNSPECIFIED)
+                parser.add_argument("range", nargs="*")
+                args = parser.parse_args(shlex.split(line, posix=False))
+                nums, pyprompts, translated = args.n, args.p, args.translated
+                pattern, filename, ranges = args.pattern, args.filename, args.range
+                limit = None if args.limit is _UNSPECIFIED else 10 if args.limit is None else args.limit
                 source = self.kernel.In if translated else self.kernel.raw_in
                 current = len(source) - 1
                 if pattern is not None:
@@ -117,7 +104,16 @@ class HistoryMagics:
                 # their trailing newlines.
                 raw = [text.rstrip("\n") for text in self.kernel.raw_in[1:-1]]
                 if args[:1] == ["-l"] and len(args) > 1:
-                        hist = raw[-int(args[1]):] if int(args[1]) > 0 else []
+                        try:
+                                n = int(args[1])
+                        except ValueError:
+                                print("Number of lines must be an integer")
+                                return
+                        if n <= 0:
+                                print("Requested 0 last lines - nothing to run" if n == 0
+                                      else "Number of lines to rerun cannot be negative")
+                                return
+                        hist = raw[-n:]
                 elif args:
                         hist = [text.rstrip("\n") for _, text in self._history_lines(args)]
                 else:

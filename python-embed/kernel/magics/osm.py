@@ -6,6 +6,7 @@ import re
 import sys
 
 from ..error import UsageError
+from . import magic_parser
 
 
 # IPython's default aliases (IPython.core.alias.default_aliases on Linux):
@@ -259,9 +260,11 @@ class OSMagics:
 
         def cell_magic_writefile(self, line, cell):
                 import shlex
-                args = shlex.split(line, posix=False)
-                append = "-a" in args or "--append" in args
-                name = [a for a in args if not a.startswith("-")][0]
+                parser = magic_parser("%writefile")
+                parser.add_argument("-a", "--append", action="store_true")
+                parser.add_argument("filename")
+                args = parser.parse_args(shlex.split(line, posix=False))
+                append, name = args.append, args.filename
                 if re.match(r"^(\'.*\')|(\".*\")$", name):
                         name = name[1:-1]
                 path = os.path.expanduser(name)

@@ -71,6 +71,8 @@ class ScriptMagics:
                                 i = argv.index(opt)
                                 into[opt] = argv[i + 1]
                                 del argv[i:i + 2]
+                if not argv:  # as IPython's call with no program fails
+                        raise TypeError("create_subprocess_exec() missing 1 required positional argument: 'program'")
                 if not cell.endswith("\n"):
                         cell += "\n"
                 body = cell.encode("utf8", "replace")
