@@ -636,3 +636,20 @@ def test_exit_same_as_ipykernel(agent):
             assert runner.run_code("1 + 1").text == "2"
         finally:
             sbx.remove_code_context(ctx)
+
+
+# sys.exit()'s "To exit" warning is IPython's warnings.warn: once until the
+# filters change, and an ignore filter silences it (projects set one).
+FRESH_SYS_EXIT = [
+    "import sys\nsys.exit(1)\n",
+    "sys.exit(2)\n",
+    "import warnings\nwarnings.simplefilter('always')\nsys.exit(3)\n",
+    "sys.exit(4)\n",
+    "warnings.filterwarnings('ignore', message=\"To exit: use 'exit', 'quit', or Ctrl-D.\")\nsys.exit(5)\n",
+]
+
+
+def test_sys_exit_warns_as_ipython(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_SYS_EXIT)
+    warned = ["To exit: use" in e["stderr"] for e in expected]
+    assert warned == [True, False, True, True, False], expected

@@ -13,6 +13,7 @@ import _cellvm
 
 from .backend_inline import _figures_pending, _flush_figures, _flush_figures_callback
 from .error import UsageError
+from .foreign_frames import IPYTHON_CORE, warn_as_if_from
 from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, transform_cell
 from .iostream import _flush_std
 from .kernelbase import _set_sigint
@@ -497,11 +498,11 @@ class CellRunner:
                 """An error shown while the cell goes on (a formatter's, as IPython's
                 showtraceback); the cell's status becomes "error"."""
                 if not exit_warning:
-                        saved, self.exit_warned = self.exit_warned, True
+                        saved, self.exit_warning_off = self.exit_warning_off, True
                         try:
                                 self._send_error(e)
                         finally:
-                                self.exit_warned = saved
+                                self.exit_warning_off = saved
                         return
                 self._send_error(e)
 
@@ -558,10 +559,12 @@ class CellRunner:
                 elif isinstance(e, SystemExit) and not full:
                         tb = ["An exception has occurred, use %tb to see the full traceback.\n",
                               self._exc_only(e) + "\n"]
-                        # IPython warns through warnings.warn: once per context.
-                        if not self.exit_warned:
-                                self.exit_warned = True
-                                sys.stderr.write("UserWarning: To exit: use 'exit', 'quit', or Ctrl-D.\n")
+                        # IPython's run_code warns (once per context, as the warning
+                        # filters decide).
+                        if not self.exit_warning_off:
+                                warn_as_if_from("To exit: use 'exit', 'quit', or Ctrl-D.", UserWarning,
+                                                "IPython.core.interactiveshell",
+                                                IPYTHON_CORE + "interactiveshell.py", 3386)
                 elif hasattr(e, "_render_traceback_"):
                         tb = self._rendered_traceback(e)
                         rendered = True

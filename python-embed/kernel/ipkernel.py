@@ -123,7 +123,7 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                 self.in_loop = False  # self.loop stands as the running loop (loop_enter)
                 self.autoreload = None  # %load_ext autoreload
                 self.cell_running = False
-                self.exit_warned = False
+                self.exit_warning_off = False  # %run's SystemExit shows no exit warning
                 self.xmode = "Context"  # %xmode: how an error's traceback is shown
                 self.error_sent = False
                 self.in_events = False  # a cell runs through shell.events
