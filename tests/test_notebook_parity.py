@@ -653,3 +653,25 @@ def test_sys_exit_warns_as_ipython(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_SYS_EXIT)
     warned = ["To exit: use" in e["stderr"] for e in expected]
     assert warned == [True, False, True, True, False], expected
+
+
+# A magic's error shows IPython's frames (run_line_magic / run_cell_magic, the
+# magic's own), as ipykernel's traceback does; a function's %time and %timeit
+# see its variables (IPython's needs_local_scope).
+FRESH_MAGIC_ERRORS = [
+    "%%bash\necho out; exit 3\n",
+    "%%script sh\nexit 4\n",
+    "%timeit 1/0\n",
+    "%timeit -n1 -r1 1/0\n",
+    "%%timeit -n1 -r1 x = 0\ny = 1\nz = y / x\n",
+    "%%writefile /nonexistent/x.py\nx\n",
+    "def f():\n    z = 3\n    %timeit -q -n1 -r1 z\n    %time w = z + 1\n    %time z * 2\n    return w\nf()\n",
+    "z\n",
+]
+
+
+def test_magic_errors_read_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_MAGIC_ERRORS, tracebacks=True)
+    assert "script.py:305, in ScriptMagics.shebang" in expected[0]["traceback"], expected[0]
+    assert "<magic-timeit>:2, in inner" in expected[4]["traceback"], expected[4]
+    assert expected[6]["error"][0] == "NameError" and expected[7]["results"][0]["text"] == "3", expected[6:]

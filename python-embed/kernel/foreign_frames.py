@@ -14,12 +14,17 @@ IPYTHON_CORE = "/usr/lib/python3/dist-packages/IPython/core/"
 NAMED_CODES = set()
 
 
-def as_if_in(func, module, filename=None, line=None, qualname=None, **names):
+def as_if_in(func, module, filename=None, line=None, qualname=None, params=None, **names):
         """`func` with globals of its own: `module` as their __name__, and
         `names`. Given `filename` and `line`, its code is at that file with its
         one-line body at that line (the source shown is read from the file);
-        given `qualname`, a traceback names it so (a method of that class)."""
+        given `qualname`, a traceback names it so (a method of that class);
+        given `params`, its parameters show with those names (its own names
+        can say what it is given, where the frame it stands for differs)."""
         code = func.__code__
+        if params is not None:
+                assert len(params) == code.co_argcount, (func, params)
+                code = code.replace(co_varnames=tuple(params) + code.co_varnames[len(params):])
         if filename is not None:
                 code = code.replace(co_filename=filename, co_firstlineno=line - 1)
         if qualname is not None:

@@ -13,6 +13,7 @@ import time
 from . import formatters
 from .error import UsageError
 from .events import EventManager
+from .foreign_frames import IPYTHON_CORE, as_if_in
 from .formatters import DisplayFormatter
 from .iostream import _flush_std
 from .logger import Logger
@@ -106,6 +107,25 @@ _EXCLUDE_AUTO_RE = re.compile(r"^[,&^\|\*/\+-]|^is |^not |^in |^and |^or ")
 
 
 _DOLLAR_FORMATTER = DollarFormatter()
+
+
+# A magic is called from IPython's run_line_magic / run_cell_magic frame: an
+# error in it shows that frame first, as in ipykernel.
+def _call_line_magic(magic, magic_name, line, _stack_depth):
+        return magic(line)
+
+
+def _call_cell_magic(magic, magic_name, line, cell):
+        return magic(line, cell)
+
+
+_call_line_magic = as_if_in(_call_line_magic, "IPython.core.interactiveshell", IPYTHON_CORE + "interactiveshell.py",
+                            2309, qualname="InteractiveShell.run_line_magic",
+                            params=("self", "magic_name", "line", "_stack_depth"))
+_call_cell_magic = as_if_in(_call_cell_magic, "IPython.core.interactiveshell", IPYTHON_CORE + "interactiveshell.py",
+                            2362, qualname="InteractiveShell.run_cell_magic", params=("self", "magic_name", "line", "cell"))
+# IPython's @needs_local_scope line magics: given the caller's variables.
+_NEEDS_LOCAL_SCOPE = frozenset({"time", "timeit"})
 _INTERACTIVITY = ("all", "last", "last_expr", "none", "last_expr_or_assign")
 
 
@@ -278,7 +298,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 text = p.stdout.decode(errors="replace")
                 return SList(text.splitlines()) if split else text
 
-        def run_line_magic(self, name, line):
+        def _line_magic(self, name):
                 fn = getattr(self, "magic_" + name, None)
                 if fn is None and name in ("autoreload", "aimport") and self.kernel.autoreload is not None:
                         fn = getattr(self.kernel.autoreload, name)
@@ -286,11 +306,18 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         fn = functools.partial(self._alias, name)
                 if fn is None:
                         raise UsageError(f"Line magic function `%{name}` not found.")
-                if name not in _NO_VAR_EXPAND:
-                        line = self.var_expand(line, depth=1)
-                return fn(line.strip())
+                return fn
 
-        def run_cell_magic(self, name, line, cell):
+        def run_line_magic(self, magic_name, line, _stack_depth=1):
+                fn = self._line_magic(magic_name)
+                if magic_name not in _NO_VAR_EXPAND:
+                        line = self.var_expand(line, depth=_stack_depth)
+                if magic_name in _NEEDS_LOCAL_SCOPE:
+                        fn = functools.partial(fn, local_ns=sys._getframe(_stack_depth).f_locals)
+                return _call_line_magic(fn, magic_name, line.strip(), _stack_depth)
+
+        def run_cell_magic(self, magic_name, line, cell):
+                name = magic_name
                 fn = getattr(self, "cell_magic_" + name, None)
                 line_magic = self.find_line_magic(name) is not None
                 if fn is None:
@@ -301,7 +328,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         raise UsageError(f"%%{name} is a cell magic, but the cell body is empty.{also}")
                 if name not in _NO_VAR_EXPAND:
                         line = self.var_expand(line, depth=1)
-                return fn(line.strip(), cell)
+                return _call_cell_magic(fn, name, line.strip(), cell)
 
         def get_ipython(self):
                 return self
@@ -343,7 +370,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                                "8.1), use run_line_magic(magic_name, parameter_s).",
                                DeprecationWarning, stacklevel=2)
                 name, _, rest = arg_s.partition(" ")
-                return self.run_line_magic(name.lstrip("%"), rest)
+                return self.run_line_magic(name.lstrip("%"), rest, _stack_depth=2)
 
         def showtraceback(self, exc_tuple=None, *args, **kwargs):
                 """IPython's showtraceback: the error shown, the cell goes on.

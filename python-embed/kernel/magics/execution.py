@@ -137,9 +137,10 @@ class ExecutionMagics:
                         k.xmode = mode
                 return None
 
-        def magic_time(self, line, cell=None):
+        def magic_time(self, line, cell=None, local_ns=None):
                 src = cell if cell is not None else line
                 ns = self.user_ns
+                local_ns = ns if local_ns is None else local_ns  # a function's %time sees its variables
                 tree = ast.parse(src)
                 code = ecode = None
                 if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
@@ -153,9 +154,9 @@ class ExecutionMagics:
                 out = None
                 try:
                         if code is not None:
-                                exec(code, ns)
+                                exec(code, ns, local_ns)
                         if ecode is not None:
-                                out = eval(ecode, ns)
+                                out = eval(ecode, ns, local_ns)
                 except BaseException as e:  # noqa: BLE001 - IPython's bare except
                         # IPython shows the traceback (from the timed code on) and
                         # prints no times; the cell goes on.
@@ -407,12 +408,14 @@ class ExecutionMagics:
         def cell_magic_prun(self, line, cell):
                 return self.magic_prun(line, cell)
 
-        def magic_timeit(self, line, cell=None):
+        def magic_timeit(self, line, cell=None, local_ns=None):
                 """IPython's %timeit: -n loops, -r runs, -p precision, -q quiet,
                 -o return the result (-t/-c, the timer, accepted)."""
+                import gc
                 import getopt
                 import shlex
-                import timeit as timeit_mod
+
+                from . import timeit_timer
                 try:
                         opts, _ = getopt.getopt(shlex.split(line, posix=False), "n:r:tcp:qo")
                 except getopt.GetoptError as e:
@@ -442,15 +445,28 @@ class ExecutionMagics:
                 setup = "pass"
                 if cell is not None:
                         setup, stmt = stmt or "pass", cell
+                # A function's %timeit: its variables join the user's globals, as
+                # in IPython, which restores the ones they hid after timing.
+                hidden = {}
+                if local_ns and cell is None:
+                        hidden = {k: v for k, v in self.user_ns.items() if k in local_ns}
+                        self.user_ns.update(local_ns)
                 t0 = time.perf_counter()
-                timer = timeit_mod.Timer(stmt, setup, globals=self.user_ns)
+                timer = timeit_timer.Timer(timeit_timer.compile_inner(setup, stmt, self.user_ns))
                 compile_time = time.perf_counter() - t0
-                if number == 0:
-                        for index in range(10):
-                                number = 10 ** index
-                                if timer.timeit(number) >= 0.2:
-                                        break
-                all_runs = timer.repeat(repeat, number)
+                gc_was_on = gc.isenabled()
+                gc.disable()
+                try:
+                        if number == 0:
+                                for index in range(10):
+                                        number = 10 ** index
+                                        if timeit_timer.time_number(timer, number, cell, None) >= 0.2:
+                                                break
+                        all_runs = timeit_timer.all_runs(timer, repeat, number, None)
+                finally:
+                        if gc_was_on:
+                                gc.enable()
+                self.user_ns.update(hidden)
                 runs = [t / number for t in all_runs]
                 worst, best = max(runs), min(runs)
                 result = TimeitResult(number, repeat, best, worst, all_runs, compile_time, precision)
@@ -462,7 +478,7 @@ class ExecutionMagics:
                 return result if ret else None
 
         def cell_magic_timeit(self, line, cell):
-                return self.magic_timeit(line, cell)
+                return self.magic_timeit(line, cell, self.user_ns)
 
         def cell_magic_time(self, line, cell):
                 if line:

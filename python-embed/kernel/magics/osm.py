@@ -6,7 +6,18 @@ import re
 import sys
 
 from ..error import UsageError
+from ..foreign_frames import IPYTHON_CORE, as_if_in
 from . import magic_parser
+
+
+# %%writefile writes from IPython's OSMagics.writefile frame (a missing
+# directory's error shows it).
+def _write_cell(path, mode, cell):
+        with open(path, mode, encoding="utf-8") as f: f.write(cell)  # noqa: E701
+
+
+_write_cell = as_if_in(_write_cell, "IPython.core.magics.osm", IPYTHON_CORE + "magics/osm.py", 854,
+                       qualname="OSMagics.writefile", params=("self", "line", "cell"))
 
 
 # IPython's default aliases (IPython.core.alias.default_aliases on Linux):
@@ -272,8 +283,7 @@ class OSMagics:
                         print(f"{'Appending to' if append else 'Overwriting'} {path}")
                 else:
                         print(f"Writing {path}")
-                with open(path, "a" if append else "w", encoding="utf-8") as f:
-                        f.write(cell)
+                _write_cell(path, "a" if append else "w", cell)
 
         cell_magic_file = cell_magic_writefile  # IPython's %%file: an alias
 

@@ -7,6 +7,8 @@ import signal
 import subprocess
 import time
 
+from ..foreign_frames import IPYTHON_CORE, as_if_in
+from ..getipython import _ipython_get_ipython
 from ..iostream import _flush_std
 from ..usersite import refresh as refresh_user_site
 
@@ -46,19 +48,36 @@ class _AsyncIOProxy:
                 return dir(self._obj)
 
 
+_SCRIPT_PY = IPYTHON_CORE + "magics/script.py"
+
+
+# IPython's ScriptMagics.shebang and its named_script_magic (%%bash...), as
+# their frames show in a traceback: each body is the line there.
+def _shebang(self, line, cell):
+        if (error := self._script(line, cell)) is not None: raise error  # noqa: E701
+
+
+_program = None  # each named_script_magic has its own in its globals (as_if_in)
+
+
+def _named_script_magic(line, cell):
+        return _ipython_get_ipython().shebang(f"{_program} {line}" if line else _program, cell)
+
+
 class ScriptMagics:
         """IPython's ScriptMagics (IPython.core.magics.script), mixed into zmqshell.Shell."""
 
-        def cell_magic_script(self, line, cell):
+        def _script(self, line, cell):
                 """IPython's %%script CMD: the body on CMD's stdin; a nonzero
-                exit fails the cell (CalledProcessError) unless --no-raise-error;
-                an interrupt goes to the program, which then ends the cell quietly."""
+                exit is the error returned (CalledProcessError) unless
+                --no-raise-error; an interrupt goes to the program, which then
+                ends the cell quietly."""
                 try:
-                        return self._script(line, cell)
+                        return self._run_script(line, cell)
                 finally:
                         refresh_user_site()  # a `pip install` in the script imports at once
 
-        def _script(self, line, cell):
+        def _run_script(self, line, cell):
                 import shlex
                 argv = shlex.split(line)
                 raise_error = "--no-raise-error" not in argv
@@ -115,11 +134,20 @@ class ScriptMagics:
                         print("Process is killed.")
                         return
                 if raise_error and p.returncode != 0:
-                        raise subprocess.CalledProcessError(p.returncode or -9, body)
+                        return subprocess.CalledProcessError(p.returncode or -9, body)
+                return None
+
+        # IPython's shebang (%%script), whose frame raises a script's failure.
+        shebang = cell_magic_script = as_if_in(_shebang, "IPython.core.magics.script", _SCRIPT_PY, 305,
+                                               qualname="ScriptMagics.shebang")
 
         def _script_magic(program):
+                named = as_if_in(_named_script_magic, "IPython.core.magics.script", _SCRIPT_PY, 153,
+                                 qualname="ScriptMagics._make_script_magic.<locals>.named_script_magic",
+                                 _program=program, _ipython_get_ipython=_ipython_get_ipython)
+
                 def magic(self, line, cell):
-                        return self.cell_magic_script(f"{program} {line}" if line else program, cell)
+                        return named(line, cell)
                 magic.__name__ = f"cell_magic_{program}"
                 return magic
 
