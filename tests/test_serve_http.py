@@ -1055,3 +1055,90 @@ def test_slow_clients_are_dropped(server):
         assert seen["data"] == b"" or seen["data"].startswith(b"HTTP/1.1 4"), seen
         after = seen["at"] - t0
         assert MHD_TIMEOUT - 5 <= after <= MHD_TIMEOUT + 10, f"dropped after {after:.0f} s"
+
+
+# --- control plane: template aliases and a sandbox's network (E2B's SDKs, frameworks) -
+
+def test_template_aliases(server, pair):
+    """GET /templates/aliases/{alias}, as E2B's Template.exists asks it (404:
+    false, 200 and 403: true). The image's names are E2B's public templates,
+    owned by E2B's team: 403, as E2B answers its `base`; a snapshot this
+    server keeps is the caller's own: 200 with TemplateAliasResponse."""
+    for alias in ("base", "code-interpreter-v1", "base:default"):
+        msg = e2b_error(server.api("GET", f"/templates/aliases/{alias}"), 403)
+        assert msg == "You don't have access to this template alias", msg
+    for alias in ("nosuch-" + secrets.token_hex(4), "nosuch:default", "a%2Fb"):
+        msg = e2b_error(server.api("GET", f"/templates/aliases/{alias}"), 404)
+        assert "not found" in msg, msg
+    e2b_error(server.api("GET", "/templates/aliases/base", key=False), 401)
+    e2b_error(server.api("POST", "/templates/aliases/base", {}), 405)
+    # a kept snapshot's name is an alias of the caller's own, until it is deleted
+    name = "alias-" + secrets.token_hex(4)
+    r = server.api("POST", f"/sandboxes/{pair[0].id}/snapshots", {"name": name}, timeout=120)
+    assert r.status == 201, r
+    try:
+        for alias in (name, f"{name}:default"):
+            r = server.api("GET", f"/templates/aliases/{alias}")
+            assert r.status == 200, r
+            body = r.json()
+            assert set(body) == {"templateID", "public"} and body["public"] is False, body
+            assert isinstance(body["templateID"], str) and body["templateID"], body
+        e2b_error(server.api("GET", f"/templates/aliases/{name}:v2"), 404)
+    finally:
+        r = server.api("DELETE", f"/templates/{name}")
+        assert r.status == 204, r
+    e2b_error(server.api("GET", f"/templates/aliases/{name}"), 404)
+
+
+def test_sandbox_detail_shows_its_network(server, pair):
+    """E2B's SandboxDetail `network` (and `allowInternetAccess`) as the create
+    gave them, the egress proxy's password left out, the egress fields
+    replaced by a PUT .../network, kept across a pause; absent when the
+    create gave none, and never in the list (ListedSandbox has no network). A
+    long maskRequestHost makes the paused record's serve.json (the rules and
+    what GET shows, each with it) larger than 256 KiB: the resume keeps it
+    whole, the access token too."""
+    for path in (f"/sandboxes/{pair[0].id}", f"/v2/sandboxes/{pair[0].id}"):
+        r = server.api("GET", path)
+        assert r.status == 200, r
+        assert "network" not in r.json() and "allowInternetAccess" not in r.json(), r
+    mask = "m" * 300_000 + ".localhost:${PORT}"
+    network = {"allowOut": ["example.com", "8.8.8.8/32"], "denyOut": ["0.0.0.0/0"],
+               "rules": {}, "allowPublicTraffic": True, "maskRequestHost": mask,
+               "egressProxy": {"address": "proxy.example.com:1080", "username": "u",
+                               "password": "secret"}}
+    r = server.api("POST", "/sandboxes", {"templateID": "base", "timeout": 300,
+                                          "network": network, "allow_internet_access": True})
+    assert r.status == 201, r
+    sid, token = r.json()["sandboxID"], r.json()["envdAccessToken"]
+    shown = dict(network, egressProxy={"address": "proxy.example.com:1080", "username": "u"})
+    try:
+        for path in (f"/sandboxes/{sid}", f"/v2/sandboxes/{sid}"):
+            r = server.api("GET", path)
+            assert r.status == 200, r
+            assert r.json()["network"] == shown and r.json()["allowInternetAccess"] is True, r
+        r = server.api("GET", "/sandboxes")
+        assert r.status == 200, r
+        mine = [x for x in r.json() if x["sandboxID"] == sid]
+        assert len(mine) == 1 and "network" not in mine[0], mine
+        # an update replaces the egress fields and keeps the ingress ones
+        r = server.api("PUT", f"/sandboxes/{sid}/network", {"allowOut": ["1.1.1.1"]})
+        assert r.status == 204, r
+        shown = {"allowOut": ["1.1.1.1"], "allowPublicTraffic": True, "maskRequestHost": mask}
+        r = server.api("GET", f"/sandboxes/{sid}")
+        assert r.json()["network"] == shown and r.json()["allowInternetAccess"] is True, r
+        # kept across a pause: the paused one shows it, and the resumed one
+        r = server.api("POST", f"/sandboxes/{sid}/pause", timeout=120)
+        assert r.status == 204, r
+        r = server.api("GET", f"/sandboxes/{sid}")
+        assert r.status == 200 and r.json()["state"] == "paused", r
+        assert r.json()["network"] == shown and r.json()["allowInternetAccess"] is True, r
+        r = server.api("POST", f"/sandboxes/{sid}/connect", {"timeout": 300}, timeout=120)
+        assert r.status == 201, r
+        r = server.api("GET", f"/sandboxes/{sid}")
+        assert r.status == 200 and r.json()["state"] == "running", r
+        assert r.json()["network"] == shown and r.json()["allowInternetAccess"] is True, r
+        assert r.json()["envdAccessToken"] == token, r
+    finally:
+        r = server.api("DELETE", f"/sandboxes/{sid}")
+        assert r.status == 204, r

@@ -798,3 +798,23 @@ def test_h_pty(serve, tmp_path):
         assert s["exitCode"] == 0
 
     check(result, evidence, {"terminal": terminal, "kill": kill, "reconnect": reconnect})
+
+
+# --- j: what agent frameworks ask ---------------------------------------------------
+# Mastra's E2BSandbox asks Template.exists() before a create, and frameworks
+# read getInfo().network (run by hand with @mastra/e2b 0.8, computesdk 4.1 and
+# @agentic/e2b 7.6: docs/SERVE.md, "Agent frameworks").
+
+def test_j_what_agent_frameworks_ask(serve, tmp_path):
+    result, evidence = run_group(serve, tmp_path, "j_frameworks.mjs")
+    try:
+        assert (result["existsBase"], result["existsCodeInterpreter"], result["existsNone"]) == (
+            True, True, False), result
+        assert result["network"] == {"allowOut": ["example.com"], "denyOut": ["0.0.0.0/0"],
+                                     "allowPublicTraffic": True}, result
+        assert result["allowInternetAccess"] is True, result
+        assert result["networkAfterUpdate"] == {"allowOut": ["example.org"], "denyOut": ["0.0.0.0/0"],
+                                                "allowPublicTraffic": True}, result
+        assert result["plainNetwork"] is None, result
+    except AssertionError as e:
+        pytest.fail(f"{e}\n{evidence()}", pytrace=False)

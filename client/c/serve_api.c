@@ -27,9 +27,11 @@ static json_t *sandbox_json(const struct sandbox *s)
 }
 
 /* E2B's ListedSandbox (and with `detail`, SandboxDetail) of a running
- * (`token` its access token) or a paused sandbox (`token` NULL). */
+ * (`token` its access token) or a paused sandbox (`token` NULL); `shown`
+ * (stolen, may be NULL): its SandboxDetail `network` and `allowInternetAccess`
+ * (serve_egress_shown), each absent when its create gave none, as E2B's are. */
 static json_t *described(const struct serve_paused *v, int64_t end_ms, const char *token,
-                         const char *on_timeout, bool auto_resume, bool detail)
+                         const char *on_timeout, bool auto_resume, bool detail, json_t *shown)
 {
         char started[40], end[40];
         iso_time(started, sizeof(started), v->started_ms);
@@ -44,11 +46,17 @@ static json_t *described(const struct serve_paused *v, int64_t end_ms, const cha
                 if (token)
                         json_object_set_new(o, "envdAccessToken", json_string(token));
                 json_object_set_new(o, "domain", json_string(serve.domain));
-                json_object_set_new(o, "allowInternetAccess", json_false());
+                json_t *aia = json_object_get(shown, "allowInternetAccess");
+                if (json_is_boolean(aia))
+                        json_object_set(o, "allowInternetAccess", aia);
+                json_t *network = json_object_get(shown, "network");
+                if (json_is_object(network))
+                        json_object_set(o, "network", network);
                 json_object_set_new(
                     o, "lifecycle",
                     json_pack("{s:s, s:b}", "onTimeout", on_timeout, "autoResume", auto_resume));
         }
+        json_decref(shown);
         return o;
 }
 
@@ -61,13 +69,15 @@ static json_t *listed_json(const struct sandbox *s, bool detail)
         snprintf(v.id, sizeof(v.id), "%s", s->id);
         snprintf(v.template_id, sizeof(v.template_id), "%s", s->template_id);
         return described(&v, s->deadline_ms, s->token, s->auto_pause ? "pause" : "kill",
-                         s->auto_resume, detail);
+                         s->auto_resume, detail,
+                         detail ? serve_egress_shown((struct sandbox *)s) : NULL);
 }
 
 /* A paused sandbox (no deadline: endAt is its start). */
 static json_t *paused_json(const struct serve_paused *p, bool detail)
 {
-        return described(p, p->started_ms, NULL, "kill", false, detail);
+        return described(p, p->started_ms, NULL, "kill", false, detail,
+                         detail ? serve_paused_shown(p->id) : NULL);
 }
 
 /* A JSON object body, or NULL with a 400 queued in *rc. */
@@ -268,6 +278,9 @@ static enum MHD_Result create(struct hreq *h)
                 serve_put(s);
                 return reply_error(h, 500, "starting the sandbox's egress proxy: %s", why);
         }
+        /* What its GET shows: the create's network and allow_internet_access. */
+        if (serve_egress_show(s, body) < 0)
+                fprintf(stderr, "cellvm serve: sandbox %s: no memory to keep its network\n", s->id);
         json_decref(body);
         if (auto_pause) {
                 pthread_mutex_lock(&serve.life);
@@ -704,6 +717,31 @@ static enum MHD_Result one_sandbox(struct hreq *h, const char *prefix, const cha
         return rc;
 }
 
+/* E2B's GET /templates/aliases/{alias} (the SDKs' Template.exists: 404 is
+ * false, 200 and 403 true). The image's names stand for E2B's public
+ * templates, which E2B's team owns, not the caller's: 403, as E2B answers
+ * its "base" (its handler checks the owner before anything else, a tag
+ * included). A snapshot this server keeps (`snapshots`) is the caller's own:
+ * 200 with TemplateAliasResponse. Anything else: E2B's 404. */
+static enum MHD_Result template_alias(struct hreq *h, const char *alias, bool snapshots)
+{
+        if (strcmp(h->method, "GET") != 0)
+                return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
+        char name[CKEPT_NAME_MAX + 1];
+        size_t n = strcspn(alias, ":");
+        if (n < sizeof(name)) {
+                memcpy(name, alias, n);
+                name[n] = '\0';
+                if (ckept_image_name(name))
+                        return reply_error(h, 403, "You don't have access to this template alias");
+        }
+        struct ckept sn;
+        if (snapshots && !ckept_image_name(alias) && ckept_find(alias, &sn) == 0)
+                return reply_json(h, 200,
+                                  json_pack("{s:s, s:b}", "templateID", sn.key, "public", false));
+        return reply_error(h, 404, "template '%.128s' not found", alias);
+}
+
 enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a)
 {
         const char *u = h->url;
@@ -717,6 +755,8 @@ enum MHD_Result serve_api_dispatch(struct hreq *h, const struct api_handlers *a)
                         return a->list(h, v2);
                 return reply_error(h, 405, "method %s not allowed on %s", h->method, h->url);
         }
+        if (!v2 && strncmp(u, "/templates/aliases/", 19) == 0)
+                return template_alias(h, u + 19, a->snapshots != NULL);
         if (!v2 && (strcmp(u, "/snapshots") == 0 || strncmp(u, "/templates/", 11) == 0))
                 return a->snapshots ? a->snapshots(h)
                                     : reply_error(h, 400,

@@ -52,6 +52,9 @@ struct serve_egress {
         /* {network, allow_internet_access} as given, kept across a pause; NULL:
          * created without rules, everything refused until a PUT gives some. */
         json_t *rules;
+        /* E2B's SandboxDetail fields GET /sandboxes/{id} shows, {network,
+         * allowInternetAccess} as given (serve_egress_show): NULL, none. */
+        json_t *shown;
         unsigned active, max_conns;
         /* serve_egress_follow's rules file (the launcher's): read again when it
          * changed, before each stream's decision; NULL under serve. */
@@ -590,6 +593,7 @@ static void free_egress(struct serve_egress *e)
 {
         egress_policy_free(&e->policy);
         json_decref(e->rules);
+        json_decref(e->shown);
         free(e->follow);
         pthread_mutex_destroy(&e->lock);
         pthread_cond_destroy(&e->cond);
@@ -664,6 +668,108 @@ int serve_egress_follow(struct sandbox *s, const char *path, char *why, size_t w
         return 0;
 }
 
+/* Sets `key` of `out` to a copy of `v` when `ok` (of the type E2B's schema gives). */
+static void set_copy(json_t *out, const char *key, json_t *v, bool ok)
+{
+        if (out && v && ok)
+                json_object_set_new(out, key, json_deep_copy(v));
+}
+
+/* E2B's SandboxNetworkConfig as its GET gives it back (dbNetworkConfigToAPI):
+ * the egress fields of `egress` (allowOut, denyOut, rules as given; the proxy
+ * without its password, which E2B never reads back) and the ingress ones of
+ * `ingress` (allowPublicTraffic, maskRequestHost). */
+static json_t *shown_network(json_t *egress, json_t *ingress)
+{
+        json_t *n = json_object();
+        json_t *allow = json_object_get(egress, "allowOut");
+        json_t *deny = json_object_get(egress, "denyOut");
+        set_copy(n, "allowOut", allow ? allow : json_object_get(egress, "allow_out"),
+                 json_is_array(allow ? allow : json_object_get(egress, "allow_out")));
+        set_copy(n, "denyOut", deny ? deny : json_object_get(egress, "deny_out"),
+                 json_is_array(deny ? deny : json_object_get(egress, "deny_out")));
+        set_copy(n, "rules", json_object_get(egress, "rules"),
+                 json_is_object(json_object_get(egress, "rules")));
+        json_t *proxy = json_object_get(egress, "egressProxy");
+        if (n && json_is_string(json_object_get(proxy, "address"))) {
+                json_t *p = json_object();
+                set_copy(p, "address", json_object_get(proxy, "address"), true);
+                set_copy(p, "username", json_object_get(proxy, "username"),
+                         json_is_string(json_object_get(proxy, "username")));
+                if (p)
+                        json_object_set_new(n, "egressProxy", p);
+        }
+        set_copy(n, "allowPublicTraffic", json_object_get(ingress, "allowPublicTraffic"),
+                 json_is_boolean(json_object_get(ingress, "allowPublicTraffic")));
+        set_copy(n, "maskRequestHost", json_object_get(ingress, "maskRequestHost"),
+                 json_is_string(json_object_get(ingress, "maskRequestHost")));
+        return n;
+}
+
+static void set_shown(struct serve_egress *e, json_t *shown)
+{
+        pthread_mutex_lock(&e->lock);
+        json_decref(e->shown);
+        e->shown = shown;
+        pthread_mutex_unlock(&e->lock);
+}
+
+/* An update replaces the egress fields and keeps the ingress ones (E2B's
+ * PUT .../network): a sandbox created without `network` gets one. */
+static void shown_update(struct serve_egress *e, json_t *body)
+{
+        pthread_mutex_lock(&e->lock);
+        json_t *old = e->shown ? json_incref(e->shown) : NULL;
+        pthread_mutex_unlock(&e->lock);
+        json_t *shown = old ? json_deep_copy(old) : json_object();
+        json_t *n = shown_network(body, json_object_get(old, "network"));
+        if (shown && n)
+                json_object_set(shown, "network", n);
+        json_decref(n);
+        json_decref(old);
+        if (shown)
+                set_shown(e, shown);
+}
+
+int serve_egress_show(struct sandbox *s, json_t *body)
+{
+        if (!s->egress)
+                return -ENOENT;
+        json_t *network = json_object_get(body, "network");
+        json_t *aia = json_object_get(body, "allow_internet_access");
+        json_t *shown = json_object();
+        if (shown && json_is_object(network)) {
+                json_t *n = shown_network(network, network);
+                if (!n || json_object_set_new(shown, "network", n) < 0)
+                        json_decref(shown), shown = NULL;
+        }
+        set_copy(shown, "allowInternetAccess", aia, json_is_boolean(aia));
+        if (!shown)
+                return -ENOMEM;
+        set_shown(s->egress, shown);
+        return 0;
+}
+
+int serve_egress_show_kept(struct sandbox *s, json_t *shown)
+{
+        if (!s->egress)
+                return -ENOENT;
+        json_t *copy = json_is_object(shown) ? json_deep_copy(shown) : NULL;
+        set_shown(s->egress, copy);
+        return 0;
+}
+
+json_t *serve_egress_shown(struct sandbox *s)
+{
+        struct serve_egress *e = s->egress;
+        if (!e)
+                return NULL;
+        pthread_mutex_lock(&e->lock);
+        json_t *r = e->shown ? json_deep_copy(e->shown) : NULL;
+        pthread_mutex_unlock(&e->lock);
+        return r;
+}
+
 int serve_egress_update(struct sandbox *s, json_t *body, char *why, size_t whylen)
 {
         json_t *aia = json_object_get(body, "allow_internet_access");
@@ -673,7 +779,10 @@ int serve_egress_update(struct sandbox *s, json_t *body, char *why, size_t whyle
                 egress_policy_free(&p);
                 return rc < 0 ? rc : -ENOENT;
         }
-        return install(s->egress, body, aia, why, whylen);
+        int rc = install(s->egress, body, aia, why, whylen);
+        if (rc == 0)
+                shown_update(s->egress, body);
+        return rc;
 }
 
 json_t *serve_egress_rules(struct sandbox *s)

@@ -47,6 +47,19 @@ int serve_egress_update(struct sandbox *s, json_t *body, char *why, size_t whyle
 /* {network, allow_internet_access} of `s`'s rules (a new reference, to keep
  * with a paused record), or NULL when it has no egress or no rules yet. */
 json_t *serve_egress_rules(struct sandbox *s);
+/* E2B's SandboxDetail `network` (its SandboxNetworkConfig, the egress proxy's
+ * password left out, as E2B's GET gives it) and `allowInternetAccess` of `s`,
+ * as a create's body gave them (none: absent) and a PUT .../network changed
+ * the egress fields since: set from the create's body (serve_egress_show), or
+ * from what serve_egress_shown gave and a paused record kept
+ * (serve_egress_show_kept); a new reference ({network, allowInternetAccess}),
+ * or NULL when `s` has no egress or no create set it. 0, -ENOENT (no egress)
+ * or -ENOMEM. */
+int serve_egress_show(struct sandbox *s, json_t *body);
+int serve_egress_show_kept(struct sandbox *s, json_t *shown);
+json_t *serve_egress_shown(struct sandbox *s);
+/* The same kept with paused sandbox `id`'s record (serve_pause.c), or NULL. */
+json_t *serve_paused_shown(const char *id);
 /* Frees the egress state of a sandbox being freed (its streams ended with its
  * connection). */
 void serve_egress_free(struct sandbox *s);

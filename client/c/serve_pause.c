@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -23,8 +24,9 @@
  * SDK's Sandbox object keeps it), the lifecycle (autoPause, autoPauseMemory) and whether its
  * ports need the traffic token (privateTraffic). */
 #define SERVE_FILE "serve.json"
-/* The token and flags, and the egress rules (up to 2 x 256 entries). */
-#define SERVE_FILE_MAX (256u * 1024u)
+/* The token and flags, the egress rules (a create's `network` or a PUT's body,
+ * each under HTTP_JSON_MAX) and what GET shows of them (as much again). */
+#define SERVE_FILE_MAX (4u << 20) /* 4 x HTTP_JSON_MAX */
 
 /* One pause or resume at a time: a connect waits for the pause before it. */
 static pthread_mutex_t pausing = PTHREAD_MUTEX_INITIALIZER;
@@ -77,6 +79,12 @@ static int write_serve_file(const char *dir, const struct sandbox *s, const char
                 json_decref(j), j = NULL;
         else if (!j)
                 json_decref(rules);
+        /* And what its GET shows of them (E2B's SandboxDetail network). */
+        json_t *shown = serve_egress_shown((struct sandbox *)s);
+        if (j && shown && json_object_set_new(j, "shown", shown) < 0)
+                json_decref(j), j = NULL;
+        else if (!j)
+                json_decref(shown);
         if (j)
                 text = json_dumps(j, JSON_COMPACT);
         json_decref(j);
@@ -97,13 +105,27 @@ static int write_serve_file(const char *dir, const struct sandbox *s, const char
 static json_t *load_serve_file(const char *dir)
 {
         char path[PATH_MAX + 16];
-        char *buf = malloc(SERVE_FILE_MAX);
         snprintf(path, sizeof(path), "%s/%s", dir, SERVE_FILE);
-        int fd = buf ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1; /* no FIFO holds us */
-        ssize_t n = fd >= 0 ? read(fd, buf, SERVE_FILE_MAX) : -1;
-        if (fd >= 0)
-                close(fd);
-        json_t *j = n > 0 ? json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL) : NULL;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* no FIFO holds us */
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+            st.st_size > (off_t)SERVE_FILE_MAX) {
+                if (fd >= 0)
+                        close(fd);
+                return NULL;
+        }
+        size_t len = (size_t)st.st_size, got = 0;
+        char *buf = malloc(len);
+        while (buf && got < len) {
+                ssize_t n = read(fd, buf + got, len - got);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                got += (size_t)n;
+        }
+        close(fd);
+        json_t *j = buf && got == len ? json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
         free(buf);
         return j;
 }
@@ -119,12 +141,14 @@ static double serve_file_resume_timeout(const json_t *j)
 /* The token, lifecycle and traffic rule kept with the record into `s`; a
  * record paused by the CLI or the SDK has none: a new token, no autoPause,
  * public ports (E2B's default). */
-static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress)
+static int read_serve_file(const char *dir, struct sandbox *s, json_t **egress, json_t **shown)
 {
         json_t *j = load_serve_file(dir);
         /* The egress rules: started again once the sandbox runs (serve_resume). */
         json_t *rules = json_object_get(j, "egress");
         *egress = json_is_object(rules) ? json_incref(rules) : NULL;
+        json_t *sh = json_object_get(j, "shown");
+        *shown = json_is_object(sh) ? json_incref(sh) : NULL;
         const char *token = json_string_value(json_object_get(j, "envdAccessToken"));
         bool ok = token && strlen(token) == SERVE_TOKEN_LEN;
         for (size_t i = 0; ok && i < SERVE_TOKEN_LEN; i++)
@@ -264,8 +288,8 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
                 pthread_mutex_init(&s->procs_lock, NULL);
                 s->refs = 1;
         }
-        json_t *egress = NULL;
-        if (rc == 0 && (rc = read_serve_file(dir, s, &egress)) < 0)
+        json_t *egress = NULL, *shown = NULL;
+        if (rc == 0 && (rc = read_serve_file(dir, s, &egress, &shown)) < 0)
                 snprintf(err, errlen, "getrandom: %s", strerror(-rc));
         if (rc == 0 && files_only)
                 sbx_paused_drop(root, dir, key);
@@ -285,6 +309,7 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         if (rc < 0) {
                 csm_free(&m);
                 json_decref(egress);
+                json_decref(shown);
                 if (s && files_only) {
                         pthread_mutex_lock(&serve.life);
                         serve_stop_vm(s);
@@ -319,7 +344,10 @@ int serve_resume(const char *id, double timeout_s, struct sandbox **out, char *e
         if (serve_egress_start(s, egress, why, sizeof(why)) < 0)
                 fprintf(stderr, "cellvm serve: sandbox %s: its egress after the resume: %s\n",
                         s->id, why);
+        else
+                (void)serve_egress_show_kept(s, shown);
         json_decref(egress);
+        json_decref(shown);
         s->refs++; /* the table's */
         serve_insert(s);
         pthread_mutex_unlock(&pausing);
@@ -603,6 +631,18 @@ int serve_paused_get(const char *id, struct serve_paused *out)
                 return rc;
         const char *key = strrchr(dir, '/');
         return read_paused(dir, key ? key + 1 : dir, out);
+}
+
+json_t *serve_paused_shown(const char *id)
+{
+        char root[PATH_MAX], dir[PATH_MAX];
+        if (sbx_paused_find(id, root, sizeof(root), dir, sizeof(dir)) < 0)
+                return NULL;
+        json_t *j = load_serve_file(dir);
+        json_t *shown = json_object_get(j, "shown");
+        json_t *out = json_is_object(shown) ? json_incref(shown) : NULL;
+        json_decref(j);
+        return out;
 }
 
 int serve_paused_kill(const char *id)
