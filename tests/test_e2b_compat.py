@@ -67,27 +67,47 @@ _ip.display_formatter.formatters["application/json"] = _E2BJSONFormatter(parent=
 
 # E2B's startup_scripts/0003_images.py, as it behaves: a PIL image saved to a
 # path given as a str is displayed first (matplotlib's savefig to PNG or JPEG
-# saves so), and viewers display instead of starting a program. A startup
-# file there: its frames are a file's in tracebacks, not a cell's.
-_images_hook = """
-from IPython.display import display as _display
+# saves so), and viewers display instead of starting a program. At its path
+# in E2B's template, its save() at its lines there (the real save called at
+# line 32): a failing save shows that frame as in E2B.
+_images_hook = """from IPython.display import display as _display
 from PIL import Image as _Image, ImageShow as _ImageShow
 
-_pil_save = _Image.Image.save
-def _e2b_save(image, fp, format=None, **options):
-    if isinstance(fp, str):
-        _display(image)
-    _pil_save(image, fp, format, **options)
-_Image.Image.save = _e2b_save
-
 _unix_show = _ImageShow.UnixViewer.show
+
+
 def _e2b_show(self, image, **options):
     _display(image)
     _unix_show(self, image, **options)
+
+
 _ImageShow.UnixViewer.show = _e2b_show
 _ImageShow.UnixViewer.show_file = lambda self, path, **options: 0
+_pil_save = _Image.Image.save
+# (lines kept so that save's lines are those of E2B's file)
+#
+#
+#
+#
+#
+#
+#
+#
+#
+#
+
+
+def save(image, fp, format=None, **options):
+    if isinstance(fp, str):
+        _display(image)
+
+    _pil_save(image, fp, format, **options)
+
+
+_Image.Image.save = save
 """
-exec(compile(_images_hook, "/tmp/e2b_startup_0003_images.py", "exec"), {})
+assert _images_hook.splitlines()[31].strip() == "_pil_save(image, fp, format, **options)"
+exec(compile(_images_hook, "/root/.ipython/profile_default/startup/0003_images.py", "exec"), {"__name__": "__main__"})
 '''
 E2B_STARTUP = E2B_STARTUP.replace("ORJSON_STANDIN", repr(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "python-embed", "kernel", "e2b_data.py")))

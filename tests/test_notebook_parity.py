@@ -675,3 +675,17 @@ def test_magic_errors_read_as_in_ipykernel(agent):
     assert "script.py:305, in ScriptMagics.shebang" in expected[0]["traceback"], expected[0]
     assert "<magic-timeit>:2, in inner" in expected[4]["traceback"], expected[4]
     assert expected[6]["error"][0] == "NameError" and expected[7]["results"][0]["text"] == "3", expected[6:]
+
+
+# E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
+# save() frame at E2B's file and line, and Image.save is that function.
+FRESH_E2B_SAVE = [
+    "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig('nodir/chart.png')\n",
+    "from PIL import Image\nImage.new('RGB', (4, 4)).save('nodir/x.png')\n",
+    "Image.Image.save\n",
+]
+
+
+def test_e2b_image_save_frames_as_in_e2b(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_E2B_SAVE, tracebacks=True)
+    assert "0003_images.py:32, in save(image, fp, format, **options)" in expected[1]["traceback"], expected[1]

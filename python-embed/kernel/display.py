@@ -2,6 +2,7 @@
 publish_display_data() and clear_output(), publishing DISPLAY messages; and
 E2B's PIL hook (template/startup_scripts/0003_images.py)."""
 
+from .foreign_frames import as_if_in
 from .formatters import format_bundle
 from .iostream import _flush_std
 from .session import DISPLAY, _send
@@ -67,6 +68,18 @@ class DisplayHandle:
                 display(obj, display_id=self.display_id, update=True, **kwargs)
 
 
+# E2B's startup file that patches PIL, and its save (a failing save, such as
+# savefig to a missing directory, shows that frame between matplotlib's and
+# PIL's, at its file and line in E2B's template). E2B's kernel runs as root,
+# whose HOME IPython writes as ~ in a traceback.
+_E2B_IMAGES_PY = "~/.ipython/profile_default/startup/0003_images.py"
+original_save = None  # each patched save has the real one in its own globals (as_if_in)
+
+
+def _e2b_save(image, fp, format=None, **options):
+        isinstance(fp, str) and display(image); original_save(image, fp, format, **options)  # noqa: E702
+
+
 def _on_pil_image_import(pil_image):
         """E2B's template (startup_scripts/0003_images.py): Image.show() displays
         the image instead of starting a viewer, and Image.save() to a path given
@@ -77,19 +90,17 @@ def _on_pil_image_import(pil_image):
         if getattr(cls.save, "_cellvm_displays", False):
                 return  # already patched (zygote, then again in the executor)
         real_save = cls.save
-
-        def save(self, fp, format=None, **params):
-                if isinstance(fp, str):
-                        display(self)
-                return real_save(self, fp, format, **params)
+        save = as_if_in(_e2b_save, "__main__", _E2B_IMAGES_PY, 32, qualname="save",
+                        display=display, original_save=real_save)
 
         def show(self, title=None):
                 display(self)
 
-        for new, old in ((save, real_save), (show, cls.show)):
-                new.__name__, new.__qualname__, new.__doc__ = old.__name__, old.__qualname__, old.__doc__
-                new.__wrapped__ = old
-                new._cellvm_displays = True
+        # E2B's save is a function of its own (help() and its signature show
+        # it); its show, a viewer's, is not seen from Image.
+        show.__name__, show.__qualname__, show.__doc__ = cls.show.__name__, cls.show.__qualname__, cls.show.__doc__
+        show.__wrapped__ = cls.show
+        save._cellvm_displays = show._cellvm_displays = True
         cls.save = save
         cls.show = show
 

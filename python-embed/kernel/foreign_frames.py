@@ -30,8 +30,10 @@ def as_if_in(func, module, filename=None, line=None, qualname=None, params=None,
         if qualname is not None:
                 code = code.replace(co_name=qualname.rpartition(".")[2], co_qualname=qualname)
                 NAMED_CODES.add(code)
-        return types.FunctionType(code, {"__name__": module, "__builtins__": __builtins__, **names},
-                                  code.co_name)
+        new = types.FunctionType(code, {"__name__": module, "__builtins__": __builtins__, **names},
+                                 code.co_name, func.__defaults__, func.__closure__)
+        new.__kwdefaults__ = func.__kwdefaults__
+        return new
 
 
 # One warning registry per module a warning is said to come from, as Python
