@@ -667,6 +667,9 @@ FRESH_MAGIC_ERRORS = [
     "%%writefile /nonexistent/x.py\nx\n",
     "def f():\n    z = 3\n    %timeit -q -n1 -r1 z\n    %time w = z + 1\n    %time z * 2\n    return w\nf()\n",
     "z\n",
+    "%load_ext version_information\n",
+    "%reload_ext watermark_nosuch\n",
+    "%load_ext json\n",
 ]
 
 

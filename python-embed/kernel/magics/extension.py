@@ -1,10 +1,33 @@
 """IPython.core.magics.extension's counterpart: %load_ext, %reload_ext, %unload_ext."""
 
+import functools
 import importlib
 import sys
 
 from ..autoreload import _Autoreload
 from ..error import UsageError
+from ..foreign_frames import IPYTHON_CORE, as_if_in
+
+
+def _passes_on(call, arg):
+        return call(arg)
+
+
+def _frame(path, line, qualname, params=("self", "module_str")):
+        """_passes_on as IPython's frame at path:line: an extension that fails
+        to import or to load shows the frames ipykernel shows."""
+        module = "IPython.core." + path[:-3].replace("/", ".")
+        return as_if_in(_passes_on, module, IPYTHON_CORE + path, line, qualname=qualname, params=params)
+
+
+_LOAD_EXT = _frame("magics/extension.py", 33, "ExtensionMagics.load_ext")
+_RELOAD_EXT = _frame("magics/extension.py", 63, "ExtensionMagics.reload_ext")
+_RELOAD_EXTENSION = _frame("extensions.py", 147, "ExtensionManager.reload_extension")
+_LOAD_EXTENSION = _frame("extensions.py", 76, "ExtensionManager.load_extension")
+_IMPORT = _frame("extensions.py", 92, "ExtensionManager._load_extension")
+_CALL_LOAD = _frame("extensions.py", 99, "ExtensionManager._load_extension")
+_LOAD_IPYTHON_EXTENSION = _frame("extensions.py", 151, "ExtensionManager._call_load_ipython_extension",
+                                 ("self", "mod"))
 
 
 class ExtensionMagics:
@@ -27,13 +50,19 @@ class ExtensionMagics:
                         print(f"The {name} extension is already loaded. To reload it, use:")
                         print("  %reload_ext", name)
                         return
-                mod = importlib.import_module(name)
+                if _LOAD_EXT(functools.partial(_LOAD_EXTENSION, self._load_extension), name) is None:
+                        print(f"The {name} module is not an IPython extension.")
+
+        def _load_extension(self, name):
+                """IPython's ExtensionManager._load_extension, in its frames: the
+                module or None where it has no load_ipython_extension."""
+                mod = _IMPORT(importlib.import_module, name)
                 load = getattr(mod, "load_ipython_extension", None)
                 if load is None:
-                        print(f"The {name} module is not an IPython extension.")
-                        return
-                load(self)
+                        return None
+                _CALL_LOAD(functools.partial(_LOAD_IPYTHON_EXTENSION, load), self)
                 self.extensions.add(name)
+                return mod
 
         def magic_reload_ext(self, line):
                 """IPython's %reload_ext: the extension loaded afresh (its module
@@ -44,7 +73,9 @@ class ExtensionMagics:
                         self.kernel.autoreload = _Autoreload(self)
                         return
                 if line not in self.extensions:
-                        return self.magic_load_ext(line)
+                        _RELOAD_EXT(functools.partial(_RELOAD_EXTENSION, functools.partial(
+                            _LOAD_EXTENSION, self._load_extension)), line)
+                        return
                 mod = sys.modules.get(line)
                 if mod is not None:
                         unload = getattr(mod, "unload_ipython_extension", None)
