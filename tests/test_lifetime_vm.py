@@ -185,7 +185,8 @@ def test_second_process_lists_connects_times_out_and_kills(rt, tmp_path):
         proc.stdin.write("close\n")
         proc.stdin.flush()
         assert proc.stdout.readline().strip() == "closed"
-        sbx = Sandbox.connect(sid)
+        # E2B's connect only extends: 100 s is less than what is left, the end stays.
+        sbx = Sandbox.connect(sid, timeout=100)
         assert sbx.run_code("6 * 7").text == "42"
         # The creator exits normally: detached, the sandbox outlives it.
         proc.stdin.write("exit\n")

@@ -359,6 +359,6 @@ def test_context_survives_a_dead_process(fresh_agent):
     with Sandbox.connect(fresh_agent.addr) as s:
         s.run_code("x = 1")
         ex = s.run_code("import os\nos._exit(3)")
-        assert ex.error.name == "ContextRestarted"
+        assert (ex.error.name, ex.error.value) == ("ContextRestarting", "Context was restarted")
         assert s.run_code("x").error.name == "NameError"
         assert s.run_code("1 + 1").text == "2"

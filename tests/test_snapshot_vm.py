@@ -437,7 +437,7 @@ def test_the_id_is_the_registry_key_and_another_process_uses_it(vm_template, tmp
                            timeout=180, env=dict(os.environ))
         assert r.returncode == 0, r.stderr
         assert r.stdout.splitlines() == ["True", "True", "200", "True the creator", "True 42",
-                                         "True False", f"Sandbox {sid} not found"], r.stdout
+                                         "True False", f"Paused sandbox {sid} not found"], r.stdout
         assert process_gone(sbx.vmm_pid) and sid not in ps_rows()
         assert Sandbox.list().next_items() == []
     finally:

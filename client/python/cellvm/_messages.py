@@ -34,4 +34,6 @@ class _Messages:
             raise SandboxException("request ended without a terminal message") from None
         except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
             self._gen = None
-            raise SandboxException(f"connection to the agent failed: {e}") from None
+            exc = SandboxException(f"connection to the agent failed: {e}")
+            exc.connection_failed = True  # the caller asks whether the sandbox ended
+            raise exc from None

@@ -18,6 +18,8 @@ from .exceptions import (
 from .models import CommandResult, ProcessInfo
 from ._messages import _Messages
 
+_END_WAIT_S = 1.0  # as sandbox._END_WAIT_S (no import of sandbox.py here)
+
 CMD_START = 0x0200
 CMD_LIST = 0x0201
 CMD_KILL = 0x0202
@@ -83,9 +85,12 @@ class CommandHandle:
                 if guard and time.monotonic() > guard:
                     raise format_request_timeout_error() from None
                 continue
-            except SandboxException:
-                # kill() closed the connection under the command: E2B's error.
-                if not self._commands._sbx._was_killed():
+            except SandboxException as e:
+                # kill() closed the connection under the command, or the
+                # sandbox ended (its timeout, a kill from elsewhere): E2B's error.
+                sbx = self._commands._sbx
+                if not (sbx._was_killed() or (getattr(e, "connection_failed", False)
+                                              and sbx._ended(_END_WAIT_S))):
                     raise
                 raise format_sandbox_terminated_error() from None
             if self._disconnected:
@@ -231,13 +236,13 @@ class Commands:
         except TimeoutError:
             raise format_request_timeout_error() from None
         except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
-            raise SandboxException(f"connection to the agent failed: {e}") from None
+            raise self._sbx._connection_error(e, getattr(req, "mtype", None)) from None
         raise SandboxException("command ended before it started")
 
     def list(self, request_timeout: Optional[float] = None) -> List[ProcessInfo]:
         """The commands running in the sandbox (from any connection). As in
         E2B, `cmd` is the shell and `args` its arguments: ["-l", "-c", cmd]."""
-        reply = self._sbx._call(CMD_LIST, {}, request_timeout)
+        reply = self._sbx._call(CMD_LIST, {}, request_timeout, rpc=True)
         return [ProcessInfo(pid=p.get("pid"), tag=p.get("tag"), cmd="/bin/bash",
                             args=["-l", "-c", p.get("cmd", "")], envs=p.get("envs") or {},
                             cwd=p.get("cwd"))
@@ -275,7 +280,7 @@ class Commands:
         once the agent has reaped it (its CMD_KILL answers then), as envd's
         kill: a `kill -0 PID` right after finds no process, not a zombie."""
         try:
-            self._sbx._call(CMD_KILL, {"pid": int(pid)}, request_timeout)
+            self._sbx._call(CMD_KILL, {"pid": int(pid)}, request_timeout, rpc=True)
         except NotFoundException:
             return False
         return True
@@ -283,10 +288,11 @@ class Commands:
     def send_stdin(self, pid: int, data: Union[str, bytes], request_timeout: Optional[float] = None) -> None:
         if isinstance(data, str):
             data = data.encode("utf-8")
-        self._sbx._call(CMD_STDIN, {"pid": int(pid), "data": bytes(data)}, request_timeout)
+        self._sbx._call(CMD_STDIN, {"pid": int(pid), "data": bytes(data)}, request_timeout,
+                        rpc=True)
 
     def close_stdin(self, pid: int, request_timeout: Optional[float] = None) -> None:
-        self._sbx._call(CMD_STDIN, {"pid": int(pid), "eof": True}, request_timeout)
+        self._sbx._call(CMD_STDIN, {"pid": int(pid), "eof": True}, request_timeout, rpc=True)
 
 
 def _followed(sbx):

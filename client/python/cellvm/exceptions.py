@@ -132,6 +132,28 @@ def format_sandbox_timeout_exception(message: str):
     )
 
 
+SANDBOX_NOT_FOUND_MESSAGE = "The sandbox was not found"
+"""The message of E2B's edge for a request to a sandbox that is not running
+(infra packages/shared/pkg/proxy/template/sandbox_not_found.go, a 502)."""
+
+
+def format_sandbox_not_running_error(sandbox_id: str, code_interpreter: bool = False):
+    """What E2B's SDK raises for a request to a sandbox that has ended (timed
+    out or killed): its edge answers 502 {"sandboxId": id, "message": "The
+    sandbox was not found", "code": 502}, which becomes
+    format_sandbox_timeout_exception of the message for envd's calls (files:
+    e2b/envd/api.py, 502; commands and the files service's RPCs:
+    e2b/envd/rpc.py, UNAVAILABLE) and of the whole body for the code
+    interpreter's (run_code, contexts: e2b_code_interpreter/models.py
+    format_exception)."""
+    if not code_interpreter:
+        return format_sandbox_timeout_exception(SANDBOX_NOT_FOUND_MESSAGE)
+    import json
+    body = json.dumps({"sandboxId": sandbox_id, "message": SANDBOX_NOT_FOUND_MESSAGE, "code": 502},
+                      separators=(",", ":"))
+    return format_sandbox_timeout_exception(body)
+
+
 def format_request_timeout_error():
     return TimeoutException(
         "Request timed out — the 'request_timeout' option can be used to increase this timeout",
@@ -157,12 +179,15 @@ class CommandExitException(SandboxException, CommandResult):
         return f"Command exited with code {self.exit_code} and error:\n{self.stderr}"
 
 
-def format_long_request_timeout_error(detail="context deadline exceeded"):
-    """E2B's wording when a command or watch runs past its `timeout`."""
+def format_long_request_timeout_error(detail="Request timed out"):
+    """E2B's Python SDK's error when a command or watch runs past its
+    `timeout` (e2b/envd/rpc.py, DEADLINE_EXCEEDED; connectrpc's client
+    deadline says "Request timed out")."""
     return TimeoutException(
         f"{detail}: This error is likely due to exceeding 'timeout' — the total time a long "
-        "running request (like process or directory watch) can be active. It can be modified "
-        "by passing 'timeout' when making the request. Use '0' to disable the timeout.",
+        "running request (like process or directory watch) can be active — or "
+        "'request_timeout'. You can modify these by passing 'timeout' or 'request_timeout' "
+        "when making the request. Use '0' to disable the timeout.",
         code="timeout",
     )
 

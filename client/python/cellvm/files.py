@@ -84,7 +84,7 @@ class WatchHandle:
             try:
                 item = self._req.poll()
             except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
-                self._error = SandboxException(f"connection to the agent failed: {e}")
+                self._error = self._files._sbx._connection_error(e, FILE_WATCH)
                 raise self._error
             if item is None:
                 return events
@@ -155,7 +155,7 @@ class Filesystem:
     def _call(self, mtype, body, user, request_timeout):
         if user is not None:
             body["user"] = user
-        return self._sbx._call(mtype, body, request_timeout, FileNotFoundException)
+        return self._sbx._call(mtype, body, request_timeout, FileNotFoundException, rpc=True)
 
     def _send_chunk(self, conn, req_id, data, eof):
         body_head = b"\xa2\x64data" + _bytes_head(len(data))
@@ -202,6 +202,7 @@ class Filesystem:
     def _read_stream(self, body, timeout):
         # A connection of its own, read by a thread of its own that stops
         # while the caller is 8 chunks behind (back pressure to the agent).
+        self._sbx._preflight(FILE_READ)  # paused, ended: as any request
         conn = self._sbx._open_extra_connection()
         if isinstance(conn, _wire.Connection):
             conn.start_reader()  # socket reads overlap the caller's writes
@@ -215,9 +216,15 @@ class Filesystem:
         return FileStreamReader(chunks(), source=gen)
 
     def _read_chunks(self, conn, body, timeout, own_conn):
+        """The chunks of FILE_READ `body`: over the sandbox's own connection
+        (its request checks: paused, ended, ...), or `conn`, the one
+        _read_stream opened (own_conn: closed at the end)."""
         try:
-            req = conn.request(FILE_READ, body)
             try:
+                if own_conn:
+                    req = conn.request(FILE_READ, body)
+                else:
+                    req = self._sbx._request(FILE_READ, body)
                 for mtype, msg in req.messages(timeout=timeout):
                     if mtype == FILE_CHUNK:
                         yield msg.get("data", b"")
@@ -228,7 +235,7 @@ class Filesystem:
             except TimeoutError:
                 raise format_request_timeout_error() from None
             except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
-                raise SandboxException(f"connection to the agent failed: {e}") from None
+                raise self._sbx._connection_error(e, FILE_READ) from None
         finally:
             if own_conn:
                 conn.close()
@@ -380,7 +387,7 @@ class Filesystem:
             except TimeoutError:
                 raise format_request_timeout_error() from None
             except (_wire.ConnectionClosed, _wire.ProtocolError) as e:
-                raise SandboxException(f"connection to the agent failed: {e}") from None
+                raise self._sbx._connection_error(e, FILE_WATCH) from None
             if mtype == WATCH_STARTED:
                 return WatchHandle(self, req, self._entry_reader(path, user) if include_entry else None)
             if mtype == _wire.ERROR:

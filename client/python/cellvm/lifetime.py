@@ -138,13 +138,16 @@ def set_timeout_of(sbx, entry, timeout):
         send_deadline(owner._conn, out["guest_timeout_ms"])
         owner._sent_deadline_ms = owner._entry.deadline_ms
     except (_wire.AgentError, _wire.ConnectionClosed, _wire.ProtocolError, TimeoutError) as err:
-        raise SandboxException(f"set_timeout: the guest did not take its deadline: {err}") from None
+        raise SandboxException(f"set_timeout: the guest did not take its deadline: {err}",
+                               code=getattr(err, "code", None)) from None
 
 
-def connect_entry(cls, entry, timeout, request_timeout, envs):
+def connect_entry(cls, entry, timeout, request_timeout, envs, extend=True):
     """Sandbox.connect() of another process's VM (its entry): this process
     holds its channel first (`cellvm hold`, which refuses a serial channel
-    another live process holds)."""
+    another live process holds). `extend`: connect()'s lifetime rule (it
+    lives at least `timeout`, default 300 s, from now); False for a
+    connection that is no connect() (get_metrics)."""
     from . import host
     host.hold(entry.key, os.getpid())
     try:
@@ -157,8 +160,12 @@ def connect_entry(cls, entry, timeout, request_timeout, envs):
     sbx._metadata = dict(entry.metadata)
     sbx._template = entry.template or None
     sbx._started_at = ms_to_datetime(entry.started_ms)
-    if timeout is not None:
-        sbx.set_timeout(timeout)
+    try:
+        if extend:
+            sbx._extend_timeout(timeout)  # E2B's connect: only extends its life
+    except BaseException:
+        sbx.close()
+        raise
     watch(sbx)
     return sbx
 

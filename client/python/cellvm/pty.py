@@ -45,7 +45,8 @@ class Pty:
 
     def resize(self, pid: int, size: PtySize, request_timeout: Optional[float] = None) -> None:
         """Set the terminal's size; its foreground job gets SIGWINCH."""
-        self._sbx._call(CMD_RESIZE, {"pid": int(pid), "pty": _size(size)}, request_timeout)
+        self._sbx._call(CMD_RESIZE, {"pid": int(pid), "pty": _size(size)}, request_timeout,
+                        rpc=True)
 
     def kill(self, pid: int, request_timeout: Optional[float] = None) -> bool:
         """SIGKILL the terminal's shell; False if there is no such process."""

@@ -23,8 +23,10 @@ from .exceptions import (
     SandboxException,
     SandboxNotFoundException,
     TimeoutException,
+    format_long_request_timeout_error,
     format_request_timeout_error,
     format_sandbox_killed_error,
+    format_sandbox_not_running_error,
     from_agent_error,
 )
 from .models import (Context, Execution, ExecutionError, OutputHandler, OutputMessage, Result,
@@ -46,6 +48,13 @@ ADDR_ENV = "CELLVM_ADDR"
 # are noticed even when no message arrives.
 # After a cancel, how long to wait for the request's terminal message.
 _DRAIN_S = 5.0
+# The code interpreter's requests (E2B's port 49999 server), whose errors for a
+# sandbox that ended E2B's SDK words apart from envd's (files, commands).
+_CODE_INTERPRETER = frozenset((_wire.EXECUTE, _wire.INTERRUPT, _wire.CONTEXT_CREATE,
+                               _wire.CONTEXT_LIST, _wire.CONTEXT_RESTART, _wire.CONTEXT_REMOVE))
+# When a VM's connection fails: how long to wait for its VMM to be seen gone
+# (a kill from elsewhere) before taking the failure for one of a live sandbox.
+_END_WAIT_S = 1.0
 # get_host() and the file URLs: each listener made once, whichever thread asks first.
 _LISTENERS_LOCK = threading.Lock()
 
@@ -393,10 +402,16 @@ class Sandbox(CloudOnly):
         """`sbx.connect()` (E2B: resume and reconnect): reopens this
         Sandbox's connection if close() closed it; returns the Sandbox.
         `Sandbox.connect(sandbox_id)` is the classmethod `_cls_connect`.
-        `timeout` (E2B): the sandbox's new lifetime, as set_timeout()."""
+        `timeout` (E2B's, default 300 s): a running sandbox then lives at
+        least that long from now (connect only extends its life, as E2B's);
+        a paused one resumes with it. SandboxNotFoundException (E2B's) once
+        the sandbox has ended."""
         if self._killed or (self._owner is not None and self._owner._killed):
             raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
         owner = self._owner if self._owner is not None else self
+        self._check_timeout_pause()
+        if getattr(owner, "_paused", None) is None and self._ended():
+            raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
         if getattr(owner, "_paused", None) is not None:  # E2B: connect() resumes it
             from . import pause
             rec = pause.find(owner._paused["key"])
@@ -421,9 +436,34 @@ class Sandbox(CloudOnly):
                     raise
                 self._closed = False
             _register(self)
-        if timeout is not None:
-            self.set_timeout(timeout)
+        self._extend_timeout(timeout)
         return self
+
+    def _extend_timeout(self, timeout):
+        """connect()'s `timeout` (E2B: given or 300 s, the sandbox's "TTL is
+        only extended"): a sandbox in the registry is made to live at least
+        `timeout` s from now, never shortened. An agent in dev mode has no
+        lifetime (a warning when a timeout was given, as set_timeout())."""
+        owner = self._owner if self._owner is not None else self
+        entry = getattr(owner, "_entry", None)
+        if entry is None:
+            if timeout is not None:
+                self.set_timeout(timeout)
+            return
+        timeout = timeout or self.default_sandbox_timeout  # E2B's `timeout or default`
+        from . import lifetime
+        fresh = lifetime.find(entry.key)
+        if fresh is None:
+            raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
+        if time.time() * 1000 + float(timeout) * 1000 > fresh.deadline_ms:
+            try:
+                self.set_timeout(timeout)
+            except SandboxException as e:
+                if e.code != "unsupported":
+                    raise
+                # An agent not under cellvm-init (a dev agent behind a registry
+                # entry) takes no deadline: the host's record holds it.
+                logger.debug("connect(%s): %s", self.sandbox_id, e)
 
     @classmethod
     def _cls_connect(cls, sandbox_id: str, timeout: Optional[int] = None, logger=None, *,
@@ -436,12 +476,23 @@ class Sandbox(CloudOnly):
         stops that VM too), or a paused one (resumed, with the same id), or
         the agent at that address ('unix:PATH', 'tcp:HOST:PORT' or
         'vsock:CID:PORT': a dev-mode agent; a VM's address is taken too).
-        `timeout` (E2B): the sandbox's new lifetime, as set_timeout(). E2B's
-        other options (api_key, ...) are accepted and ignored.
-        SandboxNotFoundException if nothing answers."""
+        A sandbox this process already holds the channel of (one it booted,
+        or another process's it connected to) is shared, however often it
+        is connected to: a VM's serial channel takes one client.
+        `timeout` (E2B's, default 300 s): a running sandbox then lives at
+        least that long from now (only extended, as E2B's); a paused one
+        resumes with it. E2B's other options (api_key, ...) are accepted
+        and ignored. SandboxNotFoundException if nothing answers, or the
+        sandbox has ended (E2B's "Paused sandbox ... not found")."""
         if isinstance(sandbox_id, Sandbox):
             return sandbox_id.connect(timeout)
-        owners = [s for s in _live(sandbox_id) if s._vm is not None]
+        owners = []
+        for s in _live(sandbox_id):
+            root = s._owner if s._owner is not None else s
+            if ((root._vm is not None or getattr(root, "_entry", None) is not None)
+                    and not root._closed and root not in owners):
+                owners.append(root)
+        owners = [o for o in owners if not o._ended()]
         if owners:
             view = owners[0]._view(envs=envs, request_timeout=request_timeout)
         else:
@@ -455,10 +506,13 @@ class Sandbox(CloudOnly):
                 return pause.resume(cls, paused, timeout=timeout,
                                     request_timeout=request_timeout, envs=envs)
             if not _is_address(sandbox_id):  # an id nobody has (E2B's 404)
-                raise SandboxNotFoundException(f"Sandbox {sandbox_id} not found")
+                raise SandboxNotFoundException(f"Paused sandbox {sandbox_id} not found")
             view = cls(addr=sandbox_id, request_timeout=request_timeout, envs=envs)
-        if timeout is not None:
-            view.set_timeout(timeout)
+        try:
+            view._extend_timeout(timeout)
+        except BaseException:
+            view.close()
+            raise
         return view
 
     def _view(self, envs=None, request_timeout=None) -> "Sandbox":
@@ -661,11 +715,14 @@ class Sandbox(CloudOnly):
             return self._owner.kill()
         if self._killed:
             return False
-        self._killed = True
         if getattr(self, "_paused", None) is not None:  # its record is all there is
+            self._killed = True
             from . import pause
             self._close_listeners()
             return pause.kill(self._paused)
+        # E2B: False for a sandbox that had ended (its timeout, a kill elsewhere).
+        running = self._vm is None or not self._ended()
+        self._killed = True
         self.close()
         if self._vm is not None:
             self._vm.kill()
@@ -676,7 +733,7 @@ class Sandbox(CloudOnly):
             from . import lifetime
             if self._vm is None:  # another process's VM: stopped host-side (`cellvm kill`)
                 return lifetime.kill_entry(entry)
-        return True
+        return running
 
     @classmethod
     def _cls_kill(cls, sandbox_id: str, **opts) -> bool:
@@ -690,9 +747,9 @@ class Sandbox(CloudOnly):
             return sandbox_id.kill()
         known = _live(sandbox_id)
         if known:
-            for s in known:
-                s.kill()
-            return True
+            # Each is ended (its VM stopped, its resources freed); True if
+            # one was running (E2B: False for a sandbox that had ended).
+            return any([s.kill() for s in known])
         from . import lifetime
         entry = lifetime.find(sandbox_id)
         if entry is not None:  # another process's VM: stopped host-side (`cellvm ps`)
@@ -762,6 +819,8 @@ class Sandbox(CloudOnly):
         if getattr(owner, "_paused", None) is not None:
             raise SandboxException(f"sandbox {self.sandbox_id} is paused: it has no timeout "
                                    "until connect() resumes it (connect(timeout=...))")
+        if self._ended():  # E2B's 404
+            raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found")
         entry = getattr(owner, "_entry", None)
         if entry is None:
             lifetime.warn_dev_mode(self.sandbox_id, "set_timeout")
@@ -947,6 +1006,8 @@ class Sandbox(CloudOnly):
         memory from /proc/meminfo, the disk of / as `df /` counts it). E2B
         returns the samples it kept between `start` and `end`; cellvm keeps
         none (`cellvm serve` does), so a window that ends before now gives []."""
+        if self._ended():  # E2B's 404
+            raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found")
         now = _dt.datetime.now(_dt.timezone.utc)
         if end is not None and (end if end.tzinfo else end.astimezone()) < now:
             return []
@@ -974,7 +1035,8 @@ class Sandbox(CloudOnly):
         entry = lifetime.find(sandbox_id)
         try:
             if entry is not None:  # another process's VM: measured over its channel
-                other = lifetime.connect_entry(cls, entry, None, opts.get("request_timeout"), None)
+                other = lifetime.connect_entry(cls, entry, None, opts.get("request_timeout"), None,
+                                               extend=False)
             else:
                 other = cls(addr=sandbox_id, request_timeout=opts.get("request_timeout"))
         except (SandboxNotFoundException, InvalidArgumentException):
@@ -1024,7 +1086,7 @@ class Sandbox(CloudOnly):
         `Sandbox.pause(sandbox_id)` is the classmethod `_cls_pause`."""
         if not isinstance(keep_memory, bool):
             raise InvalidArgumentException(f"keep_memory must be True or False, not {keep_memory!r}")
-        if self._was_killed():
+        if self._ended():  # killed, or past its end (E2B's 404)
             raise SandboxNotFoundException(f"Sandbox {self.sandbox_id} not found")
         from . import pause
         return pause.pause(self, keep_memory)
@@ -1269,8 +1331,12 @@ class Sandbox(CloudOnly):
                                  timeout, request_timeout, abort)
         except SandboxException as e:
             # kill() from another thread or task closed the connection under
-            # the execution: E2B raises its TimeoutException saying so.
-            if isinstance(e, (TimeoutException, ExecutionAborted)) or not self._was_killed():
+            # the execution, or the sandbox ended (its timeout, a kill from
+            # elsewhere): E2B raises its TimeoutException saying so.
+            if isinstance(e, (TimeoutException, ExecutionAborted)):
+                raise
+            if not (self._was_killed() or (getattr(e, "connection_failed", False)
+                                           and self._ended(_END_WAIT_S))):
                 raise
             raise format_sandbox_killed_error() from None
         finally:
@@ -1316,7 +1382,16 @@ class Sandbox(CloudOnly):
                 if on_result:
                     on_result(result)
             elif mtype == _wire.EXEC_ERROR:
-                if execution.error is None:
+                if execution.error is None and msg.get("name") == "ContextRestarted":
+                    # The context's process died (os._exit, a crash, a kill
+                    # after an interrupt) and was started anew: E2B's server
+                    # ends the execution with this (code-interpreter-server
+                    # messaging.py, the kernel's "restarting" status).
+                    execution.error = ExecutionError("ContextRestarting", "Context was restarted",
+                                                     "", traceback_lines=[])
+                    if on_error:
+                        on_error(execution.error)
+                elif execution.error is None:
                     tb = msg.get("traceback") or []
                     lines = [str(x) for x in tb] if isinstance(tb, list) else [str(tb)]
                     # E2B's server joins ipykernel's entries with "".
@@ -1413,7 +1488,75 @@ class Sandbox(CloudOnly):
             from . import pause
             pause.after_timeout(owner)
 
-    def _request(self, mtype, body):
+    def _past_deadline(self) -> bool:
+        """A VM in the registry (not paused at its timeout) whose deadline has
+        passed: it has ended or is ending (its guest shuts down, its keeper
+        kills the VMM), as E2B's sandbox is gone at its timeout. The
+        registry is asked only once this process's view of the deadline has
+        passed (another process may have moved it)."""
+        owner = self._owner if self._owner is not None else self
+        entry = getattr(owner, "_entry", None)
+        if (entry is None or entry.on_timeout == "pause"
+                or getattr(owner, "_paused", None) is not None
+                or time.time() * 1000 < entry.deadline_ms):
+            return False
+        from . import lifetime
+        try:
+            fresh = lifetime.find(entry.key)
+        except SandboxException:
+            return False
+        if fresh is None:
+            return True
+        entry.deadline_ms = fresh.deadline_ms
+        return time.time() * 1000 >= fresh.deadline_ms
+
+    def _ended(self, wait: float = 0.0) -> bool:
+        """The sandbox is no longer running: kill() ended it, its VMM is gone
+        (killed elsewhere, or it ended at its timeout), or it is past its
+        deadline. `wait`: seconds to keep looking while the VMM still runs
+        (a failed connection may be seen before the VMM's exit). False for an
+        agent in dev mode, whose lifetime is its starter's."""
+        if self._was_killed():
+            return True
+        owner = self._owner if self._owner is not None else self
+        if getattr(owner, "_paused", None) is not None:
+            return False
+        vm, entry = owner._vm, getattr(owner, "_entry", None)
+        if vm is None and entry is None:
+            return False
+        if self._past_deadline():
+            return True
+        if vm is None:  # another process's VM: the registry says whether it runs
+            from . import lifetime
+            try:
+                return lifetime.find(entry.key) is None
+            except SandboxException:
+                return False
+        alive = getattr(vm, "alive", None)
+        if alive is None:  # a VM object that cannot tell
+            return False
+        until = time.monotonic() + wait
+        while alive():
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def _connection_error(self, err, mtype=None) -> SandboxException:
+        """The exception for a request whose connection failed: E2B's for a
+        sandbox that is not running (it has ended), else a SandboxException
+        saying what failed."""
+        owner = self._owner if self._owner is not None else self
+        # (closed here: no VMM exit to wait for)
+        if self._ended(0.0 if owner._closed else _END_WAIT_S):
+            return format_sandbox_not_running_error(self.sandbox_id, mtype in _CODE_INTERPRETER)
+        return SandboxException(f"connection to the agent failed: {err}")
+
+    def _preflight(self, mtype=None):
+        """The checks before a request: a sandbox paused at its timeout, or
+        paused with auto_resume (resumed now), or resumed through another
+        view; a paused or closed one raises SandboxException, one that has
+        ended (killed, past its deadline) E2B's error for that."""
         owner = self._owner if self._owner is not None else self
         self._check_timeout_pause()
         if getattr(owner, "_paused", None) is not None and owner._auto_resume:
@@ -1423,12 +1566,22 @@ class Sandbox(CloudOnly):
             self._conn, self._vm, self._closed, self._paused = owner._conn, owner._vm, False, None
         if getattr(self, "_paused", None) is not None:
             raise SandboxException(f"sandbox {self.sandbox_id} is paused: connect() resumes it")
+        if self._was_killed() or self._past_deadline():
+            raise format_sandbox_not_running_error(self.sandbox_id, mtype in _CODE_INTERPRETER)
         if self._closed and self._owner is not None:  # a closed view of a shared connection
             raise SandboxException("connection to the agent failed: the Sandbox was closed")
+
+    def _request(self, mtype, body):
+        self._preflight(mtype)
         try:
-            return self._conn.request(mtype, body)
+            req = self._conn.request(mtype, body)
         except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
-            raise SandboxException(f"connection to the agent failed: {e}") from None
+            raise self._connection_error(e, mtype) from None
+        failed = getattr(self._conn, "_closed", None)
+        if isinstance(failed, BaseException):  # the send failed: the request never went
+            raise self._connection_error(failed, mtype) from None
+        req.mtype = mtype
+        return req
 
     def _open_extra_connection(self):
         """A second connection to the same agent (for a streamed download);
@@ -1437,8 +1590,18 @@ class Sandbox(CloudOnly):
             return _SharedConnection(self._conn)
         return _open_connection(self._addr, self._request_timeout)
 
-    def _call(self, mtype, body, request_timeout=None, not_found=None):
-        return self._wait(self._request(mtype, body), request_timeout, not_found)
+    def _call(self, mtype, body, request_timeout=None, not_found=None, rpc=False):
+        """The OK body of request `mtype` (see _wait). `rpc`: one of envd's
+        unary RPCs in E2B (files' list, stat, remove, rename, make_dir;
+        commands' list, kill, stdin), which E2B's Python SDK ends at
+        `request_timeout` with its DEADLINE_EXCEEDED error (e2b/envd/rpc.py)."""
+        req = self._request(mtype, body)
+        try:
+            return self._wait(req, request_timeout, not_found)
+        except TimeoutException as e:
+            if not rpc or e.code != "request_timeout":
+                raise
+            raise format_long_request_timeout_error() from None
 
     def _wait(self, req, request_timeout=None, not_found=None):
         """The OK body of `req`, or its ERROR raised as a SandboxException
@@ -1453,5 +1616,5 @@ class Sandbox(CloudOnly):
         except TimeoutError:
             raise format_request_timeout_error() from None
         except (_wire.ConnectionClosed, _wire.ProtocolError, _wire.AgentError) as e:
-            raise SandboxException(f"connection to the agent failed: {e}") from None
+            raise self._connection_error(e, getattr(req, "mtype", None)) from None
         raise SandboxException("request ended without a terminal message")
