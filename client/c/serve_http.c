@@ -406,13 +406,10 @@ static int route(struct hreq *h)
         }
         if (to_sandbox) {
                 /* A paused sandbox created with autoResume wakes for it (E2B's). */
-                if (!valid_id(id) || (!(h->sbx = serve_get(id)) && !(h->sbx = serve_wake(id)))) {
-                        if (port != SERVE_ENVD_PORT && port != SERVE_JUPYTER_PORT)
-                                return port_gone_route(h, id, h->why, sizeof(h->why));
-                        /* E2B's edge: a sandbox that is not running is a 502. */
-                        snprintf(h->why, sizeof(h->why), "The sandbox %.64s was not found", id);
-                        return 502;
-                }
+                /* E2B's edge: a sandbox that is not running is a 502 with its
+                 * body, for envd's and the interpreter's ports too. */
+                if (!valid_id(id) || (!(h->sbx = serve_get(id)) && !(h->sbx = serve_wake(id))))
+                        return port_gone_route(h, id, h->why, sizeof(h->why));
                 return sandbox_route(h, port, h->why, sizeof(h->why));
         }
         /* A signed /files URL carries no sandbox id: the signature finds it. */
