@@ -670,6 +670,8 @@ FRESH_MAGIC_ERRORS = [
     "%load_ext version_information\n",
     "%reload_ext watermark_nosuch\n",
     "%load_ext json\n",
+    "%run nosuch.py\n",
+    "%run\n",
 ]
 
 

@@ -13,7 +13,7 @@ from ..capture import CapturedIO
 from ..debugger import format_stack_entry
 from ..display import _capturing
 from ..error import StdinNotImplementedError, UsageError
-from ..foreign_frames import IPYTHON_CORE, frames_from, warn_as_if_from
+from ..foreign_frames import IPYTHON_CORE, as_if_in, frames_from, warn_as_if_from
 from ..iostream import _flush_std
 from . import magic_parser
 from ..pylabtools import _run_file_with_matplotlib
@@ -21,6 +21,35 @@ from ..ultratb import _from_file
 
 # IPython's safe_run_module warns from its own file and line.
 _IPYTHON_RUN_MODULE_WARN = (IPYTHON_CORE + "interactiveshell.py", 2850)
+
+
+# %run without a file, or with one that is not there, fails in IPython's run()
+# (its first argument, its file_finder) with the error chained from that
+# cause, each frame at its line there.
+def _first_argument(arg_lst, parameter_s, runner, file_finder):
+        return arg_lst[0]
+
+
+def _find_file(file_finder, fpath, runner, unused):
+        return file_finder(fpath)
+
+
+def _raise_from(error, cause, runner, file_finder):
+        raise error from cause
+
+
+def _get_py_filename(name):
+        raise OSError("File `%r` not found." % name)
+
+
+_EXECUTION_PY = IPYTHON_CORE + "magics/execution.py"
+_RUN = dict(qualname="ExecutionMagics.run", params=("self", "parameter_s", "runner", "file_finder"))
+_run_first_argument = as_if_in(_first_argument, "IPython.core.magics.execution", _EXECUTION_PY, 695, **_RUN)
+_run_find_file = as_if_in(_find_file, "IPython.core.magics.execution", _EXECUTION_PY, 696, **_RUN)
+_run_raise_no_file = as_if_in(_raise_from, "IPython.core.magics.execution", _EXECUTION_PY, 699, **_RUN)
+_run_raise_not_found = as_if_in(_raise_from, "IPython.core.magics.execution", _EXECUTION_PY, 707, **_RUN)
+_get_py_filename = as_if_in(_get_py_filename, "IPython.utils.path", IPYTHON_CORE.replace("/core/", "/utils/path.py"),
+                            92, qualname="get_py_filename")
 
 
 def _format_time(seconds, precision=3):
@@ -212,11 +241,22 @@ class ExecutionMagics:
                         if not origin or origin.rsplit(".", 1)[-1] not in ("py", "pyw"):
                                 raise Exception(f"{module!r} is not a valid modulename on sys.path")
                         args = [origin] + args
+                # The cause's frames start at IPython's run() (the stand-in), not here.
                 if not args:
-                        raise Exception("you must provide at least a filename.")  # IPython's
+                        try:
+                                _run_first_argument(args, line, None, None)
+                        except IndexError as e:
+                                _run_raise_no_file(Exception("you must provide at least a filename."),
+                                                   e.with_traceback(e.__traceback__.tb_next), None, None)
                 path = os.path.expanduser(args[0])
-                if not os.path.exists(path) and os.path.exists(path + ".py"):
+                if not os.path.isfile(path) and not path.endswith(".py") and os.path.isfile(path + ".py"):
                         path += ".py"
+                elif not os.path.isfile(path):
+                        try:
+                                _run_find_file(_get_py_filename, path, None, None)
+                        except OSError as e:
+                                _run_raise_not_found(Exception(str(e)), e.with_traceback(e.__traceback__.tb_next),
+                                                     None, None)
                 try:
                         with open(path, "rb") as f:
                                 source = f.read()
