@@ -64,7 +64,7 @@ def saved_source(source, verb):
         if entry is None:
             raise SandboxNotFoundException(f"Sandbox {source} not found")
         return None, entry.key
-    owner = source._owner if source._owner is not None else source
+    owner = source._root
     if owner._was_killed() or getattr(owner, "_paused", None) is not None:
         raise SandboxNotFoundException(f"Sandbox {source.sandbox_id} not found (a paused "
                                        f"sandbox is resumed by connect() before a {verb})")

@@ -127,7 +127,7 @@ def set_timeout_of(sbx, entry, timeout):
     from .exceptions import SandboxException
     owner = None
     if sbx is not None:
-        owner = sbx._owner if sbx._owner is not None else sbx
+        owner = sbx._root
         if owner._closed:
             owner = None
     out = host.set_timeout(entry.key, timeout, registry_only=owner is not None)

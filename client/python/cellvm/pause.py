@@ -31,7 +31,7 @@ def pause(sbx, keep_memory=True) -> bool:
     """Saves `sbx`'s VM into the paused store and stops it; False if it was
     paused. `keep_memory` False: its changed files only (`--files-only`)."""
     from .exceptions import SandboxException
-    owner = sbx._owner if sbx._owner is not None else sbx
+    owner = sbx._root
     if getattr(owner, "_paused", None) is not None:
         return False
     vm, entry = owner._vm, owner._entry

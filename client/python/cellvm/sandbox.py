@@ -408,7 +408,7 @@ class Sandbox(CloudOnly):
         the sandbox has ended."""
         if self._killed or (self._owner is not None and self._owner._killed):
             raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         self._check_timeout_pause()
         if getattr(owner, "_paused", None) is None and self._ended():
             raise SandboxNotFoundException(f"Paused sandbox {self.sandbox_id} not found")
@@ -444,7 +444,7 @@ class Sandbox(CloudOnly):
         only extended"): a sandbox in the registry is made to live at least
         `timeout` s from now, never shortened. An agent in dev mode has no
         lifetime (a warning when a timeout was given, as set_timeout())."""
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         entry = getattr(owner, "_entry", None)
         if entry is None:
             if timeout is not None:
@@ -488,7 +488,7 @@ class Sandbox(CloudOnly):
             return sandbox_id.connect(timeout)
         owners = []
         for s in _live(sandbox_id):
-            root = s._owner if s._owner is not None else s
+            root = s._root
             if ((root._vm is not None or getattr(root, "_entry", None) is not None)
                     and not root._closed and root not in owners):
                 owners.append(root)
@@ -514,6 +514,12 @@ class Sandbox(CloudOnly):
             view.close()
             raise
         return view
+
+    @property
+    def _root(self) -> "Sandbox":
+        """The Sandbox that holds the connection and the VM: this one, or the
+        one it is a view of (_view)."""
+        return self._owner if self._owner is not None else self
 
     def _view(self, envs=None, request_timeout=None) -> "Sandbox":
         """Another Sandbox over this one's connection (a booted VM's channel
@@ -814,7 +820,7 @@ class Sandbox(CloudOnly):
         dev mode has no lifetime (whoever started it ends it): a warning, no
         effect. `Sandbox.set_timeout(sandbox_id, timeout)` is `_cls_set_timeout`."""
         from . import lifetime
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         self._check_timeout_pause()
         if getattr(owner, "_paused", None) is not None:
             raise SandboxException(f"sandbox {self.sandbox_id} is paused: it has no timeout "
@@ -854,7 +860,7 @@ class Sandbox(CloudOnly):
         A QEMU micro-VM with network='none' only (InvalidArgumentException
         elsewhere). `Sandbox.update_network(sandbox_id, network)` is
         `_cls_update_network`."""
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         if getattr(owner, "_paused", None) is not None:
             raise SandboxException(f"sandbox {self.sandbox_id} is paused: connect() resumes it")
         entry = getattr(owner, "_entry", None)
@@ -885,7 +891,7 @@ class Sandbox(CloudOnly):
     def get_info(self, request_timeout: Optional[float] = None, **opts) -> SandboxInfo:
         """E2B's SandboxInfo for this sandbox. `Sandbox.get_info(sandbox_id)`
         is the classmethod `_cls_get_info`."""
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         self._check_timeout_pause()
         if getattr(owner, "_paused", None) is not None:
             from . import pause
@@ -899,7 +905,7 @@ class Sandbox(CloudOnly):
         else:
             cpus, memory = _host_cpus_and_memory(self._addr)
         hello = self._conn.hello or {}
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         if getattr(owner, "_entry", None) is not None:
             from . import lifetime
             return lifetime.info_of(owner, hello)
@@ -966,7 +972,7 @@ class Sandbox(CloudOnly):
         port = int(port)
         if not 0 < port < 65536:
             raise InvalidArgumentException(f"get_host({port}): a port is 1 to 65535")
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         if self._vm is None and getattr(owner, "_entry", None) is None:  # dev mode
             family, sockaddr = _wire.parse_address(self._addr)
             if self._addr.startswith("unix:"):
@@ -1064,7 +1070,7 @@ class Sandbox(CloudOnly):
         return self._file_server().url(path, "write", user, use_signature_expiration)
 
     def _file_server(self):
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         if self._closed or owner._closed:
             raise SandboxException("file URLs: the Sandbox was closed (connect() again)")
         from . import file_urls
@@ -1185,7 +1191,7 @@ class Sandbox(CloudOnly):
         one; no E2B_TEAM_ID, cellvm has no teams), then the sandbox's own
         envs over them. Computed at each use, so a sandbox restored from a
         template or resumed has its own id."""
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         entry, vm = getattr(owner, "_entry", None), owner._vm
         template = (entry.image if entry is not None else getattr(vm, "image", None)) or None
         envs = {"E2B_SANDBOX": "true", "E2B_SANDBOX_ID": self.sandbox_id}
@@ -1481,7 +1487,7 @@ class Sandbox(CloudOnly):
         """E2B's lifecycle on_timeout "pause": past its deadline the sandbox is
         paused by its keeper (or about to be), and this Sandbox then stands for
         the paused one (pause.after_timeout)."""
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         entry = getattr(owner, "_entry", None)
         if (getattr(owner, "_paused", None) is None and entry is not None
                 and entry.on_timeout == "pause" and time.time() * 1000 >= entry.deadline_ms):
@@ -1494,7 +1500,7 @@ class Sandbox(CloudOnly):
         kills the VMM), as E2B's sandbox is gone at its timeout. The
         registry is asked only once this process's view of the deadline has
         passed (another process may have moved it)."""
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         entry = getattr(owner, "_entry", None)
         if (entry is None or entry.on_timeout == "pause"
                 or getattr(owner, "_paused", None) is not None
@@ -1518,7 +1524,7 @@ class Sandbox(CloudOnly):
         agent in dev mode, whose lifetime is its starter's."""
         if self._was_killed():
             return True
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         if getattr(owner, "_paused", None) is not None:
             return False
         vm, entry = owner._vm, getattr(owner, "_entry", None)
@@ -1546,7 +1552,7 @@ class Sandbox(CloudOnly):
         """The exception for a request whose connection failed: E2B's for a
         sandbox that is not running (it has ended), else a SandboxException
         saying what failed."""
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         # (closed here: no VMM exit to wait for)
         if self._ended(0.0 if owner._closed else _END_WAIT_S):
             return format_sandbox_not_running_error(self.sandbox_id, mtype in _CODE_INTERPRETER)
@@ -1557,7 +1563,7 @@ class Sandbox(CloudOnly):
         paused with auto_resume (resumed now), or resumed through another
         view; a paused or closed one raises SandboxException, one that has
         ended (killed, past its deadline) E2B's error for that."""
-        owner = self._owner if self._owner is not None else self
+        owner = self._root
         self._check_timeout_pause()
         if getattr(owner, "_paused", None) is not None and owner._auto_resume:
             self.connect()  # E2B's auto_resume: a request resumes it
