@@ -10,7 +10,7 @@ import types
 import _cellvm
 
 from .display import display
-from .foreign_frames import IPYTHON_CORE, as_if_in, frames_from
+from .foreign_frames import as_if_in, as_if_in_ipython, frames_from
 from .getipython import _shell_config, _shell_events
 from .pylabtools import PNG_FORMAT, _inline, _set_figure_formats, _set_inline_trait, inline_trait_value
 from .session import _state
@@ -259,7 +259,7 @@ def _trigger(func):
         func()
 
 
-_trigger = as_if_in(_trigger, "IPython.core.events", IPYTHON_CORE + "events.py", 89)
+_trigger = as_if_in_ipython(_trigger, "core/events.py", 89)
 
 
 def _trigger_post_execute(func):

@@ -7,7 +7,8 @@ stand in for them, so warnings read and filter as there."""
 import types
 import warnings
 
-IPYTHON_CORE = "/usr/lib/python3/dist-packages/IPython/core/"
+IPYTHON = "/usr/lib/python3/dist-packages/IPython/"  # Debian's
+IPYTHON_CORE = IPYTHON + "core/"
 
 # Code given a qualname here: a traceback takes it from the code, where it
 # would take it from the function's definition in the source file.
@@ -36,15 +37,26 @@ def as_if_in(func, module, filename=None, line=None, qualname=None, params=None,
         return new
 
 
+def _ipython_module(path):
+        return "IPython." + path[:-3].replace("/", ".")
+
+
+def as_if_in_ipython(func, path, line, qualname=None, params=None, **names):
+        """as_if_in IPython's module at `path` (under IPython/, such as
+        "core/magics/script.py"), its file in Debian's IPython, at `line`."""
+        return as_if_in(func, _ipython_module(path), IPYTHON + path, line, qualname, params, **names)
+
+
 # One warning registry per module a warning is said to come from, as Python
 # keeps one per module: each text warns once until the filters change.
 _registries = {}
 
 
-def warn_as_if_from(message, category, module, filename, line):
-        """warnings.warn_explicit as if from `module`'s `filename` at `line`
-        (Debian's IPython, whose source line shows if it is installed)."""
-        warnings.warn_explicit(message, category, filename, line, module=module,
+def warn_as_if_from(message, category, path, line):
+        """warnings.warn_explicit as if from IPython's module at `path` (under
+        IPython/), at `line` (Debian's IPython, whose source line shows)."""
+        module = _ipython_module(path)
+        warnings.warn_explicit(message, category, IPYTHON + path, line, module=module,
                                registry=_registries.setdefault(module, {}))
 
 

@@ -5,11 +5,10 @@ import sys
 import types
 
 from .e2b_data import _e2b_data, _e2b_json, _figure_chart, _json_clean
-from .foreign_frames import IPYTHON_CORE, as_if_in, warn_as_if_from
+from .foreign_frames import as_if_in_ipython, warn_as_if_from
 from .pylabtools import _figure_formatters
 from .session import _state
 
-_FORMATTERS_PY = IPYTHON_CORE + "formatters.py"
 
 
 # IPython's DisplayFormatter order.
@@ -88,7 +87,7 @@ def _formatter_warning(mime, obj, exc=None, value=None):
         category = getattr(sys.modules.get("IPython.core.formatters"), "FormatterWarning", FormatterWarning)
         warn_as_if_from(f"{mime} formatter returned invalid type {type(value)} (expected "
                         f"{_EXPECTED_TYPE.get(mime, str(str))}) for object: {pretty_text(obj)}",
-                        category, "IPython.core.formatters", *_IPYTHON_CHECK_RETURN)
+                        category, "core/formatters.py", 366)
 
 
 class FormatterWarning(UserWarning):
@@ -96,7 +95,6 @@ class FormatterWarning(UserWarning):
 
 
 FormatterWarning.__module__ = "IPython.core.formatters"
-_IPYTHON_CHECK_RETURN = (_FORMATTERS_PY, 366)
 
 
 # The calls of a formatter's printer or of an object's _repr_*_ method: their
@@ -111,15 +109,15 @@ def _mimebundle_call(self, obj, include=None, exclude=None):
         return self(include=include, exclude=exclude)
 
 
-_call_printer = as_if_in(_formatter_call, "IPython.core.formatters", _FORMATTERS_PY, 339,
+_call_printer = as_if_in_ipython(_formatter_call, "core/formatters.py", 339,
                          qualname="BaseFormatter.__call__")
-_call_method = as_if_in(_formatter_call, "IPython.core.formatters", _FORMATTERS_PY, 343,
+_call_method = as_if_in_ipython(_formatter_call, "core/formatters.py", 343,
                         qualname="BaseFormatter.__call__")
-_call_plain_text = as_if_in(_formatter_call, "IPython.core.formatters", _FORMATTERS_PY, 707,
+_call_plain_text = as_if_in_ipython(_formatter_call, "core/formatters.py", 707,
                             qualname="PlainTextFormatter.__call__")
-_call_display_method = as_if_in(_formatter_call, "IPython.core.formatters", _FORMATTERS_PY, 921,
+_call_display_method = as_if_in_ipython(_formatter_call, "core/formatters.py", 921,
                                 qualname="IPythonDisplayFormatter.__call__")
-_call_mimebundle_method = as_if_in(_mimebundle_call, "IPython.core.formatters", _FORMATTERS_PY, 973,
+_call_mimebundle_method = as_if_in_ipython(_mimebundle_call, "core/formatters.py", 973,
                                    qualname="MimeBundleFormatter.__call__")
 
 

@@ -13,7 +13,7 @@ import _cellvm
 
 from .backend_inline import _figures_pending, _flush_figures, _flush_figures_callback
 from .error import UsageError
-from .foreign_frames import IPYTHON_CORE, warn_as_if_from
+from .foreign_frames import warn_as_if_from
 from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, transform_cell
 from .iostream import _flush_std
 from .kernelbase import _set_sigint
@@ -563,8 +563,7 @@ class CellRunner:
                         # filters decide).
                         if not self.exit_warning_off:
                                 warn_as_if_from("To exit: use 'exit', 'quit', or Ctrl-D.", UserWarning,
-                                                "IPython.core.interactiveshell",
-                                                IPYTHON_CORE + "interactiveshell.py", 3386)
+                                                "core/interactiveshell.py", 3386)
                 elif hasattr(e, "_render_traceback_"):
                         tb = self._rendered_traceback(e)
                         rendered = True

@@ -5,7 +5,7 @@ InlineBackend traits that choose them) and %run's mpl_execfile."""
 import io
 import sys
 
-from .foreign_frames import IPYTHON_CORE, as_if_in
+from .foreign_frames import as_if_in_ipython
 
 
 PNG_FORMAT = "cellvmpng"  # savefig format served by our canvas: PNG via _cellvm.png_encode
@@ -78,8 +78,7 @@ def _call_print_figure(fig, fmt, bbox_inches, base64, **kwargs):
 # outside matplotlib: in ipykernel, IPython's print_figure, its line 151
 # (`fig.canvas.print_figure(bytes_io, **kw)`). The call above is made to be
 # that frame, with its arguments' names (a failed draw's traceback shows them).
-_call_print_figure = as_if_in(_call_print_figure, "IPython.core.pylabtools",
-                              IPYTHON_CORE + "pylabtools.py", 151, qualname="print_figure")
+_call_print_figure = as_if_in_ipython(_call_print_figure, "core/pylabtools.py", 151, qualname="print_figure")
 
 
 def _figure_png(fig):

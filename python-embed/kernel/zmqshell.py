@@ -13,7 +13,7 @@ import time
 from . import formatters
 from .error import UsageError
 from .events import EventManager
-from .foreign_frames import IPYTHON_CORE, as_if_in
+from .foreign_frames import as_if_in_ipython
 from .formatters import DisplayFormatter
 from .iostream import _flush_std
 from .logger import Logger
@@ -119,11 +119,12 @@ def _call_cell_magic(magic, magic_name, line, cell):
         return magic(line, cell)
 
 
-_call_line_magic = as_if_in(_call_line_magic, "IPython.core.interactiveshell", IPYTHON_CORE + "interactiveshell.py",
-                            2309, qualname="InteractiveShell.run_line_magic",
-                            params=("self", "magic_name", "line", "_stack_depth"))
-_call_cell_magic = as_if_in(_call_cell_magic, "IPython.core.interactiveshell", IPYTHON_CORE + "interactiveshell.py",
-                            2362, qualname="InteractiveShell.run_cell_magic", params=("self", "magic_name", "line", "cell"))
+_call_line_magic = as_if_in_ipython(_call_line_magic, "core/interactiveshell.py", 2309,
+                                    qualname="InteractiveShell.run_line_magic",
+                                    params=("self", "magic_name", "line", "_stack_depth"))
+_call_cell_magic = as_if_in_ipython(_call_cell_magic, "core/interactiveshell.py", 2362,
+                                    qualname="InteractiveShell.run_cell_magic",
+                                    params=("self", "magic_name", "line", "cell"))
 # IPython's @needs_local_scope line magics: given the caller's variables.
 _NEEDS_LOCAL_SCOPE = frozenset({"time", "timeit"})
 _INTERACTIVITY = ("all", "last", "last_expr", "none", "last_expr_or_assign")
@@ -319,12 +320,13 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
         def run_cell_magic(self, magic_name, line, cell):
                 name = magic_name
                 fn = getattr(self, "cell_magic_" + name, None)
-                line_magic = self.find_line_magic(name) is not None
                 if fn is None:
-                        also = f" (But line magic `%{name}` exists, did you mean that instead?)" if line_magic else ""
+                        also = (f" (But line magic `%{name}` exists, did you mean that instead?)"
+                                if self.find_line_magic(name) is not None else "")
                         raise UsageError(f"Cell magic `%%{name}` not found{also}.")
                 if cell == "":
-                        also = f" Did you mean the line magic %{name} (single %)?" if line_magic else ""
+                        also = (f" Did you mean the line magic %{name} (single %)?"
+                                if self.find_line_magic(name) is not None else "")
                         raise UsageError(f"%%{name} is a cell magic, but the cell body is empty.{also}")
                 if name not in _NO_VAR_EXPAND:
                         line = self.var_expand(line, depth=1)

@@ -6,7 +6,7 @@ import os
 import sys
 
 from .. import formatters
-from ..foreign_frames import IPYTHON_CORE, warn_as_if_from
+from ..foreign_frames import warn_as_if_from
 from ..error import UsageError
 from . import magic_parser
 from .osm import _ALIASES
@@ -26,7 +26,7 @@ class BasicMagics:
                         # As IPython's xmode_switch_err warns.
                         warn_as_if_from(f"Error changing user exception modes.\nUnrecognized mode in "
                                         f"FormattedTB: <{mode}>\nValid modes: {self._XMODES}", UserWarning,
-                                        "IPython.core.magics.basic", IPYTHON_CORE + "magics/basic.py", 377)
+                                        "core/magics/basic.py", 377)
                         return False
                 else:
                         k.xmode = mode

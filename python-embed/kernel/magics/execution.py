@@ -13,14 +13,12 @@ from ..capture import CapturedIO
 from ..debugger import format_stack_entry
 from ..display import _capturing
 from ..error import StdinNotImplementedError, UsageError
-from ..foreign_frames import IPYTHON_CORE, as_if_in, frames_from, warn_as_if_from
+from ..foreign_frames import as_if_in_ipython, frames_from, warn_as_if_from
 from ..iostream import _flush_std
 from . import magic_parser
 from ..pylabtools import _run_file_with_matplotlib
 from ..ultratb import _from_file
 
-# IPython's safe_run_module warns from its own file and line.
-_IPYTHON_RUN_MODULE_WARN = (IPYTHON_CORE + "interactiveshell.py", 2850)
 
 
 # %run without a file, or with one that is not there, fails in IPython's run()
@@ -42,14 +40,12 @@ def _get_py_filename(name):
         raise OSError("File `%r` not found." % name)
 
 
-_EXECUTION_PY = IPYTHON_CORE + "magics/execution.py"
 _RUN = dict(qualname="ExecutionMagics.run", params=("self", "parameter_s", "runner", "file_finder"))
-_run_first_argument = as_if_in(_first_argument, "IPython.core.magics.execution", _EXECUTION_PY, 695, **_RUN)
-_run_find_file = as_if_in(_find_file, "IPython.core.magics.execution", _EXECUTION_PY, 696, **_RUN)
-_run_raise_no_file = as_if_in(_raise_from, "IPython.core.magics.execution", _EXECUTION_PY, 699, **_RUN)
-_run_raise_not_found = as_if_in(_raise_from, "IPython.core.magics.execution", _EXECUTION_PY, 707, **_RUN)
-_get_py_filename = as_if_in(_get_py_filename, "IPython.utils.path", IPYTHON_CORE.replace("/core/", "/utils/path.py"),
-                            92, qualname="get_py_filename")
+_run_first_argument = as_if_in_ipython(_first_argument, "core/magics/execution.py", 695, **_RUN)
+_run_find_file = as_if_in_ipython(_find_file, "core/magics/execution.py", 696, **_RUN)
+_run_raise_no_file = as_if_in_ipython(_raise_from, "core/magics/execution.py", 699, **_RUN)
+_run_raise_not_found = as_if_in_ipython(_raise_from, "core/magics/execution.py", 707, **_RUN)
+_get_py_filename = as_if_in_ipython(_get_py_filename, "utils/path.py", 92, qualname="get_py_filename")
 
 
 def _format_time(seconds, precision=3):
@@ -359,8 +355,9 @@ class ExecutionMagics:
                 import runpy
                 e.__traceback__ = frames_from(e.__traceback__, runpy.run_module.__code__) or e.__traceback__
                 self.kernel._send_error(e, full=True)
+                # IPython's safe_run_module warns from its own file and line.
                 warn_as_if_from(f"Unknown failure executing module: <{module}>", UserWarning,
-                                "IPython.core.interactiveshell", *_IPYTHON_RUN_MODULE_WARN)
+                                "core/interactiveshell.py", 2850)
 
         def _new_main_mod(self, path, name):
                 """IPython's new_main_mod: the module a script runs in, one per file

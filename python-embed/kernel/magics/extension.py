@@ -6,7 +6,7 @@ import sys
 
 from ..autoreload import _Autoreload
 from ..error import UsageError
-from ..foreign_frames import IPYTHON_CORE, as_if_in
+from ..foreign_frames import as_if_in_ipython
 
 
 def _passes_on(call, arg):
@@ -16,8 +16,7 @@ def _passes_on(call, arg):
 def _frame(path, line, qualname, params=("self", "module_str")):
         """_passes_on as IPython's frame at path:line: an extension that fails
         to import or to load shows the frames ipykernel shows."""
-        module = "IPython.core." + path[:-3].replace("/", ".")
-        return as_if_in(_passes_on, module, IPYTHON_CORE + path, line, qualname=qualname, params=params)
+        return as_if_in_ipython(_passes_on, "core/" + path, line, qualname, params)
 
 
 _LOAD_EXT = _frame("magics/extension.py", 33, "ExtensionMagics.load_ext")

@@ -3,10 +3,8 @@
 
 import os
 
-from ..foreign_frames import IPYTHON_CORE, warn_as_if_from
+from ..foreign_frames import warn_as_if_from
 
-# IPython warns from its own file and line when a log cannot start.
-_IPYTHON_LOGSTART_WARN = (IPYTHON_CORE + "magics/logging.py", 130)
 
 
 class LoggingMagics:
@@ -35,8 +33,8 @@ class LoggingMagics:
                         logger.logstart(logfname, "# IPython log file\n\n", logmode, output, timestamp, raw)
                 except Exception as e:
                         self.logfile = old_logfile
-                        warn_as_if_from(f"Couldn't start log: {e}", UserWarning, "IPython.core.magics.logging",
-                                        *_IPYTHON_LOGSTART_WARN)
+                        # IPython warns from its own file and line.
+                        warn_as_if_from(f"Couldn't start log: {e}", UserWarning, "core/magics/logging.py", 130)
                         return
                 # The history so far has no times to show.
                 logger.timestamp = False

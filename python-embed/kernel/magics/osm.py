@@ -6,7 +6,7 @@ import re
 import sys
 
 from ..error import UsageError
-from ..foreign_frames import IPYTHON_CORE, as_if_in
+from ..foreign_frames import as_if_in_ipython
 from . import magic_parser
 
 
@@ -16,8 +16,8 @@ def _write_cell(path, mode, cell):
         with open(path, mode, encoding="utf-8") as f: f.write(cell)  # noqa: E701
 
 
-_write_cell = as_if_in(_write_cell, "IPython.core.magics.osm", IPYTHON_CORE + "magics/osm.py", 854,
-                       qualname="OSMagics.writefile", params=("self", "line", "cell"))
+_write_cell = as_if_in_ipython(_write_cell, "core/magics/osm.py", 854, qualname="OSMagics.writefile",
+                               params=("self", "line", "cell"))
 
 
 # IPython's default aliases (IPython.core.alias.default_aliases on Linux):

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import time
 
-from ..foreign_frames import IPYTHON_CORE, as_if_in
+from ..foreign_frames import as_if_in_ipython
 from ..getipython import _ipython_get_ipython
 from ..iostream import _flush_std
 from ..usersite import refresh as refresh_user_site
@@ -46,9 +46,6 @@ class _AsyncIOProxy:
 
         def __dir__(self):
                 return dir(self._obj)
-
-
-_SCRIPT_PY = IPYTHON_CORE + "magics/script.py"
 
 
 # IPython's ScriptMagics.shebang and its named_script_magic (%%bash...), as
@@ -138,11 +135,11 @@ class ScriptMagics:
                 return None
 
         # IPython's shebang (%%script), whose frame raises a script's failure.
-        shebang = cell_magic_script = as_if_in(_shebang, "IPython.core.magics.script", _SCRIPT_PY, 305,
-                                               qualname="ScriptMagics.shebang")
+        shebang = cell_magic_script = as_if_in_ipython(_shebang, "core/magics/script.py", 305,
+                                                       qualname="ScriptMagics.shebang")
 
         def _script_magic(program):
-                named = as_if_in(_named_script_magic, "IPython.core.magics.script", _SCRIPT_PY, 153,
+                named = as_if_in_ipython(_named_script_magic, "core/magics/script.py", 153,
                                  qualname="ScriptMagics._make_script_magic.<locals>.named_script_magic",
                                  _program=program, _ipython_get_ipython=_ipython_get_ipython)
 

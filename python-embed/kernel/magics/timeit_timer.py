@@ -7,10 +7,9 @@ import codeop
 import itertools
 import timeit
 
-from ..foreign_frames import IPYTHON_CORE, as_if_in
+from ..foreign_frames import as_if_in_ipython
 from ..inputtransformer2 import cleanup_cell, transform_cell
 
-_EXECUTION_PY = IPYTHON_CORE + "magics/execution.py"
 _AST_PARSE_FLAGS = ast.PyCF_ONLY_AST | codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
 
 # timeit.template as IPython fills it: `setup` and `stmt` stand for the code.
@@ -61,8 +60,8 @@ class Timer(timeit.Timer):
                 self.timer = timeit.default_timer
                 self.inner = inner
 
-        timeit = as_if_in(_timer_timeit, "IPython.core.magics.execution", _EXECUTION_PY, 156,
-                          qualname="Timer.timeit", itertools=itertools)
+        timeit = as_if_in_ipython(_timer_timeit, "core/magics/execution.py", 156, qualname="Timer.timeit",
+                                  itertools=itertools)
 
 
 Timer.__module__ = "IPython.core.magics.execution"
@@ -79,7 +78,7 @@ def _all_runs(timer, repeat, number, local_ns):
 
 
 _MAGIC_PARAMS = ("self", "line", "cell", "local_ns")
-time_number = as_if_in(_time_number, "IPython.core.magics.execution", _EXECUTION_PY, 1162,
-                       qualname="ExecutionMagics.timeit", params=_MAGIC_PARAMS)
-all_runs = as_if_in(_all_runs, "IPython.core.magics.execution", _EXECUTION_PY, 1166,
-                    qualname="ExecutionMagics.timeit", params=_MAGIC_PARAMS)
+time_number = as_if_in_ipython(_time_number, "core/magics/execution.py", 1162, qualname="ExecutionMagics.timeit",
+                               params=_MAGIC_PARAMS)
+all_runs = as_if_in_ipython(_all_runs, "core/magics/execution.py", 1166, qualname="ExecutionMagics.timeit",
+                            params=_MAGIC_PARAMS)
