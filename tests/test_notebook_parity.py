@@ -682,6 +682,40 @@ def test_magic_errors_read_as_in_ipykernel(agent):
     assert expected[6]["error"][0] == "NameError" and expected[7]["results"][0]["text"] == "3", expected[6:]
 
 
+# Errors raised inside IPython's own helpers: find_user_code (%load),
+# traitlets' setter and the formatter's observer (%precision, chained from
+# the check's error), find_gui_and_backend (%matplotlib, %pylab), and
+# compile.ast_parse (%time, %timeit); a SyntaxError raised while a cell runs
+# lists IPython's run_code frame first (SyntaxTB).
+FRESH_LOOKUP_ERRORS = [
+    "%load nosuch.py\n",
+    "%load os\n",
+    "%precision %q\n",
+    "%precision abc\n",
+    "%precision -3\n",
+    "%precision 3\n",
+    "1.23456789\n",
+    "%matplotlib nosuch\n",
+    "%pylab Inline\n",
+    'eval("1 +")\n',
+    'import asyncio\nx = await asyncio.sleep(0, result=eval("1 +"))\n',
+    "%timeit x = (\n",
+    "%time x = (\n",
+    "%%timeit x = (\npass\n",
+    "%%time\n!echo hi\nx = 5\nx\n",
+]
+
+
+def test_helper_errors_read_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_LOOKUP_ERRORS, tracebacks=True)
+    assert "interactiveshell.py:3702, in InteractiveShell.find_user_code" in expected[0]["traceback"], expected[0]
+    assert "traitlets.py:1431, in HasTraits._notify_observers" in expected[2]["traceback"], expected[2]
+    assert expected[6]["results"][0]["text"] == "1.235", expected[6]
+    assert "pylabtools.py:321, in find_gui_and_backend" in expected[7]["traceback"], expected[7]
+    assert "interactiveshell.py:3376 in run_code" in expected[10]["traceback"], expected[10]
+    assert "execution.py:1107 in timeit" in expected[13]["traceback"], expected[13]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

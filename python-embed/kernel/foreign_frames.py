@@ -47,6 +47,35 @@ def as_if_in_ipython(func, path, line, qualname=None, params=None, **names):
         return as_if_in(func, _ipython_module(path), IPYTHON + path, line, qualname, params, **names)
 
 
+# Frames that only pass a call on: the first argument called with the last.
+def _pass_on_2(call, arg):
+        return call(arg)
+
+
+def _pass_on_3(call, unused, arg):
+        return call(arg)
+
+
+def _pass_on_4(call, unused, unused2, arg):
+        return call(arg)
+
+
+_PASS_ON = {2: _pass_on_2, 3: _pass_on_3, 4: _pass_on_4}
+
+
+def passing_on(module, filename, line, qualname, params):
+        """A frame at `filename`:`line` of `module` whose parameters show as
+        `params` (two to four): called as f(call, ..., arg), it returns
+        call(arg). Chained with functools.partial, such frames stand for a
+        call path through another library's code."""
+        return as_if_in(_PASS_ON[len(params)], module, filename, line, qualname, params)
+
+
+def ipython_passing_on(path, line, qualname, params):
+        """passing_on in IPython's module at `path` (under IPython/)."""
+        return passing_on(_ipython_module(path), IPYTHON + path, line, qualname, params)
+
+
 # One warning registry per module a warning is said to come from, as Python
 # keeps one per module: each text warns once until the filters change.
 _registries = {}

@@ -2,14 +2,77 @@
 %automagic, %autocall, %autoawait, %alias_magic, %notebook, and the magics whose output
 goes to the pager (%page, %magic, %quickref)."""
 
+import functools
 import os
 import sys
 
 from .. import formatters
-from ..foreign_frames import warn_as_if_from
+from ..foreign_frames import as_if_in_ipython, ipython_passing_on, passing_on, warn_as_if_from
 from ..error import UsageError
 from . import magic_parser
 from .osm import _ALIASES
+
+
+# A format IPython refuses fails in its formatter's float_precision observer,
+# reached through traitlets' setter: the ValueError chained from the check's
+# error, each frame at its line there.
+def _check_format(self, change):
+        return change % 3.14159
+
+
+def _check_int(self, change):
+        return int(change)
+
+
+def _check_non_negative(self, change):
+        if change < 0: raise AssertionError  # noqa: E701 (one line, as IPython's assert)
+
+
+def _raise_from(self, change):
+        raise change[0] from change[1]  # (error, cause)
+
+
+_OBSERVER = "PlainTextFormatter._float_precision_changed"
+# The check's line (its error is the cause) and the line that raises after it.
+_PRECISION_CHECKS = {
+    "format": (645, 647, _check_format),
+    "int": (651, 654, _check_int),
+    "non-negative": (652, 656, _check_non_negative),
+}
+_TRAITLETS = "/usr/lib/python3/dist-packages/traitlets/traitlets.py"  # Debian's
+# traitlets' frames from the setter to the observer, outermost first.
+_TRAIT_FRAMES = [(715, "TraitType.__set__", ("self", "obj", "value")),
+                 (704, "TraitType.set", ("self", "obj", "value")),
+                 (1374, "HasTraits._notify_trait", ("self", "name", "old_value", "new_value")),
+                 (1386, "HasTraits.notify_change", ("self", "change")),
+                 (1431, "HasTraits._notify_observers", ("self", "event"))]
+
+
+def _failing(call):
+        try:
+                call()
+        except Exception:
+                return True
+        return False
+
+
+def _precision_refused(s, kind, message):
+        """Raises IPython's ValueError(message) for %precision `s`, chained
+        from its `kind` of check's error, through IPython's and traitlets'
+        frames."""
+        check_line, raise_line, check = _PRECISION_CHECKS[kind]
+        try:
+                as_if_in_ipython(check, "core/formatters.py", check_line, qualname=_OBSERVER)(
+                    None, s if kind != "non-negative" else int(s))
+        except Exception as e:
+                cause = e.with_traceback(e.__traceback__.tb_next)
+        call = functools.partial(as_if_in_ipython(_raise_from, "core/formatters.py", raise_line,
+                                                  qualname=_OBSERVER), None)
+        for line, qualname, params in reversed(_TRAIT_FRAMES):
+                frame = passing_on("traitlets.traitlets", _TRAITLETS, line, qualname, params)
+                call = functools.partial(frame, call, *[None] * (len(params) - 2))
+        frame = ipython_passing_on("core/magics/basic.py", 560, "BasicMagics.precision", ("self", "s"))
+        frame(call, (ValueError(message), cause))
 
 
 class BasicMagics:
@@ -43,20 +106,20 @@ class BasicMagics:
                 """IPython's %precision: floats' text/plain format (and numpy's print
                 precision); no argument restores repr. Returns the format."""
                 import cellvm_pretty
+                # IPython's checks, each refusal raised outside the check's except
+                # (the stand-ins make the error it is chained from).
                 if "%" in line:
                         fmt = line
-                        try:
-                                fmt % 3.14159
-                        except Exception:
-                                raise ValueError(f"Precision must be int or format string, not {line!r}") from None
+                        if _failing(lambda: fmt % 3.14159):
+                                _precision_refused(line, "format", f"Precision must be int or format string, "
+                                                                   f"not {line!r}")
                 elif line:
-                        try:
-                                digits = int(line)
-                                assert digits >= 0
-                        except ValueError:
-                                raise ValueError(f"Precision must be int or format string, not {line!r}") from None
-                        except AssertionError:
-                                raise ValueError(f"int precision must be non-negative, not {digits!r}") from None
+                        digits = None if _failing(lambda: int(line)) else int(line)
+                        if digits is None:
+                                _precision_refused(line, "int", f"Precision must be int or format string, not {line!r}")
+                        if digits < 0:
+                                _precision_refused(line, "non-negative", f"int precision must be non-negative, "
+                                                                         f"not {digits!r}")
                         fmt = "%%.%if" % digits
                         if "numpy" in sys.modules:
                                 sys.modules["numpy"].set_printoptions(precision=digits)

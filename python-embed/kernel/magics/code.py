@@ -3,6 +3,30 @@
 import os
 
 from ..error import UsageError
+from ..foreign_frames import as_if_in_ipython, ipython_passing_on
+
+
+# A target found nowhere fails in IPython's find_user_code, called by %load:
+# the ValueError chained from eval's error, each frame at its line there.
+def _eval_target(user_ns, target, raw, py_only, skip_encoding_cookie, search_ns):
+        return eval(target, user_ns)
+
+
+def _raise_from(error, cause, raw, py_only, skip_encoding_cookie, search_ns):
+        raise error from cause
+
+
+def _raise(error, target, raw, py_only, skip_encoding_cookie, search_ns):
+        raise error
+
+
+_FIND = dict(qualname="InteractiveShell.find_user_code",
+             params=("self", "target", "raw", "py_only", "skip_encoding_cookie", "search_ns"))
+_find_eval = as_if_in_ipython(_eval_target, "core/interactiveshell.py", 3702, **_FIND)
+_find_raise_not_found = as_if_in_ipython(_raise_from, "core/interactiveshell.py", 3704, **_FIND)
+_find_raise_directory = as_if_in_ipython(_raise, "core/interactiveshell.py", 3693, **_FIND)
+_find_raise_not_code = as_if_in_ipython(_raise, "core/interactiveshell.py", 3712, **_FIND)
+_load_find_user_code = ipython_passing_on("core/magics/code.py", 359, "CodeMagics.load", ("self", "arg_s"))
 
 
 class CodeMagics:
@@ -21,17 +45,21 @@ class CodeMagics:
                                 with open(path, encoding="utf-8", errors="replace") as f:
                                         return f.read()
                         if os.path.isdir(path):
-                                raise ValueError(f"'{target}' is a directory, not a regular file.")
+                                _find_raise_directory(ValueError(f"'{target}' is a directory, not a regular file."),
+                                                      target, raw, False, True, False)
                 try:
-                        obj = eval(target, self.user_ns)
+                        obj = _find_eval(self.user_ns, target, raw, False, True, False)
                 except Exception as e:
-                        raise ValueError(f"'{target}' was not found in history, as a file, url, "
-                                         "nor in the user namespace.") from e
+                        # The cause's frames start at find_user_code (the stand-in).
+                        _find_raise_not_found(ValueError(f"'{target}' was not found in history, as a "
+                                                         "file, url, nor in the user namespace."),
+                                              e.with_traceback(e.__traceback__.tb_next), None, None, None, None)
                 if isinstance(obj, str):
                         return obj
                 if isinstance(obj, Macro):
                         return obj.value
-                raise TypeError(f"{target} is neither a string nor a macro.", obj)
+                _find_raise_not_code(TypeError(f"{target} is neither a string nor a macro.", obj),
+                                     target, raw, False, True, False)
 
         @staticmethod
         def _list_options(line, spec):
@@ -103,6 +131,6 @@ class CodeMagics:
                 if not args:
                         raise UsageError("Missing filename, URL, input history range, or element in "
                                          "the user namespace.")
-                self._find_user_code(args[-1])
+                _load_find_user_code(self._find_user_code, args[-1])
 
         magic_loadpy = magic_load

@@ -166,7 +166,9 @@ class ExecutionMagics:
                 src = cell if cell is not None else line
                 ns = self.user_ns
                 local_ns = ns if local_ns is None else local_ns  # a function's %time sees its variables
-                tree = ast.parse(src)
+                from . import timeit_timer
+                from ..inputtransformer2 import cleanup_cell, transform_cell
+                tree = timeit_timer.time_parse(transform_cell(cleanup_cell(src)))
                 code = ecode = None
                 if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
                         ecode = compile(ast.Expression(tree.body[0].value), "<timed eval>", "eval")
@@ -489,7 +491,7 @@ class ExecutionMagics:
                         hidden = {k: v for k, v in self.user_ns.items() if k in local_ns}
                         self.user_ns.update(local_ns)
                 t0 = time.perf_counter()
-                timer = timeit_timer.Timer(timeit_timer.compile_inner(setup, stmt, self.user_ns))
+                timer = timeit_timer.Timer(timeit_timer.compile_inner(setup, stmt, self.user_ns, cell is not None))
                 compile_time = time.perf_counter() - t0
                 gc_was_on = gc.isenabled()
                 gc.disable()

@@ -6,17 +6,13 @@ import sys
 
 from ..autoreload import _Autoreload
 from ..error import UsageError
-from ..foreign_frames import as_if_in_ipython
-
-
-def _passes_on(call, arg):
-        return call(arg)
+from ..foreign_frames import ipython_passing_on
 
 
 def _frame(path, line, qualname, params=("self", "module_str")):
-        """_passes_on as IPython's frame at path:line: an extension that fails
-        to import or to load shows the frames ipykernel shows."""
-        return as_if_in_ipython(_passes_on, "core/" + path, line, qualname, params)
+        """IPython's frame at path:line, passing a call on: an extension that
+        fails to import or to load shows the frames ipykernel shows."""
+        return ipython_passing_on("core/" + path, line, qualname, params)
 
 
 _LOAD_EXT = _frame("magics/extension.py", 33, "ExtensionMagics.load_ext")

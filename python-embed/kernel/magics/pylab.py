@@ -1,15 +1,40 @@
 """IPython.core.magics.pylab's counterpart: %matplotlib, %pylab."""
 
 import builtins
+import functools
 import sys
 
 from ..backend_inline import MPL_BACKEND, _activate_matplotlib
+from ..foreign_frames import as_if_in_ipython, ipython_passing_on
 from ..pylabtools import _inline
 
 
 # What IPython 8.5's %matplotlib --list shows (pylabtools.backends).
 _MPL_GUIS = ["tk", "gtk", "gtk3", "gtk4", "wx", "qt4", "qt5", "qt6", "qt", "osx", "nbagg",
              "notebook", "agg", "svg", "pdf", "ps", "inline", "ipympl", "widget"]
+
+
+# A GUI IPython does not know fails in its find_gui_and_backend (a KeyError
+# from its backends table), called through enable_matplotlib (and
+# enable_pylab), each frame at its line there.
+def _find_gui_and_backend(gui, gui_select):
+        return gui_select[gui]  # the backends table, given as gui_select
+
+
+_FIND_GUI_AND_BACKEND = functools.partial(
+    as_if_in_ipython(_find_gui_and_backend, "core/pylabtools.py", 321, qualname="find_gui_and_backend"),
+    gui_select=dict.fromkeys(_MPL_GUIS))
+_ENABLE_MATPLOTLIB = functools.partial(
+    ipython_passing_on("core/interactiveshell.py", 3461, "InteractiveShell.enable_matplotlib", ("self", "gui")),
+    _FIND_GUI_AND_BACKEND)
+_ENABLE_PYLAB = functools.partial(
+    ipython_passing_on("core/interactiveshell.py", 3512, "InteractiveShell.enable_pylab",
+                       ("self", "gui", "import_all", "welcome_message")),
+    _ENABLE_MATPLOTLIB, None, None)  # the GUI passes on as the last argument
+_matplotlib_unknown_gui = functools.partial(
+    ipython_passing_on("core/magics/pylab.py", 99, "PylabMagics.matplotlib", ("self", "line")), _ENABLE_MATPLOTLIB)
+_pylab_unknown_gui = functools.partial(
+    ipython_passing_on("core/magics/pylab.py", 155, "PylabMagics.pylab", ("self", "line")), _ENABLE_PYLAB)
 
 
 class PylabMagics:
@@ -25,7 +50,7 @@ class PylabMagics:
                         return None
                 gui = next((a for a in line.split() if not a.startswith("-")), None)
                 if gui and gui != "auto" and gui.lower() not in _MPL_GUIS:
-                        raise KeyError(gui.lower())  # IPython's lookup in pylabtools.backends
+                        _matplotlib_unknown_gui(gui.lower())
                 self.kernel.mpl_run = True
                 _activate_matplotlib()
                 import matplotlib
@@ -44,6 +69,8 @@ class PylabMagics:
                 args = line.split()
                 import_all = "--no-import-all" not in args
                 gui = next((a for a in args if not a.startswith("-")), None)
+                if gui and gui != "auto" and gui not in _MPL_GUIS:
+                        _pylab_unknown_gui(gui)  # as given: IPython's %pylab does not lower it
                 self.magic_matplotlib("inline")
                 ns = {}
                 exec("import numpy\nimport matplotlib\nfrom matplotlib import pylab, mlab, pyplot\n"

@@ -4,10 +4,11 @@ lines, so an error in it shows the frames ipykernel shows."""
 
 import ast
 import codeop
+import functools
 import itertools
 import timeit
 
-from ..foreign_frames import as_if_in_ipython
+from ..foreign_frames import as_if_in_ipython, ipython_passing_on
 from ..inputtransformer2 import cleanup_cell, transform_cell
 
 _AST_PARSE_FLAGS = ast.PyCF_ONLY_AST | codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
@@ -32,14 +33,39 @@ class _TemplateFiller(ast.NodeTransformer):
                 return node
 
 
-def compile_inner(setup, stmt, namespace):
+# IPython's compile.ast_parse, and the lines of %timeit's and %time's calls of
+# it: a SyntaxError in the code shows those frames.
+def _ast_parse(self, source, filename, symbol):
+        return compile(source, filename, symbol, _AST_PARSE_FLAGS, 1)
+
+
+_AST_PARSE = functools.partial(as_if_in_ipython(_ast_parse, "core/compilerop.py", 105,
+                                                qualname="CachingCompiler.ast_parse", _AST_PARSE_FLAGS=_AST_PARSE_FLAGS),
+                               None, filename="<unknown>", symbol="exec")
+
+
+def _parse_at(line, magic):
+        """A parse of the magic's code, called at `line` of IPython's %magic."""
+        frame = ipython_passing_on("core/magics/execution.py", line, "ExecutionMagics." + magic,
+                                   ("self", "line", "cell", "local_ns"))
+        return functools.partial(frame, _AST_PARSE, None, None)
+
+
+# %timeit's parse of its setup (the cell magic's line; "pass" for the line
+# magic, which never fails) and of its statement (line magic, cell magic).
+_TIMEIT_SETUP_PARSE = _parse_at(1107, "timeit")
+_TIMEIT_STMT_PARSES = {False: _parse_at(1105, "timeit"), True: _parse_at(1108, "timeit")}
+time_parse = _parse_at(1272, "time")
+
+
+def compile_inner(setup, stmt, namespace, cell_magic):
         """`inner(_it, _timer)` running `setup` once and `stmt` _it times (each
         as a cell is transformed), globals `namespace`; a SyntaxError names
         <magic-timeit-setup> or <magic-timeit-stmt>, as IPython checks them."""
         trees = {}
-        for name, src in (("setup", setup), ("stmt", stmt)):
-                # IPython's compile.ast_parse: codeop's flags ("incomplete input").
-                trees[name] = compile(transform_cell(cleanup_cell(src)), "<unknown>", "exec", _AST_PARSE_FLAGS, True)
+        for name, src, parse in (("setup", setup, _TIMEIT_SETUP_PARSE),
+                                 ("stmt", stmt, _TIMEIT_STMT_PARSES[cell_magic])):
+                trees[name] = parse(transform_cell(cleanup_cell(src)))
                 compile(trees[name], f"<magic-timeit-{name}>", "exec")
         module = _TemplateFiller({k: t.body for k, t in trees.items()}).visit(ast.parse(_TEMPLATE))
         code = compile(ast.fix_missing_locations(module), "<magic-timeit>", "exec")
