@@ -241,10 +241,11 @@ ADDRESS = re.compile(r"0x[0-9a-f]+")
 def whole_traceback(e, first):
     """An error's whole traceback as a user reads it: every frame and source
     line; IPython 8.5's "Cell In [3]" written as cellvm's, cells relative to
-    the notebook's first, no addresses."""
+    the notebook's first, no addresses nor kernel pids."""
     if e.error is None:
         return None
     tb = FRAME_HEADER.sub(lambda m: f"Cell In[{int(m.group(1)) - first}]", ANSI.sub("", e.error.traceback))
+    tb = re.sub(r"/tmp/ipykernel_\d+/", "/tmp/ipykernel_<pid>/", tb)  # a cell's file shown by name
     return ADDRESS.sub("0x<addr>", tb)
 
 
@@ -714,6 +715,52 @@ def test_helper_errors_read_as_in_ipykernel(agent):
     assert "pylabtools.py:321, in find_gui_and_backend" in expected[7]["traceback"], expected[7]
     assert "interactiveshell.py:3376 in run_code" in expected[10]["traceback"], expected[10]
     assert "execution.py:1107 in timeit" in expected[13]["traceback"], expected[13]
+
+
+# How a cell runs, as seen from inside it: a warning pointing above the cell
+# names IPython's run_code (exec, or await for a cell with a top-level await);
+# a top-level await's error starts at the cell; numpy's warning filters (its
+# RankWarning 'always') hold; source lines keep trailing spaces; MPLBACKEND is
+# the inline backend's for processes a cell starts; %run of a notebook or .ipy
+# runs its cells as cells (without the shell's futures: frames show the file).
+FRESH_CELL_RUNNING = [
+    "import warnings\nwarnings.warn('x', UserWarning, stacklevel=2)\n",
+    "import asyncio\nawait asyncio.sleep(0, result=warnings.warn('y', UserWarning, stacklevel=2))\n",
+    "import numpy as np\nnp.polyfit(np.arange(5.), np.arange(5.)**2, 9)\n",
+    "np.polyfit(np.arange(5.), np.arange(5.)**2, 9)\n",
+    "async def w():\n    raise KeyError('k')\nawait w()\n",
+    "await asyncio.wait_for(asyncio.sleep(1), 0.01)\n",
+    "x = 1   \nif x == 1:    \n    1 / 0\n",
+    "import traceback\ntraceback.print_stack(limit=1)\n",
+    "import os\nos.environ['MPLBACKEND']\n",
+    "import json\n"
+    "cell = lambda src: {'cell_type': 'code', 'metadata': {}, 'execution_count': None, 'outputs': [], 'source': src}\n"
+    "nb = {'nbformat': 4, 'nbformat_minor': 5, 'metadata': {}, 'cells': [\n"
+    "    {'cell_type': 'markdown', 'metadata': {}, 'source': '# utils'},\n"
+    "    cell(\"print('utils loaded')\\nx_from_nb = 42\\nx_from_nb\"),\n"
+    "    cell(['%time y = 1\\n', 'def helper(a):\\n', '    return a * 2'])]}\n"
+    "json.dump(nb, open('utils.ipynb', 'w'))\n"
+    "json.dump(dict(nb, cells=nb['cells'] + [cell('1/0'), cell('print(2)')]), open('bad.ipynb', 'w'))\n"
+    "open('more.ipy', 'w').write(\"a = 7\\n%time b = 8\\nprint('ipy ran', a)\\n\")\n",
+    "%run utils.ipynb\n",
+    "x_from_nb, y, helper(3), '__file__' in dir()\n",
+    "__file__ = 'mine'\n%run -i more.ipy\n__file__, a, b\n",
+    "%run bad.ipynb\n",
+]
+
+
+def test_cell_running_reads_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_CELL_RUNNING, tracebacks=True)
+    assert "interactiveshell.py:3378: UserWarning: x" in expected[0]["stderr"], expected[0]
+    assert "interactiveshell.py:3376: UserWarning: y" in expected[1]["stderr"], expected[1]
+    assert "RankWarning" in expected[3]["stderr"], expected[3]
+    assert "base_events" not in expected[4]["traceback"], expected[4]
+    assert "      1 x = 1   \n" in expected[6]["traceback"], expected[6]
+    assert "matplotlib_inline" in expected[8]["results"][0]["text"], expected[8]
+    assert "utils loaded" in expected[10]["stdout"] and not expected[10]["results"], expected[10]
+    assert expected[11]["results"][0]["text"] == "(42, 1, 6, False)", expected[11]
+    assert "ipy ran 7" in expected[12]["stdout"], expected[12]
+    assert expected[13]["error"][0] == "ZeroDivisionError", expected[13]
 
 
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its

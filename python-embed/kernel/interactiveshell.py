@@ -13,15 +13,32 @@ import _cellvm
 
 from .backend_inline import _figures_pending, _flush_figures, _flush_figures_callback
 from .error import UsageError
-from .foreign_frames import warn_as_if_from
+from .foreign_frames import as_if_in_ipython, warn_as_if_from
 from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, transform_cell
 from .iostream import _flush_std
 from .kernelbase import _set_sigint
 from .session import EXEC_ERROR, _send
-from .ultratb import _from_file, _user_tb
+from .ultratb import HIDDEN_CODES, _from_file, _user_tb
 
 # IPython's HistoryManager._exit_re: inputs history does not keep.
 _EXIT_RE = re.compile(r"(exit|quit)(\s*\(.*\))?$")
+
+
+# A cell's code runs in IPython's run_code frame (its exec, or its await of a
+# cell with a top-level await): a warning pointing above the cell (stacklevel
+# 2) names that file and line, as in ipykernel. Tracebacks hide the frame.
+def _exec(user_ns, code_obj):
+        return eval(code_obj, user_ns)
+
+
+async def _await(user_ns, coroutine):
+        return await coroutine
+
+
+_RUN_CODE = dict(qualname="InteractiveShell.run_code", params=("self", "code_obj"))
+_run_code_exec = as_if_in_ipython(_exec, "core/interactiveshell.py", 3378, **_RUN_CODE)
+_run_code_await = as_if_in_ipython(_await, "core/interactiveshell.py", 3376, **_RUN_CODE)
+HIDDEN_CODES.update((_run_code_exec.__code__, _run_code_await.__code__))
 
 
 def _ending_newline(cell):
@@ -108,12 +125,15 @@ class CellRunner:
                         self.serial += 1
                         return f"{self.cell_dir}/cell{self.serial}.py"
 
-        def _register_source(self, source, filename):
+        def _register_source(self, source, filename, numbered=True):
                 """IPython's compiler.cache: the source for tracebacks and inspect,
-                and the execution count its file name shows as (In[n])."""
+                and the execution count its file name shows as (In[n]), unless
+                not `numbered` (a cell run without the shell's futures has a
+                compiler of its own, whose names tracebacks do not know)."""
                 lines = source.splitlines(keepends=True)
                 linecache.cache[filename] = (len(source), None, lines, filename)
-                self.cell_files[filename] = self.count
+                if numbered:
+                        self.cell_files[filename] = self.count
                 return filename
 
         def _store_inputs(self, raw, transformed):
@@ -132,16 +152,17 @@ class CellRunner:
 
         def _run_code(self, code, ctx=None):
                 """ctx: the contextvars context of a cell with a top-level await."""
-                result = eval(code, self.ns) if ctx is None else ctx.run(eval, code, self.ns)
+                result = _run_code_exec(self.ns, code) if ctx is None else ctx.run(_run_code_exec, self.ns, code)
                 if code.co_flags & 0x80 and result is not None:  # CO_COROUTINE: top-level await
                         import asyncio
                         if self.loop is None:
                                 self.loop = asyncio.new_event_loop()
                         inside = self.in_loop
                         self.loop_leave()  # the loop really runs now
+                        awaited = _run_code_await(self.ns, result)
                         try:
                                 result = self.loop.run_until_complete(
-                                        result if ctx is None else self.loop.create_task(result, context=ctx))
+                                        awaited if ctx is None else self.loop.create_task(awaited, context=ctx))
                         finally:
                                 if inside:
                                         self.loop_enter()
@@ -464,7 +485,7 @@ class CellRunner:
                 cell = transform_cell(cleanup_cell(raw))
                 if not silent:
                         self.shell.logger.log(_ending_newline(cell), raw)
-                filename = self._register_source(cell, self._cell_filename(raw))
+                filename = self._register_source(cell, self._cell_filename(raw), numbered=shell_futures)
                 try:
                         try:
                                 code, last = self._compile(cell, filename)

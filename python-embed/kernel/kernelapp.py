@@ -13,7 +13,7 @@ import warnings
 
 import _cellvm
 
-from .backend_inline import _make_mpl_backend, _on_matplotlib_import, _on_pyplot_import
+from .backend_inline import MPL_BACKEND, _make_mpl_backend, _on_matplotlib_import, _on_pyplot_import
 from .capture import _on_ipython_capture_import
 from .debugger import _on_pdb_import, install_breakpointhook
 from .display import _on_ipython_display_import, _on_pil_image_import
@@ -65,6 +65,12 @@ def _default_mplconfigdir():
                 pass
 
 
+# The warning filters the preloads' imports added (numpy's: 'always' for
+# RankWarning, its Cython size messages ignored), which a context keeps, as a
+# kernel that imported them itself would.
+_PRELOAD_FILTERS = []
+
+
 def zygote_preload(modules):
         """Imports the preloads in the zygote; returns (preloaded, errors)."""
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -76,6 +82,7 @@ def zygote_preload(modules):
         install_breakpointhook()  # a sys attribute: every fork inherits it
         import cellvm_reseed  # noqa: F401 - the zygote's epoch, which its forks inherit (docs/SNAPSHOTS.md)
         preloaded, errors = [], []
+        before = list(warnings.filters)
         for name in modules:
                 if not name:
                         continue
@@ -84,6 +91,7 @@ def zygote_preload(modules):
                         preloaded.append(name)
                 except BaseException as e:  # noqa: BLE001 - report, never die
                         errors.append(f"{name}: {type(e).__name__}: {e}")
+        _PRELOAD_FILTERS[:] = [f for f in warnings.filters if f not in before]
         plt = sys.modules.get("matplotlib.pyplot")
         if plt is not None:
                 try:
@@ -158,6 +166,8 @@ def _reset_after_fork():
                 warnings.filterwarnings("ignore", category=category)
         # ...and, as IPython, DeprecationWarnings raised by code in the cells.
         warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+        warnings.filters[:0] = _PRELOAD_FILTERS
+        warnings._filters_mutated()
 
 
 _IPYKERNEL_ARGV = ["/usr/lib/python3/dist-packages/ipykernel_launcher.py", "-f"]
@@ -178,6 +188,10 @@ def executor_prepare():
         _reset_after_fork()
         _install_finders()
         _prepare_user_environment()  # HOME, the user site on sys.path (pip), PATH
+        # ipykernel's init_gui_pylab: the inline backend's name, which a
+        # process started from a cell (!python plot.py) imports matplotlib with.
+        if not os.environ.get("MPLBACKEND"):
+                os.environ["MPLBACKEND"] = MPL_BACKEND
         # ipykernel's: the launcher and its connection file (argparse in a cell
         # sees "-f ..." and refuses it, as there).
         sys.argv = _IPYKERNEL_ARGV + [os.path.join(

@@ -53,7 +53,8 @@ def _stack_data_entry(stack_data, tb, context, frame, cell=None):
                         continue
                 num = str(line.lineno)
                 mark = "-" * (5 - len(num)) + "> " + num if line.is_current else num.rjust(7)
-                out.append(f"{mark} {line.render().rstrip()}\n")
+                text = line.render().rstrip("\n")  # trailing spaces stay, as in IPython
+                out.append(f"{mark} {text}\n")
         return "".join(out)
 
 
@@ -130,9 +131,21 @@ def _from_file(e, filename):
         return e
 
 
+# Code whose frames a cell's traceback never starts with, as IPython hides
+# its run_code (the stand-ins of interactiveshell.py).
+HIDDEN_CODES = set()
+
+
+def _leading(code):
+        """A frame that runs a cell rather than being the user's: the kernel's,
+        a hidden stand-in's, or the event loop's that ran a cell's await."""
+        return (code.co_filename.startswith(KERNEL_FILE_PREFIX) or code in HIDDEN_CODES
+                or code.co_name == "run_until_complete" and code.co_filename.endswith("/asyncio/base_events.py"))
+
+
 def _user_tb(tb):
-        """tb less the kernel's frames it starts with."""
-        while tb is not None and tb.tb_frame.f_code.co_filename.startswith(KERNEL_FILE_PREFIX):
+        """tb less the frames that ran the cell it starts with."""
+        while tb is not None and _leading(tb.tb_frame.f_code):
                 tb = tb.tb_next
         return tb
 

@@ -221,6 +221,39 @@ class ExecutionMagics:
                         found.setdefault(o[1:], []).append(a)
                 return found, args
 
+        def _run_ipy(self, filename):
+                """IPython's %run of a .ipy file or a notebook (safe_execfile_ipy):
+                its code cells run one by one as cells (silent: no results shown,
+                IPython's syntax works), its directory on sys.path meanwhile and
+                __file__ set, then restored; the first error stops it and is the
+                %run cell's too."""
+                fname = os.path.realpath(os.path.expanduser(filename))
+                if fname.endswith(".ipynb"):
+                        import nbformat
+                        nb = nbformat.read(fname, as_version=4)
+                        cells = [c.source for c in nb.cells if c.cell_type == "code"]
+                else:
+                        with open(fname, encoding="utf-8") as f:
+                                cells = [f.read()]
+                ns = self.user_ns
+                missing = object()
+                saved_file = ns.get("__file__", missing)
+                ns["__file__"] = filename
+                dname = os.path.dirname(fname)
+                added = dname not in sys.path
+                if added:
+                        sys.path.insert(0, dname)
+                try:
+                        for cell in cells:
+                                self.run_cell(cell, silent=True, shell_futures=False).raise_error()
+                finally:
+                        if added and dname in sys.path:
+                                sys.path.remove(dname)
+                        if saved_file is missing:
+                                ns.pop("__file__", None)
+                        else:
+                                ns["__file__"] = saved_file
+
         def magic_run(self, line):
                 """IPython's %run [-i] [-n] [-e] [-t [-N N]] [-p] [-G] FILE [ARGS] and
                 %run -m MODULE [ARGS]: the file runs as __main__ (or its own name
@@ -255,6 +288,8 @@ class ExecutionMagics:
                         except OSError as e:
                                 _run_raise_not_found(Exception(str(e)), e.with_traceback(e.__traceback__.tb_next),
                                                      None, None)
+                if path.lower().endswith((".ipy", ".ipynb")):
+                        return self._run_ipy(path)
                 try:
                         with open(path, "rb") as f:
                                 source = f.read()
