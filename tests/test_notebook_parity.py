@@ -763,6 +763,36 @@ def test_cell_running_reads_as_in_ipykernel(agent):
     assert expected[13]["error"][0] == "ZeroDivisionError", expected[13]
 
 
+# %%capture runs its body as IPython's run_cell does: its trailing value and
+# its figures (post_execute) go into the capture, not to the cell; a line
+# magic that is only a cell magic says so.
+FRESH_CAPTURE = [
+    "%%capture c\nprint('p')\n1 + 1\n",
+    "len(c.outputs), [o.data for o in c.outputs], c.stdout\n",
+    "c()\n",
+    "%%capture c2 --no-display\n1 + 2\n",
+    "import matplotlib.pyplot as plt\n",
+    "%%capture c1\nplt.plot([1, 2])\n",
+    "len(c1.outputs), 'image/png' in c1.outputs[1].data\n",
+    "ip = get_ipython()\nf = lambda: print('post_execute ran')\nip.events.register('post_execute', f)\n",
+    "%%capture c4\nx = 1\n",
+    "ip.events.unregister('post_execute', f)\nc4.stdout\n",
+    "%%capture c5\n1/0\n",
+    "%%capture c6\nx = 5\nx;\n",
+    "'c6' in dir()\n",
+    "%writefile foo.txt\n",
+]
+
+
+def test_capture_reads_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_CAPTURE, tracebacks=True)
+    assert expected[1]["results"][0]["text"] == "(1, [{'text/plain': '2'}], 'p\\n')", expected[1]
+    assert expected[3]["results"][0]["text"] == "3", expected[3]
+    assert not expected[5]["results"] and expected[6]["results"][0]["text"] == "(2, True)", expected[5:7]
+    assert expected[9]["results"][0]["text"] == "post_execute ran\\n", expected[9]  # E2B strips the quotes
+    assert "But cell magic `%%writefile` exists" in expected[13]["error"][1], expected[13]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

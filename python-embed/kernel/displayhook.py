@@ -75,6 +75,10 @@ def _ends_with_semicolon(cell):
 class DisplayHook:
         """Kernel's displayhook (ipkernel.Kernel mixes it in)."""
 
+        # The outputs list of a %%capture body that captures displays: its
+        # results go there (IPython's CapturingDisplayHook), not to Out or out.
+        capture_outputs = None
+
         def _sys_displayhook(self, value):
                 """sys.displayhook, as ipykernel's: what 'single'-mode code shows
                 (ast_node_interactivity 'all' or 'last') becomes the cell's result."""
@@ -93,6 +97,11 @@ class DisplayHook:
 
         def _displayhook(self, value, cell, more=False):
                 """more: the cell may still run and write after this result."""
+                if self.capture_outputs is not None:
+                        if value is not None:
+                                data, md = format_bundle(value)
+                                self.capture_outputs.append({"data": data, "metadata": md})
+                        return
                 if value is None or _ends_with_semicolon(cell):
                         return
                 n = self.count

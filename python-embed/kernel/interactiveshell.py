@@ -18,7 +18,7 @@ from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, tr
 from .iostream import _flush_std
 from .kernelbase import _set_sigint
 from .session import EXEC_ERROR, _send
-from .ultratb import HIDDEN_CODES, _from_file, _user_tb
+from .ultratb import HIDDEN_CODES, _user_tb
 
 # IPython's HistoryManager._exit_re: inputs history does not keep.
 _EXIT_RE = re.compile(r"(exit|quit)(\s*\(.*\))?$")
@@ -424,26 +424,6 @@ class CellRunner:
                         self._send_error(err, running=err is running)
                 return err
 
-        def run_nested(self, raw):
-                """Runs `raw` as part of the current cell (a %%capture body): the
-                same transformations, no execution count, nothing displayed for
-                a trailing expression (IPython sends that outside the capture)."""
-                cell = transform_cell(cleanup_cell(raw))
-                self.shell.logger.log(_ending_newline(cell), raw)  # IPython's %%capture runs run_cell
-                filename = self._register_source(cell, self._cell_filename(raw))
-                try:
-                        code, last = self._compile(cell, filename)
-                        if code is not None:
-                                self._run_code(code)
-                        if last is not None:
-                                self._run_code(last)
-                except KeyboardInterrupt:
-                        raise
-                except BaseException as e:  # noqa: BLE001
-                        # IPython's nested run_cell shows the error (from the body's
-                        # frames on) and returns: the magic goes on.
-                        self.report_error(_from_file(e, filename))
-
         def _custom_exc(self, e):
                 """IPython's run_code: an error of a type given to set_custom_exc
                 goes to its handler, whose traceback nobody shows (the cell's
@@ -510,6 +490,12 @@ class CellRunner:
                                         self.handled_error = None  # shown by no one, the cell goes on
                 finally:
                         self.exec_result = saved
+                # post_execute flushes the figures (inside a %%capture body, into it).
+                if not silent and (events is None or _flush_figures_callback not in events.callbacks["post_execute"]):
+                        try:
+                                _flush_figures()
+                        except Exception as e:
+                                self.report_error(e)
                 if events is not None:
                         events.trigger("post_execute")
                         events.trigger("post_run_cell", result)

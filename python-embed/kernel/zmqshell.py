@@ -306,7 +306,9 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 if fn is None and name in self.aliases:
                         fn = functools.partial(self._alias, name)
                 if fn is None:
-                        raise UsageError(f"Line magic function `%{name}` not found.")
+                        also = (f" (But cell magic `%%{name}` exists, did you mean that instead?)"
+                                if self.find_cell_magic(name) is not None else "")
+                        raise UsageError(f"Line magic function `%{name}` not found{also}.")
                 return fn
 
         def run_line_magic(self, magic_name, line, _stack_depth=1):

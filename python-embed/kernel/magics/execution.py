@@ -577,15 +577,17 @@ class ExecutionMagics:
                         sys.stdout = out
                 if err is not None:
                         sys.stderr = err
+                k = self.kernel
+                saved_hook = k.capture_outputs
                 if not args.no_display:
                         _capturing.append(outputs)
+                        k.capture_outputs = outputs
                 try:
-                        self.kernel.run_nested(cell)
+                        k.run_nested_cell(cell)  # IPython's run_cell, with its events
                 finally:
                         sys.stdout, sys.stderr = saved
+                        k.capture_outputs = saved_hook
                         if _capturing and _capturing[-1] is outputs:
                                 _capturing.pop()
-                if cell.rstrip().endswith(";"):
-                        self.user_ns.pop(args.output, None)  # IPython's rule for a silenced cell
-                elif args.output:
+                if args.output:  # IPython 8.5's: a body ending in ';' is captured too
                         self.user_ns[args.output] = CapturedIO(out, err, outputs)
