@@ -154,6 +154,14 @@ def test_check_says_what_differs_or_is_wrong(store):
     r = cli(env, "snapshot", "check", "--image", IMAGE)
     assert r.returncode == 1
     assert r.stdout == f"{td.path}: memory_mb: snapshot has 2048, now 1024\n"
+    # A command line that differs past its first 150 characters: both shown
+    # from a little before the difference.
+    line = next(x for x in text.splitlines() if x.startswith("cmdline="))
+    with open(manifest, "w") as f:
+        f.write(text.replace(line, line + " cellvm.extra_for_the_test=1"))
+    r = cli(env, "snapshot", "check", "--image", IMAGE)
+    assert r.returncode == 1 and "cmdline: snapshot has ...'" in r.stdout, r.stdout
+    assert "cellvm.extra_for_the_test=1" in r.stdout, r.stdout
     with open(manifest, "w") as f:
         f.write(text)
     # A rebuilt boot file (another mtime).
@@ -246,10 +254,10 @@ def test_usage(store):
     # An option says it: the variable is not read (here: no image, so nothing starts).
     r = cli(dict(env, CELLVM_SNAPSHOT="sometimes"), "run", "--no-snapshot", "--image",
             str(tmp / "no-image"), "--", "1")
-    assert r.returncode == 3 and "launch.txt: No such file or directory" in r.stderr
+    assert r.returncode == 2 and "no-image: No such file or directory" in r.stderr  # a bad option value
     # Off: the template store is not even looked at.
     r = cli(dict(env, CELLVM_SNAPSHOT="0", CELLVM_TEMPLATE_DIR="/proc/no/such"), "run",
             "--image", str(tmp / "no-image"), "--", "1")
-    assert r.returncode == 3 and "template" not in r.stderr
+    assert r.returncode == 2 and "template" not in r.stderr
     r = cli(env, "--help")
     assert "--no-snapshot" in r.stdout and "snapshot create|check|manifest" in r.stdout

@@ -297,9 +297,10 @@ def test_cli_ps_kill_and_limits_on_the_same_registry(rt, standins):
     assert r.returncode == 1 and f"killed {ea.key}" in r.stdout and "no live or paused sandbox qemu-nope" in r.stderr
     a.proc.wait(timeout=5)
     assert a.proc.returncode == -signal.SIGKILL and not os.path.exists(ea.dir)
-    # Limits, refused before anything boots (exit 3, E2B's wording).
+    # Limits, refused before anything boots (E2B's wording): a timeout over the
+    # maximum is a bad option (exit 2), the sandbox limit a refusal (exit 3).
     r = cli("run", "--timeout", "61", "--", "1", env={"CELLVM_MAX_TIMEOUT": "60"})
-    assert r.returncode == 3 and "Timeout cannot be greater than 60 seconds" in r.stderr
+    assert r.returncode == 2 and "Timeout cannot be greater than 60 seconds" in r.stderr
     r = cli("run", "--", "1", env={"CELLVM_MAX_SANDBOXES": "1"})
     assert r.returncode == 3
     assert "maximum number of concurrent sandboxes (1)" in r.stderr

@@ -45,6 +45,7 @@ enum {
 
 static const char usage[] =
     "usage: cellvm [--connect ADDR] COMMAND [ARGS]\n"
+    "       cellvm --version | --help | COMMAND --help\n"
     "\n"
     "Talks to a cellvm-agent. ADDR is unix:PATH, tcp:HOST:PORT or vsock:CID:PORT\n"
     "(default: $CELLVM_ADDR).\n"
@@ -66,15 +67,20 @@ static const char usage[] =
     "  shutdown [--reboot]       power the guest off cleanly (with --reboot: init's\n"
     "                            configured shutdown action); needs cellvm-init\n"
     "  put LOCAL REMOTE | get REMOTE LOCAL | ls [DIR] | sh [--timeout SEC] 'cmd'\n"
-    "                            files and shell commands in the sandbox\n"
+    "                            files and shell commands in the sandbox (sh exits with\n"
+    "                            the command's own status)\n"
     "\n"
     "In a micro-VM of its own (QEMU -M microvm, KVM when usable, else TCG; or Firecracker or\n"
     "Cloud Hypervisor, which need KVM; no --connect):\n"
-    "  run [vm options] [exec options] -- CODE|-\n"
+    "  run [vm options] [-e KEY=VALUE]... [-t SEC] [-o DIR] -- CODE|-\n"
     "                            boot the image, run CODE as exec does (same output,\n"
-    "                            images, exit status), stop the VM\n"
-    "  mcp [--image DIR]         an MCP server on stdio (tools run_code, files, commands\n"
+    "                            images, exit status; exec's -e, -t, -o), stop the VM\n"
+    "  mcp [--image DIR] [--memory MB] [--vcpus N]\n"
+    "                            an MCP server on stdio (tools run_code, files, commands\n"
     "                            in a sandbox of its own; docs/MCP.md)\n"
+    "  serve [options]           E2B's HTTP protocols (its API, envd, the code\n"
+    "                            interpreter) for E2B's own SDKs, in front of sandboxes\n"
+    "                            of this image: see cellvm serve --help, docs/SERVE.md\n"
     "  shell [vm options] [-o DIR] [--delim LINE]\n"
     "                            boot the image and read cells from stdin: a cell ends\n"
     "                            at a blank line or a line ';;' (with --delim LINE only\n"
@@ -89,9 +95,10 @@ static const char usage[] =
     "                            the VMM (default qemu), found on PATH; Firecracker and\n"
     "                            Cloud Hypervisor boot the image's vmlinux and the agent\n"
     "                            answers over their hybrid vsock (--vsock is QEMU's)\n"
-    "      --memory MB           guest RAM (default 1024); user code gets RAM minus\n"
-    "                            max(128 MiB, RAM/8) through the guest's cgroup\n"
-    "      --vcpus N             guest CPUs (default 1)\n"
+    "      --memory MB           guest RAM in MiB, a whole number (default 1024); user code\n"
+    "                            gets RAM minus max(128 MiB, RAM/8), at least 64 MiB,\n"
+    "                            through the guest's cgroup\n"
+    "      --vcpus N             guest CPUs, a whole number (default 1)\n"
     "      --boot-timeout SEC    wait this long for the agent (default 300)\n"
     "      --kernel PATH         boot this kernel (e.g. build/kernel/bzImage of `make kernel`)\n"
     "      --initramfs PATH|none another initramfs, or none: the kernel mounts the root\n"
@@ -116,12 +123,13 @@ static const char usage[] =
     "                            stages, on stderr even when it is not a terminal\n"
     "  By default the VM is restored from the template of its launch (image, boot files,\n"
     "  memory, vCPUs, VMM: docs/SNAPSHOTS.md), made on first use (the image booted and\n"
-    "  saved with its preloads done, ~25 s under TCG, said on stderr) and shared with the\n"
-    "  Python SDK's Sandbox.create(); a restore takes well under a second. A template made\n"
-    "  for something that changed since (image rebuilt, QEMU upgraded) or whose files do\n"
-    "  not match its manifest is rebuilt; one that cannot be restored is removed and the\n"
-    "  VM boots cold; both say what is wrong on stderr. Each restored VM gets fresh\n"
-    "  entropy, this host's clock and a generation of its own.\n"
+    "  saved with its preloads done, about 15-50 s under TCG, depending on load, said on\n"
+    "  stderr) and shared with the Python SDK's Sandbox.create(); a restore takes well\n"
+    "  under a second. A template made for something that changed since (image rebuilt,\n"
+    "  QEMU upgraded) or whose files do not match its manifest is rebuilt; one that\n"
+    "  cannot be restored is removed and the VM boots cold; both say what is wrong on\n"
+    "  stderr. Each restored VM gets fresh entropy, this host's clock and a generation\n"
+    "  of its own.\n"
     "  The VM is killed and its temp files removed on exit, on Ctrl-C twice, and on\n"
     "  SIGTERM/SIGHUP; it also dies with this process (PR_SET_PDEATHSIG).\n"
     "  run's --timeout SEC is also the sandbox's lifetime: its guest and any cellvm\n"
@@ -129,13 +137,15 @@ static const char usage[] =
     "\n"
     "Live sandboxes of this user (any cellvm process's, from the registry in\n"
     "$CELLVM_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cellvm, else /tmp/cellvm-UID; no --connect):\n"
-    "  keep KEY                  (plumbing) fork the keeper of entry KEY, print its pid\n"
+    "  keep KEY                  (plumbing) fork the keeper of live sandbox KEY, print its\n"
+    "                            pid\n"
     "  egress-keep KEY VMDIR     (plumbing) the egress keeper of a sandbox, in the\n"
     "                            foreground (create --egress and egress start it)\n"
-    "  create [vm options] [--timeout S] [--metadata K=V]... [--template NAME] --json\n"
+    "  create [vm options] [--timeout S] [--metadata K=V]... [--template NAME] [--json]\n"
     "                            a sandbox from the template (as run's VM) that outlives\n"
     "                            this command until its deadline, S s from now (default\n"
     "                            $CELLVM_DEFAULT_TIMEOUT, 300); prints its entry as JSON\n"
+    "                            (always; --json is accepted for the SDK)\n"
     "                            (sandbox_id, address, pid, deadline_ms, ...): the SDK's\n"
     "                            Sandbox.create() runs it and connects to the address\n"
     "                            (--pass-fd N: gets the connection; --holder PID: holds it)\n"
@@ -145,7 +155,9 @@ static const char usage[] =
     "                            keeper pauses it instead of killing it: cellvm pause)\n"
     "                            (--template NAME of a kept snapshot: a copy of that\n"
     "                            snapshot resumed, with a generation of its own and the\n"
-    "                            snapshot's memory and vCPUs: vm options do not apply)\n"
+    "                            snapshot's memory and vCPUs: vm options do not apply;\n"
+    "                            another NAME is only recorded: it boots from the image's\n"
+    "                            template, with a warning on stderr)\n"
     "  egress [--json] ID [RULES] a live sandbox's egress rules: shown, or replaced\n"
     "  set-timeout [--registry-only] [--json] ID S\n"
     "                            its deadline S s from now (registry and guest)\n"
@@ -179,8 +191,9 @@ static const char usage[] =
     "  kube manifests --image REF [options]\n"
     "                            print agent-sandbox's objects for cellvm's pod image\n"
     "\n"
-    "exit status: 0 success, 1 the code raised an error, 2 usage, 3 connection or\n"
-    "protocol failure (or the VM did not boot), 124 timeout. Ctrl-C during exec\n"
+    "exit status: 0 success, 1 the code raised an error (or a missing context, a file\n"
+    "error), 2 usage (or a bad option value), 3 connection or protocol failure (or the\n"
+    "VM did not boot), 124 timeout; sh: the command's own status. Ctrl-C during exec\n"
     "interrupts the cell.\n";
 
 static const char snapshot_usage[] =
@@ -195,8 +208,9 @@ static const char snapshot_usage[] =
     "commands:\n"
     "  create [vm options] [--force]\n"
     "                            build the template of a launch: the image booted, its\n"
-    "                            preloads done, saved (~25 s under TCG); \"up to date\"\n"
-    "                            when one fits already (--force: build it anyway)\n"
+    "                            preloads done, saved (about 15-50 s under TCG, depending\n"
+    "                            on load); \"up to date\" when one fits already (--force:\n"
+    "                            build it anyway)\n"
     "  check [vm options]        does the stored template fit the launch? says what\n"
     "                            differs (exit 1: none built yet, or it does not fit)\n"
     "  manifest [vm options]     print the manifest a template of the launch has (what\n"
@@ -318,6 +332,18 @@ static int on_event(const struct cvc_event *ev, void *ud)
         return 0;
 }
 
+/* Seconds to whole milliseconds, rounded up: a timeout under 1 ms is 1 ms,
+ * not 0 (no timeout). */
+static uint64_t seconds_to_ms(double s)
+{
+        double ms = s * 1000.0;
+        uint64_t whole = (uint64_t)ms;
+        return (double)whole < ms ? whole + 1 : whole;
+}
+
+/* Set when read_all failed reading (a file error, exit 1) rather than on size. */
+static bool read_all_failed;
+
 static char *read_all(FILE *f)
 {
         size_t cap = 1 << 16, len = 0;
@@ -325,6 +351,13 @@ static char *read_all(FILE *f)
         while (buf) {
                 size_t n = fread(buf + len, 1, cap - len - 1, f);
                 len += n;
+                if (n == 0 && ferror(f)) {
+                        fprintf(stderr, "cellvm: reading the code from stdin: %s\n",
+                                strerror(errno));
+                        read_all_failed = true;
+                        free(buf);
+                        return NULL;
+                }
                 if (n == 0)
                         break;
                 if (cap - len - 1 == 0) {
@@ -354,13 +387,119 @@ static int run_cell(struct cvc *c, const struct cvc_exec_opts *eo, struct exec_o
         int rc = cvc_execute(c, eo, on_event, out, &st);
         if (rc < 0) {
                 fprintf(stderr, "cellvm: exec: %s\n", cvc_errmsg(c));
-                return EXIT_CONNECTION;
+                /* The agent refused it (e.g. no such context): as context-restart. */
+                return rc == -EREMOTEIO ? EXIT_EXEC_ERROR : EXIT_CONNECTION;
         }
         if (st.timed_out) {
                 fprintf(stderr, "cellvm: execution timed out\n");
                 return EXIT_TIMEOUT;
         }
         return st.error || out->io_error ? EXIT_EXEC_ERROR : 0;
+}
+
+/* The commands that talk to an agent: their usage, and how many operands
+ * they take (min, max; -1: the command parses its own options). */
+struct agent_cmd {
+        const char *name;
+        int min, max;
+        const char *usage;
+};
+
+static const struct agent_cmd agent_cmds[] = {
+    {"exec", -1, -1,
+     "usage: cellvm [--connect ADDR] exec [options] CODE|-\n"
+     "Runs Python code ('-' reads it from stdin) and prints its output; images are\n"
+     "written as PNG/JPEG files.\n"
+     "  -c, --context ID      run in this context (default: the default context)\n"
+     "  -e, --env KEY=VALUE   environment variable for this execution (repeatable)\n"
+     "  -t, --timeout SEC     interrupt the cell after SEC seconds (exit 124)\n"
+     "  -o, --out-dir DIR     where images go (default: .), named cellvm-N-K.png\n"
+     "exit status: 0 success, 1 the code raised an error (or no such context), 2 usage,\n"
+     "3 connection or protocol failure, 124 timeout.\n"},
+    {"info", 0, 0,
+     "usage: cellvm [--connect ADDR] info\n"
+     "Prints the agent's handshake (versions, capabilities, boot times) as JSON.\n"},
+    {"ping", 0, 0, "usage: cellvm [--connect ADDR] ping\nMeasures one round trip to the agent.\n"},
+    {"contexts", 0, 0, "usage: cellvm [--connect ADDR] contexts\nLists the contexts.\n"},
+    {"context-create", -1, -1,
+     "usage: cellvm [--connect ADDR] context-create [--cwd DIR]\n"
+     "Creates a context and prints its id.\n"},
+    {"context-restart", 1, 1,
+     "usage: cellvm [--connect ADDR] context-restart ID\n"
+     "Gives context ID a fresh namespace (exit 1: no such context).\n"},
+    {"context-remove", 1, 1,
+     "usage: cellvm [--connect ADDR] context-remove ID\n"
+     "Removes context ID (exit 1: no such context).\n"},
+    {"interrupt", 0, 1,
+     "usage: cellvm [--connect ADDR] interrupt [ID]\n"
+     "Interrupts the running cell of context ID (default: the default context).\n"},
+    {"put", 2, 2,
+     "usage: cellvm [--connect ADDR] put LOCAL REMOTE\n"
+     "Copies local file LOCAL to REMOTE in the sandbox (exit 1: a file error).\n"},
+    {"get", 2, 2,
+     "usage: cellvm [--connect ADDR] get REMOTE LOCAL\n"
+     "Copies file REMOTE of the sandbox to local file LOCAL (exit 1: a file error).\n"},
+    {"ls", 0, 1,
+     "usage: cellvm [--connect ADDR] ls [DIR]\n"
+     "Lists directory DIR of the sandbox (default: its working directory).\n"},
+    {"sh", -1, -1,
+     "usage: cellvm [--connect ADDR] sh [--timeout SEC] 'command'\n"
+     "Runs the command with bash -c in the sandbox; prints its output.\n"
+     "exit status: the command's own exit status (so 1, 2, ... may be the command's),\n"
+     "else 2 usage of cellvm, 3 connection or protocol failure, 124 timeout.\n"},
+    {"shutdown", -1, -1,
+     "usage: cellvm [--connect ADDR] shutdown [--reboot]\n"
+     "Powers the guest off cleanly (with --reboot: init's configured shutdown action);\n"
+     "needs cellvm-init.\n"},
+};
+
+static const struct agent_cmd *find_agent_cmd(const char *cmd)
+{
+        for (size_t i = 0; i < sizeof(agent_cmds) / sizeof(agent_cmds[0]); i++)
+                if (strcmp(cmd, agent_cmds[i].name) == 0)
+                        return &agent_cmds[i];
+        return NULL;
+}
+
+static bool is_help(const char *arg)
+{
+        return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+/* Before connecting: --help, and the operand count of the simple commands.
+ * Returns -1 to go on, else the exit status. */
+static int check_agent_args(const struct agent_cmd *ac, int argc, char **argv)
+{
+        if (argc >= 2 && is_help(argv[1])) {
+                fputs(ac->usage, stdout);
+                return 0;
+        }
+        /* exec's --help among its options, as getopt would see it. */
+        for (int i = 1; strcmp(ac->name, "exec") == 0 && i < argc; i++) {
+                const char *a = argv[i];
+                if (is_help(a)) {
+                        fputs(ac->usage, stdout);
+                        return 0;
+                }
+                if (a[0] != '-' || strcmp(a, "-") == 0 || strcmp(a, "--") == 0)
+                        break;
+                if (strlen(a) == 2 && strchr("ceto", a[1]))
+                        i++; /* its value */
+        }
+        if (ac->min < 0)
+                return -1;
+        int n = argc - 1;
+        if (n < ac->min || n > ac->max) {
+                const char *nl = strchr(ac->usage, '\n');
+                fprintf(stderr, "cellvm: %s takes %s (%.*s)\n", ac->name,
+                        ac->max == 0 ? "no arguments"
+                        : ac->min == ac->max
+                            ? (ac->min == 1 ? "exactly one argument" : "exactly two arguments")
+                            : "at most one argument",
+                        (int)(nl - ac->usage), ac->usage);
+                return EXIT_USAGE;
+        }
+        return -1;
 }
 
 static int cmd_exec(struct cvc *c, int argc, char **argv)
@@ -396,14 +535,14 @@ static int cmd_exec(struct cvc *c, int argc, char **argv)
                                 fprintf(stderr, "cellvm: bad --timeout %s\n", optarg);
                                 return EXIT_USAGE;
                         }
-                        eo.timeout_ms = (uint64_t)(s * 1000);
+                        eo.timeout_ms = seconds_to_ms(s);
                         break;
                 }
                 case 'o':
                         out.out_dir = optarg;
                         break;
                 case 'h':
-                        fputs(usage, stdout);
+                        fputs(find_agent_cmd("exec")->usage, stdout);
                         return 0;
                 default:
                         return EXIT_USAGE;
@@ -417,7 +556,7 @@ static int cmd_exec(struct cvc *c, int argc, char **argv)
         if (strcmp(argv[optind], "-") == 0) {
                 code = read_all(stdin);
                 if (!code)
-                        return EXIT_USAGE;
+                        return read_all_failed ? EXIT_EXEC_ERROR : EXIT_USAGE;
         }
         eo.code = code ? code : argv[optind];
         eo.envs = nenv ? envs : NULL;
@@ -512,8 +651,25 @@ static int file_result(struct cvc *c, const char *what, int rc)
         if (rc == 0)
                 return 0;
         fprintf(stderr, "cellvm: %s: %s\n", what, cvc_errmsg(c));
-        return rc == -EREMOTEIO || rc == -ENOENT || rc == -EACCES ? EXIT_EXEC_ERROR
-                                                                  : EXIT_CONNECTION;
+        /* The agent's refusal or a local file's error; else the connection's. */
+        switch (-rc) {
+        case EREMOTEIO:
+        case ENOENT:
+        case EACCES:
+        case EPERM:
+        case EISDIR:
+        case ENOTDIR:
+        case ENOSPC:
+        case EROFS:
+        case EEXIST:
+        case ENAMETOOLONG:
+        case ELOOP:
+        case EFBIG:
+        case EDQUOT:
+                return EXIT_EXEC_ERROR;
+        default:
+                return EXIT_CONNECTION;
+        }
 }
 
 static int cmd_sh(struct cvc *c, int argc, char **argv)
@@ -527,7 +683,7 @@ static int cmd_sh(struct cvc *c, int argc, char **argv)
                         fprintf(stderr, "cellvm: bad --timeout %s\n", argv[2]);
                         return EXIT_USAGE;
                 }
-                timeout_ms = (uint64_t)(s * 1000);
+                timeout_ms = seconds_to_ms(s);
                 i = 3;
         }
         if (argc != i + 1) {
@@ -601,27 +757,6 @@ static int run_command(struct cvc *c, int argc, char **argv)
         return EXIT_USAGE;
 }
 
-static int known_command(const char *cmd)
-{
-        static const char *const cmds[] = {"exec",
-                                           "info",
-                                           "ping",
-                                           "contexts",
-                                           "context-create",
-                                           "context-restart",
-                                           "context-remove",
-                                           "interrupt",
-                                           "put",
-                                           "get",
-                                           "ls",
-                                           "sh",
-                                           "shutdown"};
-        for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-                if (strcmp(cmd, cmds[i]) == 0)
-                        return 1;
-        return 0;
-}
-
 /* --- run / shell: a micro-VM of our own ------------------------------------ */
 
 struct vm_cmd {
@@ -661,6 +796,22 @@ static int parse_positive(const char *what, const char *s, double max, double *v
                 fprintf(stderr, "cellvm: bad %s %s\n", what, s);
                 return -EINVAL;
         }
+        return 0;
+}
+
+/* A whole number in [min, max] (counts, MiB): no fraction, sign or exponent. */
+static int parse_whole(const char *what, const char *s, unsigned long min, unsigned long max,
+                       unsigned *v)
+{
+        char *end;
+        errno = 0;
+        unsigned long n = s[0] >= '0' && s[0] <= '9' ? strtoul(s, &end, 10) : 0;
+        if (!(s[0] >= '0' && s[0] <= '9') || *end || errno || n < min || n > max) {
+                fprintf(stderr, "cellvm: bad %s %s: a whole number from %lu to %lu\n", what, s, min,
+                        max);
+                return -EINVAL;
+        }
+        *v = (unsigned)n;
         return 0;
 }
 
@@ -709,7 +860,7 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
         v->out.out_dir = ".";
         v->eo.interrupt = &interrupted;
         bool is_run = kind == VM_RUN, snapshot_cmd = kind == VM_SNAPSHOT, mode_given = false;
-        bool create = kind == VM_CREATE, lifetime_given = false;
+        bool create = kind == VM_CREATE, lifetime_given = false, image_given = false;
         int opt;
         double d;
         optind = 1;
@@ -757,21 +908,19 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         break;
                 case 'i':
                         v->vm.image = optarg;
+                        image_given = true;
                         break;
                 case 'V':
                         v->vmm = optarg;
                         break;
                 case 'm':
-                        if (parse_positive("--memory", optarg, 1 << 20, &d) < 0 || d < 128) {
-                                fputs("cellvm: --memory takes MB, at least 128\n", stderr);
+                        if (parse_whole("--memory (MiB)", optarg, 128, 1 << 20, &v->vm.memory_mb) <
+                            0)
                                 return -1;
-                        }
-                        v->vm.memory_mb = (unsigned)d;
                         break;
                 case 'n':
-                        if (parse_positive("--vcpus", optarg, 256, &d) < 0)
+                        if (parse_whole("--vcpus", optarg, 1, 256, &v->vm.vcpus) < 0)
                                 return -1;
-                        v->vm.vcpus = (unsigned)d;
                         break;
                 case 'B':
                         if (parse_positive("--boot-timeout", optarg, 86400, &v->boot_timeout_s) < 0)
@@ -809,12 +958,18 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         v->envs[v->nenv++] = optarg;
                         break;
                 case 't':
-                        if (!(is_run || create) || parse_positive("--timeout", optarg, 1e7, &d) < 0)
+                        if (!(is_run || create)) {
+                                fputs("cellvm: --timeout is run's and create's (a shell's cells "
+                                      "have none: Ctrl-C interrupts one)\n",
+                                      stderr);
+                                return -1;
+                        }
+                        if (parse_positive("--timeout", optarg, 1e7, &d) < 0)
                                 return -1;
                         if (create)
                                 v->lifetime_s = d, lifetime_given = true;
                         else
-                                v->eo.timeout_ms = (uint64_t)(d * 1000);
+                                v->eo.timeout_ms = seconds_to_ms(d);
                         break;
                 case 'M': {
                         const char *eq = strchr(optarg, '=');
@@ -925,6 +1080,31 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                         return -1;
                 }
         }
+        /* Files that do not exist are a bad option value, not a failed boot. */
+        const struct {
+                const char *opt, *path;
+                bool dir;
+        } files[] = {
+            {image_given ? "--image" : "the image (--image DIR, $CELLVM_IMAGE, build/image)",
+             v->vm.image, true},
+            {"--kernel", v->vm.kernel, false},
+            {"--initramfs", v->vm.initramfs, false},
+            {"--rootfs", v->vm.rootfs, false},
+            {"--snapshot", v->snapshot == SNAP_DIR ? v->snapshot_dir : NULL, true}};
+        for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
+                struct stat st;
+                if (!files[k].path)
+                        continue;
+                const char *why = stat(files[k].path, &st) < 0          ? strerror(errno)
+                                  : S_ISDIR(st.st_mode) == files[k].dir ? NULL
+                                  : files[k].dir                        ? "not a directory"
+                                                                        : "a directory, not a file";
+                if (why) {
+                        fprintf(stderr, "cellvm: %s %s: %s%s\n", files[k].opt, files[k].path, why,
+                                k == 0 ? " (build it with `make image`)" : "");
+                        return -1;
+                }
+        }
         v->user_mb = cvm_user_memory_mb(v->vm.memory_mb);
         /* run --timeout bounds the whole sandbox; 10 s more so that the cell's
          * interrupt is reported before the guest ends. */
@@ -936,8 +1116,25 @@ static int parse_vm_options(struct vm_cmd *v, enum vm_kind kind, int argc, char 
                 v->lifetime_s = v->eo.timeout_ms ? (double)v->eo.timeout_ms / 1000.0 + 10.0
                                                  : creg_max_timeout_s();
         }
-        if (v->eo.timeout_ms && v->lifetime_s > creg_max_timeout_s())
-                v->lifetime_s = (double)v->eo.timeout_ms / 1000.0; /* refused by sbx_reserve */
+        double max_t = creg_max_timeout_s();
+        if ((v->eo.timeout_ms && (double)v->eo.timeout_ms / 1000.0 > max_t) ||
+            (create && v->lifetime_s > max_t)) {
+                /* E2B's wording, as sbx_reserve's */
+                if (max_t >= 3600 && max_t == (double)(long)(max_t / 3600) * 3600)
+                        fprintf(stderr,
+                                "cellvm: bad --timeout: Timeout cannot be greater than "
+                                "%ld hours\n",
+                                (long)(max_t / 3600));
+                else
+                        fprintf(stderr,
+                                "cellvm: bad --timeout: Timeout cannot be greater than "
+                                "%g seconds\n",
+                                max_t);
+                fputs("cellvm: (the maximum sandbox timeout, $CELLVM_MAX_TIMEOUT)\n", stderr);
+                return -1;
+        }
+        if (v->eo.timeout_ms && v->lifetime_s > max_t)
+                v->lifetime_s = (double)v->eo.timeout_ms / 1000.0; /* no slack left */
         /* The guest's provisional deadline: boot budget + lifetime (TCG slack). */
         snprintf(
             v->extra, sizeof(v->extra), "cellvm.mem_limit=%uM cellvm.deadline_ms=%llu", v->user_mb,
@@ -964,7 +1161,7 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
         set_handler(SIGQUIT, on_fatal_signal);
         set_handler(SIGINT, on_fatal_signal); /* nothing to interrupt while booting */
         double t0 = mono_s();
-        char err[512];
+        char err[512], cold_why[1024] = "";
         int rc;
         /* A template has no vhost-vsock device: --vsock on boots cold. */
         if (v->snapshot != SNAP_OFF && v->vm.vsock != CVM_VSOCK_ON) {
@@ -974,7 +1171,9 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                                      .mode = v->snapshot,
                                      .dir = v->snapshot_dir,
                                      .verbose = verbose,
-                                     .report = &v->report};
+                                     .report = &v->report,
+                                     .cold_why = cold_why,
+                                     .cold_why_len = sizeof(cold_why)};
                 rc = snap_restore_vm(&r, &the_rec, &the_vm, c);
                 if (rc <= 0) {
                         if (rc == 0)
@@ -995,6 +1194,8 @@ static int boot_vm(struct vm_cmd *v, struct cvc **c, bool verbose)
                 cvm_kill(&the_vm);
                 return rc;
         }
+        if (cold_why[0])
+                fprintf(stderr, "cellvm: no usable template (%s): booting cold\n", cold_why);
         sbx_record(&the_rec, &the_vm, v->vm.image, v->vm.memory_mb, v->vm.vcpus, v->boot_timeout_s,
                    v->lifetime_s);
         rc = cvm_connect(&the_vm, (int)(v->boot_timeout_s * 1000), c);
@@ -1039,7 +1240,7 @@ static int cmd_run(int argc, char **argv)
         }
         char *code = NULL;
         if (strcmp(argv[first], "-") == 0 && !(code = read_all(stdin)))
-                return EXIT_USAGE;
+                return read_all_failed ? EXIT_EXEC_ERROR : EXIT_USAGE;
         v.eo.code = code ? code : argv[first];
         struct cvc *c = NULL;
         int rc = boot_vm(&v, &c, v.verbose || isatty(STDERR_FILENO));
@@ -1071,8 +1272,11 @@ static int cmd_create(int argc, char **argv)
         int first = parse_vm_options(&v, VM_CREATE, argc, argv);
         if (first < 0 || first != argc) {
                 if (first >= 0)
-                        fputs("cellvm: create takes options only (cellvm --help)\n", stderr);
+                        fprintf(stderr,
+                                "cellvm: create takes options only, not %s (cellvm --help)\n",
+                                argv[first]);
                 json_decref(v.metadata);
+                json_decref(v.egress);
                 return EXIT_USAGE;
         }
         int rc;
@@ -1102,6 +1306,13 @@ static int cmd_create(int argc, char **argv)
                 free(metadata);
                 return EXIT_USAGE;
         }
+        /* Any other name is only recorded (E2B's template names, the SDK's): said. */
+        if (v.template_name)
+                fprintf(
+                    stderr,
+                    "cellvm: create: --template %s is no kept snapshot (cellvm list-snapshots): "
+                    "booting the image's own template, the name only recorded\n",
+                    v.template_name);
         cvm_outlive_creator(true);
         v.pausable = true;
         struct cvc *c = NULL;
@@ -1157,10 +1368,17 @@ static int cmd_create(int argc, char **argv)
  * tests compare it with the kernel's value and the guests' clocks. */
 static int cmd_host_tsc(int argc, char **argv)
 {
+        if (argc == 2 && is_help(argv[1])) {
+                fputs("usage: cellvm host-tsc [--measure]\n"
+                      "Prints this host's TSC frequency in kHz as TCG guests are told: the cached\n"
+                      "value, or (--measure) measured now.\n",
+                      stdout);
+                return 0;
+        }
         bool measure = argc == 2 && strcmp(argv[1], "--measure") == 0;
         if (argc != 1 && !measure) {
-                fputs("cellvm: usage: host-tsc [--measure] (the cached value, or measured now)\n",
-                      stderr);
+                fprintf(stderr, "cellvm: host-tsc: unexpected %s (usage: host-tsc [--measure])\n",
+                        argv[1]);
                 return EXIT_USAGE;
         }
         uint64_t khz;
@@ -1302,7 +1520,39 @@ static int cmd_snapshot(int argc, char **argv)
         set_handler(SIGHUP, on_fatal_signal);
         set_handler(SIGQUIT, on_fatal_signal);
         set_handler(SIGINT, on_fatal_signal);
-        return snap_cmd_create(&v.vm, v.user_mb, v.force, &the_vm);
+        return snap_cmd_create(&v.vm, v.user_mb, v.force, " (use --force to build it again)",
+                               &the_vm);
+}
+
+/* The registry's limits from the environment: a bad value is an error, as a
+ * bad $CELLVM_DEFAULT_TIMEOUT is, rather than a silent default. */
+static int check_env_limits(void)
+{
+        static const struct {
+                const char *name;
+                bool whole, positive;
+        } vars[] = {{"CELLVM_MAX_SANDBOXES", true, true},
+                    {"CELLVM_MAX_TIMEOUT", false, true},
+                    {"CELLVM_DEADLINE_GRACE", false, false}};
+        for (size_t k = 0; k < sizeof(vars) / sizeof(vars[0]); k++) {
+                const char *s = getenv(vars[k].name);
+                if (!s || !*s)
+                        continue;
+                char *end;
+                errno = 0;
+                double v = strtod(s, &end);
+                bool ok = !*end && !errno && v >= 0 && (!vars[k].positive || v > 0) &&
+                          (!vars[k].whole || strspn(s, "0123456789") == strlen(s));
+                if (!ok) {
+                        fprintf(stderr, "cellvm: $%s takes %s, not '%s'\n", vars[k].name,
+                                vars[k].whole      ? "a whole number > 0"
+                                : vars[k].positive ? "seconds > 0"
+                                                   : "seconds >= 0",
+                                s);
+                        return -EINVAL;
+                }
+        }
+        return 0;
 }
 
 int main(int argc, char **argv)
@@ -1333,6 +1583,8 @@ int main(int argc, char **argv)
                 fputs(usage, stderr);
                 return EXIT_USAGE;
         }
+        if (!(argc - i == 2 && is_help(argv[i + 1])) && check_env_limits() < 0)
+                return EXIT_USAGE;
         if (strcmp(argv[i], "run") == 0)
                 return cmd_run(argc - i, argv + i);
         if (strcmp(argv[i], "shell") == 0)
@@ -1342,9 +1594,26 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "keep") == 0) {
                 /* Plumbing: the keeper of an entry (create starts its own; the tests
                  * start one for a stand-in VMM's entry). */
-                if (argc - i != 2) {
-                        fputs("cellvm: usage: keep KEY (prints the keeper's pid)\n", stderr);
+                if (argc - i == 2 && is_help(argv[i + 1])) {
+                        fputs("usage: cellvm keep KEY\n"
+                              "(plumbing) forks the keeper of live sandbox KEY (its registry key, "
+                              "as\ncellvm ps shows) and prints the keeper's pid.\n",
+                              stdout);
+                        return 0;
+                }
+                if (argc - i != 2 || argv[i + 1][0] == '-') {
+                        fprintf(stderr, "cellvm: keep: %s (usage: keep KEY)\n",
+                                argc - i != 2 ? "takes one KEY" : "unknown option");
                         return EXIT_USAGE;
+                }
+                struct creg_entry e;
+                static char metadata[64 * 1024];
+                int found = sbx_find(argv[i + 1], &e, metadata, sizeof(metadata));
+                if (found < 0 || strcmp(e.key, argv[i + 1]) != 0) {
+                        fprintf(stderr, "cellvm: keep %s: %s\n", argv[i + 1],
+                                found < 0 && found != -ENOENT ? strerror(-found)
+                                                              : "no live sandbox has that key");
+                        return found < 0 && found != -ENOENT ? EXIT_CONNECTION : EXIT_EXEC_ERROR;
                 }
                 pid_t keeper = ckeeper_start(argv[i + 1]);
                 if (keeper < 0) {
@@ -1388,10 +1657,14 @@ int main(int argc, char **argv)
                 return cmd_kube(argc - i, argv + i);
         if (strcmp(argv[i], "mcp") == 0)
                 return cmd_mcp(argc - i, argv + i);
-        if (!known_command(argv[i])) {
+        const struct agent_cmd *ac = find_agent_cmd(argv[i]);
+        if (!ac) {
                 fprintf(stderr, "cellvm: unknown command '%s' (see cellvm --help)\n", argv[i]);
                 return EXIT_USAGE;
         }
+        int pre = check_agent_args(ac, argc - i, argv + i);
+        if (pre >= 0)
+                return pre;
         if (!addr) {
                 fputs("cellvm: no agent address: pass --connect ADDR or set CELLVM_ADDR\n", stderr);
                 return EXIT_USAGE;

@@ -18,14 +18,15 @@ static const char usage[] =
     "usage: cellvm egress [--json] ID [RULES]\n"
     "\n"
     "The egress rules of live sandbox ID (a QEMU sandbox of cellvm create, the\n"
-    "Python SDK's; docs/NETWORK.md). Without RULES: prints them ({} when it has\n"
-    "none). With RULES, E2B's network object as JSON, e.g.\n"
+    "Python SDK's; docs/NETWORK.md). Without RULES: prints them, as\n"
+    "{\"network\": {...}, \"allow_internet_access\": B} ({} when it has none). With RULES:\n"
+    "that shape, or E2B's network object alone as JSON, e.g.\n"
     "  '{\"allowOut\": [\"pypi.org\", \"*.pythonhosted.org\"], \"denyOut\": [\"0.0.0.0/0\"]}'\n"
     "(allow_out/deny_out too; \"allow_internet_access\": false beside them denies every\n"
-    "address not allowed): they replace its rules for every connection made from\n"
-    "then on, and its egress keeper is started if it had none. User code reaches\n"
-    "the outside through the guest's proxy: processes started with the variables\n"
-    "--json prints (\"envs\") use it.\n"
+    "address not allowed; any other key is refused): they replace its rules for\n"
+    "every connection made from then on, and its egress keeper is started if it had\n"
+    "none. User code reaches the outside through the guest's proxy: processes\n"
+    "started with the variables --json prints (\"envs\") use it.\n"
     "  --json  print {\"sandbox_id\", \"rules\", \"envs\"}\n"
     "exit status: 0 done, 1 no such live sandbox, 2 usage or bad rules, 3 failed.\n";
 
@@ -55,7 +56,8 @@ int cmd_egress(int argc, char **argv)
                 }
         }
         if (argc - i < 1 || argc - i > 2) {
-                fputs(usage, stderr);
+                fprintf(stderr, "cellvm: egress: %s\n%s",
+                        argc - i < 1 ? "no ID given" : "takes ID and at most one RULES", usage);
                 return 2;
         }
         const char *id = argv[i], *text = argc - i == 2 ? argv[i + 1] : NULL;
@@ -101,6 +103,11 @@ int cmd_egress(int argc, char **argv)
                 }
         } else {
                 rules = cegress_rules_load(e.dir);
+                /* No rules is {} however they were kept (an empty network). */
+                json_t *net = json_object_get(rules, "network");
+                if (net &&
+                    (json_is_null(net) || (json_is_object(net) && json_object_size(net) == 0)))
+                        (void)json_object_del(rules, "network");
         }
         if (json) {
                 json_t *o = json_pack("{s:s, s:o, s:o}", "sandbox_id", e.key, "rules",

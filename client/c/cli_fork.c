@@ -95,12 +95,15 @@ static int parse(int argc, char **argv, struct fork_args *a)
                 } else if (o[0] != '-' && !a->id) {
                         a->id = o;
                 } else {
-                        fputs(fork_usage, stderr);
+                        fprintf(stderr, "cellvm: fork: %s %s\n%s",
+                                o[0] == '-' ? "unknown option (or its value missing)"
+                                            : "one ID only, not also",
+                                o, fork_usage);
                         return SBX_EXIT_USAGE;
                 }
         }
         if (!a->id) {
-                fputs(fork_usage, stderr);
+                fprintf(stderr, "cellvm: fork: no ID given\n%s", fork_usage);
                 return SBX_EXIT_USAGE;
         }
         return 0;

@@ -327,12 +327,15 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
                 } else if (argv[i][0] != '-' && !*id) {
                         *id = argv[i];
                 } else {
-                        fputs(usage, stderr);
+                        fprintf(stderr, "cellvm: %s: %s %s\n%s", resume ? "resume" : "pause",
+                                argv[i][0] == '-' ? "unknown option (or its value missing)"
+                                                  : "one ID only, not also",
+                                argv[i], usage);
                         return SBX_EXIT_USAGE;
                 }
         }
         if (!*id) {
-                fputs(usage, stderr);
+                fprintf(stderr, "cellvm: %s: no ID given\n%s", resume ? "resume" : "pause", usage);
                 return SBX_EXIT_USAGE;
         }
         return 0;

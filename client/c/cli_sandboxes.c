@@ -324,9 +324,17 @@ static int ps_json(int n)
 
 int cmd_ps(int argc, char **argv)
 {
+        static const char ps_usage[] =
+            "usage: cellvm ps [--json]\n"
+            "Lists this user's live sandboxes (key, age, time left, VMM pid, memory, state,\n"
+            "sandbox id), then the paused ones; ends those past deadline + grace.\n";
+        if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+                fputs(ps_usage, stdout);
+                return 0;
+        }
         bool json = argc == 2 && strcmp(argv[1], "--json") == 0;
         if (argc != 1 && !json) {
-                fputs("cellvm: usage: ps [--json]\n", stderr);
+                fprintf(stderr, "cellvm: ps: unexpected %s (usage: cellvm ps [--json])\n", argv[1]);
                 return 2;
         }
         if (open_locked() < 0)
@@ -402,10 +410,19 @@ static bool kill_paused(const char *ident, int *status)
 
 int cmd_kill(int argc, char **argv)
 {
+        if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+                fputs("usage: cellvm kill ID... | kill --all\n"
+                      "Stops live sandboxes (ID: the key or the sandbox id, as cellvm ps shows);\n"
+                      "kill ID of a paused one removes its saved state; --all stops the running\n"
+                      "ones and keeps the paused.\n"
+                      "exit status: 0 done, 1 an ID matched nothing, 2 usage, 3 failed.\n",
+                      stdout);
+                return 0;
+        }
         bool all = argc == 2 && strcmp(argv[1], "--all") == 0;
         if (argc < 2 || (!all && argv[1][0] == '-')) {
-                fputs("cellvm: usage: kill ID... | kill --all (IDs and keys as cellvm ps shows)\n",
-                      stderr);
+                fprintf(stderr, "cellvm: kill: %s (usage: cellvm kill ID... | kill --all)\n",
+                        argc < 2 ? "no ID given" : "unknown option");
                 return 2;
         }
         if (open_locked() < 0)
@@ -820,7 +837,7 @@ static int set_deadline_to(struct creg_entry *e, void *deadline_ms)
 int cmd_set_timeout(int argc, char **argv)
 {
         bool registry_only = false, json = false,
-             help = argc == 2 && strcmp(argv[1], "--help") == 0;
+             help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
         int a = 1;
         for (; a < argc && argv[a][0] == '-' && a + 2 < argc; a++) {
                 if (strcmp(argv[a], "--registry-only") == 0)
@@ -831,6 +848,10 @@ int cmd_set_timeout(int argc, char **argv)
                         break;
         }
         if (help || argc - a != 2) {
+                if (!help)
+                        fprintf(stderr, "cellvm: set-timeout: %s\n",
+                                a < argc && argv[a][0] == '-' ? "unknown option"
+                                                              : "takes ID and S (seconds)");
                 fputs(set_timeout_usage, help ? stdout : stderr);
                 return help ? 0 : 2;
         }
@@ -925,10 +946,15 @@ void sbx_hold(struct sbx_rec *rec, pid_t pid)
 
 int cmd_hold(int argc, char **argv)
 {
-        bool help = argc == 2 && strcmp(argv[1], "--help") == 0;
+        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
         struct hold_change h = {.release = argc == 4 && strcmp(argv[1], "--release") == 0};
         int a = h.release ? 2 : 1;
         if (help || argc - a != 2 || sbx_parse_pid(argv[a + 1], &h.pid) < 0) {
+                if (!help && argc - a != 2)
+                        fputs("cellvm: hold: takes [--release] ID PID\n", stderr);
+                else if (!help)
+                        fprintf(stderr, "cellvm: hold: bad PID %s (a process id > 1)\n",
+                                argv[a + 1]);
                 fputs(hold_usage, help ? stdout : stderr);
                 return help ? 0 : 2;
         }

@@ -218,6 +218,14 @@ int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *v
         bool explicit = r->mode == SNAP_DIR;
         *c = NULL;
         int rc = launch_init(&l, r->vm, r->user_mb, err, sizeof(err));
+        if (rc < 0 && !explicit && r->cold_why) {
+                /* The launch itself has no template (a boot file, the VMM): the
+                 * caller says so once the cold boot started, or only the cold
+                 * boot's error when that fails for the same reason. */
+                csq_launch_free(&l);
+                snprintf(r->cold_why, r->cold_why_len, "%s", err);
+                return 1;
+        }
         if (rc == 0)
                 rc = explicit ? explicit_template(&l, r->dir, snapdir, sizeof(snapdir), &m, err,
                                                   sizeof(err))
@@ -273,7 +281,8 @@ int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *v
 
 /* --- cellvm snapshot ... ---------------------------------------------------- */
 
-int snap_cmd_create(const struct cvm_opts *o, unsigned user_mb, bool force, struct cvm *vm)
+int snap_cmd_create(const struct cvm_opts *o, unsigned user_mb, bool force, const char *force_hint,
+                    struct cvm *vm)
 {
         static struct csq_launch l;
         char err[ERR_MAX] = "", snapdir[PATH_MAX], why[ERR_MAX] = "";
@@ -287,7 +296,7 @@ int snap_cmd_create(const struct cvm_opts *o, unsigned user_mb, bool force, stru
         /* Looked at again under the lock: another process may have built it meanwhile. */
         for (int pass = 0; pass < 2 && !force && rc == 0; pass++) {
                 if (csq_usable(&l, snapdir, sizeof(snapdir), &m, why, sizeof(why)) == 1) {
-                        printf("%s: up to date (use --force to build it again)\n", snapdir);
+                        printf("%s: up to date%s\n", snapdir, force_hint);
                         csm_free(&m);
                         csq_launch_free(&l);
                         if (lock >= 0)

@@ -36,6 +36,8 @@ struct snap_run {
         struct snap_report *report; /* filled when not NULL */
         const char *key;            /* the registry key it takes (a resume's), NULL: a new one */
         const char *template_;      /* the E2B template name its entry names, or NULL */
+        char *cold_why;             /* not NULL: why a launch has no template goes here, */
+        size_t cold_why_len;        /* unsaid (the caller says it if the cold boot starts) */
 };
 
 /* The VM of run/shell from a template: found (or built, saying so) and
@@ -48,7 +50,9 @@ int snap_restore_vm(const struct snap_run *r, struct sbx_rec *rec, struct cvm *v
 
 /* `cellvm snapshot create|check|manifest` for these VM options; `vm` is the
  * builder's (for the signal handlers). Exit statuses. */
-int snap_cmd_create(const struct cvm_opts *o, unsigned user_mb, bool force, struct cvm *vm);
+/* force_hint follows "up to date" (the command's --force, or ""). */
+int snap_cmd_create(const struct cvm_opts *o, unsigned user_mb, bool force, const char *force_hint,
+                    struct cvm *vm);
 int snap_cmd_check(const struct cvm_opts *o, unsigned user_mb);
 int snap_cmd_manifest(const struct cvm_opts *o, unsigned user_mb);
 /* `cellvm snapshot list` and `cellvm snapshot remove NAME...|--all`. */

@@ -94,7 +94,8 @@ int cmd_create_snapshot(int argc, char **argv)
                 }
         }
         if (optind != argc - 1) {
-                fputs(create_usage, stderr);
+                fprintf(stderr, "cellvm: create-snapshot: %s\n%s",
+                        optind == argc ? "no ID given" : "one ID only", create_usage);
                 return SBX_EXIT_USAGE;
         }
         const char *id = argv[optind];
@@ -193,7 +194,8 @@ int cmd_delete_snapshot(int argc, char **argv)
         if (help_asked(argc, argv, delete_usage))
                 return 0;
         if (argc != 2) {
-                fputs(delete_usage, stderr);
+                fprintf(stderr, "cellvm: delete-snapshot: %s\n%s",
+                        argc < 2 ? "no REF given" : "one REF only", delete_usage);
                 return SBX_EXIT_USAGE;
         }
         int rc = ckept_drop(argv[1]);

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,35 +21,95 @@
 
 #define CONNECT_TIMEOUT_MS 60000 /* the agent (re)opens its port within 0.1 s of a connect */
 
+/* The keys of a rules object: E2B's network object and its update body. */
+static const char *const rule_keys[] = {"allowOut",           "allow_out", "denyOut",
+                                        "deny_out",           "rules",     "allow_internet_access",
+                                        "allowInternetAccess"};
+
+static const char *unknown_key(json_t *o, bool wrapped)
+{
+        const char *key;
+        json_t *v;
+        json_object_foreach(o, key, v)
+        {
+                bool known = false;
+                for (size_t i = 0; i < sizeof(rule_keys) / sizeof(rule_keys[0]) && !known; i++)
+                        known = strcmp(key, rule_keys[i]) == 0 && (!wrapped || i >= 5);
+                if (wrapped && strcmp(key, "network") == 0)
+                        known = true;
+                if (!known)
+                        return key;
+        }
+        return NULL;
+}
+
 int cegress_rules_parse(const char *text, json_t **rules, char *why, size_t whylen)
 {
         *rules = NULL;
         json_error_t jerr;
-        json_t *body = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
-        if (!body || !json_is_object(body)) {
+        json_t *top = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+        if (!top || !json_is_object(top)) {
                 snprintf(why, whylen,
                          "the rules must be a JSON object (E2B's network: "
                          "{\"allowOut\": [...], \"denyOut\": [...]}): %s",
-                         body ? "not an object" : jerr.text);
-                json_decref(body);
+                         top ? "not an object" : jerr.text);
+                json_decref(top);
                 return -EINVAL;
         }
-        json_t *aia = json_object_get(body, "allow_internet_access");
-        if (!aia)
-                aia = json_object_get(body, "allowInternetAccess");
+        /* {"network": {...}, "allow_internet_access": B} as cellvm egress prints
+         * them, or the bare network object (with allow_internet_access in it). */
+        json_t *network = json_object_get(top, "network");
+        bool wrapped = network != NULL;
+        const char *bad = unknown_key(top, wrapped);
+        if (!bad && wrapped && json_is_object(network))
+                bad = unknown_key(network, false);
+        if (bad || (wrapped && !json_is_object(network) && !json_is_null(network))) {
+                snprintf(why, whylen,
+                         bad ? "unknown key \"%s\" (the rules take allowOut, denyOut, "
+                               "allow_internet_access, or {\"network\": {...}} as cellvm egress "
+                               "prints them)"
+                             : "%snetwork must be an object",
+                         bad ? bad : "");
+                json_decref(top);
+                return -EINVAL;
+        }
+        json_t *body = wrapped ? (json_is_object(network) ? json_deep_copy(network) : json_object())
+                               : json_deep_copy(top);
+        json_t *aia = NULL;
+        const char *aia_keys[] = {"allow_internet_access", "allowInternetAccess"};
+        for (size_t i = 0; i < 2; i++) {
+                json_t *x = json_object_get(top, aia_keys[i]);
+                if (!x && body)
+                        x = json_object_get(body, aia_keys[i]);
+                if (x && !aia)
+                        aia = json_incref(x);
+                if (body)
+                        (void)json_object_del(body, aia_keys[i]);
+        }
+        json_decref(top);
         struct egress_policy p;
-        int rc = serve_egress_policy_of(body, aia, &p, why, whylen);
-        egress_policy_free(&p);
+        int rc = body ? serve_egress_policy_of(body, aia, &p, why, whylen) : -ENOMEM;
+        if (body)
+                egress_policy_free(&p);
         if (rc < 0) {
+                if (rc == -ENOMEM)
+                        snprintf(why, whylen, "out of memory");
                 json_decref(body);
+                json_decref(aia);
                 return rc;
         }
-        json_t *r = json_pack("{s:O}", "network", body);
+        /* Kept as {network, allow_internet_access}; {} when there are none. */
+        json_t *r = json_object();
+        if (r && json_object_size(body) && json_object_set(r, "network", body) < 0) {
+                json_decref(r);
+                r = NULL;
+        }
         if (r && aia && json_object_set(r, "allow_internet_access", aia) < 0) {
                 json_decref(r);
                 r = NULL;
         }
         json_decref(body);
+        json_decref(aia);
         if (!r) {
                 snprintf(why, whylen, "out of memory");
                 return -ENOMEM;
@@ -135,9 +196,17 @@ static struct sandbox box = {.refs = 1};
 
 int cmd_egress_keep(int argc, char **argv)
 {
-        if (argc != 3) {
-                fputs("cellvm: usage: egress-keep KEY VMDIR (plumbing: cellvm egress starts it)\n",
-                      stderr);
+        static const char keep_usage[] =
+            "usage: cellvm egress-keep KEY VMDIR\n"
+            "(plumbing) the egress keeper of sandbox KEY, whose VM directory is VMDIR, in the\n"
+            "foreground: cellvm create --egress and cellvm egress start it.\n";
+        if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+                fputs(keep_usage, stdout);
+                return 0;
+        }
+        if (argc != 3 || argv[1][0] == '-') {
+                fprintf(stderr, "cellvm: egress-keep: %s\n%s",
+                        argc != 3 ? "takes KEY and VMDIR" : "unknown option", keep_usage);
                 return 2;
         }
         const char *key = argv[1], *dir = argv[2];

@@ -28,8 +28,7 @@ static const char kube_usage[] =
     "  SandboxWarmPool cellvm   N such pods kept ready; a SandboxClaim takes one\n"
     "  ServiceAccount, Role, RoleBinding, Deployment and Service cellvm-control-plane:\n"
     "                           `cellvm serve --backend agent-sandbox --namespace NS`, E2B's\n"
-    "                           API for the cluster (the backend is issue 23 part 3, not\n"
-    "                           in this build yet: its pods fail until it is)\n"
+    "                           API for the cluster (cellvm serve --help)\n"
     "\n"
     "  --image REF                 the pod image, also the control plane's (required)\n"
     "  --namespace NS              where everything goes (default cellvm)\n"
@@ -43,7 +42,8 @@ static const char kube_usage[] =
     "  --vcpus N                   each sandbox's CPUs (default 1), the pod's CPU request\n"
     "  --template-host-path PATH   a node directory where the pods of a node share the\n"
     "                              template (default /var/lib/cellvm/templates); \"\" for\n"
-    "                              none: each pod builds its own at start (~1 min on TCG)\n"
+    "                              none: each pod builds its own at start (about 15-50 s\n"
+    "                              under TCG, depending on load)\n"
     "  --api-key-secret NAME       the Secret whose key `api-key` is E2B's API key\n"
     "                              (default cellvm-api-key; create it yourself)\n";
 
@@ -349,6 +349,7 @@ static int cmd_manifests(int argc, char **argv)
                               .vcpus = 1,
                               .kvm = true};
         int opt;
+        bool kvm_given = false;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 int bad = 0;
@@ -384,7 +385,14 @@ static int cmd_manifests(int argc, char **argv)
                         break;
                 case 'k':
                 case 'K':
+                        if (kvm_given && o.kvm != (opt == 'k')) {
+                                fputs("cellvm kube manifests: --kvm and --no-kvm exclude each "
+                                      "other\n",
+                                      stderr);
+                                return 2;
+                        }
                         o.kvm = opt == 'k';
+                        kvm_given = true;
                         break;
                 case 'h':
                         fputs(kube_usage, stdout);

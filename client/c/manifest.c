@@ -226,6 +226,30 @@ static void excerpt(char *out, size_t outlen, const char *s, size_t n, size_t ma
         out[k] = '\0';
 }
 
+/* excerpt of x and of y from a little before where they first differ ("..."
+ * before a cut start), so two long command lines that share a prefix show
+ * what differs. */
+static void differing_excerpts(char *a, size_t alen, char *b, size_t blen, const char *x,
+                               const char *y, size_t max)
+{
+        size_t i = 0;
+        while (x[i] && x[i] == y[i])
+                i++;
+        size_t from = i > 40 ? i - 40 : 0;
+        size_t lx = strlen(x), ly = strlen(y);
+        if (from == 0) {
+                excerpt(a, alen, x, lx, max);
+                excerpt(b, blen, y, ly, max);
+                return;
+        }
+        if (alen < 4 || blen < 4)
+                return;
+        memcpy(a, "...", 3);
+        memcpy(b, "...", 3);
+        excerpt(a + 3, alen - 3, x + from, lx - from, max);
+        excerpt(b + 3, blen - 3, y + from, ly - from, max);
+}
+
 int csm_parse(const char *text, size_t len, struct csm *m, char *why, size_t whylen)
 {
         char ex[128];
@@ -604,8 +628,7 @@ int csm_differences(const struct csm *have, const struct csm *want, char *out, s
                 return same;
         char tsc[200];
         if (!same) {
-                excerpt(a, sizeof(a), have->cmdline, strlen(have->cmdline), 150);
-                excerpt(b, sizeof(b), want->cmdline, strlen(want->cmdline), 150);
+                differing_excerpts(a, sizeof(a), b, sizeof(b), have->cmdline, want->cmdline, 150);
                 add_diff(out, outlen, &count, "cmdline: snapshot has %s, now %s", a, b);
         } else if (ctsc_mismatch(have->cmdline, want->cmdline, tsc, sizeof(tsc))) {
                 add_diff(out, outlen, &count, "%s", tsc);

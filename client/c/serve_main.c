@@ -65,10 +65,11 @@ static const char serve_usage[] =
     "then its processes reach the hosts the rules allow through a proxy this server\n"
     "decides and dials (docs/NETWORK.md); names resolve through $CELLVM_HOSTS (hosts\n"
     "format) first; $CELLVM_EGRESS_MAX_CONNS, _RATE and _IDLE_S bound the streams.\n"
-    "GET /health answers 200 once the template is ready (built on first use: ~15 s\n"
-    "under TCG). Sandboxes live until DELETE, their timeout (300 s unless asked) or\n"
-    "the server's end: SIGTERM, SIGINT or SIGHUP kill them all; a SIGKILLed server\n"
-    "leaves them to their deadlines, listed by cellvm ps meanwhile (docs/SERVE.md).\n"
+    "GET /health answers 200 once the template is ready (built on first use: about\n"
+    "15-50 s under TCG, depending on load). Sandboxes live until DELETE, their\n"
+    "timeout (300 s unless asked) or the server's end: SIGTERM, SIGINT or SIGHUP kill\n"
+    "them all; a SIGKILLed server leaves them to their deadlines, listed by cellvm ps\n"
+    "meanwhile (docs/SERVE.md).\n"
     "Paused sandboxes are kept in $CELLVM_PAUSED_DIR, else $XDG_STATE_HOME/cellvm/paused\n"
     "(~/.local/state/cellvm/paused), E2B's snapshots likewise in $CELLVM_SNAPSHOTS_DIR\n"
     "or .../cellvm/snapshots; both outlive the server.\n";
@@ -76,16 +77,20 @@ static const char serve_usage[] =
 static int parse_listen(const char *s, struct sockaddr_storage *ss, char *err, size_t errlen)
 {
         char host[128];
-        const char *colon = strrchr(s, ':');
+        /* [IPv6]:PORT: the port's colon is the one after the bracket. */
+        const char *close = s[0] == '[' ? strchr(s, ']') : NULL;
+        const char *colon =
+            s[0] == '[' ? (close && close[1] == ':' ? close + 1 : NULL) : strrchr(s, ':');
         if (!colon || (size_t)(colon - s) >= sizeof(host)) {
-                snprintf(err, errlen, "--listen %s: HOST:PORT", s);
+                snprintf(err, errlen, "--listen %s: HOST:PORT (IPv6: [ADDRESS]:PORT)", s);
                 return -EINVAL;
         }
         memcpy(host, s, (size_t)(colon - s));
         host[colon - s] = '\0';
         char *end;
+        errno = 0;
         unsigned long port = strtoul(colon + 1, &end, 10);
-        if (*end || end == colon + 1 || port > 65535) {
+        if (*end || end == colon + 1 || colon[1] < '0' || colon[1] > '9' || errno || port > 65535) {
                 snprintf(err, errlen, "--listen %s: the port is 0 to 65535", s);
                 return -EINVAL;
         }
@@ -125,6 +130,21 @@ static int listen_unix(const char *path, char *err, size_t errlen)
                 return -errno;
         }
         struct stat st;
+        /* A socket that answers is another server's: only a stale one goes. */
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) &&
+            connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+                snprintf(err, errlen, "%s: another server is listening", path);
+                close(fd);
+                return -EADDRINUSE;
+        }
+        if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+                close(fd); /* a failed connect leaves the socket unusable */
+                fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (fd < 0) {
+                        snprintf(err, errlen, "socket: %s", strerror(errno));
+                        return -errno;
+                }
+        }
         if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && unlink(path) < 0) {
                 snprintf(err, errlen, "removing the old %s: %s", path, strerror(errno));
                 close(fd);
@@ -141,10 +161,45 @@ static int listen_unix(const char *path, char *err, size_t errlen)
         return fd;
 }
 
+/* The TCP listener, made here so that a port in use is said as such and
+ * port 0 (any free port) is known: the port is written back into *ss. */
+static int listen_tcp(struct sockaddr_storage *ss, const char *where, char *err, size_t errlen)
+{
+        bool v6 = ss->ss_family == AF_INET6;
+        socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+        int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+                snprintf(err, errlen, "%s: socket: %s", where, strerror(errno));
+                return -errno;
+        }
+        int one = 1;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (v6)
+                (void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (bind(fd, (struct sockaddr *)ss, len) < 0 || listen(fd, 128) < 0 ||
+            getsockname(fd, (struct sockaddr *)ss, &len) < 0) {
+                int e = errno;
+                snprintf(err, errlen, "%s: %s", where, strerror(e));
+                close(fd);
+                return -e;
+        }
+        return fd;
+}
+
+/* The port of a listener's address. */
+static unsigned port_of(const struct sockaddr_storage *ss)
+{
+        return ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+                                              : ((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
 int serve_vm_option(const char *cmd, int opt, const char *arg)
 {
         char *end;
+        errno = 0;
         unsigned long v = strtoul(arg, &end, 10);
+        if (arg[0] < '0' || arg[0] > '9' || errno)
+                end = (char *)"x"; /* no sign, no overflow: refused below */
         if (opt == 'm' && (*end || !arg[0] || v < 128 || v > (1u << 20))) {
                 fprintf(stderr, "cellvm %s: --memory takes MB, at least 128\n", cmd);
                 return -EINVAL;
@@ -230,8 +285,10 @@ int cmd_serve(int argc, char **argv)
         serve.memory_mb = 1024;
         serve.vcpus = 1;
         unsigned pool_n = 0, client_timeout_s = 60;
+        bool kube_opts = false;
         int opt;
         char *end;
+        unsigned long n;
         optind = 1;
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (opt) {
@@ -261,22 +318,27 @@ int cmd_serve(int argc, char **argv)
                         }
                         break;
                 case 'p':
-                        pool_n = (unsigned)strtoul(optarg, &end, 10);
-                        if (*end || !optarg[0] || pool_n > 64) {
+                        errno = 0;
+                        n = strtoul(optarg, &end, 10);
+                        if (*end || optarg[0] < '0' || optarg[0] > '9' || errno || n > 64) {
                                 fputs("cellvm serve: --pool takes 0 to 64\n", stderr);
                                 return 2;
                         }
+                        pool_n = (unsigned)n;
                         break;
                 case 's':
                         serve_single_enable();
                         break;
                 case 'T':
-                        client_timeout_s = (unsigned)strtoul(optarg, &end, 10);
-                        if (*end || !optarg[0] || client_timeout_s < 1 || client_timeout_s > 3600) {
+                        errno = 0;
+                        n = strtoul(optarg, &end, 10);
+                        if (*end || optarg[0] < '0' || optarg[0] > '9' || errno || n < 1 ||
+                            n > 3600) {
                                 fputs("cellvm serve: --client-timeout takes 1 to 3600 seconds\n",
                                       stderr);
                                 return 2;
                         }
+                        client_timeout_s = (unsigned)n;
                         break;
                 case 'b':
                 case 'N':
@@ -285,6 +347,7 @@ int cmd_serve(int argc, char **argv)
                 case 'P':
                         if (serve_kube_option(opt, optarg) < 0)
                                 return 2;
+                        kube_opts |= opt != 'b';
                         break;
                 case 'h':
                         fputs(serve_usage, stdout);
@@ -299,7 +362,31 @@ int cmd_serve(int argc, char **argv)
                         serve_usage);
                 return 2;
         }
+        bool kube = serve_kube_enabled();
+        if (kube_opts && !kube) {
+                fputs("cellvm serve: --namespace, --warm-pool, --router and --pod-port are "
+                      "--backend agent-sandbox's\n",
+                      stderr);
+                return 2;
+        }
+        if (kube && serve_single_enabled()) {
+                fputs("cellvm serve: --single and --backend exclude each other\n", stderr);
+                return 2;
+        }
         char err[1024];
+        struct stat ist;
+        char launch[4096];
+        snprintf(launch, sizeof(launch), "%s/launch.txt", serve.image);
+        if (!kube &&
+            (stat(serve.image, &ist) < 0 || !S_ISDIR(ist.st_mode) || access(launch, R_OK) < 0)) {
+                fprintf(stderr,
+                        "cellvm serve: --image %s: %s (build the image with `make image`)\n",
+                        serve.image,
+                        stat(serve.image, &ist) < 0 ? strerror(errno)
+                        : !S_ISDIR(ist.st_mode)     ? "not a directory"
+                                                    : "no launch.txt in it");
+                return 2;
+        }
         struct sockaddr_storage ss;
         int listen_fd = -1;
         if (unix_path ? (listen_fd = listen_unix(unix_path, err, sizeof(err))) < 0
@@ -307,25 +394,40 @@ int cmd_serve(int argc, char **argv)
                 fprintf(stderr, "cellvm serve: %s\n", err);
                 return 2;
         }
+        if (!unix_path && (listen_fd = listen_tcp(&ss, listen_at, err, sizeof(err))) < 0) {
+                fprintf(stderr, "cellvm serve: %s\n", err);
+                return 1;
+        }
+        /* Where it listens, with the port bound (--listen HOST:0 takes a free one). */
+        char where[200];
+        if (unix_path) {
+                snprintf(where, sizeof(where), "%s", unix_path);
+        } else {
+                char host[INET6_ADDRSTRLEN] = "?";
+                bool v6 = ss.ss_family == AF_INET6;
+                inet_ntop(ss.ss_family,
+                          v6 ? (void *)&((struct sockaddr_in6 *)&ss)->sin6_addr
+                             : (void *)&((struct sockaddr_in *)&ss)->sin_addr,
+                          host, sizeof(host));
+                snprintf(where, sizeof(where), v6 ? "[%s]:%u" : "%s:%u", host, port_of(&ss));
+        }
         /* Egress never dials this server itself (serve_egress.c). */
         if (!unix_path)
-                serve.listen_port =
-                    ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-                                                  : ((struct sockaddr_in6 *)&ss)->sin6_port);
+                serve.listen_port = port_of(&ss);
         if (domain)
                 snprintf(serve.domain, sizeof(serve.domain), "%s", domain);
         else if (unix_path)
                 snprintf(serve.domain, sizeof(serve.domain), "localhost");
         else
-                snprintf(serve.domain, sizeof(serve.domain), "localhost:%s",
-                         strrchr(listen_at, ':') + 1);
+                snprintf(serve.domain, sizeof(serve.domain), "localhost:%u", port_of(&ss));
         if (serve_load_key(serve.api_key, sizeof(serve.api_key), err, sizeof(err)) < 0) {
                 fprintf(stderr, "cellvm serve: the API key: %s\n", err);
+                close(listen_fd);
                 return 1;
         }
-        if (serve_kube_enabled())
-                return serve_kube_main(unix_path ? NULL : (struct sockaddr *)&ss, listen_fd,
-                                       unix_path ? unix_path : listen_at, client_timeout_s);
+        if (kube)
+                return serve_kube_main(unix_path ? NULL : (struct sockaddr *)&ss, listen_fd, where,
+                                       client_timeout_s);
         /* Signals are taken by sigwait below, in no other thread. */
         sigset_t set;
         serve_block_signals(&set);
@@ -334,17 +436,18 @@ int cmd_serve(int argc, char **argv)
         struct MHD_Daemon *d = serve_http_start(unix_path ? NULL : (struct sockaddr *)&ss,
                                                 listen_fd, client_timeout_s, err, sizeof(err));
         if (!d) {
-                fprintf(stderr, "cellvm serve: %s: %s\n", unix_path ? unix_path : listen_at, err);
+                fprintf(stderr, "cellvm serve: %s: %s\n", where, err);
+                close(listen_fd);
                 return 1;
         }
         fprintf(stderr, "cellvm serve: listening on %s%s (image %s)\n",
-                unix_path ? "unix:" : "http://", unix_path ? unix_path : listen_at, serve.image);
+                unix_path ? "unix:" : "http://", where, serve.image);
         /* The template every create restores: built now if need be (/health
          * says 503 meanwhile). */
         struct cvm_opts o = {
             .image = serve.image, .memory_mb = serve.memory_mb, .vcpus = serve.vcpus};
         struct cvm builder;
-        if (snap_cmd_create(&o, cvm_user_memory_mb(o.memory_mb), false, &builder) != 0) {
+        if (snap_cmd_create(&o, cvm_user_memory_mb(o.memory_mb), false, "", &builder) != 0) {
                 fputs("cellvm serve: no template: cannot serve sandboxes\n", stderr);
                 MHD_stop_daemon(d);
                 return 1;
