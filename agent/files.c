@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -341,6 +342,174 @@ void files_remove_request(struct agent *a, struct conn *c, uint32_t id, const cb
                 svc_reply_ok_empty(c, id);
 }
 
+/* --- rename across file systems --------------------------------------------- */
+
+#define MOVE_PIECE (64u << 10) /* bytes copied per read */
+#define MOVE_MAX_DEPTH 512u    /* directory levels a moved tree may have */
+
+/* What mv keeps of a copied entry: owner (EPERM ignored: not the caller's to
+ * give), then mode (after chown, which clears set-id bits), then times. */
+static int copy_attrs(int fd, const char *path, const struct stat *st)
+{
+        struct timespec t[2] = {st->st_atim, st->st_mtim};
+        bool link = S_ISLNK(st->st_mode);
+        int rc =
+            fd >= 0 ? fchown(fd, st->st_uid, st->st_gid) : lchown(path, st->st_uid, st->st_gid);
+        if (rc < 0 && errno != EPERM)
+                return -errno;
+        if (!link &&
+            (fd >= 0 ? fchmod(fd, st->st_mode & 07777) : chmod(path, st->st_mode & 07777)) < 0)
+                return -errno;
+        rc = fd >= 0 ? futimens(fd, t)
+                     : utimensat(AT_FDCWD, path, t, link ? AT_SYMLINK_NOFOLLOW : 0);
+        return rc < 0 ? -errno : 0;
+}
+
+static int copy_file(const char *from, int out, const struct stat *st)
+{
+        int in = open(from, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (in < 0)
+                return -errno;
+        char *buf = malloc(MOVE_PIECE);
+        int rc = buf ? 0 : -ENOMEM;
+        while (rc == 0) {
+                ssize_t n = read(in, buf, MOVE_PIECE);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        rc = n < 0 ? -errno : 0;
+                        break;
+                }
+                for (ssize_t off = 0; off < n && rc == 0;) {
+                        ssize_t w = write(out, buf + off, (size_t)(n - off));
+                        if (w < 0 && errno != EINTR)
+                                rc = -errno;
+                        else if (w > 0)
+                                off += w;
+                }
+        }
+        free(buf);
+        close(in);
+        return rc < 0 ? rc : copy_attrs(out, NULL, st);
+}
+
+static int copy_entry(const char *from, const char *to, unsigned depth);
+
+static int copy_dir(const char *from, const char *to, const struct stat *st, unsigned depth)
+{
+        if (depth >= MOVE_MAX_DEPTH)
+                return -ELOOP;
+        if (mkdir(to, 0700) < 0)
+                return -errno;
+        DIR *d = opendir(from);
+        char *f = malloc(2 * PATH_MAX);
+        int rc = !d ? -errno : !f ? -ENOMEM : 0;
+        while (rc == 0) {
+                errno = 0;
+                struct dirent *e = readdir(d);
+                if (!e) {
+                        rc = errno ? -errno : 0;
+                        break;
+                }
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                char *t = f + PATH_MAX;
+                int a = snprintf(f, PATH_MAX, "%s/%s", from, e->d_name);
+                int b = snprintf(t, PATH_MAX, "%s/%s", to, e->d_name);
+                if (a < 0 || a >= PATH_MAX || b < 0 || b >= PATH_MAX)
+                        rc = -ENAMETOOLONG;
+                else
+                        rc = copy_entry(f, t, depth + 1);
+        }
+        free(f);
+        if (d)
+                closedir(d);
+        return rc < 0 ? rc : copy_attrs(-1, to, st);
+}
+
+/* `from` (a file, symlink or directory tree) copied to the new `to`. */
+static int copy_entry(const char *from, const char *to, unsigned depth)
+{
+        struct stat st;
+        if (lstat(from, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return copy_dir(from, to, &st, depth);
+        if (S_ISLNK(st.st_mode)) {
+                char target[PATH_MAX];
+                ssize_t n = readlink(from, target, sizeof(target) - 1);
+                if (n < 0)
+                        return -errno;
+                target[n] = '\0';
+                if (symlink(target, to) < 0)
+                        return -errno;
+                return copy_attrs(-1, to, &st);
+        }
+        if (!S_ISREG(st.st_mode))
+                return -EOPNOTSUPP;
+        int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (out < 0)
+                return -errno;
+        int rc = copy_file(from, out, &st);
+        if (close(out) < 0 && rc == 0)
+                rc = -errno;
+        return rc;
+}
+
+/* A path and all under it removed (files.remove's walk): 0 or -errno. */
+static int remove_tree(const char *path)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode))
+                return unlink(path) < 0 ? -errno : 0;
+        int err = nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+        return err < 0 ? -errno : -err;
+}
+
+/*
+ * rename(2) across file systems, as mv does it (the guest's /tmp is a tmpfs of
+ * its own, where E2B has one root file system): a file or symlink is copied
+ * next to `to` under files.write's temporary name (fswatch.c reports its events
+ * under `to`'s name) and renamed over `to`; a directory tree is copied to `to`
+ * (an empty directory there replaced, as rename(2) does). The source is removed
+ * once the copy is in place. 0, or -errno with any partial copy removed
+ * (-EXDEV for a failed copy); a source that cannot be removed is that error,
+ * the copy kept (as mv).
+ */
+static int move_across(const char *from, const char *to)
+{
+        struct stat st, dst;
+        if (lstat(from, &st) < 0)
+                return -EXDEV;
+        char tmp[PATH_MAX + 32]; /* room for the temporary's suffix */
+        const char *slash = strrchr(to, '/');
+        if (S_ISDIR(st.st_mode)) {
+                if (lstat(to, &dst) == 0 && S_ISDIR(dst.st_mode) && rmdir(to) < 0)
+                        return -EXDEV;
+                snprintf(tmp, sizeof(tmp), "%s", to);
+        } else {
+                uint32_t rnd;
+                if (!slash || getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+                        rnd = (uint32_t)getpid() ^ (uint32_t)st.st_ino;
+                int n = snprintf(tmp, sizeof(tmp), "%.*s/.%s.cellvm-%08x",
+                                 slash ? (int)(slash - to) : 0, to, slash ? slash + 1 : to, rnd);
+                if (!slash || n < 0 || n >= PATH_MAX)
+                        return -EXDEV;
+        }
+        if (lstat(tmp, &dst) == 0) /* not this copy's to remove */
+                return -EXDEV;
+        int rc = copy_entry(from, tmp, 0);
+        if (rc == 0 && strcmp(tmp, to) != 0 && rename(tmp, to) < 0)
+                rc = -errno;
+        if (rc < 0) {
+                (void)remove_tree(tmp);
+                return -EXDEV;
+        }
+        return remove_tree(from);
+}
+
 void files_rename_request(struct agent *a, struct conn *c, uint32_t id, const cbor_item_t *body)
 {
         struct creds cr;
@@ -360,9 +529,11 @@ void files_rename_request(struct agent *a, struct conn *c, uint32_t id, const cb
                 /* A failure here shows in rename's own error below. */
                 (void)files_make_dirs_owned(parent, &cr, &saved);
         }
-        if (rename(from, to) < 0) {
+        int err = rename(from, to) < 0 ? errno : 0;
+        if (err == EXDEV)
+                err = -move_across(from, to);
+        if (err) {
                 /* Both paths, as Go's os.Rename error (*LinkError) names them. */
-                int err = errno;
                 char both[2 * PATH_MAX + 2];
                 snprintf(both, sizeof(both), "%s %s", from, to);
                 svc_send_errno(a, c, id, err, "rename", both);

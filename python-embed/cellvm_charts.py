@@ -16,15 +16,15 @@ the chart from cellvm that it gets from E2B:
   collections is a scatter, only wedges a pie, only rectangles a bar chart;
   anything else is "unknown" (title only);
 - several Axes make a "superchart" whose title is the figure's suptitle
-  ("" when there is none); a figure without data has no chart;
+  ("" when there is none); a figure without data has an empty chart ({});
 - bar labels and box labels are the tick labels; bars of equal heights are
   taken as horizontal; pie angles and box values are rounded to 8 significant
   digits less the magnitude (E2B's dynamic_round); points and ticks are
   exact floats (ticks from numpy integers stay integers), dates ISO text.
 
-Any error gives no chart (E2B sends an empty one, which its SDK reads as
-None), and so does a chart too large for a message (the executor drops it,
-kernel._send). One difference: NaN and infinities are sent as None; through
+Any error gives an empty chart ({}), as E2B's: its server sends it, its JS
+SDK keeps it (`result.chart` is {}), its Python SDK (and cellvm's) reads it
+as None. A chart too large for a message is dropped (kernel._send). One difference: NaN and infinities are sent as None; through
 ipykernel's JSON they reach E2B's clients as the text "nan"/"inf".
 
 Importing this module must stay cheap: numpy, matplotlib and decimal are
@@ -41,11 +41,13 @@ _UNIT = re.compile(r"\s\((.*?)\)|\[(.*?)\]")
 
 
 def figure_chart(fig):
-    """The e2b/chart dict of a matplotlib Figure, or None (no data, or any error)."""
+    """The e2b/chart dict of a matplotlib Figure; {} when it has no data or
+    extraction fails, as E2B's chart_figure_to_dict and its formatter's bare
+    except (e2b_charts/main.py; the template's IPython startup script)."""
     try:
-        return _figure(fig)
+        return _figure(fig) or {}
     except Exception:
-        return None
+        return {}
 
 
 def _figure(fig):

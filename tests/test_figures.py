@@ -52,4 +52,5 @@ def test_result_then_figure_and_figures_of_failing_cells(ex):
 
 def test_empty_figure_has_no_png(ex):
     d = ex.ok("import matplotlib.pyplot as plt\nplt.figure();").displays[0]
-    assert d["data"] == {"text/plain": "<Figure size 640x480 with 0 Axes>"}
+    # E2B's chart formatter gives {} for a figure without data, which IPython keeps.
+    assert d["data"] == {"text/plain": "<Figure size 640x480 with 0 Axes>", "e2b/chart": {}}

@@ -23,7 +23,8 @@ $(CLIENT_LIB): $(CLIENT_LIB_OBJS)
 # cellvm serve (docs/SERVE.md): E2B's protocols over libmicrohttpd and jansson;
 # nettle for SHA-256 (signed file URLs), zlib for gzip'ed uploads.
 SERVE_SRCS := client/c/serve_main.c client/c/serve_http.c client/c/serve_api.c \
-              client/c/serve_interp.c client/c/serve_envd.c client/c/serve_files.c \
+              client/c/serve_interp.c client/c/serve_envd.c client/c/serve_envd_words.c \
+              client/c/serve_files.c \
               client/c/serve_sandbox.c client/c/serve_mux.c client/c/serve_stream.c \
               client/c/serve_key.c client/c/serve_sign.c client/c/serve_connect.c \
               client/c/serve_multipart.c client/c/serve_fs.c client/c/serve_process.c client/c/serve_watch.c client/c/serve_pool.c client/c/serve_meta.c \

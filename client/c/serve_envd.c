@@ -11,6 +11,7 @@
 #include "msgtypes.h"
 #include "serve_connect.h"
 #include "serve_envd.h"
+#include "serve_envd_words.h"
 
 /* --- errors ---------------------------------------------------------------- */
 
@@ -38,7 +39,12 @@ enum MHD_Result call_failure(struct hreq *h, int rc, const char *err)
         const char *colon = strchr(err, ':');
         size_t n = colon ? (size_t)(colon - err) : 0;
         snprintf(code, sizeof(code), "%.*s", (int)(n < sizeof(code) ? n : 0), err);
-        return reply_connect_error(h, connect_code(code), "%s", colon ? colon + 2 : err);
+        /* The files service's errors envd words itself (serve_envd_words.c). */
+        const char *msg = colon ? colon + 2 : err;
+        char words[700];
+        if (envd_words(msg, strlen(msg), words, sizeof(words)))
+                msg = words;
+        return reply_connect_error(h, connect_code(code), "%s", msg);
 }
 
 /* --- helpers --------------------------------------------------------------- */

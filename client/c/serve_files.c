@@ -11,6 +11,7 @@
 #include "buf.h"
 #include "cbor_util.h"
 #include "msgtypes.h"
+#include "serve_envd_words.h"
 #include "serve_http.h"
 #include "serve_multipart.h"
 
@@ -30,6 +31,14 @@ static unsigned file_status(const char *code, size_t len)
         if (len == 16 && memcmp(code, "invalid_argument", 16) == 0)
                 return 400;
         return 500;
+}
+
+/* The agent's message for a failed file request, or envd's words for it
+ * (serve_envd_words.c: one onto a directory, a missing file, ...). */
+static void file_why(const char *msg, size_t len, char *out, size_t size)
+{
+        if (!envd_words(msg, len, out, size))
+                snprintf(out, size, "%.*s", (int)len, msg);
 }
 
 /* `user` of a file or command request: envd's username, else the default. */
@@ -81,10 +90,12 @@ static enum MHD_Result files_get(struct hreq *h)
         }
         if (ev.type == CV_MSG_ERROR || ev.type == CV_MSG_OK) {
                 enum MHD_Result out;
-                if (ev.type == CV_MSG_ERROR)
-                        out = reply_error(h, file_status(ev.u.fail.code, ev.u.fail.code_len),
-                                          "%.*s", (int)ev.u.fail.message_len, ev.u.fail.message);
-                else /* an empty file: Content-Length 0, which E2B's SDKs look for */
+                if (ev.type == CV_MSG_ERROR) {
+                        char why[4200];
+                        file_why(ev.u.fail.message, ev.u.fail.message_len, why, sizeof(why));
+                        out = reply_error(h, file_status(ev.u.fail.code, ev.u.fail.code_len), "%s",
+                                          why);
+                } else /* an empty file: Content-Length 0, which E2B's SDKs look for */
                         out = reply_empty(h, 200);
                 cvc_event_free(&ev);
                 mux_close_req(r);
@@ -146,18 +157,6 @@ static void upload_free(void *st)
                 inflateEnd(&u->z);
         json_decref(u->meta);
         free(u);
-}
-
-/* The agent's message for a failed upload; envd's words for one onto a
- * directory (api/upload.go processFile: "path is a directory: <path>"). */
-static void upload_why(const char *msg, size_t len, char *out, size_t size)
-{
-        static const char pre[] = "write ", post[] = ": Is a directory (EISDIR)";
-        const size_t a = sizeof(pre) - 1, b = sizeof(post) - 1;
-        if (len > a + b && memcmp(msg, pre, a) == 0 && memcmp(msg + len - b, post, b) == 0)
-                snprintf(out, size, "path is a directory: %.*s", (int)(len - a - b), msg + a);
-        else
-                snprintf(out, size, "%.*s", (int)len, msg);
 }
 
 static int set_failure(struct upload *u, unsigned status, const char *why)
@@ -392,7 +391,7 @@ static enum MHD_Result files_post(struct hreq *h)
                 }
                 if (ev.type == CV_MSG_ERROR) {
                         char why[512];
-                        upload_why(ev.u.fail.message, ev.u.fail.message_len, why, sizeof(why));
+                        file_why(ev.u.fail.message, ev.u.fail.message_len, why, sizeof(why));
                         set_failure(u, file_status(ev.u.fail.code, ev.u.fail.code_len), why);
                 } else {
                         const char *p, *n;

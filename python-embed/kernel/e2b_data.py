@@ -134,8 +134,9 @@ def _json_clean(v, depth=0):
 
 
 def _figure_chart(fig):
-        """E2B's e2b/chart of a figure (cellvm_charts); None, so no entry, when the
-        figure has no chart or extraction failed: it never fails the display."""
+        """E2B's e2b/chart of a figure (cellvm_charts): {} when the figure has no
+        chart or extraction failed, as E2B's formatter gives; None (no entry)
+        only without cellvm_charts. It never fails the display."""
         try:
                 import cellvm_charts
         except Exception:

@@ -172,7 +172,12 @@ class Result:
         # E2B's server strips the quotes of a str's repr ('abc' -> abc).
         if isinstance(text, str) and len(text) >= 2 and text.startswith("'") and text.endswith("'"):
             fields["text"] = text[1:-1]
-        return cls(is_main_result=is_main_result, extra=extra, raw=dict(bundle), **fields)
+        raw = dict(bundle)
+        # A figure without a chart comes with an empty e2b/chart, as from E2B's
+        # kernel (cellvm_charts.figure_chart); read as none at all.
+        if raw.get("e2b/chart") == {}:
+            del raw["e2b/chart"]
+        return cls(is_main_result=is_main_result, extra=extra, raw=raw, **fields)
 
     @property
     def png_bytes(self) -> Optional[bytes]:
