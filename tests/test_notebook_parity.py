@@ -793,6 +793,27 @@ def test_capture_reads_as_in_ipykernel(agent):
     assert "But cell magic `%%writefile` exists" in expected[13]["error"][1], expected[13]
 
 
+# What IPython's own helpers take from the shell: ultratb formatting an
+# error (compile's _filename_map, hooks), a notebook importer's
+# input_transformer_manager, transform_cell, compile's flags.
+FRESH_SHELL_API = [
+    "import sys\nfrom IPython.core import ultratb\ndef boom():\n    return 1/0\ntry:\n    boom()\n"
+    "except ZeroDivisionError:\n    info = sys.exc_info()\n"
+    "print(ultratb.VerboseTB(color_scheme='NoColor').text(*info))\n",
+    "ip = get_ipython()\nip.user_global_ns is ip.user_ns\n",
+    "ip.transform_cell('%time x = 1')\n",
+    "ip.input_transformer_manager.transform_cell('!ls\\nx = 1')\n",
+    "from __future__ import annotations\n",
+    "type(ip.compile.ast_parse('x = 1')).__name__, bool(ip.compile.flags & 0x1000000)\n",
+]
+
+
+def test_shell_api_reads_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_SHELL_API, tracebacks=True)
+    assert "Cell In [1], line 4, in boom()" in expected[0]["stdout"], expected[0]
+    assert expected[5]["results"][0]["text"] == "('Module', True)", expected[5]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

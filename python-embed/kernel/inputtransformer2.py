@@ -230,3 +230,14 @@ def _tokenize_error(cell):
         except (tokenize.TokenError, SyntaxError):
                 pass
         return None
+
+
+class TransformerManager:
+        """get_ipython().input_transformer_manager: a cell's IPython syntax
+        (magics, !, ?) as the Python it runs as."""
+
+        @staticmethod
+        def transform_cell(cell):
+                if not cell.endswith("\n"):
+                        cell += "\n"  # as IPython's TransformerManager
+                return transform_cell(cleanup_cell(cell))

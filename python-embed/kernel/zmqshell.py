@@ -143,6 +143,12 @@ def _trait_error(message):
         return TraitError(message)
 
 
+class _Hooks:
+        @staticmethod
+        def synchronize_with_editor(filename, linenum, column):
+                """IPython's default: nothing (an editor of one's own would open there)."""
+
+
 class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagics, ExtensionMagics,
             HistoryMagics, LoggingMagics, NamespaceMagics, OSMagics, PackagingMagics, PylabMagics, ScriptMagics,
             StoreMagics):
@@ -366,6 +372,30 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
         @property
         def user_ns_hidden(self):
                 return self.kernel.ns_hidden()
+
+        @property
+        def user_global_ns(self):
+                """IPython's: the user module's dict, in a kernel the namespace itself."""
+                return self.user_ns
+
+        @property
+        def compile(self):
+                from .compilerop import CachingCompiler
+                return CachingCompiler(self.kernel)
+
+        @property
+        def input_transformer_manager(self):
+                from .inputtransformer2 import TransformerManager
+                return TransformerManager()
+
+        def transform_cell(self, raw_cell):
+                """IPython's transform_cell: the cell as it runs."""
+                return self.input_transformer_manager.transform_cell(raw_cell)
+
+        @property
+        def hooks(self):
+                """IPython's shell.hooks, as far as its ultratb calls them."""
+                return _Hooks
 
         def magic(self, arg_s):
                 """IPython's deprecated magic('name args')."""
