@@ -704,6 +704,9 @@ FRESH_LOOKUP_ERRORS = [
     "%time x = (\n",
     "%%timeit x = (\npass\n",
     "%%time\n!echo hi\nx = 5\nx\n",
+    "%time await asyncio.sleep(0)\n",
+    "%%time\nx = 1\nawait asyncio.sleep(0)\n",
+    "%timeit await asyncio.sleep(0)\n",
 ]
 
 
@@ -715,6 +718,8 @@ def test_helper_errors_read_as_in_ipykernel(agent):
     assert "pylabtools.py:321, in find_gui_and_backend" in expected[7]["traceback"], expected[7]
     assert "interactiveshell.py:3376 in run_code" in expected[10]["traceback"], expected[10]
     assert "execution.py:1107 in timeit" in expected[13]["traceback"], expected[13]
+    assert "codeop.py:118 in __call__" in expected[15]["traceback"], expected[15]
+    assert "execution.py:1118 in timeit" in expected[17]["traceback"], expected[17]
 
 
 # How a cell runs, as seen from inside it: a warning pointing above the cell
@@ -805,6 +810,10 @@ FRESH_SHELL_API = [
     "ip.input_transformer_manager.transform_cell('!ls\\nx = 1')\n",
     "from __future__ import annotations\n",
     "type(ip.compile.ast_parse('x = 1')).__name__, bool(ip.compile.flags & 0x1000000)\n",
+    "try:\n    {}['k']\nexcept KeyError:\n    get_ipython().showtraceback(exception_only=True)\nprint('after')\n",
+    "r = get_ipython().run_cell('%%nosuch\\n1')\nr.success, type(r.error_in_exec).__name__\n",
+    "%%capture c\n%nosuchmagic\n",
+    "c.stderr\n",
 ]
 
 
@@ -812,6 +821,9 @@ def test_shell_api_reads_as_in_ipykernel(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_SHELL_API, tracebacks=True)
     assert "Cell In [1], line 4, in boom()" in expected[0]["stdout"], expected[0]
     assert expected[5]["results"][0]["text"] == "('Module', True)", expected[5]
+    assert expected[6]["traceback"].startswith("An exception has occurred"), expected[6]
+    assert expected[7]["error"] is None and "UsageError" in expected[7]["stderr"], expected[7]
+    assert expected[8]["error"] is None and "UsageError" in expected[9]["results"][0]["text"], expected[8:]
 
 
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its

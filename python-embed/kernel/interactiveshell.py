@@ -484,7 +484,13 @@ class CellRunner:
                                 raise
                         except BaseException as e:  # noqa: BLE001 - IPython's showtraceback
                                 result.error_in_exec = e
-                                if not self._custom_exc(e):
+                                if isinstance(e, UsageError):
+                                        # IPython's show_usage_error: a line on stderr, and the
+                                        # running cell's status stays (no error message).
+                                        sys.last_type, sys.last_value = type(e), e
+                                        sys.last_traceback = _user_tb(e.__traceback__)
+                                        sys.stderr.write(f"UsageError: {e}\n")
+                                elif not self._custom_exc(e):
                                         self._send_error(e, running=True)
                                 else:
                                         self.handled_error = None  # shown by no one, the cell goes on
@@ -501,17 +507,17 @@ class CellRunner:
                         events.trigger("post_run_cell", result)
                 return result
 
-        def report_error(self, e, exit_warning=True):
+        def report_error(self, e, exit_warning=True, exception_only=False):
                 """An error shown while the cell goes on (a formatter's, as IPython's
                 showtraceback); the cell's status becomes "error"."""
                 if not exit_warning:
                         saved, self.exit_warning_off = self.exit_warning_off, True
                         try:
-                                self._send_error(e)
+                                self._send_error(e, exception_only=exception_only)
                         finally:
                                 self.exit_warning_off = saved
                         return
-                self._send_error(e)
+                self._send_error(e, exception_only=exception_only)
 
         def _rendered_traceback(self, e):
                 """IPython's showtraceback: an error may render its own traceback
@@ -538,10 +544,11 @@ class CellRunner:
                         return [tb]
                 return [str(line) for line in tb]
 
-        def _send_error(self, e, running=False, full=False):
+        def _send_error(self, e, running=False, full=False, exception_only=False):
                 """running: e was raised by the cell's code (IPython's
                 showtraceback(running_compiled_code=True)). full: a SystemExit's
-                whole traceback too (%tb)."""
+                whole traceback too (%tb). exception_only: showtraceback's short
+                form, as run_code shows a SystemExit."""
                 # IPython's _get_exc_info: sys.last_* (traceback.print_last, pdb.pm)
                 # hold the error, so its frames live until the next one (as there:
                 # a coroutine it held warns "never awaited" then, not now). The
@@ -563,12 +570,12 @@ class CellRunner:
                         # traceback (E2B gets the error from execute_reply alone).
                         sys.stderr.write(f"UsageError: {e}\n")
                         tb = []
-                elif isinstance(e, SystemExit) and not full:
+                elif exception_only or isinstance(e, SystemExit) and not full:
                         tb = ["An exception has occurred, use %tb to see the full traceback.\n",
                               self._exc_only(e) + "\n"]
                         # IPython's run_code warns (once per context, as the warning
                         # filters decide).
-                        if not self.exit_warning_off:
+                        if not exception_only and not self.exit_warning_off:
                                 warn_as_if_from("To exit: use 'exit', 'quit', or Ctrl-D.", UserWarning,
                                                 "core/interactiveshell.py", 3386)
                 elif hasattr(e, "_render_traceback_"):

@@ -425,13 +425,15 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 if exc is None:
                         sys.stderr.write("No traceback available to show.\n")
                         return
+                # showtraceback(exc_tuple, filename, tb_offset, exception_only, ...)
+                only = bool(kwargs.get("exception_only", args[2] if len(args) > 2 else False))
                 if tb is None:
-                        self.kernel.report_error(exc)
+                        self.kernel.report_error(exc, exception_only=only)
                         return
                 saved = exc.__traceback__
                 exc.__traceback__ = tb.tb_next
                 try:
-                        self.kernel.report_error(exc)
+                        self.kernel.report_error(exc, exception_only=only)
                 finally:
                         exc.__traceback__ = saved
                         sys.last_traceback = tb  # as IPython keeps it: whole

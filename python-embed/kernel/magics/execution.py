@@ -170,18 +170,25 @@ class ExecutionMagics:
                 from ..inputtransformer2 import cleanup_cell, transform_cell
                 tree = timeit_timer.time_parse(transform_cell(cleanup_cell(src)))
                 code = ecode = None
+                # Compiled as IPython's %time does (its line 1297); a trailing
+                # expression after the statements ran, an error there shown as
+                # the timed code's.
+                last = None
                 if len(tree.body) == 1 and isinstance(tree.body[0], ast.Expr):
-                        ecode = compile(ast.Expression(tree.body[0].value), "<timed eval>", "eval")
+                        ecode = timeit_timer.shell_compile(1297, "time", ast.Expression(tree.body[0].value),
+                                                           "<timed eval>", "eval")
                 else:
                         if len(tree.body) > 1 and isinstance(tree.body[-1], ast.Expr):
-                                ecode = compile(ast.Expression(tree.body.pop().value), "<timed exec>", "eval")
-                        code = compile(tree, "<timed exec>", "exec")
+                                last = ast.Expression(tree.body.pop().value)
+                        code = timeit_timer.shell_compile(1297, "time", tree, "<timed exec>", "exec")
                 w0 = time.time()
                 r0 = os.times()
                 out = None
                 try:
                         if code is not None:
                                 exec(code, ns, local_ns)
+                        if last is not None:
+                                ecode = compile(last, "<timed exec>", "eval")
                         if ecode is not None:
                                 out = eval(ecode, ns, local_ns)
                 except BaseException as e:  # noqa: BLE001 - IPython's bare except

@@ -8,7 +8,7 @@ import functools
 import itertools
 import timeit
 
-from ..foreign_frames import as_if_in_ipython, ipython_passing_on
+from ..foreign_frames import as_if_in, as_if_in_ipython, ipython_passing_on
 from ..inputtransformer2 import cleanup_cell, transform_cell
 
 _AST_PARSE_FLAGS = ast.PyCF_ONLY_AST | codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
@@ -51,6 +51,27 @@ def _parse_at(line, magic):
         return functools.partial(frame, _AST_PARSE, None, None)
 
 
+# The shell's compile (a codeop.Compile) called at a line of %timeit's or
+# %time's: an error compiling the parsed code ('await' outside a function)
+# shows those frames.
+_CODEOP_FLAGS = codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
+
+
+def _codeop_compile(self, source, filename, symbol):
+        return compile(source, filename, symbol, _CODEOP_FLAGS, True)
+
+
+_SHELL_COMPILE = functools.partial(as_if_in(_codeop_compile, "codeop", "/usr/lib/python3.11/codeop.py", 118,
+                                            qualname="Compile.__call__", _CODEOP_FLAGS=_CODEOP_FLAGS), None)
+
+
+def shell_compile(line, magic, tree, filename, symbol):
+        """`tree` compiled as IPython's %magic does at `line` of its file."""
+        frame = ipython_passing_on("core/magics/execution.py", line, "ExecutionMagics." + magic,
+                                   ("self", "line", "cell", "local_ns"))
+        return frame(functools.partial(_SHELL_COMPILE, filename=filename, symbol=symbol), None, None, tree)
+
+
 # %timeit's parse of its setup (the cell magic's line; "pass" for the line
 # magic, which never fails) and of its statement (line magic, cell magic).
 _TIMEIT_SETUP_PARSE = _parse_at(1107, "timeit")
@@ -66,7 +87,7 @@ def compile_inner(setup, stmt, namespace, cell_magic):
         for name, src, parse in (("setup", setup, _TIMEIT_SETUP_PARSE),
                                  ("stmt", stmt, _TIMEIT_STMT_PARSES[cell_magic])):
                 trees[name] = parse(transform_cell(cleanup_cell(src)))
-                compile(trees[name], f"<magic-timeit-{name}>", "exec")
+                shell_compile(1117 if name == "setup" else 1118, "timeit", trees[name], f"<magic-timeit-{name}>", "exec")
         module = _TemplateFiller({k: t.body for k, t in trees.items()}).visit(ast.parse(_TEMPLATE))
         code = compile(ast.fix_missing_locations(module), "<magic-timeit>", "exec")
         local = {}
