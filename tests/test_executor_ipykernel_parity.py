@@ -43,7 +43,10 @@ def kernel():
 
 
 def ipykernel_run(kc, code):
-    msg_id = kc.execute(code)
+    # stop_on_error=False: after an error ipykernel may abort the next request
+    # (its abort window outlives the reply on a loaded host), which then has
+    # neither a result nor an error.
+    msg_id = kc.execute(code, stop_on_error=False)
     out = {"result": None, "error": None}
     while True:
         msg = kc.get_iopub_msg(timeout=30)
