@@ -76,6 +76,29 @@ def ipython_passing_on(path, line, qualname, params):
         return passing_on(_ipython_module(path), IPYTHON + path, line, qualname, params)
 
 
+# Frames that raise an error chained from its cause: IPython's `raise X from e`.
+def _raise_from_2(error, cause):
+        raise error from cause
+
+
+def _raise_from_4(error, cause, unused, unused2):
+        raise error from cause
+
+
+def _raise_from_6(error, cause, unused, unused2, unused3, unused4):
+        raise error from cause
+
+
+_RAISE_FROM = {2: _raise_from_2, 4: _raise_from_4, 6: _raise_from_6}
+
+
+def ipython_raising_from(path, line, qualname, params):
+        """A frame at IPython's `path`:`line` whose parameters show as `params`
+        (two, four or six): called as f(error, cause, ...), it raises error
+        from cause."""
+        return as_if_in_ipython(_RAISE_FROM[len(params)], path, line, qualname, params)
+
+
 # One warning registry per module a warning is said to come from, as Python
 # keeps one per module: each text warns once until the filters change.
 _registries = {}

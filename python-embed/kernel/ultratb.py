@@ -162,12 +162,6 @@ def _passed_through_dropped(frames, filename):
         return [f for i, f in enumerate(frames) if i >= last or not filename(f).startswith(_EMBEDDED_FILE_PREFIX)]
 
 
-# IPython's run_code frame, running a cell (with a top-level await or not).
-_RUN_CODE = "  File /usr/lib/python3/dist-packages/IPython/core/interactiveshell.py:{} in run_code\n    {}\n"
-_RUN_CODE_EXEC = _RUN_CODE.format(3378, "exec(code_obj, self.user_global_ns, self.user_ns)")
-_RUN_CODE_AWAIT = _RUN_CODE.format(3376, "await eval(code_obj, self.user_global_ns, self.user_ns)")
-
-
 # The kernel's modules and the executor's others (cellvm_pretty's printers,
 # which stand for IPython's pretty printer).
 _EMBEDDED_FILE_PREFIX = "<cellvm "
@@ -311,25 +305,18 @@ class FormattedTB:
                 frames that raised it are listed first then."""
                 out = []
                 frames = []
-                awaited = False
                 if running:
                         import traceback
-                        # From the cell's frame on: a cell with a top-level await runs
-                        # in the event loop's (IPython awaits it in run_code).
-                        tb = cell_tb = exc.__traceback__
-                        while cell_tb is not None and cell_tb.tb_frame.f_code.co_filename not in self.cell_files:
-                                cell_tb = cell_tb.tb_next
-                        if cell_tb is not None:
-                                tb = cell_tb
-                                awaited = bool(cell_tb.tb_frame.f_code.co_flags & 0x80)  # CO_COROUTINE
+                        # From IPython's run_code on (its stand-in, which VerboseTB
+                        # hides): SyntaxTB lists the whole stack.
+                        tb = exc.__traceback__
+                        while tb is not None and tb.tb_frame.f_code not in HIDDEN_CODES:
+                                tb = tb.tb_next
                         frames = traceback.extract_tb(tb)
                 # A magic compiling a file (%run) shows its error as IPython's does:
                 # alone, as a cell's own.
                 if frames and not frames[-1].filename.startswith(KERNEL_FILE_PREFIX):
                         out.append("Traceback (most recent call last):\n")
-                        # SyntaxTB lists the whole stack, from IPython's run_code on
-                        # (VerboseTB hides that frame).
-                        out.append(_RUN_CODE_AWAIT if awaited else _RUN_CODE_EXEC)
                         for fs in frames:
                                 if fs.filename.startswith(KERNEL_FILE_PREFIX):
                                         continue

@@ -7,7 +7,8 @@ import os
 import sys
 
 from .. import formatters
-from ..foreign_frames import as_if_in_ipython, ipython_passing_on, passing_on, warn_as_if_from
+from ..foreign_frames import (as_if_in_ipython, ipython_passing_on, ipython_raising_from, passing_on,
+                              warn_as_if_from)
 from ..error import UsageError
 from . import magic_parser
 from .osm import _ALIASES
@@ -26,10 +27,6 @@ def _check_int(self, change):
 
 def _check_non_negative(self, change):
         if change < 0: raise AssertionError  # noqa: E701 (one line, as IPython's assert)
-
-
-def _raise_from(self, change):
-        raise change[0] from change[1]  # (error, cause)
 
 
 _OBSERVER = "PlainTextFormatter._float_precision_changed"
@@ -56,6 +53,13 @@ def _failing(call):
         return False
 
 
+def _int_or_none(s):
+        try:
+                return int(s)
+        except ValueError:
+                return None
+
+
 def _precision_refused(s, kind, message):
         """Raises IPython's ValueError(message) for %precision `s`, chained
         from its `kind` of check's error, through IPython's and traitlets'
@@ -66,13 +70,13 @@ def _precision_refused(s, kind, message):
                     None, s if kind != "non-negative" else int(s))
         except Exception as e:
                 cause = e.with_traceback(e.__traceback__.tb_next)
-        call = functools.partial(as_if_in_ipython(_raise_from, "core/formatters.py", raise_line,
-                                                  qualname=_OBSERVER), None)
+        call = functools.partial(ipython_raising_from("core/formatters.py", raise_line, _OBSERVER,
+                                                      ("self", "change")), ValueError(message))
         for line, qualname, params in reversed(_TRAIT_FRAMES):
                 frame = passing_on("traitlets.traitlets", _TRAITLETS, line, qualname, params)
                 call = functools.partial(frame, call, *[None] * (len(params) - 2))
         frame = ipython_passing_on("core/magics/basic.py", 560, "BasicMagics.precision", ("self", "s"))
-        frame(call, (ValueError(message), cause))
+        frame(call, cause)
 
 
 class BasicMagics:
@@ -114,7 +118,7 @@ class BasicMagics:
                                 _precision_refused(line, "format", f"Precision must be int or format string, "
                                                                    f"not {line!r}")
                 elif line:
-                        digits = None if _failing(lambda: int(line)) else int(line)
+                        digits = _int_or_none(line)
                         if digits is None:
                                 _precision_refused(line, "int", f"Precision must be int or format string, not {line!r}")
                         if digits < 0:

@@ -3,17 +3,13 @@
 import os
 
 from ..error import UsageError
-from ..foreign_frames import as_if_in_ipython, ipython_passing_on
+from ..foreign_frames import as_if_in_ipython, ipython_passing_on, ipython_raising_from
 
 
 # A target found nowhere fails in IPython's find_user_code, called by %load:
 # the ValueError chained from eval's error, each frame at its line there.
 def _eval_target(user_ns, target, raw, py_only, skip_encoding_cookie, search_ns):
         return eval(target, user_ns)
-
-
-def _raise_from(error, cause, raw, py_only, skip_encoding_cookie, search_ns):
-        raise error from cause
 
 
 def _raise(error, target, raw, py_only, skip_encoding_cookie, search_ns):
@@ -23,7 +19,7 @@ def _raise(error, target, raw, py_only, skip_encoding_cookie, search_ns):
 _FIND = dict(qualname="InteractiveShell.find_user_code",
              params=("self", "target", "raw", "py_only", "skip_encoding_cookie", "search_ns"))
 _find_eval = as_if_in_ipython(_eval_target, "core/interactiveshell.py", 3702, **_FIND)
-_find_raise_not_found = as_if_in_ipython(_raise_from, "core/interactiveshell.py", 3704, **_FIND)
+_find_raise_not_found = ipython_raising_from("core/interactiveshell.py", 3704, **_FIND)
 _find_raise_directory = as_if_in_ipython(_raise, "core/interactiveshell.py", 3693, **_FIND)
 _find_raise_not_code = as_if_in_ipython(_raise, "core/interactiveshell.py", 3712, **_FIND)
 _load_find_user_code = ipython_passing_on("core/magics/code.py", 359, "CodeMagics.load", ("self", "arg_s"))

@@ -13,7 +13,7 @@ from ..capture import CapturedIO
 from ..debugger import format_stack_entry
 from ..display import _capturing
 from ..error import StdinNotImplementedError, UsageError
-from ..foreign_frames import as_if_in_ipython, frames_from, warn_as_if_from
+from ..foreign_frames import as_if_in_ipython, frames_from, ipython_raising_from, warn_as_if_from
 from ..iostream import _flush_std
 from . import magic_parser
 from ..pylabtools import _run_file_with_matplotlib
@@ -32,10 +32,6 @@ def _find_file(file_finder, fpath, runner, unused):
         return file_finder(fpath)
 
 
-def _raise_from(error, cause, runner, file_finder):
-        raise error from cause
-
-
 def _get_py_filename(name):
         raise OSError("File `%r` not found." % name)
 
@@ -43,8 +39,8 @@ def _get_py_filename(name):
 _RUN = dict(qualname="ExecutionMagics.run", params=("self", "parameter_s", "runner", "file_finder"))
 _run_first_argument = as_if_in_ipython(_first_argument, "core/magics/execution.py", 695, **_RUN)
 _run_find_file = as_if_in_ipython(_find_file, "core/magics/execution.py", 696, **_RUN)
-_run_raise_no_file = as_if_in_ipython(_raise_from, "core/magics/execution.py", 699, **_RUN)
-_run_raise_not_found = as_if_in_ipython(_raise_from, "core/magics/execution.py", 707, **_RUN)
+_run_raise_no_file = ipython_raising_from("core/magics/execution.py", 699, **_RUN)
+_run_raise_not_found = ipython_raising_from("core/magics/execution.py", 707, **_RUN)
 _get_py_filename = as_if_in_ipython(_get_py_filename, "utils/path.py", 92, qualname="get_py_filename")
 
 

@@ -44,11 +44,16 @@ _AST_PARSE = functools.partial(as_if_in_ipython(_ast_parse, "core/compilerop.py"
                                None, filename="<unknown>", symbol="exec")
 
 
+def _magic_frame(line, magic):
+        """A frame at `line` of IPython's %magic (ExecutionMagics.time or
+        .timeit) that passes a call on."""
+        return ipython_passing_on("core/magics/execution.py", line, "ExecutionMagics." + magic,
+                                  ("self", "line", "cell", "local_ns"))
+
+
 def _parse_at(line, magic):
         """A parse of the magic's code, called at `line` of IPython's %magic."""
-        frame = ipython_passing_on("core/magics/execution.py", line, "ExecutionMagics." + magic,
-                                   ("self", "line", "cell", "local_ns"))
-        return functools.partial(frame, _AST_PARSE, None, None)
+        return functools.partial(_magic_frame(line, magic), _AST_PARSE, None, None)
 
 
 # The shell's compile (a codeop.Compile) called at a line of %timeit's or
@@ -67,9 +72,8 @@ _SHELL_COMPILE = functools.partial(as_if_in(_codeop_compile, "codeop", "/usr/lib
 
 def shell_compile(line, magic, tree, filename, symbol):
         """`tree` compiled as IPython's %magic does at `line` of its file."""
-        frame = ipython_passing_on("core/magics/execution.py", line, "ExecutionMagics." + magic,
-                                   ("self", "line", "cell", "local_ns"))
-        return frame(functools.partial(_SHELL_COMPILE, filename=filename, symbol=symbol), None, None, tree)
+        return _magic_frame(line, magic)(functools.partial(_SHELL_COMPILE, filename=filename, symbol=symbol),
+                                         None, None, tree)
 
 
 # %timeit's parse of its setup (the cell magic's line; "pass" for the line
