@@ -15,6 +15,7 @@
 #include "cbor_util.h"
 #include "cellvm.h"
 #include "cli_fork.h"
+#include "cli_help.h"
 #include "cli_pause.h"
 #include "cli_sandboxes.h"
 #include "cli_snapshots.h"
@@ -461,23 +462,18 @@ static const struct agent_cmd *find_agent_cmd(const char *cmd)
         return NULL;
 }
 
-static bool is_help(const char *arg)
-{
-        return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
-}
-
 /* Before connecting: --help, and the operand count of the simple commands.
  * Returns -1 to go on, else the exit status. */
 static int check_agent_args(const struct agent_cmd *ac, int argc, char **argv)
 {
-        if (argc >= 2 && is_help(argv[1])) {
+        if (argc >= 2 && cli_is_help(argv[1])) {
                 fputs(ac->usage, stdout);
                 return 0;
         }
         /* exec's --help among its options, as getopt would see it. */
         for (int i = 1; strcmp(ac->name, "exec") == 0 && i < argc; i++) {
                 const char *a = argv[i];
-                if (is_help(a)) {
+                if (cli_is_help(a)) {
                         fputs(ac->usage, stdout);
                         return 0;
                 }
@@ -1368,7 +1364,7 @@ static int cmd_create(int argc, char **argv)
  * tests compare it with the kernel's value and the guests' clocks. */
 static int cmd_host_tsc(int argc, char **argv)
 {
-        if (argc == 2 && is_help(argv[1])) {
+        if (argc == 2 && cli_is_help(argv[1])) {
                 fputs("usage: cellvm host-tsc [--measure]\n"
                       "Prints this host's TSC frequency in kHz as TCG guests are told: the cached\n"
                       "value, or (--measure) measured now.\n",
@@ -1482,7 +1478,7 @@ static int cmd_shell(int argc, char **argv)
 
 static int cmd_snapshot(int argc, char **argv)
 {
-        if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        if (argc < 2 || cli_is_help(argv[1])) {
                 fputs(snapshot_usage, argc < 2 ? stderr : stdout);
                 return argc < 2 ? EXIT_USAGE : 0;
         }
@@ -1560,7 +1556,7 @@ int main(int argc, char **argv)
         const char *addr = getenv("CELLVM_ADDR");
         int i = 1;
         for (; i < argc && argv[i][0] == '-'; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                if (cli_is_help(argv[i])) {
                         fputs(usage, stdout);
                         return 0;
                 }
@@ -1583,7 +1579,7 @@ int main(int argc, char **argv)
                 fputs(usage, stderr);
                 return EXIT_USAGE;
         }
-        if (!(argc - i == 2 && is_help(argv[i + 1])) && check_env_limits() < 0)
+        if (!(argc - i == 2 && cli_is_help(argv[i + 1])) && check_env_limits() < 0)
                 return EXIT_USAGE;
         if (strcmp(argv[i], "run") == 0)
                 return cmd_run(argc - i, argv + i);
@@ -1594,7 +1590,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "keep") == 0) {
                 /* Plumbing: the keeper of an entry (create starts its own; the tests
                  * start one for a stand-in VMM's entry). */
-                if (argc - i == 2 && is_help(argv[i + 1])) {
+                if (argc - i == 2 && cli_is_help(argv[i + 1])) {
                         fputs("usage: cellvm keep KEY\n"
                               "(plumbing) forks the keeper of live sandbox KEY (its registry key, "
                               "as\ncellvm ps shows) and prints the keeper's pid.\n",

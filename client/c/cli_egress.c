@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_help.h"
 #include "cli_sandboxes.h"
 #include "egress_keeper.h"
 #include "registry.h"
@@ -47,7 +48,7 @@ int cmd_egress(int argc, char **argv)
         for (; i < argc && argv[i][0] == '-'; i++) {
                 if (strcmp(argv[i], "--json") == 0) {
                         json = true;
-                } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                } else if (cli_is_help(argv[i])) {
                         fputs(usage, stdout);
                         return 0;
                 } else {

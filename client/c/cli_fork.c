@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "cbor_util.h"
+#include "cli_help.h"
 #include "egress_keeper.h"
 #include "msgtypes.h"
 #include "cli_pause.h"
@@ -68,7 +69,7 @@ static int parse(int argc, char **argv, struct fork_args *a)
                 const char *o = argv[i];
                 bool more = i + 1 < argc;
                 char *end = NULL;
-                if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
+                if (cli_is_help(o)) {
                         fputs(fork_usage, stdout);
                         return -1;
                 } else if (strcmp(o, "--json") == 0) {

@@ -15,6 +15,7 @@
 
 #include <jansson.h>
 
+#include "cli_help.h"
 #include "cli_snapshot.h"
 #include "egress_keeper.h"
 #include "fs_snapshot.h"
@@ -295,7 +296,7 @@ static int parse(int argc, char **argv, bool resume, const char *usage, struct p
         a->files_only = false;
         *id = NULL;
         for (int i = 1; i < argc; i++) {
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                if (cli_is_help(argv[i])) {
                         fputs(usage, stdout);
                         return -1;
                 }

@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "cli_egress.h"
+#include "cli_help.h"
 #include "cli_snapshot.h"
 #include "host_tsc.h"
 #include "cbor_util.h"
@@ -328,7 +329,7 @@ int cmd_ps(int argc, char **argv)
             "usage: cellvm ps [--json]\n"
             "Lists this user's live sandboxes (key, age, time left, VMM pid, memory, state,\n"
             "sandbox id), then the paused ones; ends those past deadline + grace.\n";
-        if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        if (argc == 2 && cli_is_help(argv[1])) {
                 fputs(ps_usage, stdout);
                 return 0;
         }
@@ -410,7 +411,7 @@ static bool kill_paused(const char *ident, int *status)
 
 int cmd_kill(int argc, char **argv)
 {
-        if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        if (argc == 2 && cli_is_help(argv[1])) {
                 fputs("usage: cellvm kill ID... | kill --all\n"
                       "Stops live sandboxes (ID: the key or the sandbox id, as cellvm ps shows);\n"
                       "kill ID of a paused one removes its saved state; --all stops the running\n"
@@ -836,8 +837,7 @@ static int set_deadline_to(struct creg_entry *e, void *deadline_ms)
 
 int cmd_set_timeout(int argc, char **argv)
 {
-        bool registry_only = false, json = false,
-             help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+        bool registry_only = false, json = false, help = argc == 2 && cli_is_help(argv[1]);
         int a = 1;
         for (; a < argc && argv[a][0] == '-' && a + 2 < argc; a++) {
                 if (strcmp(argv[a], "--registry-only") == 0)
@@ -946,7 +946,7 @@ void sbx_hold(struct sbx_rec *rec, pid_t pid)
 
 int cmd_hold(int argc, char **argv)
 {
-        bool help = argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0);
+        bool help = argc == 2 && cli_is_help(argv[1]);
         struct hold_change h = {.release = argc == 4 && strcmp(argv[1], "--release") == 0};
         int a = h.release ? 2 : 1;
         if (help || argc - a != 2 || sbx_parse_pid(argv[a + 1], &h.pid) < 0) {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli_fork.h"
+#include "cli_help.h"
 #include "cli_pause.h"
 #include "cli_sandboxes.h"
 #include "egress_keeper.h"
@@ -51,7 +52,7 @@ static const char delete_usage[] =
 static bool help_asked(int argc, char **argv, const char *usage)
 {
         for (int i = 1; i < argc; i++)
-                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+                if (cli_is_help(argv[i])) {
                         fputs(usage, stdout);
                         return true;
                 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli_help.h"
 #include "keeper.h"
 #include "serve.h"
 #include "serve_egress.h"
@@ -200,7 +201,7 @@ int cmd_egress_keep(int argc, char **argv)
             "usage: cellvm egress-keep KEY VMDIR\n"
             "(plumbing) the egress keeper of sandbox KEY, whose VM directory is VMDIR, in the\n"
             "foreground: cellvm create --egress and cellvm egress start it.\n";
-        if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        if (argc == 2 && cli_is_help(argv[1])) {
                 fputs(keep_usage, stdout);
                 return 0;
         }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_help.h"
+
 #define KUBE_PORT 3000
 /* What QEMU and `cellvm serve` take beside the guest's RAM. */
 #define KUBE_VMM_OVERHEAD_MB 256
@@ -428,7 +430,7 @@ int cmd_kube(int argc, char **argv)
 {
         if (argc >= 2 && strcmp(argv[1], "manifests") == 0)
                 return cmd_manifests(argc - 1, argv + 1);
-        if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        if (argc >= 2 && cli_is_help(argv[1])) {
                 fputs(kube_usage, stdout);
                 return 0;
         }
