@@ -814,6 +814,13 @@ FRESH_SHELL_API = [
     "r = get_ipython().run_cell('%%nosuch\\n1')\nr.success, type(r.error_in_exec).__name__\n",
     "%%capture c\n%nosuchmagic\n",
     "c.stderr\n",
+    "em = get_ipython().extension_manager\nsorted(em.loaded)\n",
+    "(em.load_extension('storemagic'), em.load_extension('json'), em.unload_extension('json'),\n"
+    " em.reload_extension('json'), em.unload_extension('storemagic'))\n",
+    "em.load_extension('autoreload'), sorted(em.loaded), em.unload_extension('autoreload')\n",
+    "%load_ext autoreload\n",
+    "em.load_extension('nosuchmod')\n",
+    "%load_ext nosuchmod\n",
 ]
 
 
@@ -824,6 +831,13 @@ def test_shell_api_reads_as_in_ipykernel(agent):
     assert expected[6]["traceback"].startswith("An exception has occurred"), expected[6]
     assert expected[7]["error"] is None and "UsageError" in expected[7]["stderr"], expected[7]
     assert expected[8]["error"] is None and "UsageError" in expected[9]["results"][0]["text"], expected[8:]
+    # get_ipython().extension_manager: what %load_ext and the others call.
+    assert expected[10]["results"][0]["text"] == "['IPython.extensions.storemagic']", expected[10]
+    assert expected[11]["results"][0]["text"].replace("\n ", " ") == (
+        "('already loaded', 'no load function', 'not loaded', None, 'no unload function')"), expected[11]
+    assert "'IPython.extensions.autoreload'" in expected[12]["results"][0]["text"], expected[12]
+    assert "already loaded" in expected[13]["stdout"], expected[13]
+    assert expected[14]["error"][0] == expected[15]["error"][0] == "ModuleNotFoundError", expected[14:]
 
 
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its

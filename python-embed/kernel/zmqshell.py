@@ -24,7 +24,7 @@ from .magics.code import CodeMagics
 from .magics.config import ConfigMagics
 from .magics.display import DisplayMagics
 from .magics.execution import ExecutionMagics
-from .magics.extension import ExtensionMagics
+from .magics.extension import ExtensionManager, ExtensionMagics
 from .magics.history import HistoryMagics
 from .magics.logging import LoggingMagics
 from .magics.namespace import NamespaceMagics
@@ -159,7 +159,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
         def __init__(self, kernel):
                 self.kernel = kernel
                 self.user_ns = kernel.ns
-                self.extensions = {"storemagic"}  # loaded by %load_ext (autoreload aside), or by default
+                self.extension_manager = ExtensionManager(self)
                 self.aliases = dict(_ALIASES)
                 self.dir_stack = []  # %pushd/%popd
                 self._db = None

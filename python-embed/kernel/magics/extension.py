@@ -25,74 +25,102 @@ _LOAD_IPYTHON_EXTENSION = _frame("extensions.py", 151, "ExtensionManager._call_l
                                  ("self", "mod"))
 
 
+# IPython's own extensions: `import storemagic` fails, so IPython loads (and
+# lists) them under IPython.extensions.
+_BUILTINS = ("storemagic", "autoreload")
+
+
+def _listed(module_str):
+        return "IPython.extensions." + module_str if module_str in _BUILTINS else module_str
+
+
+class ExtensionManager:
+        """IPython's ExtensionManager (get_ipython().extension_manager): loads,
+        unloads and reloads extensions, answering in its words ("already
+        loaded", "no load function", "not loaded", "no unload function") or
+        None; %load_ext and the others print from those."""
+
+        def __init__(self, shell):
+                self.shell = shell
+                self.loaded = {"IPython.extensions.storemagic"}  # ipykernel's default
+
+        def load_extension(self, module_str):
+                return _LOAD_EXTENSION(self._load_extension, module_str)
+
+        def _load_extension(self, module_str):
+                """IPython's ExtensionManager._load_extension, in its frames."""
+                if _listed(module_str) in self.loaded:
+                        return "already loaded"
+                if module_str == "autoreload":
+                        self.shell.kernel.autoreload = _Autoreload(self.shell)
+                else:
+                        mod = _IMPORT(importlib.import_module, module_str)
+                        load = getattr(mod, "load_ipython_extension", None)
+                        if load is None:
+                                return "no load function"
+                        _CALL_LOAD(functools.partial(_LOAD_IPYTHON_EXTENSION, load), self.shell)
+                self.loaded.add(_listed(module_str))
+                return None
+
+        def unload_extension(self, module_str):
+                name = _listed(module_str)
+                if name not in self.loaded:
+                        return "not loaded"
+                # IPython's autoreload and storemagic have no unload function.
+                unload = None if module_str in _BUILTINS else getattr(sys.modules.get(name),
+                                                                      "unload_ipython_extension", None)
+                if unload is None:
+                        return "no unload function"
+                unload(self.shell)
+                self.loaded.discard(name)
+                return None
+
+        def reload_extension(self, module_str):
+                if module_str == "autoreload":
+                        self.shell.kernel.autoreload = _Autoreload(self.shell)
+                        self.loaded.add(_listed(module_str))
+                        return None
+                if module_str not in self.loaded or module_str not in sys.modules:
+                        _RELOAD_EXTENSION(self.load_extension, module_str)
+                        return None
+                mod = sys.modules[module_str]
+                unload = getattr(mod, "unload_ipython_extension", None)
+                if unload is not None:
+                        unload(self.shell)
+                mod = importlib.reload(mod)
+                load = getattr(mod, "load_ipython_extension", None)
+                if load is not None:
+                        load(self.shell)
+                return None
+
+
 class ExtensionMagics:
         """IPython's ExtensionMagics (IPython.core.magics.extension), mixed into zmqshell.Shell."""
 
         def magic_load_ext(self, line):
-                """IPython's %load_ext: autoreload on IPython's own reloader, else
-                the module's load_ipython_extension(shell)."""
+                """IPython's %load_ext: the extension manager's load_extension."""
                 if not line:
                         raise UsageError("Missing module name.")
-                name = line
-                if name == "autoreload":
-                        if self.kernel.autoreload is not None:
-                                print(f"The {name} extension is already loaded. To reload it, use:")
-                                print("  %reload_ext", name)
-                                return
-                        self.kernel.autoreload = _Autoreload(self)
-                        return
-                if name in self.extensions:
-                        print(f"The {name} extension is already loaded. To reload it, use:")
-                        print("  %reload_ext", name)
-                        return
-                if _LOAD_EXT(functools.partial(_LOAD_EXTENSION, self._load_extension), name) is None:
-                        print(f"The {name} module is not an IPython extension.")
-
-        def _load_extension(self, name):
-                """IPython's ExtensionManager._load_extension, in its frames: the
-                module or None where it has no load_ipython_extension."""
-                mod = _IMPORT(importlib.import_module, name)
-                load = getattr(mod, "load_ipython_extension", None)
-                if load is None:
-                        return None
-                _CALL_LOAD(functools.partial(_LOAD_IPYTHON_EXTENSION, load), self)
-                self.extensions.add(name)
-                return mod
+                res = _LOAD_EXT(self.extension_manager.load_extension, line)
+                if res == "already loaded":
+                        print(f"The {line} extension is already loaded. To reload it, use:")
+                        print("  %reload_ext", line)
+                elif res == "no load function":
+                        print(f"The {line} module is not an IPython extension.")
 
         def magic_reload_ext(self, line):
                 """IPython's %reload_ext: the extension loaded afresh (its module
                 reloaded), or loaded if it was not; silent either way."""
                 if not line:
                         raise UsageError("Missing module name.")
-                if line == "autoreload":
-                        self.kernel.autoreload = _Autoreload(self)
-                        return
-                if line not in self.extensions:
-                        _RELOAD_EXT(functools.partial(_RELOAD_EXTENSION, functools.partial(
-                            _LOAD_EXTENSION, self._load_extension)), line)
-                        return
-                mod = sys.modules.get(line)
-                if mod is not None:
-                        unload = getattr(mod, "unload_ipython_extension", None)
-                        if unload is not None:
-                                unload(self)
-                        mod = importlib.reload(mod)
-                        load = getattr(mod, "load_ipython_extension", None)
-                        if load is not None:
-                                load(self)
+                _RELOAD_EXT(self.extension_manager.reload_extension, line)
 
         def magic_unload_ext(self, line):
-                """IPython's %unload_ext: the module's unload_ipython_extension(shell);
-                autoreload (IPython's) has none."""
+                """IPython's %unload_ext: the module's unload_ipython_extension(shell)."""
                 if not line:
                         raise UsageError("Missing module name.")
-                loaded = line in self.extensions or line == "autoreload" and self.kernel.autoreload is not None
-                if not loaded:
+                res = self.extension_manager.unload_extension(line)
+                if res == "not loaded":
                         print(f"The {line} extension is not loaded.")
-                        return
-                unload = getattr(sys.modules.get(line), "unload_ipython_extension", None)
-                if line == "autoreload" or unload is None:
+                elif res == "no unload function":
                         print(f"The {line} extension doesn't define how to unload it.")
-                        return
-                unload(self)
-                self.extensions.discard(line)
