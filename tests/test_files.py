@@ -30,6 +30,10 @@ def test_write_read_text_bytes_stream(sbx, workdir):
     assert sbx.files.read(p) == "héllo\n"
     assert sbx.files.read(p, format="bytes") == "héllo\n".encode()
     assert b"".join(sbx.files.read(p, format="stream")) == "héllo\n".encode()
+    # Not UTF-8 (a PNG's header, Latin-1): E2B's SDK reads the text as httpx
+    # does, each bad byte a U+FFFD, where a strict decode would raise.
+    sbx.files.write(p + ".bin", bytes([0x89, 0x50, 0x4E, 0x47, 0xFF]) + "café".encode("latin-1"))
+    assert sbx.files.read(p + ".bin") == "\ufffdPNG\ufffdcaf\ufffd"
     with open(p, "rb") as f:
         assert f.read() == "héllo\n".encode()
     # Replacing keeps the mode; an empty write empties the file.

@@ -49,6 +49,19 @@ def test_str_value_loses_quotes_as_in_e2b(sbx, ctx):
     assert ex.results[0].raw["text/plain"] == "'abc'"
 
 
+def test_result_fields_are_e2bs(sbx, ctx):
+    # vars(result) holds E2B's fields only (`chart` only with a chart), so a
+    # generic JSON encoder takes any result, a figure's included.
+    ex = sbx.run_code("from PIL import Image\ndisplay(Image.new('RGB', (4, 4)))\n'abc'", context=ctx)
+    image, value = ex.results
+    assert sorted(vars(image)) == sorted(vars(value)) == [
+        "data", "extra", "html", "is_main_result", "javascript", "jpeg", "json", "latex", "markdown", "pdf",
+        "png", "svg", "text"]
+    assert json.loads(json.dumps(vars(image)))["png"] == image.png
+    assert image.png_bytes.startswith(b"\x89PNG") and image.raw["image/png"] == image.png_bytes
+    assert value.raw["text/plain"] == "'abc'" and image.chart is None
+
+
 def test_reprs_match_ipython(sbx, ctx):
     cases = {
         "{'b': 2, 'a': 1}": "{'b': 2, 'a': 1}",

@@ -197,7 +197,8 @@ class Filesystem:
         data = bytearray()
         for chunk in self._read_chunks(self._sbx._conn, body, timeout, own_conn=False):
             data += chunk
-        return data if format == "bytes" else data.decode("utf-8")
+        # As E2B's SDK (httpx's text): bytes that are not UTF-8 read as U+FFFD.
+        return data if format == "bytes" else data.decode("utf-8", errors="replace")
 
     def _read_stream(self, body, timeout):
         # A connection of its own, read by a thread of its own that stops

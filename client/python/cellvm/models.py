@@ -10,6 +10,7 @@ types without a field of their own go to `extra`.
 import base64
 import json
 import logging
+import weakref
 from dataclasses import dataclass, field
 from typing import (IO, Any, Awaitable, Callable, Dict, Iterable, List, Literal, NotRequired,
                     Optional, TypedDict, TypeVar, Union)
@@ -90,6 +91,11 @@ class MIMEType(str):
     """A MIME type."""
 
 
+# Result.raw by id(result), kept off the instance's __dict__ (a dataclass, as
+# E2B's, is unhashable); an entry goes with its Result.
+_RAW: Dict[int, Dict[str, Any]] = {}
+
+
 @dataclass
 class Result:
     """Data the cell displayed, or (is_main_result) the value of its last expression."""
@@ -142,7 +148,8 @@ class Result:
         self.json = json
         self.javascript = javascript
         self.data = data
-        self.chart = None
+        # As in E2B, an instance has `chart` only with a chart, and no field
+        # beyond E2B's: vars(result) reads the same (JSON encoders use it).
         if isinstance(chart, Chart):
             self.chart = chart
         elif chart:
@@ -153,7 +160,15 @@ class Result:
                 logger.error("cannot read the chart (an SDK older than the executor?): %s", e)
         self.is_main_result = is_main_result
         self.extra = extra
-        self.raw = kwargs.get("raw", {})
+        raw = kwargs.get("raw")
+        if raw:
+            _RAW[id(self)] = raw
+            weakref.finalize(self, _RAW.pop, id(self), None)
+
+    @property
+    def raw(self) -> Dict[str, Any]:
+        """The MIME bundle as received (text/plain unstripped, binaries as bytes)."""
+        return _RAW.get(id(self), {})
 
     @classmethod
     def from_bundle(cls, bundle: Dict[str, Any], is_main_result: bool) -> "Result":
