@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,18 @@ void zygote_child_exec(struct agent *a, int fd, int errfd)
         int null_fd = err ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (!err && (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0))
                 err = errno;
+        /* libgfortran (loaded with numpy's OpenBLAS at preload) picks unit 6's buffering once,
+         * from fd 1: a regular file (a dev-mode agent's log) gets a block buffer, kept after a
+         * cell's pipe is put on fd 1, so a SciPy fit's Fortran log would come cells late. A
+         * console or /dev/null gets none. */
+        struct stat st;
+        if (!err && fstat(STDOUT_FILENO, &st) < 0)
+                err = errno;
+        if (!err && S_ISREG(st.st_mode)) {
+                int null_out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+                if (null_out < 0 || dup2(null_out, STDOUT_FILENO) < 0)
+                        err = errno;
+        }
         if (!err && fd == ZYGOTE_FD) {
                 int fl = fcntl(fd, F_GETFD);
                 if (fl < 0 || fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC) < 0)

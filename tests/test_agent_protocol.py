@@ -680,6 +680,31 @@ def cmdline(pid):
         return f.read().split(b"\0")
 
 
+def test_zygote_stdout_is_no_regular_file(agent):
+    # The dev-mode agent logs to a file; libgfortran (numpy's OpenBLAS, loaded
+    # at preload) would block-buffer Fortran's unit 6 on it for good, and a
+    # SciPy fit's log would come out cells later. The zygote gets /dev/null.
+    deadline = time.monotonic() + 10
+    while not (zygotes := [p for p in children_of(agent.proc.pid) if b"--zygote" in cmdline(p)]):
+        assert time.monotonic() < deadline, agent.read_log()
+        time.sleep(0.02)
+    assert os.readlink(f"/proc/{agent.proc.pid}/fd/1") == agent.log_path
+    assert os.readlink(f"/proc/{zygotes[0]}/fd/1") == "/dev/null"
+
+
+def test_fortran_output_comes_with_its_cell(agent):
+    pytest.importorskip("scipy")
+    c = Raw(agent.addr)
+    c.hello()
+    code = ("import numpy as np, scipy.optimize as so\n"
+            "so.minimize(lambda x: ((x - 3) ** 2).sum(), np.zeros(2), method='L-BFGS-B',"
+            " options={'disp': True}).success\n")
+    msgs = execute(c, 2, code)
+    out = stdout_text(msgs)
+    assert "RUNNING THE L-BFGS-B CODE" in out and "CONVERGENCE" in out, msgs
+    c.close()
+
+
 def test_executor_killed_from_outside(fresh_agent):
     c = Raw(fresh_agent.addr)
     c.hello()
