@@ -840,6 +840,25 @@ def test_shell_api_reads_as_in_ipykernel(agent):
     assert expected[14]["error"][0] == expected[15]["error"][0] == "ModuleNotFoundError", expected[14:]
 
 
+# IPython's coloured tracebacks render a frame's lines from its scope's text,
+# which ends with the scope's last statement: a comment after it is not shown.
+# NoColor renders the file's lines as they are.
+FRESH_TB_COMMENTS = [
+    "def n():\n    return 1/0  # last line raising\nn()\n",
+    "def m(x):\n    if x:\n        return 1/0  # in if\n    else:\n        pass  # c\nm(1)\n",
+    "def k():\n    y = 1/0  # not last\n    return y  # last\nk()\n",
+    "1/0  # top-level comment\n",
+    "%colors NoColor\n",
+    "n()\n",
+]
+
+
+def test_traceback_comments_read_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_TB_COMMENTS, tracebacks=True)
+    assert "----> 2     return 1/0\n" in expected[0]["traceback"], expected[0]
+    assert "----> 2     return 1/0  # last line raising\n" in expected[5]["traceback"], expected[5]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

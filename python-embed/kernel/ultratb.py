@@ -34,11 +34,14 @@ def _stack_data():
         return mod
 
 
-def _stack_data_entry(stack_data, tb, context, frame, cell=None):
+def _stack_data_entry(stack_data, tb, context, frame, cell=None, pygmented=True):
         """A library frame as IPython's VerboseTB shows it: stack_data's pieces
         around the line, dedented, '(...)' for gaps, none for a Cython frame,
-        and executing's qualname of the function."""
+        and executing's qualname of the function. pygmented (any colour scheme
+        but NoColor): each line as stack_data's pygmented render gives it, from
+        the scope's text (a comment after its last statement is not shown)."""
         info = stack_data.FrameInfo(tb, stack_data.Options(before=context, after=context))
+        scope_lines = _scope_lines(info) if pygmented else None
         pretty = sys.modules.get("cellvm_pretty")
         if frame.f_code in NAMED_CODES or pretty is not None and frame.f_code in pretty.NAMED_CODES:
                 func = frame.f_code.co_qualname
@@ -54,8 +57,25 @@ def _stack_data_entry(stack_data, tb, context, frame, cell=None):
                 num = str(line.lineno)
                 mark = "-" * (5 - len(num)) + "> " + num if line.is_current else num.rjust(7)
                 text = line.render().rstrip("\n")  # trailing spaces stay, as in IPython
+                if scope_lines is not None and 0 <= line.lineno - scope_lines[0] < len(scope_lines[1]):
+                        # As stack_data's pygmented render (pygments keeps the text).
+                        text = scope_lines[1][line.lineno - scope_lines[0]].replace(
+                            line.text[:line.leading_indent], "", 1)
                 out.append(f"{mark} {text}\n")
         return "".join(out)
+
+
+def _scope_lines(info):
+        """(first line, lines) of the frame's scope as stack_data highlights it
+        for IPython's coloured tracebacks: the scope's text, which ends with its
+        last statement; None without a scope."""
+        try:
+                if info.scope is None:
+                        return None
+                return (info.source.line_range(info.scope)[0],
+                        info.source.asttext().get_text(info.scope).splitlines())
+        except Exception:
+                return None
 
 
 def _call_signature(frame):
@@ -267,8 +287,9 @@ class FormattedTB:
                                 continue
                         if stack_data is not None:
                                 try:
-                                        entries.append(_stack_data_entry(stack_data, tbs[id(frame)], context, frame,
-                                                                         self.cell_files.get(code.co_filename)))
+                                        entries.append(_stack_data_entry(
+                                            stack_data, tbs[id(frame)], context, frame,
+                                            self.cell_files.get(code.co_filename), self.shell.colors != "NoColor"))
                                         continue
                                 except Exception:
                                         pass
