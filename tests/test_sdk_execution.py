@@ -47,6 +47,11 @@ def test_str_value_loses_quotes_as_in_e2b(sbx, ctx):
     ex = sbx.run_code("'abc'", context=ctx)
     assert ex.text == "abc"
     assert ex.results[0].raw["text/plain"] == "'abc'"
+    # Double quotes too (a str holding a '), and a lone quote, as E2B's server
+    # (api/models/result.py) strips them.
+    assert sbx.run_code('"it\'s"', context=ctx).text == "it's"
+    lone = sbx.run_code("class One:\n    def __repr__(self):\n        return \"'\"\nOne()", context=ctx)
+    assert lone.results[0].text == "" and lone.results[0].formats() == []
 
 
 def test_result_fields_are_e2bs(sbx, ctx):

@@ -184,8 +184,10 @@ class Result:
             else:
                 fields[name] = value
         text = fields.get("text")
-        # E2B's server strips the quotes of a str's repr ('abc' -> abc).
-        if isinstance(text, str) and len(text) >= 2 and text.startswith("'") and text.endswith("'"):
+        # E2B's server strips the quotes of a str's repr ('abc' -> abc, "it's"
+        # -> it's): any text that starts and ends with the same quote, a lone
+        # quote included (-> "").
+        if isinstance(text, str) and text and text[0] in "'\"" and text[-1] == text[0]:
             fields["text"] = text[1:-1]
         raw = dict(bundle)
         # A figure without a chart comes with an empty e2b/chart, as from E2B's
