@@ -821,6 +821,11 @@ FRESH_SHELL_API = [
     "%load_ext autoreload\n",
     "em.load_extension('nosuchmod')\n",
     "%load_ext nosuchmod\n",
+    # history_manager, which plotly's iframe renderers read (get_tail); the
+    # session number is the host's history database's, so left out.
+    "hm = get_ipython().history_manager\n[(line, src) for _, line, src in hm.get_tail(2)]\n",
+    "list(hm.get_range(start=16, stop=18)), hm.input_hist_raw[16], len(hm.input_hist_parsed)\n",
+    "[(line, src) for _, line, src in hm.get_tail(1, include_latest=True, output=True)]\n",
 ]
 
 
@@ -838,6 +843,7 @@ def test_shell_api_reads_as_in_ipykernel(agent):
     assert "'IPython.extensions.autoreload'" in expected[12]["results"][0]["text"], expected[12]
     assert "already loaded" in expected[13]["stdout"], expected[13]
     assert expected[14]["error"][0] == expected[15]["error"][0] == "ModuleNotFoundError", expected[14:]
+    assert "'%load_ext nosuchmod'" in expected[16]["results"][0]["text"], expected[16]
 
 
 # IPython's coloured tracebacks render a frame's lines from its scope's text,

@@ -25,7 +25,7 @@ from .magics.config import ConfigMagics
 from .magics.display import DisplayMagics
 from .magics.execution import ExecutionMagics
 from .magics.extension import ExtensionManager, ExtensionMagics
-from .magics.history import HistoryMagics
+from .magics.history import HistoryManager, HistoryMagics
 from .magics.logging import LoggingMagics
 from .magics.namespace import NamespaceMagics
 from .magics.osm import _ALIASES, OSMagics
@@ -160,6 +160,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 self.kernel = kernel
                 self.user_ns = kernel.ns
                 self.extension_manager = ExtensionManager(self)
+                self.history_manager = HistoryManager(self)
                 self.aliases = dict(_ALIASES)
                 self.dir_stack = []  # %pushd/%popd
                 self._db = None

@@ -9,6 +9,56 @@ from . import magic_parser
 _UNSPECIFIED = object()  # %history -l given without a number means 10
 
 
+class HistoryManager:
+        """IPython's HistoryManager (get_ipython().history_manager) over this
+        session's inputs; no database, so no other session's lines and no
+        outputs logged (IPython's db_log_output is off by default)."""
+
+        session_number = 1
+
+        def __init__(self, shell):
+                self.shell = shell
+
+        @property
+        def input_hist_raw(self):
+                return self.shell.kernel.raw_in
+
+        @property
+        def input_hist_parsed(self):
+                return self.shell.kernel.In
+
+        @property
+        def output_hist(self):
+                return self.shell.kernel.Out
+
+        def get_range(self, session=0, start=1, stop=None, raw=True, output=False):
+                """(0, line, input) of this session's lines start..stop-1, as
+                IPython's _get_range_session; another session has none here."""
+                if session <= 0:
+                        session += self.session_number
+                if session != self.session_number:
+                        return
+                hist = self.input_hist_raw if raw else self.input_hist_parsed
+                n = len(hist)
+                if start < 0:
+                        start += n
+                if not stop or stop > n:
+                        stop = n
+                elif stop < 0:
+                        stop += n
+                for i in range(start, stop):
+                        yield (0, i, (hist[i], None) if output else hist[i])
+
+        def get_tail(self, n=10, raw=True, output=False, include_latest=False):
+                """The last n (session, line, input), oldest first, the running
+                cell's left out unless include_latest, as read back from
+                IPython's database."""
+                hist = self.input_hist_raw if raw else self.input_hist_parsed
+                last = len(hist) - (1 if include_latest else 2)
+                return iter([(self.session_number, i, (hist[i], None) if output else hist[i])
+                             for i in range(max(1, last - n + 1), last + 1)])
+
+
 class HistoryMagics:
         """IPython's HistoryMagics (IPython.core.magics.history), mixed into zmqshell.Shell."""
 
