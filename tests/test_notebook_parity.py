@@ -865,6 +865,24 @@ def test_traceback_comments_read_as_in_ipykernel(agent):
     assert "----> 2     return 1/0  # last line raising\n" in expected[5]["traceback"], expected[5]
 
 
+# matplotlib_inline.backend_inline is the executor's; it has the real
+# module's public names (IPython's deprecated configure_inline_support
+# imports one), and one figure per plot stays one.
+FRESH_INLINE_MODULE = [
+    "import matplotlib_inline.backend_inline as bi\nfrom IPython.core.pylabtools import configure_inline_support\n"
+    "configure_inline_support(get_ipython(), 'module://matplotlib_inline.backend_inline')\n",
+    "(bi.Figure.__name__, bi.Gcf.__name__, bi.FigureCanvasAgg.__name__, bi.__file__,\n"
+    " type(bi.InlineBackend.instance().rc).__name__, bi._enable_matplotlib_integration())\n",
+    "import matplotlib.pyplot as plt\nplt.plot([1, 2])\n",
+]
+
+
+def test_inline_backend_module_reads_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_INLINE_MODULE, tracebacks=True)
+    assert expected[1]["results"][0]["text"].startswith("('Figure',\n 'Gcf',\n 'FigureCanvasAgg'"), expected[1]
+    assert [r["png"] is not None for r in expected[2]["results"]].count(True) == 1, expected[2]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

@@ -3,6 +3,7 @@ with PNG encoded by _cellvm), show(), and the post-execute flush that shows
 a cell's figures once; and IPython's activate_matplotlib, as importing
 ipykernel's backend does it."""
 
+import importlib
 import os
 import sys
 import types
@@ -187,10 +188,45 @@ def _make_mpl_backend():
                 if "FigureCanvas" not in mod.__dict__:
                         load()
                         return getattr(mod, name)
+                imported = _BACKEND_IMPORTS.get(name)
+                if imported is not None:
+                        module, attr = imported
+                        value = getattr(importlib.import_module(module), attr) if attr else importlib.import_module(module)
+                        setattr(mod, name, value)
+                        return value
                 raise AttributeError(name)
+
+        # The real module's file and the rest of its public names (what it
+        # imports, read when first asked for).
+        mod.__file__ = "/usr/lib/python3/dist-packages/matplotlib_inline/backend_inline.py"  # Debian's
+        mod.configure_inline_support = configure_inline_support
+        mod._enable_matplotlib_integration = _enable_matplotlib_integration
 
         mod.__getattr__ = __getattr__
         return mod
+
+
+# Names matplotlib_inline.backend_inline imports: (module, attribute or None).
+_BACKEND_IMPORTS = {
+    "matplotlib": ("matplotlib", None),
+    "colors": ("matplotlib.colors", None),
+    "backend_agg": ("matplotlib.backends.backend_agg", None),
+    "FigureCanvasAgg": ("matplotlib.backends.backend_agg", "FigureCanvasAgg"),
+    "Gcf": ("matplotlib._pylab_helpers", "Gcf"),
+    "Figure": ("matplotlib.figure", "Figure"),
+    "InlineBackend": ("matplotlib_inline.config", "InlineBackend"),
+}
+
+
+def configure_inline_support(shell, backend):
+        """matplotlib_inline's configure_inline_support: in this kernel the inline
+        backend's figure flush and formats are always set up, so there is
+        nothing to register (IPython's %matplotlib calls it for the same)."""
+
+
+def _enable_matplotlib_integration():
+        """matplotlib_inline's: pyplot is made interactive at the first figure
+        (_activate_matplotlib), as ipykernel's import of the backend does."""
 
 
 def _figure_metadata(fig):
