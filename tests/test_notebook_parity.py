@@ -883,6 +883,29 @@ def test_inline_backend_module_reads_as_in_ipykernel(agent):
     assert [r["png"] is not None for r in expected[2]["results"]].count(True) == 1, expected[2]
 
 
+# %prun's error passes through IPython's prun and _run_with_profiler frames
+# (a cell magic's body cleaned up as the shell's transform_cell does); %less
+# through ipykernel's KernelMagics.less (and for .py IPython's read_py_file
+# and tokenize.open).
+FRESH_PRUN_LESS = [
+    "%prun 1 / 0\n",
+    "%%prun -q\nx = 1\n1/0\n",
+    "%less missing_file.txt\n",
+    "%less missing_file.py\n",
+    "open('there.py', 'w').write('x = 1\\n')\n",
+    "%less there.py\n",
+]
+
+
+def test_prun_less_errors_read_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_PRUN_LESS, tracebacks=True)
+    assert "in ExecutionMagics._run_with_profiler" in expected[0]["traceback"], expected[0]
+    assert "File <string>:2" in expected[1]["traceback"], expected[1]
+    assert "in KernelMagics.less" in expected[2]["traceback"], expected[2]
+    assert "in read_py_file" in expected[3]["traceback"], expected[3]
+    assert expected[5]["error"] is None, expected[5]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

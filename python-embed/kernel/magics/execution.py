@@ -2,6 +2,7 @@
 %prun, %debug, %%capture."""
 
 import ast
+import functools
 import io
 import os
 import re
@@ -13,7 +14,8 @@ from ..capture import CapturedIO
 from ..debugger import format_stack_entry
 from ..display import _capturing
 from ..error import StdinNotImplementedError, UsageError
-from ..foreign_frames import as_if_in_ipython, frames_from, ipython_raising_from, warn_as_if_from
+from ..foreign_frames import (as_if_in_ipython, frames_from, ipython_passing_on, ipython_raising_from,
+                              warn_as_if_from)
 from ..iostream import _flush_std
 from . import magic_parser
 from ..pylabtools import _run_file_with_matplotlib
@@ -42,6 +44,10 @@ _run_find_file = as_if_in_ipython(_find_file, "core/magics/execution.py", 696, *
 _run_raise_no_file = ipython_raising_from("core/magics/execution.py", 699, **_RUN)
 _run_raise_not_found = ipython_raising_from("core/magics/execution.py", 707, **_RUN)
 _get_py_filename = as_if_in_ipython(_get_py_filename, "utils/path.py", 92, qualname="get_py_filename")
+# %prun runs the code through these two, then cProfile's runctx.
+_prun = ipython_passing_on("core/magics/execution.py", 296, "ExecutionMagics.prun", ("self", "parameter_s", "cell"))
+_run_with_profiler = ipython_passing_on("core/magics/execution.py", 318, "ExecutionMagics._run_with_profiler",
+                                        ("self", "code", "opts", "namespace"))
 
 
 def _format_time(seconds, precision=3):
@@ -423,7 +429,6 @@ class ExecutionMagics:
                 import getopt
                 import pstats
                 import shlex
-                from ..inputtransformer2 import transform_cell
                 try:
                         # IPython's parse_options(posix=False, list_all=True)
                         opts, args = getopt.getopt(shlex.split(line, posix=False), "D:l:rs:T:q")
@@ -432,7 +437,7 @@ class ExecutionMagics:
                 code = " ".join(args)
                 if cell is not None:
                         code += "\n" + cell
-                code = transform_cell(code)
+                code = self.transform_cell(code)  # cleaned up first: a leading empty line goes
                 sort = [a for o, a in opts if o == "-s"] or ["time"]
                 lims = []
                 for o, a in opts:
@@ -445,7 +450,8 @@ class ExecutionMagics:
                                                 pass
                 prof = cProfile.Profile()
                 try:
-                        prof = prof.runctx(code, self.user_ns, self.user_ns)
+                        prof = _prun(functools.partial(_run_with_profiler, lambda c: prof.runctx(
+                            c, self.user_ns, self.user_ns), None, None), None, code)
                         sys_exit = ""
                 except SystemExit:
                         sys_exit = "*** SystemExit exception caught in code being profiled."

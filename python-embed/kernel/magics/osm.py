@@ -1,13 +1,29 @@
 """IPython.core.magics.osm's counterpart: the shell and the file system
 (%cd, %pushd, %env, %alias, %sx, %%writefile...)."""
 
+import functools
 import os
 import re
 import sys
 
 from ..error import UsageError
-from ..foreign_frames import as_if_in_ipython
+from ..foreign_frames import as_if_in, as_if_in_ipython, ipython_passing_on, passing_on
 from . import magic_parser
+
+
+# ipykernel's %less reads a file; an unreadable one shows its frame (Debian's
+# ipykernel, which the image does not ship: no source), and for a .py file
+# IPython's read_py_file's, then tokenize.open's.
+_IPYKERNEL_ZMQSHELL = "/usr/lib/python3/dist-packages/ipykernel/zmqshell.py"
+
+
+def _read_file(self, arg_s):
+        return open(arg_s).read()
+
+
+_less_read = as_if_in(_read_file, "ipykernel.zmqshell", _IPYKERNEL_ZMQSHELL, 329, qualname="KernelMagics.less")
+_less_read_py = passing_on("ipykernel.zmqshell", _IPYKERNEL_ZMQSHELL, 327, "KernelMagics.less", ("self", "arg_s"))
+_read_py_file = ipython_passing_on("utils/openpy.py", 77, "read_py_file", ("filename", "skip_encoding_cookie"))
 
 
 # %%writefile writes from IPython's OSMagics.writefile frame (a missing
@@ -296,8 +312,12 @@ class OSMagics:
                 drops); only a missing name or an unreadable file shows."""
                 if not line:
                         raise UsageError("Missing filename.")
-                with open(line) as f:
-                        f.read()
+                if line.endswith(".py"):
+                        import tokenize
+                        with _less_read_py(functools.partial(_read_py_file, tokenize.open), line) as f:
+                                f.read()
+                else:
+                        _less_read(None, line)
 
         magic_more = magic_less
 
