@@ -906,6 +906,26 @@ def test_prun_less_errors_read_as_in_ipykernel(agent):
     assert expected[5]["error"] is None, expected[5]
 
 
+# The shell's traits and attributes fail where IPython's do: a refused
+# interactivity in traitlets' frames, %config of a class it does not list in
+# its classnames.index, a deletion with no frame (as Python's own), the
+# kernel named as ipykernel's.
+FRESH_SHELL_TRAITS = [
+    "ip = get_ipython()\nip.ast_node_interactivity = 'sometimes'\n",
+    "%config InteractiveShell.ast_node_interactivity\n",
+    "del ip.ast_node_interactivity\n",
+    "ip.kernel.nosuch\n",
+]
+
+
+def test_shell_traits_fail_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_SHELL_TRAITS, tracebacks=True)
+    assert "in Enum.validate" in expected[0]["traceback"], expected[0]
+    assert "magics/config.py:164" in expected[1]["traceback"], expected[1]
+    assert "File " not in expected[2]["traceback"], expected[2]
+    assert expected[3]["error"][1] == "'IPythonKernel' object has no attribute 'nosuch'", expected[3]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

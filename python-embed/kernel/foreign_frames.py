@@ -4,6 +4,7 @@ by the frame's module name), and shows that frame's file and line. In
 ipykernel those frames are IPython's or matplotlib's own; these functions
 stand in for them, so warnings read and filter as there."""
 
+import functools
 import types
 import warnings
 
@@ -74,6 +75,20 @@ def passing_on(module, filename, line, qualname, params):
 def ipython_passing_on(path, line, qualname, params):
         """passing_on in IPython's module at `path` (under IPython/)."""
         return passing_on(_ipython_module(path), IPYTHON + path, line, qualname, params)
+
+
+TRAITLETS = "/usr/lib/python3/dist-packages/traitlets/traitlets.py"  # Debian's
+
+
+def through_traitlets(call, frames):
+        """`call`, passed on through traitlets' frames, each (line, qualname,
+        params) with two to four params (its argument last), outermost first:
+        called with one argument, as a trait's setter reaches a validator or an
+        observer."""
+        for line, qualname, params in reversed(frames):
+                frame = passing_on("traitlets.traitlets", TRAITLETS, line, qualname, params)
+                call = functools.partial(frame, call, *[None] * (len(params) - 2))
+        return call
 
 
 # Frames that raise an error chained from its cause: IPython's `raise X from e`.

@@ -261,3 +261,8 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                         _send(EXEC_ERROR, {"name": "KeyboardInterrupt", "value": "",
                                            "traceback": self.format_traceback(e)})
                         _send(X_END, {"status": "error", "execution_count": self.count - 1})
+
+
+# The name errors and type() show, as ipykernel's kernel ("'IPythonKernel'
+# object has no attribute ...").
+Kernel.__name__ = Kernel.__qualname__ = "IPythonKernel"

@@ -155,6 +155,10 @@ def _from_file(e, filename):
 # its run_code (the stand-ins of interactiveshell.py).
 HIDDEN_CODES = set()
 
+# Code raising what Python itself raises without a frame of its own (a
+# trait's or attribute's deletion): a traceback ending there ends before it.
+FRAMELESS_CODES = set()
+
 
 def _leading(code):
         """A frame that runs a cell rather than being the user's: the kernel's,
@@ -279,6 +283,8 @@ class FormattedTB:
                         tb = tb.tb_next
                 if skip_kernel:
                         frames = _passed_through_dropped(frames, lambda f: f[0].f_code.co_filename)
+                while frames and frames[-1][0].f_code in FRAMELESS_CODES:
+                        frames.pop()
                 stack_data = _stack_data()
                 for frame, lineno, skipped in _collapse_repeated(frames):
                         code = frame.f_code

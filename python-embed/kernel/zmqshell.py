@@ -13,11 +13,12 @@ import time
 from . import formatters
 from .error import UsageError
 from .events import EventManager
-from .foreign_frames import as_if_in_ipython
+from .foreign_frames import TRAITLETS, as_if_in, as_if_in_ipython, through_traitlets
 from .formatters import DisplayFormatter
 from .iostream import _flush_std
 from .logger import Logger
 from .macro import Macro
+from .ultratb import FRAMELESS_CODES
 from .magics import _IPYTHON_LINE_MAGICS, _NO_VAR_EXPAND
 from .magics.basic import BasicMagics
 from .magics.code import CodeMagics
@@ -143,6 +144,19 @@ def _trait_error(message):
         return TraitError(message)
 
 
+# A value an Enum trait refuses fails in traitlets' TraitType.error, reached
+# from the setter through its validation, each frame at its line there.
+def _raise_trait_error(self, obj, value, error, info=None):
+        raise error
+
+
+_ENUM_REFUSED = through_traitlets(
+    functools.partial(as_if_in(_raise_trait_error, "traitlets.traitlets", TRAITLETS, 827,
+                               qualname="TraitType.error"), None, None, None),
+    [(715, "TraitType.__set__", ("self", "obj", "value")), (689, "TraitType.set", ("self", "obj", "value")),
+     (721, "TraitType._validate", ("self", "obj", "value")), (2513, "Enum.validate", ("self", "obj", "value"))])
+
+
 class _Hooks:
         @staticmethod
         def synchronize_with_editor(filename, linenum, column):
@@ -201,9 +215,9 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         self._plain_interactivity = value  # a plain attribute: no validation
                         return
                 if value not in _INTERACTIVITY:
-                        raise _trait_error(f"The 'ast_node_interactivity' trait of a ZMQInteractiveShell "
-                                           f"instance expected any of {list(_INTERACTIVITY)}, not the "
-                                           f"{type(value).__name__} {value!r}.")
+                        _ENUM_REFUSED(_trait_error(f"The 'ast_node_interactivity' trait of a ZMQInteractiveShell "
+                                                   f"instance expected any of {list(_INTERACTIVITY)}, not the "
+                                                   f"{type(value).__name__} {value!r}."))
                 self._interactivity = value
 
         @ast_node_interactivity.deleter
@@ -631,3 +645,5 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
 
 Shell.__name__ = Shell.__qualname__ = "ZMQInteractiveShell"
 Shell.__module__ = "ipykernel.zmqshell"
+# Deleting the interactivity trait fails as Python itself does, without a frame.
+FRAMELESS_CODES.add(Shell.ast_node_interactivity.fdel.__code__)

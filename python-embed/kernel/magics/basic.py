@@ -7,7 +7,7 @@ import os
 import sys
 
 from .. import formatters
-from ..foreign_frames import (as_if_in_ipython, ipython_passing_on, ipython_raising_from, passing_on,
+from ..foreign_frames import (as_if_in_ipython, ipython_passing_on, ipython_raising_from, through_traitlets,
                               warn_as_if_from)
 from ..error import UsageError
 from . import magic_parser
@@ -36,7 +36,6 @@ _PRECISION_CHECKS = {
     "int": (651, 654, _check_int),
     "non-negative": (652, 656, _check_non_negative),
 }
-_TRAITLETS = "/usr/lib/python3/dist-packages/traitlets/traitlets.py"  # Debian's
 # traitlets' frames from the setter to the observer, outermost first.
 _TRAIT_FRAMES = [(715, "TraitType.__set__", ("self", "obj", "value")),
                  (704, "TraitType.set", ("self", "obj", "value")),
@@ -72,9 +71,7 @@ def _precision_refused(s, kind, message):
                 cause = e.with_traceback(e.__traceback__.tb_next)
         call = functools.partial(ipython_raising_from("core/formatters.py", raise_line, _OBSERVER,
                                                       ("self", "change")), ValueError(message))
-        for line, qualname, params in reversed(_TRAIT_FRAMES):
-                frame = passing_on("traitlets.traitlets", _TRAITLETS, line, qualname, params)
-                call = functools.partial(frame, call, *[None] * (len(params) - 2))
+        call = through_traitlets(call, _TRAIT_FRAMES)
         frame = ipython_passing_on("core/magics/basic.py", 560, "BasicMagics.precision", ("self", "s"))
         frame(call, cause)
 

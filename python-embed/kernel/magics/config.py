@@ -3,12 +3,23 @@
 import re
 
 from ..error import UsageError
+from ..foreign_frames import as_if_in_ipython
 from ..pylabtools import _InlineBackend, _inline, _set_inline_trait, inline_trait_value
 
 # The configurables of ipykernel's shell that have config traits (%config lists them).
 _CONFIGURABLES = ("AliasManager", "DisplayFormatter", "HistoryManager", "IPCompleter", "IPKernelApp",
                   "LoggingMagics", "MagicsManager", "OSMagics", "PrefilterManager", "ScriptMagics",
                   "StoreMagics", "ZMQInteractiveShell")
+
+
+# Reading a trait of a class %config does not list fails in IPython's
+# classnames.index(cls): list.index's ValueError, at that line.
+def _index_of(self, classnames_cls):
+        return classnames_cls[0].index(classnames_cls[1])
+
+
+_config_class_index = as_if_in_ipython(_index_of, "core/magics/config.py", 164, qualname="ConfigMagics.config",
+                                       params=("self", "s"))
 
 
 # matplotlib_inline's InlineBackend traits: (name, type as traitlets shows
@@ -85,7 +96,7 @@ class ConfigMagics:
                         raise UsageError(msg)
                 m = re.match(r"^(\w+)\.\w+$", stripped)
                 if m is not None and m.group(1) not in names:
-                        raise ValueError(f"{m.group(1)!r} is not in list")
+                        _config_class_index(self, (names, m.group(1)))
                 if stripped == "InlineBackend":
                         print(_inline_help())
                         return None
