@@ -926,6 +926,25 @@ def test_shell_traits_fail_as_in_ipykernel(agent):
     assert expected[3]["error"][1] == "'IPythonKernel' object has no attribute 'nosuch'", expected[3]
 
 
+# VerboseTB's skip_hidden: frames whose locals set __tracebackhide__
+# (numpy.testing's, pytest-style helpers) are one "[... skipping hidden N
+# frame]" line, but for the last frame.
+FRESH_HIDDEN_FRAMES = [
+    "import numpy as np\nnp.testing.assert_allclose([1.0, 2.0], [1.0, 2.1])\n",
+    "def inner():\n    __tracebackhide__ = True\n    raise ValueError('v')\n"
+    "def middle():\n    __tracebackhide__ = True\n    return inner()\n"
+    "def outer():\n    __tracebackhide__ = True\n    return middle()\nouter()\n",
+    "def check(x):\n    __tracebackhide__ = True\n    assert x, 'no'\ndef run():\n    check(0)\nrun()\n",
+]
+
+
+def test_hidden_frames_read_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_HIDDEN_FRAMES, tracebacks=True)
+    assert "[... skipping hidden 1 frame]" in expected[0]["traceback"], expected[0]
+    assert "[... skipping hidden 2 frame]" in expected[1]["traceback"], expected[1]
+    assert "in check(x)" in expected[2]["traceback"], expected[2]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

@@ -78,6 +78,14 @@ def _scope_lines(info):
                 return None
 
 
+def _hides_itself(frame):
+        """VerboseTB's skip_hidden: a frame whose locals set __tracebackhide__."""
+        try:
+                return bool(frame.f_locals.get("__tracebackhide__", 0))
+        except Exception:
+                return False
+
+
 def _call_signature(frame):
         """IPython's '(a, b)' after a function's name in a traceback frame."""
         if frame is None:
@@ -286,8 +294,16 @@ class FormattedTB:
                 while frames and frames[-1][0].f_code in FRAMELESS_CODES:
                         frames.pop()
                 stack_data = _stack_data()
-                for frame, lineno, skipped in _collapse_repeated(frames):
+                records = _collapse_repeated(frames)
+                hidden = 0  # frames whose locals set __tracebackhide__ (np.testing's), not the last
+                for i, (frame, lineno, skipped) in enumerate(records):
                         code = frame.f_code
+                        if not skipped and i != len(records) - 1 and _hides_itself(frame):
+                                hidden += 1
+                                continue
+                        if hidden:
+                                entries.append(f"    [... skipping hidden {hidden} frame]\n")
+                                hidden = 0
                         if skipped:
                                 entries.append(f"    [... skipping similar frames: {skipped}]\n")
                                 continue
@@ -301,6 +317,8 @@ class FormattedTB:
                                         pass
                         entries.append(self._frame_header(code.co_filename, lineno, code.co_name, frame)
                                        + "\n" + _source_lines(code.co_filename, lineno, context, context))
+                if hidden:
+                        entries.append(f"    [... skipping hidden {hidden} frame]\n")
                 # VerboseTB writes 'Name: value' even when the value is empty.
                 try:
                         last = f"{name}: {exc}"
