@@ -945,6 +945,38 @@ def test_hidden_frames_read_as_in_ipykernel(agent):
     assert "in check(x)" in expected[2]["traceback"], expected[2]
 
 
+# What fails inside IPython's or ipykernel's own code shows their frames:
+# input() and getpass in ipykernel's raw_input/getpass (E2B's kernel has no
+# stdin), ask_yes_no through IPython's, a background command in system_piped
+# and getoutput, %conda, IPython 8.5's %cd --PART and %dhist N on their
+# Paths and map, and the debugger (pdb's and %debug's) asking for a command
+# through IPython's Pdb.
+FRESH_FOREIGN_RAISES = [
+    "input('name: ')\n",
+    "import getpass\ngetpass.getpass()\n",
+    "get_ipython().ask_yes_no('sure?')\n",
+    "!sleep 0.1 &\n",
+    "x = !echo y &\n",
+    "%sx echo w &\n",
+    "%conda list\n",
+    "%cd --no_such_dir_in_history\n",
+    "%dhist 2\n",
+    "import pdb\npdb.set_trace()\n'after pdb'\n",
+    "import sys\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    pdb.post_mortem(sys.exc_info()[2])\n",
+    "1 / 0\n",
+    "%debug\n",
+]
+
+
+def test_foreign_raises_read_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_FOREIGN_RAISES, tracebacks=True)
+    assert "ipykernel/kernelbase.py:1174, in Kernel.raw_input" in expected[0]["traceback"], expected[0]
+    assert "in ZMQInteractiveShell.system_piped" in expected[3]["traceback"], expected[3]
+    assert "in PackagingMagics.conda" in expected[6]["traceback"], expected[6]
+    assert "in InterruptiblePdb.cmdloop" in expected[9]["traceback"], expected[9]
+    assert "in VerboseTB.debugger" in expected[12]["traceback"], expected[12]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

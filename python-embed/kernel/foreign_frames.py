@@ -9,6 +9,8 @@ import types
 import warnings
 
 IPYTHON = "/usr/lib/python3/dist-packages/IPython/"  # Debian's
+# Debian's ipykernel, which the image does not ship: its frames show no source there.
+IPYKERNEL = "/usr/lib/python3/dist-packages/ipykernel/"
 IPYTHON_CORE = IPYTHON + "core/"
 
 # Code given a qualname here: a traceback takes it from the code, where it
@@ -91,6 +93,38 @@ def through_traitlets(call, frames):
         return call
 
 
+# Frames that raise an error: IPython's or ipykernel's own `raise X(...)`.
+def _raise_1(error):
+        raise error
+
+
+def _raise_2(error, unused):
+        raise error
+
+
+def _raise_3(error, unused, unused2):
+        raise error
+
+
+def _raise_4(error, unused, unused2, unused3):
+        raise error
+
+
+_RAISE = {1: _raise_1, 2: _raise_2, 3: _raise_3, 4: _raise_4}
+
+
+def ipython_raising(path, line, qualname, params):
+        """A frame at IPython's `path`:`line` whose parameters show as `params`
+        (one to four): called as f(error, ...), it raises error."""
+        return as_if_in_ipython(_RAISE[len(params)], path, line, qualname, params)
+
+
+def ipykernel_raising(path, line, qualname, params):
+        """ipython_raising in ipykernel's module at `path` (under ipykernel/)."""
+        return as_if_in(_RAISE[len(params)], "ipykernel." + path[:-3].replace("/", "."), IPYKERNEL + path, line,
+                        qualname, params)
+
+
 # Frames that raise an error chained from its cause: IPython's `raise X from e`.
 def _raise_from_2(error, cause):
         raise error from cause
@@ -112,6 +146,45 @@ def ipython_raising_from(path, line, qualname, params):
         (two, four or six): called as f(error, cause, ...), it raises error
         from cause."""
         return as_if_in_ipython(_RAISE_FROM[len(params)], path, line, qualname, params)
+
+
+# Frames that call on with nothing to pass: the first argument called.
+def _call_on_1(call):
+        return call()
+
+
+def _call_on_2(call, unused):
+        return call()
+
+
+def _call_on_3(call, unused, unused2):
+        return call()
+
+
+def _call_on_4(call, unused, unused2, unused3):
+        return call()
+
+
+_CALL_ON = {1: _call_on_1, 2: _call_on_2, 3: _call_on_3, 4: _call_on_4}
+
+
+def calling_on(module, filename, line, qualname, params):
+        """A frame at `filename`:`line` of `module` whose parameters show as
+        `params` (one to four): called as f(call, ...), it returns call()."""
+        return as_if_in(_CALL_ON[len(params)], module, filename, line, qualname, params)
+
+
+def ipython_calling_on(path, line, qualname, params):
+        """calling_on in IPython's module at `path` (under IPython/)."""
+        return calling_on(_ipython_module(path), IPYTHON + path, line, qualname, params)
+
+
+def through(frames, final):
+        """final() called through `frames` (calling_on frames, outermost first)."""
+        call = final
+        for frame in reversed(frames):
+                call = functools.partial(frame, call, *[None] * (frame.__code__.co_argcount - 1))
+        return call()
 
 
 # One warning registry per module a warning is said to come from, as Python

@@ -15,6 +15,7 @@ import _cellvm
 from .display import display
 from .displayhook import DisplayHook
 from .error import StdinNotImplementedError
+from .foreign_frames import ipykernel_raising
 from .interactiveshell import CellRunner
 from .kernelbase import _set_sigint
 from .session import EXEC_ERROR, EXEC_INPUT, X_END, X_EXECUTE, _send, _state
@@ -30,12 +31,20 @@ def _stdin_error_class():
                 return StdinNotImplementedError
 
 
+# input() and getpass() fail in ipykernel's Kernel.raw_input and .getpass
+# (E2B's kernel has no stdin), each at its line there.
+_raw_input_refused = ipykernel_raising("kernelbase.py", 1174, "Kernel.raw_input", ("self", "prompt"))
+_getpass_refused = ipykernel_raising("kernelbase.py", 1148, "Kernel.getpass", ("self", "prompt", "stream"))
+
+
 def _no_input(prompt=""):
-        raise _stdin_error_class()("raw_input was called, but this frontend does not support input requests.")
+        _raw_input_refused(_stdin_error_class()(
+            "raw_input was called, but this frontend does not support input requests."), prompt)
 
 
 def _no_getpass(prompt="Password: ", stream=None):
-        raise _stdin_error_class()("getpass was called, but this frontend does not support input requests.")
+        _getpass_refused(_stdin_error_class()(
+            "getpass was called, but this frontend does not support input requests."), prompt, stream)
 
 
 def _running():

@@ -13,7 +13,8 @@ import time
 from . import formatters
 from .error import UsageError
 from .events import EventManager
-from .foreign_frames import TRAITLETS, as_if_in, as_if_in_ipython, through_traitlets
+from .foreign_frames import (TRAITLETS, as_if_in, as_if_in_ipython, ipykernel_raising, ipython_passing_on,
+                             ipython_raising, through_traitlets)
 from .formatters import DisplayFormatter
 from .iostream import _flush_std
 from .logger import Logger
@@ -42,11 +43,23 @@ from .usersite import refresh as _refresh_user_site
 _PTY_BURST_S = 0.02
 
 
-def _refuse_background(cmd):
-        """IPython's system_piped and getoutput read the command's output to
-        its end, so they refuse a command that would go to the background."""
+# ipykernel's system_piped and IPython's getoutput read the command's output
+# to its end, so they refuse a command that would go to the background, each
+# at its line.
+_system_background = ipykernel_raising("zmqshell.py", 617, "ZMQInteractiveShell.system_piped", ("self", "cmd"))
+_getoutput_background = ipython_raising("core/interactiveshell.py", 2553, "InteractiveShell.getoutput",
+                                        ("self", "cmd", "split", "depth"))
+
+
+# IPython's ask_yes_no asks through utils.io's, each at its line.
+_SHELL_ASK = ipython_passing_on("core/interactiveshell.py", 3589, "InteractiveShell.ask_yes_no",
+                                ("self", "prompt", "default", "interrupt"))
+_IO_ASK = ipython_passing_on("utils/io.py", 102, "ask_yes_no", ("prompt", "default", "interrupt"))
+
+
+def _refuse_background(cmd, refused):
         if cmd.rstrip().endswith("&"):
-                raise OSError("Background processes not supported.")
+                refused(OSError("Background processes not supported."), *[None] * (refused.__code__.co_argcount - 1))
 
 
 class _ExitAutocall:
@@ -255,7 +268,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 import struct
                 import termios
 
-                _refuse_background(cmd)
+                _refuse_background(cmd, _system_background)
                 _flush_std()
                 master, slave = pty.openpty()
                 try:
@@ -310,7 +323,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
         system_piped = system  # IPython's `system = system_piped`
 
         def getoutput(self, cmd, split=True):
-                _refuse_background(cmd)
+                _refuse_background(cmd, _getoutput_background)
                 _flush_std()
                 try:
                         p = subprocess.run(["/bin/sh", "-c", self.var_expand(cmd, depth=1)], stdout=subprocess.PIPE,
@@ -476,7 +489,8 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 ans = None
                 while ans not in answers:
                         try:
-                                ans = input(prompt + " ").lower()
+                                ans = _SHELL_ASK(functools.partial(_IO_ASK, builtins.input, None), None, None,
+                                                 prompt + " ").lower()
                                 if not ans:
                                         ans = default
                         except KeyboardInterrupt:

@@ -11,11 +11,11 @@ import time
 import types
 
 from ..capture import CapturedIO
-from ..debugger import format_stack_entry
+from ..debugger import IPDB_ASKING, ask_for_command, format_stack_entry
 from ..display import _capturing
-from ..error import StdinNotImplementedError, UsageError
-from ..foreign_frames import (as_if_in_ipython, frames_from, ipython_passing_on, ipython_raising_from,
-                              warn_as_if_from)
+from ..error import UsageError
+from ..foreign_frames import (as_if_in_ipython, frames_from, ipython_calling_on, ipython_passing_on,
+                              ipython_raising_from, through, warn_as_if_from)
 from ..iostream import _flush_std
 from . import magic_parser
 from ..pylabtools import _run_file_with_matplotlib
@@ -44,6 +44,12 @@ _run_find_file = as_if_in_ipython(_find_file, "core/magics/execution.py", 696, *
 _run_raise_no_file = ipython_raising_from("core/magics/execution.py", 699, **_RUN)
 _run_raise_not_found = ipython_raising_from("core/magics/execution.py", 707, **_RUN)
 _get_py_filename = as_if_in_ipython(_get_py_filename, "utils/path.py", 92, qualname="get_py_filename")
+# %debug's path to its debugger's first command, each frame at its line.
+_DEBUG = ipython_calling_on("core/magics/execution.py", 451, "ExecutionMagics.debug", ("self", "line", "cell"))
+_DEBUG_POST_MORTEM = ipython_calling_on("core/magics/execution.py", 465, "ExecutionMagics._debug_post_mortem",
+                                        ("self",))
+_SHELL_DEBUGGER = ipython_calling_on("core/interactiveshell.py", 1111, "InteractiveShell.debugger", ("self", "force"))
+_TB_DEBUGGER = ipython_calling_on("core/ultratb.py", 935, "VerboseTB.debugger", ("self", "force"))
 # %prun runs the code through these two, then cProfile's runctx.
 _prun = ipython_passing_on("core/magics/execution.py", 296, "ExecutionMagics.prun", ("self", "parameter_s", "cell"))
 _run_with_profiler = ipython_passing_on("core/magics/execution.py", 318, "ExecutionMagics._run_with_profiler",
@@ -485,8 +491,7 @@ class ExecutionMagics:
                         logging.error("No traceback has been produced, nothing to debug.")
                         return
                 self.debugger_entry()
-                raise StdinNotImplementedError(
-                    "raw_input was called, but this frontend does not support input requests.")
+                through([_DEBUG, _DEBUG_POST_MORTEM, _SHELL_DEBUGGER, _TB_DEBUGGER] + IPDB_ASKING, ask_for_command)
 
         def cell_magic_prun(self, line, cell):
                 return self.magic_prun(line, cell)

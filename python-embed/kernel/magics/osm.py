@@ -7,14 +7,20 @@ import re
 import sys
 
 from ..error import UsageError
-from ..foreign_frames import as_if_in, as_if_in_ipython, ipython_passing_on, passing_on
+from ..foreign_frames import (IPYKERNEL, as_if_in, as_if_in_ipython, ipython_passing_on, ipython_raising,
+                              passing_on)
 from . import magic_parser
 
 
 # ipykernel's %less reads a file; an unreadable one shows its frame (Debian's
 # ipykernel, which the image does not ship: no source), and for a .py file
 # IPython's read_py_file's, then tokenize.open's.
-_IPYKERNEL_ZMQSHELL = "/usr/lib/python3/dist-packages/ipykernel/zmqshell.py"
+_IPYKERNEL_ZMQSHELL = IPYKERNEL + "zmqshell.py"
+_sx_getoutput = ipython_passing_on("core/magics/osm.py", 724, "OSMagics.sx", ("self", "line", "cell"))
+# What IPython 8.5's %cd and %dhist fail with on their Path-holding _dh and a
+# map, at their lines.
+_cd_refused = ipython_raising("core/magics/osm.py", 368, "OSMagics.cd", ("self", "parameter_s"))
+_dhist_refused = ipython_raising("core/magics/osm.py", 550, "OSMagics.dhist", ("self", "parameter_s"))
 
 
 def _read_file(self, arg_s):
@@ -109,7 +115,7 @@ class OSMagics:
 
         def magic_sx(self, line):
                 """IPython's %sx / %system: the command's output lines (an SList)."""
-                return self.getoutput(line)
+                return _sx_getoutput(self.getoutput, None, line)
 
         magic_system = magic_sx
 
@@ -154,7 +160,7 @@ class OSMagics:
                                         break
                                 # IPython 8.5 then looks for PART in the whole path, a Path
                                 # (its _dh holds Paths; here str), which `in` refuses.
-                                raise TypeError("argument of type 'PosixPath' is not iterable")
+                                _cd_refused(TypeError("argument of type 'PosixPath' is not iterable"), line)
                         if ps is None:
                                 print("No matching entry in directory history")
                                 return
@@ -203,7 +209,7 @@ class OSMagics:
                 fails on any argument (len() of a map)."""
                 dh = self.user_ns.setdefault("_dh", [])
                 if line:
-                        raise TypeError("object of type 'map' has no len()")
+                        _dhist_refused(TypeError("object of type 'map' has no len()"), line)
                 print("Directory history (kept in _dh)")
                 for i, d in enumerate(dh):
                         print("%d: %s" % (i, d))
