@@ -965,6 +965,7 @@ FRESH_FOREIGN_RAISES = [
     "import sys\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    pdb.post_mortem(sys.exc_info()[2])\n",
     "1 / 0\n",
     "%debug\n",
+    "get_ipython().set_custom_exc([ValueError], None)\n",
 ]
 
 

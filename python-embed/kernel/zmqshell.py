@@ -51,6 +51,10 @@ _getoutput_background = ipython_raising("core/interactiveshell.py", 2553, "Inter
                                         ("self", "cmd", "split", "depth"))
 
 
+# IPython's set_custom_exc refuses a list of types at its line.
+_custom_exc_refused = ipython_raising("core/interactiveshell.py", 1826, "InteractiveShell.set_custom_exc",
+                                     ("self", "exc_tuple", "handler"))
+
 # IPython's ask_yes_no asks through utils.io's, each at its line.
 _SHELL_ASK = ipython_passing_on("core/interactiveshell.py", 3589, "InteractiveShell.ask_yes_no",
                                 ("self", "prompt", "default", "interrupt"))
@@ -516,7 +520,8 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 """IPython's set_custom_exc: errors of these types go to
                 handler(shell, etype, value, tb, tb_offset=None) instead of a traceback."""
                 if not isinstance(exc_tuple, tuple):
-                        raise TypeError("The custom exceptions must be given as a tuple.")
+                        _custom_exc_refused(TypeError("The custom exceptions must be given as a tuple."), exc_tuple,
+                                            handler)
                 if handler is None:
                         def handler(self, etype, value, tb, tb_offset=None):  # IPython's dummy_handler
                                 print("*** Simple custom exception handler ***")
