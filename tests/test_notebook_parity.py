@@ -826,6 +826,11 @@ FRESH_SHELL_API = [
     "hm = get_ipython().history_manager\n[(line, src) for _, line, src in hm.get_tail(2)]\n",
     "list(hm.get_range(start=16, stop=18)), hm.input_hist_raw[16], len(hm.input_hist_parsed)\n",
     "[(line, src) for _, line, src in hm.get_tail(1, include_latest=True, output=True)]\n",
+    # showsyntaxerror: the line and caret; the frames with running_compiled_code.
+    "ip = get_ipython()\ntry:\n    compile('1 +', '<x>', 'exec')\nexcept SyntaxError:\n    ip.showsyntaxerror()\n"
+    "print('after')\n",
+    "try:\n    eval('1 +')\nexcept SyntaxError:\n    ip.showsyntaxerror(running_compiled_code=True)\n",
+    "try:\n    compile('x = (', 'f.py', 'exec')\nexcept SyntaxError:\n    ip.showsyntaxerror(filename='named.py')\n",
 ]
 
 
@@ -844,6 +849,8 @@ def test_shell_api_reads_as_in_ipykernel(agent):
     assert "already loaded" in expected[13]["stdout"], expected[13]
     assert expected[14]["error"][0] == expected[15]["error"][0] == "ModuleNotFoundError", expected[14:]
     assert "'%load_ext nosuchmod'" in expected[16]["results"][0]["text"], expected[16]
+    assert expected[19]["traceback"].startswith("  File <x>:1") and expected[19]["stdout"] == "after\n", expected[19]
+    assert "Cell In[" in expected[20]["traceback"] and "named.py" in expected[21]["traceback"], expected[20:]
 
 
 # IPython's coloured tracebacks render a frame's lines from its scope's text,

@@ -353,11 +353,12 @@ class FormattedTB:
                 if running:
                         import traceback
                         # From IPython's run_code on (its stand-in, which VerboseTB
-                        # hides): SyntaxTB lists the whole stack.
+                        # hides): SyntaxTB lists the whole stack; all of it for an
+                        # error caught in the cell (showsyntaxerror).
                         tb = exc.__traceback__
                         while tb is not None and tb.tb_frame.f_code not in HIDDEN_CODES:
                                 tb = tb.tb_next
-                        frames = traceback.extract_tb(tb)
+                        frames = traceback.extract_tb(tb or exc.__traceback__)
                 # A magic compiling a file (%run) shows its error as IPython's does:
                 # alone, as a cell's own.
                 if frames and not frames[-1].filename.startswith(KERNEL_FILE_PREFIX):

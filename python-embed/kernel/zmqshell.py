@@ -470,6 +470,18 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         exc.__traceback__ = saved
                         sys.last_traceback = tb  # as IPython keeps it: whole
 
+        def showsyntaxerror(self, filename=None, running_compiled_code=False):
+                """IPython's showsyntaxerror: the error being handled (else the
+                last one) as its SyntaxTB shows it, the cell going on: only the
+                line and caret, or with running_compiled_code the frames that
+                raised it; `filename` names the error's file."""
+                exc = sys.exc_info()[1] or getattr(sys, "last_value", None)
+                if exc is None:
+                        raise ValueError("No exception to find")
+                if filename and isinstance(exc, SyntaxError):
+                        exc.filename = filename
+                self.kernel._send_error(exc, running=running_compiled_code)
+
         def run_cell(self, raw_cell, store_history=False, silent=False, shell_futures=True, cell_id=None):
                 """IPython's run_cell, from a cell: that code runs within it."""
                 return self.kernel.run_nested_cell(raw_cell, store_history, silent, shell_futures, cell_id)
