@@ -985,6 +985,28 @@ def test_foreign_raises_read_as_in_ipykernel(agent):
     assert "in VerboseTB.debugger" in expected[12]["traceback"], expected[12]
 
 
+# run_cell(store_history=True) from a cell: an input of its own at the running
+# count, which it takes, so the cell's result and the cells after count on
+# (In, Out, "Cell In[n]"). A large history cache keeps ipykernel's database
+# from writing, whose clash on the shared line prints an error there.
+FRESH_STORED_RUN_CELL = [
+    "get_ipython().history_manager.db_cache_size = 10 ** 6\n1\n",
+    "r = get_ipython().run_cell('2', store_history=True); r.execution_count\n",
+    "get_ipython().execution_count, len(In), list(Out.keys())\n",
+    "r2 = get_ipython().run_cell('x = 5', store_history=True); r2.execution_count, In[-1]\n",
+    "r3 = get_ipython().run_cell('1/0', store_history=True)\n",
+    "r4 = get_ipython().run_cell('1 +', store_history=True)\n",
+    "r5 = get_ipython().run_cell('6', store_history=True, silent=True)\n",
+    "1/0\n",
+]
+
+
+def test_stored_run_cell_counts_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_STORED_RUN_CELL, tracebacks=True)
+    assert [r["text"] for r in expected[1]["results"]] == ["2", "2"], expected[1]
+    assert "Cell In[" in expected[7]["traceback"], expected[7]
+
+
 # E2B's PIL hook (startup_scripts/0003_images.py): a failing save shows its
 # save() frame at E2B's file and line, and Image.save is that function.
 FRESH_E2B_SAVE = [

@@ -465,6 +465,12 @@ class CellRunner:
                 cell = transform_cell(cleanup_cell(raw))
                 if not silent:
                         self.shell.logger.log(_ending_newline(cell), raw)
+                # store_history: the code is an input of its own, at the running
+                # count, which it then takes (the cell's result and the cells
+                # after count on from there), as IPython's run_cell does.
+                if info.store_history:
+                        result.execution_count = self.count
+                        self._store_inputs(raw, cell)
                 filename = self._register_source(cell, self._cell_filename(raw), numbered=shell_futures)
                 try:
                         try:
@@ -496,6 +502,8 @@ class CellRunner:
                                         self.handled_error = None  # shown by no one, the cell goes on
                 finally:
                         self.exec_result = saved
+                        if info.store_history:
+                                self.count += 1
                 # post_execute flushes the figures (inside a %%capture body, into it).
                 if not silent and (events is None or _flush_figures_callback not in events.callbacks["post_execute"]):
                         try:
