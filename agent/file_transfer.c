@@ -332,7 +332,9 @@ void files_read_request(struct agent *a, struct conn *c, uint32_t id, const cbor
         struct creds_saved saved;
         int rc = creds_enter(&cr, &saved);
         if (rc == 0) {
-                rc = open(d->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                /* Never blocking the loop: a FIFO with no writer reads as empty, a
+                 * device with nothing to read (a tty) fails with EAGAIN. */
+                rc = open(d->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
                 if (rc < 0)
                         rc = -errno;
                 creds_leave(&saved);

@@ -22,6 +22,18 @@ from cellvm import (
 from cellvm import files as files_mod
 
 
+def test_reading_a_fifo_never_blocks_the_agent(sbx, workdir):
+    # The agent opens a file to read without blocking: a FIFO with no writer
+    # reads as empty at once. A blocking open froze the whole agent (every
+    # later request of the sandbox waited for a writer that never came).
+    p = os.path.join(workdir, "fifo")
+    os.mkfifo(p, 0o666)
+    start = time.monotonic()
+    assert sbx.files.read(p, request_timeout=20) == ""
+    assert time.monotonic() - start < 10
+    assert sbx.run_code("1 + 1").text == "2"
+
+
 def test_write_read_text_bytes_stream(sbx, workdir):
     p = os.path.join(workdir, "a.txt")
     info = sbx.files.write(p, "héllo\n")
