@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -491,6 +492,75 @@ def test_http_transport_rules(server):
     assert st == 404  # the session is gone
 
 
+def test_http_session_table_full_answers_in_json(server):
+    # Past SESSIONS_MAX (256) an initialize gets a JSON-RPC error naming its
+    # id (the id outlives the request it came in: it was read after its free).
+    made = []
+    try:
+        for i in range(300):
+            st, h, body = call(server, "POST", "/mcp", {**INIT, "id": 1000 + i})
+            if st != 200:
+                break
+            made.append(h["Mcp-Session-Id"])
+        assert st == 503, (st, body)
+        reply = json.loads(body)
+        assert reply["id"] == 1000 + i and reply["error"]["code"] == -32603, reply
+        assert "too many MCP sessions (256)" in reply["error"]["message"], reply
+    finally:
+        for sid in made:
+            call(server, "DELETE", "/mcp", headers={"Mcp-Session-Id": sid})
+
+
+def test_http_delete_ends_a_running_call_and_its_sandbox(server):
+    st, h, _ = call(server, "POST", "/mcp", INIT)
+    assert st == 200
+    s = {"Mcp-Session-Id": h["Mcp-Session-Id"]}
+    before = {x["sandboxID"] for x in mcp_sandboxes(server)}
+    got = {}
+
+    def long_call():
+        got["reply"] = call(server, "POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "run_code", "arguments": {"code": "import time\ntime.sleep(300)\n'done'",
+                                                         "timeout": 600}}}, headers=s)
+
+    t = threading.Thread(target=long_call, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 120  # a bound, not a measurement
+    while not ({x["sandboxID"] for x in mcp_sandboxes(server)} - before) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    made = {x["sandboxID"] for x in mcp_sandboxes(server)} - before
+    assert len(made) == 1
+    time.sleep(2)  # the cell is running
+    st, _, _ = call(server, "DELETE", "/mcp", headers=s)
+    assert st == 200
+    t.join(60)  # the call ends with its sandbox, not after its 300 s sleep
+    assert not t.is_alive()
+    st, _, body = got["reply"]
+    assert st == 200 and json.loads(body)["result"]["isError"] is True, body
+    assert not made & {x["sandboxID"] for x in mcp_sandboxes(server)}
+
+
+def test_http_timeout_that_restarts_the_context_says_so(server):
+    # A cell that swallows the interrupt is killed with its context: the
+    # timeout's note must not say that what it defined stays.
+    st, h, _ = call(server, "POST", "/mcp", INIT)
+    assert st == 200
+    s = {"Mcp-Session-Id": h["Mcp-Session-Id"]}
+    try:
+        st, _, body = call(server, "POST", "/mcp", {
+            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "run_code", "arguments": {
+                "code": "import time\nwhile True:\n    try:\n        time.sleep(0.5)\n"
+                        "    except BaseException:\n        pass\n", "timeout": 3}}}, headers=s)
+        assert st == 200, body
+        text = "".join(c.get("text", "") for c in json.loads(body)["result"]["content"])
+        assert "ContextRestarted" in text and "what it defined before is gone" in text, text
+        assert "stays" not in text, text
+    finally:
+        call(server, "DELETE", "/mcp", headers=s)
+
+
 def test_http_abandoned_session_sandbox_ends_at_its_deadline(tmp_path):
     """A client that never comes back: its sandbox ends mcp_idle_s() after
     the last call (CELLVM_MCP_IDLE_S=10 here); a later call on the session
@@ -510,7 +580,10 @@ def test_http_abandoned_session_sandbox_ends_at_its_deadline(tmp_path):
             assert st == 200, body
             return json.loads(body)["result"]
 
-        assert run_code(1, "kept = 41\nkept + 1")["content"][0]["text"] == "result:\n42"
+        # A call longer than the idle lifetime keeps its sandbox (and the state).
+        assert run_code(0, "kept = 41\nimport time\ntime.sleep(15)\n'slept'")["content"][0]["text"] == \
+            "result:\nslept"
+        assert run_code(1, "kept + 1")["content"][0]["text"] == "result:\n42"
         first = [x["sandboxID"] for x in mcp_sandboxes(s)]
         assert len(first) == 1
         deadline = time.monotonic() + 120  # a bound, not a measurement

@@ -24,6 +24,7 @@
 #define MCP_READ_MAX (8u << 20)     /* bytes read_file reads */
 #define MCP_LIST_MAX 1000           /* entries list_files shows */
 #define MCP_DEFAULT_TIMEOUT_S 30    /* a cell's or command's, unless asked */
+#define MCP_CALL_GRACE_S 60         /* a call's end past its timeout (an interrupt, a kill) */
 #define MCP_MAX_TIMEOUT_S 3600
 #define MCP_SANDBOX_IDLE_S 600 /* a session's sandbox lives this long past its last call */
 
@@ -52,9 +53,11 @@ void mcp_session_init(struct mcp_session *s);
 /* Ends the session's sandbox (killed) and frees what it holds. */
 void mcp_session_end(struct mcp_session *s);
 /* The session's sandbox, made on first use and again after it ended (its
- * deadline passed); its deadline is moved mcp_idle_s() ahead. Call with
- * s->lock held. 0, or a negative errno with `err`. */
-int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, size_t errlen);
+ * deadline passed); its deadline is moved mcp_idle_s() past the end of a
+ * call that may run call_s seconds (its timeout; 0 for a quick one). Call
+ * with s->lock held. 0, or a negative errno with `err`. */
+int mcp_session_sandbox(struct mcp_session *s, unsigned call_s, struct sandbox **out, char *err,
+                        size_t errlen);
 
 /* The agent request the call in progress waits on (0: none), so that a
  * cancellation can name it. */

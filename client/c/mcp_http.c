@@ -134,11 +134,14 @@ static enum MHD_Result post(struct hreq *h)
         const char *method = mcp_request_method(msg);
         json_t *id = json_object_get(msg, "id");
         if (method && strcmp(method, "initialize") == 0) {
+                /* Ours: msg goes before the replies that name the request's id. */
+                id = json_incref(id);
                 struct http_session *hs = calloc(1, sizeof(*hs));
                 if (!hs || serve_random_hex(hs->id, SESSION_ID_HEX) < 0) {
                         free(hs);
                         json_t *e = mcp_error(id, -32603, "Internal error: no session");
                         json_decref(msg);
+                        json_decref(id);
                         return answer(h, 500, e, NULL);
                 }
                 mcp_session_init(&hs->s);
@@ -147,6 +150,7 @@ static enum MHD_Result post(struct hreq *h)
                 json_decref(msg);
                 if (!hs->s.initialized) { /* refused: no session */
                         put_session(hs);
+                        json_decref(id);
                         return answer(h, 400, reply, NULL);
                 }
                 sweep();
@@ -161,13 +165,14 @@ static enum MHD_Result post(struct hreq *h)
                 if (full) {
                         put_session(hs);
                         json_decref(reply);
-                        return answer(h, 503,
-                                      mcp_error(id, -32603,
-                                                "too many MCP sessions (%d): end some (DELETE "
-                                                "/mcp) or wait for idle ones to expire",
-                                                SESSIONS_MAX),
-                                      NULL);
+                        json_t *e = mcp_error(id, -32603,
+                                              "too many MCP sessions (%d): end some (DELETE "
+                                              "/mcp) or wait for idle ones to expire",
+                                              SESSIONS_MAX);
+                        json_decref(id);
+                        return answer(h, 503, e, NULL);
                 }
+                json_decref(id);
                 return answer(h, 200, reply, hs->id);
         }
         const char *sid = hreq_header(h, "Mcp-Session-Id");
@@ -205,6 +210,8 @@ static enum MHD_Result mcp_done(struct hreq *h)
                                                 sid ? "Session not found"
                                                     : "Bad Request: Mcp-Session-Id is required"),
                                       NULL);
+                /* A call in progress ends with its sandbox now, not when it returns. */
+                mcp_session_abort(&hs->s);
                 put_session(hs); /* the table's: the session and its sandbox end */
                 return answer(h, 200, NULL, NULL);
         }

@@ -21,8 +21,8 @@ struct cell {
         struct mcp_text out, err, results, tb;
         json_t *images; /* image items, in order */
         size_t images_dropped;
-        bool error, timed_out;
-        char fail[512]; /* an agent ERROR other than timeout */
+        bool error, timed_out, restarted; /* restarted: its context was killed */
+        char fail[512];                   /* an agent ERROR other than timeout */
 };
 
 /* A DISPLAY or RESULT bundle: its image if it has one (a figure), else its
@@ -65,10 +65,16 @@ static void bundle(struct cell *c, const struct cvc_event *ev)
 static void exec_error(struct cell *c, const struct cvc_event *ev)
 {
         c->error = true;
+        c->restarted |=
+            ev->u.error.name_len == 16 && memcmp(ev->u.error.name, "ContextRestarted", 16) == 0;
         /* The name and value first: the line a model needs, even when the
-         * traceback is cut. */
-        (void)mcp_text_add(&c->tb, ev->u.error.name, ev->u.error.name_len);
-        (void)mcp_text_add(&c->tb, ": ", 2);
+         * traceback is cut. A bash context's error has no name, its value the
+         * exit status. */
+        if (ev->u.error.name_len)
+                (void)mcp_text_add(&c->tb, ev->u.error.name, ev->u.error.name_len);
+        else
+                (void)mcp_text_add(&c->tb, "exit status", 11);
+        (void)mcp_text_add(&c->tb, ev->u.error.name_len ? ": " : " ", ev->u.error.name_len ? 2 : 1);
         (void)mcp_text_add(&c->tb, ev->u.error.value, ev->u.error.value_len);
         if (ev->u.error.ntb)
                 (void)mcp_text_add(&c->tb, "\n\nTraceback:\n", 13);
@@ -141,12 +147,15 @@ static json_t *report(struct cell *c, unsigned timeout_s)
         if (c->error)
                 (void)mcp_add_text(content, "error:\n", &c->tb);
         if (c->timed_out) {
-                char note[300];
+                char note[400];
                 snprintf(note, sizeof(note),
                          "TimeoutError: the cell ran past its timeout of %u s and was "
-                         "interrupted; what it defined before stays. Pass a larger `timeout` "
-                         "(at most %d s) for longer work.",
-                         timeout_s, MCP_MAX_TIMEOUT_S);
+                         "interrupted; %s Pass a larger `timeout` (at most %d s) for longer work.",
+                         timeout_s,
+                         c->restarted ? "it did not stop, so its context was restarted: what it "
+                                        "defined before is gone."
+                                      : "what it defined before stays.",
+                         MCP_MAX_TIMEOUT_S);
                 (void)mcp_add_string(content, note);
         }
         if (c->fail[0])

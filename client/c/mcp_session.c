@@ -39,9 +39,12 @@ void mcp_session_end(struct mcp_session *s)
         }
 }
 
-int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, size_t errlen)
+int mcp_session_sandbox(struct mcp_session *s, unsigned call_s, struct sandbox **out, char *err,
+                        size_t errlen)
 {
         s->last_used_ms = creg_now_ms();
+        /* The idle lifetime past the call's own end: a cell may run up to its timeout. */
+        unsigned life_s = mcp_idle_s() + call_s + MCP_CALL_GRACE_S;
         pthread_mutex_lock(&serve.life);
         bool dead = s->sbx && s->sbx->dead; /* its deadline passed, or its VM exited */
         int64_t deadline_ms = s->sbx ? s->sbx->deadline_ms : 0;
@@ -59,15 +62,17 @@ int mcp_session_sandbox(struct mcp_session *s, struct sandbox **out, char *err, 
         }
         if (!s->sbx) {
                 json_t *meta = json_pack("{s:s}", "cellvm", "mcp");
-                int rc = serve_create("mcp", mcp_idle_s(), meta, NULL, &s->sbx, err, errlen);
+                int rc = serve_create("mcp", life_s, meta, NULL, &s->sbx, err, errlen);
                 json_decref(meta);
                 if (rc < 0) {
                         s->sbx = NULL;
                         return rc;
                 }
-        } else if (deadline_ms - s->last_used_ms < (int64_t)mcp_idle_s() * 1000 / 2) {
-                /* Moved only once half of it is spent: a call costs no extra round trip. */
-                int rc = serve_set_timeout(s->sbx, mcp_idle_s(), err, errlen);
+        } else if (deadline_ms - s->last_used_ms <
+                   ((int64_t)call_s + MCP_CALL_GRACE_S) * 1000 + (int64_t)mcp_idle_s() * 1000 / 2) {
+                /* Moved only once half of the idle part is spent: a call costs no extra
+                 * round trip. */
+                int rc = serve_set_timeout(s->sbx, life_s, err, errlen);
                 if (rc < 0)
                         return rc;
         }

@@ -528,7 +528,7 @@ json_t *mcp_tools_call(struct mcp_session *s, const char *name, json_t *args, in
         }
         struct sandbox *sbx;
         char why[600];
-        if (mcp_session_sandbox(s, &sbx, why, sizeof(why)) < 0) {
+        if (mcp_session_sandbox(s, timeout, &sbx, why, sizeof(why)) < 0) {
                 free(bytes);
                 return sandbox_failure(why);
         }
