@@ -436,6 +436,46 @@ def test_stdio_vanished_client_ends_a_running_call(tmp_path):
         p.cleanup()
 
 
+def test_stdio_ping_answered_and_queued_call_cancelled_while_a_call_runs(tmp_path):
+    """Over stdio a ping is answered at once while a call runs, and a request
+    cancelled while it waits its turn never runs nor is answered."""
+    build_image_or_skip()
+    p = Private(str(tmp_path))
+    proc = subprocess.Popen([CLI, "mcp", "--image", IMAGE], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=p.env())
+
+    def send(msg):
+        proc.stdin.write(json.dumps(msg).encode() + b"\n")
+        proc.stdin.flush()
+
+    def tool(i, code):
+        return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": "run_code", "arguments": {"code": code, "timeout": 120}}}
+
+    try:
+        send(tool(1, "'up'"))
+        assert json.loads(proc.stdout.readline())["result"]["isError"] is False
+        send(tool(2, "import time\ntime.sleep(8)\n'slept'"))
+        send(tool(3, "queued_ran = True"))
+        send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+        send({"jsonrpc": "2.0", "id": 4, "method": "ping"})
+        send(tool(5, "'queued_ran' in globals()"))
+        # The ping's answer comes first, not after the 8 s cell.
+        assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 4, "result": {}}
+        slept = json.loads(proc.stdout.readline())
+        assert slept["id"] == 2 and slept["result"]["content"][0]["text"] == "result:\nslept", slept
+        after = json.loads(proc.stdout.readline())
+        assert after["id"] == 5 and after["result"]["content"][0]["text"] == "result:\nFalse", after
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout.read() == b""  # nothing for the cancelled request
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        p.cleanup()
+
+
 # --- raw HTTP ---------------------------------------------------------------------------
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

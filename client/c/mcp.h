@@ -28,6 +28,8 @@
 #define MCP_MAX_TIMEOUT_S 3600
 #define MCP_SANDBOX_IDLE_S 600 /* a session's sandbox lives this long past its last call */
 
+#define MCP_EARLY_CANCELS 8
+
 struct mcp_session {
         pthread_mutex_t lock; /* one call at a time: the sandbox and the fields below */
         struct sandbox *sbx;  /* referenced and in serve's table, or NULL until the first call */
@@ -42,6 +44,10 @@ struct mcp_session {
         uint32_t run_req;        /* its agent request, 0 when none is open */
         bool cancelled;          /* notifications/cancelled named it */
         bool closing;            /* the client is gone: no new sandbox */
+        /* Requests cancelled before they ran (an HTTP call waiting on `lock`):
+         * the last few ids, never run nor answered when their turn comes. */
+        json_t *early_cancels[MCP_EARLY_CANCELS];
+        unsigned early_next;
 };
 
 /* --- sessions (mcp_session.c) --- */
@@ -68,6 +74,9 @@ void mcp_session_cancel(struct mcp_session *s, json_t *request_id);
 /* The client is gone: the call in progress ends with its sandbox (killed),
  * and no call makes a new one. */
 void mcp_session_abort(struct mcp_session *s);
+/* Whether notifications/cancelled named `request_id` before it ran (then
+ * forgotten): the call is neither run nor answered. */
+bool mcp_session_cancelled_early(struct mcp_session *s, json_t *request_id);
 
 /* --- JSON-RPC (mcp_rpc.c) --- */
 

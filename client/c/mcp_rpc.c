@@ -129,6 +129,11 @@ static json_t *tools_call(struct mcp_session *s, json_t *id, json_t *params)
         int code = RPC_INTERNAL_ERROR;
         json_t *empty = json_object();
         pthread_mutex_lock(&s->lock);
+        if (mcp_session_cancelled_early(s, id)) { /* cancelled while it waited its turn */
+                pthread_mutex_unlock(&s->lock);
+                json_decref(empty);
+                return NULL;
+        }
         pthread_mutex_lock(&s->run_lock);
         s->run_id = json_incref(id);
         s->cancelled = false;

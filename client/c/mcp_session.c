@@ -33,6 +33,12 @@ void mcp_session_end(struct mcp_session *s)
         struct sandbox *sbx = s->sbx;
         s->sbx = NULL;
         pthread_mutex_unlock(&s->lock);
+        pthread_mutex_lock(&s->run_lock);
+        for (unsigned i = 0; i < MCP_EARLY_CANCELS; i++) {
+                json_decref(s->early_cancels[i]);
+                s->early_cancels[i] = NULL;
+        }
+        pthread_mutex_unlock(&s->run_lock);
         if (sbx) {
                 serve_kill(sbx);
                 serve_put(sbx);
@@ -101,12 +107,31 @@ void mcp_session_cancel(struct mcp_session *s, json_t *request_id)
                         sbx = serve_ref(s->run_sbx);
                         req = s->run_req;
                 }
+        } else if (request_id) { /* not running yet, or never sent: kept a while */
+                json_t **slot = &s->early_cancels[s->early_next++ % MCP_EARLY_CANCELS];
+                json_decref(*slot);
+                *slot = json_incref(request_id);
         }
         pthread_mutex_unlock(&s->run_lock);
         if (sbx) {
                 serve_cancel(sbx, req);
                 serve_put(sbx);
         }
+}
+
+bool mcp_session_cancelled_early(struct mcp_session *s, json_t *request_id)
+{
+        bool found = false;
+        pthread_mutex_lock(&s->run_lock);
+        for (unsigned i = 0; i < MCP_EARLY_CANCELS && !found; i++) {
+                if (s->early_cancels[i] && json_equal(s->early_cancels[i], request_id)) {
+                        json_decref(s->early_cancels[i]);
+                        s->early_cancels[i] = NULL;
+                        found = true;
+                }
+        }
+        pthread_mutex_unlock(&s->run_lock);
+        return found;
 }
 
 void mcp_session_abort(struct mcp_session *s)

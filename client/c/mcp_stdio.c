@@ -86,18 +86,51 @@ static void client_gone(void)
         mcp_session_abort(&session); /* a call running ends with its sandbox */
 }
 
-/* One line: an error answered, a notification handled, a request queued
- * (waiting while the queue is full). */
+/* notifications/cancelled naming a request still queued: it is dropped,
+ * never run nor answered (one running is mcp_session_cancel's). */
+static void drop_cancelled(json_t *msg)
+{
+        const char *method = json_string_value(json_object_get(msg, "method"));
+        json_t *id = json_object_get(json_object_get(msg, "params"), "requestId");
+        if (!method || strcmp(method, "notifications/cancelled") != 0 || !id)
+                return;
+        pthread_mutex_lock(&inbox.lock);
+        for (size_t i = 0; i < inbox.n; i++) {
+                json_t **slot = &inbox.q[(inbox.head + i) % INBOX_MAX];
+                if (!json_equal(json_object_get(*slot, "id"), id))
+                        continue;
+                json_decref(*slot);
+                for (size_t j = i; j + 1 < inbox.n; j++)
+                        inbox.q[(inbox.head + j) % INBOX_MAX] =
+                            inbox.q[(inbox.head + j + 1) % INBOX_MAX];
+                inbox.n--;
+                pthread_cond_broadcast(&inbox.cond);
+                break;
+        }
+        pthread_mutex_unlock(&inbox.lock);
+}
+
+/* One line: an error answered, a notification handled, ping and tools/list answered, a request
+ * queued (waiting while the queue is full). */
 static int handle_line(const char *line, size_t len)
 {
         json_t *error = NULL;
         json_t *msg = mcp_parse(line, len, &error);
         if (!msg)
                 return send_msg(error);
-        if (!mcp_request_method(msg)) {
+        const char *method = mcp_request_method(msg);
+        if (!method) {
+                drop_cancelled(msg);
                 json_decref(mcp_dispatch(&session, msg)); /* NULL: nothing to answer */
                 json_decref(msg);
                 return 0;
+        }
+        /* They need no sandbox: answered at once, even while a call runs (the
+         * specification's ping: "promptly"). */
+        if (strcmp(method, "ping") == 0 || strcmp(method, "tools/list") == 0) {
+                json_t *reply = mcp_dispatch(&session, msg);
+                json_decref(msg);
+                return send_msg(reply);
         }
         pthread_mutex_lock(&inbox.lock);
         while (inbox.n == INBOX_MAX && !inbox.dead)
