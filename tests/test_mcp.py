@@ -463,7 +463,7 @@ def test_stdio_ping_answered_and_queued_call_cancelled_while_a_call_runs(tmp_pat
         # The ping's answer comes first, not after the 8 s cell.
         assert json.loads(proc.stdout.readline()) == {"jsonrpc": "2.0", "id": 4, "result": {}}
         slept = json.loads(proc.stdout.readline())
-        assert slept["id"] == 2 and slept["result"]["content"][0]["text"] == "result:\nslept", slept
+        assert slept["id"] == 2 and slept["result"]["content"][0]["text"] == "result:\n'slept'", slept
         after = json.loads(proc.stdout.readline())
         assert after["id"] == 5 and after["result"]["content"][0]["text"] == "result:\nFalse", after
         proc.stdin.close()
@@ -622,7 +622,7 @@ def test_http_abandoned_session_sandbox_ends_at_its_deadline(tmp_path):
 
         # A call longer than the idle lifetime keeps its sandbox (and the state).
         assert run_code(0, "kept = 41\nimport time\ntime.sleep(15)\n'slept'")["content"][0]["text"] == \
-            "result:\nslept"
+            "result:\n'slept'"
         assert run_code(1, "kept + 1")["content"][0]["text"] == "result:\n42"
         first = [x["sandboxID"] for x in mcp_sandboxes(s)]
         assert len(first) == 1
