@@ -15,12 +15,16 @@ the median of the paired ratios B/A:
   repeatable whatever the load, PYTHONHASHSEED=0, the main thread's): the
   zygote until Z_READY without preloads, and per `1+1` cell (an executor's
   total for 220 cells minus that for 20, over 200);
+- with --prints, 10,000 `print(i)` in one cell, timed inside the cell: in a
+  context that never wrote fds 1/2 directly, and right after an
+  `os.write(1, ...)`, when the executor looks at its fd 1 capture pipe
+  before buffering each print's text (python-embed/stream_sink.h);
 - with --ipython, the reference the notebook emulation is measured against:
   IPython's own InteractiveShell.run_cell("1+1") in this process (Debian's
   python3-ipython).
 
     /usr/bin/python3 bench/executor_ab.py [--a DIR] [--b DIR] [--rounds N] [--preload-rounds N]
-                                          [--cells N] [--callgrind] [--ipython]
+                                          [--cells N] [--callgrind] [--prints] [--ipython]
 
 DIR is a build directory holding cellvm-executor (e.g. a copy of build/ from
 the commit before a change, and build/); both default to build/, an A/B of
@@ -35,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,6 +50,7 @@ import cbor2  # noqa: E402
 from cellvm._wire import FLAG_MORE, HEADER, encode_frames  # noqa: E402
 
 Z_READY, Z_SPAWN, Z_SPAWNED = 0x4001, 0x4002, 0x4003
+RESULT = 0x8013
 X_READY, X_EXECUTE, X_END = 0x4010, 0x4011, 0x4012
 DEFAULT_PRELOAD = "numpy,pandas,matplotlib,matplotlib.pyplot"  # the agent's
 
@@ -113,16 +119,31 @@ class Executor:
         self.rid = 0
 
     def run(self, code):
+        """Runs `code`; the text of its RESULT, if any."""
         self.rid += 1
         self.ctrl.sendall(encode_frames(X_EXECUTE, self.rid, {"code": code}))
+        result = None
         while True:
             msg = read_message(self.ctrl)
             if msg is None:
                 sys.exit("executor closed its socket")
+            if msg[0] == RESULT:
+                result = msg[2]["data"]["text/plain"]
             if msg[0] == X_END:
                 if msg[2]["status"] != "ok":
                     sys.exit(f"cell failed: {code!r}")
-                return
+                return result
+
+    def drain_in_background(self):
+        """Reads its stdout and stderr as the agent would (cells that print)."""
+        def drain(fd):
+            try:
+                while os.read(fd, 65536):
+                    pass
+            except OSError:  # closed by close()
+                pass
+        for fd in self.pipes:
+            threading.Thread(target=drain, args=(fd,), daemon=True).start()
 
     def cpu_ns(self):
         with open(f"/proc/{self.pid}/schedstat") as f:
@@ -176,6 +197,29 @@ def per_cell(builds, rounds, cells):
     for z in zs:
         z.close()
     return wall, cpu
+
+
+PRINTS = ("t = time.perf_counter()\nfor i in range(10000):\n    print(i)\n"
+          "time.perf_counter() - t")
+
+
+def prints(builds, rounds, after_fd_write):
+    """Seconds per cell of 10,000 prints, timed inside the executor."""
+    zs = [Zygote(b, "") for b in builds]
+    exs = []
+    for z in zs:
+        ex = z.spawn()
+        ex.drain_in_background()
+        ex.run("import os, time")
+        exs.append(ex)
+    code = ("os.write(1, b'fd\\n')\n" if after_fd_write else "") + PRINTS
+    times = ([], [])
+    for i in abba(rounds):
+        times[i].append(float(exs[i].run(code)))
+    for ex, z in zip(exs, zs):
+        ex.close()
+        z.close()
+    return times
 
 
 def callgrind_total(path):
@@ -243,6 +287,7 @@ def main():
                     "(default: a third of --rounds)")
     ap.add_argument("--cells", type=int, default=300, help="cells per block (per-cell cost)")
     ap.add_argument("--callgrind", action="store_true", help="also count instructions (valgrind)")
+    ap.add_argument("--prints", action="store_true", help="also time 10,000 prints in a cell")
     ap.add_argument("--ipython", action="store_true", help="also time IPython's own run_cell")
     args = ap.parse_args()
     builds = (os.path.abspath(args.a), os.path.abspath(args.b))
@@ -269,6 +314,9 @@ def main():
         (za, ca), (zb, cb) = res
         print(f"{'callgrind: zygote to Z_READY, no preloads':<40} A {za:12,} Ir   B {zb:12,} Ir   B/A {zb / za:.4f}")
         print(f"{'callgrind: per `1+1` cell (executor)':<40} A {ca:12,.0f} Ir   B {cb:12,.0f} Ir   B/A {cb / ca:.4f}")
+    if args.prints:
+        summary("10,000 prints in a cell", "ms", *prints(builds, args.rounds, False), 1e3)
+        summary("10,000 prints after os.write(1, ...)", "ms", *prints(builds, args.rounds, True), 1e3)
     if args.ipython:
         print(f"IPython {__import__('IPython').__version__} InteractiveShell.run_cell('1+1'): "
               f"{ipython_run_cell(200) * 1e6:.0f} us (in process, median of 15 blocks of 200)")

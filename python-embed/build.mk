@@ -7,6 +7,7 @@
 EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_proc.c \
              python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
              python-embed/png_write.c python-embed/output_flusher.c python-embed/out_stream.c \
+             python-embed/stream_sink.c python-embed/fd_capture.c \
              python-embed/cell_hash.c python-embed/executor_language.c \
              python-embed/node_exec.c python-embed/node_spare.c python-embed/executor_epoch.c
 EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o
@@ -45,11 +46,14 @@ $(B)/cellvm-executor: $(EXEC_OBJS) $(PROTO_LIB) $(CONFINE_LIB) $(PY_STATIC_LIB) 
 	$(CC) $(LDFLAGS) -o $@ $(EXEC_OBJS) $(PROTO_LIB) $(CONFINE_LIB) $(PY_EMBED_LIBS) -lpng -lz \
 		$(PROTO_LIBS) $(CONFINE_LIBS)
 
-# C unit test of the cell file-name hash (tests/c/test_cell_hash.c): part of `make check-c`.
-EXEC_TESTS := $(B)/tests/c/test_cell_hash
+# C unit tests of the cell file-name hash and the output sinks (tests/c/): part of `make check-c`.
+EXEC_TESTS := $(B)/tests/c/test_cell_hash $(B)/tests/c/test_stream_sink
 
 $(B)/tests/c/test_cell_hash: $(B)/tests/c/test_cell_hash.o $(B)/python-embed/cell_hash.o
 	$(CC) $(LDFLAGS) -o $@ $^
+
+$(B)/tests/c/test_stream_sink: $(B)/tests/c/test_stream_sink.o $(B)/python-embed/stream_sink.o
+	$(CC) $(LDFLAGS) -o $@ $^ -lpthread
 
 .PHONY: check-c-executor
 check-c-executor: $(EXEC_TESTS)

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <time.h>
 
 #include "buf.h"
@@ -14,6 +13,7 @@
 #include "embedded_py.h"
 #include "output_flusher.h"
 #include "png_write.h"
+#include "stream_sink.h"
 #include "pycbor.h"
 #include "writer.h"
 
@@ -210,15 +210,6 @@ static PyObject *cellvm_png_encode(PyObject *self, PyObject *args, PyObject *kwa
         return bytes;
 }
 
-/* Bytes still unread in pipe `fd`; 0 when it is not a pipe. */
-static int pipe_pending(int fd)
-{
-        int n = 0;
-        if (ioctl(fd, FIONREAD, &n) < 0)
-                return 0;
-        return n;
-}
-
 static uint64_t now_ns(void)
 {
         struct timespec ts;
@@ -230,9 +221,18 @@ static uint64_t now_ns(void)
 #define DRAIN_FIRST_SLEEP_NS 4000
 #define DRAIN_MAX_SLEEP_NS 100000
 
+/* Nothing written to the agent's stdout and stderr pipes is left unread. */
+static int sinks_read(void)
+{
+        return stream_sink_unread(&stream_sinks[0]) == 0 &&
+               stream_sink_unread(&stream_sinks[1]) == 0;
+}
+
 /*
- * Waits (GIL released) until the readers of fds 1 and 2 took everything written
- * so far, at most `timeout` seconds. A message sent after this cannot overtake
+ * Hands what fds 1 and 2 captured to the agent's pipes (the text of sys.stdout
+ * and sys.stderr is flushed by the caller, in Python: a cell may have replaced
+ * them), then waits (GIL released) until the agent took everything written so
+ * far, at most `timeout` seconds. A message sent after this cannot overtake
  * output written before it, whatever the agent's scheduling. The agent usually
  * reads within tens of microseconds, so the sleeps start short and double.
  */
@@ -244,13 +244,18 @@ static PyObject *cellvm_wait_output_drained(PyObject *self, PyObject *args)
 
         if (!PyArg_ParseTuple(args, "d:wait_output_drained", &timeout))
                 return NULL;
-        if (pipe_pending(1) == 0 && pipe_pending(2) == 0)
-                Py_RETURN_TRUE;
-        Py_BEGIN_ALLOW_THREADS uint64_t deadline =
-            now_ns() + (uint64_t)(timeout > 0 ? timeout * 1e9 : 0);
+        if (stream_sink_is_empty(&stream_sinks[0], 1) &&
+            stream_sink_is_empty(&stream_sinks[1], 1) && sinks_read())
+                Py_RETURN_TRUE; /* the usual case: no GIL switch */
+        PyThreadState *ts = PyEval_SaveThread();
+        /* Undeliverable output (the agent is gone) fails the send after this;
+         * with the agent's pipe full, the rest goes once it reads (the wait). */
+        (void)stream_sink_flush(&stream_sinks[0]);
+        (void)stream_sink_flush(&stream_sinks[1]);
+        uint64_t deadline = now_ns() + (uint64_t)(timeout > 0 ? timeout * 1e9 : 0);
         long sleep_ns = DRAIN_FIRST_SLEEP_NS;
         for (;;) {
-                if (pipe_pending(1) == 0 && pipe_pending(2) == 0) {
+                if (sinks_read()) {
                         drained = 1;
                         break;
                 }
@@ -261,7 +266,8 @@ static PyObject *cellvm_wait_output_drained(PyObject *self, PyObject *args)
                         break;
                 sleep_ns = sleep_ns * 2 > DRAIN_MAX_SLEEP_NS ? DRAIN_MAX_SLEEP_NS : sleep_ns * 2;
         }
-        Py_END_ALLOW_THREADS return PyBool_FromLong(drained);
+        PyEval_RestoreThread(ts);
+        return PyBool_FromLong(drained);
 }
 
 static PyObject *cellvm_flusher_start(PyObject *self, PyObject *args)
@@ -300,6 +306,79 @@ static PyObject *cellvm_flusher_stop(PyObject *self, PyObject *unused)
         Py_RETURN_NONE;
 }
 
+static PyObject *cellvm_watch_fd_output(PyObject *self, PyObject *unused)
+{
+        (void)self;
+        (void)unused;
+        stream_sink_watch(&stream_sinks[0]);
+        stream_sink_watch(&stream_sinks[1]);
+        Py_RETURN_NONE;
+}
+
+/*
+ * os.write and os._exit as the executor has them, C functions so that an
+ * error shows no frame of their own: a write to fd 1 or 2 first makes its
+ * sink watch the capture pipe (stream_sink.h), so text printed right after it
+ * waits for it; an exit first hands over what the sinks hold and captured,
+ * which would die with the process (before fds 1 and 2 were captured, such
+ * writes had reached the agent already).
+ */
+static PyObject *os_write, *os_exit; /* the real ones (references held) */
+
+static PyObject *fd_write(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+        (void)self;
+        if (nargs >= 1 && PyLong_CheckExact(args[0])) {
+                int overflow;
+                long fd = PyLong_AsLongAndOverflow(args[0], &overflow);
+                if (fd == 1 || fd == 2)
+                        stream_sink_watch(&stream_sinks[fd - 1]);
+                else if (fd == -1 && PyErr_Occurred())
+                        PyErr_Clear(); /* os.write reports it */
+        }
+        return PyObject_Vectorcall(os_write, args, (size_t)nargs, NULL);
+}
+
+static PyObject *flushing_exit(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+        (void)self;
+        PyThreadState *ts = PyEval_SaveThread();
+        (void)stream_sink_flush_all(&stream_sinks[0]); /* undeliverable: nobody to tell */
+        (void)stream_sink_flush_all(&stream_sinks[1]);
+        PyEval_RestoreThread(ts);
+        return PyObject_Vectorcall(os_exit, args, (size_t)nargs, NULL);
+}
+
+static PyMethodDef fd_write_def = {"write", (PyCFunction)(void (*)(void))fd_write, METH_FASTCALL,
+                                   "write(fd, data, /)\n--\n\nWrite a bytes object to a file "
+                                   "descriptor."};
+static PyMethodDef flushing_exit_def = {"_exit", (PyCFunction)(void (*)(void))flushing_exit,
+                                        METH_FASTCALL,
+                                        "_exit(status)\n--\n\nExit to the system with specified "
+                                        "status, without normal exit processing."};
+
+/* wrap_os(os.write, os._exit) -> (write, _exit): the executor's. */
+static PyObject *cellvm_wrap_os(PyObject *self, PyObject *args)
+{
+        PyObject *write, *exit_;
+        (void)self;
+        if (!PyArg_ParseTuple(args, "OO:wrap_os", &write, &exit_))
+                return NULL;
+        if (!PyCallable_Check(write) || !PyCallable_Check(exit_)) {
+                PyErr_SetString(PyExc_TypeError, "wrap_os(os.write, os._exit)");
+                return NULL;
+        }
+        Py_XSETREF(os_write, Py_NewRef(write));
+        Py_XSETREF(os_exit, Py_NewRef(exit_));
+        PyObject *w = PyCFunction_NewEx(&fd_write_def, NULL, NULL);
+        PyObject *e = w ? PyCFunction_NewEx(&flushing_exit_def, NULL, NULL) : NULL;
+        if (e == NULL) {
+                Py_XDECREF(w);
+                return NULL;
+        }
+        return Py_BuildValue("(NN)", w, e);
+}
+
 static PyObject *cellvm_cell_hash(PyObject *self, PyObject *arg)
 {
         (void)self;
@@ -319,8 +398,12 @@ static PyMethodDef cellvm_methods[] = {
     {"flusher_active", cellvm_flusher_active, METH_O,
      "flusher_active(running): a cell started (True) or ended (False)"},
     {"flusher_stop", cellvm_flusher_stop, METH_NOARGS, "flusher_stop(): stop and join the thread"},
+    {"watch_fd_output", cellvm_watch_fd_output, METH_NOARGS,
+     "watch_fd_output(): fds 1 and 2 are about to be written (a child process starts)"},
+    {"wrap_os", cellvm_wrap_os, METH_VARARGS,
+     "wrap_os(os.write, os._exit) -> (write, _exit) that mind fds 1 and 2's capture"},
     {"wait_output_drained", cellvm_wait_output_drained, METH_VARARGS,
-     "wait_output_drained(timeout) -> bool: pipes 1 and 2 were read empty"},
+     "wait_output_drained(timeout) -> bool: the agent read all of stdout and stderr"},
     {"send", (PyCFunction)(void (*)(void))cellvm_send, METH_VARARGS | METH_KEYWORDS,
      "send(fd, type, id, body, defer=False): write one message (with any held ones);\n"
      "defer=True holds it back until the next send"},

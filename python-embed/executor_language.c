@@ -5,7 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fd_capture.h"
 #include "node_exec.h"
+#include "stream_sink.h"
 
 /*
  * Every language starts in this process, after the same confinement: Python is the
@@ -41,6 +43,16 @@ bool executor_language_known(const char *language)
         return find(language) != NULL;
 }
 
+/* A Python context's fds 1 and 2 (fd_capture.h); without, it still runs. */
+static void capture_fds(void)
+{
+        const char *step;
+        int rc = fd_capture_start(&step);
+        if (rc < 0) /* fd 2 is the context's stderr: the agent logs this */
+                fprintf(stderr, "cellvm-executor: %s: %s (fd output may overtake printed text)\n",
+                        step, strerror(-rc));
+}
+
 void executor_language_serve(PyObject *kernel, const char *language, int fd)
 {
         const struct executor_language *l = find(language);
@@ -57,6 +69,7 @@ void executor_language_serve(PyObject *kernel, const char *language, int fd)
                 driver = PyImport_ImportModule(l->module);
         } else if (l) {
                 Py_INCREF(driver);
+                capture_fds();
         } else {
                 PyErr_Format(PyExc_ValueError, "no executor for language %s", language);
                 driver = NULL;
@@ -73,5 +86,8 @@ void executor_language_serve(PyObject *kernel, const char *language, int fd)
         Py_XDECREF(driver);
         if (Py_FinalizeEx() < 0)
                 status = 120;
+        /* What was captured last (at exit, in finalisers) still reaches the agent. */
+        (void)stream_sink_flush_all(&stream_sinks[0]);
+        (void)stream_sink_flush_all(&stream_sinks[1]);
         _exit(status);
 }

@@ -2,13 +2,13 @@
  * _cellvm.OutStream: the text layer of the executor's sys.stdout/sys.stderr.
  *
  * print() calls file.write() once per argument and once for `end`; through
- * io.TextIOWrapper that costs ~0.36 us a call here, through this type ~0.15
- * (10,000 prints: 3.6 ms -> 1.5 ms). write() only appends the text's UTF-8
- * to a pending buffer; the pending bytes go to the binary writer underneath
- * (an io.BufferedWriter on the fd, which does the locked, GIL-releasing,
- * EINTR-safe write) when the buffer is full and at flush(). Everything runs
- * under the GIL, and the pending bytes are handed over before anything can
- * switch threads, so writes from several threads keep their order.
+ * io.TextIOWrapper that costs ~0.36 us a call here, through this type less
+ * (10,000 prints: 3.6 ms -> 1.5 ms before fd capture, docs/BENCHMARKS.md).
+ * write() appends the text's UTF-8 to its fd's sink (stream_sink.h), which
+ * buffers it and hands it to the agent's pipe in order with what is written
+ * to the fd itself. The common case takes the sink's lock without waiting,
+ * with the GIL held; otherwise the GIL is released first, as no thread may
+ * wait for the GIL while holding a sink.
  *
  * Its base is io's C _TextIOBase, as ipykernel's OutStream derives from
  * io.TextIOBase: errors, newlines, read(), detach(), writelines(), context
@@ -17,14 +17,14 @@
  * run time.
  */
 #include "out_stream.h"
+#include "stream_sink.h"
 
+#include <errno.h>
 #include <string.h>
 
 struct out_stream_fields {
-        PyObject *binary; /* io.BufferedWriter (or anything with write/flush) */
-        char *pending;    /* UTF-8 not yet handed to `binary` */
-        Py_ssize_t len;
-        Py_ssize_t cap;
+        struct stream_sink *sink; /* NULL until initialised */
+        int own_sink;             /* allocated for another fd than 1 or 2 */
         int closed;
 };
 
@@ -42,46 +42,81 @@ static int check_open(struct out_stream_fields *f)
                 PyErr_SetString(PyExc_ValueError, "I/O operation on closed file.");
                 return -1;
         }
-        if (f->binary == NULL) {
+        if (f->sink == NULL) {
                 PyErr_SetString(PyExc_ValueError, "OutStream is not initialised");
                 return -1;
         }
         return 0;
 }
 
-/* Hands the pending bytes to the binary writer; 0 or -1 with an exception. */
-static int hand_over(struct out_stream_fields *f)
+static int raise_errno(int neg_errno)
 {
-        if (f->len == 0)
-                return 0;
-        PyObject *data = PyBytes_FromStringAndSize(f->pending, f->len);
-        if (data == NULL)
-                return -1;
-        f->len = 0;
-        PyObject *r = PyObject_CallMethod(f->binary, "write", "O", data);
-        Py_DECREF(data);
-        if (r == NULL)
-                return -1;
-        Py_DECREF(r);
-        return 0;
+        errno = -neg_errno;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
 }
 
-/* Appends `n` bytes, handing over first when they do not fit. */
+/* The agent's pipe is full (it stops reading while its client is slow): waits
+ * for room without the GIL, as a blocking write would, and lets a signal
+ * (the agent's SIGINT) raise; 0 or -1 with an exception. */
+static int wait_writable(struct stream_sink *sink)
+{
+        PyThreadState *ts = PyEval_SaveThread();
+        int rc = stream_sink_wait_writable(sink);
+        PyEval_RestoreThread(ts);
+        if (rc == -EINTR)
+                return PyErr_CheckSignals();
+        return rc < 0 ? raise_errno(rc) : 0;
+}
+
+/* Flushes a sink locked with the GIL held, and unlocks it. A blocking fd (no
+ * capture: another fd, a bash context's) is written without the GIL, which is
+ * taken back only after the lock is released (stream_sink.h). */
+static int flush_and_unlock(struct stream_sink *sink)
+{
+        if (sink->out_nonblocking) {
+                int rc = stream_sink_flush_locked(sink);
+                stream_sink_unlock(sink);
+                return rc;
+        }
+        PyThreadState *ts = PyEval_SaveThread();
+        int rc = stream_sink_flush_locked(sink);
+        stream_sink_unlock(sink);
+        PyEval_RestoreThread(ts);
+        return rc;
+}
+
+/* After a flush: 0 to go on (waited for room if the agent's pipe was full),
+ * or -1 with an exception. */
+static int after_flush(struct stream_sink *sink, int rc)
+{
+        if (rc == -EAGAIN)
+                return wait_writable(sink);
+        return rc < 0 ? raise_errno(rc) : 0;
+}
+
+/* Appends `n` bytes; 0 or -1 with an exception. The sink's lock is taken with
+ * the GIL held, so no other thread's text comes between the pieces one
+ * print() writes (unless the agent's pipe is full). */
 static int append(struct out_stream_fields *f, const char *s, Py_ssize_t n)
 {
-        if (f->len + n > f->cap) {
-                if (hand_over(f) < 0)
-                        return -1;
-                if (n > f->cap) { /* bigger than the buffer: straight through */
-                        PyObject *r = PyObject_CallMethod(f->binary, "write", "y#", s, n);
-                        if (r == NULL)
-                                return -1;
-                        Py_DECREF(r);
-                        return 0;
+        struct stream_sink *sink = f->sink;
+        size_t left = (size_t)n;
+        while (left > 0) {
+                size_t k = left < STREAM_SINK_BUFFER ? left : STREAM_SINK_BUFFER;
+                if (!stream_sink_try_append(sink, s, k)) {
+                        stream_sink_lock(sink);
+                        if (!stream_sink_can_buffer(sink, k)) {
+                                if (after_flush(sink, flush_and_unlock(sink)) < 0)
+                                        return -1;
+                                continue; /* room made: the piece goes in next round */
+                        }
+                        stream_sink_put(sink, s, k);
+                        stream_sink_unlock(sink);
                 }
+                s += k;
+                left -= k;
         }
-        memcpy(f->pending + f->len, s, (size_t)n);
-        f->len += n;
         return 0;
 }
 
@@ -115,19 +150,44 @@ static PyObject *out_stream_write(PyObject *self, PyObject *text)
         return PyLong_FromSsize_t(PyUnicode_GET_LENGTH(text));
 }
 
+/* sys.stdout.buffer.write(): bytes in the same order as the text. */
+static PyObject *out_stream_write_bytes(PyObject *self, PyObject *data)
+{
+        struct out_stream_fields *f = fields_of(self);
+        if (check_open(f) < 0)
+                return NULL;
+        Py_buffer view;
+        if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
+                return NULL;
+        int rc = append(f, view.buf, view.len);
+        Py_ssize_t len = view.len;
+        PyBuffer_Release(&view);
+        return rc < 0 ? NULL : PyLong_FromSsize_t(len);
+}
+
 static PyObject *out_stream_flush(PyObject *self, PyObject *Py_UNUSED(unused))
 {
         struct out_stream_fields *f = fields_of(self);
-        if (check_open(f) < 0 || hand_over(f) < 0)
+        if (check_open(f) < 0)
                 return NULL;
-        return PyObject_CallMethod(f->binary, "flush", NULL);
+        /* Most flushes find nothing (one before every message): no lock wait.
+         * What fds 1/2 captured goes out without it (the reader thread). */
+        while (!stream_sink_is_empty(f->sink, 0)) {
+                stream_sink_lock(f->sink);
+                int rc = flush_and_unlock(f->sink);
+                if (after_flush(f->sink, rc) < 0)
+                        return NULL;
+                if (rc == 0)
+                        break;
+        }
+        Py_RETURN_NONE;
 }
 
 /* As ipykernel's OutStream: later writes fail, the fd stays open. */
 static PyObject *out_stream_close(PyObject *self, PyObject *Py_UNUSED(unused))
 {
         struct out_stream_fields *f = fields_of(self);
-        if (f->closed || f->binary == NULL)
+        if (f->closed || f->sink == NULL)
                 return Py_NewRef(Py_None);
         PyObject *r = out_stream_flush(self, NULL);
         f->closed = 1;
@@ -144,39 +204,42 @@ static PyObject *out_stream_closed(PyObject *self, void *Py_UNUSED(closure))
 
 static int out_stream_init(PyObject *self, PyObject *args, PyObject *kwargs)
 {
-        static char *kwlist[] = {"binary", "buffer_size", NULL};
-        PyObject *binary;
-        Py_ssize_t size = 64 * 1024;
-        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|n:OutStream", kwlist, &binary, &size))
+        static char *kwlist[] = {"fd", NULL};
+        int fd;
+        if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i:OutStream", kwlist, &fd))
                 return -1;
-        if (size < 1 || size > 64 * 1024 * 1024) {
-                PyErr_SetString(PyExc_ValueError, "buffer_size must be 1 byte to 64 MiB");
+        if (fd < 0) {
+                PyErr_SetString(PyExc_ValueError, "OutStream's fd must not be negative");
                 return -1;
         }
         struct out_stream_fields *f = fields_of(self);
-        char *buf = PyMem_Realloc(f->pending, (size_t)size);
-        if (buf == NULL) {
-                PyErr_NoMemory();
+        if (f->sink != NULL) {
+                PyErr_SetString(PyExc_RuntimeError, "OutStream is initialised already");
                 return -1;
         }
-        f->pending = buf;
-        f->cap = size;
-        f->len = 0;
+        struct stream_sink *sink = stream_sink_of_fd(fd);
+        if (sink == NULL) {
+                sink = PyMem_Malloc(sizeof(*sink));
+                if (sink == NULL) {
+                        PyErr_NoMemory();
+                        return -1;
+                }
+                stream_sink_init(sink, fd);
+                f->own_sink = 1;
+        }
+        f->sink = sink;
         f->closed = 0;
-        Py_XSETREF(f->binary, Py_NewRef(binary));
         return 0;
 }
 
 static int out_stream_traverse(PyObject *self, visitproc visit, void *arg)
 {
-        Py_VISIT(fields_of(self)->binary);
         Py_VISIT(Py_TYPE(self));
         return base_type->tp_traverse(self, visit, arg);
 }
 
 static int out_stream_clear(PyObject *self)
 {
-        Py_CLEAR(fields_of(self)->binary);
         return base_type->tp_clear(self);
 }
 
@@ -188,16 +251,19 @@ static void out_stream_dealloc(PyObject *self)
                 return; /* resurrected */
         PyTypeObject *tp = Py_TYPE(self);
         struct out_stream_fields *f = fields_of(self);
-        Py_CLEAR(f->binary);
-        PyMem_Free(f->pending);
-        f->pending = NULL;
+        if (f->own_sink) {
+                stream_sink_destroy(f->sink);
+                PyMem_Free(f->sink);
+        }
         base_type->tp_dealloc(self);
         Py_DECREF(tp); /* instances of heap types hold their type */
 }
 
 static PyMethodDef out_stream_methods[] = {
     {"write", out_stream_write, METH_O, "write(text) -> number of characters written"},
-    {"flush", out_stream_flush, METH_NOARGS, "hand the pending text to the fd"},
+    {"write_bytes", out_stream_write_bytes, METH_O,
+     "write_bytes(data) -> number of bytes written, in order with the text"},
+    {"flush", out_stream_flush, METH_NOARGS, "hand the pending text to the agent's pipe"},
     {"close", out_stream_close, METH_NOARGS, "flush; later writes raise ValueError"},
     {NULL, NULL, 0, NULL},
 };
@@ -234,8 +300,8 @@ int cv_out_stream_add_type(PyObject *module)
             {Py_tp_clear, (void *)out_stream_clear},
             {Py_tp_methods, out_stream_methods},
             {Py_tp_getset, out_stream_getset},
-            {Py_tp_doc,
-             "OutStream(binary, buffer_size=65536): buffered UTF-8 text over a binary writer"},
+            {Py_tp_doc, "OutStream(fd): buffered UTF-8 text of an fd (for 1 and 2, in order with "
+                        "what is written to the fd itself)"},
             {0, NULL},
         };
         PyType_Spec spec = {

@@ -803,3 +803,23 @@ def test_sys_stats_reads_this_machine(conn):
     assert t == OK
     # Cumulative counters only grow.
     assert b["cpu_total_ticks"] >= a["cpu_total_ticks"] and b["cpu_busy_ticks"] >= a["cpu_busy_ticks"]
+
+
+def test_what_a_dying_executor_wrote_last_reaches_the_client(conn, ctx):
+    # fds 1 and 2 are pipes the executor reads itself (python-embed/fd_capture.h):
+    # os._exit and a crash first hand over what they hold, printed text too.
+    msgs = execute(conn, 2, "import os\nprint('text'); os.write(1, b'raw\\n'); os._exit(3)", context=ctx)
+    assert stdout_text(msgs) == "text\nraw\n"
+    errs = [b for t, _, b in msgs if t == EXEC_ERROR]
+    assert errs and errs[0]["name"] == "ContextRestarted" and "3" in errs[0]["value"]
+    msgs = execute(conn, 3, "import ctypes, os, sys\n"
+                   "print('text'); os.write(1, b'raw\\n'); print('err', file=sys.stderr)\n"
+                   "ctypes.string_at(0)", context=ctx)
+    assert stdout_text(msgs) == "text\nraw\n" and stdout_text(msgs, "stderr") == "err\n"
+    errs = [b for t, _, b in msgs if t == EXEC_ERROR]
+    assert errs and errs[0]["name"] == "ContextRestarted", errs
+    # faulthandler's dump goes to fd 2 too, and out before the process dies.
+    msgs = execute(conn, 4, "import ctypes, faulthandler\nfaulthandler.enable()\nctypes.string_at(0)",
+                   context=ctx)
+    err = stdout_text(msgs, "stderr")
+    assert err.startswith("Fatal Python error: Segmentation fault") and "string_at" in err, err

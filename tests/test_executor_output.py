@@ -2,6 +2,7 @@
 prompt delivery while a cell runs, order kept against messages, child
 processes and fork(), and the attributes ipykernel's OutStream reports."""
 
+import os
 import time
 
 from cellvm import _wire as W
@@ -159,3 +160,99 @@ def test_tracemalloc_started_and_stopped_while_the_flusher_runs(ex):
               "    n += 1\n"
               "print(n > 0, tracemalloc.is_tracing())")
     assert r.stdout == "True False\n"
+
+
+# fds 1 and 2 are captured (python-embed/fd_capture.h): what C code, os.write
+# and child processes write there keeps its place among the printed text,
+# where it used to overtake text still buffered (ipykernel's order, which its
+# capture thread keeps most of the time, not always).
+
+def test_fd_writes_keep_their_place_among_prints(ex):
+    r = ex.ok("import os, sys\n"
+              "for k in range(300):\n"
+              "    print('p', k); os.write(1, b'w%d\\n' % k)\n"
+              "    print('e', k, file=sys.stderr); os.write(2, b'x%d\\n' % k)")
+    assert r.stdout == "".join(f"p {k}\nw{k}\n" for k in range(300))
+    assert r.stderr == "".join(f"e {k}\nx{k}\n" for k in range(300))
+
+
+def test_c_writes_and_child_processes_keep_their_place(ex):
+    # A C extension's writes, once fd 1 is watched (os.write arms it here; a
+    # first write after a quiet spell races the text printed microseconds
+    # after it, as in ipykernel), and each write found arms it again.
+    r = ex.ok("import ctypes, os, subprocess\n"
+              "libc = ctypes.CDLL(None)\n"
+              "os.write(1, b''); libc.printf(b'c start\\n'); libc.fflush(None)\n"
+              "for k in range(100):\n"
+              "    print('p', k); libc.printf(b'c%d\\n', k); libc.fflush(None)\n"
+              "for k in range(5):\n"
+              "    print('q', k); subprocess.run(['echo', 's%d' % k])\n"
+              "print('end')")
+    assert r.stdout == ("c start\n" + "".join(f"p {k}\nc{k}\n" for k in range(100)) +
+                        "".join(f"q {k}\ns{k}\n" for k in range(5)) + "end\n")
+
+
+def test_a_write_to_fd_1_with_the_gil_held_bigger_than_a_pipe(ex):
+    # printf through ctypes.PyDLL keeps the GIL while the pipe fills: the
+    # capture thread drains it without the GIL, so nothing waits for ever.
+    r = ex.ok("import ctypes\n"
+              "print('before')\n"
+              "py = ctypes.PyDLL(None)\n"
+              "py.printf(b'%s\\n', b'y' * 300000); py.fflush(None)\n"
+              "print('after')", timeout=60)
+    assert r.stdout == "before\n" + "y" * 300000 + "\nafter\n"
+
+
+def test_a_child_writing_all_along_does_not_hold_up_the_cell(ex):
+    # A background child floods fd 1 while the cell prints and ends: each
+    # flush forwards what the pipe held when asked, no more.
+    r = ex.ok("import subprocess, time\n"
+              "p = subprocess.Popen(['sh', '-c', 'yes | head -c 3000000'])\n"
+              "for k in range(2000):\n"
+              "    print(k)\n"
+              "p.wait()\n"
+              "print('done')", timeout=120)
+    # The child's bytes may come between the pieces of a print ('7' 'y\n...' '\n').
+    assert r.stdout.endswith("done\n") and r.stdout.count("y") == 1500000
+    assert r.stdout.replace("y", "").split() == [str(k) for k in range(2000)] + ["done"]
+
+
+def test_a_forked_child_writes_its_text_and_its_fd_output(ex):
+    r = ex.ok("import os\n"
+              "print('parent')\n"
+              "pid = os.fork()\n"
+              "if pid == 0:\n"
+              "    print('child text'); os.write(1, b'child fd\\n'); os._exit(0)\n"
+              "os.waitpid(pid, 0)\n"
+              "print('parent again')")
+    assert r.stdout.splitlines()[0] == "parent" and r.stdout.splitlines()[-1] == "parent again"
+    assert sorted(r.stdout.splitlines()[1:3]) == ["child fd", "child text"]
+
+
+def test_os_write_and_exit_stay_builtins(ex):
+    # Wrapped in C (python-embed/cellvm_module.c): no frame of their own in an
+    # error, and they look as os's own.
+    r = ex.run("import os\nos.write(1, 'text')")
+    assert r.error["name"] == "TypeError"
+    assert "a bytes-like object is required, not 'str'" in r.error["value"]
+    tb = "\n".join(r.error["traceback"])
+    assert "iostream" not in tb and "cellvm" not in tb
+    r = ex.ok("repr(os.write), repr(os._exit), os.write.__text_signature__")
+    assert r.text == "('<built-in function write>', '<built-in function _exit>', '(fd, data, /)')"
+
+
+def test_a_cell_held_up_by_a_full_pipe_still_takes_an_interrupt(ex):
+    # The agent stops reading while its client is slow: a cell printing (and
+    # a child writing fd 1) then waits for room, and SIGINT still raises
+    # KeyboardInterrupt there, as in a blocking write (the namespace stays).
+    import signal
+    ex.ok("kept = 1")
+    for code in ("child = None\nwhile True:\n    print('x' * 1000)",
+                 "import subprocess\nchild = subprocess.Popen(['yes'])\nwhile True:\n    print('p')"):
+        rid = ex.start(code)
+        time.sleep(1.5)  # nobody reads: both pipes fill, the cell waits
+        os.kill(ex.pid, signal.SIGINT)
+        r = ex.collect(rid, timeout=30)
+        assert r.error is not None and r.error["name"] == "KeyboardInterrupt", r.error
+        ex.ok("if child: child.kill(); child.wait()")
+    assert ex.ok("kept").text == "1"

@@ -52,8 +52,20 @@ def test_crash_restarts_the_context(box, code):
     assert_restarted_then_works(box, box.run(code))
 
 
-def test_closing_fds_0_to_2_restarts_the_context(box):
-    out = box.run("import os\nx = 1\nos.close(0); os.close(1); os.close(2)")
+def test_closing_fds_0_to_2_keeps_the_context_as_in_ipykernel(box):
+    # fds 1 and 2 are the executor's capture pipes (python-embed/fd_capture.h),
+    # as in ipykernel, where closing them leaves sys.stdout working.
+    out = box.run("import os\nx = 1\nos.close(0); os.close(1); os.close(2)\nprint('still here')")
+    assert out.ok and out.stdout == "still here\n", out
+    after = box.run("print(x)\nimport os\nos.write(1, b'gone')")
+    assert after.stdout == "1\n" and after.errors[0]["name"] == "OSError", after
+    assert box.answers()
+
+
+def test_closing_the_agents_pipes_restarts_the_context(box):
+    # Where the executor moved them (fds above its control socket, 3): the
+    # agent sees them close and starts the context anew.
+    out = box.run("import os\nx = 1\nos.closerange(4, 64)")
     assert "stdout or stderr" in out.errors[0]["value"], out
     assert_restarted_then_works(box, out)
 

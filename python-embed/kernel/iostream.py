@@ -11,29 +11,32 @@ import threading
 import _cellvm
 
 
-# Output buffered in the executor before it reaches the fd 1/2 pipes. Flushed
-# when full, before every message (ordering, PROTOCOL.md section 8), before a
-# child process is started, and every OUTPUT_FLUSH_INTERVAL while a cell runs.
-OUTPUT_BUFFER_SIZE = 64 * 1024
+# Output buffered in the executor (stream_sink.c) before it reaches the
+# agent's pipes. Flushed when full, when fd 1 or 2 is written (C code,
+# os.write, child processes: captured, fd_capture.c), before every message
+# (ordering, PROTOCOL.md section 8) and every OUTPUT_FLUSH_INTERVAL while a
+# cell runs.
 OUTPUT_FLUSH_INTERVAL = 0.03
 
 
 class _BinaryOut:
-        """sys.stdout.buffer: the BufferedWriter under the text layer, except that
-        a write first pushes out the text still pending above it, so
-        print('a'); sys.stdout.buffer.write(b'b') keeps its order."""
+        """sys.stdout.buffer: bytes join the text layer's buffer, so
+        print('a'); sys.stdout.buffer.write(b'b') keeps its order; the rest
+        (fileno, mode, raw, ...) is a BufferedWriter's on the fd."""
 
         def __init__(self, text, binary):
                 self._text = text
                 self._binary = binary
 
         def write(self, data):
-                self._text.flush()
-                return self._binary.write(data)
+                return self._text.write_bytes(data)
 
         def writelines(self, lines):
+                for line in lines:
+                        self._text.write_bytes(line)
+
+        def flush(self):
                 self._text.flush()
-                return self._binary.writelines(lines)
 
         def __getattr__(self, name):
                 return getattr(self._binary, name)
@@ -47,19 +50,19 @@ class _BinaryOut:
 
 class _OutStream(_cellvm.OutStream, io.TextIOBase):
         """sys.stdout/sys.stderr of a cell: text buffered in C (_cellvm.OutStream,
-        out_stream.c) over a BufferedWriter on fd 1 or 2. Like ipykernel's
-        OutStream it is an io.TextIOBase and reports encoding 'UTF-8', errors
-        None, isatty() False, name 'stdout'/'stderr'; fileno() is the real fd,
-        so child processes writing to it land in the same stream."""
+        out_stream.c) and handed to the agent in order with what fd 1 or 2
+        receives. Like ipykernel's OutStream it is an io.TextIOBase and reports
+        encoding 'UTF-8', errors None, isatty() False, name 'stdout'/'stderr';
+        fileno() is the real fd, so child processes writing to it land in the
+        same stream."""
 
         encoding = "UTF-8"
 
         def __init__(self, fd, name):
+                super().__init__(fd)
                 raw = io.FileIO(fd, "w", closefd=False)
-                binary = io.BufferedWriter(raw, OUTPUT_BUFFER_SIZE)
-                super().__init__(binary, OUTPUT_BUFFER_SIZE)
                 self._cellvm_name = name
-                self._cellvm_binary = _BinaryOut(self, binary)
+                self._cellvm_binary = _BinaryOut(self, io.BufferedWriter(raw))
 
         @property
         def name(self):
@@ -86,8 +89,8 @@ _OutStream.__name__ = _OutStream.__qualname__ = "OutStream"
 class _StreamFlusher:
         """What the output flusher thread (output_flusher.c) calls every interval
         while a cell runs, so `print('a'); time.sleep(5)` shows 'a' at once.
-        BufferedWriter's own lock orders these flushes against the cell's
-        writes; `lock` keeps fork() from copying a flush in progress."""
+        The sinks' locks order these flushes against the cell's writes; `lock`
+        keeps fork() from copying a flush in progress."""
 
         def __init__(self, streams):
                 self.streams = streams
@@ -127,10 +130,12 @@ def _flush_std():
 def _flushing_first(fn):
         """fn, but with the cell's buffered output flushed first: it starts a child
         process that writes to the same fds, and what was printed before must
-        come out before the child's output."""
+        come out before the child's output (which capturing fds 1/2 ensures
+        too, unless the capture could not start)."""
 
         def wrapper(*args, **kwargs):
                 _flush_std()
+                _cellvm.watch_fd_output()  # text printed after the child's waits for its output
                 return fn(*args, **kwargs)
 
         wrapper.__name__ = getattr(fn, "__name__", "wrapper")
@@ -156,3 +161,5 @@ def _install_output_streams():
         for name in ("system", "posix_spawn", "posix_spawnp"):
                 if hasattr(os, name):
                         setattr(os, name, _flushing_first(getattr(os, name)))
+        # Writes to fds 1/2 and exits that mind their capture (fd_capture.h).
+        os.write, os._exit = _cellvm.wrap_os(os.write, os._exit)
