@@ -408,6 +408,30 @@ _dict_key = _as_ipython_frame(_pretty_item, 689, "_dict_pprinter_factory.<locals
 _dict_value = _as_ipython_frame(_pretty_item, 691, "_dict_pprinter_factory.<locals>.inner")
 
 
+# ... and where they ask the container itself (a subclass's __len__ or keys()
+# may raise there), each at its line.
+def _one_item_tuple(obj, p, cycle):
+    return len(obj) == 1 and isinstance(obj, tuple)
+
+
+def _empty(obj, p, cycle):
+    return len(obj) == 0
+
+
+def _few_enough(obj, p, cycle):
+    return not (p.max_seq_length and len(obj) >= p.max_seq_length)
+
+
+def _keys(obj, p, cycle):
+    return obj.keys()
+
+
+_seq_one_item_tuple = _as_ipython_frame(_one_item_tuple, 640, "_seq_pprinter_factory.<locals>.inner")
+_set_empty = _as_ipython_frame(_empty, 654, "_set_pprinter_factory.<locals>.inner")
+_set_few_enough = _as_ipython_frame(_few_enough, 661, "_set_pprinter_factory.<locals>.inner")
+_dict_keys = _as_ipython_frame(_keys, 684, "_dict_pprinter_factory.<locals>.inner")
+
+
 # ---------------------------------------------------------------------------
 # Helper objects printed through the normal machinery
 
@@ -557,7 +581,7 @@ def _sequence_printer(open, close):
                 p.text(",")
                 p.breakable()
             _seq_item(item, p, cycle)
-        if len(obj) == 1 and isinstance(obj, tuple):
+        if _seq_one_item_tuple(obj, p, cycle):
             p.text(",")
         p.end_group(step, close)
 
@@ -581,13 +605,13 @@ def _set_printer(open, close):
         if cycle:
             p.text(open + "..." + close)
             return
-        if len(obj) == 0:
+        if _set_empty(obj, p, cycle):
             p.text(type(obj).__name__ + "()")
             return
         step = len(open)
         p.begin_group(step, open)
         items = obj
-        if not (p.max_seq_length and len(obj) >= p.max_seq_length):
+        if _set_few_enough(obj, p, cycle):
             items = _sorted_if_possible(obj)
         for index, item in p._enumerate(items):
             if index:
@@ -606,7 +630,7 @@ def _mapping_printer(open, close):
             return
         step = len(open)
         p.begin_group(step, open)
-        for index, key in p._enumerate(obj.keys()):
+        for index, key in p._enumerate(_dict_keys(obj, p, cycle)):
             if index:
                 p.text(",")
                 p.breakable()
