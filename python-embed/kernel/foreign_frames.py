@@ -50,141 +50,100 @@ def as_if_in_ipython(func, path, line, qualname=None, params=None, **names):
         return as_if_in(func, _ipython_module(path), IPYTHON + path, line, qualname, params, **names)
 
 
-# Frames that only pass a call on: the first argument called with the last.
-def _pass_on_2(call, arg):
-        return call(arg)
+def _taking(func, count):
+        """`func` (whose parameters are all it uses, and its only locals) with
+        `count` parameters: the ones it has, then unused ones, which only show
+        (as_if_in names them all). Its code is otherwise the same."""
+        code = func.__code__
+        assert code.co_nlocals == code.co_argcount <= count and not (code.co_cellvars or code.co_freevars), func
+        unused = tuple(f"unused{i}" for i in range(count - code.co_argcount))
+        code = code.replace(co_argcount=count, co_nlocals=count, co_varnames=code.co_varnames + unused)
+        return types.FunctionType(code, func.__globals__, func.__name__)
 
 
-def _pass_on_3(call, unused, arg):
-        return call(arg)
+# The bodies of the frames below, each given as many parameters as the frame
+# it stands for shows.
+def _call_on(call):
+        return call()
 
 
-def _pass_on_4(call, unused, unused2, arg):
-        return call(arg)
+# The call's span shows in Python's own tracebacks (traceback.print_exc): as
+# carets under the frame's line, 6 for call() above, 9 for this one's, the
+# width the frames that passed their last argument on (call(arg)) showed.
+def _call_on_9(call_on):
+        return call_on()
 
 
-_PASS_ON = {2: _pass_on_2, 3: _pass_on_3, 4: _pass_on_4}
+def _raise(error):
+        raise error
 
 
-def passing_on(module, filename, line, qualname, params):
+def _raise_from(error, cause):
+        raise error from cause
+
+
+# Frames that call on: the first argument called with nothing, each frame's
+# own arguments unused. Chained (chained, through), such frames stand for a
+# call path through another library's code.
+def calling_on(module, filename, line, qualname, params, carets=6):
         """A frame at `filename`:`line` of `module` whose parameters show as
-        `params` (two to four): called as f(call, ..., arg), it returns
-        call(arg). Chained with functools.partial, such frames stand for a
-        call path through another library's code."""
-        return as_if_in(_PASS_ON[len(params)], module, filename, line, qualname, params)
+        `params` (at least one): called as f(call, ...), it returns call().
+        `carets`: 6 or 9, the width of its call in Python's own tracebacks."""
+        body = {6: _call_on, 9: _call_on_9}[carets]
+        return as_if_in(_taking(body, len(params)), module, filename, line, qualname, params)
 
 
-def ipython_passing_on(path, line, qualname, params):
-        """passing_on in IPython's module at `path` (under IPython/)."""
-        return passing_on(_ipython_module(path), IPYTHON + path, line, qualname, params)
+def ipython_calling_on(path, line, qualname, params, carets=6):
+        """calling_on in IPython's module at `path` (under IPython/)."""
+        return calling_on(_ipython_module(path), IPYTHON + path, line, qualname, params, carets)
+
+
+def chained(frames, final, *args, **kwargs):
+        """final(*args, **kwargs) as called through `frames` (calling_on
+        frames, outermost first), each frame's other arguments None: a
+        callable of no arguments, which puts no frame of its own between its
+        caller and `frames` (through's frame is there)."""
+        call = functools.partial(final, *args, **kwargs) if args or kwargs else final
+        for frame in reversed(frames):
+                call = functools.partial(frame, call, *[None] * (frame.__code__.co_argcount - 1))
+        return call
+
+
+def through(frames, final):
+        """final() called through `frames` (calling_on frames, outermost first)."""
+        return chained(frames, final)()
 
 
 TRAITLETS = "/usr/lib/python3/dist-packages/traitlets/traitlets.py"  # Debian's
 
 
-def through_traitlets(call, frames):
-        """`call`, passed on through traitlets' frames, each (line, qualname,
-        params) with two to four params (its argument last), outermost first:
-        called with one argument, as a trait's setter reaches a validator or an
+def traitlets_calling_on(frames):
+        """calling_on frames in traitlets' module, each given as (line, qualname,
+        params): the path by which a trait's setter reaches a validator or an
         observer."""
-        for line, qualname, params in reversed(frames):
-                frame = passing_on("traitlets.traitlets", TRAITLETS, line, qualname, params)
-                call = functools.partial(frame, call, *[None] * (len(params) - 2))
-        return call
+        return [calling_on("traitlets.traitlets", TRAITLETS, line, qualname, params, carets=9)
+                for line, qualname, params in frames]
 
 
 # Frames that raise an error: IPython's or ipykernel's own `raise X(...)`.
-def _raise_1(error):
-        raise error
-
-
-def _raise_2(error, unused):
-        raise error
-
-
-def _raise_3(error, unused, unused2):
-        raise error
-
-
-def _raise_4(error, unused, unused2, unused3):
-        raise error
-
-
-_RAISE = {1: _raise_1, 2: _raise_2, 3: _raise_3, 4: _raise_4}
-
-
 def ipython_raising(path, line, qualname, params):
         """A frame at IPython's `path`:`line` whose parameters show as `params`
-        (one to four): called as f(error, ...), it raises error."""
-        return as_if_in_ipython(_RAISE[len(params)], path, line, qualname, params)
+        (at least one): called as f(error, ...), it raises error."""
+        return as_if_in_ipython(_taking(_raise, len(params)), path, line, qualname, params)
 
 
 def ipykernel_raising(path, line, qualname, params):
         """ipython_raising in ipykernel's module at `path` (under ipykernel/)."""
-        return as_if_in(_RAISE[len(params)], "ipykernel." + path[:-3].replace("/", "."), IPYKERNEL + path, line,
-                        qualname, params)
+        return as_if_in(_taking(_raise, len(params)), "ipykernel." + path[:-3].replace("/", "."), IPYKERNEL + path,
+                        line, qualname, params)
 
 
 # Frames that raise an error chained from its cause: IPython's `raise X from e`.
-def _raise_from_2(error, cause):
-        raise error from cause
-
-
-def _raise_from_4(error, cause, unused, unused2):
-        raise error from cause
-
-
-def _raise_from_6(error, cause, unused, unused2, unused3, unused4):
-        raise error from cause
-
-
-_RAISE_FROM = {2: _raise_from_2, 4: _raise_from_4, 6: _raise_from_6}
-
-
 def ipython_raising_from(path, line, qualname, params):
         """A frame at IPython's `path`:`line` whose parameters show as `params`
-        (two, four or six): called as f(error, cause, ...), it raises error
-        from cause."""
-        return as_if_in_ipython(_RAISE_FROM[len(params)], path, line, qualname, params)
-
-
-# Frames that call on with nothing to pass: the first argument called.
-def _call_on_1(call):
-        return call()
-
-
-def _call_on_2(call, unused):
-        return call()
-
-
-def _call_on_3(call, unused, unused2):
-        return call()
-
-
-def _call_on_4(call, unused, unused2, unused3):
-        return call()
-
-
-_CALL_ON = {1: _call_on_1, 2: _call_on_2, 3: _call_on_3, 4: _call_on_4}
-
-
-def calling_on(module, filename, line, qualname, params):
-        """A frame at `filename`:`line` of `module` whose parameters show as
-        `params` (one to four): called as f(call, ...), it returns call()."""
-        return as_if_in(_CALL_ON[len(params)], module, filename, line, qualname, params)
-
-
-def ipython_calling_on(path, line, qualname, params):
-        """calling_on in IPython's module at `path` (under IPython/)."""
-        return calling_on(_ipython_module(path), IPYTHON + path, line, qualname, params)
-
-
-def through(frames, final):
-        """final() called through `frames` (calling_on frames, outermost first)."""
-        call = final
-        for frame in reversed(frames):
-                call = functools.partial(frame, call, *[None] * (frame.__code__.co_argcount - 1))
-        return call()
+        (at least two): called as f(error, cause, ...), it raises error from
+        cause."""
+        return as_if_in_ipython(_taking(_raise_from, len(params)), path, line, qualname, params)
 
 
 # One warning registry per module a warning is said to come from, as Python

@@ -13,8 +13,8 @@ import time
 from . import formatters
 from .error import UsageError
 from .events import EventManager
-from .foreign_frames import (TRAITLETS, as_if_in, as_if_in_ipython, ipykernel_raising, ipython_passing_on,
-                             ipython_raising, through_traitlets)
+from .foreign_frames import (TRAITLETS, as_if_in, as_if_in_ipython, chained, ipykernel_raising, ipython_calling_on,
+                             ipython_raising, traitlets_calling_on)
 from .formatters import DisplayFormatter
 from .iostream import _flush_std
 from .logger import Logger
@@ -56,9 +56,9 @@ _custom_exc_refused = ipython_raising("core/interactiveshell.py", 1826, "Interac
                                      ("self", "exc_tuple", "handler"))
 
 # IPython's ask_yes_no asks through utils.io's, each at its line.
-_SHELL_ASK = ipython_passing_on("core/interactiveshell.py", 3589, "InteractiveShell.ask_yes_no",
-                                ("self", "prompt", "default", "interrupt"))
-_IO_ASK = ipython_passing_on("utils/io.py", 102, "ask_yes_no", ("prompt", "default", "interrupt"))
+_ASK = [ipython_calling_on("core/interactiveshell.py", 3589, "InteractiveShell.ask_yes_no",
+                           ("self", "prompt", "default", "interrupt"), carets=9),
+        ipython_calling_on("utils/io.py", 102, "ask_yes_no", ("prompt", "default", "interrupt"), carets=9)]
 
 
 def _refuse_background(cmd, refused):
@@ -167,9 +167,8 @@ def _raise_trait_error(self, obj, value, error, info=None):
         raise error
 
 
-_ENUM_REFUSED = through_traitlets(
-    functools.partial(as_if_in(_raise_trait_error, "traitlets.traitlets", TRAITLETS, 827,
-                               qualname="TraitType.error"), None, None, None),
+_TRAIT_ERROR = as_if_in(_raise_trait_error, "traitlets.traitlets", TRAITLETS, 827, qualname="TraitType.error")
+_SET_TO_ERROR = traitlets_calling_on(
     [(715, "TraitType.__set__", ("self", "obj", "value")), (689, "TraitType.set", ("self", "obj", "value")),
      (721, "TraitType._validate", ("self", "obj", "value")), (2513, "Enum.validate", ("self", "obj", "value"))])
 
@@ -232,9 +231,9 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         self._plain_interactivity = value  # a plain attribute: no validation
                         return
                 if value not in _INTERACTIVITY:
-                        _ENUM_REFUSED(_trait_error(f"The 'ast_node_interactivity' trait of a ZMQInteractiveShell "
-                                                   f"instance expected any of {list(_INTERACTIVITY)}, not the "
-                                                   f"{type(value).__name__} {value!r}."))
+                        chained(_SET_TO_ERROR, _TRAIT_ERROR, None, None, None, _trait_error(
+                            f"The 'ast_node_interactivity' trait of a ZMQInteractiveShell instance expected any of "
+                            f"{list(_INTERACTIVITY)}, not the {type(value).__name__} {value!r}."))()
                 self._interactivity = value
 
         @ast_node_interactivity.deleter
@@ -505,8 +504,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 ans = None
                 while ans not in answers:
                         try:
-                                ans = _SHELL_ASK(functools.partial(_IO_ASK, builtins.input, None), None, None,
-                                                 prompt + " ").lower()
+                                ans = chained(_ASK, builtins.input, prompt + " ")().lower()
                                 if not ans:
                                         ans = default
                         except KeyboardInterrupt:

@@ -2,13 +2,12 @@
 %automagic, %autocall, %autoawait, %alias_magic, %notebook, and the magics whose output
 goes to the pager (%page, %magic, %quickref)."""
 
-import functools
 import os
 import sys
 
 from .. import formatters
-from ..foreign_frames import (as_if_in_ipython, ipython_passing_on, ipython_raising_from, through_traitlets,
-                              warn_as_if_from)
+from ..foreign_frames import (as_if_in_ipython, chained, ipython_calling_on, ipython_raising_from,
+                              traitlets_calling_on, warn_as_if_from)
 from ..error import UsageError
 from . import magic_parser
 from .osm import _ALIASES
@@ -36,12 +35,14 @@ _PRECISION_CHECKS = {
     "int": (651, 654, _check_int),
     "non-negative": (652, 656, _check_non_negative),
 }
-# traitlets' frames from the setter to the observer, outermost first.
-_TRAIT_FRAMES = [(715, "TraitType.__set__", ("self", "obj", "value")),
-                 (704, "TraitType.set", ("self", "obj", "value")),
-                 (1374, "HasTraits._notify_trait", ("self", "name", "old_value", "new_value")),
-                 (1386, "HasTraits.notify_change", ("self", "change")),
-                 (1431, "HasTraits._notify_observers", ("self", "event"))]
+# %precision's frame, then traitlets' frames from the setter to the observer.
+_PRECISION_TO_OBSERVER = [ipython_calling_on("core/magics/basic.py", 560, "BasicMagics.precision", ("self", "s"),
+                                              carets=9)] \
+    + traitlets_calling_on([(715, "TraitType.__set__", ("self", "obj", "value")),
+                            (704, "TraitType.set", ("self", "obj", "value")),
+                            (1374, "HasTraits._notify_trait", ("self", "name", "old_value", "new_value")),
+                            (1386, "HasTraits.notify_change", ("self", "change")),
+                            (1431, "HasTraits._notify_observers", ("self", "event"))])
 
 
 def _failing(call):
@@ -69,11 +70,8 @@ def _precision_refused(s, kind, message):
                     None, s if kind != "non-negative" else int(s))
         except Exception as e:
                 cause = e.with_traceback(e.__traceback__.tb_next)
-        call = functools.partial(ipython_raising_from("core/formatters.py", raise_line, _OBSERVER,
-                                                      ("self", "change")), ValueError(message))
-        call = through_traitlets(call, _TRAIT_FRAMES)
-        frame = ipython_passing_on("core/magics/basic.py", 560, "BasicMagics.precision", ("self", "s"))
-        frame(call, cause)
+        chained(_PRECISION_TO_OBSERVER, ipython_raising_from("core/formatters.py", raise_line, _OBSERVER,
+                                                             ("self", "change")), ValueError(message), cause)()
 
 
 class BasicMagics:

@@ -3,7 +3,7 @@
 import os
 
 from ..error import UsageError
-from ..foreign_frames import as_if_in_ipython, ipython_passing_on, ipython_raising_from
+from ..foreign_frames import as_if_in_ipython, chained, ipython_calling_on, ipython_raising_from
 
 
 # A target found nowhere fails in IPython's find_user_code, called by %load:
@@ -22,7 +22,7 @@ _find_eval = as_if_in_ipython(_eval_target, "core/interactiveshell.py", 3702, **
 _find_raise_not_found = ipython_raising_from("core/interactiveshell.py", 3704, **_FIND)
 _find_raise_directory = as_if_in_ipython(_raise, "core/interactiveshell.py", 3693, **_FIND)
 _find_raise_not_code = as_if_in_ipython(_raise, "core/interactiveshell.py", 3712, **_FIND)
-_load_find_user_code = ipython_passing_on("core/magics/code.py", 359, "CodeMagics.load", ("self", "arg_s"))
+_LOAD_FIND_USER_CODE = ipython_calling_on("core/magics/code.py", 359, "CodeMagics.load", ("self", "arg_s"), carets=9)
 
 
 class CodeMagics:
@@ -127,6 +127,6 @@ class CodeMagics:
                 if not args:
                         raise UsageError("Missing filename, URL, input history range, or element in "
                                          "the user namespace.")
-                _load_find_user_code(self._find_user_code, args[-1])
+                chained([_LOAD_FIND_USER_CODE], self._find_user_code, args[-1])()
 
         magic_loadpy = magic_load

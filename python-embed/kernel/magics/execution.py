@@ -2,7 +2,6 @@
 %prun, %debug, %%capture."""
 
 import ast
-import functools
 import io
 import os
 import re
@@ -14,8 +13,8 @@ from ..capture import CapturedIO
 from ..debugger import IPDB_ASKING, ask_for_command, format_stack_entry
 from ..display import _capturing
 from ..error import UsageError
-from ..foreign_frames import (as_if_in_ipython, frames_from, ipython_calling_on, ipython_passing_on,
-                              ipython_raising_from, through, warn_as_if_from)
+from ..foreign_frames import (as_if_in_ipython, chained, frames_from, ipython_calling_on, ipython_raising_from,
+                              through, warn_as_if_from)
 from ..iostream import _flush_std
 from . import magic_parser
 from ..pylabtools import _run_file_with_matplotlib
@@ -51,9 +50,10 @@ _DEBUG_POST_MORTEM = ipython_calling_on("core/magics/execution.py", 465, "Execut
 _SHELL_DEBUGGER = ipython_calling_on("core/interactiveshell.py", 1111, "InteractiveShell.debugger", ("self", "force"))
 _TB_DEBUGGER = ipython_calling_on("core/ultratb.py", 935, "VerboseTB.debugger", ("self", "force"))
 # %prun runs the code through these two, then cProfile's runctx.
-_prun = ipython_passing_on("core/magics/execution.py", 296, "ExecutionMagics.prun", ("self", "parameter_s", "cell"))
-_run_with_profiler = ipython_passing_on("core/magics/execution.py", 318, "ExecutionMagics._run_with_profiler",
-                                        ("self", "code", "opts", "namespace"))
+_PRUN = [ipython_calling_on("core/magics/execution.py", 296, "ExecutionMagics.prun", ("self", "parameter_s", "cell"),
+                            carets=9),
+         ipython_calling_on("core/magics/execution.py", 318, "ExecutionMagics._run_with_profiler",
+                            ("self", "code", "opts", "namespace"), carets=9)]
 
 
 def _format_time(seconds, precision=3):
@@ -176,7 +176,7 @@ class ExecutionMagics:
                 local_ns = ns if local_ns is None else local_ns  # a function's %time sees its variables
                 from . import timeit_timer
                 from ..inputtransformer2 import cleanup_cell, transform_cell
-                tree = timeit_timer.time_parse(transform_cell(cleanup_cell(src)))
+                tree = timeit_timer.time_parse(transform_cell(cleanup_cell(src)))()
                 code = ecode = None
                 # Compiled as IPython's %time does (its line 1297); a trailing
                 # expression after the statements ran, an error there shown as
@@ -456,8 +456,7 @@ class ExecutionMagics:
                                                 pass
                 prof = cProfile.Profile()
                 try:
-                        prof = _prun(functools.partial(_run_with_profiler, lambda c: prof.runctx(
-                            c, self.user_ns, self.user_ns), None, None), None, code)
+                        prof = chained(_PRUN, lambda c: prof.runctx(c, self.user_ns, self.user_ns), code)()
                         sys_exit = ""
                 except SystemExit:
                         sys_exit = "*** SystemExit exception caught in code being profiled."

@@ -1,18 +1,17 @@
 """IPython.core.magics.extension's counterpart: %load_ext, %reload_ext, %unload_ext."""
 
-import functools
 import importlib
 import sys
 
 from ..autoreload import _Autoreload
 from ..error import UsageError
-from ..foreign_frames import ipython_passing_on
+from ..foreign_frames import chained, ipython_calling_on
 
 
 def _frame(path, line, qualname, params=("self", "module_str")):
-        """IPython's frame at path:line, passing a call on: an extension that
-        fails to import or to load shows the frames ipykernel shows."""
-        return ipython_passing_on("core/" + path, line, qualname, params)
+        """IPython's frame at path:line, calling on: an extension that fails
+        to import or to load shows the frames ipykernel shows."""
+        return ipython_calling_on("core/" + path, line, qualname, params, carets=9)
 
 
 _LOAD_EXT = _frame("magics/extension.py", 33, "ExtensionMagics.load_ext")
@@ -45,7 +44,7 @@ class ExtensionManager:
                 self.loaded = {"IPython.extensions.storemagic"}  # ipykernel's default
 
         def load_extension(self, module_str):
-                return _LOAD_EXTENSION(self._load_extension, module_str)
+                return chained([_LOAD_EXTENSION], self._load_extension, module_str)()
 
         def _load_extension(self, module_str):
                 """IPython's ExtensionManager._load_extension, in its frames."""
@@ -54,11 +53,11 @@ class ExtensionManager:
                 if module_str == "autoreload":
                         self.shell.kernel.autoreload = _Autoreload(self.shell)
                 else:
-                        mod = _IMPORT(importlib.import_module, module_str)
+                        mod = chained([_IMPORT], importlib.import_module, module_str)()
                         load = getattr(mod, "load_ipython_extension", None)
                         if load is None:
                                 return "no load function"
-                        _CALL_LOAD(functools.partial(_LOAD_IPYTHON_EXTENSION, load), self.shell)
+                        chained([_CALL_LOAD, _LOAD_IPYTHON_EXTENSION], load, self.shell)()
                 self.loaded.add(_listed(module_str))
                 return None
 
@@ -81,7 +80,7 @@ class ExtensionManager:
                         self.loaded.add(_listed(module_str))
                         return None
                 if module_str not in self.loaded or module_str not in sys.modules:
-                        _RELOAD_EXTENSION(self.load_extension, module_str)
+                        chained([_RELOAD_EXTENSION], self.load_extension, module_str)()
                         return None
                 mod = sys.modules[module_str]
                 unload = getattr(mod, "unload_ipython_extension", None)
@@ -101,7 +100,7 @@ class ExtensionMagics:
                 """IPython's %load_ext: the extension manager's load_extension."""
                 if not line:
                         raise UsageError("Missing module name.")
-                res = _LOAD_EXT(self.extension_manager.load_extension, line)
+                res = chained([_LOAD_EXT], self.extension_manager.load_extension, line)()
                 if res == "already loaded":
                         print(f"The {line} extension is already loaded. To reload it, use:")
                         print("  %reload_ext", line)
@@ -113,7 +112,7 @@ class ExtensionMagics:
                 reloaded), or loaded if it was not; silent either way."""
                 if not line:
                         raise UsageError("Missing module name.")
-                _RELOAD_EXT(self.extension_manager.reload_extension, line)
+                chained([_RELOAD_EXT], self.extension_manager.reload_extension, line)()
 
         def magic_unload_ext(self, line):
                 """IPython's %unload_ext: the module's unload_ipython_extension(shell)."""

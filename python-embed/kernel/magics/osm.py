@@ -1,14 +1,13 @@
 """IPython.core.magics.osm's counterpart: the shell and the file system
 (%cd, %pushd, %env, %alias, %sx, %%writefile...)."""
 
-import functools
 import os
 import re
 import sys
 
 from ..error import UsageError
-from ..foreign_frames import (IPYKERNEL, as_if_in, as_if_in_ipython, ipython_passing_on, ipython_raising,
-                              passing_on)
+from ..foreign_frames import (IPYKERNEL, as_if_in, as_if_in_ipython, calling_on, chained, ipython_calling_on,
+                              ipython_raising)
 from . import magic_parser
 
 
@@ -16,7 +15,7 @@ from . import magic_parser
 # ipykernel, which the image does not ship: no source), and for a .py file
 # IPython's read_py_file's, then tokenize.open's.
 _IPYKERNEL_ZMQSHELL = IPYKERNEL + "zmqshell.py"
-_sx_getoutput = ipython_passing_on("core/magics/osm.py", 724, "OSMagics.sx", ("self", "line", "cell"))
+_SX_GETOUTPUT = ipython_calling_on("core/magics/osm.py", 724, "OSMagics.sx", ("self", "line", "cell"), carets=9)
 # What IPython 8.5's %cd and %dhist fail with on their Path-holding _dh and a
 # map, at their lines.
 _cd_refused = ipython_raising("core/magics/osm.py", 368, "OSMagics.cd", ("self", "parameter_s"))
@@ -28,8 +27,10 @@ def _read_file(self, arg_s):
 
 
 _less_read = as_if_in(_read_file, "ipykernel.zmqshell", _IPYKERNEL_ZMQSHELL, 329, qualname="KernelMagics.less")
-_less_read_py = passing_on("ipykernel.zmqshell", _IPYKERNEL_ZMQSHELL, 327, "KernelMagics.less", ("self", "arg_s"))
-_read_py_file = ipython_passing_on("utils/openpy.py", 77, "read_py_file", ("filename", "skip_encoding_cookie"))
+_LESS_READ_PY = [calling_on("ipykernel.zmqshell", _IPYKERNEL_ZMQSHELL, 327, "KernelMagics.less", ("self", "arg_s"),
+                             carets=9),
+                  ipython_calling_on("utils/openpy.py", 77, "read_py_file", ("filename", "skip_encoding_cookie"),
+                                     carets=9)]
 
 
 # %%writefile writes from IPython's OSMagics.writefile frame (a missing
@@ -115,7 +116,7 @@ class OSMagics:
 
         def magic_sx(self, line):
                 """IPython's %sx / %system: the command's output lines (an SList)."""
-                return _sx_getoutput(self.getoutput, None, line)
+                return chained([_SX_GETOUTPUT], self.getoutput, line)()
 
         magic_system = magic_sx
 
@@ -320,7 +321,7 @@ class OSMagics:
                         raise UsageError("Missing filename.")
                 if line.endswith(".py"):
                         import tokenize
-                        with _less_read_py(functools.partial(_read_py_file, tokenize.open), line) as f:
+                        with chained(_LESS_READ_PY, tokenize.open, line)() as f:
                                 f.read()
                 else:
                         _less_read(None, line)

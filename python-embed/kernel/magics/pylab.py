@@ -5,7 +5,7 @@ import functools
 import sys
 
 from ..backend_inline import MPL_BACKEND, _activate_matplotlib
-from ..foreign_frames import as_if_in_ipython, ipython_passing_on
+from ..foreign_frames import as_if_in_ipython, chained, ipython_calling_on
 from ..pylabtools import _inline
 
 
@@ -24,17 +24,14 @@ def _find_gui_and_backend(gui, gui_select):
 _FIND_GUI_AND_BACKEND = functools.partial(
     as_if_in_ipython(_find_gui_and_backend, "core/pylabtools.py", 321, qualname="find_gui_and_backend"),
     gui_select=dict.fromkeys(_MPL_GUIS))
-_ENABLE_MATPLOTLIB = functools.partial(
-    ipython_passing_on("core/interactiveshell.py", 3461, "InteractiveShell.enable_matplotlib", ("self", "gui")),
-    _FIND_GUI_AND_BACKEND)
-_ENABLE_PYLAB = functools.partial(
-    ipython_passing_on("core/interactiveshell.py", 3512, "InteractiveShell.enable_pylab",
-                       ("self", "gui", "import_all", "welcome_message")),
-    _ENABLE_MATPLOTLIB, None, None)  # the GUI passes on as the last argument
-_matplotlib_unknown_gui = functools.partial(
-    ipython_passing_on("core/magics/pylab.py", 99, "PylabMagics.matplotlib", ("self", "line")), _ENABLE_MATPLOTLIB)
-_pylab_unknown_gui = functools.partial(
-    ipython_passing_on("core/magics/pylab.py", 155, "PylabMagics.pylab", ("self", "line")), _ENABLE_PYLAB)
+_ENABLE_MATPLOTLIB = ipython_calling_on("core/interactiveshell.py", 3461, "InteractiveShell.enable_matplotlib",
+                                        ("self", "gui"), carets=9)
+_ENABLE_PYLAB = ipython_calling_on("core/interactiveshell.py", 3512, "InteractiveShell.enable_pylab",
+                                   ("self", "gui", "import_all", "welcome_message"), carets=9)
+_MATPLOTLIB_UNKNOWN_GUI = [ipython_calling_on("core/magics/pylab.py", 99, "PylabMagics.matplotlib", ("self", "line"),
+                                              carets=9), _ENABLE_MATPLOTLIB]
+_PYLAB_UNKNOWN_GUI = [ipython_calling_on("core/magics/pylab.py", 155, "PylabMagics.pylab", ("self", "line"), carets=9),
+                      _ENABLE_PYLAB, _ENABLE_MATPLOTLIB]
 
 
 class PylabMagics:
@@ -50,7 +47,7 @@ class PylabMagics:
                         return None
                 gui = next((a for a in line.split() if not a.startswith("-")), None)
                 if gui and gui != "auto" and gui.lower() not in _MPL_GUIS:
-                        _matplotlib_unknown_gui(gui.lower())
+                        chained(_MATPLOTLIB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui.lower())()
                 self.kernel.mpl_run = True
                 _activate_matplotlib()
                 import matplotlib
@@ -70,7 +67,8 @@ class PylabMagics:
                 import_all = "--no-import-all" not in args
                 gui = next((a for a in args if not a.startswith("-")), None)
                 if gui and gui != "auto" and gui not in _MPL_GUIS:
-                        _pylab_unknown_gui(gui)  # as given: IPython's %pylab does not lower it
+                        # As given: IPython's %pylab does not lower it.
+                        chained(_PYLAB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui)()
                 self.magic_matplotlib("inline")
                 ns = {}
                 exec("import numpy\nimport matplotlib\nfrom matplotlib import pylab, mlab, pyplot\n"

@@ -8,7 +8,7 @@ import functools
 import itertools
 import timeit
 
-from ..foreign_frames import as_if_in, as_if_in_ipython, ipython_passing_on
+from ..foreign_frames import as_if_in, as_if_in_ipython, chained, ipython_calling_on
 from ..inputtransformer2 import cleanup_cell, transform_cell
 
 _AST_PARSE_FLAGS = ast.PyCF_ONLY_AST | codeop.PyCF_DONT_IMPLY_DEDENT | codeop.PyCF_ALLOW_INCOMPLETE_INPUT
@@ -46,14 +46,9 @@ _AST_PARSE = functools.partial(as_if_in_ipython(_ast_parse, "core/compilerop.py"
 
 def _magic_frame(line, magic):
         """A frame at `line` of IPython's %magic (ExecutionMagics.time or
-        .timeit) that passes a call on."""
-        return ipython_passing_on("core/magics/execution.py", line, "ExecutionMagics." + magic,
-                                  ("self", "line", "cell", "local_ns"))
-
-
-def _parse_at(line, magic):
-        """A parse of the magic's code, called at `line` of IPython's %magic."""
-        return functools.partial(_magic_frame(line, magic), _AST_PARSE, None, None)
+        .timeit) that calls on."""
+        return ipython_calling_on("core/magics/execution.py", line, "ExecutionMagics." + magic,
+                                  ("self", "line", "cell", "local_ns"), carets=9)
 
 
 # The shell's compile (a codeop.Compile) called at a line of %timeit's or
@@ -72,15 +67,21 @@ _SHELL_COMPILE = functools.partial(as_if_in(_codeop_compile, "codeop", "/usr/lib
 
 def shell_compile(line, magic, tree, filename, symbol):
         """`tree` compiled as IPython's %magic does at `line` of its file."""
-        return _magic_frame(line, magic)(functools.partial(_SHELL_COMPILE, filename=filename, symbol=symbol),
-                                         None, None, tree)
+        return chained([_magic_frame(line, magic)], _SHELL_COMPILE, tree, filename=filename, symbol=symbol)()
 
 
-# %timeit's parse of its setup (the cell magic's line; "pass" for the line
-# magic, which never fails) and of its statement (line magic, cell magic).
-_TIMEIT_SETUP_PARSE = _parse_at(1107, "timeit")
-_TIMEIT_STMT_PARSES = {False: _parse_at(1105, "timeit"), True: _parse_at(1108, "timeit")}
-time_parse = _parse_at(1272, "time")
+# The lines of %timeit's parse of its setup (the cell magic's line; "pass"
+# for the line magic, which never fails) and of its statement (line magic,
+# cell magic), and of %time's parse.
+_TIMEIT_SETUP_AT = _magic_frame(1107, "timeit")
+_TIMEIT_STMT_AT = {False: _magic_frame(1105, "timeit"), True: _magic_frame(1108, "timeit")}
+_TIME_AT = _magic_frame(1272, "time")
+
+
+def time_parse(source):
+        """%time's parse of `source`, a callable of nothing: called from the
+        magic, no frame of this module's shows between."""
+        return chained([_TIME_AT], _AST_PARSE, source)
 
 
 def compile_inner(setup, stmt, namespace, cell_magic):
@@ -88,9 +89,9 @@ def compile_inner(setup, stmt, namespace, cell_magic):
         as a cell is transformed), globals `namespace`; a SyntaxError names
         <magic-timeit-setup> or <magic-timeit-stmt>, as IPython checks them."""
         trees = {}
-        for name, src, parse in (("setup", setup, _TIMEIT_SETUP_PARSE),
-                                 ("stmt", stmt, _TIMEIT_STMT_PARSES[cell_magic])):
-                trees[name] = parse(transform_cell(cleanup_cell(src)))
+        for name, src, frame in (("setup", setup, _TIMEIT_SETUP_AT),
+                                 ("stmt", stmt, _TIMEIT_STMT_AT[cell_magic])):
+                trees[name] = chained([frame], _AST_PARSE, transform_cell(cleanup_cell(src)))()
                 shell_compile(1117 if name == "setup" else 1118, "timeit", trees[name], f"<magic-timeit-{name}>", "exec")
         module = _TemplateFiller({k: t.body for k, t in trees.items()}).visit(ast.parse(_TEMPLATE))
         code = compile(ast.fix_missing_locations(module), "<magic-timeit>", "exec")
