@@ -50,6 +50,13 @@ def as_if_in_ipython(func, path, line, qualname=None, params=None, **names):
         return as_if_in(func, _ipython_module(path), IPYTHON + path, line, qualname, params, **names)
 
 
+def as_if_in_ipykernel(func, path, line, qualname=None, params=None, **names):
+        """as_if_in ipykernel's module at `path` (under ipykernel/, such as
+        "zmqshell.py"), its file in Debian's ipykernel, at `line`."""
+        return as_if_in(func, "ipykernel." + path[:-3].replace("/", "."), IPYKERNEL + path, line, qualname, params,
+                        **names)
+
+
 def _taking(func, count):
         """`func` (whose parameters are all it uses, and its only locals) with
         `count` parameters: the ones it has, then unused ones, which only show
@@ -74,6 +81,9 @@ def _call_on_9(call_on):
         return call_on()
 
 
+_CALL_ON_BODIES = {6: _call_on, 9: _call_on_9}
+
+
 def _raise(error):
         raise error
 
@@ -89,13 +99,17 @@ def calling_on(module, filename, line, qualname, params, carets=6):
         """A frame at `filename`:`line` of `module` whose parameters show as
         `params` (at least one): called as f(call, ...), it returns call().
         `carets`: 6 or 9, the width of its call in Python's own tracebacks."""
-        body = {6: _call_on, 9: _call_on_9}[carets]
-        return as_if_in(_taking(body, len(params)), module, filename, line, qualname, params)
+        return as_if_in(_taking(_CALL_ON_BODIES[carets], len(params)), module, filename, line, qualname, params)
 
 
 def ipython_calling_on(path, line, qualname, params, carets=6):
         """calling_on in IPython's module at `path` (under IPython/)."""
         return calling_on(_ipython_module(path), IPYTHON + path, line, qualname, params, carets)
+
+
+def ipykernel_calling_on(path, line, qualname, params, carets=6):
+        """calling_on in ipykernel's module at `path` (under ipykernel/)."""
+        return as_if_in_ipykernel(_taking(_CALL_ON_BODIES[carets], len(params)), path, line, qualname, params)
 
 
 def chained(frames, final, *args, **kwargs):
@@ -134,8 +148,7 @@ def ipython_raising(path, line, qualname, params):
 
 def ipykernel_raising(path, line, qualname, params):
         """ipython_raising in ipykernel's module at `path` (under ipykernel/)."""
-        return as_if_in(_taking(_raise, len(params)), "ipykernel." + path[:-3].replace("/", "."), IPYKERNEL + path,
-                        line, qualname, params)
+        return as_if_in_ipykernel(_taking(_raise, len(params)), path, line, qualname, params)
 
 
 # Frames that raise an error chained from its cause: IPython's `raise X from e`.

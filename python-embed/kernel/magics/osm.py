@@ -6,15 +6,11 @@ import re
 import sys
 
 from ..error import UsageError
-from ..foreign_frames import (IPYKERNEL, as_if_in, as_if_in_ipython, calling_on, chained, ipython_calling_on,
+from ..foreign_frames import (as_if_in_ipykernel, as_if_in_ipython, chained, ipykernel_calling_on, ipython_calling_on,
                               ipython_raising)
 from . import magic_parser
 
 
-# ipykernel's %less reads a file; an unreadable one shows its frame (Debian's
-# ipykernel, which the image does not ship: no source), and for a .py file
-# IPython's read_py_file's, then tokenize.open's.
-_IPYKERNEL_ZMQSHELL = IPYKERNEL + "zmqshell.py"
 _SX_GETOUTPUT = ipython_calling_on("core/magics/osm.py", 724, "OSMagics.sx", ("self", "line", "cell"), carets=9)
 # What IPython 8.5's %cd and %dhist fail with on their Path-holding _dh and a
 # map, at their lines.
@@ -22,13 +18,15 @@ _cd_refused = ipython_raising("core/magics/osm.py", 368, "OSMagics.cd", ("self",
 _dhist_refused = ipython_raising("core/magics/osm.py", 550, "OSMagics.dhist", ("self", "parameter_s"))
 
 
+# ipykernel's %less reads a file; an unreadable one shows its frame (Debian's
+# ipykernel, which the image does not ship: no source), and for a .py file
+# IPython's read_py_file's, then tokenize.open's.
 def _read_file(self, arg_s):
         return open(arg_s).read()
 
 
-_less_read = as_if_in(_read_file, "ipykernel.zmqshell", _IPYKERNEL_ZMQSHELL, 329, qualname="KernelMagics.less")
-_LESS_READ_PY = [calling_on("ipykernel.zmqshell", _IPYKERNEL_ZMQSHELL, 327, "KernelMagics.less", ("self", "arg_s"),
-                             carets=9),
+_less_read = as_if_in_ipykernel(_read_file, "zmqshell.py", 329, qualname="KernelMagics.less")
+_LESS_READ_PY = [ipykernel_calling_on("zmqshell.py", 327, "KernelMagics.less", ("self", "arg_s"), carets=9),
                   ipython_calling_on("utils/openpy.py", 77, "read_py_file", ("filename", "skip_encoding_cookie"),
                                      carets=9)]
 
