@@ -182,6 +182,14 @@ def _user_tb(tb):
         return tb
 
 
+def _kernel_dropped(tb):
+        """tb less the kernel's frames it starts with, from the stand-in of
+        IPython's run_code on (which VerboseTB hides: its __tracebackhide__)."""
+        while tb is not None and _leading(tb.tb_frame.f_code) and tb.tb_frame.f_code not in HIDDEN_CODES:
+                tb = tb.tb_next
+        return tb
+
+
 def _passed_through_dropped(frames, filename):
         """frames less the executor's that only pass a call on to code outside
         it (a formatter's printer, a figure's draw, a repr), which ipykernel's
@@ -275,14 +283,10 @@ class FormattedTB:
 
         def _format_one(self, exc, skip_kernel, context):
                 name = type(exc).__name__
-                tb = _user_tb(exc.__traceback__) if skip_kernel else exc.__traceback__
+                # An earlier error the kernel caught (a set_custom_exc handler's
+                # failure) keeps the stand-in of IPython's run_code, hidden below.
+                tb = _user_tb(exc.__traceback__) if skip_kernel else _kernel_dropped(exc.__traceback__)
                 entries = []
-                if tb is not None and _user_tb(tb) is not tb:
-                        # An earlier error the kernel caught (a set_custom_exc handler's
-                        # failure): its frames stand for IPython's run_code, which
-                        # VerboseTB hides (__tracebackhide__).
-                        tb = _user_tb(tb)
-                        entries.append("    [... skipping hidden 1 frame]\n")
                 frames = []
                 tbs = {}
                 while tb is not None:
@@ -295,10 +299,10 @@ class FormattedTB:
                         frames.pop()
                 stack_data = _stack_data()
                 records = _collapse_repeated(frames)
-                hidden = 0  # frames whose locals set __tracebackhide__ (np.testing's), not the last
+                hidden = 0  # frames whose locals set __tracebackhide__ (np.testing's, run_code's), not the last
                 for i, (frame, lineno, skipped) in enumerate(records):
                         code = frame.f_code
-                        if not skipped and i != len(records) - 1 and _hides_itself(frame):
+                        if not skipped and i != len(records) - 1 and (_hides_itself(frame) or code in HIDDEN_CODES):
                                 hidden += 1
                                 continue
                         if hidden:
