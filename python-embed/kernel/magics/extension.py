@@ -51,15 +51,21 @@ class ExtensionManager:
                 if _listed(module_str) in self.loaded:
                         return "already loaded"
                 if module_str == "autoreload":
-                        self.shell.kernel.autoreload = _Autoreload(self.shell)
-                else:
-                        mod = chained([_IMPORT], importlib.import_module, module_str)()
-                        load = getattr(mod, "load_ipython_extension", None)
-                        if load is None:
-                                return "no load function"
-                        chained([_CALL_LOAD, _LOAD_IPYTHON_EXTENSION], load, self.shell)()
+                        self._load_autoreload()
+                        return None
+                mod = chained([_IMPORT], importlib.import_module, module_str)()
+                load = getattr(mod, "load_ipython_extension", None)
+                if load is None:
+                        return "no load function"
+                chained([_CALL_LOAD, _LOAD_IPYTHON_EXTENSION], load, self.shell)()
                 self.loaded.add(_listed(module_str))
                 return None
+
+        def _load_autoreload(self):
+                """IPython's autoreload extension, ours: loaded afresh, listed as
+                IPython's (%load_ext and %reload_ext)."""
+                self.shell.kernel.autoreload = _Autoreload(self.shell)
+                self.loaded.add(_listed("autoreload"))
 
         def unload_extension(self, module_str):
                 name = _listed(module_str)
@@ -76,8 +82,7 @@ class ExtensionManager:
 
         def reload_extension(self, module_str):
                 if module_str == "autoreload":
-                        self.shell.kernel.autoreload = _Autoreload(self.shell)
-                        self.loaded.add(_listed(module_str))
+                        self._load_autoreload()
                         return None
                 if module_str not in self.loaded or module_str not in sys.modules:
                         chained([_RELOAD_EXTENSION], self.load_extension, module_str)()
