@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "buf.h"
 #include "cbor_util.h"
@@ -210,62 +209,24 @@ static PyObject *cellvm_png_encode(PyObject *self, PyObject *args, PyObject *kwa
         return bytes;
 }
 
-static uint64_t now_ns(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* First and longest sleep between two looks at the pipes. */
-#define DRAIN_FIRST_SLEEP_NS 4000
-#define DRAIN_MAX_SLEEP_NS 100000
-
-/* Nothing written to the agent's stdout and stderr pipes is left unread. */
-static int sinks_read(void)
-{
-        return stream_sink_unread(&stream_sinks[0]) == 0 &&
-               stream_sink_unread(&stream_sinks[1]) == 0;
-}
-
 /*
  * Hands what fds 1 and 2 captured to the agent's pipes (the text of sys.stdout
  * and sys.stderr is flushed by the caller, in Python: a cell may have replaced
  * them), then waits (GIL released) until the agent took everything written so
- * far, at most `timeout` seconds. A message sent after this cannot overtake
- * output written before it, whatever the agent's scheduling. The agent usually
- * reads within tens of microseconds, so the sleeps start short and double.
+ * far, at most `timeout` seconds (stream_sink.h). A message sent after this
+ * cannot overtake output written before it, whatever the agent's scheduling.
  */
 static PyObject *cellvm_wait_output_drained(PyObject *self, PyObject *args)
 {
         double timeout;
-        int drained = 0;
         (void)self;
 
         if (!PyArg_ParseTuple(args, "d:wait_output_drained", &timeout))
                 return NULL;
-        if (stream_sink_is_empty(&stream_sinks[0], 1) &&
-            stream_sink_is_empty(&stream_sinks[1], 1) && sinks_read())
+        if (stream_sinks_drained())
                 Py_RETURN_TRUE; /* the usual case: no GIL switch */
         PyThreadState *ts = PyEval_SaveThread();
-        /* Undeliverable output (the agent is gone) fails the send after this;
-         * with the agent's pipe full, the rest goes once it reads (the wait). */
-        (void)stream_sink_flush(&stream_sinks[0]);
-        (void)stream_sink_flush(&stream_sinks[1]);
-        uint64_t deadline = now_ns() + (uint64_t)(timeout > 0 ? timeout * 1e9 : 0);
-        long sleep_ns = DRAIN_FIRST_SLEEP_NS;
-        for (;;) {
-                if (sinks_read()) {
-                        drained = 1;
-                        break;
-                }
-                if (now_ns() >= deadline)
-                        break;
-                struct timespec step = {.tv_sec = 0, .tv_nsec = sleep_ns};
-                if (nanosleep(&step, NULL) < 0 && errno != EINTR)
-                        break;
-                sleep_ns = sleep_ns * 2 > DRAIN_MAX_SLEEP_NS ? DRAIN_MAX_SLEEP_NS : sleep_ns * 2;
-        }
+        int drained = stream_sinks_wait_drained((uint64_t)(timeout > 0 ? timeout * 1e9 : 0));
         PyEval_RestoreThread(ts);
         return PyBool_FromLong(drained);
 }

@@ -75,6 +75,10 @@ static uint64_t now_ns(void)
         return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* First and longest sleep between two looks at the agent's pipes. */
+#define DRAIN_FIRST_SLEEP_NS 4000
+#define DRAIN_MAX_SLEEP_NS 100000
+
 /* With the lock held. */
 static void watch_locked(struct stream_sink *s)
 {
@@ -116,12 +120,14 @@ static int carry(struct stream_sink *s, const char *rest, size_t n, int rc)
 int stream_sink_flush_locked(struct stream_sink *s)
 {
         /* The pending text moves to the spare buffer, which is then free
-         * again to read captured bytes through. */
+         * again to read captured bytes through. Of those, no more than the
+         * pipe holds now: a child writing without pause must not keep the
+         * lock for ever. */
         char *text = s->pending;
         size_t len = s->len, done;
-        size_t left = pipe_unread(s->capture_fd); /* no more: a child writing */
-        s->pending = s->spare;                    /* without pause must not keep */
-        s->spare = text;                          /* the lock for ever */
+        size_t left = pipe_unread(s->capture_fd);
+        s->pending = s->spare;
+        s->spare = text;
         s->len = 0;
         int rc = write_some(s->out_fd, text, len, &done);
         if (rc < 0)
@@ -213,4 +219,37 @@ int stream_sink_try_append(struct stream_sink *s, const char *p, size_t n)
                 stream_sink_put(s, p, n);
         pthread_mutex_unlock(&s->lock);
         return done;
+}
+
+/* Nothing written to the agent's stdout and stderr pipes is left unread. */
+static int agent_read_all(void)
+{
+        return stream_sink_unread(&stream_sinks[0]) == 0 &&
+               stream_sink_unread(&stream_sinks[1]) == 0;
+}
+
+int stream_sinks_drained(void)
+{
+        return stream_sink_is_empty(&stream_sinks[0], 1) &&
+               stream_sink_is_empty(&stream_sinks[1], 1) && agent_read_all();
+}
+
+int stream_sinks_wait_drained(uint64_t timeout_ns)
+{
+        /* Undeliverable output (the agent is gone) fails the send after this;
+         * with the agent's pipe full, the rest goes once it reads (the wait). */
+        (void)stream_sink_flush(&stream_sinks[0]);
+        (void)stream_sink_flush(&stream_sinks[1]);
+        uint64_t deadline = now_ns() + timeout_ns;
+        long sleep_ns = DRAIN_FIRST_SLEEP_NS;
+        for (;;) {
+                if (agent_read_all())
+                        return 1;
+                if (now_ns() >= deadline)
+                        return 0;
+                struct timespec step = {.tv_sec = 0, .tv_nsec = sleep_ns};
+                if (nanosleep(&step, NULL) < 0 && errno != EINTR)
+                        return 0;
+                sleep_ns = sleep_ns * 2 > DRAIN_MAX_SLEEP_NS ? DRAIN_MAX_SLEEP_NS : sleep_ns * 2;
+        }
 }

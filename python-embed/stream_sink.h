@@ -100,4 +100,14 @@ void stream_sink_watch(struct stream_sink *s);
 /* Bytes written to the agent's pipe and not yet read by the agent. */
 int stream_sink_unread(const struct stream_sink *s);
 
+/* Without blocking: 1 if both sinks were found with nothing to hand over and
+ * the agent had read everything written to its pipes. */
+int stream_sinks_drained(void);
+
+/* Hands what both sinks captured to the agent's pipes, then waits until the
+ * agent read everything written there, at most `timeout_ns`: 1 if it did. The
+ * agent usually reads within tens of microseconds, so the sleeps between looks
+ * start short and double. */
+int stream_sinks_wait_drained(uint64_t timeout_ns);
+
 #endif
