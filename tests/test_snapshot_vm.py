@@ -253,8 +253,11 @@ def test_pause_and_resume_keep_a_variable_a_file_and_a_background_command(vm_tem
     sid = sbx.sandbox_id
     sbx.run_code("kept = 41")
     sbx.files.write("/home/user/kept.txt", "still here")
-    cmd = sbx.commands.run("i=0; while true; do i=$((i+1)); echo $i > /home/user/count; "
-                           "sleep 0.2; done", background=True)
+    # Written aside and renamed: a read between `>`'s truncation and the
+    # write would see an empty file.
+    cmd = sbx.commands.run("i=0; while true; do i=$((i+1)); echo $i > /home/user/count.new; "
+                           "mv /home/user/count.new /home/user/count; sleep 0.2; done",
+                           background=True)
     time.sleep(1.5)
     assert int(sbx.files.read("/home/user/count")) > 0
     old_pid, old_dir = sbx.vmm_pid, sbx.vm.dir
