@@ -34,13 +34,16 @@ MAX_SEQ_LENGTH = 1000
 _BUILTIN_MODULES = ("__builtin__", "builtins", "exceptions")
 
 
-def pretty(obj, max_width=79, max_seq_length=MAX_SEQ_LENGTH, newline="\n", verbose=False):
+def pretty(obj, max_width=79, max_seq_length=MAX_SEQ_LENGTH, newline="\n", verbose=False, shared=False):
     """Return the text/plain IPython would show for `obj`.
 
     Exceptions raised by the object's own repr / _repr_pretty_ propagate;
-    the caller decides how to report a failing formatter.
+    the caller decides how to report a failing formatter. `shared`: the
+    printer tables are the module's own (the PlainTextFormatter's, as IPython
+    gives its printer the formatter's), so a printer registered by name moves
+    to the ones by class at its first use, for good; else copies of them.
     """
-    printer = PrettyPrinter(max_width, newline, max_seq_length, verbose)
+    printer = PrettyPrinter(max_width, newline, max_seq_length, verbose, shared)
     printer.pretty(obj)
     printer.flush()
     return printer.output.getvalue()
@@ -146,7 +149,7 @@ class _Grouped:
 class PrettyPrinter:
     """Pretty printer with the API of IPython.lib.pretty.RepresentationPrinter."""
 
-    def __init__(self, max_width=79, newline="\n", max_seq_length=MAX_SEQ_LENGTH, verbose=False):
+    def __init__(self, max_width=79, newline="\n", max_seq_length=MAX_SEQ_LENGTH, verbose=False, shared=False):
         from collections import deque
 
         self._deque = deque
@@ -165,8 +168,8 @@ class PrettyPrinter:
         self.group_stack = [root]
         # Groups that may still be broken, one list per nesting depth.
         self._levels = [[root]]
-        self.type_pprinters = dict(_type_printers())
-        self.deferred_pprinters = dict(_DEFERRED_PRINTERS)
+        self.type_pprinters = _type_printers() if shared else dict(_type_printers())
+        self.deferred_pprinters = _DEFERRED_PRINTERS if shared else dict(_DEFERRED_PRINTERS)
 
     # -- group queue --------------------------------------------------------
 
@@ -382,9 +385,11 @@ _IPYTHON_PRETTY = "/usr/lib/python3/dist-packages/IPython/lib/pretty.py"
 NAMED_CODES = set()
 
 
-def _as_ipython_frame(func, first_line, qualname):
+def _as_ipython_frame(func, first_line, qualname, params=None):
     code = func.__code__.replace(co_filename=_IPYTHON_PRETTY, co_firstlineno=first_line,
                                  co_name=qualname.rpartition(".")[2], co_qualname=qualname)
+    if params is not None:  # the parameters' names as the frame shows them
+        code = code.replace(co_varnames=tuple(params) + code.co_varnames[len(params):])
     NAMED_CODES.add(code)
     return type(func)(code, func.__globals__, code.co_name)
 
@@ -398,7 +403,7 @@ _CALLS_AT = {line: _as_ipython_frame(_call_printer, line - 1, "RepresentationPri
 
 
 def _pretty_item(obj, p, cycle):
-    p.pretty(obj)  # obj: the container's item
+    p.pretty(obj)  # obj: the container's item, or what IPython's printer made of it
 
 
 # The containers' printers: IPython's inner() at its p.pretty(x) of an item.
@@ -406,6 +411,28 @@ _seq_item = _as_ipython_frame(_pretty_item, 639, "_seq_pprinter_factory.<locals>
 _set_item = _as_ipython_frame(_pretty_item, 669, "_set_pprinter_factory.<locals>.inner")
 _dict_key = _as_ipython_frame(_pretty_item, 689, "_dict_pprinter_factory.<locals>.inner")
 _dict_value = _as_ipython_frame(_pretty_item, 691, "_dict_pprinter_factory.<locals>.inner")
+
+# CallExpression._repr_pretty_ at its p.pretty(arg) of an argument, then of a
+# keyword argument (the frame names its parameters self, p, cycle).
+_call_arg = _as_ipython_frame(_pretty_item, 563, "CallExpression._repr_pretty_", ("self", "p", "cycle"))
+_call_kwarg = _as_ipython_frame(_pretty_item, 568, "CallExpression._repr_pretty_", ("self", "p", "cycle"))
+
+
+def _printer_at(qualname, *lines):
+    """IPython's printer `qualname` at each of its p.pretty(...) `lines`."""
+    return {line: _as_ipython_frame(_pretty_item, line - 1, qualname) for line in lines}
+
+
+# The printers that print through a CallExpression (or super's parts).
+_super_at = _printer_at("_super_pprint", 700, 707)
+_re_pattern_at = _printer_at("_re_pattern_pprint", 731, 733)
+_namespace_at = _printer_at("_types_simplenamespace_pprint", 740, 742)
+_exception_at = _printer_at("_exception_pprint", 806)
+_defaultdict_at = _printer_at("_defaultdict_pprint", 894, 896)
+_ordereddict_at = _printer_at("_ordereddict_pprint", 901, 903, 905)
+_deque_at = _printer_at("_deque_pprint", 910, 912, 914)
+_counter_at = _printer_at("_counter_pprint", 919, 921, 923)
+_userlist_at = _printer_at("_userlist_pprint", 929, 931)
 
 
 # ... and where they ask the container itself (a subclass's __len__ or keys()
@@ -453,7 +480,7 @@ class _Call:
                     p.text(",")
                     p.breakable()
                 first = False
-                p.pretty(arg)
+                _call_arg(arg, p, cycle)
             for key, arg in self.kwargs.items():
                 if not first:
                     p.text(",")
@@ -461,7 +488,7 @@ class _Call:
                 first = False
                 label = key + "="
                 with p.group(len(label), label):
-                    p.pretty(arg)
+                    _call_kwarg(arg, p, cycle)
 
 
 class _Raw:
@@ -644,25 +671,25 @@ def _mapping_printer(open, close):
 
 def _print_super(obj, p, cycle):
     p.begin_group(8, "<super: ")
-    p.pretty(obj.__thisclass__)
+    _super_at[700](obj.__thisclass__, p, cycle)
     p.text(",")
     p.breakable()
-    p.pretty(obj.__self__)
+    _super_at[707](obj.__self__, p, cycle)
     p.end_group(8, ">")
 
 
 def _print_re_pattern(obj, p, cycle):
-    args = (_raw_literal(obj.pattern),)
     if obj.flags:
-        args += (_ReFlags(obj.flags),)
-    p.pretty(_Call("re.compile", args))
+        _re_pattern_at[731](_Call("re.compile", (_raw_literal(obj.pattern), _ReFlags(obj.flags))), p, cycle)
+    else:
+        _re_pattern_at[733](_Call("re.compile", (_raw_literal(obj.pattern),)), p, cycle)
 
 
 def _print_namespace(obj, p, cycle):
     if cycle:
-        p.pretty(_Call("namespace", (_Raw("..."),)))
+        _namespace_at[740](_Call("namespace", (_Raw("..."),)), p, cycle)
     else:
-        p.pretty(_Call("namespace", (), dict(obj.__dict__)))
+        _namespace_at[742](_Call("namespace", (), dict(obj.__dict__)), p, cycle)
 
 
 def _print_type(obj, p, cycle):
@@ -707,53 +734,53 @@ def _print_exception(obj, p, cycle):
     name = getattr(cls, "__qualname__", cls.__name__)
     if cls.__module__ not in ("exceptions", "builtins"):
         name = "%s.%s" % (cls.__module__, name)
-    p.pretty(_Call(name, tuple(getattr(obj, "args", ()))))
+    _exception_at[806](_Call(name, tuple(getattr(obj, "args", ()))), p, cycle)
 
 
 def _print_defaultdict(obj, p, cycle):
     name = obj.__class__.__name__
     if cycle:
-        p.pretty(_Call(name, (_Raw("..."),)))
+        _defaultdict_at[894](_Call(name, (_Raw("..."),)), p, cycle)
     else:
-        p.pretty(_Call(name, (obj.default_factory, dict(obj))))
+        _defaultdict_at[896](_Call(name, (obj.default_factory, dict(obj))), p, cycle)
 
 
 def _print_ordereddict(obj, p, cycle):
     name = obj.__class__.__name__
     if cycle:
-        p.pretty(_Call(name, (_Raw("..."),)))
+        _ordereddict_at[901](_Call(name, (_Raw("..."),)), p, cycle)
     elif len(obj):
-        p.pretty(_Call(name, (list(obj.items()),)))
+        _ordereddict_at[903](_Call(name, (list(obj.items()),)), p, cycle)
     else:
-        p.pretty(_Call(name))
+        _ordereddict_at[905](_Call(name), p, cycle)
 
 
 def _print_deque(obj, p, cycle):
     name = obj.__class__.__name__
     if cycle:
-        p.pretty(_Call(name, (_Raw("..."),)))
+        _deque_at[910](_Call(name, (_Raw("..."),)), p, cycle)
     elif obj.maxlen is not None:
-        p.pretty(_Call(name, (list(obj),), {"maxlen": obj.maxlen}))
+        _deque_at[912](_Call(name, (list(obj),), {"maxlen": obj.maxlen}), p, cycle)
     else:
-        p.pretty(_Call(name, (list(obj),)))
+        _deque_at[914](_Call(name, (list(obj),)), p, cycle)
 
 
 def _print_counter(obj, p, cycle):
     name = obj.__class__.__name__
     if cycle:
-        p.pretty(_Call(name, (_Raw("..."),)))
+        _counter_at[919](_Call(name, (_Raw("..."),)), p, cycle)
     elif len(obj):
-        p.pretty(_Call(name, (dict(obj),)))
+        _counter_at[921](_Call(name, (dict(obj),)), p, cycle)
     else:
-        p.pretty(_Call(name))
+        _counter_at[923](_Call(name), p, cycle)
 
 
 def _print_userlist(obj, p, cycle):
     name = obj.__class__.__name__
     if cycle:
-        p.pretty(_Call(name, (_Raw("..."),)))
+        _userlist_at[929](_Call(name, (_Raw("..."),)), p, cycle)
     else:
-        p.pretty(_Call(name, (obj.data,)))
+        _userlist_at[931](_Call(name, (obj.data,)), p, cycle)
 
 
 # Printers for classes matched by (module, name) anywhere in the MRO, so the

@@ -502,12 +502,25 @@ FRESH_FORMAT_ERRORS = [
     "class L(list):\n    def __len__(self):\n        raise ValueError('no len')\nL([1, 2])\n",
     "class S(set):\n    def __len__(self):\n        raise ValueError('no len')\nS({1})\n",
     "class K(dict):\n    def keys(self):\n        raise KeyError('no keys')\nK(a=1)\n",
+    # Items of what IPython prints through a CallExpression: its printer's
+    # frame and CallExpression's (deque's by name at its first use, then by
+    # class).
+    "import collections, re, types\ncollections.deque([R()])\n",
+    "collections.deque([R()], maxlen=3)\n",
+    "collections.defaultdict(int, {1: R()})\n",
+    "collections.OrderedDict(a=R())\n",
+    "collections.Counter({R(): 1})\n",
+    "collections.UserList([R()])\n",
+    "types.SimpleNamespace(a=R())\n",
+    "ValueError(R())\n",
+    "class Sup:\n    __repr__ = R.__repr__\n    def sup(self):\n        return super()\nSup().sup()\n",
+    "d = collections.deque([1]); d.append(d); d, re.compile('a+', re.I)\n",
 ]
 
 
 def test_formatting_errors_read_as_in_ipykernel(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_FORMAT_ERRORS, tracebacks=True)
-    assert all(e["traceback"] for i, e in enumerate(expected) if i != 13), expected
+    assert all(e["traceback"] for i, e in enumerate(expected) if i not in (13, 26)), expected
     assert "formatters.py:707, in PlainTextFormatter.__call__" in expected[0]["traceback"]
     assert "pretty.py:640, in _seq_pprinter_factory.<locals>.inner" in expected[7]["traceback"]
     assert "pyplot.py:119, in _draw_all_if_interactive()" in expected[10]["traceback"]
@@ -517,6 +530,13 @@ def test_formatting_errors_read_as_in_ipykernel(agent):
     assert "pretty.py:641, in _seq_pprinter_factory.<locals>.inner" in expected[14]["traceback"]
     assert "pretty.py:655, in _set_pprinter_factory.<locals>.inner" in expected[15]["traceback"]
     assert "pretty.py:685, in _dict_pprinter_factory.<locals>.inner" in expected[16]["traceback"]
+    assert "pretty.py:914, in _deque_pprint" in expected[17]["traceback"]
+    assert "pretty.py:564, in CallExpression._repr_pretty_" in expected[17]["traceback"]
+    assert "pretty.py:398, in RepresentationPrinter.pretty" in expected[17]["traceback"]
+    assert "pretty.py:398, in RepresentationPrinter.pretty" not in expected[18]["traceback"]
+    assert "pretty.py:569, in CallExpression._repr_pretty_" in expected[23]["traceback"]
+    assert "pretty.py:707, in _super_pprint" in expected[25]["traceback"]
+    assert expected[26]["results"][0]["text"] == "(deque([1, deque(...)]), re.compile(r'a+', re.IGNORECASE|re.UNICODE))"
 
 
 # %config as IPython's: before the first figure InlineBackend is no
@@ -669,6 +689,7 @@ def test_sys_exit_warns_as_ipython(agent):
 FRESH_MAGIC_ERRORS = [
     "%%bash\necho out; exit 3\n",
     "%%script sh\nexit 4\n",
+    "%%script\necho no program\n",
     "%timeit 1/0\n",
     "%timeit -n1 -r1 1/0\n",
     "%%timeit -n1 -r1 x = 0\ny = 1\nz = y / x\n",
@@ -686,8 +707,9 @@ FRESH_MAGIC_ERRORS = [
 def test_magic_errors_read_as_in_ipykernel(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_MAGIC_ERRORS, tracebacks=True)
     assert "script.py:305, in ScriptMagics.shebang" in expected[0]["traceback"], expected[0]
-    assert "<magic-timeit>:2, in inner" in expected[4]["traceback"], expected[4]
-    assert expected[6]["error"][0] == "NameError" and expected[7]["results"][0]["text"] == "3", expected[6:]
+    assert "script.py:239, in ScriptMagics.shebang" in expected[2]["traceback"], expected[2]
+    assert "<magic-timeit>:2, in inner" in expected[5]["traceback"], expected[5]
+    assert expected[7]["error"][0] == "NameError" and expected[8]["results"][0]["text"] == "3", expected[7:]
 
 
 # Errors raised inside IPython's own helpers: find_user_code (%load),

@@ -40,6 +40,19 @@ def as_if_in(func, module, filename=None, line=None, qualname=None, params=None,
         return new
 
 
+def compiled_at(lines, module, filename, qualname, **names):
+        """The function that `lines` ({line number: source text}, the `def`
+        first) define, each text at its line of `filename`: a frame whose
+        statements stand for lines far apart there. Otherwise as as_if_in."""
+        source = ""
+        for number, text in sorted(lines.items()):
+                source += "\n" * (number - 1 - source.count("\n")) + text + "\n"
+        defined = {}
+        exec(compile(source, filename, "exec"), {"__builtins__": __builtins__}, defined)
+        (func,) = defined.values()
+        return as_if_in(func, module, qualname=qualname, **names)
+
+
 def _ipython_module(path):
         return "IPython." + path[:-3].replace("/", ".")
 
@@ -48,6 +61,11 @@ def as_if_in_ipython(func, path, line, qualname=None, params=None, **names):
         """as_if_in IPython's module at `path` (under IPython/, such as
         "core/magics/script.py"), its file in Debian's IPython, at `line`."""
         return as_if_in(func, _ipython_module(path), IPYTHON + path, line, qualname, params, **names)
+
+
+def ipython_compiled_at(lines, path, qualname, **names):
+        """compiled_at in IPython's module at `path` (under IPython/)."""
+        return compiled_at(lines, _ipython_module(path), IPYTHON + path, qualname, **names)
 
 
 def as_if_in_ipykernel(func, path, line, qualname=None, params=None, **names):

@@ -1,6 +1,7 @@
 """IPython.core.formatters' counterpart: the MIME bundle of an object
 (DisplayFormatter.format), shell.display_formatter and its formatters."""
 
+import functools
 import sys
 import types
 
@@ -47,7 +48,7 @@ def pretty_text(obj):
         if _pretty is None:
                 try:
                         import cellvm_pretty
-                        _pretty = cellvm_pretty.pretty
+                        _pretty = functools.partial(cellvm_pretty.pretty, shared=True)  # the formatter's tables
                 except Exception:
                         _pretty = repr
         return _call_plain_text((_pretty, obj), obj)

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import time
 
-from ..foreign_frames import as_if_in_ipython
+from ..foreign_frames import as_if_in_ipython, ipython_compiled_at
 from ..getipython import _ipython_get_ipython
 from ..iostream import _flush_std
 from ..usersite import refresh as refresh_user_site
@@ -49,10 +49,19 @@ class _AsyncIOProxy:
 
 
 # IPython's ScriptMagics.shebang and its named_script_magic (%%bash...), as
-# their frames show in a traceback: each body is the line there.
-def _shebang(self, line, cell):
-        if (error := self._script(line, cell)) is not None: raise error  # noqa: E701
-
+# their frames show in a traceback: each statement is the line there. A cell
+# naming no program fails where shebang starts it (line 239), a script's
+# failure is raised at line 305. Each statement spans what IPython's does, so
+# Python's own tracebacks put no carets under either line.
+_NO_PROGRAM = object()
+_SHEBANG = {
+        169: "def shebang(self, line, cell):",
+        238: "            if (error := self._script(line, cell)) is _NO_PROGRAM: (",
+        239: "                __import__('asyncio').create_subprocess_exec(",
+        240: "            ))",
+        241: "            if error is None: return",
+        305: "            raise (error" + " " * 21 + ")",  # as long as `raise CalledProcessError(rc, cell)`
+}
 
 _program = None  # each named_script_magic has its own in its globals (as_if_in)
 
@@ -87,8 +96,8 @@ class ScriptMagics:
                                 i = argv.index(opt)
                                 into[opt] = argv[i + 1]
                                 del argv[i:i + 2]
-                if not argv:  # as IPython's call with no program fails
-                        raise TypeError("create_subprocess_exec() missing 1 required positional argument: 'program'")
+                if not argv:  # shebang's call with no program fails (TypeError)
+                        return _NO_PROGRAM
                 if not cell.endswith("\n"):
                         cell += "\n"
                 body = cell.encode("utf8", "replace")
@@ -135,8 +144,8 @@ class ScriptMagics:
                 return None
 
         # IPython's shebang (%%script), whose frame raises a script's failure.
-        shebang = cell_magic_script = as_if_in_ipython(_shebang, "core/magics/script.py", 305,
-                                                       qualname="ScriptMagics.shebang")
+        shebang = cell_magic_script = ipython_compiled_at(
+                _SHEBANG, "core/magics/script.py", "ScriptMagics.shebang", _NO_PROGRAM=_NO_PROGRAM)
 
         def _script_magic(program):
                 named = as_if_in_ipython(_named_script_magic, "core/magics/script.py", 153,
