@@ -303,8 +303,11 @@ def compare_with_ipykernel(path, agent, ipykernel, fixtures_dir):
                         # Out (and _N, _) as in a new kernel: the cells of
                         # earlier notebooks would reach the cache's limit.
                         "get_ipython().displayhook.flush()\n"
-                        "import sys as _sys\nif 'matplotlib.pyplot' in _sys.modules:\n"
-                        "    _sys.modules['matplotlib.pyplot'].draw_if_interactive.called = False\n"
+                        # Only IPython's wrapper (flag_calls) has `called`: given to
+                        # pyplot's own function, it would keep %matplotlib from wrapping it.
+                        "import sys as _sys\n_dif = getattr(_sys.modules.get('matplotlib.pyplot'), "
+                        "'draw_if_interactive', None)\n"
+                        "if hasattr(_dif, 'called'):\n    _dif.called = False\ndel _dif\n"
                         f"import os as _os\n_os.chdir({kcwd!r})")
         return run_notebook(runner, cells, kcwd)
 
