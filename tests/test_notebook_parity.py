@@ -404,16 +404,11 @@ def same_as_a_fresh_ipykernel(agent, cells, tracebacks=False):
     import shutil
     import tempfile
 
-    from jupyter_client.manager import start_new_kernel
-
     cwd = tempfile.mkdtemp(prefix="fresh-ipykernel-")  # what the cells write stays out of the tree
-    km, kc = start_new_kernel(kernel_name="python3", cwd=cwd)
     try:
-        kc.execute_interactive(E2B_STARTUP, silent=True, timeout=60)
-        expected = run_notebook(IpykernelRunner(kc), cells, "\0", tracebacks)
+        with new_ipykernel(cwd) as runner:
+            expected = run_notebook(runner, cells, "\0", tracebacks)
     finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
         shutil.rmtree(cwd, ignore_errors=True)
     with Sandbox.connect(agent.addr) as sbx:
         ctx = sbx.create_code_context()
