@@ -8,7 +8,7 @@ EXEC_SRCS := python-embed/main.c python-embed/zygote.c python-embed/executor_pro
              python-embed/cellvm_module.c python-embed/pycbor.c python-embed/ctl_channel.c \
              python-embed/png_write.c python-embed/output_flusher.c python-embed/out_stream.c \
              python-embed/stream_sink.c python-embed/fd_capture.c \
-             python-embed/cell_hash.c python-embed/executor_language.c \
+             python-embed/cell_hash.c python-embed/cell_depth.c python-embed/executor_language.c \
              python-embed/node_exec.c python-embed/node_spare.c python-embed/executor_epoch.c
 EXEC_OBJS := $(EXEC_SRCS:%.c=$(B)/%.o) $(B)/python-embed/embedded_py.o
 EXEC_PY   := python-embed/embedded_import.py $(wildcard python-embed/kernel/*.py python-embed/kernel/*/*.py) \

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "cbor_util.h"
+#include "cell_depth.h"
 #include "cell_hash.h"
 #include "ctl_channel.h"
 #include "embedded_py.h"
@@ -369,6 +370,11 @@ static PyMethodDef cellvm_methods[] = {
      "send(fd, type, id, body, defer=False): write one message (with any held ones);\n"
      "defer=True holds it back until the next send"},
     {"recv", cellvm_recv, METH_VARARGS, "recv(fd) -> (type, id, body) or None at end of stream"},
+    {"eval_at_depth", cellvm_eval_at_depth, METH_VARARGS,
+     "eval_at_depth(code, globals, depth) -> eval(code, globals), its frame counted at depth"},
+    {"depth_shift", cellvm_depth_shift, METH_VARARGS,
+     "depth_shift(depth) -> n: count n more frames, so the caller's are at depth"},
+    {"depth_unshift", cellvm_depth_unshift, METH_VARARGS, "depth_unshift(n): undo depth_shift"},
     {"png_encode", (PyCFunction)(void (*)(void))cellvm_png_encode, METH_VARARGS | METH_KEYWORDS,
      "png_encode(rgba, width, height, dpi=None) -> bytes"},
     {NULL, NULL, 0, NULL},

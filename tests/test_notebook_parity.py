@@ -1043,3 +1043,41 @@ FRESH_E2B_SAVE = [
 def test_e2b_image_save_frames_as_in_e2b(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_E2B_SAVE, tracebacks=True)
     assert "0003_images.py:32, in save(image, fp, format, **options)" in expected[1]["traceback"], expected[1]
+
+
+# A cell's code counts against the recursion limit as deep as in ipykernel
+# (cell_depth.h): a RecursionError skips as many similar frames, in a plain
+# cell and in one with a top-level await, however warm the executor's own code
+# is (the same cell four times); setrecursionlimit names the same depth.
+# sys.last_traceback starts at IPython's run_code, and a cell's lines end in
+# a newline, the last one too: traceback.print_last() reads as there, carets
+# and all, and so does inspect.getsource.
+FRESH_DEPTH_AND_LAST_ERROR = [
+    "def rec(n):\n    return rec(n + 1)\nrec(0)",
+    "import sys, traceback, asyncio\ndef depth(n=0):\n    try:\n        return depth(n + 1)\n"
+    "    except RecursionError:\n        return n\ndepth()",
+    "await asyncio.sleep(0)\nrec(0)",
+    "await asyncio.sleep(0)\nrec(0)",
+    "await asyncio.sleep(0)\nrec(0)",
+    "await asyncio.sleep(0)\nrec(0)",
+    "await asyncio.sleep(0)\nx = depth()\nx, depth()",
+    "try:\n    sys.setrecursionlimit(10)\nexcept RecursionError as e:\n    print(e)",
+    "x = undefined_name",
+    "traceback.print_last()",
+    "print(''.join(traceback.format_exception(sys.last_value)))",
+    "await asyncio.sleep(0); 1/0",
+    "traceback.print_last()",
+    "def g():\n    return 1/0",
+    "try:\n    g()\nexcept Exception:\n    traceback.print_exc()",
+    "import inspect\nprint(inspect.getsource(g))",
+]
+
+
+def test_depth_and_last_error_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_DEPTH_AND_LAST_ERROR, tracebacks=True)
+    assert "rec at line 2 (2971 times)" in expected[0]["traceback"], expected[0]
+    assert all("rec at line 2 (2981 times)" in e["traceback"] for e in expected[2:6]), expected[2:6]
+    assert "the recursion depth" in expected[7]["stdout"], expected[7]
+    assert "in run_code\n    exec(code_obj" in expected[9]["stderr"], expected[9]
+    assert "\n        ^^^^" in expected[9]["stderr"], expected[9]
+    assert expected[15]["stdout"].endswith("1/0\n\n"), expected[15]

@@ -18,7 +18,12 @@ from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, tr
 from .iostream import _flush_std
 from .kernelbase import _set_sigint
 from .session import EXEC_ERROR, _send
-from .ultratb import HIDDEN_CODES, _user_tb
+from .ultratb import HIDDEN_CODES, _kernel_dropped, _user_tb
+
+# The recursion count where ipykernel runs a cell's code (cell_depth.h).
+_IPYKERNEL_CELL_DEPTH = 24
+_IPYKERNEL_TASK_DEPTH = 14
+_IPYKERNEL_AWAIT_DEPTH = 15
 
 # IPython's HistoryManager._exit_re: inputs history does not keep.
 _EXIT_RE = re.compile(r"(exit|quit)(\s*\(.*\))?$")
@@ -27,18 +32,33 @@ _EXIT_RE = re.compile(r"(exit|quit)(\s*\(.*\))?$")
 # A cell's code runs in IPython's run_code frame (its exec, or its await of a
 # cell with a top-level await): a warning pointing above the cell (stacklevel
 # 2) names that file and line, as in ipykernel. Tracebacks hide the frame.
+# The cell's code is counted against the recursion limit as deep as there
+# (cell_depth.h): DEPTH is where its frame is in ipykernel. Python's own
+# traceback (traceback.print_last) underlines a call narrower than the line it
+# reads from IPython's file: each call below is as wide as IPython's there.
 def _exec(user_ns, code_obj):
-        return eval(code_obj, user_ns)
+        return eval_at_depth(code_obj, user_ns, DEPTH          )
 
 
+# A coroutine's shift lasts until its loop is done (_run_code undoes it); made
+# where the coroutine first runs, in the one line the frame stands for.
 async def _await(user_ns, coroutine):
-        return await coroutine
+        return await (SHIFTS.append(depth_shift(DEPTH)) or coroutine                   )
 
 
-_RUN_CODE = dict(qualname="InteractiveShell.run_code", params=("self", "code_obj"))
-_run_code_exec = as_if_in_ipython(_exec, "core/interactiveshell.py", 3378, **_RUN_CODE)
-_run_code_await = as_if_in_ipython(_await, "core/interactiveshell.py", 3376, **_RUN_CODE)
-HIDDEN_CODES.update((_run_code_exec.__code__, _run_code_await.__code__))
+DEPTH = None  # each stand-in below has its own in its globals (as_if_in)
+_AWAIT_SHIFTS = []
+_DEPTHS = dict(eval_at_depth=_cellvm.eval_at_depth, depth_shift=_cellvm.depth_shift, SHIFTS=_AWAIT_SHIFTS)
+eval_at_depth, depth_shift, SHIFTS = _DEPTHS.values()
+_RUN_CODE = dict(qualname="InteractiveShell.run_code", params=("self", "code_obj"), **_DEPTHS)
+# A cell's code; a cell with a top-level await: its code up to an await, and
+# its coroutine, which ipykernel runs as a task of its loop.
+_run_code_exec = as_if_in_ipython(_exec, "core/interactiveshell.py", 3378, **_RUN_CODE, DEPTH=_IPYKERNEL_CELL_DEPTH)
+_run_code_exec_in_task = as_if_in_ipython(_exec, "core/interactiveshell.py", 3378, **_RUN_CODE,
+                                          DEPTH=_IPYKERNEL_TASK_DEPTH)
+_run_code_await = as_if_in_ipython(_await, "core/interactiveshell.py", 3376, **_RUN_CODE,
+                                   DEPTH=_IPYKERNEL_AWAIT_DEPTH)
+HIDDEN_CODES.update((_run_code_exec.__code__, _run_code_exec_in_task.__code__, _run_code_await.__code__))
 
 
 def _ending_newline(cell):
@@ -130,7 +150,9 @@ class CellRunner:
                 and the execution count its file name shows as (In[n]), unless
                 not `numbered` (a cell run without the shell's futures has a
                 compiler of its own, whose names tracebacks do not know)."""
-                lines = source.splitlines(keepends=True)
+                # Each line ends in a newline, the last one too (Python's traceback
+                # places its carets by the line's length as read).
+                lines = [line + "\n" for line in source.splitlines()]
                 linecache.cache[filename] = (len(source), None, lines, filename)
                 if numbered:
                         self.cell_files[filename] = self.count
@@ -152,7 +174,8 @@ class CellRunner:
 
         def _run_code(self, code, ctx=None):
                 """ctx: the contextvars context of a cell with a top-level await."""
-                result = _run_code_exec(self.ns, code) if ctx is None else ctx.run(_run_code_exec, self.ns, code)
+                result = _run_code_exec(self.ns, code) if ctx is None \
+                    else ctx.run(_run_code_exec_in_task, self.ns, code)
                 if code.co_flags & 0x80 and result is not None:  # CO_COROUTINE: top-level await
                         import asyncio
                         if self.loop is None:
@@ -164,6 +187,8 @@ class CellRunner:
                                 result = self.loop.run_until_complete(
                                         awaited if ctx is None else self.loop.create_task(awaited, context=ctx))
                         finally:
+                                while _AWAIT_SHIFTS:
+                                        _cellvm.depth_unshift(_AWAIT_SHIFTS.pop())
                                 if inside:
                                         self.loop_enter()
                 return result
@@ -494,7 +519,7 @@ class CellRunner:
                                         # IPython's show_usage_error: a line on stderr, and the
                                         # running cell's status stays (no error message).
                                         sys.last_type, sys.last_value = type(e), e
-                                        sys.last_traceback = _user_tb(e.__traceback__)
+                                        sys.last_traceback = _kernel_dropped(e.__traceback__)
                                         sys.stderr.write(f"UsageError: {e}\n")
                                 elif not self._custom_exc(e):
                                         self._send_error(e, running=True)
@@ -559,9 +584,10 @@ class CellRunner:
                 form, as run_code shows a SystemExit."""
                 # IPython's _get_exc_info: sys.last_* (traceback.print_last, pdb.pm)
                 # hold the error, so its frames live until the next one (as there:
-                # a coroutine it held warns "never awaited" then, not now). The
-                # kernel's own frames are left out.
-                last_tb = _user_tb(e.__traceback__)
+                # a coroutine it held warns "never awaited" then, not now). They
+                # start at IPython's run_code, which caught it (traceback.print_last
+                # shows that frame); the kernel's frames below it are left out.
+                last_tb = _kernel_dropped(e.__traceback__)
                 sys.last_type, sys.last_value, sys.last_traceback = type(e), e, last_tb
                 # The protocol carries one EXEC_ERROR per execution; E2B keeps the first.
                 if self.error_sent:
@@ -603,7 +629,7 @@ class CellRunner:
                                 err.__cause__ = None
                                 err.__suppress_context__ = False
                                 e = err
-                                last_tb = _user_tb(err.__traceback__)
+                                last_tb = _kernel_dropped(err.__traceback__)
                                 sys.last_type, sys.last_value, sys.last_traceback = type(e), e, last_tb
                                 try:
                                         value = str(e)
