@@ -133,6 +133,21 @@ def _warm_matplotlib(plt):
                 plt.draw_if_interactive.called = False  # as after a fresh import
 
 
+# What Python's startup chose for stdin's errors (surrogateescape under the
+# C locale or UTF-8 mode, else strict), before anything replaced it.
+_STARTUP_STDIN_ERRORS = getattr(sys.__stdin__, "errors", None) or "strict"
+
+
+def _stdin():
+        """fd 0 as Python's startup makes sys.stdin (ipykernel's is that one):
+        buffered, its raw file named '<stdin>', its mode 'r'."""
+        raw = io.FileIO(0, "r", closefd=False)
+        raw.name = "<stdin>"
+        stdin = io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors=_STARTUP_STDIN_ERRORS)
+        stdin.mode = "r"
+        return stdin
+
+
 def _reset_after_fork():
         for sig in signal.valid_signals():
                 if sig in (signal.SIGKILL, signal.SIGSTOP):
@@ -152,7 +167,7 @@ def _reset_after_fork():
                         np.random.seed()  # the zygote's global RandomState is shared otherwise
                 except Exception:
                         pass
-        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        sys.stdin = _stdin()
         _install_output_streams()
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
         # IPython imports jedi, which raises the limit to 3000 at import: a

@@ -32,6 +32,8 @@ getpass.getpass()
 # %%
 sys.stdin.read()
 # %%
+sys.stdin, sys.__stdin__ is sys.stdin, sys.stdin.buffer.raw.name, sys.stdin.mode, sys.stdin.errors
+# %%
 import sqlite3, pandas as pd
 con = sqlite3.connect(':memory:')
 pd.read_sql('select 1 as x, "a" as y', con)
