@@ -173,7 +173,16 @@ class CellRunner:
                 self.ns.update({"_i": _i, "_ii": _ii, "_iii": _iii, f"_i{n}": _i00})
 
         def _run_code(self, code, ctx=None):
-                """ctx: the contextvars context of a cell with a top-level await."""
+                """ctx: the contextvars context of a cell with a top-level await.
+                sys.excepthook is the shell's while it runs, as IPython's run_code
+                makes it (and puts back what was there after)."""
+                hook, sys.excepthook = sys.excepthook, self.shell.excepthook
+                try:
+                        return self._run_code_hooked(code, ctx)
+                finally:
+                        sys.excepthook = hook
+
+        def _run_code_hooked(self, code, ctx):
                 result = _run_code_exec(self.ns, code) if ctx is None \
                     else ctx.run(_run_code_exec_in_task, self.ns, code)
                 if code.co_flags & 0x80 and result is not None:  # CO_COROUTINE: top-level await

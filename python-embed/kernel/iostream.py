@@ -57,6 +57,7 @@ class _OutStream(_cellvm.OutStream, io.TextIOBase):
         same stream."""
 
         encoding = "UTF-8"
+        softspace = 0  # IPython's run_code resets it after each cell (print's Python 2 flag)
 
         def __init__(self, fd, name):
                 super().__init__(fd)
@@ -82,8 +83,10 @@ class _OutStream(_cellvm.OutStream, io.TextIOBase):
                 return True
 
 
-# The name errors show, as ipykernel's ("'OutStream' object has no attribute ...").
+# The name errors show, as ipykernel's ("'OutStream' object has no attribute
+# ..."), and the module its repr names.
 _OutStream.__name__ = _OutStream.__qualname__ = "OutStream"
+_OutStream.__module__ = "ipykernel.iostream"
 
 
 class _StreamFlusher:

@@ -211,6 +211,7 @@ def executor_prepare():
         # sees "-f ..." and refuses it, as there).
         sys.argv = _IPYKERNEL_ARGV + [os.path.join(
             os.path.expanduser("~"), ".local/share/jupyter/runtime", f"kernel-{_uuid4()}.json")]
+        sys.orig_argv = [sys.executable, "-m", "ipykernel_launcher"] + sys.argv[1:]
         if "matplotlib" not in sys.modules:
                 _default_mplconfigdir()  # as the sandbox user: the zygote's may not be writable
         tempfile.gettempdir()  # its first call probes the disk, as the sandbox user

@@ -374,6 +374,11 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
         def get_ipython(self):
                 return self
 
+        def excepthook(self, etype, value, tb):
+                """IPython's: sys.excepthook while a cell runs (for libraries that
+                call it), the error shown as showtraceback shows it, whole."""
+                self.showtraceback((etype, value, tb), tb_offset=0)
+
         # What libraries and notebooks use of InteractiveShell beyond magics.
         auto_magic = True  # MagicsManager.auto_magic, which %automagic toggles
         colors = "Neutral"  # the trait's default (sympy's init_printing picks its colour from it)
@@ -458,11 +463,12 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                         return
                 # showtraceback(exc_tuple, filename, tb_offset, exception_only, ...)
                 only = bool(kwargs.get("exception_only", args[2] if len(args) > 2 else False))
+                offset = kwargs.get("tb_offset", args[1] if len(args) > 1 else None)
                 if tb is None:
                         self.kernel.report_error(exc, exception_only=only)
                         return
                 saved = exc.__traceback__
-                exc.__traceback__ = tb.tb_next
+                exc.__traceback__ = tb if offset == 0 else tb.tb_next
                 try:
                         self.kernel.report_error(exc, exception_only=only)
                 finally:
@@ -673,6 +679,9 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
 
 
 Shell.__name__ = Shell.__qualname__ = "ZMQInteractiveShell"
+# IPython's InteractiveShell defines these (a bound method's repr names it).
+Shell.get_ipython.__qualname__ = "InteractiveShell.get_ipython"
+Shell.excepthook.__qualname__ = "InteractiveShell.excepthook"
 Shell.__module__ = "ipykernel.zmqshell"
 # Deleting the interactivity trait fails as Python itself does, without a frame.
 FRAMELESS_CODES.add(Shell.ast_node_interactivity.fdel.__code__)
