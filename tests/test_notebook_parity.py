@@ -1081,3 +1081,29 @@ def test_depth_and_last_error_as_in_ipykernel(agent):
     assert "in run_code\n    exec(code_obj" in expected[9]["stderr"], expected[9]
     assert "\n        ^^^^" in expected[9]["stderr"], expected[9]
     assert expected[15]["stdout"].endswith("1/0\n\n"), expected[15]
+
+
+# %matplotlib (and %pylab) with a GUI toolkit or ipympl's widget loads its
+# backend as IPython does, which fails in a sandbox: the loading error through
+# IPython's enable_matplotlib and activate_matplotlib, the figures closed and
+# the backend's name left in rcParams; the first GUI asked for is the one
+# later ones get; %matplotlib inline still works after.
+FRESH_MPL_GUI = [
+    "import matplotlib.pyplot as plt\nplt.plot([1, 2])",
+    "%matplotlib widget",
+    "import matplotlib\nmatplotlib.get_backend(), matplotlib.is_interactive(), len(plt.get_fignums())",
+    "plt.plot([2, 1])",
+    "%matplotlib qt",
+    "%pylab tk",
+    "%matplotlib inline\nplt.plot([1, 3])",
+    "matplotlib.get_backend()",
+]
+
+
+def test_gui_backends_fail_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_MPL_GUI, tracebacks=True)
+    assert expected[1]["error"][0] == "ModuleNotFoundError", expected[1]
+    assert "in activate_matplotlib(backend)" in expected[1]["traceback"], expected[1]
+    assert expected[4]["stdout"].startswith("Warning: Cannot change to a different GUI toolkit: qt"), expected[4]
+    assert "in InteractiveShell.enable_pylab(" in expected[5]["traceback"], expected[5]
+    assert [r["formats"] for r in expected[6]["results"]] == [["text"], ["png", "text"]], expected[6]

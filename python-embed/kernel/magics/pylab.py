@@ -5,7 +5,7 @@ import functools
 import sys
 
 from ..backend_inline import MPL_BACKEND, _activate_matplotlib
-from ..foreign_frames import as_if_in_ipython, chained, ipython_calling_on
+from ..foreign_frames import as_if_in_ipython, chained, ipython_calling_on, ipython_compiled_at
 from ..pylabtools import _inline
 
 
@@ -34,6 +34,29 @@ _PYLAB_UNKNOWN_GUI = [ipython_calling_on("core/magics/pylab.py", 155, "PylabMagi
                       _ENABLE_PYLAB, _ENABLE_MATPLOTLIB]
 
 
+# The backends IPython loads for a GUI toolkit or ipympl's widget (its
+# pylabtools.backends): none loads in a sandbox (no display, no toolkit, and
+# E2B's template has no ipympl), so %matplotlib with one fails as there, with
+# the error loading it raises, through IPython's enable_matplotlib and
+# activate_matplotlib (each statement at its line, as far as a failure gets).
+# The others keep the inline backend (docs/NOTEBOOK.md).
+_MPL_LOADED = {"tk": "TkAgg", "gtk": "GTKAgg", "gtk3": "GTK3Agg", "gtk4": "GTK4Agg", "wx": "WXAgg",
+               "qt4": "Qt4Agg", "qt5": "Qt5Agg", "qt6": "QtAgg", "qt": "Qt5Agg", "osx": "MacOSX",
+               "ipympl": "module://ipympl.backend_nbagg", "widget": "module://ipympl.backend_nbagg"}
+_ACTIVATE_MATPLOTLIB = ipython_compiled_at({
+        343: "def activate_matplotlib(backend):",
+        346: "    import matplotlib",
+        347: "    matplotlib.interactive(True)",
+        352: "    matplotlib.rcParams['backend'] = backend",
+        357: "    from matplotlib import pyplot as plt",
+        359: "    plt.switch_backend(backend)",
+}, "core/pylabtools.py", "activate_matplotlib")
+_ENABLE_MATPLOTLIB_ACTIVATE = ipython_calling_on("core/interactiveshell.py", 3473, "InteractiveShell.enable_matplotlib",
+                                                ("self", "gui"), carets=9)
+_MATPLOTLIB_ACTIVATE = [_MATPLOTLIB_UNKNOWN_GUI[0], _ENABLE_MATPLOTLIB_ACTIVATE]
+_PYLAB_ACTIVATE = _PYLAB_UNKNOWN_GUI[:2] + [_ENABLE_MATPLOTLIB_ACTIVATE]
+
+
 class PylabMagics:
         """IPython's PylabMagics (IPython.core.magics.pylab), mixed into zmqshell.Shell."""
 
@@ -48,6 +71,8 @@ class PylabMagics:
                 gui = next((a for a in line.split() if not a.startswith("-")), None)
                 if gui and gui != "auto" and gui.lower() not in _MPL_GUIS:
                         chained(_MATPLOTLIB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui.lower())()
+                if gui and gui.lower() in _MPL_LOADED:
+                        self._load_gui_backend(gui.lower(), _MATPLOTLIB_ACTIVATE)
                 self.kernel.mpl_run = True
                 _activate_matplotlib()
                 import matplotlib
@@ -57,6 +82,15 @@ class PylabMagics:
                 plt.switch_backend(MPL_BACKEND)
                 matplotlib.rcParams.update(_inline.rc)  # configure_inline_support, each time
                 return None
+
+        def _load_gui_backend(self, gui, frames):
+                """IPython's enable_matplotlib for a GUI's backend, called through
+                `frames`: the first GUI asked for is the one later ones get
+                (its pylab_gui_select), then activate_matplotlib loads it."""
+                first = self.kernel.__dict__.setdefault("pylab_gui_select", gui)
+                if first != gui:
+                        print(f"Warning: Cannot change to a different GUI toolkit: {gui}. Using {first} instead.")
+                chained(frames, _ACTIVATE_MATPLOTLIB, _MPL_LOADED[first])()
 
         def magic_pylab(self, line):
                 """IPython's %pylab [--no-import-all] [GUI]: %matplotlib (the inline
@@ -69,6 +103,8 @@ class PylabMagics:
                 if gui and gui != "auto" and gui not in _MPL_GUIS:
                         # As given: IPython's %pylab does not lower it.
                         chained(_PYLAB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui)()
+                if gui in _MPL_LOADED:
+                        self._load_gui_backend(gui, _PYLAB_ACTIVATE)
                 self.magic_matplotlib("inline")
                 ns = {}
                 exec("import numpy\nimport matplotlib\nfrom matplotlib import pylab, mlab, pyplot\n"
