@@ -1107,3 +1107,39 @@ def test_gui_backends_fail_as_in_ipykernel(agent):
     assert expected[4]["stdout"].startswith("Warning: Cannot change to a different GUI toolkit: qt"), expected[4]
     assert "in InteractiveShell.enable_pylab(" in expected[5]["traceback"], expected[5]
     assert [r["formats"] for r in expected[6]["results"]] == [["text"], ["png", "text"]], expected[6]
+
+
+# %matplotlib agg switches as IPython does (no figure shown after each cell,
+# one shown as a cell's value still is: IPython's formatters are set up then);
+# svg, pdf and ps switch too, then fail in ipykernel's enable_gui; a bare
+# %matplotlib takes the GUI selected before. A Figure made without pyplot, or
+# after matplotlib.use('Agg') before pyplot, is text: the inline backend that
+# registers the image formatters was never loaded. pyplot's post_execute
+# draw of stale figures runs whatever the backend while pyplot is
+# interactive (an SVG canvas drawn so takes its fixed dpi).
+FRESH_MPL_SWITCH = [
+    "from matplotlib.figure import Figure\nfig = Figure()\nfig.add_subplot().plot([1, 2])\nfig",
+    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",
+    "plt.gcf()",
+    "%matplotlib agg",
+    "matplotlib.get_backend(), matplotlib.is_interactive(), get_ipython().active_eventloop",
+    "plt.plot([3, 1])",
+    "plt.gcf()",
+    "%matplotlib svg",
+    "plt.plot([1, 2])\nfig = plt.gcf()",
+    "fig.dpi, fig",
+    "%matplotlib",
+    "%matplotlib inline\nplt.plot([1, 3])",
+]
+
+
+def test_backend_switches_as_in_ipykernel(agent):
+    expected = same_as_a_fresh_ipykernel(agent, FRESH_MPL_SWITCH, tracebacks=True)
+    assert [r["formats"] for r in expected[0]["results"]] == [["text"]], expected[0]
+    assert [r["formats"] for r in expected[2]["results"]] == [["text"]], expected[2]
+    assert [r["formats"] for r in expected[5]["results"]] == [["text"]], expected[5]
+    assert [r["formats"] for r in expected[6]["results"]] == [["png", "text"]], expected[6]
+    assert expected[7]["stderr"].startswith("UsageError: Invalid GUI request 'svg'"), expected[7]
+    assert expected[9]["results"][0]["text"].startswith("(72,"), expected[9]
+    assert expected[10]["stderr"].startswith("UsageError: Invalid GUI request 'svg'"), expected[10]
+    assert [r["formats"] for r in expected[11]["results"]] == [["text"], ["png", "text"]], expected[11]

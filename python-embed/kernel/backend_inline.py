@@ -48,6 +48,7 @@ def _activate_matplotlib():
                           if name in ("figure_format", "figure_formats", "print_figure_kwargs",
                                       "close_figures", "rc")]
                 _mpl_activated = True
+                _inline.formats_on = True
                 import matplotlib
                 matplotlib.interactive(True)
                 events = _shell_events()
@@ -56,6 +57,22 @@ def _activate_matplotlib():
                 for name, value in traits:
                         _set_inline_trait(name, value)
                 matplotlib.rcParams.update(_inline.rc)  # configure_inline_support loads InlineBackend.rc
+
+
+def _configure_inline_support(inline):
+        """matplotlib_inline's configure_inline_support, as %matplotlib calls it:
+        the figure flush after each cell registered for the inline backend,
+        taken out for another; a figure is shown in the formats selected from
+        then on (its images, where before only text)."""
+        _inline.formats_on = True
+        events = _shell_events()
+        if events is None:
+                return  # the flush runs at each cell's end without it (interactiveshell)
+        callbacks = events.callbacks["post_execute"]
+        if inline and _flush_figures_callback not in callbacks:
+                events.register("post_execute", _flush_figures_callback)
+        elif not inline and _flush_figures_callback in callbacks:
+                callbacks.remove(_flush_figures_callback)
 
 
 def _on_pyplot_import(plt):
@@ -256,20 +273,34 @@ def set_matplotlib_close(close=True):
 
 
 def _figures_pending():
+        """Whether the cell's end has figures to draw or show (_flush_figures)."""
         mpl = sys.modules.get("_cellvm_mpl")
-        return mpl is not None and "show" in mpl.__dict__ and mpl.show._draw_called
+        if mpl is not None and "show" in mpl.__dict__ and mpl.show._draw_called:
+                return True
+        return _stale_to_draw()
+
+
+def _stale_to_draw():
+        """pyplot's post_execute draw has a stale figure to draw."""
+        plt = sys.modules.get("matplotlib.pyplot")
+        if not _draw_all_first or plt is None or not sys.modules["matplotlib"].is_interactive():
+                return False
+        from matplotlib._pylab_helpers import Gcf
+        return any(m.canvas.figure.stale for m in Gcf.get_all_fig_managers())
 
 
 def _flush_figures():
-        """ipykernel's post-execute flush_figures."""
+        """What runs after each cell for figures: pyplot's post_execute draw of
+        the stale ones while pyplot is interactive (whatever its backend, as
+        pyplot registers it at each switch_backend), then ipykernel's
+        flush_figures of what the inline backend was asked to show."""
         mpl = sys.modules.get("_cellvm_mpl")
-        if mpl is None or "show" not in mpl.__dict__ or not mpl.show._draw_called:
-                return
-        import matplotlib
-        if _draw_all_first and matplotlib.is_interactive():
+        if _stale_to_draw():
                 draw = getattr(sys.modules["matplotlib.pyplot"], "_draw_all_if_interactive", None)
                 if draw is not None:
                         _trigger_post_execute(draw)
+        if mpl is None or "show" not in mpl.__dict__ or not mpl.show._draw_called:
+                return
         try:
                 if _inline.close_figures:
                         mpl.show(True)

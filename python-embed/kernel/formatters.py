@@ -7,7 +7,7 @@ import types
 
 from .e2b_data import _e2b_data, _e2b_json, _figure_chart, _json_clean
 from .foreign_frames import as_if_in_ipython, warn_as_if_from
-from .pylabtools import _figure_formatters
+from .pylabtools import _figure_formatters, _inline
 from .session import _state
 
 
@@ -139,10 +139,14 @@ def _check_value(mime, value):
 
 def _type_formatters(obj):
         """Formatters IPython registers by type: matplotlib figures (PNG, e2b/chart),
-        DataFrames (e2b/data)."""
+        DataFrames (e2b/data). A figure's images only once the inline backend
+        is loaded (its configure_inline_support registers them, at the first
+        figure pyplot makes): a Figure made without pyplot, or after
+        matplotlib.use('Agg') before pyplot, is text until then. E2B's chart
+        formatter is its startup's."""
         fig_mod = sys.modules.get("matplotlib.figure")
         if fig_mod is not None and isinstance(obj, fig_mod.Figure):
-                formatters = _figure_formatters()
+                formatters = _figure_formatters() if _inline.formats_on else {}
                 formatters["e2b/chart"] = _figure_chart
                 return formatters
         if isinstance(obj, (list, dict)):

@@ -47,6 +47,9 @@ class _InlineBackend:
         # leaving the traits as they are).
         selected = {"png"}
         kwargs = {"bbox_inches": "tight"}
+        # Figures have image formatters once the inline backend is loaded (or
+        # %matplotlib configured another): before that they are text.
+        formats_on = False
 
 
 _inline = _InlineBackend()

@@ -381,6 +381,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
 
         # What libraries and notebooks use of InteractiveShell beyond magics.
         auto_magic = True  # MagicsManager.auto_magic, which %automagic toggles
+        active_eventloop = None  # ZMQInteractiveShell's: the GUI %matplotlib enabled (enable_gui)
         colors = "Neutral"  # the trait's default (sympy's init_printing picks its colour from it)
 
         @functools.cached_property

@@ -4,7 +4,8 @@ import builtins
 import functools
 import sys
 
-from ..backend_inline import MPL_BACKEND, _activate_matplotlib
+from ..backend_inline import MPL_BACKEND, _activate_matplotlib, _configure_inline_support
+from ..error import UsageError
 from ..foreign_frames import as_if_in_ipython, chained, ipython_calling_on, ipython_compiled_at
 from ..pylabtools import _inline
 
@@ -34,15 +35,21 @@ _PYLAB_UNKNOWN_GUI = [ipython_calling_on("core/magics/pylab.py", 155, "PylabMagi
                       _ENABLE_PYLAB, _ENABLE_MATPLOTLIB]
 
 
-# The backends IPython loads for a GUI toolkit or ipympl's widget (its
-# pylabtools.backends): none loads in a sandbox (no display, no toolkit, and
-# E2B's template has no ipympl), so %matplotlib with one fails as there, with
-# the error loading it raises, through IPython's enable_matplotlib and
-# activate_matplotlib (each statement at its line, as far as a failure gets).
-# The others keep the inline backend (docs/NOTEBOOK.md).
-_MPL_LOADED = {"tk": "TkAgg", "gtk": "GTKAgg", "gtk3": "GTK3Agg", "gtk4": "GTK4Agg", "wx": "WXAgg",
-               "qt4": "Qt4Agg", "qt5": "Qt5Agg", "qt6": "QtAgg", "qt": "Qt5Agg", "osx": "MacOSX",
-               "ipympl": "module://ipympl.backend_nbagg", "widget": "module://ipympl.backend_nbagg"}
+# The backends %matplotlib switches to as IPython does (its
+# pylabtools.backends): a GUI toolkit's or ipympl's widget fails to load in a
+# sandbox (no display, no toolkit, and E2B's template has no ipympl), with the
+# error loading it raises; agg, svg, pdf and ps load, and then figures are
+# not shown after each cell (svg, pdf and ps then fail in ipykernel's
+# enable_gui). Each through IPython's enable_matplotlib and
+# activate_matplotlib, each statement at its line. nbagg and notebook keep the
+# inline backend (docs/NOTEBOOK.md).
+_MPL_BACKENDS = {"tk": "TkAgg", "gtk": "GTKAgg", "gtk3": "GTK3Agg", "gtk4": "GTK4Agg", "wx": "WXAgg",
+                 "qt4": "Qt4Agg", "qt5": "Qt5Agg", "qt6": "QtAgg", "qt": "Qt5Agg", "osx": "MacOSX",
+                 "agg": "agg", "svg": "svg", "pdf": "pdf", "ps": "ps",
+                 "ipympl": "module://ipympl.backend_nbagg", "widget": "module://ipympl.backend_nbagg"}
+# ipykernel's eventloops.loop_map: the GUIs its enable_gui takes.
+_LOOP_MAP_KEYS = ['inline', 'nbagg', 'webagg', 'notebook', 'ipympl', 'widget', None, 'qt4', 'qt', 'qt5', 'wx',
+                  'tk', 'gtk', 'gtk3', 'osx', 'asyncio']
 _ACTIVATE_MATPLOTLIB = ipython_compiled_at({
         343: "def activate_matplotlib(backend):",
         346: "    import matplotlib",
@@ -50,7 +57,9 @@ _ACTIVATE_MATPLOTLIB = ipython_compiled_at({
         352: "    matplotlib.rcParams['backend'] = backend",
         357: "    from matplotlib import pyplot as plt",
         359: "    plt.switch_backend(backend)",
-}, "core/pylabtools.py", "activate_matplotlib")
+        361: "    plt.show._needmain = False",
+        364: "    plt.draw_if_interactive = flag_calls(plt.draw_if_interactive)",
+}, "core/pylabtools.py", "activate_matplotlib", flag_calls=lambda func: func)  # pyplot's is flagged at its import
 _ENABLE_MATPLOTLIB_ACTIVATE = ipython_calling_on("core/interactiveshell.py", 3473, "InteractiveShell.enable_matplotlib",
                                                 ("self", "gui"), carets=9)
 _MATPLOTLIB_ACTIVATE = [_MATPLOTLIB_UNKNOWN_GUI[0], _ENABLE_MATPLOTLIB_ACTIVATE]
@@ -61,20 +70,25 @@ class PylabMagics:
         """IPython's PylabMagics (IPython.core.magics.pylab), mixed into zmqshell.Shell."""
 
         def magic_matplotlib(self, line):
-                """IPython's %matplotlib: whatever is asked, our backend (inline's
-                stand-in) comes back, even after matplotlib.use('Agg'), through
-                switch_backend (which closes every figure, as IPython's does);
-                %run then runs files as IPython's mpl_execfile."""
+                """IPython's %matplotlib: inline (also for nbagg and notebook) brings
+                our backend (inline's stand-in) back, even after
+                matplotlib.use('Agg'), through switch_backend (which closes every
+                figure, as IPython's does); the others switch as IPython does
+                (_enable_matplotlib). %run then runs files as IPython's mpl_execfile."""
                 if {"-l", "--list"} & set(line.split()):
                         print(f"Available matplotlib backends: {_MPL_GUIS}")
                         return None
                 gui = next((a for a in line.split() if not a.startswith("-")), None)
                 if gui and gui != "auto" and gui.lower() not in _MPL_GUIS:
                         chained(_MATPLOTLIB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui.lower())()
-                if gui and gui.lower() in _MPL_LOADED:
-                        self._load_gui_backend(gui.lower(), _MATPLOTLIB_ACTIVATE)
                 self.kernel.mpl_run = True
+                if (not gui or gui == "auto") and self.kernel.__dict__.get("pylab_gui_select"):
+                        gui = self.kernel.pylab_gui_select  # find_gui_and_backend: the GUI selected before
+                if gui and gui.lower() in _MPL_BACKENDS:
+                        self._enable_matplotlib(gui.lower(), _MATPLOTLIB_ACTIVATE)
+                        return None
                 _activate_matplotlib()
+                _configure_inline_support(True)
                 import matplotlib
                 matplotlib.interactive(True)
                 matplotlib.rcParams["backend"] = MPL_BACKEND
@@ -83,14 +97,26 @@ class PylabMagics:
                 matplotlib.rcParams.update(_inline.rc)  # configure_inline_support, each time
                 return None
 
-        def _load_gui_backend(self, gui, frames):
-                """IPython's enable_matplotlib for a GUI's backend, called through
-                `frames`: the first GUI asked for is the one later ones get
-                (its pylab_gui_select), then activate_matplotlib loads it."""
-                first = self.kernel.__dict__.setdefault("pylab_gui_select", gui)
-                if first != gui:
-                        print(f"Warning: Cannot change to a different GUI toolkit: {gui}. Using {first} instead.")
-                chained(frames, _ACTIVATE_MATPLOTLIB, _MPL_LOADED[first])()
+        def _enable_matplotlib(self, gui, frames):
+                """IPython's enable_matplotlib for a backend other than inline's,
+                called through `frames`: the first GUI asked for is the one later
+                ones get (its pylab_gui_select; agg's GUI is None), then
+                activate_matplotlib loads the backend, configure_inline_support
+                stops showing figures after each cell, and ipykernel's enable_gui
+                refuses a GUI without an event loop (svg, pdf, ps)."""
+                backend = _MPL_BACKENDS[gui]
+                gui = None if gui == "agg" else gui
+                select = self.kernel.__dict__.setdefault("pylab_gui_select", gui)
+                if select is None:
+                        self.kernel.pylab_gui_select = gui
+                elif gui != select:
+                        print(f"Warning: Cannot change to a different GUI toolkit: {gui}. Using {select} instead.")
+                        gui, backend = select, _MPL_BACKENDS[select]
+                chained(frames, _ACTIVATE_MATPLOTLIB, backend)()
+                _configure_inline_support(False)
+                if gui not in _LOOP_MAP_KEYS:
+                        raise UsageError(f"Invalid GUI request {gui!r}, valid ones are:dict_keys({_LOOP_MAP_KEYS!r})")
+                self.active_eventloop = gui
 
         def magic_pylab(self, line):
                 """IPython's %pylab [--no-import-all] [GUI]: %matplotlib (the inline
@@ -103,9 +129,11 @@ class PylabMagics:
                 if gui and gui != "auto" and gui not in _MPL_GUIS:
                         # As given: IPython's %pylab does not lower it.
                         chained(_PYLAB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui)()
-                if gui in _MPL_LOADED:
-                        self._load_gui_backend(gui, _PYLAB_ACTIVATE)
-                self.magic_matplotlib("inline")
+                if gui in _MPL_BACKENDS:
+                        self.kernel.mpl_run = True
+                        self._enable_matplotlib(gui, _PYLAB_ACTIVATE)
+                else:
+                        self.magic_matplotlib("inline")
                 ns = {}
                 exec("import numpy\nimport matplotlib\nfrom matplotlib import pylab, mlab, pyplot\n"
                      "np = numpy\nplt = pyplot\n", ns)
