@@ -1112,7 +1112,7 @@ def test_gui_backends_fail_as_in_ipykernel(agent):
 # %matplotlib agg switches as IPython does (no figure shown after each cell,
 # one shown as a cell's value still is: IPython's formatters are set up then);
 # svg, pdf and ps switch too, then fail in ipykernel's enable_gui; a bare
-# %matplotlib takes the GUI selected before. A Figure made without pyplot, or
+# %matplotlib or %pylab takes the GUI selected before. A Figure made without pyplot, or
 # after matplotlib.use('Agg') before pyplot, is text: the inline backend that
 # registers the image formatters was never loaded. pyplot's post_execute
 # draw of stale figures runs whatever the backend while pyplot is
@@ -1129,6 +1129,7 @@ FRESH_MPL_SWITCH = [
     "plt.plot([1, 2])\nfig = plt.gcf()",
     "fig.dpi, fig",
     "%matplotlib",
+    "%pylab",
     "%matplotlib inline\nplt.plot([1, 3])",
 ]
 
@@ -1142,4 +1143,5 @@ def test_backend_switches_as_in_ipykernel(agent):
     assert expected[7]["stderr"].startswith("UsageError: Invalid GUI request 'svg'"), expected[7]
     assert expected[9]["results"][0]["text"].startswith("(72,"), expected[9]
     assert expected[10]["stderr"].startswith("UsageError: Invalid GUI request 'svg'"), expected[10]
-    assert [r["formats"] for r in expected[11]["results"]] == [["text"], ["png", "text"]], expected[11]
+    assert expected[11]["stderr"].startswith("UsageError: Invalid GUI request 'svg'"), expected[11]
+    assert [r["formats"] for r in expected[12]["results"]] == [["text"], ["png", "text"]], expected[12]

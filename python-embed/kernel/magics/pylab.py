@@ -119,8 +119,8 @@ class PylabMagics:
                 self.active_eventloop = gui
 
         def magic_pylab(self, line):
-                """IPython's %pylab [--no-import-all] [GUI]: %matplotlib (the inline
-                backend, whatever GUI), then numpy and pyplot as np/plt, everything
+                """IPython's %pylab [--no-import-all] [GUI]: %matplotlib with that GUI
+                (through enable_pylab's frames), then numpy and pyplot as np/plt, everything
                 from matplotlib.pylab and numpy (unless --no-import-all), figsize,
                 getfigs and display in the namespace, hidden from %who."""
                 args = line.split()
@@ -129,9 +129,10 @@ class PylabMagics:
                 if gui and gui != "auto" and gui not in _MPL_GUIS:
                         # As given: IPython's %pylab does not lower it.
                         chained(_PYLAB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui)()
-                if gui in _MPL_BACKENDS:
+                select = self.kernel.__dict__.get("pylab_gui_select")
+                if gui in _MPL_BACKENDS or (not gui or gui == "auto") and select:
                         self.kernel.mpl_run = True
-                        self._enable_matplotlib(gui, _PYLAB_ACTIVATE)
+                        self._enable_matplotlib(gui if gui in _MPL_BACKENDS else select, _PYLAB_ACTIVATE)
                 else:
                         self.magic_matplotlib("inline")
                 ns = {}
