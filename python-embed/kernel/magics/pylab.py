@@ -10,9 +10,14 @@ from ..foreign_frames import as_if_in_ipython, chained, ipython_calling_on, ipyt
 from ..pylabtools import _inline
 
 
-# What IPython 8.5's %matplotlib --list shows (pylabtools.backends).
-_MPL_GUIS = ["tk", "gtk", "gtk3", "gtk4", "wx", "qt4", "qt5", "qt6", "qt", "osx", "nbagg",
-             "notebook", "agg", "svg", "pdf", "ps", "inline", "ipympl", "widget"]
+# IPython 8.5's pylabtools.backends: each GUI %matplotlib takes and its
+# backend; the names, in this order, are what %matplotlib --list shows.
+_BACKENDS = {"tk": "TkAgg", "gtk": "GTKAgg", "gtk3": "GTK3Agg", "gtk4": "GTK4Agg", "wx": "WXAgg",
+             "qt4": "Qt4Agg", "qt5": "Qt5Agg", "qt6": "QtAgg", "qt": "Qt5Agg", "osx": "MacOSX",
+             "nbagg": "nbAgg", "notebook": "nbAgg", "agg": "agg", "svg": "svg", "pdf": "pdf", "ps": "ps",
+             "inline": "module://matplotlib_inline.backend_inline",
+             "ipympl": "module://ipympl.backend_nbagg", "widget": "module://ipympl.backend_nbagg"}
+_MPL_GUIS = list(_BACKENDS)
 
 
 # A GUI IPython does not know fails in its find_gui_and_backend (a KeyError
@@ -35,18 +40,14 @@ _PYLAB_UNKNOWN_GUI = [ipython_calling_on("core/magics/pylab.py", 155, "PylabMagi
                       _ENABLE_PYLAB, _ENABLE_MATPLOTLIB]
 
 
-# The backends %matplotlib switches to as IPython does (its
-# pylabtools.backends): a GUI toolkit's or ipympl's widget fails to load in a
-# sandbox (no display, no toolkit, and E2B's template has no ipympl), with the
-# error loading it raises; agg, svg, pdf and ps load, and then figures are
-# not shown after each cell (svg, pdf and ps then fail in ipykernel's
-# enable_gui). Each through IPython's enable_matplotlib and
-# activate_matplotlib, each statement at its line. nbagg and notebook keep the
-# inline backend (docs/NOTEBOOK.md).
-_MPL_BACKENDS = {"tk": "TkAgg", "gtk": "GTKAgg", "gtk3": "GTK3Agg", "gtk4": "GTK4Agg", "wx": "WXAgg",
-                 "qt4": "Qt4Agg", "qt5": "Qt5Agg", "qt6": "QtAgg", "qt": "Qt5Agg", "osx": "MacOSX",
-                 "agg": "agg", "svg": "svg", "pdf": "pdf", "ps": "ps",
-                 "ipympl": "module://ipympl.backend_nbagg", "widget": "module://ipympl.backend_nbagg"}
+# The GUIs whose backend %matplotlib switches to as IPython does: a GUI
+# toolkit's or ipympl's widget fails to load in a sandbox (no display, no
+# toolkit, and E2B's template has no ipympl), with the error loading it
+# raises; agg, svg, pdf and ps load, and then figures are not shown after each
+# cell (svg, pdf and ps then fail in ipykernel's enable_gui). Each through
+# IPython's enable_matplotlib and activate_matplotlib, each statement at its
+# line. inline, nbagg and notebook keep the inline backend (docs/NOTEBOOK.md).
+_SWITCHED = set(_BACKENDS) - {"inline", "nbagg", "notebook"}
 # ipykernel's eventloops.loop_map: the GUIs its enable_gui takes.
 _LOOP_MAP_KEYS = ['inline', 'nbagg', 'webagg', 'notebook', 'ipympl', 'widget', None, 'qt4', 'qt', 'qt5', 'wx',
                   'tk', 'gtk', 'gtk3', 'osx', 'asyncio']
@@ -84,7 +85,7 @@ class PylabMagics:
                 self.kernel.mpl_run = True
                 if (not gui or gui == "auto") and self.kernel.__dict__.get("pylab_gui_select"):
                         gui = self.kernel.pylab_gui_select  # find_gui_and_backend: the GUI selected before
-                if gui and gui.lower() in _MPL_BACKENDS:
+                if gui and gui.lower() in _SWITCHED:
                         self._enable_matplotlib(gui.lower(), _MATPLOTLIB_ACTIVATE)
                         return None
                 _activate_matplotlib()
@@ -104,14 +105,14 @@ class PylabMagics:
                 activate_matplotlib loads the backend, configure_inline_support
                 stops showing figures after each cell, and ipykernel's enable_gui
                 refuses a GUI without an event loop (svg, pdf, ps)."""
-                backend = _MPL_BACKENDS[gui]
+                backend = _BACKENDS[gui]
                 gui = None if gui == "agg" else gui
-                select = self.kernel.__dict__.setdefault("pylab_gui_select", gui)
+                select = self.kernel.__dict__.get("pylab_gui_select")
                 if select is None:
                         self.kernel.pylab_gui_select = gui
                 elif gui != select:
                         print(f"Warning: Cannot change to a different GUI toolkit: {gui}. Using {select} instead.")
-                        gui, backend = select, _MPL_BACKENDS[select]
+                        gui, backend = select, _BACKENDS[select]
                 chained(frames, _ACTIVATE_MATPLOTLIB, backend)()
                 _configure_inline_support(False)
                 if gui not in _LOOP_MAP_KEYS:
@@ -130,9 +131,9 @@ class PylabMagics:
                         # As given: IPython's %pylab does not lower it.
                         chained(_PYLAB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui)()
                 select = self.kernel.__dict__.get("pylab_gui_select")
-                if gui in _MPL_BACKENDS or (not gui or gui == "auto") and select:
+                if gui in _SWITCHED or (not gui or gui == "auto") and select:
                         self.kernel.mpl_run = True
-                        self._enable_matplotlib(gui if gui in _MPL_BACKENDS else select, _PYLAB_ACTIVATE)
+                        self._enable_matplotlib(gui if gui in _SWITCHED else select, _PYLAB_ACTIVATE)
                 else:
                         self.magic_matplotlib("inline")
                 ns = {}
