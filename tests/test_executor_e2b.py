@@ -1,6 +1,7 @@
-"""What E2B's code-interpreter template adds to the kernel (startup_scripts/
-0002_data.py and 0003_images.py): application/json for lists and dicts, and PIL
-images displayed by Image.show() and Image.save(path)."""
+"""What E2B's code-interpreter template adds to the kernel (its
+startup_scripts/000{1,2,3}_*.py): application/json for lists and dicts, PIL
+images displayed by Image.show() and Image.save(path), and the library names
+they leave in the namespace."""
 
 import io
 
@@ -106,6 +107,44 @@ def test_pil_is_not_imported_by_the_kernel():
         assert e.ok("import sys; 'PIL' in sys.modules").text == "False"
         r = e.ok("from PIL import Image\nImage.new('L', (2, 2)).show()")
         assert len(r.displays) == 1 and "image/png" in r.displays[0]["data"]
+        e.close()
+    finally:
+        z.close()
+
+
+def test_e2b_startup_names_work_as_builtins(ex):
+    # E2B's startup files import these into every namespace (0001_envs.py:
+    # os, ip; 0002_data.py: pandas, Figure; 0003_images.py: Any, Image), so
+    # a cell that forgets its imports works there.
+    assert ex.ok("os.path.basename('/a/b'), pandas.__name__, ip is get_ipython()").text == \
+        "('b', 'pandas', True)"
+    assert ex.ok("import sys\nFigure is sys.modules['matplotlib.figure'].Figure, "
+                 "Any is sys.modules['typing'].Any, Image is sys.modules['PIL.Image'].Image").text == \
+        "(True, True, True)"
+    assert ex.ok("def f(x: Any) -> Any:\n    return x\nf.__annotations__['x'] is Any").text == "True"
+    # Not in the namespace: what a cell lists of it stays ipykernel's.
+    listed = "sorted(k for k in vars() if not k.startswith('_'))"
+    assert ex.ok(listed).text == "['In', 'Out', 'exit', 'f', 'get_ipython', 'quit', 'sys']"
+    assert ex.ok("import os\n%who").stdout == "f\t os\t sys\t \n"
+    # %reset takes them away, as it empties E2B's namespace.
+    ex.ok("%reset -f")
+    err = ex.run("pandas").error
+    assert (err["name"], err["value"]) == ("NameError", "name 'pandas' is not defined")
+    assert ex.run("ip").error["value"] == "name 'ip' is not defined"
+    assert ex.ok("display").text.startswith("<function IPython.core.display_functions.display(")
+
+
+def test_e2b_startup_names_never_import():
+    # Without preloads a context pays no import for them: only those whose
+    # library is loaded are there.
+    z = Zygote(preload="")
+    try:
+        e = z.spawn()
+        assert e.ok("os.sep, ip is get_ipython(), Any").text == "('/', True, typing.Any)"
+        err = e.run("pandas").error
+        assert (err["name"], err["value"]) == ("NameError", "name 'pandas' is not defined")
+        assert e.ok("import sys; [m in sys.modules for m in ('pandas', 'matplotlib', 'PIL')]").text == \
+            "[False, False, False]"
         e.close()
     finally:
         z.close()

@@ -714,7 +714,7 @@ def test_magic_errors_read_as_in_ipykernel(agent):
 # lists IPython's run_code frame first (SyntaxTB).
 FRESH_LOOKUP_ERRORS = [
     "%load nosuch.py\n",
-    "%load os\n",
+    "%load no_such_name\n",
     "%precision %q\n",
     "%precision abc\n",
     "%precision -3\n",

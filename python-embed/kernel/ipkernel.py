@@ -77,6 +77,31 @@ def _pandas_kernel_defaults():
                 pass
 
 
+def _e2b_startup_names(shell):
+        """The library names E2B's template startup (startup_scripts/000{1,2,3}_*.py)
+        leaves in every namespace (`display` too, a builtin already), so that
+        a cell that forgets `import os` or uses `pandas` unimported works as
+        there. They are put among the builtins, not in the namespace: what a
+        cell lists of its namespace (vars(), dir(), %who, %whos) stays
+        ipykernel's. Bound only when their library is already loaded (the
+        zygote's default preloads load them all), so that a context never
+        pays an import here; `IPython` itself, which the executor does not
+        import, and E2B's own classes and hooks are not (docs/SDK.md)."""
+        names = {"os": os, "ip": shell}
+        pd = sys.modules.get("pandas")
+        if pd is not None:
+                names["pandas"] = pd
+        figure = sys.modules.get("matplotlib.figure")
+        if figure is not None:
+                names["Figure"] = figure.Figure
+        import typing
+        names["Any"] = typing.Any
+        pil = sys.modules.get("PIL.Image")
+        if pil is not None:
+                names["Image"] = pil.Image
+        return names
+
+
 class Kernel(CellRunner, DisplayHook, FormattedTB):
         """One context's executor: X_EXECUTE requests in, its messages out
         (session.py). How a cell runs is CellRunner's (interactiveshell.py), its
@@ -141,6 +166,9 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                 self.custom_exc = ((), None)  # shell.set_custom_exc: (types, handler)
                 self.handled_error = None  # the cell's error such a handler took
                 self.pylab_names = {}  # what %pylab put in the namespace (hidden from %who)
+                self.startup_names = _e2b_startup_names(self.shell)
+                for name, value in self.startup_names.items():
+                        setattr(builtins, name, value)
 
         def ns_hidden(self):
                 """IPython's user_ns_hidden: names %who leaves out while they hold these."""

@@ -364,6 +364,11 @@ class NamespaceMagics:
                         del ns[name]
                 k = self.kernel
                 k.pylab_names = {}  # IPython's user_ns_hidden.clear()
+                # E2B's startup names were in the namespace there: they go too.
+                for name, value in k.startup_names.items():
+                        if builtins.__dict__.get(name) is value:
+                                delattr(builtins, name)
+                k.startup_names = {}
                 ns.update({"_ih": k.In, "_oh": k.Out, "_dh": [os.getcwd()], "In": k.In, "Out": k.Out,
                            "get_ipython": k.get_ipython, "exit": k.exiter, "quit": k.exiter})
                 if aggressive:
