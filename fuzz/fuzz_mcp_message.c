@@ -6,8 +6,11 @@
  *      body): mcp_parse, then mcp_dispatch on a session whose sandbox cannot
  *      be made (serve_create refuses), so tools/call runs its argument checks
  *      and base64 decoding and ends in a tool error. A request gets exactly
- *      one JSON-RPC response with its id; a notification or a response, none.
- *   1  tool text (mcp_content.c): the rest of the input, kept up to a bound
+ *      one JSON-RPC response with its id; a notification or a response, none;
+ *      a batch, one error (the session agreed on no version that has them).
+ *   2  the same on a session that agreed on 2025-03-26, where a batch runs:
+ *      an array of at most one response per message, or none.
+ *   1, 3  tool text (mcp_content.c): the rest of the input, kept up to a bound
  *      the second byte sets, must come out as a JSON string (valid UTF-8,
  *      no NUL) with the truncation marker when something was cut.
  *
@@ -155,10 +158,39 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         return 0;
 }
 
-static void message(const uint8_t *data, size_t size)
+static void check_response(json_t *reply)
+{
+        char *text = json_dumps(reply, JSON_COMPACT);
+        CHECK(text);
+        free(text);
+        CHECK(!json_object_get(reply, "result") != !json_object_get(reply, "error"));
+}
+
+static void batch(struct mcp_session *s, json_t *msgs, bool batches)
+{
+        json_t *reply = mcp_dispatch(s, msgs);
+        if (!batches) {
+                CHECK(json_is_object(reply) && json_is_null(json_object_get(reply, "id")));
+                CHECK(json_is_object(json_object_get(reply, "error")));
+        } else if (reply) {
+                CHECK(json_is_array(reply));
+                CHECK(json_array_size(reply) > 0 &&
+                      json_array_size(reply) <= json_array_size(msgs));
+                size_t i;
+                json_t *r;
+                json_array_foreach(reply, i, r) check_response(r);
+        }
+        json_decref(reply);
+}
+
+static void message(const uint8_t *data, size_t size, bool batches)
 {
         struct mcp_session s;
         mcp_session_init(&s);
+        if (batches) {
+                snprintf(s.version, sizeof(s.version), "2025-03-26");
+                s.initialized = true;
+        }
         json_t *error = NULL;
         json_t *msg = mcp_parse((const char *)data, size, &error);
         CHECK(!msg != !error);
@@ -167,15 +199,19 @@ static void message(const uint8_t *data, size_t size)
                 json_decref(error);
                 return;
         }
+        if (json_is_array(msg)) {
+                batch(&s, msg, batches);
+                json_decref(msg);
+                CHECK(!s.sbx);
+                mcp_session_end(&s);
+                return;
+        }
         bool request = mcp_request_method(msg) != NULL;
         json_t *reply = mcp_dispatch(&s, msg);
         CHECK(!reply == !request);
         if (reply) {
-                char *text = json_dumps(reply, JSON_COMPACT);
-                CHECK(text);
-                free(text);
+                check_response(reply);
                 CHECK(json_equal(json_object_get(reply, "id"), json_object_get(msg, "id")));
-                CHECK(!json_object_get(reply, "result") != !json_object_get(reply, "error"));
         }
         json_decref(reply);
         json_decref(msg);
@@ -204,7 +240,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (size < 1)
                 return 0;
         if (data[0] % 2 == 0)
-                message(data + 1, size - 1);
+                message(data + 1, size - 1, data[0] % 4 == 2);
         else
                 text(data + 1, size - 1);
         return 0;

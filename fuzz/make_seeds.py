@@ -169,9 +169,10 @@ for name, raw in guest_http.items():
     write("guest_http", name, (b"\x01" if name == "head" else b"\x00") + raw)
 
 # --- fuzz_mcp_message: what MCP clients send `cellvm mcp` ---------------------
-# First byte: even, one JSON-RPC message; odd, tool text (then its bound).
-def mcp_seed(name, msg):
-    write("mcp_message", name, b"\x00" + json.dumps(msg).encode())
+# First byte: even, one JSON-RPC message (2 mod 4: on a 2025-03-26 session,
+# which takes batches); odd, tool text (then its bound).
+def mcp_seed(name, msg, first=b"\x00"):
+    write("mcp_message", name, first + json.dumps(msg).encode())
 
 
 mcp_seed("initialize", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -193,5 +194,11 @@ for i, (name, args) in enumerate([
         ("nope", {})]):
     mcp_seed(f"call{i}", {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
                           "params": {"name": name, "arguments": args}})
+mcp_seed("batch", [{"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                   {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                   {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "run_code", "arguments": {"code": "1"}}},
+                   {"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {}}, 7], b"\x02")
+mcp_seed("batch_refused", [{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
 write("mcp_message", "text_utf8", b"\x01\x10" + "línea \x1b[31mred\x1b[0m ✓ 😀".encode() * 3)
 write("mcp_message", "text_bad", b"\x01\xff" + b"\xff\xfe\xc3(\x00\xed\xa0\x80ok")

@@ -371,13 +371,44 @@ def test_stdio_bad_messages_and_version_negotiation(tmp_path):
         assert by_id["3"]["error"]["code"] == -32600 and "2.0" in by_id["3"]["error"]["message"]
         assert by_id["8"] == {"jsonrpc": "2.0", "id": 8, "result": {}}
         assert by_id["9"] == {"jsonrpc": "2.0", "id": 9, "result": {}}  # still serving
-        codes = [e["code"] for e in nulls]
-        # not JSON, a batch, an object as id, a string, not UTF-8, oversized
-        assert codes == [-32700, -32600, -32600, -32700, -32700, -32600], nulls
-        assert "batches are not supported" in nulls[1]["message"]
-        assert "over 16777216 bytes" in nulls[5]["message"]
+        # not JSON, an object as id, a string, not UTF-8, oversized, in order;
+        # the batch is refused (2025-06-18 has none) where requests run, in turn.
+        batch = [e for e in nulls if "batch" in e["message"]]
+        assert [e["code"] for e in nulls if e not in batch] == [-32700, -32600, -32700, -32700, -32600], nulls
+        assert "over 16777216 bytes" in nulls[-1]["message"]
+        assert len(batch) == 1 and batch[0]["code"] == -32600, nulls
+        assert "batches are not supported under MCP 2025-06-18" in batch[0]["message"]
         assert len(out) == 14  # the notification got no answer
         assert not p.entries()  # no tool call, no sandbox
+    finally:
+        p.cleanup()
+
+
+def test_stdio_batches_under_2025_03_26(tmp_path):
+    """MCP 2025-03-26 has servers take JSON-RPC batches (2025-06-18 removed
+    them): one line, its messages run in order, one array of responses."""
+    build_image_or_skip()
+    p = Private(str(tmp_path))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-03-26", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "0"}}}
+    lines = [json.dumps(init).encode(), json.dumps(BATCH).encode(),
+             b'[{"jsonrpc":"2.0","method":"notifications/initialized"}]', b"[]",
+             b'{"jsonrpc":"2.0","id":9,"method":"ping"}']
+    proc = subprocess.run([CLI, "mcp", "--image", IMAGE], input=b"\n".join(lines) + b"\n",
+                          capture_output=True, env=p.env(), timeout=300)
+    try:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        out = [json.loads(ln) for ln in proc.stdout.decode().splitlines()]
+        # Requests and batches run in turn; the invalid empty batch and the
+        # ping are answered as they are read.
+        batches = [o for o in out if isinstance(o, list)]
+        by_id = {json.dumps(o.get("id")): o for o in out if isinstance(o, dict)}
+        assert len(out) == 4 and len(batches) == 1, out  # nothing for the notifications-only batch
+        assert by_id["1"]["result"]["protocolVersion"] == "2025-03-26"
+        check_batch_replies(batches[0])
+        assert by_id["null"]["error"]["code"] == -32600 and "empty batch" in by_id["null"]["error"]["message"]
+        assert by_id["9"] == {"jsonrpc": "2.0", "id": 9, "result": {}}
     finally:
         p.cleanup()
 
@@ -483,6 +514,25 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
                    "clientInfo": {"name": "raw", "version": "0"}}}
 
 
+# A batch of a ping, a notification, a tool call, a message that is not one,
+# and an initialize (never part of a batch).
+BATCH = [{"jsonrpc": "2.0", "id": 2, "method": "ping"},
+         {"jsonrpc": "2.0", "method": "notifications/initialized"},
+         {"jsonrpc": "2.0", "id": "c", "method": "tools/call",
+          "params": {"name": "run_code", "arguments": {"code": "6*7"}}},
+         {"jsonrpc": "1.0", "id": 3, "method": "ping"},
+         {"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {"protocolVersion": "2025-03-26"}}]
+
+
+def check_batch_replies(replies):
+    """The responses to BATCH: one per request, in its order."""
+    assert [r["id"] for r in replies] == [2, "c", 3, 4], replies
+    assert replies[0] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    assert replies[1]["result"]["content"] == [{"type": "text", "text": "result:\n42"}], replies[1]
+    assert replies[2]["error"]["code"] == -32600 and "2.0" in replies[2]["error"]["message"]
+    assert replies[3]["error"]["code"] == -32600 and "batch" in replies[3]["error"]["message"]
+
+
 def test_http_transport_rules(server):
     st, _, body = call(server, "POST", "/mcp", INIT, key=False, headers={"X-API-Key": "wrong"})
     assert st == 401, body
@@ -525,11 +575,27 @@ def test_http_transport_rules(server):
     assert st == 200 and json.loads(body)["result"]["content"] == [{"type": "text", "text": "result:\n42"}]
     made = {x["sandboxID"] for x in mcp_sandboxes(server)} - before
     assert len(made) == 1
+    # Batches, which this session's 2025-03-26 has (their call in the same sandbox).
+    st, _, body = call(server, "POST", "/mcp", BATCH, headers=s)
+    assert st == 200, body
+    check_batch_replies(json.loads(body))
+    st, _, body = call(server, "POST", "/mcp", [{"jsonrpc": "2.0", "method": "notifications/initialized"}],
+                       headers=s)
+    assert st == 202 and body == b""
+    st, _, body = call(server, "POST", "/mcp", [], headers=s)
+    assert st == 400 and "empty batch" in json.loads(body)["error"]["message"]
     st, _, _ = call(server, "DELETE", "/mcp", headers=s)
     assert st == 200
     assert not made & {x["sandboxID"] for x in mcp_sandboxes(server)}
     st, _, _ = call(server, "POST", "/mcp", {"jsonrpc": "2.0", "id": 5, "method": "ping"}, headers=s)
     assert st == 404  # the session is gone
+    # A session on 2025-06-18, which removed batches, refuses them.
+    st, h, body = call(server, "POST", "/mcp", {**INIT, "params": {**INIT["params"], "protocolVersion": "2025-06-18"}})
+    assert st == 200 and json.loads(body)["result"]["protocolVersion"] == "2025-06-18", body
+    s = {"Mcp-Session-Id": h["Mcp-Session-Id"]}
+    st, _, body = call(server, "POST", "/mcp", [{"jsonrpc": "2.0", "id": 6, "method": "ping"}], headers=s)
+    assert st == 400 and "not supported under MCP 2025-06-18" in json.loads(body)["error"]["message"], body
+    assert call(server, "DELETE", "/mcp", headers=s)[0] == 200
 
 
 def test_http_session_table_full_answers_in_json(server):

@@ -83,13 +83,15 @@ bool mcp_session_cancelled_early(struct mcp_session *s, json_t *request_id);
 /* The protocol versions answered (newest first) and whether `v` is one. */
 extern const char *const mcp_versions[];
 bool mcp_version_supported(const char *v);
-/* Parses one message: the message, or NULL with *error set to the JSON-RPC
+/* Parses one message or a batch (a non-empty array, its messages checked
+ * as mcp_dispatch takes them): it, or NULL with *error set to the JSON-RPC
  * error response to send (parse error, invalid request). */
 json_t *mcp_parse(const char *text, size_t len, json_t **error);
 /* A request's method when `msg` is a request (has an id), else NULL. */
 const char *mcp_request_method(json_t *msg);
 /* Handles one parsed message: the response to send, or NULL for a
- * notification or a response. Takes s->lock for the call. */
+ * notification or a response. Takes s->lock for the call. A batch (under
+ * 2025-03-26 only) gives the array of its responses, NULL if it has none. */
 json_t *mcp_dispatch(struct mcp_session *s, json_t *msg);
 /* The JSON-RPC error response for `id` (borrowed; NULL: null). */
 json_t *mcp_error(json_t *id, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -189,8 +189,12 @@ static enum MHD_Result post(struct hreq *h)
                 return answer(h, 404, e, NULL);
         }
         json_t *reply = mcp_dispatch(&hs->s, msg);
+        /* A batch the session's version refuses is one error, not an array. */
+        bool refused = json_is_array(msg) && json_is_object(reply);
         json_decref(msg);
         put_session(hs);
+        if (refused)
+                return answer(h, 400, reply, NULL);
         return reply ? answer(h, 200, reply, sid) : answer(h, 202, NULL, NULL);
 }
 

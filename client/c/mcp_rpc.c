@@ -52,23 +52,10 @@ static json_t *result(json_t *id, json_t *res)
         return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result", res);
 }
 
-json_t *mcp_parse(const char *text, size_t len, json_t **error)
+/* NULL when `msg` is a JSON-RPC message, else the error response naming
+ * what is wrong with it. */
+static json_t *check(json_t *msg)
 {
-        json_error_t e;
-        *error = NULL;
-        json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
-        if (!msg) {
-                *error = mcp_error(NULL, RPC_PARSE_ERROR, "Parse error: %s (at byte %d)", e.text,
-                                   e.position);
-                return NULL;
-        }
-        if (json_is_array(msg)) {
-                json_decref(msg);
-                *error = mcp_error(NULL, RPC_INVALID_REQUEST,
-                                   "Invalid Request: JSON-RPC batches are not supported (MCP "
-                                   "2025-06-18 removed them); send one message at a time");
-                return NULL;
-        }
         json_t *id = json_object_get(msg, "id");
         const char *why = NULL;
         if (!json_is_object(msg))
@@ -83,9 +70,27 @@ json_t *mcp_parse(const char *text, size_t len, json_t **error)
         else if (!json_object_get(msg, "method") &&
                  !(id && (json_object_get(msg, "result") || json_object_get(msg, "error"))))
                 why = "neither a request, a notification nor a response";
-        if (why) {
-                *error = mcp_error(json_is_string(id) || json_is_integer(id) ? id : NULL,
-                                   RPC_INVALID_REQUEST, "Invalid Request: %s", why);
+        if (!why)
+                return NULL;
+        return mcp_error(json_is_string(id) || json_is_integer(id) ? id : NULL, RPC_INVALID_REQUEST,
+                         "Invalid Request: %s", why);
+}
+
+json_t *mcp_parse(const char *text, size_t len, json_t **error)
+{
+        json_error_t e;
+        *error = NULL;
+        json_t *msg = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+        if (!msg) {
+                *error = mcp_error(NULL, RPC_PARSE_ERROR, "Parse error: %s (at byte %d)", e.text,
+                                   e.position);
+                return NULL;
+        }
+        if (json_is_array(msg) && json_array_size(msg) == 0)
+                *error = mcp_error(NULL, RPC_INVALID_REQUEST, "Invalid Request: an empty batch");
+        else if (!json_is_array(msg)) /* a batch's messages are checked as it runs */
+                *error = check(msg);
+        if (*error) {
                 json_decref(msg);
                 return NULL;
         }
@@ -158,8 +163,44 @@ static json_t *tools_call(struct mcp_session *s, json_t *id, json_t *params)
         return result(id, res);
 }
 
+/* A JSON-RPC batch: MCP 2025-03-26 has servers take them, 2025-06-18 removed
+ * them, so only a session that agreed on 2025-03-26 runs one. Its messages
+ * run in order; the responses come as one array (NULL: none to send). */
+static json_t *batch(struct mcp_session *s, json_t *msgs)
+{
+        if (strcmp(s->version, "2025-03-26") != 0)
+                return mcp_error(NULL, RPC_INVALID_REQUEST,
+                                 "Invalid Request: JSON-RPC batches are not supported under MCP "
+                                 "%s (2025-03-26 has them; 2025-06-18 removed them): send one "
+                                 "message at a time",
+                                 s->initialized ? s->version : "before initialize");
+        json_t *replies = json_array();
+        size_t i;
+        json_t *msg;
+        json_array_foreach(msgs, i, msg)
+        {
+                json_t *reply = check(msg);
+                const char *method = reply ? NULL : mcp_request_method(msg);
+                if (method && strcmp(method, "initialize") == 0)
+                        reply =
+                            mcp_error(json_object_get(msg, "id"), RPC_INVALID_REQUEST,
+                                      "Invalid Request: initialize must not be part of a batch");
+                else if (!reply)
+                        reply = mcp_dispatch(s, msg);
+                if (reply)
+                        json_array_append_new(replies, reply);
+        }
+        if (json_array_size(replies) == 0) {
+                json_decref(replies);
+                return NULL;
+        }
+        return replies;
+}
+
 json_t *mcp_dispatch(struct mcp_session *s, json_t *msg)
 {
+        if (json_is_array(msg))
+                return batch(s, msg);
         json_t *id = json_object_get(msg, "id");
         const char *method = json_string_value(json_object_get(msg, "method"));
         json_t *params = json_object_get(msg, "params");

@@ -111,7 +111,7 @@ static void drop_cancelled(json_t *msg)
 }
 
 /* One line: an error answered, a notification handled, ping and tools/list answered, a request
- * queued (waiting while the queue is full). */
+ * or a batch queued (waiting while the queue is full). */
 static int handle_line(const char *line, size_t len)
 {
         json_t *error = NULL;
@@ -119,7 +119,7 @@ static int handle_line(const char *line, size_t len)
         if (!msg)
                 return send_msg(error);
         const char *method = mcp_request_method(msg);
-        if (!method) {
+        if (!method && !json_is_array(msg)) {
                 drop_cancelled(msg);
                 json_decref(mcp_dispatch(&session, msg)); /* NULL: nothing to answer */
                 json_decref(msg);
@@ -127,7 +127,7 @@ static int handle_line(const char *line, size_t len)
         }
         /* They need no sandbox: answered at once, even while a call runs (the
          * specification's ping: "promptly"). */
-        if (strcmp(method, "ping") == 0 || strcmp(method, "tools/list") == 0) {
+        if (method && (strcmp(method, "ping") == 0 || strcmp(method, "tools/list") == 0)) {
                 json_t *reply = mcp_dispatch(&session, msg);
                 json_decref(msg);
                 return send_msg(reply);
