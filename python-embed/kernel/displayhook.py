@@ -72,6 +72,38 @@ def _ends_with_semicolon(cell):
         return False
 
 
+class ZMQShellDisplayHook:
+        """ipykernel's displayhook object as a cell sees it: sys.displayhook
+        while a cell runs and get_ipython().displayhook, one object. Called
+        with a value (as 'single'-mode code calls it), it makes that value
+        the cell's result."""
+
+        cache_size = 1000  # IPython's: Out's limit
+        do_full_cache = True
+
+        def __init__(self, kernel):
+                self.shell = kernel.shell
+                self._kernel = kernel
+
+        def __call__(self, result=None):
+                self._kernel._sys_displayhook(result)
+
+        @property
+        def prompt_count(self):
+                return self._kernel.count
+
+        def quiet(self):
+                """IPython's: the running cell ends with ';' (its result not shown)."""
+                return _ends_with_semicolon(self._kernel.cell_text)
+
+        def flush(self):
+                """IPython's: Out, _N and _, __, ___ emptied (as %reset out does)."""
+                self.shell._flush_output()
+
+
+ZMQShellDisplayHook.__module__ = "ipykernel.displayhook"
+
+
 class DisplayHook:
         """Kernel's displayhook (ipkernel.Kernel mixes it in)."""
 
@@ -83,6 +115,16 @@ class DisplayHook:
                 """sys.displayhook, as ipykernel's: what 'single'-mode code shows
                 (ast_node_interactivity 'all' or 'last') becomes the cell's result."""
                 self._displayhook(value, self.cell_text, more=True)
+
+        def _show_last(self, value, cell, more=False):
+                """The value of a cell's last expression, to sys.displayhook as IPython's
+                'single'-mode code gives it: the kernel's, or one the cell set (it
+                gets every value, None and a ';' cell's included)."""
+                hook = sys.displayhook
+                if hook is self.sys_displayhook:
+                        self._displayhook(value, cell, more)
+                else:
+                        hook(value)
 
         def _cull_cache(self):
                 """IPython's cull_cache: the oldest fifth of Out (and their _N) dropped,

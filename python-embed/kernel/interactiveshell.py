@@ -432,9 +432,9 @@ class CellRunner:
                                 if last is not None:
                                         value = self._run_code(last, ctx)
                                         if ctx is None:
-                                                self._displayhook(value, cell)
+                                                self._show_last(value, cell)
                                         else:
-                                                ctx.run(self._displayhook, value, cell)
+                                                ctx.run(self._show_last, value, cell)
                                 err = compile_err
                         except BaseException as e:  # noqa: BLE001 - every cell error is reported
                                 err = running = e
@@ -519,7 +519,7 @@ class CellRunner:
                                 if last is not None:
                                         value = self._run_code(last)
                                         if not silent:
-                                                self._displayhook(value, cell, more=True)
+                                                self._show_last(value, cell, more=True)
                         except KeyboardInterrupt:
                                 raise
                         except BaseException as e:  # noqa: BLE001 - IPython's showtraceback

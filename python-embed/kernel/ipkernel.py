@@ -13,7 +13,7 @@ import types
 import _cellvm
 
 from .display import display
-from .displayhook import DisplayHook
+from .displayhook import DisplayHook, ZMQShellDisplayHook
 from .error import StdinNotImplementedError
 from .foreign_frames import ipykernel_raising
 from .interactiveshell import CellRunner
@@ -139,7 +139,8 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                 self.under = ["", "", ""]  # _, __, ___ as the kernel last set them
                 self.inputs = ["", "", "", ""]  # _iii, _ii, _i, _i00
                 self.cell_text = ""  # the running cell, transformed (IPython's input_hist_parsed[-1])
-                sys.displayhook = self._sys_displayhook
+                self.sys_displayhook = ZMQShellDisplayHook(self)
+                sys.displayhook = self.sys_displayhook
                 builtins.display = display
                 builtins.get_ipython = self.get_ipython
                 builtins.__IPYTHON__ = True
@@ -251,6 +252,9 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                         # seen EXEC_INPUT, so no interrupt falls between the two.
                         self.error_sent = False
                         self.handled_error = None
+                        # IPython's display_trap: the kernel's hook again for each cell
+                        # (one a cell set lasts to its end).
+                        sys.displayhook = self.sys_displayhook
                         _set_sigint(True)
                         _send(EXEC_INPUT, {"execution_count": count})
                         _cellvm.flusher_active(True)

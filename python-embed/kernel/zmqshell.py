@@ -407,6 +407,10 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 return self.kernel.count
 
         @property
+        def displayhook(self):
+                return self.kernel.sys_displayhook
+
+        @property
         def user_ns_hidden(self):
                 return self.kernel.ns_hidden()
 

@@ -1,7 +1,7 @@
 # The kernel's own objects as a cell sees them: its streams, its launcher's
-# command line, and sys.excepthook, which is the shell's while a cell runs
+# command line, sys.excepthook, which is the shell's while a cell runs
 # (libraries call it to report an error: the cell goes on) and is put back
-# after it.
+# after it, and sys.displayhook.
 # %%
 import sys, builtins
 sys.stdout, sys.stderr, sys.stdout.softspace
@@ -27,3 +27,25 @@ print("still after")
 sys.excepthook = lambda *a: print("mine")
 # %%
 sys.excepthook.__qualname__
+# %%
+# The displayhook object, sys's and the shell's; a cell may set its own,
+# which gets every value of that cell (None and a ';' one included) until
+# the next cell, which has the kernel's again.
+import sys
+sys.displayhook, sys.displayhook is get_ipython().displayhook, get_ipython().displayhook.prompt_count
+# %%
+sys.displayhook = lambda v: print("hook got", repr(v))
+5
+# %%
+6
+# %%
+sys.displayhook = lambda v: print("hook got", repr(v))
+print("printed")
+# %%
+sys.displayhook = lambda v: print("hook got", repr(v))
+7;
+# %%
+get_ipython().displayhook.quiet(), 8
+# %%
+x = 9;
+get_ipython().displayhook.quiet()
