@@ -1112,11 +1112,11 @@ def test_gui_backends_fail_as_in_ipykernel(agent):
 # %matplotlib agg switches as IPython does (no figure shown after each cell,
 # one shown as a cell's value still is: IPython's formatters are set up then);
 # svg, pdf and ps switch too, then fail in ipykernel's enable_gui; a bare
-# %matplotlib or %pylab takes the GUI selected before. A Figure made without pyplot, or
-# after matplotlib.use('Agg') before pyplot, is text: the inline backend that
-# registers the image formatters was never loaded. pyplot's post_execute
-# draw of stale figures runs whatever the backend while pyplot is
-# interactive (an SVG canvas drawn so takes its fixed dpi).
+# %matplotlib or %pylab takes the GUI selected before. A Figure made without
+# pyplot, or after matplotlib.use('Agg') before pyplot, is text: the inline
+# backend that registers the image formatters was never loaded. pyplot's
+# post_execute draw of stale figures runs whatever the backend while pyplot
+# is interactive (an SVG canvas drawn so takes its fixed dpi).
 FRESH_MPL_SWITCH = [
     "from matplotlib.figure import Figure\nfig = Figure()\nfig.add_subplot().plot([1, 2])\nfig",
     "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()",

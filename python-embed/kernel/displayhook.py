@@ -86,7 +86,9 @@ class ZMQShellDisplayHook:
                 self._kernel = kernel
 
         def __call__(self, result=None):
-                self._kernel._sys_displayhook(result)
+                """What 'single'-mode code shows (ast_node_interactivity 'all' or
+                'last') becomes the cell's result."""
+                self._kernel._displayhook(result, self._kernel.cell_text, more=True)
 
         @property
         def prompt_count(self):
@@ -110,21 +112,6 @@ class DisplayHook:
         # The outputs list of a %%capture body that captures displays: its
         # results go there (IPython's CapturingDisplayHook), not to Out or out.
         capture_outputs = None
-
-        def _sys_displayhook(self, value):
-                """sys.displayhook, as ipykernel's: what 'single'-mode code shows
-                (ast_node_interactivity 'all' or 'last') becomes the cell's result."""
-                self._displayhook(value, self.cell_text, more=True)
-
-        def _show_last(self, value, cell, more=False):
-                """The value of a cell's last expression, to sys.displayhook as IPython's
-                'single'-mode code gives it: the kernel's, or one the cell set (it
-                gets every value, None and a ';' cell's included)."""
-                hook = sys.displayhook
-                if hook is self.sys_displayhook:
-                        self._displayhook(value, cell, more)
-                else:
-                        hook(value)
 
         def _cull_cache(self):
                 """IPython's cull_cache: the oldest fifth of Out (and their _N) dropped,

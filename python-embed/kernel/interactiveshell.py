@@ -431,10 +431,14 @@ class CellRunner:
                                         self._run_code(code, ctx)
                                 if last is not None:
                                         value = self._run_code(last, ctx)
+                                        # As IPython's 'single'-mode code: to sys.displayhook, the
+                                        # kernel's or one the cell set (which gets any value).
+                                        show, args = (self._displayhook, (value, cell)) \
+                                            if sys.displayhook is self.sys_displayhook else (sys.displayhook, (value,))
                                         if ctx is None:
-                                                self._show_last(value, cell)
+                                                show(*args)
                                         else:
-                                                ctx.run(self._show_last, value, cell)
+                                                ctx.run(show, *args)
                                 err = compile_err
                         except BaseException as e:  # noqa: BLE001 - every cell error is reported
                                 err = running = e
@@ -518,8 +522,12 @@ class CellRunner:
                                         self._run_code(code)
                                 if last is not None:
                                         value = self._run_code(last)
-                                        if not silent:
-                                                self._show_last(value, cell, more=True)
+                                        if silent:
+                                                pass
+                                        elif sys.displayhook is self.sys_displayhook:
+                                                self._displayhook(value, cell, more=True)
+                                        else:  # one the cell set
+                                                sys.displayhook(value)
                         except KeyboardInterrupt:
                                 raise
                         except BaseException as e:  # noqa: BLE001 - IPython's showtraceback
