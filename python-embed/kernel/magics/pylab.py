@@ -83,8 +83,7 @@ class PylabMagics:
                 if gui and gui != "auto" and gui.lower() not in _MPL_GUIS:
                         chained(_MATPLOTLIB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui.lower())()
                 self.kernel.mpl_run = True
-                if (not gui or gui == "auto") and self.kernel.__dict__.get("pylab_gui_select"):
-                        gui = self.kernel.pylab_gui_select  # find_gui_and_backend: the GUI selected before
+                gui = self._asked_gui(gui)
                 if gui and gui.lower() in _SWITCHED:
                         self._enable_matplotlib(gui.lower(), _MATPLOTLIB_ACTIVATE)
                         return None
@@ -97,6 +96,13 @@ class PylabMagics:
                 plt.switch_backend(MPL_BACKEND)
                 matplotlib.rcParams.update(_inline.rc)  # configure_inline_support, each time
                 return None
+
+        def _asked_gui(self, gui):
+                """IPython's find_gui_and_backend: no GUI (or 'auto') is the one
+                selected before, if any."""
+                if (not gui or gui == "auto") and self.kernel.__dict__.get("pylab_gui_select"):
+                        return self.kernel.pylab_gui_select
+                return gui
 
         def _enable_matplotlib(self, gui, frames):
                 """IPython's enable_matplotlib for a backend other than inline's,
@@ -130,10 +136,10 @@ class PylabMagics:
                 if gui and gui != "auto" and gui not in _MPL_GUIS:
                         # As given: IPython's %pylab does not lower it.
                         chained(_PYLAB_UNKNOWN_GUI, _FIND_GUI_AND_BACKEND, gui)()
-                select = self.kernel.__dict__.get("pylab_gui_select")
-                if gui in _SWITCHED or (not gui or gui == "auto") and select:
+                asked = self._asked_gui(gui)
+                if asked in _SWITCHED:
                         self.kernel.mpl_run = True
-                        self._enable_matplotlib(gui if gui in _SWITCHED else select, _PYLAB_ACTIVATE)
+                        self._enable_matplotlib(asked, _PYLAB_ACTIVATE)
                 else:
                         self.magic_matplotlib("inline")
                 ns = {}
