@@ -134,6 +134,9 @@ class DisplayHook:
                 if value is None or _ends_with_semicolon(cell):
                         return
                 n = self.count
+                # IPython's order: the value is formatted, then stored (Out, _N, _),
+                # so a repr that reads Out or _ sees them as before this result.
+                data, md = format_bundle(value)
                 if value is not self.Out:
                         if len(self.Out) >= 1000:  # IPython's cache_size
                                 self._cull_cache()
@@ -144,9 +147,8 @@ class DisplayHook:
                                 self.ns.update(zip(("_", "__", "___"), self.under))
                         self.ns[f"_{n}"] = value
                         self.Out[n] = value
-                        if self.exec_result is not None:
-                                self.exec_result.result = value
-                data, md = format_bundle(value)
+                if self.exec_result is not None:  # IPython's fill_exec_result, Out's own too
+                        self.exec_result.result = value
                 if "text/plain" in data:
                         self.shell.logger.log_write(data["text/plain"], "output")
                 if data:

@@ -433,7 +433,7 @@ class CellRunner:
                                         value = self._run_code(last, ctx)
                                         # As IPython's 'single'-mode code: to sys.displayhook, the
                                         # kernel's or one the cell set (which gets any value).
-                                        show, args = (self._displayhook, (value, cell)) \
+                                        show, args = (self._displayhook, (value, self.cell_text)) \
                                             if sys.displayhook is self.sys_displayhook else (sys.displayhook, (value,))
                                         if ctx is None:
                                                 show(*args)
@@ -509,6 +509,7 @@ class CellRunner:
                 if info.store_history:
                         result.execution_count = self.count
                         self._store_inputs(raw, cell)
+                        self.cell_text = cell  # the last input: what a ';' is looked for in
                 filename = self._register_source(cell, self._cell_filename(raw), numbered=shell_futures)
                 try:
                         try:
@@ -525,7 +526,9 @@ class CellRunner:
                                         if silent:
                                                 pass
                                         elif sys.displayhook is self.sys_displayhook:
-                                                self._displayhook(value, cell, more=True)
+                                                # IPython's quiet() reads the last stored input:
+                                                # the running cell's unless this one was stored.
+                                                self._displayhook(value, self.cell_text, more=True)
                                         else:  # one the cell set
                                                 sys.displayhook(value)
                         except KeyboardInterrupt:
