@@ -95,7 +95,8 @@ class ZMQShellDisplayHook:
                 return self._kernel.count
 
         def quiet(self):
-                """IPython's: the running cell ends with ';' (its result not shown)."""
+                """IPython's: the last input stored in history ends with ';' (the
+                running cell's, or a nested cell's stored after it)."""
                 return _ends_with_semicolon(self._kernel.cell_text)
 
         def flush(self):
