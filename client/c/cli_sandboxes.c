@@ -17,6 +17,7 @@
 
 #include "buf.h"
 #include "cli_egress.h"
+#include "egress_keeper.h"
 #include "cli_help.h"
 #include "cli_snapshot.h"
 #include "host_tsc.h"
@@ -446,6 +447,8 @@ int cmd_kill(int argc, char **argv)
                                 continue;
                         /* Said killed once it is gone: the caller's next look finds no VMM. */
                         int pidfd = (int)syscall(SYS_pidfd_open, e->pid, 0);
+                        /* Opened before the directory goes: its egress keeper ends too. */
+                        int egress = e->dir[0] ? cegress_keeper_lock_open(e->dir) : -ENOENT;
                         bool signalled = creg_kill_vmm(e) == 1;
                         creg_remove(&reg, e, true);
                         if (pidfd >= 0) {
@@ -454,6 +457,11 @@ int cmd_kill(int argc, char **argv)
                                         ;
                                 close(pidfd);
                         }
+                        if (egress >= 0 && cegress_keeper_wait(egress, 5000) < 0)
+                                fprintf(stderr,
+                                        "cellvm: kill %s: its egress keeper is still "
+                                        "running after 5 s\n",
+                                        e->key);
                         printf("killed %s (%s)\n", e->key, e->id);
                         e->key[0] = '\0';
                         found = true;

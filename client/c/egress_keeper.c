@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli_help.h"
@@ -189,6 +190,34 @@ pid_t cegress_keeper_start(const char *key, const char *vmdir)
         execl(exe, "cellvm", "egress-keep", key, vmdir, (char *)NULL);
         fprintf(stderr, "cellvm egress: exec %s: %s\n", exe, strerror(errno));
         _exit(127);
+}
+
+int cegress_keeper_lock_open(const char *vmdir)
+{
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof(path), "%s/" CVM_EGRESS_LOCK, vmdir) >= (int)sizeof(path))
+                return -ENAMETOOLONG;
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        return fd < 0 ? -errno : fd;
+}
+
+int cegress_keeper_wait(int lock, int timeout_ms)
+{
+        int rc = -ETIMEDOUT;
+        for (int waited = 0; waited <= timeout_ms; waited += 10) {
+                if (flock(lock, LOCK_SH | LOCK_NB) == 0) {
+                        rc = 0;
+                        break;
+                }
+                if (errno != EWOULDBLOCK && errno != EINTR) {
+                        rc = -errno;
+                        break;
+                }
+                struct timespec ts = {.tv_nsec = 10 * 1000 * 1000};
+                (void)nanosleep(&ts, NULL); /* an EINTR only shortens one step */
+        }
+        close(lock);
+        return rc;
 }
 
 /* The one sandbox of this process: its id (for the log) and its connection

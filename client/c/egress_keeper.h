@@ -35,5 +35,11 @@ pid_t cegress_keeper_start(const char *key, const char *vmdir);
 /* `cellvm egress-keep KEY VMDIR` (plumbing): the keeper itself, in this process,
  * until the VM's egress port closes. An exit status. */
 int cmd_egress_keep(int argc, char **argv);
+/* The lock a keeper of the VM in `vmdir` holds while it runs, opened to wait
+ * on (cegress_keeper_wait), or a negative errno (-ENOENT: it never had one). */
+int cegress_keeper_lock_open(const char *vmdir);
+/* Waits until the keeper holding `lock` has ended, at most timeout_ms (it
+ * ends within milliseconds of its VM), then closes `lock`: 0, or -ETIMEDOUT. */
+int cegress_keeper_wait(int lock, int timeout_ms);
 
 #endif

@@ -125,6 +125,16 @@ class DisplayHook:
                         self.ns.pop(f"_{n}", None)
                         self.Out.pop(n, None)
 
+        def _display_target(self, value, more=False):
+                """Where a cell's last value goes, as IPython's 'single'-mode code sends
+                it to sys.displayhook: the kernel's own path, or a hook the cell set
+                (which gets any value, None too). (callable, args, kwargs), returned
+                to be called by the caller: a call from here would add a frame, and a
+                deep repr's RecursionError would come at another depth than ipykernel's."""
+                if sys.displayhook is self.sys_displayhook:
+                        return self._displayhook, (value, self.cell_text), {"more": more}
+                return sys.displayhook, (value,), {}
+
         def _displayhook(self, value, cell, more=False):
                 """more: the cell may still run and write after this result."""
                 if self.capture_outputs is not None:

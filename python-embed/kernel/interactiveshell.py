@@ -431,14 +431,11 @@ class CellRunner:
                                         self._run_code(code, ctx)
                                 if last is not None:
                                         value = self._run_code(last, ctx)
-                                        # As IPython's 'single'-mode code: to sys.displayhook, the
-                                        # kernel's or one the cell set (which gets any value).
-                                        show, args = (self._displayhook, (value, self.cell_text)) \
-                                            if sys.displayhook is self.sys_displayhook else (sys.displayhook, (value,))
+                                        show, args, kw = self._display_target(value)
                                         if ctx is None:
-                                                show(*args)
+                                                show(*args, **kw)
                                         else:
-                                                ctx.run(show, *args)
+                                                ctx.run(show, *args, **kw)
                                 err = compile_err
                         except BaseException as e:  # noqa: BLE001 - every cell error is reported
                                 err = running = e
@@ -523,14 +520,12 @@ class CellRunner:
                                         self._run_code(code)
                                 if last is not None:
                                         value = self._run_code(last)
-                                        if silent:
-                                                pass
-                                        elif sys.displayhook is self.sys_displayhook:
-                                                # IPython's quiet() reads the last stored input:
-                                                # the running cell's unless this one was stored.
-                                                self._displayhook(value, self.cell_text, more=True)
-                                        else:  # one the cell set
-                                                sys.displayhook(value)
+                                        if not silent:
+                                                # IPython's quiet() reads the last stored input
+                                                # (cell_text): the running cell's unless this
+                                                # one was stored.
+                                                show, args, kw = self._display_target(value, more=True)
+                                                show(*args, **kw)
                         except KeyboardInterrupt:
                                 raise
                         except BaseException as e:  # noqa: BLE001 - IPython's showtraceback
