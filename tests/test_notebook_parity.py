@@ -166,6 +166,8 @@ def normalise(text, cwd):
     text = re.sub(r"/tmp/ipykernel_\d+/", "/tmp/ipykernel_<pid>/", text)
     text = re.sub(r"0x[0-9a-fA-F]{6,}", "0x<addr>", text)
     text = re.sub(r"T_[0-9a-f]{5}", "T_<id>", text)
+    # %edit's temporary folder and file, each named by tempfile at random.
+    text = re.sub(r"/ipython_edit_\w{8}", "/ipython_edit_<id>", text)
     # jupyter_client's packer warns, from its own source file, when it had to
     # clean NaN or infinities out of a message; cellvm cleans them as it does
     # but does not copy the warning (docs/SDK.md).
@@ -718,6 +720,7 @@ def test_magic_errors_read_as_in_ipykernel(agent):
 # compile.ast_parse (%time, %timeit); a SyntaxError raised while a cell runs
 # lists IPython's run_code frame first (SyntaxTB).
 FRESH_LOOKUP_ERRORS = [
+    "%load\n",  # no target: the inputs before its line, none in a first cell
     "%load nosuch.py\n",
     "%load no_such_name\n",
     "%precision %q\n",
@@ -741,14 +744,15 @@ FRESH_LOOKUP_ERRORS = [
 
 def test_helper_errors_read_as_in_ipykernel(agent):
     expected = same_as_a_fresh_ipykernel(agent, FRESH_LOOKUP_ERRORS, tracebacks=True)
-    assert "interactiveshell.py:3702, in InteractiveShell.find_user_code" in expected[0]["traceback"], expected[0]
-    assert "traitlets.py:1431, in HasTraits._notify_observers" in expected[2]["traceback"], expected[2]
-    assert expected[6]["results"][0]["text"] == "1.235", expected[6]
-    assert "pylabtools.py:321, in find_gui_and_backend" in expected[7]["traceback"], expected[7]
-    assert "interactiveshell.py:3376 in run_code" in expected[10]["traceback"], expected[10]
-    assert "execution.py:1107 in timeit" in expected[13]["traceback"], expected[13]
-    assert "codeop.py:118 in __call__" in expected[15]["traceback"], expected[15]
-    assert "execution.py:1118 in timeit" in expected[17]["traceback"], expected[17]
+    assert "ValueError: '' was not found in history" in expected[0]["traceback"], expected[0]
+    assert "interactiveshell.py:3702, in InteractiveShell.find_user_code" in expected[1]["traceback"], expected[1]
+    assert "traitlets.py:1431, in HasTraits._notify_observers" in expected[3]["traceback"], expected[3]
+    assert expected[7]["results"][0]["text"] == "1.235", expected[7]
+    assert "pylabtools.py:321, in find_gui_and_backend" in expected[8]["traceback"], expected[8]
+    assert "interactiveshell.py:3376 in run_code" in expected[11]["traceback"], expected[11]
+    assert "execution.py:1107 in timeit" in expected[14]["traceback"], expected[14]
+    assert "codeop.py:118 in __call__" in expected[16]["traceback"], expected[16]
+    assert "execution.py:1118 in timeit" in expected[18]["traceback"], expected[18]
 
 
 # How a cell runs, as seen from inside it: a warning pointing above the cell

@@ -1,4 +1,4 @@
-"""IPython.utils.text's SList and DollarFormatter."""
+"""IPython.utils.text's SList, LSString and DollarFormatter."""
 
 import os
 import re
@@ -60,6 +60,22 @@ class SList(list):
                                         item[0] = 0
                 dsu.sort()
                 return SList([t[1] for t in dsu])
+
+
+class LSString(str):
+        """IPython's LSString, the output %sc keeps (getoutput(split=False)): a
+        str with .l (its lines), .s (spaces for newlines), .n (itself), .p."""
+
+        l = list = property(lambda self: self.split("\n"))  # noqa: E741 - IPython's names
+        s = spstr = property(lambda self: self.replace("\n", " "))
+        n = nlstr = property(lambda self: self)
+
+        @property
+        def p(self):
+                from pathlib import Path
+                return [Path(x) for x in self.split() if os.path.exists(x)]
+
+        paths = p
 
 
 class DollarFormatter(string.Formatter):

@@ -35,7 +35,7 @@ from .magics.packaging import PackagingMagics
 from .magics.pylab import PylabMagics
 from .magics.script import ScriptMagics
 from .storemagic import StoreMagics
-from .text import DollarFormatter, SList
+from .text import DollarFormatter, LSString, SList
 from .usersite import refresh as _refresh_user_site
 
 # `!cmd`: output read from its pty within this long of the last read is one
@@ -334,7 +334,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 finally:
                         _refresh_user_site()
                 text = p.stdout.decode(errors="replace")
-                return SList(text.splitlines()) if split else text
+                return SList(text.splitlines()) if split else LSString(text)
 
         def _line_magic(self, name):
                 fn = getattr(self, "magic_" + name, None)

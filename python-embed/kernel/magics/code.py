@@ -3,7 +3,8 @@
 import os
 
 from ..error import UsageError
-from ..foreign_frames import as_if_in_ipython, chained, ipython_calling_on, ipython_raising_from
+from ..foreign_frames import (as_if_in_ipykernel, as_if_in_ipython, chained, ipykernel_calling_on, ipython_calling_on,
+                              ipython_raising_from, warn_as_if_from)
 
 
 # A target found nowhere fails in IPython's find_user_code, called by %load:
@@ -23,6 +24,60 @@ _find_raise_not_found = ipython_raising_from("core/interactiveshell.py", 3704, *
 _find_raise_directory = as_if_in_ipython(_raise, "core/interactiveshell.py", 3693, **_FIND)
 _find_raise_not_code = as_if_in_ipython(_raise, "core/interactiveshell.py", 3712, **_FIND)
 _LOAD_FIND_USER_CODE = ipython_calling_on("core/magics/code.py", 359, "CodeMagics.load", ("self", "arg_s"), carets=9)
+_LOADPY_LOAD = ipython_calling_on("core/magics/code.py", 313, "CodeMagics.loadpy", ("self", "arg_s"), carets=9)
+
+
+# ipykernel's %edit (KernelMagics.edit) finds its target with IPython's
+# _find_edit_target, whose eval of a name shows its frame when it fails; a
+# target found nowhere leaves a None that the edit's os.path.abspath refuses.
+def _eval_edit_target(shell, args, opts, last_call):
+        return eval(args, shell.user_ns)
+
+
+_EDIT_FIND = ipykernel_calling_on("zmqshell.py", 288, "KernelMagics.edit", ("self", "parameter_s", "last_call"),
+                                  carets=9)
+_edit_eval = as_if_in_ipython(_eval_edit_target, "core/magics/code.py", 456, "CodeMagics._find_edit_target")
+
+
+def _edit_abspath(self, parameter_s, filename):
+        return os.path.abspath(filename)
+
+
+_edit_abspath = as_if_in_ipykernel(_edit_abspath, "zmqshell.py", 296, "KernelMagics.edit",
+                                   ("self", "parameter_s", "last_call"), os=os)
+
+
+def _py_filename(arg):
+        """IPython's make_filename in _find_edit_target: the file `arg` names
+        (.py optional), or `arg` itself for a .py file still to be made."""
+        name = os.path.expanduser(arg)
+        if os.path.isfile(name):
+                return name
+        if not name.endswith(".py") and os.path.isfile(name + ".py"):
+                return name + ".py"
+        return arg if arg.endswith(".py") else None
+
+
+def _source_file_and_line(obj):
+        """IPython's find_file and find_source_lines: where `obj` (unwrapped; an
+        instance's class) is defined, each None when unknown."""
+        import inspect
+        try:
+                obj = inspect.unwrap(obj)
+        except ValueError:
+                pass
+        found = []
+        for get in (inspect.getabsfile, lambda o: inspect.getsourcelines(o)[1]):
+                try:
+                        found.append(get(obj))
+                except TypeError:
+                        try:
+                                found.append(get(obj.__class__))
+                        except (OSError, TypeError):
+                                found.append(None)
+                except OSError:
+                        found.append(None)
+        return found
 
 
 class CodeMagics:
@@ -121,12 +176,107 @@ class CodeMagics:
                         print(macro, end=" ")
 
         def magic_load(self, line):
-                """IPython's %load: the code becomes the frontend's next input (a
-                payload E2B drops): only errors show."""
-                args = [a for a in line.split() if not a.startswith("-")]
-                if not args:
-                        raise UsageError("Missing filename, URL, input history range, or element in "
-                                         "the user namespace.")
-                chained([_LOAD_FIND_USER_CODE], self._find_user_code, args[-1])()
+                """IPython's %load [-y] [-n] [-s SYMBOLS] [-r RANGES] TARGET: the code
+                becomes the frontend's next input (a payload E2B drops), so only
+                errors and warnings show. No target: this session's inputs before
+                the magic's own line."""
+                import ast
+                import getopt
+                import logging
+                import shlex
+                spec = "yns:r:"
+                try:
+                        pairs, words = getopt.getopt(shlex.split(line), spec)
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
+                opts = {o[1:]: v for o, v in pairs}
+                contents = chained([_LOAD_FIND_USER_CODE], self._find_user_code, " ".join(words))()
+                if "s" in opts:
+                        try:
+                                body = ast.parse(contents).body
+                        except SyntaxError:
+                                logging.error("Unable to parse the input as valid Python code")
+                                return
+                        defined = {getattr(node, "name", None) for node in body}
+                        missing = [name for name in opts["s"].split(",") if name not in defined]
+                        if len(missing) == 1:
+                                warn_as_if_from(f"The symbol `{missing[0]}` was not found", UserWarning,
+                                                "core/magics/code.py", 370)
+                        elif missing:
+                                quoted = [f"`{name}`" for name in missing]
+                                warn_as_if_from(f"The symbols {', '.join(quoted[:-1])} and {quoted[-1]} were "
+                                                "not found", UserWarning, "core/magics/code.py", 372)
 
-        magic_loadpy = magic_load
+        def magic_loadpy(self, line):
+                """IPython's %loadpy, which calls %load."""
+                chained([_LOADPY_LOAD], self.magic_load, line)()
+
+        # ipykernel's %edit keeps the last call's (prompt count, target) here.
+        _edit_last_call = ("", "")
+
+        def magic_edit(self, line):
+                """ipykernel's %edit [-p] [-r] [-n LINE] [TARGET]: the file to edit goes
+                to the frontend (a payload E2B drops). History lines, a string, or
+                nothing are written to a new temporary file first, whose name it
+                prints; a macro, or a target found nowhere, is said so."""
+                import getopt
+                import shlex
+                from ..macro import Macro
+                spec = "prn:"
+                try:
+                        pairs, words = getopt.getopt(shlex.split(line), spec)
+                except getopt.GetoptError as e:
+                        raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
+                opts = {o[1:]: v for o, v in pairs}
+                args = " ".join(words)
+                last_count, last_args = self._edit_last_call
+                if "p" in opts:
+                        args = f"_{last_count}" if f"_{last_count}" in self.user_ns else last_args
+                use_temp, data = True, ""
+                filename = _py_filename(args)
+                if filename:
+                        use_temp = False
+                elif args:
+                        data = self._history_range(args, "r" in opts)
+                        if not data:
+                                try:
+                                        data = chained([_EDIT_FIND], _edit_eval, self, args, opts, None)()
+                                except (NameError, SyntaxError):
+                                        filename = _py_filename(args)
+                                        if filename is None:
+                                                warn_as_if_from(f"Argument given ({args}) can't be found as a "
+                                                                "variable or as a filename.", UserWarning,
+                                                                "core/magics/code.py", 464)
+                                        use_temp = False
+                                else:
+                                        if isinstance(data, Macro):
+                                                print("Macro editing not yet implemented in 2-process model.")
+                                                return
+                                        if not isinstance(data, str):
+                                                use_temp = False
+                                                filename, lineno = _source_file_and_line(data)
+                                                if filename is None:
+                                                        filename = _py_filename(args)
+                                                        if filename is not None:
+                                                                warn_as_if_from(
+                                                                    f"Could not find file where `{args}` is defined.\n"
+                                                                    f"Opening a file named `{filename}`", UserWarning,
+                                                                    "core/magics/code.py", 504)
+                                                if opts.get("n") is None and lineno is None:
+                                                        filename = _py_filename(args)
+                                                        if filename is None:
+                                                                warn_as_if_from(f"The file where `{data}` was defined "
+                                                                                "cannot be read or found.", UserWarning,
+                                                                                "core/magics/code.py", 514)
+                if use_temp:
+                        import tempfile
+                        folder = tempfile.mkdtemp(prefix="ipython_edit_")
+                        fd, filename = tempfile.mkstemp(".py", "ipython_edit_", dir=folder)
+                        with os.fdopen(fd, "w", encoding="utf-8") as f:
+                                f.write(data)
+                        print("IPython will make a temporary file named:", filename)
+                if filename is not None:  # else IPython's search gave up before it
+                        self._edit_last_call = (self.displayhook.prompt_count, last_args if "p" in opts else args)
+                _edit_abspath(self, line, filename)
+
+        magic_ed = magic_edit

@@ -83,8 +83,13 @@ class HistoryMagics:
                 return out
 
         def _history_range(self, target, raw=True):
+                """IPython's extract_input_lines: the inputs `target` names; no target,
+                the session's so far less their last line (the magic asking)."""
+                if not target:
+                        text = "\n".join(text for _, text in self._history_lines([""], raw))
+                        return text[:text.rfind("\n")] if "\n" in text else ""
                 return "\n".join(text for _, text in self._history_lines(target.split(), raw)
-                                 if text) if target and target[0].isdigit() else ""
+                                 if text) if target[0].isdigit() else ""
 
         def magic_history(self, line):
                 """IPython's %history of this session: [-n] [-p] [-t] [-l [N]] [-g PATTERN]

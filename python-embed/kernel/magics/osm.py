@@ -118,6 +118,23 @@ class OSMagics:
 
         magic_system = magic_sx
 
+        def magic_sc(self, line):
+                """IPython's deprecated %sc [-l] [-v] VAR=COMMAND: the command's output
+                (an LSString, an SList with -l) kept in VAR; without `=`, returned."""
+                opts, args = self._list_options(line, "lv")
+                # The name from the words left after the options, the command
+                # from the line as typed (shlex would strip its quotes).
+                var, eq, _ = " ".join(args).partition("=")
+                cmd = line.partition("=")[2] if eq else ""
+                var = var.strip() if eq else ""
+                out = self.getoutput(cmd, split="l" in opts)
+                if "v" in opts:
+                        from pprint import pformat
+                        print("%s ==\n%s" % (var, pformat(out)))
+                if not var:
+                        return out
+                self.user_ns[var] = out
+
         def magic_unalias(self, line):
                 """IPython's %unalias NAME."""
                 name = line.strip()

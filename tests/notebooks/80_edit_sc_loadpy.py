@@ -1,0 +1,81 @@
+# %edit (a payload E2B drops, and the messages and errors around it), the
+# deprecated %sc, and %loadpy's own frame: compared with ipykernel.
+%edit
+# %%
+%ed
+# %%
+%edit no_such_name
+# %%
+%edit no_such_file.py
+# %%
+def f(): pass
+%edit f
+# %%
+s = "x = 1"
+%edit s
+# %%
+%edit 1
+# %%
+%edit -p
+# %%
+%macro mm 1
+%edit mm
+# %%
+import json
+%edit json.dumps
+# %%
+%edit 1/0
+# %%
+%edit -n
+# %%
+%edit -n 3 json
+# %%
+%edit -n x g
+# %%
+x = 5
+%edit x
+# %%
+%edit -x
+# %%
+%sc
+# %%
+%sc -v o2=echo a b
+o2, type(o2).__name__, o2.l, o2.s, o2.n
+# %%
+%sc echo q
+# %%
+%sc -l
+# %%
+%sc =echo z
+# %%
+%sc -l -v o3 = printf 'a\nb'
+o3, type(o3).__name__
+# %%
+%sc bad name=echo z
+# %%
+%sc -x
+# %%
+%loadpy no_such_file.py
+# %%
+%loadpy
+# %%
+%load
+# %%
+%load -s f
+# %%
+def k(): return 1
+class C: pass
+# %%
+%load -s k 29
+# %%
+%load -s k,g,h 29
+# %%
+%load -s k,g 29
+# %%
+%load -r 1 no_such_name
+# %%
+%load -x
+# %%
+%save -f saved_history.py
+# %%
+!cat saved_history.py | head -3
