@@ -784,6 +784,14 @@ FRESH_CELL_RUNNING = [
     "x_from_nb, y, helper(3), '__file__' in dir()\n",
     "__file__ = 'mine'\n%run -i more.ipy\n__file__, a, b\n",
     "%run bad.ipynb\n",
+    # An error whose str() raises: that error, raised in ipykernel's own
+    # _showtraceback, in every %xmode.
+    "class BadStr(Exception):\n    def __str__(self):\n        raise RuntimeError('no str')\nraise BadStr()\n",
+    "%xmode Plain\n",
+    "raise BadStr()\n",
+    "%xmode Minimal\n",
+    "raise BadStr()\n",
+    "%xmode Context\n",
 ]
 
 
@@ -798,6 +806,7 @@ def test_cell_running_reads_as_in_ipykernel(agent):
     assert "utils loaded" in expected[10]["stdout"] and not expected[10]["results"], expected[10]
     assert expected[11]["results"][0]["text"] == "(42, 1, 6, False)", expected[11]
     assert "ipy ran 7" in expected[12]["stdout"], expected[12]
+    assert "zmqshell.py:538, in ZMQInteractiveShell._showtraceback" in expected[14]["traceback"], expected[14]
     assert expected[13]["error"][0] == "ZeroDivisionError", expected[13]
 
 

@@ -13,12 +13,13 @@ import _cellvm
 
 from .backend_inline import _figures_pending, _flush_figures, _flush_figures_callback
 from .error import UsageError
-from .foreign_frames import as_if_in_ipython, warn_as_if_from
+from .foreign_frames import (as_if_in_ipykernel, as_if_in_ipython, chained, ipython_calling_on,
+                             warn_as_if_from)
 from .inputtransformer2 import _may_transform, _tokenize_error, cleanup_cell, transform_cell
 from .iostream import _flush_std
 from .kernelbase import _set_sigint
 from .session import EXEC_ERROR, _send
-from .ultratb import HIDDEN_CODES, _kernel_dropped, _user_tb
+from .ultratb import HIDDEN_CODES, HIDDEN_START_CODES, _kernel_dropped, _user_tb
 
 # The recursion count where ipykernel runs a cell's code (cell_depth.h).
 _IPYKERNEL_CELL_DEPTH = 24
@@ -59,6 +60,23 @@ _run_code_exec_in_task = as_if_in_ipython(_exec, "core/interactiveshell.py", 337
 _run_code_await = as_if_in_ipython(_await, "core/interactiveshell.py", 3376, **_RUN_CODE,
                                    DEPTH=_IPYKERNEL_AWAIT_DEPTH)
 HIDDEN_CODES.update((_run_code_exec.__code__, _run_code_exec_in_task.__code__, _run_code_await.__code__))
+
+
+# An error whose str() raises: ipykernel's _showtraceback calls it, from
+# showtraceback, from run_code's handler (hidden), where that second error's
+# traceback starts.
+def _str_of(self, etype, evalue, stb):
+        return str(evalue)
+
+
+_showtraceback_str = as_if_in_ipykernel(_str_of, "zmqshell.py", 538, "ZMQInteractiveShell._showtraceback")
+_SHOWTRACEBACK = [ipython_calling_on("core/interactiveshell.py", 3400, "InteractiveShell.run_code",
+                                     ("self", "code_obj", "result")),
+                  ipython_calling_on("core/interactiveshell.py", 2008, "InteractiveShell.showtraceback",
+                                     ("self", "exc_tuple", "filename", "tb_offset", "exception_only",
+                                      "running_compiled_code"))]
+HIDDEN_CODES.add(_SHOWTRACEBACK[0].__code__)
+HIDDEN_START_CODES.add(_SHOWTRACEBACK[0].__code__)
 
 
 def _ending_newline(cell):
@@ -638,7 +656,11 @@ class CellRunner:
                         value = "<exception str() failed>"
                         if tb is None:
                                 # ipykernel's own str(evalue) raises in turn: the cell shows
-                                # that error, raised while handling e (less the kernel's frames).
+                                # that error, raised while handling e, from ipykernel's frames.
+                                try:
+                                        chained(_SHOWTRACEBACK, _showtraceback_str, None, None, e, None)()
+                                except Exception as again:
+                                        err = again
                                 e.__traceback__ = last_tb
                                 err.__context__ = e
                                 err.__cause__ = None

@@ -20,7 +20,7 @@ from .interactiveshell import CellRunner
 from .kernelbase import _set_sigint
 from .session import EXEC_ERROR, EXEC_INPUT, X_END, X_EXECUTE, _send, _state
 from .ultratb import FormattedTB
-from .zmqshell import Shell, _ExitAutocall
+from .zmqshell import Shell, ZMQExitAutocall
 
 
 def _stdin_error_class():
@@ -129,7 +129,7 @@ class Kernel(CellRunner, DisplayHook, FormattedTB):
                 self.In = [""]
                 self.raw_in = [""]  # what %history shows (IPython's input_hist_raw)
                 self.Out = {}
-                self.exiter = _ExitAutocall()
+                self.exiter = ZMQExitAutocall()
                 self.get_ipython = self.shell.get_ipython  # one bound method: %who hides it by identity
                 # IPython's init_user_ns, in its order (globals() shows it).
                 self.ns.update({"_ih": self.In, "_oh": self.Out, "_dh": [os.getcwd()],

@@ -162,6 +162,10 @@ def _from_file(e, filename):
 # Code whose frames a cell's traceback never starts with, as IPython hides
 # its run_code (the stand-ins of interactiveshell.py).
 HIDDEN_CODES = set()
+# Hidden stand-ins a cell's own error still starts at (its "skipping hidden"
+# line shows): IPython's handler that raised the error, not the one running
+# the cell.
+HIDDEN_START_CODES = set()
 
 # Code raising what Python itself raises without a frame of its own (a
 # trait's or attribute's deletion): a traceback ending there ends before it.
@@ -177,7 +181,7 @@ def _leading(code):
 
 def _user_tb(tb):
         """tb less the frames that ran the cell it starts with."""
-        while tb is not None and _leading(tb.tb_frame.f_code):
+        while tb is not None and _leading(tb.tb_frame.f_code) and tb.tb_frame.f_code not in HIDDEN_START_CODES:
                 tb = tb.tb_next
         return tb
 

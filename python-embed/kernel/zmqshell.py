@@ -66,7 +66,7 @@ def _refuse_background(cmd, refused):
                 refused(OSError("Background processes not supported."), *[None] * (refused.__code__.co_argcount - 1))
 
 
-class _ExitAutocall:
+class ZMQExitAutocall:
         """exit/quit as in ipykernel (ZMQExitAutocall): the cell ends quietly, no
         SystemExit. ipykernel then stops the kernel process; a cellvm context
         stays usable (its owner removes or restarts it)."""
@@ -76,8 +76,8 @@ class _ExitAutocall:
         def __call__(self, keep_kernel=False):
                 return None
 
-        def __repr__(self):
-                return "<IPython.core.autocall.ZMQExitAutocall object>"
+
+ZMQExitAutocall.__module__ = "IPython.core.autocall"  # its type and repr read as there
 
 
 def _on_ipython_shell_import(mod):
@@ -662,7 +662,7 @@ class Shell(BasicMagics, CodeMagics, ConfigMagics, DisplayMagics, ExecutionMagic
                 if ifun.lower() in ("b", "f", "r", "u", "br", "rb", "fr", "rf") and \
                    line.startswith((ifun + "'", ifun + '"')):
                         return None  # a string prefix
-                if isinstance(obj, _ExitAutocall):
+                if isinstance(obj, ZMQExitAutocall):
                         if rest.startswith("("):
                                 return None
                 elif not rest and self.autocall < 2:

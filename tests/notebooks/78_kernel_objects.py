@@ -49,3 +49,6 @@ get_ipython().displayhook.quiet(), 8
 # %%
 x = 9;
 get_ipython().displayhook.quiet()
+# %%
+# exit and quit: ipykernel's ZMQExitAutocall objects.
+type(quit).__name__, type(exit).__module__, repr(exit), quit is exit
