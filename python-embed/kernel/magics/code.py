@@ -113,17 +113,24 @@ class CodeMagics:
                                      target, raw, False, True, False)
 
         @staticmethod
-        def _list_options(line, spec):
-                """IPython's parse_options(line, spec, mode='list'): ({flag}, words)."""
+        def _options(line, spec):
+                """IPython's parse_options(line, spec): ({flag: value}, words), its
+                UsageError for an option not in spec."""
                 import getopt
                 import shlex
                 if not line.split():
-                        return set(), []
+                        return {}, []
                 try:
                         opts, args = getopt.getopt(shlex.split(line), spec)
                 except getopt.GetoptError as e:
                         raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
-                return {o[1:] for o, _ in opts}, args
+                return {o[1:]: v for o, v in opts}, args
+
+        @classmethod
+        def _list_options(cls, line, spec):
+                """IPython's parse_options(line, spec, mode='list'): ({flag}, words)."""
+                opts, args = cls._options(line, spec)
+                return set(opts), args
 
         def magic_save(self, line):
                 """IPython's %save [-r] [-f] [-a] FILE RANGE...: lines of history (or a
@@ -181,15 +188,8 @@ class CodeMagics:
                 errors and warnings show. No target: this session's inputs before
                 the magic's own line."""
                 import ast
-                import getopt
                 import logging
-                import shlex
-                spec = "yns:r:"
-                try:
-                        pairs, words = getopt.getopt(shlex.split(line), spec)
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
-                opts = {o[1:]: v for o, v in pairs}
+                opts, words = self._options(line, "yns:r:")
                 contents = chained([_LOAD_FIND_USER_CODE], self._find_user_code, " ".join(words))()
                 if "s" in opts:
                         try:
@@ -219,15 +219,8 @@ class CodeMagics:
                 to the frontend (a payload E2B drops). History lines, a string, or
                 nothing are written to a new temporary file first, whose name it
                 prints; a macro, or a target found nowhere, is said so."""
-                import getopt
-                import shlex
                 from ..macro import Macro
-                spec = "prn:"
-                try:
-                        pairs, words = getopt.getopt(shlex.split(line), spec)
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
-                opts = {o[1:]: v for o, v in pairs}
+                opts, words = self._options(line, "prn:")
                 args = " ".join(words)
                 last_count, last_args = self._edit_last_call
                 if "p" in opts:
