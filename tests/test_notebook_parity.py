@@ -828,6 +828,13 @@ FRESH_CAPTURE = [
     "%%capture c6\nx = 5\nx;\n",
     "'c6' in dir()\n",
     "%writefile foo.txt\n",
+    # A body with a top-level await: IPython's run_cell hands it to its loop
+    # runner, which ipykernel's running loop refuses; the body never runs.
+    # (Last: the next error would free the refused coroutine, whose "never
+    # awaited" warning comes when Python's cycle collector runs.)
+    "import asyncio\n",
+    "%%capture c7\nprint('a')\nawait asyncio.sleep(0)\n",
+    "c7.stdout, c7.stderr\n",
 ]
 
 
@@ -838,6 +845,8 @@ def test_capture_reads_as_in_ipykernel(agent):
     assert not expected[5]["results"] and expected[6]["results"][0]["text"] == "(2, True)", expected[5:7]
     assert expected[9]["results"][0]["text"] == "post_execute ran\\n", expected[9]  # E2B strips the quotes
     assert "But cell magic `%%writefile` exists" in expected[13]["error"][1], expected[13]
+    assert "async_helpers.py:56, in _AsyncIORunner.__call__" in expected[15]["traceback"], expected[15]
+    assert expected[16]["results"][0]["text"] == "('', '')", expected[16]
 
 
 # What IPython's own helpers take from the shell: ultratb formatting an

@@ -62,6 +62,25 @@ _run_code_await = as_if_in_ipython(_await, "core/interactiveshell.py", 3376, **_
 HIDDEN_CODES.update((_run_code_exec.__code__, _run_code_exec_in_task.__code__, _run_code_await.__code__))
 
 
+# IPython's loop runner (_AsyncIORunner), by which its run_cell runs code with
+# a top-level await: on ipykernel's loop, which is running.
+_LOOP_RUNNER = ipython_calling_on("core/async_helpers.py", 56, "_AsyncIORunner.__call__", ("self", "coro"),
+                                  carets=9)
+
+
+async def _never_run():
+        pass  # what the refused runner is given, closed unrun (_loop_refusal)
+
+
+def _top_level_await(cell, flags):
+        """IPython's _should_be_async: the cell compiles only as a coroutine."""
+        try:
+                code = compile(cell, "<>", "exec", flags | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT, dont_inherit=True)
+        except (SyntaxError, ValueError, MemoryError):
+                return False
+        return bool(code.co_flags & 0x80)
+
+
 # An error whose str() raises: ipykernel's _showtraceback calls it, from
 # showtraceback, from run_code's handler (hidden), where that second error's
 # traceback starts.
@@ -510,12 +529,21 @@ class CellRunner:
                 if not raw or raw.isspace():
                         return result
                 events = None if silent else self.shell.__dict__.get("events")
+                cell = transform_cell(cleanup_cell(raw))
+                if _top_level_await(cell, self.flags):
+                        # IPython's run_cell gives such code to its loop runner, and
+                        # ipykernel's loop, running, refuses it before it runs:
+                        # nothing stored, no pre_ events, the error shown.
+                        refused = self._loop_refusal()
+                        if refused is not None:
+                                result.error_in_exec = refused
+                                self._send_error(refused, running=True)
+                                return self._nested_ended(result, silent, events)
                 if events is not None:
                         events.trigger("pre_execute")
                         events.trigger("pre_run_cell", info)
                 saved = self.exec_result
                 self.exec_result = result
-                cell = transform_cell(cleanup_cell(raw))
                 if not silent:
                         self.shell.logger.log(_ending_newline(cell), raw)
                 # store_history: the code is an input of its own, at the running
@@ -562,7 +590,28 @@ class CellRunner:
                         self.exec_result = saved
                         if info.store_history:
                                 self.count += 1
-                # post_execute flushes the figures (inside a %%capture body, into it).
+                return self._nested_ended(result, silent, events)
+
+        def _loop_refusal(self):
+                """The RuntimeError of IPython's loop runner on the running loop, from
+                its frames; None where no loop runs (a thread's cell), which runs
+                the code instead."""
+                import asyncio
+                if asyncio._get_running_loop() is None:
+                        self.loop_enter()
+                coro = _never_run()
+                try:
+                        chained([_LOOP_RUNNER], asyncio.get_event_loop().run_until_complete, coro)()
+                except RuntimeError as e:
+                        return e
+                finally:
+                        coro.close()  # never awaited, without the warning
+                return None
+
+        def _nested_ended(self, result, silent, events):
+                """The end of IPython's run_cell for a nested cell: post_execute
+                flushes the figures (inside a %%capture body, into it), then
+                post_run_cell. Returns the ExecutionResult."""
                 if not silent and (events is None or _flush_figures_callback not in events.callbacks["post_execute"]):
                         try:
                                 _flush_figures()
