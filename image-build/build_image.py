@@ -19,8 +19,10 @@ mkfs.ext4, never an mmdebstrap):
             Cloud Hypervisor, extracted by extract_vmlinux.py), modules.
   initramfs cellvm-init as /init + the modules of modules.txt with their
             dependencies + modules.dep (depmod).
-  rootfs    base + cellvm-agent, cellvm-executor, cellvm-init -> rootfs.ext4
-            and rootfs.erofs (the same tree; each rebuilt only when stale).
+  rootfs    base + cellvm-agent, cellvm-executor, cellvm-init, and two
+            source files of python3-ipykernel (apt-get download, cached as
+            build/image-cache/ipykernel-sources/) -> rootfs.ext4 and
+            rootfs.erofs (the same tree; each rebuilt only when stale).
   manifest  manifest.json: kernel, modules, sizes, root formats, package
             versions, cmdline.
 
@@ -333,6 +335,36 @@ def build_kernel(cache):
             "config": os.path.join(root, "boot", f"config-{kver}")}
 
 
+# Debian's ipykernel is not in the image (zmq, tornado, jupyter_client), but
+# cellvm's kernel stands in for frames of two of its files (raw_input's
+# refusal, %less, %edit, the shell's _showtraceback): their text is shipped,
+# and the executor shows their lines as ipykernel's tracebacks do
+# (python-embed/kernel/foreign_frames.py).
+IPYKERNEL_PACKAGE = "python3-ipykernel"
+IPYKERNEL_SOURCES = ("kernelbase.py", "zmqshell.py")
+IPYKERNEL_SOURCE_DIR = "/usr/share/cellvm/ipykernel"
+
+
+def build_ipykernel_sources(cache):
+    """{image path: cached file} of IPYKERNEL_SOURCES, from the package apt
+    resolves (downloaded once into the cache)."""
+    d = os.path.join(cache, "ipykernel-sources")
+    done = os.path.join(d, ".done")
+    if not os.path.exists(done):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        progress("ipykernel", f"apt-get download {IPYKERNEL_PACKAGE} (two source files)")
+        run(["apt-get", "download", "-q", IPYKERNEL_PACKAGE], cwd=d, stdout=subprocess.DEVNULL)
+        (deb,) = glob.glob(os.path.join(d, "*.deb"))
+        run(["dpkg-deb", "-x", deb, os.path.join(d, "root")])
+        pkgdir = os.path.join(d, "root", "usr", "lib", "python3", "dist-packages", "ipykernel")
+        for name in IPYKERNEL_SOURCES:
+            os.replace(os.path.join(pkgdir, name), os.path.join(d, name))
+        run(["rm", "-rf", "--one-file-system", os.path.join(d, "root"), deb])
+        open(done, "w").close()
+    return {f"{IPYKERNEL_SOURCE_DIR}/{name}": os.path.join(d, name) for name in IPYKERNEL_SOURCES}
+
+
 def install_kernel(kernel, out):
     vmlinuz = os.path.join(out, "vmlinuz")
     if newer(vmlinuz, kernel["vmlinuz"]):
@@ -487,12 +519,13 @@ def mkfs_erofs(tree, tmp, args, newest):
     return subprocess.Popen(args + [tmp, tree], env=env)
 
 
-def build_rootfs(base_tar, binaries, sonames, out, staging, compression):
+def build_rootfs(base_tar, binaries, sonames, out, staging, compression, texts):
     """rootfs.ext4 and rootfs.erofs from one unpacked tree; each is rebuilt
-    only when its inputs (or, for erofs, mkfs options) changed."""
+    only when its inputs (or, for erofs, mkfs options) changed. texts:
+    {image path: file} of files shipped read-only (0644)."""
     versions_file = os.path.join(out, ".packages.json")
     args_file = os.path.join(out, ".rootfs.erofs.args")
-    sources = [base_tar, __file__] + list(binaries.values()) + list(GUEST_FILES.values())
+    sources = [base_tar, __file__] + list(binaries.values()) + list(GUEST_FILES.values()) + list(texts.values())
     args = erofs_args(compression)
     try:
         with open(args_file) as f:
@@ -512,11 +545,11 @@ def build_rootfs(base_tar, binaries, sonames, out, staging, compression):
     os.makedirs(tree)
     progress("rootfs", f"unpacking {os.path.basename(base_tar)}")
     run(["tar", "-C", tree, "--numeric-owner", "-xpf", base_tar])
-    for dest, src in list(binaries.items()) + list(GUEST_FILES.items()):
+    for dest, src in list(binaries.items()) + list(GUEST_FILES.items()) + list(texts.items()):
         path = os.path.join(tree, dest.lstrip("/"))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         shutil.copyfile(src, path)
-        os.chmod(path, 0o755)
+        os.chmod(path, 0o644 if dest in texts else 0o755)
     os.makedirs(os.path.join(tree, "etc", "cellvm"), exist_ok=True)
     for d in (".cellvm-lower", ".cellvm-rw"):  # init's overlay mount points
         os.makedirs(os.path.join(tree, d), exist_ok=True)
@@ -645,8 +678,9 @@ def main():
         libs = runtime_packages(binaries)
         progress("base", "the binaries link " + ", ".join(f"{so} ({p})" for so, p in libs.items()))
         base_tar = build_base(cache, sorted(set(libs.values())), args.profile)
+        texts = build_ipykernel_sources(cache)
         versions = build_rootfs(base_tar, binaries, list(libs), out, staging,
-                                args.erofs_compression)
+                                args.erofs_compression, texts)
         write_manifest(out, kernel, modules, module_paths, versions, base_tar,
                        args.erofs_compression, args.profile)
     lock.close()

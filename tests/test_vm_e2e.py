@@ -9,6 +9,7 @@ numpy/pandas/matplotlib; create() returns after both.
 
 import base64
 import os
+import re
 import sys
 import time
 
@@ -60,6 +61,21 @@ def test_error(sbx):
     assert ex.error.name == "ZeroDivisionError"
     assert ex.error.value == "division by zero"
     assert "ZeroDivisionError" in ex.error.traceback
+
+
+def test_ipykernel_frames_show_their_source_lines(sbx):
+    # The image has no ipykernel, only the two source files whose frames the
+    # kernel stands in for (image-build): input()'s refusal reads as in E2B's.
+    ex = sbx.run_code("input('name: ')", timeout=60)
+    assert ex.error.name == "StdinNotImplementedError", ex.error
+    tb = re.sub(r"\x1b\[[0-9;]*m", "", ex.error.traceback)
+    assert "ipykernel/kernelbase.py:1174, in Kernel.raw_input(self, prompt)" in tb, tb
+    assert "-> 1174     raise StdinNotImplementedError(" in tb, tb
+    # %less of a missing file: zmqshell.py's frame, with its line too.
+    ex = sbx.run_code("%less /no/such/file", timeout=60)
+    tb = re.sub(r"\x1b\[[0-9;]*m", "", ex.error.traceback)
+    assert "zmqshell.py:329, in KernelMagics.less(self, arg_s)" in tb, tb
+    assert "--> 329     cont = open(arg_s).read()" in tb, tb
 
 
 def test_stdout_streams_while_the_cell_runs(sbx):

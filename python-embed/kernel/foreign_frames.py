@@ -5,13 +5,34 @@ ipykernel those frames are IPython's or matplotlib's own; these functions
 stand in for them, so warnings read and filter as there."""
 
 import functools
+import linecache
+import os
 import types
 import warnings
 
 IPYTHON = "/usr/lib/python3/dist-packages/IPython/"  # Debian's
-# Debian's ipykernel, which the image does not ship: its frames show no source there.
+# Debian's ipykernel, which the image does not ship: the two files whose
+# frames stand-ins here show are shipped elsewhere (image-build), their lines
+# given to linecache under ipykernel's paths.
 IPYKERNEL = "/usr/lib/python3/dist-packages/ipykernel/"
+IPYKERNEL_SHIPPED = "/usr/share/cellvm/ipykernel/"
 IPYTHON_CORE = IPYTHON + "core/"
+
+
+def _read_text(path):
+        with open(path, encoding="utf-8") as f:
+                return f.read()
+
+
+def _lend_ipykernel_sources():
+        """linecache's lazy entries (read at first use, then kept) for ipykernel's
+        files, where the image has their shipped copies instead."""
+        for name in ("kernelbase.py", "zmqshell.py"):
+                if not os.path.exists(IPYKERNEL + name) and os.path.exists(IPYKERNEL_SHIPPED + name):
+                        linecache.cache[IPYKERNEL + name] = (functools.partial(_read_text, IPYKERNEL_SHIPPED + name),)
+
+
+_lend_ipykernel_sources()
 
 # Code given a qualname here: a traceback takes it from the code, where it
 # would take it from the function's definition in the source file.
