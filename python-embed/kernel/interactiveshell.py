@@ -594,14 +594,17 @@ class CellRunner:
 
         def _loop_refusal(self):
                 """The RuntimeError of IPython's loop runner on the running loop, from
-                its frames; None where no loop runs (a thread's cell), which runs
-                the code instead."""
+                its frames; None where no loop runs, and the code runs instead."""
                 import asyncio
                 if asyncio._get_running_loop() is None:
                         self.loop_enter()
+                # A thread's cell: the kernel's loop, running in the main thread.
+                loop = asyncio._get_running_loop() or (self.loop if self.in_loop else None)
+                if loop is None:
+                        return None
                 coro = _never_run()
                 try:
-                        chained([_LOOP_RUNNER], asyncio.get_event_loop().run_until_complete, coro)()
+                        chained([_LOOP_RUNNER], loop.run_until_complete, coro)()
                 except RuntimeError as e:
                         return e
                 finally:
