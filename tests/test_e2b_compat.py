@@ -391,7 +391,8 @@ def test_lists_and_dicts_carry_json_as_in_e2b(agent, kernel):
 def test_reference_itself_is_sane(kernel):
     """Guard against a comparison that passes because both sides are empty."""
     ex = kernel.run_code("print('x')\n'y'")
-    assert ex.logs.stdout == ["x\n"] and ex.text == "y"
+    # ipykernel's stream may send print's text and its newline apart when busy.
+    assert "".join(ex.logs.stdout) == "x\n" and ex.text == "y"
     assert isinstance(ex.logs, Logs)
 
 
