@@ -79,3 +79,15 @@ class C: pass
 %save -f saved_history.py
 # %%
 !cat saved_history.py | head -3
+# %%
+import json
+%load -n json.dumps
+# %%
+%load -n len
+# %%
+%load -n no_such_name
+# %%
+def k2(): return 2
+%load -n k2
+# %%
+%load json.dumps

@@ -83,9 +83,10 @@ def _source_file_and_line(obj):
 class CodeMagics:
         """IPython's CodeMagics (IPython.core.magics.code), mixed into zmqshell.Shell."""
 
-        def _find_user_code(self, target, raw=True):
-                """IPython's find_user_code: input history, a file (.py optional), or
-                a string or Macro in the user's namespace."""
+        def _find_user_code(self, target, raw=True, search_ns=False):
+                """IPython's find_user_code: input history, a file (.py optional), an
+                object's source (search_ns: %load -n), or a string or Macro in the
+                user's namespace."""
                 from ..macro import Macro
                 text = self._history_range(target, raw)
                 if text:
@@ -98,8 +99,17 @@ class CodeMagics:
                         if os.path.isdir(path):
                                 _find_raise_directory(ValueError(f"'{target}' is a directory, not a regular file."),
                                                       target, raw, False, True, False)
+                if search_ns:
+                        import inspect
+                        found, obj = self._find_object(target)
+                        try:
+                                source = inspect.getsource(inspect.unwrap(obj)) if found else None
+                        except (OSError, TypeError, ValueError):
+                                source = None
+                        if source:
+                                return source
                 try:
-                        obj = _find_eval(self.user_ns, target, raw, False, True, False)
+                        obj = _find_eval(self.user_ns, target, raw, False, True, search_ns)
                 except Exception as e:
                         # The cause's frames start at find_user_code (the stand-in).
                         _find_raise_not_found(ValueError(f"'{target}' was not found in history, as a "
@@ -190,7 +200,8 @@ class CodeMagics:
                 import ast
                 import logging
                 opts, words = self._options(line, "yns:r:")
-                contents = chained([_LOAD_FIND_USER_CODE], self._find_user_code, " ".join(words))()
+                contents = chained([_LOAD_FIND_USER_CODE], self._find_user_code, " ".join(words),
+                                   search_ns="n" in opts)()
                 if "s" in opts:
                         try:
                                 body = ast.parse(contents).body
