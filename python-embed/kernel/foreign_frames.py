@@ -26,9 +26,14 @@ def _read_text(path):
 
 def _lend_ipykernel_sources():
         """linecache's lazy entries (read at first use, then kept) for ipykernel's
-        files, where the image has their shipped copies instead."""
-        for name in ("kernelbase.py", "zmqshell.py"):
-                if not os.path.exists(IPYKERNEL + name) and os.path.exists(IPYKERNEL_SHIPPED + name):
+        files, where the image has their shipped copies instead: whichever files
+        image-build ships (its IPYKERNEL_SOURCES), so the two lists never differ."""
+        try:
+                shipped = os.listdir(IPYKERNEL_SHIPPED)
+        except OSError:
+                return  # not the image (dev mode): ipykernel's own files, if any
+        for name in shipped:
+                if not os.path.exists(IPYKERNEL + name):
                         linecache.cache[IPYKERNEL + name] = (functools.partial(_read_text, IPYKERNEL_SHIPPED + name),)
 
 
