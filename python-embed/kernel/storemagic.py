@@ -4,6 +4,7 @@ ipykernel): %store, variables and aliases kept in the profile's db."""
 import os
 
 from .error import UsageError
+from .magics import parse_options
 
 
 class StoreMagics:
@@ -11,13 +12,7 @@ class StoreMagics:
 
         def magic_store(self, line):
                 """%store [-d NAME] [-z] [-r [NAME...]] [NAME... | NAME >FILE]."""
-                import getopt
-                import shlex
-                try:
-                        opts, args = getopt.getopt(shlex.split(line), "drz") if line.split() else ([], [])
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "drz" )') from None
-                opts = {o[1:] for o, _ in opts}
+                opts, args = parse_options(line, "drz")
                 args = " ".join(args).split()
                 db = self.db
                 if "d" in opts:

@@ -91,3 +91,27 @@ def k2(): return 2
 %load -n k2
 # %%
 %load json.dumps
+# %%
+# A name that is a file, and the same name with .py: IPython's get_py_filename takes the name as given.
+with open("twin", "w") as f:
+    f.write("print('twin, as named')\n")
+with open("twin.py", "w") as f:
+    f.write("print('twin.py')\n")
+# %%
+%load twin
+# %%
+%save -f twin_saved.py twin
+# %%
+%macro twin_m twin
+print(twin_m)
+# %%
+%pfile twin
+# %%
+%run twin
+# %%
+%run -m json.tool -- nosuch_file.json
+# %%
+r = %timeit -n1 -r1 -q -o pass
+type(r).__name__, r.loops, r.repeat
+# %%
+%prun -l 1 -l 0.5 -s cumulative -q 1+1

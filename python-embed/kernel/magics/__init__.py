@@ -32,3 +32,41 @@ def magic_parser(prog):
                         raise UsageError(message)
 
         return Parser(prog=prog, add_help=False)
+
+
+def parse_options(line, spec, *long_opts, posix=True, list_all=False, preserve_non_opts=False):
+        """IPython's Magics.parse_options: ({option: value}, words), options named
+        without their dashes (a repeated one's last value; list_all: all of
+        them, in a list), its UsageError for an option not in spec.
+        preserve_non_opts: the line as written, less its options, instead of
+        the words."""
+        import getopt
+        import shlex
+
+        from ..error import UsageError
+        found, words, rest = {}, [], line
+        if line.split():
+                try:
+                        opts, words = getopt.getopt(shlex.split(line, posix=posix), spec, long_opts)
+                except getopt.GetoptError as e:
+                        raise UsageError('%s ( allowed: "%s" %s)' % (e.msg, spec, " ".join(long_opts))) from None
+                for o, a in opts:
+                        rest = rest.replace(o, "", 1).replace(a, "", 1)
+                        name = o.lstrip("-")
+                        if list_all:
+                                found.setdefault(name, []).append(a)
+                        else:
+                                found[name] = a
+        return found, rest.lstrip() if preserve_non_opts else words
+
+
+def find_py_file(name):
+        """IPython's get_py_filename: `name` (~ expanded) if it is a file, else
+        name.py if that is; None when neither is."""
+        import os
+        name = os.path.expanduser(name)
+        if os.path.isfile(name):
+                return name
+        if not name.endswith(".py") and os.path.isfile(name + ".py"):
+                return name + ".py"
+        return None

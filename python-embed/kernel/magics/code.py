@@ -5,6 +5,7 @@ import os
 from ..error import UsageError
 from ..foreign_frames import (as_if_in_ipykernel, as_if_in_ipython, chained, ipykernel_calling_on, ipython_calling_on,
                               ipython_raising_from, warn_as_if_from)
+from . import find_py_file, parse_options
 
 
 # A target found nowhere fails in IPython's find_user_code, called by %load:
@@ -50,12 +51,7 @@ _edit_abspath = as_if_in_ipykernel(_edit_abspath, "zmqshell.py", 296, "KernelMag
 def _py_filename(arg):
         """IPython's make_filename in _find_edit_target: the file `arg` names
         (.py optional), or `arg` itself for a .py file still to be made."""
-        name = os.path.expanduser(arg)
-        if os.path.isfile(name):
-                return name
-        if not name.endswith(".py") and os.path.isfile(name + ".py"):
-                return name + ".py"
-        return arg if arg.endswith(".py") else None
+        return find_py_file(arg) or (arg if arg.endswith(".py") else None)
 
 
 def _source_file_and_line(obj):
@@ -91,14 +87,13 @@ class CodeMagics:
                 text = self._history_range(target, raw)
                 if text:
                         return text
-                for path in (target + ".py", target) if not target.endswith(".py") else (target,):
-                        path = os.path.expanduser(path)
-                        if os.path.isfile(path):
-                                with open(path, encoding="utf-8", errors="replace") as f:
-                                        return f.read()
-                        if os.path.isdir(path):
-                                _find_raise_directory(ValueError(f"'{target}' is a directory, not a regular file."),
-                                                      target, raw, False, True, False)
+                path = find_py_file(target)  # the name as given first, then name.py
+                if path:
+                        with open(path, encoding="utf-8", errors="replace") as f:
+                                return f.read()
+                if os.path.isdir(os.path.expanduser(target)):
+                        _find_raise_directory(ValueError(f"'{target}' is a directory, not a regular file."),
+                                              target, raw, False, True, False)
                 if search_ns:
                         import inspect
                         found, obj = self._find_object(target)
@@ -122,30 +117,10 @@ class CodeMagics:
                 _find_raise_not_code(TypeError(f"{target} is neither a string nor a macro.", obj),
                                      target, raw, False, True, False)
 
-        @staticmethod
-        def _options(line, spec):
-                """IPython's parse_options(line, spec): ({flag: value}, words), its
-                UsageError for an option not in spec."""
-                import getopt
-                import shlex
-                if not line.split():
-                        return {}, []
-                try:
-                        opts, args = getopt.getopt(shlex.split(line), spec)
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
-                return {o[1:]: v for o, v in opts}, args
-
-        @classmethod
-        def _list_options(cls, line, spec):
-                """IPython's parse_options(line, spec, mode='list'): ({flag}, words)."""
-                opts, args = cls._options(line, spec)
-                return set(opts), args
-
         def magic_save(self, line):
                 """IPython's %save [-r] [-f] [-a] FILE RANGE...: lines of history (or a
                 file, string or macro) written to FILE (.py, or .ipy with -r)."""
-                opts, args = self._list_options(line, "fra")
+                opts, args = parse_options(line, "fra")
                 if not args:
                         raise UsageError("Missing filename.")
                 raw, append = "r" in opts, "a" in opts
@@ -174,7 +149,7 @@ class CodeMagics:
                 """IPython's %macro [-r] [-q] NAME RANGE...: a Macro of those lines in
                 the user's namespace; no argument lists the macros."""
                 from ..macro import Macro
-                opts, args = self._list_options(line, "rq")
+                opts, args = parse_options(line, "rq")
                 if not args:
                         return sorted(k for k, v in self.user_ns.items() if isinstance(v, Macro))
                 if len(args) == 1:
@@ -199,7 +174,7 @@ class CodeMagics:
                 the magic's own line."""
                 import ast
                 import logging
-                opts, words = self._options(line, "yns:r:")
+                opts, words = parse_options(line, "yns:r:")
                 contents = chained([_LOAD_FIND_USER_CODE], self._find_user_code, " ".join(words),
                                    search_ns="n" in opts)()
                 if "s" in opts:
@@ -231,7 +206,7 @@ class CodeMagics:
                 nothing are written to a new temporary file first, whose name it
                 prints; a macro, or a target found nowhere, is said so."""
                 from ..macro import Macro
-                opts, words = self._options(line, "prn:")
+                opts, words = parse_options(line, "prn:")
                 args = " ".join(words)
                 last_count, last_args = self._edit_last_call
                 if "p" in opts:

@@ -16,7 +16,7 @@ from ..error import UsageError
 from ..foreign_frames import (as_if_in_ipython, chained, frames_from, ipython_calling_on, ipython_raising_from,
                               through, warn_as_if_from)
 from ..iostream import _flush_std
-from . import magic_parser
+from . import find_py_file, magic_parser, parse_options
 from ..pylabtools import _run_file_with_matplotlib
 from ..ultratb import _from_file
 
@@ -216,25 +216,17 @@ class ExecutionMagics:
         def _run_options(line):
                 """IPython's %run options ('nidtN:b:pD:l:rs:T:em:G', posix words): a
                 `--` goes after -m's module, whose arguments are the script's."""
-                import getopt
                 import shlex
-                argv = shlex.split(line)
                 if "-m" in line and "--" not in line:
+                        argv = shlex.split(line)
                         for idx, arg in enumerate(argv):
                                 if not (arg and arg.startswith("-") and arg != "-"):
                                         break
                                 if arg == "-m":
                                         argv.insert(idx + 2, "--")
                                         break
-                spec = "nidtN:b:pD:l:rs:T:em:G"
-                try:
-                        opts, args = getopt.getopt(argv, spec)
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "{spec}" )') from None
-                found = {}
-                for o, a in opts:
-                        found.setdefault(o[1:], []).append(a)
-                return found, args
+                        line = " ".join(shlex.quote(arg) for arg in argv)
+                return parse_options(line, "nidtN:b:pD:l:rs:T:em:G", list_all=True)
 
         def _run_ipy(self, filename):
                 """IPython's %run of a .ipy file or a notebook (safe_execfile_ipy):
@@ -294,12 +286,10 @@ class ExecutionMagics:
                         except IndexError as e:
                                 _run_raise_no_file(Exception("you must provide at least a filename."),
                                                    e.with_traceback(e.__traceback__.tb_next), None, None)
-                path = os.path.expanduser(args[0])
-                if not os.path.isfile(path) and not path.endswith(".py") and os.path.isfile(path + ".py"):
-                        path += ".py"
-                elif not os.path.isfile(path):
+                path = find_py_file(args[0])
+                if path is None:
                         try:
-                                _run_find_file(_get_py_filename, path, None, None)
+                                _run_find_file(_get_py_filename, os.path.expanduser(args[0]), None, None)
                         except OSError as e:
                                 _run_raise_not_found(Exception(str(e)), e.with_traceback(e.__traceback__.tb_next),
                                                      None, None)
@@ -432,28 +422,21 @@ class ExecutionMagics:
                 goes to the pager (a payload E2B drops): only a ' ' is printed, and
                 what -D/-T saved; -r returns the pstats.Stats."""
                 import cProfile
-                import getopt
                 import pstats
-                import shlex
-                try:
-                        # IPython's parse_options(posix=False, list_all=True)
-                        opts, args = getopt.getopt(shlex.split(line, posix=False), "D:l:rs:T:q")
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "D:l:rs:T:q" )') from None
+                opts, args = parse_options(line, "D:l:rs:T:q", posix=False, list_all=True)
                 code = " ".join(args)
                 if cell is not None:
                         code += "\n" + cell
                 code = self.transform_cell(code)  # cleaned up first: a leading empty line goes
-                sort = [a for o, a in opts if o == "-s"] or ["time"]
+                sort = opts.get("s", ["time"])
                 lims = []
-                for o, a in opts:
-                        if o == "-l":
-                                for conv in (int, float, str):
-                                        try:
-                                                lims.append(conv(a))
-                                                break
-                                        except ValueError:
-                                                pass
+                for a in opts.get("l", []):
+                        for conv in (int, float, str):
+                                try:
+                                        lims.append(conv(a))
+                                        break
+                                except ValueError:
+                                        pass
                 prof = cProfile.Profile()
                 try:
                         prof = chained(_PRUN, lambda c: prof.runctx(c, self.user_ns, self.user_ns), code)()
@@ -468,8 +451,8 @@ class ExecutionMagics:
                 finally:
                         stats.stream = stream
                 print(sys_exit, end=" ")
-                dump = next((a for o, a in opts if o == "-D"), "")  # IPython's opts.D[0]: the first
-                text = next((a for o, a in opts if o == "-T"), "")
+                dump = opts.get("D", [""])[0]  # IPython's opts.D[0]: the first
+                text = opts.get("T", [""])[0]
                 if dump:
                         prof.dump_stats(dump)
                         print(f"\n*** Profile stats marshalled to file {dump!r}.{sys_exit}")
@@ -477,7 +460,7 @@ class ExecutionMagics:
                         with open(text, "w", encoding="utf-8") as f:
                                 f.write(out.getvalue().rstrip())
                         print(f"\n*** Profile printout saved to text file {text!r}.{sys_exit}")
-                return stats if any(o == "-r" for o, _ in opts) else None
+                return stats if "r" in opts else None
 
         def magic_debug(self, line):
                 """IPython's %debug, post-mortem: the debugger shows where the last
@@ -499,36 +482,26 @@ class ExecutionMagics:
                 """IPython's %timeit: -n loops, -r runs, -p precision, -q quiet,
                 -o return the result (-t/-c, the timer, accepted)."""
                 import gc
-                import getopt
-                import shlex
 
                 from . import timeit_timer
-                try:
-                        opts, _ = getopt.getopt(shlex.split(line, posix=False), "n:r:tcp:qo")
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "n:r:tcp:qo" )') from None
-                stmt = line
-                for o, a in opts:  # IPython's preserve_non_opts: the rest of the line, as written
-                        stmt = stmt.replace(o, "", 1).replace(a, "", 1)
-                stmt = stmt.lstrip()
+                opts, stmt = parse_options(line, "n:r:tcp:qo", posix=False, preserve_non_opts=True)
                 if not stmt and cell is None:
                         return None
-                opts = dict(opts)
                 number, repeat, precision = 0, 7, 3
-                for opt in ("-n", "-r", "-p"):
+                for opt in ("n", "r", "p"):
                         if opt in opts:
                                 try:
                                         value = int(opts[opt])
                                 except ValueError:
                                         raise ValueError(f"invalid literal for int() with base 10: "
                                                          f"{opts[opt]!r}") from None
-                                if opt == "-n":
+                                if opt == "n":
                                         number = value
-                                elif opt == "-r":
+                                elif opt == "r":
                                         repeat = value
                                 else:
                                         precision = value
-                quiet, ret = "-q" in opts, "-o" in opts
+                quiet, ret = "q" in opts, "o" in opts
                 setup = "pass"
                 if cell is not None:
                         setup, stmt = stmt or "pass", cell

@@ -4,6 +4,7 @@
 import os
 
 from ..foreign_frames import warn_as_if_from
+from . import parse_options
 
 
 
@@ -16,7 +17,7 @@ class LoggingMagics:
                 """IPython's %logstart [-o|-r|-t|-q] [log_name [log_mode]]: the session's
                 input so far, then each cell's, into log_name (ipython_log.py in
                 'rotate' mode by default; a name alone means 'backup')."""
-                opts, words = self._list_options(line, "ortq")
+                opts, words = parse_options(line, "ortq")
                 logger = self.logger
                 if words:
                         par = " ".join(words)

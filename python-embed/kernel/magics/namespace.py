@@ -8,24 +8,12 @@ import re
 import sys
 
 from ..error import UsageError
+from . import find_py_file, parse_options
+from .code import _source_file_and_line
 from .osm import _ALIASES
 
 
 _NOT_HIDDEN = object()
-
-
-def _parse_options(line, spec, *long_opts):
-        """IPython's parse_options(line, spec, *long_opts, mode='list'):
-        ({option: value}, words)."""
-        import getopt
-        import shlex
-        if not line.split():
-                return {}, []
-        try:
-                opts, args = getopt.getopt(shlex.split(line), spec, long_opts)
-        except getopt.GetoptError as e:
-                raise UsageError('%s ( allowed: "%s" %s)' % (e.msg, spec, " ".join(long_opts))) from None
-        return {o.lstrip("-"): a for o, a in opts}, args
 
 
 def _render_signature(sig, name):
@@ -75,7 +63,7 @@ class NamespaceMagics:
                 """IPython's %reset_selective [-f] REGEX: the user's names (%who_ls)
                 matching it go. Without -f it asks (ask_yes_no), whose input()
                 fails under ipykernel: it goes on as with -f."""
-                regex = " ".join(_parse_options(line, "f")[1])
+                regex = " ".join(parse_options(line, "f")[1])
                 if not regex:
                         print("No regex pattern specified. Nothing done.")
                         return
@@ -158,33 +146,17 @@ class NamespaceMagics:
         def magic_pfile(self, line):
                 """IPython's %pfile: the file an object (or a file name) comes from goes
                 to the pager (a payload E2B drops): only what it prints shows."""
-                import inspect
                 oname = line.strip()
                 found, obj = self._find_object(oname)
                 if not found:
                         print(f"Object `{oname}` not found.")
-                        name = os.path.expanduser(line)
-                        if not os.path.isfile(name) and not (not name.endswith(".py")
-                                                             and os.path.isfile(name + ".py")):
-                                print("File `%r` not found." % name)
+                        if find_py_file(line) is None:
+                                print("File `%r` not found." % os.path.expanduser(line))
                         return
-                obj = inspect.unwrap(obj) if callable(obj) else obj
-                try:
-                        inspect.getsourcelines(obj)
-                except TypeError:  # an instance: its class's lines
-                        try:
-                                inspect.getsourcelines(obj.__class__)
-                        except (OSError, TypeError):
-                                print(f"No file found for {oname}" if oname else "No file found ")
-                                return
-                except OSError:
+                ofile, lineno = _source_file_and_line(obj)
+                if lineno is None:
                         print(f"No file found for {oname}" if oname else "No file found ")
-                        return
-                try:
-                        ofile = inspect.getabsfile(obj)
-                except TypeError:
-                        ofile = inspect.getabsfile(obj.__class__)
-                if ofile.endswith((".so", ".dll", ".pyd")):
+                elif ofile.endswith((".so", ".dll", ".pyd")):
                         print("File %r is binary, not printing." % ofile)
                 elif not os.path.isfile(ofile):
                         print("File %r does not exist, not printing." % ofile)
@@ -193,18 +165,13 @@ class NamespaceMagics:
                 """IPython's %psearch [-a] [-c|-i] [-e NS] [-s NS] [-l] PATTERN [TYPE]:
                 the names found go to the pager (a payload E2B drops): only its
                 errors show, as tracebacks after which the cell goes on."""
-                import getopt
-                import shlex
-                try:
-                        opts, args = getopt.getopt(shlex.split(line), "cias:e:l")
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "cias:e:l" )') from None
+                opts, args = parse_options(line, "cias:e:l", list_all=True)
                 pattern = " ".join(args)
-                search = ["user_local", "user_global", "builtin"] + [a for o, a in opts if o == "-s"]
-                search = [n for n in search if n not in [a for o, a in opts if o == "-e"]]
+                search = ["user_local", "user_global", "builtin"] + opts.get("s", [])
+                search = [n for n in search if n not in opts.get("e", [])]
                 table = {"user_global": None, "user_local": None, "builtin": None}
                 try:
-                        if any(o == "-l" for o, _ in opts):
+                        if "l" in opts:
                                 return
                         if len(pattern.split()) not in (1, 2):
                                 raise ValueError(f"invalid argument string for psearch: <{pattern}>")
@@ -298,7 +265,7 @@ class NamespaceMagics:
                 ipykernel: it goes on as with -f. -s: the user's names (%who_ls)
                 go; else, without targets, a hard reset (_reset_namespace).
                 Each target then flushes its history or the user's arrays."""
-                opts, args = _parse_options(line, "sf", "aggressive")
+                opts, args = parse_options(line, "sf", "aggressive")
                 if "s" in opts:
                         for name in self.magic_who_ls(""):
                                 del self.user_ns[name]

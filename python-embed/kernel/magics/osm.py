@@ -8,7 +8,7 @@ import sys
 from ..error import UsageError
 from ..foreign_frames import (as_if_in_ipykernel, as_if_in_ipython, chained, ipykernel_calling_on, ipython_calling_on,
                               ipython_raising)
-from . import magic_parser
+from . import magic_parser, parse_options
 
 
 _SX_GETOUTPUT = ipython_calling_on("core/magics/osm.py", 724, "OSMagics.sx", ("self", "line", "cell"), carets=9)
@@ -121,7 +121,7 @@ class OSMagics:
         def magic_sc(self, line):
                 """IPython's deprecated %sc [-l] [-v] VAR=COMMAND: the command's output
                 (an LSString, an SList with -l) kept in VAR; without `=`, returned."""
-                opts, args = self._list_options(line, "lv")
+                opts, args = parse_options(line, "lv")
                 # The name from the words left after the options, the command
                 # from the line as typed (shlex would strip its quotes).
                 var, eq, _ = " ".join(args).partition("=")
@@ -210,15 +210,8 @@ class OSMagics:
         def _cd_options(line):
                 """IPython's parse_options(line, 'qb', mode='string') for %cd: -q/-b
                 flags, the other words (shell-unquoted) joined by spaces."""
-                import getopt
-                import shlex
-                if not line.split():
-                        return set(), ""
-                try:
-                        opts, args = getopt.getopt(shlex.split(line), "qb")
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "qb" )') from None
-                return {o[1:] for o, _ in opts}, " ".join(args)
+                opts, args = parse_options(line, "qb")
+                return set(opts), " ".join(args)
 
         def magic_dhist(self, line):
                 """IPython's %dhist: the directories %cd visited (_dh). IPython 8.5
@@ -232,13 +225,7 @@ class OSMagics:
 
         def magic_bookmark(self, line):
                 """IPython's %bookmark NAME [DIR], -l (list), -d NAME, -r (remove all)."""
-                import getopt
-                import shlex
-                try:
-                        opts, args = getopt.getopt(shlex.split(line), "drl")
-                except getopt.GetoptError as e:
-                        raise UsageError(f'{e.msg} ( allowed: "drl" )') from None
-                opts = {o[1:] for o, _ in opts}
+                opts, args = parse_options(line, "drl")
                 if len(args) > 2:
                         raise UsageError("%bookmark: too many arguments")
                 bkms = self.db.get("bookmarks", {})
