@@ -18,7 +18,11 @@ E2B_TESTS = os.path.realpath(os.path.join(SHARED, "e2b-python-sdk", "tests"))
 def run_e2b_tests(plugin, paths, confcutdir, workers=2, timeout=600):
     """(returncode, output, summary line) of pytest over `paths` (relative to
     E2B's tests/); conftest.py files above `confcutdir` are left out."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "E2B_"))}
+    # E2B's defaults for its micro-VMs (cellvm_sdk_suite.IN_A_MICROVM): a
+    # 300 s lifetime and a restore from the user's template, not the cold
+    # boots and long lives tests/conftest.py gives cellvm's own suites.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "E2B_"))
+           and k not in ("CELLVM_SNAPSHOT", "CELLVM_DEFAULT_TIMEOUT")}
     env["PYTHONPATH"] = os.pathsep.join(os.path.join(ROOT, p) for p in
                                         ("client/python", "client/python/compat", "tests/conformance"))
     env["PYTHONDONTWRITEBYTECODE"] = "1"  # nothing is written into E2B's directory

@@ -1,6 +1,7 @@
 """pytest plugin: E2B's root tests/conftest.py, for E2B's own SDK tests run
 unchanged (never copied here) against cellvm, each sandbox a dev-mode agent
-of its test's own (cellvm_conformance.agent_of_the_test).
+of its test's own (cellvm_conformance.agent_of_the_test), or a micro-VM for
+the tests IN_A_MICROVM.
 
 E2B's conftest.py is left out (--confcutdir: it imports E2B's API client,
 volumes and templates); what its sandbox tests use is given here:
@@ -30,9 +31,26 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "timeout(seconds): E2B's pytest-timeout marker")
 
 
+# What only a micro-VM has (pause and resume, fork, saved snapshots, a lifetime
+# that ends): these tests' sandboxes are QEMU micro-VMs, restored from the
+# template the VM tests share, as Sandbox.create() makes them without $CELLVM_ADDR.
+IN_A_MICROVM = {(f"{side}/sandbox_{side}/{test}", name)
+                for side in ("sync", "async")
+                for test, name in (("test_fork.py", "(all)"), ("test_snapshot.py", "(all)"),
+                                   ("test_snapshot_filesystem_only.py", "(all)"),
+                                   ("test_snapshot_api.py", "(all)"), ("test_timeout.py", "test_shorten_timeout"),
+                                   ("test_timeout.py", "test_get_timeout"))}
+
+
 @pytest.fixture
 def cellvm_agent(request, monkeypatch):
-    """A dev-mode agent of this test's own: $CELLVM_ADDR names it."""
+    """A dev-mode agent of this test's own, named by $CELLVM_ADDR; none for a
+    test IN_A_MICROVM."""
+    name = getattr(request.node, "originalname", None) or request.node.name
+    if _row(IN_A_MICROVM, _rel_of(request.config, request.node.path), name):
+        monkeypatch.delenv("CELLVM_ADDR", raising=False)
+        yield None
+        return
     yield from cellvm_conformance.agent_of_the_test(request, monkeypatch, image_user=True, preload="")
 
 
