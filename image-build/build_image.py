@@ -336,12 +336,13 @@ def build_kernel(cache):
 
 
 # Debian's ipykernel is not in the image (zmq, tornado, jupyter_client), but
-# cellvm's kernel stands in for frames of two of its files (raw_input's
-# refusal, %less, %edit, the shell's _showtraceback): their text is shipped,
+# cellvm's kernel stands in for frames of three of its files (raw_input's
+# refusal, %less, %edit, the shell's _showtraceback, OutStream.write's
+# refusals): their text is shipped,
 # and the executor shows their lines as ipykernel's tracebacks do
 # (python-embed/kernel/foreign_frames.py).
 IPYKERNEL_PACKAGE = "python3-ipykernel"
-IPYKERNEL_SOURCES = ("kernelbase.py", "zmqshell.py")
+IPYKERNEL_SOURCES = ("iostream.py", "kernelbase.py", "zmqshell.py")
 IPYKERNEL_SOURCE_DIR = "/usr/share/cellvm/ipykernel"
 
 
@@ -350,10 +351,11 @@ def build_ipykernel_sources(cache):
     resolves (downloaded once into the cache)."""
     d = os.path.join(cache, "ipykernel-sources")
     done = os.path.join(d, ".done")
-    if not os.path.exists(done):
+    # A cache made for a shorter IPYKERNEL_SOURCES is made again.
+    if not os.path.exists(done) or not all(os.path.exists(os.path.join(d, n)) for n in IPYKERNEL_SOURCES):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
-        progress("ipykernel", f"apt-get download {IPYKERNEL_PACKAGE} (two source files)")
+        progress("ipykernel", f"apt-get download {IPYKERNEL_PACKAGE} (its source files cellvm's frames show)")
         run(["apt-get", "download", "-q", IPYKERNEL_PACKAGE], cwd=d, stdout=subprocess.DEVNULL)
         (deb,) = glob.glob(os.path.join(d, "*.deb"))
         run(["dpkg-deb", "-x", deb, os.path.join(d, "root")])

@@ -120,26 +120,62 @@ static int append(struct out_stream_fields *f, const char *s, Py_ssize_t n)
         return 0;
 }
 
+/* ipykernel's OutStream.write raises in its own frame (iostream.py): the
+ * Python class gives that frame as the attribute `hook`, called with the
+ * error (`type` of `message`) and the text; without it the error is raised
+ * here. */
+static PyObject *refuse_write(PyObject *self, const char *hook, PyObject *type, PyObject *message,
+                              PyObject *text)
+{
+        if (message == NULL)
+                return NULL;
+        PyObject *error = PyObject_CallOneArg(type, message);
+        Py_DECREF(message);
+        if (error == NULL)
+                return NULL;
+        PyObject *raiser = PyObject_GetAttrString(self, hook);
+        if (raiser == NULL) {
+                PyErr_Clear();
+                PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+        } else {
+                PyObject *r = PyObject_CallFunctionObjArgs(raiser, error, text, NULL);
+                Py_DECREF(raiser);
+                if (r != NULL) { /* a hook that did not raise: the error still stands */
+                        Py_DECREF(r);
+                        PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+                }
+        }
+        Py_DECREF(error);
+        return NULL;
+}
+
 static PyObject *out_stream_write(PyObject *self, PyObject *text)
 {
         struct out_stream_fields *f = fields_of(self);
+        if (!PyUnicode_Check(text)) /* ipykernel's message: f"... not {type(string)}" */
+                return refuse_write(self, "_cellvm_write_not_str", PyExc_TypeError,
+                                    PyUnicode_FromFormat("write() argument must be str, not %R",
+                                                         (PyObject *)Py_TYPE(text)),
+                                    text);
+        if (f->closed)
+                return refuse_write(self, "_cellvm_write_closed", PyExc_ValueError,
+                                    PyUnicode_FromString("I/O operation on closed file"), text);
         if (check_open(f) < 0)
                 return NULL;
-        if (!PyUnicode_Check(text)) {
-                /* ipykernel's message: f"... not {type(string)}" */
-                PyErr_Format(PyExc_TypeError, "write() argument must be str, not %R",
-                             (PyObject *)Py_TYPE(text));
-                return NULL;
-        }
         Py_ssize_t n;
         const char *utf8 = PyUnicode_AsUTF8AndSize(text, &n);
         if (utf8 != NULL) {
                 if (append(f, utf8, n) < 0)
                         return NULL;
         } else {
-                /* Lone surrogates: written as the TextIOWrapper it replaces did. */
+                /* Lone surrogates: as jupyter_client sends them, by the error
+                 * handler kernel/iostream.py registers. */
                 PyErr_Clear();
-                PyObject *b = PyUnicode_AsEncodedString(text, "utf-8", "backslashreplace");
+                PyObject *b = PyUnicode_AsEncodedString(text, "utf-8", "cellvm-lone-surrogates");
+                if (b == NULL) {
+                        PyErr_Clear();
+                        b = PyUnicode_AsEncodedString(text, "utf-8", "backslashreplace");
+                }
                 if (b == NULL)
                         return NULL;
                 int rc = append(f, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b));
@@ -148,21 +184,6 @@ static PyObject *out_stream_write(PyObject *self, PyObject *text)
                         return NULL;
         }
         return PyLong_FromSsize_t(PyUnicode_GET_LENGTH(text));
-}
-
-/* sys.stdout.buffer.write(): bytes in the same order as the text. */
-static PyObject *out_stream_write_bytes(PyObject *self, PyObject *data)
-{
-        struct out_stream_fields *f = fields_of(self);
-        if (check_open(f) < 0)
-                return NULL;
-        Py_buffer view;
-        if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0)
-                return NULL;
-        int rc = append(f, view.buf, view.len);
-        Py_ssize_t len = view.len;
-        PyBuffer_Release(&view);
-        return rc < 0 ? NULL : PyLong_FromSsize_t(len);
 }
 
 static PyObject *out_stream_flush(PyObject *self, PyObject *Py_UNUSED(unused))
@@ -261,8 +282,6 @@ static void out_stream_dealloc(PyObject *self)
 
 static PyMethodDef out_stream_methods[] = {
     {"write", out_stream_write, METH_O, "write(text) -> number of characters written"},
-    {"write_bytes", out_stream_write_bytes, METH_O,
-     "write_bytes(data) -> number of bytes written, in order with the text"},
     {"flush", out_stream_flush, METH_NOARGS, "hand the pending text to the agent's pipe"},
     {"close", out_stream_close, METH_NOARGS, "flush; later writes raise ValueError"},
     {NULL, NULL, 0, NULL},

@@ -18,7 +18,7 @@ def test_figure_pixels_match_savefig(ex):
     d = r.displays[0]
     assert d["data"]["text/plain"] == "<Figure size 640x480 with 1 Axes>"
     ours = np.asarray(Image.open(io.BytesIO(d["data"]["image/png"])))
-    ref_bytes = ex.ok("import sys; sys.stdout.buffer.write(ref.hex().encode())").stdout
+    ref_bytes = ex.ok("import sys; sys.stdout.write(ref.hex())").stdout
     ref = np.asarray(Image.open(io.BytesIO(bytes.fromhex(ref_bytes))))
     assert ours.shape == ref.shape and ours.shape[2] == 4
     assert np.array_equal(ours, ref)

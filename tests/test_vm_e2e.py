@@ -64,7 +64,7 @@ def test_error(sbx):
 
 
 def test_ipykernel_frames_show_their_source_lines(sbx):
-    # The image has no ipykernel, only the two source files whose frames the
+    # The image has no ipykernel, only the source files whose frames the
     # kernel stands in for (image-build): input()'s refusal reads as in E2B's.
     ex = sbx.run_code("input('name: ')", timeout=60)
     assert ex.error.name == "StdinNotImplementedError", ex.error
@@ -76,6 +76,11 @@ def test_ipykernel_frames_show_their_source_lines(sbx):
     tb = re.sub(r"\x1b\[[0-9;]*m", "", ex.error.traceback)
     assert "zmqshell.py:329, in KernelMagics.less(self, arg_s)" in tb, tb
     assert "--> 329     cont = open(arg_s).read()" in tb, tb
+    # sys.stdout.write(bytes): iostream.py's OutStream.write, with its line.
+    ex = sbx.run_code("import sys\nsys.stdout.write(b'x')", timeout=60)
+    tb = re.sub(r"\x1b\[[0-9;]*m", "", ex.error.traceback)
+    assert "ipykernel/iostream.py:537, in OutStream.write(self, string)" in tb, tb
+    assert "--> 537     raise TypeError(f\"write() argument must be str, not {type(string)}\")" in tb, tb
 
 
 def test_stdout_streams_while_the_cell_runs(sbx):

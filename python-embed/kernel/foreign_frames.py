@@ -11,7 +11,7 @@ import types
 import warnings
 
 IPYTHON = "/usr/lib/python3/dist-packages/IPython/"  # Debian's
-# Debian's ipykernel, which the image does not ship: the two files whose
+# Debian's ipykernel, which the image does not ship: the files whose
 # frames stand-ins here show are shipped elsewhere (image-build), their lines
 # given to linecache under ipykernel's paths.
 IPYKERNEL = "/usr/lib/python3/dist-packages/ipykernel/"

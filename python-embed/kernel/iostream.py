@@ -2,6 +2,7 @@
 (OutStream), buffered in the executor and flushed in order with the
 messages, by a timer while a cell runs, and before child processes start."""
 
+import codecs
 import io
 import os
 import subprocess
@@ -9,6 +10,8 @@ import sys
 import threading
 
 import _cellvm
+
+from .foreign_frames import ipykernel_raising
 
 
 # Output buffered in the executor (stream_sink.c) before it reaches the
@@ -19,62 +22,68 @@ import _cellvm
 OUTPUT_FLUSH_INTERVAL = 0.03
 
 
-class _BinaryOut:
-        """sys.stdout.buffer: bytes join the text layer's buffer, so
-        print('a'); sys.stdout.buffer.write(b'b') keeps its order; the rest
-        (fileno, mode, raw, ...) is a BufferedWriter's on the fd."""
+def _lone_surrogates(error):
+        """The "cellvm-lone-surrogates" encoding error handler of the streams
+        (out_stream.c): U+DC80..U+DCFF as the bytes they stand for, as
+        jupyter_client's surrogateescape sends them (E2B's receiving end
+        decodes them to U+FFFD); the others, which ipykernel fails to send,
+        escaped (backslashreplace)."""
+        if not isinstance(error, UnicodeEncodeError):
+                raise error
+        out = bytearray()
+        for c in error.object[error.start:error.end]:
+                n = ord(c)
+                out += bytes([n - 0xDC00]) if 0xDC80 <= n <= 0xDCFF else ("\\u%04x" % n).encode("ascii")
+        return bytes(out), error.end
 
-        def __init__(self, text, binary):
-                self._text = text
-                self._binary = binary
 
-        def write(self, data):
-                return self._text.write_bytes(data)
-
-        def writelines(self, lines):
-                for line in lines:
-                        self._text.write_bytes(line)
-
-        def flush(self):
-                self._text.flush()
-
-        def __getattr__(self, name):
-                return getattr(self._binary, name)
-
-        def __enter__(self):
-                return self
-
-        def __exit__(self, *exc):
-                self._binary.__exit__(*exc)
+codecs.register_error("cellvm-lone-surrogates", _lone_surrogates)
 
 
 class _OutStream(_cellvm.OutStream, io.TextIOBase):
         """sys.stdout/sys.stderr of a cell: text buffered in C (_cellvm.OutStream,
         out_stream.c) and handed to the agent in order with what fd 1 or 2
         receives. Like ipykernel's OutStream it is an io.TextIOBase and reports
-        encoding 'UTF-8', errors None, isatty() False, name 'stdout'/'stderr';
-        fileno() is the real fd, so child processes writing to it land in the
-        same stream."""
+        encoding 'UTF-8', errors None, isatty() False, name 'stdout'/'stderr',
+        no `buffer` (ipykernel issue 786). fileno() is not fd 1 or 2 but, as
+        ipykernel's, a copy of where the kernel's own output went before the
+        capture (its _original_stdstream_copy, in E2B the server's log; here
+        /dev/null): what is written there, by os.write or a child process
+        given sys.stdout, is not the cell's output. What write() refuses
+        fails in ipykernel's frame (the hooks out_stream.c calls)."""
 
         encoding = "UTF-8"
         softspace = 0  # IPython's run_code resets it after each cell (print's Python 2 flag)
 
+        _cellvm_write_not_str = staticmethod(ipykernel_raising("iostream.py", 537, "OutStream.write",
+                                                               ("self", "string")))
+        _cellvm_write_closed = staticmethod(ipykernel_raising("iostream.py", 547, "OutStream.write",
+                                                              ("self", "string")))
+
         def __init__(self, fd, name):
                 super().__init__(fd)
-                raw = io.FileIO(fd, "w", closefd=False)
+                self._cellvm_original = None  # (fd, its stat), opened at first use
                 self._cellvm_name = name
-                self._cellvm_binary = _BinaryOut(self, io.BufferedWriter(raw))
 
         @property
         def name(self):
                 return self._cellvm_name
 
-        @property
-        def buffer(self):
-                return self._cellvm_binary
-
         def fileno(self):
-                return self._cellvm_binary.fileno()
+                # Checked at each use: the executor's setup after a zygote's fork
+                # closes the fds it did not make, and the number may be reused.
+                if self._cellvm_original is not None:
+                        fd, st = self._cellvm_original
+                        try:
+                                now = os.fstat(fd)
+                                if (now.st_dev, now.st_ino, now.st_rdev) == st:
+                                        return fd
+                        except OSError:
+                                pass
+                fd = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+                st = os.fstat(fd)
+                self._cellvm_original = (fd, (st.st_dev, st.st_ino, st.st_rdev))
+                return fd
 
         def isatty(self):
                 return False

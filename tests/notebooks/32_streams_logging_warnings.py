@@ -200,3 +200,17 @@ with warnings.catch_warnings(record=True) as caught:
 [(w.category.__name__, str(w.message)) for w in caught]
 # %%
 os.remove('legacy_api.py')
+# %%
+# ipykernel's OutStream: no binary buffer, write() refuses bytes in its own frame
+import sys
+hasattr(sys.stdout, "buffer"), hasattr(sys.stderr, "buffer")
+# %%
+sys.stdout.write(b"bytes")
+# %%
+print("lone surrogates:", "\udcff", "\udce2\udc82\udcac", "end")
+# %%
+# fileno() is the kernel's own stdout before the capture: not the cell's output
+import os, subprocess
+os.write(sys.stdout.fileno(), b"via fileno\n"), os.write(1, b"via fd 1\n")
+# %%
+subprocess.run(["echo", "child given sys.stdout"], stdout=sys.stdout).returncode
