@@ -101,6 +101,11 @@ def as_if_in_ipykernel(func, path, line, qualname=None, params=None, **names):
                         **names)
 
 
+def ipykernel_compiled_at(lines, path, qualname, **names):
+        """compiled_at in ipykernel's module at `path` (under ipykernel/)."""
+        return compiled_at(lines, "ipykernel." + path[:-3].replace("/", "."), IPYKERNEL + path, qualname, **names)
+
+
 def _taking(func, count):
         """`func` (whose parameters are all it uses, and its only locals) with
         `count` parameters: the ones it has, then unused ones, which only show

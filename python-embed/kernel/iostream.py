@@ -11,7 +11,7 @@ import threading
 
 import _cellvm
 
-from .foreign_frames import ipykernel_raising
+from .foreign_frames import ipykernel_compiled_at, ipykernel_raising
 
 
 # Output buffered in the executor (stream_sink.c) before it reaches the
@@ -59,6 +59,14 @@ class _OutStream(_cellvm.OutStream, io.TextIOBase):
                                                                ("self", "string")))
         _cellvm_write_closed = staticmethod(ipykernel_raising("iostream.py", 547, "OutStream.write",
                                                               ("self", "string")))
+
+        # ipykernel's writelines, each line through write(), each at its line there
+        writelines = ipykernel_compiled_at({567: "def writelines(self, sequence):",
+                                            568: "    if self.closed:",
+                                            569: "        raise ValueError('I/O operation on closed file')",
+                                            571: "    for string in sequence:",
+                                            572: "        self.write(string)"},
+                                           "iostream.py", "OutStream.writelines")
 
         def __init__(self, fd, name):
                 super().__init__(fd)

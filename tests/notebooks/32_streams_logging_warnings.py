@@ -214,3 +214,6 @@ import os, subprocess
 os.write(sys.stdout.fileno(), b"via fileno\n"), os.write(1, b"via fd 1\n")
 # %%
 subprocess.run(["echo", "child given sys.stdout"], stdout=sys.stdout).returncode
+# %%
+sys.stdout.writelines(["a\n", "b\n"])
+sys.stdout.writelines(["c\n", b"d\n"])

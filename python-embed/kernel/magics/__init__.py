@@ -1,7 +1,9 @@
 """IPython.core.magics' counterpart: the line and cell magics, one mixin of
 zmqshell.Shell per IPython module (basic, code, config, display, execution,
 extension, history, namespace, osm, packaging, pylab, script), each method
-`magic_<name>` or `cell_magic_<name>`."""
+`magic_<name>` or `cell_magic_<name>`; and what they share of IPython's
+Magics: its option parsers (magic_parser, parse_options) and
+get_py_filename (find_py_file)."""
 
 
 # IPython's other line magics in ipykernel (its lsmagic, aliases aside): the
